@@ -1,0 +1,32 @@
+/* Small helpers shared by every Trainyard program: checked number parsing, hashing, files. */
+#ifndef TY_UTIL_H
+#define TY_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Parses the whole of `s` as a base-10 integer within [min, max]. Returns 0, or -1 when `s` is
+ * empty, has trailing characters, or is out of range. */
+int ty_parse_int64(const char *s, int64_t min, int64_t max, int64_t *out);
+int ty_parse_double(const char *s, double min, double max, double *out);
+
+/* Writes the lowercase hex SHA-256 of `data` into `hex` (65 bytes with the terminator). */
+void ty_sha256_hex(const void *data, size_t len, char hex[65]);
+
+/* Fills `buf` with `len` cryptographically random bytes. Returns 0 or -1. */
+int ty_random_bytes(void *buf, size_t len);
+
+/* Reads a whole file into a NUL-terminated malloc'd buffer (caller frees). Returns NULL and sets
+ * errno on failure. `len_out` may be NULL. */
+char *ty_read_file(const char *path, size_t *len_out);
+
+/* Creates `path` and its parents with `mode` (like mkdir -p). Returns 0 or -1 with errno. */
+int ty_mkdir_p(const char *path, unsigned mode);
+
+#define TY_FREE(p)                                                                                 \
+    do {                                                                                           \
+        free(p);                                                                                   \
+        (p) = NULL;                                                                                \
+    } while (0)
+
+#endif

@@ -1,0 +1,252 @@
+/* The connection pool and statement helpers declared in db.h. */
+#include "db.h"
+
+#include "log.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DB_MAX_PREPARED 128
+#define DB_TXN_RETRIES 3
+
+struct db_conn {
+    struct db *db;
+    PGconn *pg;
+    bool in_use;
+    const struct db_stmt *prepared[DB_MAX_PREPARED];
+    int nprepared;
+    char sqlstate[6];
+};
+
+struct db {
+    char *conninfo;
+    pthread_mutex_t lock;
+    pthread_cond_t freed;
+    int size;
+    struct db_conn *conns;
+};
+
+struct db *db_create(const char *conninfo, int size)
+{
+    struct db *db = calloc(1, sizeof(*db));
+    if (db == NULL)
+        return NULL;
+    db->conninfo = strdup(conninfo);
+    db->conns = calloc((size_t)size, sizeof(*db->conns));
+    if (db->conninfo == NULL || db->conns == NULL) {
+        free(db->conninfo);
+        free(db->conns);
+        free(db);
+        return NULL;
+    }
+    db->size = size;
+    for (int i = 0; i < size; i++)
+        db->conns[i].db = db;
+    pthread_mutex_init(&db->lock, NULL);
+    pthread_cond_init(&db->freed, NULL);
+    return db;
+}
+
+void db_destroy(struct db *db)
+{
+    if (db == NULL)
+        return;
+    for (int i = 0; i < db->size; i++) {
+        if (db->conns[i].in_use)
+            TY_BUG("db", "connection %d still in use at shutdown", i);
+        if (db->conns[i].pg)
+            PQfinish(db->conns[i].pg);
+    }
+    pthread_mutex_destroy(&db->lock);
+    pthread_cond_destroy(&db->freed);
+    free(db->conns);
+    free(db->conninfo);
+    free(db);
+}
+
+static void notice_to_log(void *arg, const char *message)
+{
+    (void)arg;
+    TY_DEBUG("db", "%s", message);
+}
+
+/* Makes sure c->pg is a live connection, opening or resetting it. Returns 0 or -1. */
+static int conn_ensure(struct db *db, struct db_conn *c)
+{
+    /* PQconsumeInput reads what the server sent while the connection sat idle, so a server
+     * restart ("terminating connection") is noticed here rather than by the next query. */
+    if (c->pg && PQstatus(c->pg) == CONNECTION_OK && PQconsumeInput(c->pg) == 1 &&
+        PQstatus(c->pg) == CONNECTION_OK)
+        return 0;
+    if (c->pg) {
+        TY_WARN("db", "connection lost, reconnecting");
+        PQfinish(c->pg);
+        c->pg = NULL;
+    }
+    c->nprepared = 0;
+    c->pg = PQconnectdb(db->conninfo);
+    if (PQstatus(c->pg) != CONNECTION_OK) {
+        TY_ERROR("db", "cannot connect to the database: %s", PQerrorMessage(c->pg));
+        PQfinish(c->pg);
+        c->pg = NULL;
+        return -1;
+    }
+    PQsetNoticeProcessor(c->pg, notice_to_log, NULL);
+    return 0;
+}
+
+struct db_conn *db_acquire(struct db *db)
+{
+    pthread_mutex_lock(&db->lock);
+    struct db_conn *c = NULL;
+    for (;;) {
+        /* Prefer a connection that is already open. */
+        for (int i = 0; i < db->size && c == NULL; i++)
+            if (!db->conns[i].in_use && db->conns[i].pg)
+                c = &db->conns[i];
+        for (int i = 0; i < db->size && c == NULL; i++)
+            if (!db->conns[i].in_use)
+                c = &db->conns[i];
+        if (c)
+            break;
+        pthread_cond_wait(&db->freed, &db->lock);
+    }
+    c->in_use = true;
+    pthread_mutex_unlock(&db->lock);
+    if (conn_ensure(db, c) != 0) {
+        db_release(db, c);
+        return NULL;
+    }
+    return c;
+}
+
+void db_release(struct db *db, struct db_conn *c)
+{
+    if (c == NULL)
+        return;
+    pthread_mutex_lock(&db->lock);
+    c->in_use = false;
+    pthread_cond_signal(&db->freed);
+    pthread_mutex_unlock(&db->lock);
+}
+
+PGconn *db_pg(struct db_conn *c)
+{
+    return c->pg;
+}
+
+const char *db_last_sqlstate(const struct db_conn *c)
+{
+    return c->sqlstate;
+}
+
+/* Classifies a failed result: soft when retrying the transaction can succeed. */
+static int classify_failure(struct db_conn *c, const PGresult *res)
+{
+    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    snprintf(c->sqlstate, sizeof(c->sqlstate), "%s", state ? state : "");
+    if (PQstatus(c->pg) != CONNECTION_OK)
+        return DB_SOFT_ERROR;
+    if (state && (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0))
+        return DB_SOFT_ERROR;
+    /* Class 08: connection exceptions; 57P01..03: server shutting down or restarting. */
+    if (state && (strncmp(state, "08", 2) == 0 || strncmp(state, "57P0", 4) == 0))
+        return DB_SOFT_ERROR;
+    return DB_HARD_ERROR;
+}
+
+static int ensure_prepared(struct db_conn *c, const struct db_stmt *stmt)
+{
+    for (int i = 0; i < c->nprepared; i++)
+        if (c->prepared[i] == stmt)
+            return 0;
+    PGresult *res = PQprepare(c->pg, stmt->name, stmt->sql, stmt->nparams, NULL);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+        int qs = classify_failure(c, res);
+        if (qs == DB_HARD_ERROR)
+            TY_BUG("db", "preparing %s: %s", stmt->name, PQresultErrorMessage(res));
+        PQclear(res);
+        return qs;
+    }
+    PQclear(res);
+    if (c->nprepared < DB_MAX_PREPARED)
+        c->prepared[c->nprepared++] = stmt;
+    else
+        TY_BUG("db", "more than %d statements; raise DB_MAX_PREPARED", DB_MAX_PREPARED);
+    return 0;
+}
+
+static int finish_result(struct db_conn *c, PGresult *res, PGresult **out, const char *what)
+{
+    ExecStatusType st = PQresultStatus(res);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+        int qs = classify_failure(c, res);
+        if (qs == DB_HARD_ERROR)
+            TY_WARN("db", "%s failed: %s", what, PQresultErrorMessage(res));
+        else
+            TY_DEBUG("db", "%s: retryable failure: %s", what, PQresultErrorMessage(res));
+        PQclear(res);
+        return qs;
+    }
+    c->sqlstate[0] = '\0';
+    int rows;
+    if (st == PGRES_TUPLES_OK) {
+        rows = PQntuples(res);
+    } else {
+        const char *n = PQcmdTuples(res);
+        rows = n && *n ? (int)strtol(n, NULL, 10) : 0;
+    }
+    if (out)
+        *out = res;
+    else
+        PQclear(res);
+    return rows;
+}
+
+int db_exec(struct db_conn *c, const struct db_stmt *stmt, const char *const *params,
+            PGresult **res)
+{
+    int qs = ensure_prepared(c, stmt);
+    if (qs < 0)
+        return qs;
+    PGresult *r = PQexecPrepared(c->pg, stmt->name, stmt->nparams, params, NULL, NULL, 0);
+    return finish_result(c, r, res, stmt->name);
+}
+
+int db_exec_simple(struct db_conn *c, const char *sql)
+{
+    return finish_result(c, PQexec(c->pg, sql), NULL, "simple query");
+}
+
+int db_run_txn(struct db_conn *c, db_txn_fn fn, void *arg)
+{
+    int qs = DB_SOFT_ERROR;
+    for (int attempt = 0; attempt < DB_TXN_RETRIES; attempt++) {
+        if (attempt > 0) {
+            usleep(1000u << attempt);
+            if (conn_ensure(c->db, c) != 0)
+                return DB_SOFT_ERROR;
+        }
+        qs = db_exec_simple(c, "BEGIN");
+        if (qs < 0)
+            continue;
+        qs = fn(c, arg);
+        if (qs < 0) {
+            if (PQstatus(c->pg) == CONNECTION_OK)
+                db_exec_simple(c, "ROLLBACK");
+            if (qs == DB_HARD_ERROR)
+                return qs;
+            continue;
+        }
+        int cq = db_exec_simple(c, "COMMIT");
+        if (cq >= 0)
+            return qs;
+        qs = cq;
+        if (qs == DB_HARD_ERROR)
+            return qs;
+    }
+    return qs;
+}

@@ -1,0 +1,26 @@
+/* GET /api/v1/jobs/{id} */
+#include "db.h"
+#include "handlers.h"
+#include "server.h"
+#include "store.h"
+
+#include <string.h>
+
+enum MHD_Result h_jobs_get(struct srv_request *req)
+{
+    int64_t id;
+    if (srv_arg_id(req, 0, &id) != 0)
+        return srv_reply_problem(req, SRV_P_JOB_NOT_FOUND, NULL,
+                                 "'%s' is not a job id (job ids are positive integers)",
+                                 req->args[0]);
+    struct db_conn *c = db_acquire(req->srv->db);
+    char *job = NULL;
+    int qs = c ? store_job_get(c, id, &job) : DB_SOFT_ERROR;
+    db_release(req->srv->db, c);
+    if (qs < 0)
+        return srv_reply_db_error(req, qs);
+    if (qs == 0)
+        return srv_reply_problem(req, SRV_P_JOB_NOT_FOUND, NULL, "there is no job %lld",
+                                 (long long)id);
+    return srv_reply_steal(req, MHD_HTTP_OK, "application/json", job, strlen(job), NULL);
+}

@@ -1,0 +1,86 @@
+/* GET /api/v1/jobs?status=A,B&limit=N&cursor=C: newest first, cursor paging. */
+#include "db.h"
+#include "handlers.h"
+#include "server.h"
+#include "store.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const known_statuses[] = {"PENDING", "STARTING", "RUNNING",  "RESTARTING",
+                                             "STOPPING", "SUCCEEDED", "FAILED", "STOPPED"};
+
+/* Turns "RUNNING,PENDING" into the array literal "{RUNNING,PENDING}". Returns 0, or -1 naming
+ * the unknown status in `bad`. */
+static int statuses_to_array(const char *in, char *out, size_t outlen, char *bad, size_t badlen)
+{
+    size_t used = 0;
+    out[used++] = '{';
+    const char *p = in;
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        int known = 0;
+        for (size_t i = 0; i < sizeof(known_statuses) / sizeof(known_statuses[0]); i++)
+            if (strlen(known_statuses[i]) == len && strncasecmp(known_statuses[i], p, len) == 0) {
+                int n = snprintf(out + used, outlen - used, "%s%s", used > 1 ? "," : "",
+                                 known_statuses[i]);
+                used += (size_t)n;
+                known = 1;
+            }
+        if (!known) {
+            snprintf(bad, badlen, "%.*s", (int)(len > 32 ? 32 : len), p);
+            return -1;
+        }
+        p += len + (comma ? 1 : 0);
+        if (used + 16 >= outlen)
+            return -1;
+    }
+    snprintf(out + used, outlen - used, "}");
+    return 0;
+}
+
+enum MHD_Result h_jobs_list(struct srv_request *req)
+{
+    const char *status = srv_query(req, "status");
+    const char *limit_s = srv_query(req, "limit");
+    const char *cursor_s = srv_query(req, "cursor");
+    char statuses[256], bad[40];
+    if (status && statuses_to_array(status, statuses, sizeof(statuses), bad, sizeof(bad)) != 0) {
+        char detail[200];
+        snprintf(detail, sizeof(detail),
+                 "unknown status '%s'; use PENDING, STARTING, RUNNING, RESTARTING, STOPPING, "
+                 "SUCCEEDED, FAILED or STOPPED (comma separated)",
+                 bad);
+        return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "status", detail);
+    }
+    int64_t limit = 50, cursor = 0;
+    if (limit_s && ty_parse_int64(limit_s, 1, 1000, &limit) != 0)
+        return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "limit",
+                                       "must be an integer from 1 to 1000");
+    if (cursor_s && ty_parse_int64(cursor_s, 1, INT64_MAX, &cursor) != 0)
+        return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "cursor",
+                                       "is not a cursor returned by this endpoint");
+    struct db_conn *c = db_acquire(req->srv->db);
+    char *jobs = NULL;
+    int64_t min_id = 0;
+    int qs = c ? store_job_list(c, status ? statuses : NULL, cursor, (int)limit, &jobs, &min_id)
+               : DB_SOFT_ERROR;
+    db_release(req->srv->db, c);
+    if (qs < 0)
+        return srv_reply_db_error(req, qs);
+    char next[48] = "null";
+    if (qs == limit && min_id > 1)
+        snprintf(next, sizeof(next), "\"%lld\"", (long long)min_id);
+    size_t len = strlen(jobs) + strlen(next) + 32;
+    char *body = malloc(len);
+    if (body == NULL) {
+        free(jobs);
+        return MHD_NO;
+    }
+    int n = snprintf(body, len, "{\"jobs\":%s,\"next_cursor\":%s}", jobs, next);
+    free(jobs);
+    return srv_reply_steal(req, MHD_HTTP_OK, "application/json", body, (size_t)n, NULL);
+}

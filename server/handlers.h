@@ -1,0 +1,22 @@
+/* Every REST handler, one per file (h_<noun>_<verb>.c), listed in the table of routes.c. */
+#ifndef SRV_HANDLERS_H
+#define SRV_HANDLERS_H
+
+#include "http.h"
+
+enum MHD_Result h_health(struct srv_request *req);
+enum MHD_Result h_version(struct srv_request *req);
+enum MHD_Result h_openapi(struct srv_request *req);
+enum MHD_Result h_jobs_submit(struct srv_request *req);
+enum MHD_Result h_jobs_list(struct srv_request *req);
+enum MHD_Result h_jobs_get(struct srv_request *req);
+enum MHD_Result h_jobs_stop(struct srv_request *req);
+enum MHD_Result h_jobs_delete(struct srv_request *req);
+enum MHD_Result h_tokens_create(struct srv_request *req);
+enum MHD_Result h_tokens_list(struct srv_request *req);
+enum MHD_Result h_tokens_delete(struct srv_request *req);
+
+/* The reply for a failed store call (503 when the database is unreachable, else 500). */
+enum MHD_Result srv_reply_db_error(struct srv_request *req, int qs);
+
+#endif

@@ -1,0 +1,373 @@
+/* libmicrohttpd glue: request state, body limits, routing to the handlers of routes.c. */
+#include "http.h"
+
+#include "auth.h"
+#include "log.h"
+#include "server.h"
+#include "util.h"
+
+#include <arpa/inet.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ replies */
+
+enum MHD_Result srv_reply_steal(struct srv_request *req, unsigned status, const char *ctype,
+                                char *body, size_t len, const char *location)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(len, body ? body : (char *)"", MHD_RESPMEM_MUST_FREE);
+    if (r == NULL) {
+        free(body);
+        return MHD_NO;
+    }
+    if (ctype)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    if (location)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, location);
+    if (status == MHD_HTTP_UNAUTHORIZED)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"trainyard\"");
+    enum MHD_Result ret = MHD_queue_response(req->conn, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+enum MHD_Result srv_reply_data(struct srv_request *req, unsigned status, const char *ctype,
+                               const char *body, size_t len)
+{
+    char *copy = malloc(len + 1);
+    if (copy == NULL)
+        return MHD_NO;
+    memcpy(copy, body, len);
+    copy[len] = '\0';
+    return srv_reply_steal(req, status, ctype, copy, len, NULL);
+}
+
+enum MHD_Result srv_reply_json(struct srv_request *req, unsigned status, json_t *json)
+{
+    char *text = json ? json_dumps(json, JSON_COMPACT) : NULL;
+    json_decref(json);
+    if (text == NULL)
+        return MHD_NO;
+    return srv_reply_steal(req, status, "application/json", text, strlen(text), NULL);
+}
+
+enum MHD_Result srv_reply_empty(struct srv_request *req, unsigned status)
+{
+    return srv_reply_steal(req, status, NULL, NULL, 0, NULL);
+}
+
+static enum MHD_Result reply_problem_v(struct srv_request *req, enum srv_problem p, json_t *errors,
+                                       const char *allow, const char *fmt, va_list ap)
+{
+    char detail[1024];
+    vsnprintf(detail, sizeof(detail), fmt, ap);
+    char type[128];
+    snprintf(type, sizeof(type), "urn:trainyard:problem:%s", srv_problem_slug(p));
+    json_t *body = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s}", "type", type, "title",
+                             srv_problem_title(p), "status", (int)srv_problem_status(p), "detail",
+                             detail, "code", srv_problem_slug(p), "instance", req->url);
+    if (errors)
+        json_object_set_new(body, "errors", errors);
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    if (text == NULL)
+        return MHD_NO;
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    if (r == NULL) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/problem+json");
+    if (srv_problem_status(p) == MHD_HTTP_UNAUTHORIZED)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"trainyard\"");
+    if (allow)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+    enum MHD_Result ret = MHD_queue_response(req->conn, srv_problem_status(p), r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+enum MHD_Result srv_reply_problem(struct srv_request *req, enum srv_problem p, json_t *errors,
+                                  const char *detail_fmt, ...)
+{
+    va_list ap;
+    va_start(ap, detail_fmt);
+    enum MHD_Result r = reply_problem_v(req, p, errors, NULL, detail_fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+enum MHD_Result srv_reply_field_problem(struct srv_request *req, enum srv_problem p,
+                                        const char *field, const char *detail)
+{
+    json_t *errors = json_pack("[{s:s, s:s}]", "field", field, "detail", detail);
+    return srv_reply_problem(req, p, errors, "%s: %s", field, detail);
+}
+
+static enum MHD_Result reply_method_not_allowed(struct srv_request *req, const char *allow, ...)
+{
+    va_list ap;
+    va_start(ap, allow);
+    enum MHD_Result r = reply_problem_v(req, SRV_P_METHOD_NOT_ALLOWED, NULL, allow,
+                                        "%s is not allowed on %s; allowed: %s", ap);
+    va_end(ap);
+    return r;
+}
+
+/* ------------------------------------------------------------------ request helpers */
+
+const char *srv_query(struct srv_request *req, const char *key)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+json_t *srv_body_json(struct srv_request *req, enum MHD_Result *result)
+{
+    const char *ctype =
+        MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    size_t n = strlen("application/json");
+    if (ctype == NULL || strncasecmp(ctype, "application/json", n) != 0 ||
+        (ctype[n] != '\0' && ctype[n] != ';' && ctype[n] != ' ')) {
+        *result = srv_reply_problem(req, SRV_P_UNSUPPORTED_MEDIA_TYPE, NULL,
+                                    "the body must be sent as Content-Type: application/json "
+                                    "(got %s)",
+                                    ctype ? ctype : "no Content-Type");
+        return NULL;
+    }
+    json_error_t err;
+    json_t *j = json_loadb(req->body ? req->body : "", req->body_len, JSON_REJECT_DUPLICATES, &err);
+    if (j == NULL) {
+        *result = srv_reply_problem(req, SRV_P_INVALID_JSON, NULL, "line %d, column %d: %s",
+                                    err.line, err.column, err.text);
+        return NULL;
+    }
+    if (!json_is_object(j)) {
+        json_decref(j);
+        *result = srv_reply_problem(req, SRV_P_INVALID_BODY, NULL,
+                                    "the body must be a JSON object");
+        return NULL;
+    }
+    return j;
+}
+
+int srv_arg_id(struct srv_request *req, int i, int64_t *out)
+{
+    const char *s = req->args[i];
+    if (s == NULL || *s == '\0' || *s == '-' || *s == '+')
+        return -1;
+    char *end = NULL;
+    long long v = strtoll(s, &end, 10);
+    if (*end != '\0' || v <= 0)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ routing */
+
+/* Matches `path` against `pattern`, storing captures (pointers into `scratch`, which is a
+ * writable copy of path) in args. Returns 1 on a match. */
+static int route_match(const char *pattern, char *scratch, const char **args)
+{
+    const char *p = pattern;
+    char *s = scratch;
+    int nargs = 0;
+    while (*p && *s) {
+        if (*p == '{') {
+            const char *close = strchr(p, '}');
+            char *slash = strchr(s, '/');
+            if (slash == s)
+                return 0; /* empty segment */
+            if (nargs < SRV_MAX_PATH_ARGS)
+                args[nargs++] = s;
+            p = close + 1;
+            if (slash == NULL) {
+                s += strlen(s);
+            } else {
+                if (*p != '/')
+                    return 0;
+                *slash = '\0';
+                s = slash + 1;
+                p++;
+            }
+            continue;
+        }
+        if (*p != *s)
+            return 0;
+        p++;
+        s++;
+    }
+    return *p == '\0' && *s == '\0';
+}
+
+/* Finds the route for method+url. Returns it, or NULL with *allow filled (405) or empty (404). */
+static const struct srv_route *route_find(struct srv_request *req, char *allow, size_t allowlen)
+{
+    size_t urllen = strlen(req->url);
+    allow[0] = '\0';
+    /* Ignore one trailing slash, except on "/". */
+    char *scratch = malloc(urllen + 1);
+    if (scratch == NULL)
+        return NULL;
+    const struct srv_route *found = NULL;
+    for (const struct srv_route *r = srv_routes; r->method && !found; r++) {
+        memcpy(scratch, req->url, urllen + 1);
+        if (urllen > 1 && scratch[urllen - 1] == '/')
+            scratch[urllen - 1] = '\0';
+        const char *args[SRV_MAX_PATH_ARGS] = {0};
+        if (!route_match(r->pattern, scratch, args))
+            continue;
+        if (strcmp(r->method, req->method) == 0 ||
+            (strcmp(req->method, "HEAD") == 0 && strcmp(r->method, "GET") == 0)) {
+            found = r;
+            req->path_copy = scratch;
+            memcpy(req->args, args, sizeof(args));
+            return found;
+        }
+        size_t used = strlen(allow);
+        if (strstr(allow, r->method) == NULL)
+            snprintf(allow + used, allowlen - used, "%s%s", used ? ", " : "", r->method);
+    }
+    free(scratch);
+    return NULL;
+}
+
+static enum MHD_Result dispatch(struct srv_request *req)
+{
+    char allow[128];
+    req->route = route_find(req, allow, sizeof(allow));
+    if (req->route == NULL) {
+        if (allow[0] == '\0')
+            return srv_reply_problem(req, SRV_P_NOT_FOUND, NULL, "no route for %s %s",
+                                     req->method, req->url);
+        return reply_method_not_allowed(req, allow, req->method, req->url, allow);
+    }
+    if (req->body_too_large)
+        return srv_reply_problem(req, SRV_P_BODY_TOO_LARGE, NULL,
+                                 "request bodies are limited to %lld bytes",
+                                 (long long)req->srv->cfg.max_body_bytes);
+    enum MHD_Result denied;
+    if (srv_auth_check(req, &denied) != 0)
+        return denied;
+    return req->route->handler(req);
+}
+
+/* ------------------------------------------------------------------ MHD callbacks */
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    struct srv *srv = cls;
+    struct srv_request *req = *con_cls;
+    if (req == NULL) {
+        req = calloc(1, sizeof(*req));
+        if (req == NULL)
+            return MHD_NO;
+        req->srv = srv;
+        req->conn = conn;
+        req->method = method;
+        req->url = url;
+        *con_cls = req;
+        const char *clen =
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (clen && strtoll(clen, NULL, 10) > srv->cfg.max_body_bytes) {
+            req->body_too_large = true;
+            return srv_reply_problem(req, SRV_P_BODY_TOO_LARGE, NULL,
+                                     "request bodies are limited to %lld bytes",
+                                     (long long)srv->cfg.max_body_bytes);
+        }
+        return MHD_YES;
+    }
+    if (*upload_size > 0) {
+        if (!req->body_too_large) {
+            size_t want = req->body_len + *upload_size;
+            if ((int64_t)want > req->srv->cfg.max_body_bytes) {
+                req->body_too_large = true;
+                TY_FREE(req->body);
+                req->body_len = 0;
+            } else {
+                char *grown = realloc(req->body, want + 1);
+                if (grown == NULL)
+                    return MHD_NO;
+                memcpy(grown + req->body_len, upload, *upload_size);
+                grown[want] = '\0';
+                req->body = grown;
+                req->body_len = want;
+            }
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    return dispatch(req);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)conn;
+    (void)toe;
+    struct srv_request *req = *con_cls;
+    if (req == NULL)
+        return;
+    free(req->body);
+    free(req->path_copy);
+    free(req);
+    *con_cls = NULL;
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[512];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    size_t n = strlen(msg);
+    if (n && msg[n - 1] == '\n')
+        msg[n - 1] = '\0';
+    TY_DEBUG("http", "%s", msg);
+}
+
+int srv_http_start(struct srv *srv)
+{
+    struct sockaddr_in addr;
+    memset(&addr, 0, sizeof(addr));
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((uint16_t)srv->cfg.http_port);
+    if (inet_pton(AF_INET, srv->cfg.http_host, &addr.sin_addr) != 1) {
+        TY_ERROR("http", "--http-host '%s' is not an IPv4 address", srv->cfg.http_host);
+        return -1;
+    }
+    srv->http = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG,
+        (uint16_t)srv->cfg.http_port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, &addr,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->cfg.http_threads, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, srv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
+        MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
+        MHD_OPTION_END);
+    if (srv->http == NULL) {
+        TY_ERROR("http", "cannot listen on %s:%lld (port in use?)", srv->cfg.http_host,
+                 (long long)srv->cfg.http_port);
+        return -1;
+    }
+    TY_INFO("http", "REST API on http://%s:%lld/api/v1 (%lld threads)", srv->cfg.http_host,
+            (long long)srv->cfg.http_port, (long long)srv->cfg.http_threads);
+    return 0;
+}
+
+void srv_http_stop(struct srv *srv)
+{
+    if (srv->http == NULL)
+        return;
+    MHD_socket s = MHD_quiesce_daemon(srv->http);
+    if (s != MHD_INVALID_SOCKET)
+        close(s);
+    MHD_stop_daemon(srv->http);
+    srv->http = NULL;
+}

@@ -1,0 +1,88 @@
+/* The HTTP layer: libmicrohttpd daemon, per-request state, routing, body handling, replies.
+ * Handlers (h_*.c, one endpoint per file) get a parsed request and answer with one srv_reply_*
+ * call; this layer owns the request state and frees it in MHD's completion callback. */
+#ifndef SRV_HTTP_H
+#define SRV_HTTP_H
+
+#include "problem.h"
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct srv;
+
+enum srv_role { SRV_ROLE_NONE = 0, SRV_ROLE_VIEWER = 1, SRV_ROLE_USER = 2, SRV_ROLE_ADMIN = 3 };
+
+/* Who made the request (filled by auth.c). */
+struct srv_identity {
+    enum srv_role role;
+    char name[129];
+    int64_t token_id; /* 0 with --auth none */
+};
+
+#define SRV_MAX_PATH_ARGS 4
+
+struct srv_request {
+    struct srv *srv;
+    struct MHD_Connection *conn;
+    const char *method;
+    const char *url;
+    const struct srv_route *route;
+    const char *args[SRV_MAX_PATH_ARGS]; /* path captures, e.g. {id} */
+    char *path_copy;                     /* storage for args */
+    char *body;                          /* NUL-terminated request body */
+    size_t body_len;
+    bool body_too_large;
+    struct srv_identity who;
+};
+
+typedef enum MHD_Result (*srv_handler)(struct srv_request *req);
+
+struct srv_route {
+    const char *method;
+    const char *pattern; /* "/api/v1/jobs/{id}": {name} matches one path segment */
+    srv_handler handler;
+    enum srv_role min_role; /* SRV_ROLE_NONE: no token needed */
+};
+
+/* The routing table (routes.c), ended by a {NULL} entry. */
+extern const struct srv_route srv_routes[];
+
+/* Starts the daemon on cfg.http_host:http_port. Returns 0 or -1 (logged). */
+int srv_http_start(struct srv *srv);
+/* Stops accepting, lets in-flight requests finish, joins the threads. */
+void srv_http_stop(struct srv *srv);
+
+/* ---- replies: each returns what the handler should return ---- */
+
+/* Sends `json` (a reference is stolen) with status and application/json. */
+enum MHD_Result srv_reply_json(struct srv_request *req, unsigned status, json_t *json);
+/* Sends `len` bytes of `body` (copied) with the given content type. */
+enum MHD_Result srv_reply_data(struct srv_request *req, unsigned status, const char *ctype,
+                               const char *body, size_t len);
+/* Sends `body` (malloc'd, ownership taken) with the given content type. */
+enum MHD_Result srv_reply_steal(struct srv_request *req, unsigned status, const char *ctype,
+                                char *body, size_t len, const char *location);
+enum MHD_Result srv_reply_empty(struct srv_request *req, unsigned status);
+/* Sends a problem+json reply. `errors` (stolen, may be NULL) is an array of {field, detail}. */
+enum MHD_Result srv_reply_problem(struct srv_request *req, enum srv_problem p, json_t *errors,
+                                  const char *detail_fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Problem naming one field. */
+enum MHD_Result srv_reply_field_problem(struct srv_request *req, enum srv_problem p,
+                                        const char *field, const char *detail);
+
+/* ---- request helpers ---- */
+
+/* Query-string value or NULL. */
+const char *srv_query(struct srv_request *req, const char *key);
+/* Parses the body as a JSON object. On failure replies (400/415) and returns NULL, storing the
+ * MHD result in *result. */
+json_t *srv_body_json(struct srv_request *req, enum MHD_Result *result);
+/* Parses path argument `i` as a positive int64. Returns 0 or -1. */
+int srv_arg_id(struct srv_request *req, int i, int64_t *out);
+
+#endif

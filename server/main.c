@@ -1,0 +1,109 @@
+/* trainyard-server: REST API, embedded or external PostgreSQL, migrations, auth.
+ * Start-up order: config → data dir → database → migrations → admin token → HTTP.
+ * Shutdown (SIGINT/SIGTERM) runs it backwards and joins every thread. */
+#include "auth.h"
+#include "db.h"
+#include "db_migrate.h"
+#include "embed.h"
+#include "http.h"
+#include "log.h"
+#include "pg_embedded.h"
+#include "server.h"
+#include "util.h"
+#include "version.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+extern const struct ty_embedded_file srv_migrations[];
+
+static void print_routes(void)
+{
+    json_t *routes = json_array();
+    for (const struct srv_route *r = srv_routes; r->method; r++)
+        json_array_append_new(routes, json_pack("{s:s, s:s, s:s}", "method", r->method, "path",
+                                                r->pattern, "role", srv_role_name(r->min_role)));
+    json_dumpf(routes, stdout, JSON_INDENT(2));
+    fputc('\n', stdout);
+    json_decref(routes);
+}
+
+/* Waits until the database answers (it may still be starting). Returns 0 or -1. */
+static int wait_for_database(struct db *db)
+{
+    for (int i = 0; i < 30; i++) {
+        struct db_conn *c = db_acquire(db);
+        if (c) {
+            db_release(db, c);
+            return 0;
+        }
+        if (i == 0)
+            TY_WARN("db", "database not reachable yet; retrying for 30 s");
+        sleep(1);
+    }
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], "--print-routes") == 0) {
+        print_routes();
+        return 0;
+    }
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        printf("trainyard-server %s\n", TRAINYARD_VERSION);
+        return 0;
+    }
+    struct srv srv;
+    memset(&srv, 0, sizeof(srv));
+    if (srv_config_load(&srv.cfg, argc, argv) != 0)
+        return 2;
+
+    /* Signals are taken synchronously by sigwait() below; every thread inherits the mask. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    int rc = 1;
+    if (ty_mkdir_p(srv.cfg.data_dir, 0700) != 0) {
+        TY_ERROR("main", "cannot create data directory %s: %s", srv.cfg.data_dir, strerror(errno));
+        goto out;
+    }
+    char conninfo[PATH_MAX + 128];
+    if (srv.cfg.database_url) {
+        snprintf(conninfo, sizeof(conninfo), "%s", srv.cfg.database_url);
+    } else if (pg_embedded_start(srv.cfg.data_dir, srv.cfg.pg_bin_dir, &srv.pg, conninfo,
+                                 sizeof(conninfo)) != 0) {
+        goto out;
+    }
+    /* One connection per HTTP thread, plus a few for the server's own loops. */
+    srv.db = db_create(conninfo, (int)srv.cfg.http_threads + 4);
+    if (srv.db == NULL || wait_for_database(srv.db) != 0) {
+        TY_ERROR("main", "cannot reach the database");
+        goto out;
+    }
+    if (db_migrate(srv.db, srv_migrations) < 0 || srv_auth_bootstrap(&srv) != 0)
+        goto out;
+    if (srv_http_start(&srv) != 0)
+        goto out;
+    TY_INFO("main", "trainyard-server %s ready", TRAINYARD_VERSION);
+
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    TY_INFO("main", "%s received: shutting down", strsignal(sig));
+    rc = 0;
+out:
+    srv_http_stop(&srv);
+    db_destroy(srv.db);
+    pg_embedded_stop(srv.pg);
+    srv_config_free(&srv.cfg);
+    return rc;
+}

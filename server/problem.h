@@ -1,0 +1,37 @@
+/* The registry of every error the REST API returns: code, HTTP status and short title. Each reply
+ * is an RFC 9457 application/problem+json body:
+ *   {"type": "urn:trainyard:problem:<slug>", "title": ..., "status": ..., "detail": ...,
+ *    "code": "<slug>", "errors": [{"field": ..., "detail": ...}]}   (errors: only when fields are at fault) */
+#ifndef SRV_PROBLEM_H
+#define SRV_PROBLEM_H
+
+#define SRV_PROBLEM_MAP(X)                                                                         \
+    X(BAD_REQUEST, 400, "bad-request", "Bad request")                                              \
+    X(INVALID_JSON, 400, "invalid-json", "Malformed JSON body")                                    \
+    X(INVALID_SPEC, 400, "invalid-job-spec", "Invalid job specification")                          \
+    X(INVALID_PARAMETER, 400, "invalid-parameter", "Invalid query parameter")                      \
+    X(INVALID_BODY, 400, "invalid-body", "Invalid request body")                                   \
+    X(UNAUTHORIZED, 401, "unauthorized", "Authentication required")                                \
+    X(FORBIDDEN, 403, "forbidden", "Not allowed")                                                  \
+    X(NOT_FOUND, 404, "not-found", "No such route")                                                \
+    X(JOB_NOT_FOUND, 404, "job-not-found", "Job not found")                                        \
+    X(TOKEN_NOT_FOUND, 404, "token-not-found", "Token not found")                                  \
+    X(METHOD_NOT_ALLOWED, 405, "method-not-allowed", "Method not allowed")                         \
+    X(JOB_NOT_FINISHED, 409, "job-not-finished", "Job has not finished")                           \
+    X(JOB_FINISHED, 409, "job-finished", "Job has already finished")                               \
+    X(BODY_TOO_LARGE, 413, "body-too-large", "Request body too large")                             \
+    X(UNSUPPORTED_MEDIA_TYPE, 415, "unsupported-media-type", "Unsupported content type")           \
+    X(INTERNAL, 500, "internal", "Internal server error")                                          \
+    X(DATABASE_UNAVAILABLE, 503, "database-unavailable", "Database unavailable")
+
+enum srv_problem {
+#define X(name, status, slug, title) SRV_P_##name,
+    SRV_PROBLEM_MAP(X)
+#undef X
+};
+
+unsigned srv_problem_status(enum srv_problem p);
+const char *srv_problem_slug(enum srv_problem p);
+const char *srv_problem_title(enum srv_problem p);
+
+#endif

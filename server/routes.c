@@ -1,0 +1,19 @@
+/* The routing table: every endpoint of the REST API, with the least role that may call it.
+ * tests/integration/test_openapi.py checks this table and server/openapi.json against each
+ * other (via `trainyard-server --print-routes`). */
+#include "handlers.h"
+
+const struct srv_route srv_routes[] = {
+    {"GET", "/api/v1/health", h_health, SRV_ROLE_NONE},
+    {"GET", "/api/v1/version", h_version, SRV_ROLE_VIEWER},
+    {"GET", "/api/v1/openapi.json", h_openapi, SRV_ROLE_VIEWER},
+    {"POST", "/api/v1/jobs", h_jobs_submit, SRV_ROLE_USER},
+    {"GET", "/api/v1/jobs", h_jobs_list, SRV_ROLE_VIEWER},
+    {"GET", "/api/v1/jobs/{id}", h_jobs_get, SRV_ROLE_VIEWER},
+    {"DELETE", "/api/v1/jobs/{id}", h_jobs_delete, SRV_ROLE_USER},
+    {"POST", "/api/v1/jobs/{id}/stop", h_jobs_stop, SRV_ROLE_USER},
+    {"POST", "/api/v1/tokens", h_tokens_create, SRV_ROLE_ADMIN},
+    {"GET", "/api/v1/tokens", h_tokens_list, SRV_ROLE_ADMIN},
+    {"DELETE", "/api/v1/tokens/{id}", h_tokens_delete, SRV_ROLE_ADMIN},
+    {NULL, NULL, NULL, SRV_ROLE_NONE},
+};

@@ -1,0 +1,18 @@
+/* The server process: everything a request handler can reach. One instance, made in main.c. */
+#ifndef SRV_SERVER_H
+#define SRV_SERVER_H
+
+#include "config.h"
+
+struct db;
+struct pg_embedded;
+struct MHD_Daemon;
+
+struct srv {
+    struct srv_config cfg;
+    struct db *db;
+    struct pg_embedded *pg;  /* NULL with --database-url */
+    struct MHD_Daemon *http;
+};
+
+#endif

@@ -1,0 +1,92 @@
+/* API token queries. */
+#include "store.h"
+
+#include "auth.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *dup_value(PGresult *res, int row, int col)
+{
+    return strdup(PQgetvalue(res, row, col));
+}
+
+int store_token_lookup(struct db_conn *c, const char *hash, struct srv_identity *who)
+{
+    static const struct db_stmt st = {
+        "token_lookup",
+        "SELECT id, name, role FROM api_tokens WHERE token_hash = $1 AND revoked_at IS NULL", 1};
+    const char *params[] = {hash};
+    PGresult *res = NULL;
+    int qs = db_exec(c, &st, params, &res);
+    if (qs <= 0)
+        return qs;
+    who->token_id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    snprintf(who->name, sizeof(who->name), "%s", PQgetvalue(res, 0, 1));
+    if (srv_role_from_string(PQgetvalue(res, 0, 2), &who->role) != 0)
+        who->role = SRV_ROLE_NONE;
+    PQclear(res);
+    return qs;
+}
+
+int store_token_insert(struct db_conn *c, const char *name, const char *role, const char *hash,
+                       char **json_out)
+{
+    static const struct db_stmt st = {
+        "token_insert",
+        "INSERT INTO api_tokens (name, role, token_hash) VALUES ($1, $2, $3) "
+        "RETURNING jsonb_build_object('id', id, 'name', name, 'role', role, "
+        "'created_at', ty_ts(created_at))::text",
+        3};
+    const char *params[] = {name, role, hash};
+    PGresult *res = NULL;
+    int qs = db_exec(c, &st, params, &res);
+    if (qs <= 0)
+        return qs;
+    *json_out = dup_value(res, 0, 0);
+    PQclear(res);
+    return qs;
+}
+
+int store_token_list(struct db_conn *c, char **json_out)
+{
+    static const struct db_stmt st = {
+        "token_list",
+        "SELECT coalesce(jsonb_agg(jsonb_build_object('id', id, 'name', name, 'role', role, "
+        "'created_at', ty_ts(created_at)) ORDER BY id), '[]')::text "
+        "FROM api_tokens WHERE revoked_at IS NULL",
+        0};
+    PGresult *res = NULL;
+    int qs = db_exec(c, &st, NULL, &res);
+    if (qs <= 0)
+        return qs;
+    *json_out = dup_value(res, 0, 0);
+    PQclear(res);
+    return qs;
+}
+
+int store_token_revoke(struct db_conn *c, int64_t id)
+{
+    static const struct db_stmt st = {
+        "token_revoke",
+        "UPDATE api_tokens SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL", 1};
+    char ids[32];
+    snprintf(ids, sizeof(ids), "%lld", (long long)id);
+    const char *params[] = {ids};
+    return db_exec(c, &st, params, NULL);
+}
+
+int store_token_count_admins(struct db_conn *c, int64_t *count)
+{
+    static const struct db_stmt st = {
+        "token_count_admins",
+        "SELECT count(*) FROM api_tokens WHERE role = 'admin' AND revoked_at IS NULL", 0};
+    PGresult *res = NULL;
+    int qs = db_exec(c, &st, NULL, &res);
+    if (qs <= 0)
+        return qs;
+    *count = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    return qs;
+}
