@@ -3,6 +3,7 @@
 
 #include "log.h"
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -76,11 +77,14 @@ static void notice_to_log(void *arg, const char *message)
 /* Makes sure c->pg is a live connection, opening or resetting it. Returns 0 or -1. */
 static int conn_ensure(struct db *db, struct db_conn *c)
 {
-    /* PQconsumeInput reads what the server sent while the connection sat idle, so a server
-     * restart ("terminating connection") is noticed here rather than by the next query. */
-    if (c->pg && PQstatus(c->pg) == CONNECTION_OK && PQconsumeInput(c->pg) == 1 &&
-        PQstatus(c->pg) == CONNECTION_OK)
-        return 0;
+    /* An idle connection (no query in flight, no LISTEN) has nothing to read unless the server
+     * is closing it ("terminating connection", a restart), so readable means: reconnect now
+     * rather than fail the next query. */
+    if (c->pg && PQstatus(c->pg) == CONNECTION_OK) {
+        struct pollfd pfd = {.fd = PQsocket(c->pg), .events = POLLIN};
+        if (poll(&pfd, 1, 0) == 0)
+            return 0;
+    }
     if (c->pg) {
         TY_WARN("db", "connection lost, reconnecting");
         PQfinish(c->pg);

@@ -19,7 +19,8 @@ enum MHD_Result srv_reply_steal(struct srv_request *req, unsigned status, const 
                                 char *body, size_t len, const char *location)
 {
     struct MHD_Response *r =
-        MHD_create_response_from_buffer(len, body ? body : (char *)"", MHD_RESPMEM_MUST_FREE);
+        body ? MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE)
+             : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     if (r == NULL) {
         free(body);
         return MHD_NO;
@@ -275,14 +276,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         req->method = method;
         req->url = url;
         *con_cls = req;
+        /* An announced body over the cap is drained, not stored, so that the client reads
+         * the 413 instead of a reset connection. */
         const char *clen =
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (clen && strtoll(clen, NULL, 10) > srv->cfg.max_body_bytes) {
+        if (clen && strtoll(clen, NULL, 10) > srv->cfg.max_body_bytes)
             req->body_too_large = true;
-            return srv_reply_problem(req, SRV_P_BODY_TOO_LARGE, NULL,
-                                     "request bodies are limited to %lld bytes",
-                                     (long long)srv->cfg.max_body_bytes);
-        }
         return MHD_YES;
     }
     if (*upload_size > 0) {

@@ -1,0 +1,76 @@
+/*
+ * api.c - REST calls with uniform error reporting.
+ */
+#include "api.h"
+
+#include "output.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int api_send(struct cli_ctx *ctx, const char *method, const char *path, const char *body,
+             size_t body_len, bool quiet_unreachable, struct http_response *resp, char *err,
+             size_t errlen)
+{
+    char why[HTTP_ERROR_MAX];
+    if (http_request(ctx->http, method, path, body, body_len, resp, why, sizeof why) != 0) {
+        if (err)
+            snprintf(err, errlen, "%s", why);
+        if (!quiet_unreachable)
+            fprintf(stderr, "error: cannot reach the server at %s (%s %s): %s\n",
+                    http_client_base(ctx->http), method, path, why);
+        return CLI_EXIT_UNREACHABLE;
+    }
+    if (resp->status >= 200 && resp->status < 300)
+        return CLI_EXIT_OK;
+    if (resp->status >= 400)
+        out_problem(resp);
+    else
+        out_odd_reply(resp, "not a success");
+    http_response_free(resp);
+    return CLI_EXIT_FAILED;
+}
+
+int api_json(struct cli_ctx *ctx, const char *method, const char *path, const char *body,
+             size_t body_len, json_t **out)
+{
+    struct http_response resp;
+    if (out)
+        *out = NULL;
+    int rc = api_send(ctx, method, path, body, body_len, false, &resp, NULL, 0);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (out) {
+        json_error_t jerr;
+        *out = resp.len ? json_loadb(resp.body, resp.len, JSON_DECODE_ANY, &jerr) : NULL;
+        if (!*out) {
+            out_odd_reply(&resp, resp.len ? "body is not JSON" : "empty body");
+            rc = CLI_EXIT_FAILED;
+        }
+    }
+    http_response_free(&resp);
+    return rc;
+}
+
+void api_path_escaped(struct cli_ctx *ctx, struct strbuf *path, const char *text)
+{
+    char *e = http_escape(ctx->http, text);
+    sb_puts(path, e);
+    free(e);
+}
+
+void api_query(struct cli_ctx *ctx, struct strbuf *path, const char *name, const char *value)
+{
+    if (!value)
+        return;
+    sb_puts(path, strchr(sb_str(path), '?') ? "&" : "?");
+    sb_puts(path, name);
+    sb_puts(path, "=");
+    api_path_escaped(ctx, path, value);
+}
+
+void api_print_json(const json_t *v)
+{
+    out_json(stdout, v);
+}

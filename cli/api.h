@@ -1,0 +1,50 @@
+/*
+ * api.h - one call to the REST API with the CLI's error policy: unreachable server -> message
+ * naming the URL and exit 3; 4xx/5xx -> the server's problem text and exit 1; a reply that should
+ * be JSON but is not -> status and first bytes, exit 1.
+ */
+#ifndef TY_CLI_API_H
+#define TY_CLI_API_H
+
+#include "cli.h"
+#include "http.h"
+#include "strbuf.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+
+/*
+ * Sends METHOD path (path built with api_path). On a 2xx reply returns CLI_EXIT_OK with *resp
+ * filled (free it with http_response_free); otherwise prints the error and returns the exit code,
+ * with *resp empty. When quiet_unreachable is set, an unreachable server is not reported, only
+ * returned as CLI_EXIT_UNREACHABLE with the explanation in err (for retry loops).
+ */
+int api_send(struct cli_ctx *ctx, const char *method, const char *path, const char *body,
+             size_t body_len, bool quiet_unreachable, struct http_response *resp, char *err,
+             size_t errlen);
+
+/*
+ * Like api_send, then parses the reply as JSON into *out (the caller json_decref's it). A reply
+ * with no JSON where one is expected is reported and gives CLI_EXIT_FAILED. out may be NULL when
+ * no body is wanted (204 replies).
+ */
+int api_json(struct cli_ctx *ctx, const char *method, const char *path, const char *body,
+             size_t body_len, json_t **out);
+
+/*
+ * Appends to `path` the text of one path segment or query value, percent-encoded.
+ */
+void api_path_escaped(struct cli_ctx *ctx, struct strbuf *path, const char *text);
+
+/*
+ * Appends "?name=value" or "&name=value" (value escaped) when value is non-NULL.
+ */
+void api_query(struct cli_ctx *ctx, struct strbuf *path, const char *name, const char *value);
+
+/*
+ * Prints what `cmd` returned in json output mode (pretty), used by all commands that show the
+ * server's JSON unchanged.
+ */
+void api_print_json(const json_t *v);
+
+#endif

@@ -1,0 +1,76 @@
+/*
+ * cli.h - what every command sees: exit codes and the per-run context.
+ */
+#ifndef TY_CLI_H
+#define TY_CLI_H
+
+#include "args.h"
+#include "config.h"
+
+/* Process exit codes; part of the CLI's contract with scripts and CI. */
+enum cli_exit {
+    CLI_EXIT_OK = 0,          /* done */
+    CLI_EXIT_FAILED = 1,      /* the server said no (4xx/5xx), odd reply, or the job failed */
+    CLI_EXIT_USAGE = 2,       /* bad command line or bad local input */
+    CLI_EXIT_UNREACHABLE = 3, /* no HTTP exchange with the server was possible */
+};
+
+struct http_client;
+
+struct cli_ctx {
+    struct cli_config cfg;
+    struct http_client *http;
+    const struct cli_command *cmd; /* the command being run */
+};
+
+/*
+ * Prints "error: <message>" and a pointer to the running command's --help on stderr, and
+ * returns CLI_EXIT_USAGE, so commands can `return cli_usage_error(ctx, ...)`.
+ */
+int cli_usage_error(const struct cli_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Prints "error: <message>" on stderr and returns CLI_EXIT_USAGE (bad local input, not syntax). */
+int cli_input_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Parses a positional job id (a positive integer). On failure prints a usage error naming `what`
+ * and returns CLI_EXIT_USAGE; else 0.
+ */
+int cli_parse_id(const struct cli_ctx *ctx, const char *text, const char *what, long *out);
+
+/*
+ * Parses the value of command flag `name` as an integer in [min, max]; leaves *out untouched when
+ * the flag is absent. Returns 0, or prints a usage error and returns CLI_EXIT_USAGE.
+ */
+int cli_flag_long(const struct cli_ctx *ctx, const struct cli_args *args, const char *name,
+                  long min, long max, long *out);
+
+/* Command handlers, one group per file: cmd_jobs.c, cmd_wait.c, cmd_job_data.c, cmd_nodes.c,
+ * cmd_tokens.c, cmd_server.c. Each returns an enum cli_exit. */
+int cmd_submit(struct cli_ctx *ctx, const struct cli_args *args);
+int cmd_list(struct cli_ctx *ctx, const struct cli_args *args);
+int cmd_get(struct cli_ctx *ctx, const struct cli_args *args);
+int cmd_stop(struct cli_ctx *ctx, const struct cli_args *args);
+int cmd_delete(struct cli_ctx *ctx, const struct cli_args *args);
+int cmd_wait(struct cli_ctx *ctx, const struct cli_args *args);
+int cmd_workers(struct cli_ctx *ctx, const struct cli_args *args);
+int cmd_logs(struct cli_ctx *ctx, const struct cli_args *args);
+int cmd_metrics(struct cli_ctx *ctx, const struct cli_args *args);
+int cmd_nodes(struct cli_ctx *ctx, const struct cli_args *args);
+int cmd_drain(struct cli_ctx *ctx, const struct cli_args *args);
+int cmd_token_create(struct cli_ctx *ctx, const struct cli_args *args);
+int cmd_token_list(struct cli_ctx *ctx, const struct cli_args *args);
+int cmd_token_delete(struct cli_ctx *ctx, const struct cli_args *args);
+int cmd_health(struct cli_ctx *ctx, const struct cli_args *args);
+int cmd_version(struct cli_ctx *ctx, const struct cli_args *args);
+
+/*
+ * Polls job `id` until it reaches a terminal status or timeout_s passes (0: no limit). Used by
+ * `wait` and `submit --wait`. Status changes go to stderr; the final job goes to stdout as JSON in
+ * json mode, and in table mode as the status word when print_status is set.
+ * Returns CLI_EXIT_OK only when the job SUCCEEDED.
+ */
+int cli_wait_for_job(struct cli_ctx *ctx, long id, long timeout_s, bool print_status);
+
+#endif

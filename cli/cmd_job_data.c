@@ -1,0 +1,116 @@
+/*
+ * cmd_job_data.c - what a job's workers produced: workers, logs, metrics.
+ */
+#include "api.h"
+#include "cli.h"
+#include "output.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+/*
+ * GETs path, expects an object holding the array `key`, and prints it: the reply as is in json
+ * mode, else a table with one row per element and one column per field in `fields`.
+ */
+static int print_collection(struct cli_ctx *ctx, const char *path, const char *key,
+                            const char *const *headers, const char *const *fields, size_t ncols)
+{
+    json_t *reply = NULL;
+    int rc = api_json(ctx, "GET", path, NULL, 0, &reply);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    const json_t *items = json_object_get(reply, key);
+    if (!json_is_array(items)) {
+        fprintf(stderr, "error: unexpected reply from the server: no \"%s\" array\n", key);
+        json_decref(reply);
+        return CLI_EXIT_FAILED;
+    }
+    if (ctx->cfg.output == CLI_OUTPUT_JSON) {
+        api_print_json(reply);
+    } else {
+        struct out_table t;
+        size_t i;
+        json_t *item;
+        table_init(&t, headers, ncols);
+        json_array_foreach(items, i, item)
+        {
+            for (size_t c = 0; c < ncols; c++) {
+                const json_t *v = json_object_get(item, fields[c]);
+                if (strcmp(fields[c], "time") == 0)
+                    table_cell_time(&t, v);
+                else
+                    table_cell_json(&t, v);
+            }
+        }
+        table_print(&t, stdout);
+        table_free(&t);
+    }
+    json_decref(reply);
+    return CLI_EXIT_OK;
+}
+
+static const char *const worker_headers[] = {"RANK", "NODE", "PID", "GPUS", "STATUS", "EXIT_CODE"};
+static const char *const worker_fields[] = {"rank", "node_id", "pid",
+                                            "gpus", "status",  "exit_code"};
+
+int cmd_workers(struct cli_ctx *ctx, const struct cli_args *args)
+{
+    long id;
+    int rc;
+    if ((rc = cli_parse_id(ctx, args->pos[0], "job id", &id)) != 0)
+        return rc;
+    char path[64];
+    snprintf(path, sizeof path, "/api/v1/jobs/%ld/workers", id);
+    return print_collection(ctx, path, "workers", worker_headers, worker_fields,
+                            sizeof worker_headers / sizeof worker_headers[0]);
+}
+
+static const char *const metric_headers[] = {"NAME", "RANK", "STEP", "VALUE", "TIME"};
+static const char *const metric_fields[] = {"name", "rank", "step", "value", "time"};
+
+int cmd_metrics(struct cli_ctx *ctx, const struct cli_args *args)
+{
+    long id, rank = -1;
+    int rc;
+    if ((rc = cli_parse_id(ctx, args->pos[0], "job id", &id)) != 0 ||
+        (rc = cli_flag_long(ctx, args, "rank", 0, INT_MAX, &rank)) != 0)
+        return rc;
+    char rank_text[32];
+    snprintf(rank_text, sizeof rank_text, "%ld", rank);
+    struct strbuf path = STRBUF_INIT;
+    sb_printf(&path, "/api/v1/jobs/%ld/metrics", id);
+    api_query(ctx, &path, "name", args_flag(args, "name"));
+    api_query(ctx, &path, "rank", rank >= 0 ? rank_text : NULL);
+    rc = print_collection(ctx, sb_str(&path), "metrics", metric_headers, metric_fields,
+                          sizeof metric_headers / sizeof metric_headers[0]);
+    sb_free(&path);
+    return rc;
+}
+
+int cmd_logs(struct cli_ctx *ctx, const struct cli_args *args)
+{
+    long id, rank = -1, tail = -1;
+    int rc;
+    if ((rc = cli_parse_id(ctx, args->pos[0], "job id", &id)) != 0 ||
+        (rc = cli_flag_long(ctx, args, "rank", 0, INT_MAX, &rank)) != 0 ||
+        (rc = cli_flag_long(ctx, args, "tail", 0, INT_MAX, &tail)) != 0)
+        return rc;
+    char rank_text[32], tail_text[32];
+    snprintf(rank_text, sizeof rank_text, "%ld", rank);
+    snprintf(tail_text, sizeof tail_text, "%ld", tail);
+    struct strbuf path = STRBUF_INIT;
+    sb_printf(&path, "/api/v1/jobs/%ld/logs", id);
+    api_query(ctx, &path, "rank", rank >= 0 ? rank_text : NULL);
+    api_query(ctx, &path, "tail", tail >= 0 ? tail_text : NULL);
+
+    /* Logs are text/plain in both output modes: the workers' bytes, unchanged. */
+    struct http_response resp;
+    rc = api_send(ctx, "GET", sb_str(&path), NULL, 0, false, &resp, NULL, 0);
+    sb_free(&path);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    fwrite(resp.body, 1, resp.len, stdout);
+    http_response_free(&resp);
+    return CLI_EXIT_OK;
+}

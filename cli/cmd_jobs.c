@@ -1,0 +1,339 @@
+/*
+ * cmd_jobs.c - submit, list, get, stop, delete.
+ */
+#include "api.h"
+#include "cli.h"
+#include "output.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------------------
+ * Shared job formatting
+ * ------------------------------------------------------------------------------------------- */
+
+/* Appends the worker count from the job's spec: "4", "2-8" for elastic jobs, or "-". */
+static void job_workers_text(struct strbuf *sb, const json_t *job)
+{
+    const json_t *n = json_object_get(
+        json_object_get(json_object_get(job, "spec"), "scaling_config"), "num_workers");
+    if (json_is_object(n)) {
+        out_value(sb, json_object_get(n, "min"));
+        sb_puts(sb, "-");
+        out_value(sb, json_object_get(n, "max"));
+    } else {
+        out_value(sb, n);
+    }
+}
+
+/* Appends the entrypoint: an argv array joined by spaces, or the shell string. */
+static void job_entrypoint_text(struct strbuf *sb, const json_t *job)
+{
+    const json_t *e = json_object_get(json_object_get(job, "spec"), "entrypoint");
+    size_t i;
+    json_t *arg;
+    if (!json_is_array(e)) {
+        out_value(sb, e);
+        return;
+    }
+    json_array_foreach(e, i, arg)
+    {
+        if (i)
+            sb_puts(sb, " ");
+        out_value(sb, arg);
+    }
+}
+
+/* Builds "/api/v1/jobs/{id}{suffix}". */
+static void job_path(struct strbuf *sb, long id, const char *suffix)
+{
+    sb_printf(sb, "/api/v1/jobs/%ld%s", id, suffix);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * submit
+ * ------------------------------------------------------------------------------------------- */
+
+/*
+ * Reads the whole of `name` ("-" for stdin) into sb. Returns 0, or prints why not and returns
+ * CLI_EXIT_USAGE.
+ */
+static int read_spec(const char *name, struct strbuf *sb)
+{
+    bool is_stdin = strcmp(name, "-") == 0;
+    FILE *f = is_stdin ? stdin : fopen(name, "rb");
+    if (!f)
+        return cli_input_error("cannot open job spec '%s': %s", name, strerror(errno));
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        sb_append(sb, chunk, n);
+    int failed = ferror(f) ? errno : 0;
+    if (!is_stdin)
+        fclose(f);
+    if (failed)
+        return cli_input_error("cannot read job spec '%s': %s", is_stdin ? "<stdin>" : name,
+                               strerror(failed));
+    return 0;
+}
+
+/* Checks that the spec text is one JSON object; prints line and column of a syntax error. */
+static int check_spec(const char *name, const struct strbuf *spec)
+{
+    const char *shown = strcmp(name, "-") == 0 ? "<stdin>" : name;
+    json_error_t jerr;
+    json_t *v =
+        json_loadb(sb_str(spec), spec->len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+    if (!v)
+        return cli_input_error("%s:%d:%d: invalid JSON: %s", shown, jerr.line, jerr.column,
+                               jerr.text);
+    bool is_object = json_is_object(v);
+    json_decref(v);
+    if (!is_object)
+        return cli_input_error("%s: a job spec must be a JSON object", shown);
+    return 0;
+}
+
+int cmd_submit(struct cli_ctx *ctx, const struct cli_args *args)
+{
+    bool wait = args_flag(args, "wait") != NULL;
+    long timeout_s = 0;
+    int rc;
+    if ((rc = cli_flag_long(ctx, args, "wait-timeout", 1, LONG_MAX / 1000, &timeout_s)) != 0)
+        return rc;
+    if (args_flag(args, "wait-timeout") && !wait)
+        return cli_usage_error(ctx, "--wait-timeout only makes sense with --wait");
+
+    struct strbuf spec = STRBUF_INIT;
+    if ((rc = read_spec(args->pos[0], &spec)) != 0 || (rc = check_spec(args->pos[0], &spec)) != 0) {
+        sb_free(&spec);
+        return rc;
+    }
+    json_t *job = NULL;
+    rc = api_json(ctx, "POST", "/api/v1/jobs", sb_str(&spec), spec.len, &job);
+    sb_free(&spec);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+
+    const json_t *id = json_object_get(job, "id");
+    if (!json_is_integer(id) || json_integer_value(id) < 1 || json_integer_value(id) > LONG_MAX) {
+        fputs("error: the server accepted the job but its reply has no integer \"id\"\n", stderr);
+        json_decref(job);
+        return CLI_EXIT_FAILED;
+    }
+    long job_id = (long)json_integer_value(id);
+    if (!wait) {
+        if (ctx->cfg.output == CLI_OUTPUT_JSON)
+            api_print_json(job);
+        else
+            printf("%ld\n", job_id);
+        json_decref(job);
+        return CLI_EXIT_OK;
+    }
+    json_decref(job);
+    if (ctx->cfg.output == CLI_OUTPUT_TABLE) {
+        printf("%ld\n", job_id);
+        fflush(stdout); /* scripts and CI logs see the id before the wait */
+    }
+    return cli_wait_for_job(ctx, job_id, timeout_s, false);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * list
+ * ------------------------------------------------------------------------------------------- */
+
+static const char *const list_headers[] = {"ID", "NAME", "STATUS", "WORKERS", "OWNER", "CREATED"};
+
+static void list_add_rows(struct out_table *t, const json_t *jobs)
+{
+    size_t i;
+    json_t *job;
+    json_array_foreach(jobs, i, job)
+    {
+        struct strbuf workers = STRBUF_INIT;
+        table_cell_json(t, json_object_get(job, "id"));
+        table_cell_json(t, json_object_get(job, "name"));
+        table_cell_json(t, json_object_get(job, "status"));
+        job_workers_text(&workers, job);
+        table_cell_steal(t, sb_steal(&workers));
+        table_cell_json(t, json_object_get(job, "owner"));
+        table_cell_time(t, json_object_get(job, "created_at"));
+    }
+}
+
+int cmd_list(struct cli_ctx *ctx, const struct cli_args *args)
+{
+    long limit = 0;
+    int rc;
+    if ((rc = cli_flag_long(ctx, args, "limit", 1, INT_MAX, &limit)) != 0)
+        return rc;
+    bool all = args_flag(args, "all") != NULL;
+    bool json = ctx->cfg.output == CLI_OUTPUT_JSON;
+
+    /* Statuses are upper case on the wire; accept "running" too. */
+    char *status = NULL;
+    if (args_flag(args, "status")) {
+        status = xstrdup(args_flag(args, "status"));
+        for (char *p = status; *p; p++)
+            *p = (char)toupper((unsigned char)*p);
+    }
+    char *cursor = args_flag(args, "cursor") ? xstrdup(args_flag(args, "cursor")) : NULL;
+    char limit_text[32];
+    snprintf(limit_text, sizeof limit_text, "%ld", limit);
+
+    struct out_table t;
+    table_init(&t, list_headers, sizeof list_headers / sizeof list_headers[0]);
+    json_t *merged = json_array();
+    for (;;) {
+        struct strbuf path = STRBUF_INIT;
+        sb_puts(&path, "/api/v1/jobs");
+        api_query(ctx, &path, "status", status);
+        api_query(ctx, &path, "limit", limit ? limit_text : NULL);
+        api_query(ctx, &path, "cursor", cursor);
+        json_t *page = NULL;
+        rc = api_json(ctx, "GET", sb_str(&path), NULL, 0, &page);
+        sb_free(&path);
+        if (rc != CLI_EXIT_OK)
+            break;
+        const json_t *jobs = json_object_get(page, "jobs");
+        const json_t *next = json_object_get(page, "next_cursor");
+        if (!json_is_array(jobs) || !(json_is_null(next) || json_is_string(next) || !next)) {
+            fputs("error: unexpected reply from the server: no \"jobs\" array\n", stderr);
+            json_decref(page);
+            rc = CLI_EXIT_FAILED;
+            break;
+        }
+        if (json && !all) {
+            api_print_json(page);
+            json_decref(page);
+            break;
+        }
+        if (json)
+            json_array_extend(merged, (json_t *)jobs);
+        else
+            list_add_rows(&t, jobs);
+
+        const char *next_text = json_is_string(next) ? json_string_value(next) : NULL;
+        /* A cursor that does not move would loop forever: stop there. */
+        bool more = next_text && next_text[0] && !(cursor && strcmp(cursor, next_text) == 0);
+        if (more && !all)
+            fprintf(stderr, "(more jobs: run with --all, or --cursor %s for the next page)\n",
+                    next_text);
+        free(cursor);
+        cursor = more ? xstrdup(next_text) : NULL;
+        json_decref(page);
+        if (!all || !more)
+            break;
+    }
+    if (rc == CLI_EXIT_OK && all && json) {
+        json_t *out = json_pack("{s:O, s:n}", "jobs", merged, "next_cursor");
+        api_print_json(out);
+        json_decref(out);
+    } else if (rc == CLI_EXIT_OK && !json) {
+        table_print(&t, stdout);
+    }
+    json_decref(merged);
+    table_free(&t);
+    free(cursor);
+    free(status);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * get / stop / delete
+ * ------------------------------------------------------------------------------------------- */
+
+static void print_job(const json_t *job)
+{
+    struct out_table t;
+    struct strbuf sb = STRBUF_INIT;
+    const json_t *result = json_object_get(job, "result");
+    table_init(&t, NULL, 2);
+    kv_json(&t, "id", json_object_get(job, "id"));
+    kv_json(&t, "name", json_object_get(job, "name"));
+    kv_json(&t, "status", json_object_get(job, "status"));
+    kv_json(&t, "status_message", json_object_get(job, "status_message"));
+    kv_json(&t, "owner", json_object_get(job, "owner"));
+    kv_json(&t, "priority", json_object_get(job, "priority"));
+    job_workers_text(&sb, job);
+    kv_text(&t, "workers", sb_str(&sb));
+    sb_free(&sb);
+    job_entrypoint_text(&sb, job);
+    kv_text(&t, "entrypoint", sb_str(&sb));
+    sb_free(&sb);
+    kv_json(&t, "attempt", json_object_get(job, "attempt"));
+    kv_json(&t, "created_at", json_object_get(job, "created_at"));
+    kv_json(&t, "started_at", json_object_get(job, "started_at"));
+    kv_json(&t, "finished_at", json_object_get(job, "finished_at"));
+    kv_json(&t, "metrics", json_object_get(result, "metrics"));
+    kv_json(&t, "latest_checkpoint", json_object_get(result, "latest_checkpoint"));
+    kv_json(&t, "best_checkpoint", json_object_get(result, "best_checkpoint"));
+    kv_json(&t, "error", json_object_get(result, "error"));
+    table_print(&t, stdout);
+    table_free(&t);
+}
+
+int cmd_get(struct cli_ctx *ctx, const struct cli_args *args)
+{
+    long id;
+    int rc;
+    if ((rc = cli_parse_id(ctx, args->pos[0], "job id", &id)) != 0)
+        return rc;
+    struct strbuf path = STRBUF_INIT;
+    job_path(&path, id, "");
+    json_t *job = NULL;
+    rc = api_json(ctx, "GET", sb_str(&path), NULL, 0, &job);
+    sb_free(&path);
+    if (rc == CLI_EXIT_OK) {
+        if (ctx->cfg.output == CLI_OUTPUT_JSON)
+            api_print_json(job);
+        else
+            print_job(job);
+    }
+    json_decref(job);
+    return rc;
+}
+
+int cmd_stop(struct cli_ctx *ctx, const struct cli_args *args)
+{
+    long id;
+    int rc;
+    if ((rc = cli_parse_id(ctx, args->pos[0], "job id", &id)) != 0)
+        return rc;
+    struct strbuf path = STRBUF_INIT;
+    job_path(&path, id, "/stop");
+    json_t *job = NULL;
+    rc = api_json(ctx, "POST", sb_str(&path), NULL, 0, &job);
+    sb_free(&path);
+    if (rc == CLI_EXIT_OK) {
+        if (ctx->cfg.output == CLI_OUTPUT_JSON) {
+            api_print_json(job);
+        } else {
+            struct strbuf sb = STRBUF_INIT;
+            out_value(&sb, json_object_get(job, "status"));
+            printf("job %ld %s\n", id, sb_str(&sb));
+            sb_free(&sb);
+        }
+    }
+    json_decref(job);
+    return rc;
+}
+
+int cmd_delete(struct cli_ctx *ctx, const struct cli_args *args)
+{
+    long id;
+    int rc;
+    if ((rc = cli_parse_id(ctx, args->pos[0], "job id", &id)) != 0)
+        return rc;
+    struct strbuf path = STRBUF_INIT;
+    job_path(&path, id, "");
+    rc = api_json(ctx, "DELETE", sb_str(&path), NULL, 0, NULL);
+    sb_free(&path);
+    if (rc == CLI_EXIT_OK && ctx->cfg.output == CLI_OUTPUT_TABLE)
+        printf("deleted job %ld\n", id);
+    return rc;
+}

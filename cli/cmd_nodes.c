@@ -1,0 +1,111 @@
+/*
+ * cmd_nodes.c - nodes and drain.
+ */
+#include "api.h"
+#include "cli.h"
+#include "output.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Appends "CPU 6/8, GPU 1/2, ..." from a node's total and free resources. */
+static void resources_text(struct strbuf *sb, const json_t *total, const json_t *free_res)
+{
+    const char *key;
+    json_t *v;
+    bool first = true;
+    if (!json_is_object(total) || json_object_size(total) == 0) {
+        sb_puts(sb, "-");
+        return;
+    }
+    json_object_foreach((json_t *)total, key, v)
+    {
+        if (!first)
+            sb_puts(sb, ", ");
+        first = false;
+        out_clean(sb, key, strlen(key));
+        sb_puts(sb, " ");
+        const json_t *f = json_object_get(free_res, key);
+        if (f) {
+            out_value(sb, f);
+            sb_puts(sb, "/");
+        }
+        out_value(sb, v);
+    }
+}
+
+static const char *const node_headers[] = {"ID", "HOSTNAME", "ADDRESS", "STATUS", "FREE/TOTAL"};
+
+int cmd_nodes(struct cli_ctx *ctx, const struct cli_args *args)
+{
+    (void)args;
+    json_t *reply = NULL;
+    int rc = api_json(ctx, "GET", "/api/v1/nodes", NULL, 0, &reply);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    const json_t *nodes = json_object_get(reply, "nodes");
+    if (!json_is_array(nodes)) {
+        fputs("error: unexpected reply from the server: no \"nodes\" array\n", stderr);
+        json_decref(reply);
+        return CLI_EXIT_FAILED;
+    }
+    if (ctx->cfg.output == CLI_OUTPUT_JSON) {
+        api_print_json(reply);
+    } else {
+        struct out_table t;
+        size_t i;
+        json_t *node;
+        table_init(&t, node_headers, sizeof node_headers / sizeof node_headers[0]);
+        json_array_foreach(nodes, i, node)
+        {
+            struct strbuf res = STRBUF_INIT;
+            table_cell_json(&t, json_object_get(node, "id"));
+            table_cell_json(&t, json_object_get(node, "hostname"));
+            table_cell_json(&t, json_object_get(node, "address"));
+            table_cell_json(&t, json_object_get(node, "status"));
+            resources_text(&res, json_object_get(node, "resources"), json_object_get(node, "free"));
+            table_cell_steal(&t, sb_steal(&res));
+        }
+        table_print(&t, stdout);
+        table_free(&t);
+    }
+    json_decref(reply);
+    return CLI_EXIT_OK;
+}
+
+int cmd_drain(struct cli_ctx *ctx, const struct cli_args *args)
+{
+    const char *node = args->pos[0];
+    if (!node[0])
+        return cli_usage_error(ctx, "empty node id");
+    struct strbuf path = STRBUF_INIT;
+    sb_puts(&path, "/api/v1/nodes/");
+    api_path_escaped(ctx, &path, node);
+    sb_puts(&path, "/drain");
+    struct http_response resp;
+    int rc = api_send(ctx, "POST", sb_str(&path), NULL, 0, false, &resp, NULL, 0);
+    sb_free(&path);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    /* The reply may be the node (200/202) or empty (204); either is success. */
+    json_t *reply = resp.len ? json_loadb(resp.body, resp.len, 0, NULL) : NULL;
+    if (ctx->cfg.output == CLI_OUTPUT_JSON) {
+        if (reply)
+            api_print_json(reply);
+    } else {
+        struct strbuf sb = STRBUF_INIT;
+        const json_t *status = json_object_get(reply, "status");
+        sb_puts(&sb, "node ");
+        out_clean(&sb, node, strlen(node));
+        sb_puts(&sb, " ");
+        if (json_is_string(status))
+            out_value(&sb, status);
+        else
+            sb_puts(&sb, "draining");
+        printf("%s\n", sb_str(&sb));
+        sb_free(&sb);
+    }
+    json_decref(reply);
+    http_response_free(&resp);
+    return CLI_EXIT_OK;
+}

@@ -1,0 +1,236 @@
+/*
+ * commands.c - the command table, help text, and small helpers shared by the handlers.
+ */
+#include "commands.h"
+
+#include "cli.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------------------
+ * Flags per command
+ * ------------------------------------------------------------------------------------------- */
+
+static const struct cli_flag no_flags[] = {{NULL, NULL, NULL, false}};
+
+static const struct cli_flag submit_flags[] = {
+    {"wait", NULL, "wait until the job finishes; exit 0 only if it SUCCEEDED", false},
+    {"wait-timeout", "S", "with --wait, give up after S seconds (exit 1); default: no limit",
+     false},
+    {NULL, NULL, NULL, false},
+};
+
+static const struct cli_flag list_flags[] = {
+    {"status", "S[,S...]", "only jobs in these statuses (PENDING, RUNNING, SUCCEEDED, ...)", false},
+    {"limit", "N", "jobs per page (server default when absent)", false},
+    {"cursor", "C", "start from this page cursor (printed when more jobs exist)", false},
+    {"all", NULL, "follow next_cursor and list every matching job", false},
+    {NULL, NULL, NULL, false},
+};
+
+static const struct cli_flag wait_flags[] = {
+    {"timeout", "S", "give up after S seconds (exit 1); default: no limit", false},
+    {NULL, NULL, NULL, false},
+};
+
+static const struct cli_flag logs_flags[] = {
+    {"rank", "R", "only the worker of this rank", false},
+    {"tail", "N", "only the last N lines", false},
+    {NULL, NULL, NULL, false},
+};
+
+static const struct cli_flag metrics_flags[] = {
+    {"name", "N", "only the metric called N", false},
+    {"rank", "R", "only metrics reported by this rank", false},
+    {NULL, NULL, NULL, false},
+};
+
+static const struct cli_flag token_create_flags[] = {
+    {"name", "N", "who or what the token is for", true},
+    {"role", "R", "viewer, user or admin", true},
+    {NULL, NULL, NULL, false},
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * The table
+ * ------------------------------------------------------------------------------------------- */
+
+static const struct cli_command commands[] = {
+    {NULL, "submit", "FILE|-", "submit a job spec (JSON file, or - for stdin); prints the job id",
+     "The spec is checked locally for JSON syntax, then sent as is. With --wait the command\n"
+     "follows the job and exits 0 only if it SUCCEEDED (1 otherwise), for CI pipelines.",
+     1, 1, submit_flags, cmd_submit},
+    {NULL, "list", "", "list jobs, newest first", NULL, 0, 0, list_flags, cmd_list},
+    {NULL, "get", "ID", "show one job: status, times, result", NULL, 1, 1, no_flags, cmd_get},
+    {NULL, "stop", "ID", "stop a job", NULL, 1, 1, no_flags, cmd_stop},
+    {NULL, "delete", "ID", "delete a finished job and its records", NULL, 1, 1, no_flags,
+     cmd_delete},
+    {NULL, "wait", "ID", "wait until a job finishes; exit 0 only if it SUCCEEDED",
+     "Prints status changes on stderr and the final status on stdout.", 1, 1, wait_flags, cmd_wait},
+    {NULL, "workers", "ID", "list a job's workers: rank, node, pid, GPUs, exit code", NULL, 1, 1,
+     no_flags, cmd_workers},
+    {NULL, "logs", "ID", "print a job's worker logs", NULL, 1, 1, logs_flags, cmd_logs},
+    {NULL, "metrics", "ID", "list the metrics a job reported", NULL, 1, 1, metrics_flags,
+     cmd_metrics},
+    {NULL, "nodes", "", "list cluster nodes and their free resources", NULL, 0, 0, no_flags,
+     cmd_nodes},
+    {NULL, "drain", "NODE", "stop placing new workers on a node", NULL, 1, 1, no_flags, cmd_drain},
+    {"token", "create", "", "create an API token (admin); prints the token, shown only once", NULL,
+     0, 0, token_create_flags, cmd_token_create},
+    {"token", "list", "", "list API tokens (admin)", NULL, 0, 0, no_flags, cmd_token_list},
+    {"token", "delete", "ID", "revoke an API token (admin)", NULL, 1, 1, no_flags,
+     cmd_token_delete},
+    {NULL, "health", "", "check that the server and its database are up", NULL, 0, 0, no_flags,
+     cmd_health},
+    {NULL, "version", "", "print client and server versions", NULL, 0, 0, no_flags, cmd_version},
+};
+
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static bool same(const char *a, const char *b)
+{
+    return (a == NULL && b == NULL) || (a && b && strcmp(a, b) == 0);
+}
+
+const struct cli_command *commands_find(const char *group, const char *name)
+{
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (same(commands[i].group, group) && strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+bool commands_is_group(const char *name)
+{
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (commands[i].group && strcmp(commands[i].group, name) == 0)
+            return true;
+    return false;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Help
+ * ------------------------------------------------------------------------------------------- */
+
+static void print_usage_line(FILE *f, const struct cli_command *c)
+{
+    fprintf(f, "trainyard %s%s%s%s%s", c->group ? c->group : "", c->group ? " " : "", c->name,
+            c->pos_usage[0] ? " " : "", c->pos_usage);
+    for (int i = 0; c->flags[i].name; i++)
+        fprintf(f, " %s--%s%s%s%s", c->flags[i].required ? "" : "[", c->flags[i].name,
+                c->flags[i].metavar ? " " : "", c->flags[i].metavar ? c->flags[i].metavar : "",
+                c->flags[i].required ? "" : "]");
+    fputc('\n', f);
+}
+
+static void print_command_row(FILE *f, const struct cli_command *c)
+{
+    char left[64];
+    snprintf(left, sizeof left, "%s%s%s%s%s", c->group ? c->group : "", c->group ? " " : "",
+             c->name, c->pos_usage[0] ? " " : "", c->pos_usage);
+    fprintf(f, "  %-22s %s\n", left, c->summary);
+}
+
+static void print_exit_codes(FILE *f)
+{
+    fputs("Exit codes: 0 ok; 1 the server refused (4xx/5xx) or the job did not succeed;\n"
+          "            2 usage or local input error; 3 the server cannot be reached.\n",
+          f);
+}
+
+void commands_print_overview(FILE *f)
+{
+    fputs("trainyard - command line client for the Trainyard training service\n\n"
+          "Usage: trainyard [global options] COMMAND [arguments] [options]\n\nCommands:\n",
+          f);
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        print_command_row(f, &commands[i]);
+    fputc('\n', f);
+    config_print_help(f);
+    fputc('\n', f);
+    print_exit_codes(f);
+    fputs("Run 'trainyard COMMAND --help' for a command's options.\n", f);
+}
+
+void commands_print_group(FILE *f, const char *group)
+{
+    fprintf(f, "Usage: trainyard %s SUBCOMMAND [options]\n\nSubcommands:\n", group);
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (commands[i].group && strcmp(commands[i].group, group) == 0)
+            print_command_row(f, &commands[i]);
+    fprintf(f, "\nRun 'trainyard %s SUBCOMMAND --help' for its options.\n", group);
+}
+
+void commands_print_command(FILE *f, const struct cli_command *c)
+{
+    fputs("Usage: ", f);
+    print_usage_line(f, c);
+    fprintf(f, "\n%s.\n", c->summary);
+    if (c->description)
+        fprintf(f, "\n%s\n", c->description);
+    if (c->flags[0].name) {
+        fputs("\nOptions:\n", f);
+        for (int i = 0; c->flags[i].name; i++) {
+            char left[64];
+            snprintf(left, sizeof left, "--%s%s%s", c->flags[i].name,
+                     c->flags[i].metavar ? " " : "",
+                     c->flags[i].metavar ? c->flags[i].metavar : "");
+            fprintf(f, "  %-28s %s\n", left, c->flags[i].help);
+        }
+    }
+    fputc('\n', f);
+    config_print_help(f);
+    fputc('\n', f);
+    print_exit_codes(f);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Helpers for handlers
+ * ------------------------------------------------------------------------------------------- */
+
+int cli_usage_error(const struct cli_ctx *ctx, const char *fmt, ...)
+{
+    va_list ap;
+    fputs("error: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    if (ctx && ctx->cmd)
+        fprintf(stderr, "\nRun 'trainyard %s%s%s --help' for usage.\n",
+                ctx->cmd->group ? ctx->cmd->group : "", ctx->cmd->group ? " " : "", ctx->cmd->name);
+    else
+        fputs("\nRun 'trainyard --help' for usage.\n", stderr);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_input_error(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("error: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_parse_id(const struct cli_ctx *ctx, const char *text, const char *what, long *out)
+{
+    if (parse_long(text, 1, LONG_MAX, out) != 0)
+        return cli_usage_error(ctx, "invalid %s '%s' (expected a positive integer)", what, text);
+    return 0;
+}
+
+int cli_flag_long(const struct cli_ctx *ctx, const struct cli_args *args, const char *name,
+                  long min, long max, long *out)
+{
+    const char *v = args_flag(args, name);
+    if (!v)
+        return 0;
+    if (parse_long(v, min, max, out) != 0)
+        return cli_usage_error(ctx, "--%s: '%s' is not a whole number from %ld to %ld", name, v,
+                               min, max);
+    return 0;
+}

@@ -1,0 +1,48 @@
+"""pytest fixtures over harness.py: a PostgreSQL cluster per test session, a fresh database and
+a real server per test, the CLI bound to that server."""
+import pytest
+
+import harness
+
+
+@pytest.fixture(scope="session")
+def pg():
+    cluster = harness.PostgresCluster().start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def database(pg):
+    name = pg.create_database()
+    yield pg.url(name)
+    pg.drop_database(name)
+
+
+@pytest.fixture
+def server_factory(database):
+    """Starts servers on the test's database; each is stopped (and must exit 0) at teardown."""
+    started = []
+
+    def make(**kw):
+        kw.setdefault("database_url", database)
+        s = harness.Server(**kw)
+        started.append(s)
+        return s.start()
+
+    yield make
+    for s in started:
+        code = s.stop()
+        assert code == 0, f"server exited with {code}:\n{s.log_text()}"
+
+
+@pytest.fixture
+def server(server_factory):
+    return server_factory()
+
+
+@pytest.fixture
+def cli(server):
+    def run(*args, token="admin", env=None, input=None, timeout=60):
+        return harness.run_cli(server, *args, token=token, env=env, input=input, timeout=timeout)
+    return run

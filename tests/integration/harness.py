@@ -1,0 +1,249 @@
+"""Test harness: a real PostgreSQL cluster, real trainyard-server processes, the real CLI.
+
+Everything runs on this machine: PostgreSQL on a private unix socket (as the `postgres` user when
+the tests run as root), servers on free loopback ports. Nothing is mocked.
+"""
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+BUILD_DIR = os.environ.get("TY_BUILD_DIR") or os.path.join(
+    os.path.dirname(__file__), "..", "..", "build")
+SOURCE_DIR = os.environ.get("TY_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
+SERVER_BIN = os.path.join(BUILD_DIR, "server", "trainyard-server")
+CLI_BIN = os.path.join(BUILD_DIR, "cli", "trainyard")
+AGENT_BIN = os.path.join(BUILD_DIR, "worker", "agent", "trainyard-agent")
+
+
+def pg_bin_dir():
+    base = "/usr/lib/postgresql"
+    versions = sorted((int(v) for v in os.listdir(base) if v.isdigit()), reverse=True)
+    for v in versions:
+        d = os.path.join(base, str(v), "bin")
+        if os.path.exists(os.path.join(d, "initdb")):
+            return d
+    raise RuntimeError("no PostgreSQL server under /usr/lib/postgresql")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def make_tmpdir(prefix):
+    """A temp dir that the postgres user can traverse (pytest's tmp_path is 0700)."""
+    d = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
+    os.chmod(d, 0o755)
+    return d
+
+
+class PostgresCluster:
+    """A throw-away PostgreSQL cluster listening only on a unix socket."""
+
+    def __init__(self):
+        self.root = make_tmpdir("ty-pg-")
+        self.pgdata = os.path.join(self.root, "data")
+        self.sockdir = os.path.join(self.root, "run")
+        self.log = os.path.join(self.root, "postgres.log")
+        self.bindir = pg_bin_dir()
+        self.as_postgres = os.geteuid() == 0
+        self._counter = 0
+
+    def _run(self, args, check=True):
+        kw = {}
+        if self.as_postgres:
+            pw = pwd.getpwnam("postgres")
+
+            def demote():
+                os.setgid(pw.pw_gid)
+                os.setuid(pw.pw_uid)
+            kw["preexec_fn"] = demote
+        return subprocess.run(args, check=check, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, **kw)
+
+    def start(self):
+        os.makedirs(self.sockdir)
+        if self.as_postgres:
+            pw = pwd.getpwnam("postgres")
+            for p in (self.root, self.sockdir):
+                os.chown(p, pw.pw_uid, pw.pw_gid)
+        self._run([os.path.join(self.bindir, "initdb"), "-D", self.pgdata, "-U", "trainyard",
+                   "-A", "trust", "-E", "UTF8", "--no-locale", "--no-sync"])
+        # fsync off: this cluster holds only test data; durability is the embedded mode's job.
+        self._run([os.path.join(self.bindir, "pg_ctl"), "start", "-D", self.pgdata, "-l",
+                   self.log, "-w", "-o",
+                   f"-k {self.sockdir} -c listen_addresses='' -c fsync=off "
+                   "-c max_connections=500 -c synchronous_commit=off"])
+        return self
+
+    def psql(self, sql, db="postgres"):
+        out = subprocess.run(["psql", "-h", self.sockdir, "-U", "trainyard", "-d", db, "-XAtq",
+                              "-v", "ON_ERROR_STOP=1", "-c", sql], check=True, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        return out.stdout.strip()
+
+    def create_database(self):
+        self._counter += 1
+        name = f"t{os.getpid()}_{self._counter}"
+        self.psql(f"CREATE DATABASE {name}")
+        return name
+
+    def drop_database(self, name):
+        self.psql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+    def url(self, db):
+        return f"host={self.sockdir} dbname={db} user=trainyard"
+
+    def stop(self):
+        self._run([os.path.join(self.bindir, "pg_ctl"), "stop", "-D", self.pgdata, "-m", "fast",
+                   "-w"], check=False)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+class Response:
+    def __init__(self, status, headers, body):
+        self.status = status
+        self.headers = headers
+        self.text = body.decode("utf-8", "replace")
+        try:
+            self.json = json.loads(self.text) if self.text else None
+        except ValueError:
+            self.json = None
+
+    def __repr__(self):
+        return f"<Response {self.status} {self.text[:300]}>"
+
+
+def http(method, url, body=None, token=None, headers=None, timeout=30):
+    hdrs = dict(headers or {})
+    data = None
+    if body is not None:
+        if isinstance(body, (bytes, str)):
+            data = body.encode() if isinstance(body, str) else body
+        else:
+            data = json.dumps(body).encode()
+            hdrs.setdefault("Content-Type", "application/json")
+    if token:
+        hdrs["Authorization"] = f"Bearer {token}"
+    req = urllib.request.Request(url, data=data, method=method, headers=hdrs)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return Response(r.status, dict(r.headers), r.read())
+    except urllib.error.HTTPError as e:
+        return Response(e.code, dict(e.headers), e.read())
+
+
+class Server:
+    """A trainyard-server process."""
+
+    def __init__(self, database_url=None, data_dir=None, auth="token", extra_args=(), env=None):
+        self.data_dir = data_dir or os.path.join(make_tmpdir("ty-srv-"), "data")
+        self.port = free_port()
+        self.ws_port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.ws_url = f"ws://127.0.0.1:{self.ws_port}"
+        self.args = [SERVER_BIN, "--http-host", "127.0.0.1", "--http-port", str(self.port),
+                     "--ws-port", str(self.ws_port), "--data-dir", self.data_dir, "--auth", auth,
+                     "--http-threads", "4", *extra_args]
+        if database_url:
+            self.args += ["--database-url", database_url]
+        self.env = dict(os.environ, **(env or {}))
+        self.log_path = os.path.join(os.path.dirname(self.data_dir), "server.log")
+        self.proc = None
+        self.admin_token = None
+
+    def start(self, wait=True):
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT,
+                                     env=self.env)
+        if wait:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout=60):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log_text()}")
+            try:
+                if http("GET", self.url + "/api/v1/health", timeout=2).status == 200:
+                    token_file = os.path.join(self.data_dir, "admin.token")
+                    if os.path.exists(token_file):
+                        with open(token_file) as f:
+                            self.admin_token = f.read().strip()
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError(f"server not ready after {timeout}s:\n{self.log_text()}")
+
+    def log_text(self):
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read().decode("utf-8", "replace")[-8000:]
+        except OSError:
+            return ""
+
+    def stop(self, sig=signal.SIGTERM, timeout=60):
+        """Stops the server and returns its exit code (0 after a clean shutdown)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise RuntimeError(f"server did not stop within {timeout}s:\n{self.log_text()}")
+        finally:
+            self.log.close()
+
+    def request(self, method, path, body=None, token="admin", headers=None, timeout=30):
+        if token == "admin":
+            token = self.admin_token
+        return http(method, self.url + path, body=body, token=token, headers=headers,
+                    timeout=timeout)
+
+    def create_token(self, name, role):
+        r = self.request("POST", "/api/v1/tokens", {"name": name, "role": role})
+        assert r.status == 201, r
+        return r.json["token"]
+
+    def submit(self, spec, token="admin"):
+        r = self.request("POST", "/api/v1/jobs", spec, token=token)
+        assert r.status == 201, r
+        return r.json
+
+    def wait_job(self, job_id, statuses, timeout=120):
+        """Polls until the job's status is one of `statuses`; returns the job."""
+        deadline = time.time() + timeout
+        job = None
+        while time.time() < deadline:
+            job = self.request("GET", f"/api/v1/jobs/{job_id}").json
+            if job and job["status"] in statuses:
+                return job
+            time.sleep(0.1)
+        raise AssertionError(f"job {job_id} not in {statuses} after {timeout}s: {job}\n"
+                             f"{self.log_text()}")
+
+
+def run_cli(server, *args, token="admin", env=None, input=None, timeout=60):
+    e = dict(os.environ)
+    e.pop("TRAINYARD_TOKEN", None)
+    e["TRAINYARD_SERVER"] = server.url
+    if token == "admin":
+        token = server.admin_token
+    if token:
+        e["TRAINYARD_TOKEN"] = token
+    e.update(env or {})
+    return subprocess.run([CLI_BIN, *args], env=e, input=input, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)

@@ -1,0 +1,247 @@
+"""REST API against a real server and PostgreSQL: jobs, validation, errors, auth roles, paging."""
+import json
+import socket
+
+import harness
+
+SPEC = {"name": "mnist", "entrypoint": ["python3", "train.py"],
+        "scaling_config": {"num_workers": 2}}
+
+
+def test_health_needs_no_token(server):
+    r = server.request("GET", "/api/v1/health", token=None)
+    assert r.status == 200
+    assert r.json == {"status": "ok", "database": "ok"}
+
+
+def test_version_reports_server_version(server):
+    r = server.request("GET", "/api/v1/version")
+    assert r.status == 200
+    assert r.json["api"] == "v1" and r.json["version"]
+
+
+def test_submit_returns_committed_job_with_location(server, pg):
+    r = server.request("POST", "/api/v1/jobs", SPEC)
+    assert r.status == 201
+    job = r.json
+    assert job["status"] == "PENDING" and job["name"] == "mnist" and job["owner"] == "admin"
+    assert r.headers["Location"] == f"/api/v1/jobs/{job['id']}"
+    # Committed: visible to a separate database session right away.
+    db = server.args[server.args.index("--database-url") + 1].split("dbname=")[1].split()[0]
+    assert pg.psql(f"SELECT status FROM jobs WHERE id = {job['id']}", db=db) == "PENDING"
+    assert pg.psql(f"SELECT status FROM job_events WHERE job_id = {job['id']}", db=db) == "PENDING"
+
+
+def test_submitted_spec_is_normalized_with_defaults(server):
+    job = server.submit({"entrypoint": "python3 train.py"})
+    spec = job["spec"]
+    assert spec["backend"] == "torch"
+    assert spec["scaling_config"]["placement_strategy"] == "PACK"
+    assert spec["scaling_config"]["resources_per_worker"] == {"CPU": 1}
+    assert spec["run_config"]["failure_config"]["max_failures"] == 0
+
+
+def test_get_job_round_trips(server):
+    job = server.submit(SPEC)
+    r = server.request("GET", f"/api/v1/jobs/{job['id']}")
+    assert r.status == 200
+    assert r.json["id"] == job["id"] and r.json["spec"] == job["spec"]
+    assert set(r.json["result"]) == {"metrics", "latest_checkpoint", "best_checkpoint", "error"}
+
+
+def test_unknown_job_is_404_problem(server):
+    r = server.request("GET", "/api/v1/jobs/999999")
+    assert r.status == 404
+    assert r.headers["Content-Type"] == "application/problem+json"
+    assert r.json["code"] == "job-not-found" and "999999" in r.json["detail"]
+    assert server.request("GET", "/api/v1/jobs/abc").status == 404
+
+
+def test_invalid_spec_names_every_bad_field(server):
+    bad = {"entrypoint": [], "scaling_config": {"num_workers": 0, "placement_strategy": "X",
+                                                "resources_per_worker": {"GPU": -1}},
+           "bogus": 1}
+    r = server.request("POST", "/api/v1/jobs", bad)
+    assert r.status == 400
+    assert r.headers["Content-Type"] == "application/problem+json"
+    fields = {e["field"] for e in r.json["errors"]}
+    assert {"entrypoint", "scaling_config.num_workers", "scaling_config.placement_strategy",
+            "scaling_config.resources_per_worker.GPU", "bogus"} <= fields
+
+
+def test_missing_entrypoint_rejected(server):
+    r = server.request("POST", "/api/v1/jobs", {"name": "x"})
+    assert r.status == 400
+    assert [e["field"] for e in r.json["errors"]] == ["entrypoint"]
+
+
+def test_min_greater_than_max_rejected(server):
+    r = server.request("POST", "/api/v1/jobs",
+                       {"entrypoint": "x", "scaling_config": {"num_workers": {"min": 4, "max": 2}}})
+    assert r.status == 400
+    assert any(e["field"].startswith("scaling_config.num_workers") for e in r.json["errors"])
+
+
+def test_oversized_name_rejected(server):
+    r = server.request("POST", "/api/v1/jobs", {"entrypoint": "x", "name": "n" * 500})
+    assert r.status == 400
+    assert r.json["errors"][0]["field"] == "name"
+
+
+def test_malformed_json_is_400_with_position(server):
+    r = server.request("POST", "/api/v1/jobs", '{"entrypoint": ',
+                       headers={"Content-Type": "application/json"})
+    assert r.status == 400
+    assert r.json["code"] == "invalid-json" and "line 1" in r.json["detail"]
+
+
+def test_wrong_content_type_is_415(server):
+    r = server.request("POST", "/api/v1/jobs", json.dumps(SPEC),
+                       headers={"Content-Type": "text/plain"})
+    assert r.status == 415
+    assert "application/json" in r.json["detail"]
+
+
+def test_body_over_cap_is_413(server):
+    huge = json.dumps({"entrypoint": "x", "train_loop_config": {"blob": "a" * (2 << 20)}})
+    r = server.request("POST", "/api/v1/jobs", huge, headers={"Content-Type": "application/json"})
+    assert r.status == 413
+    assert r.json["code"] == "body-too-large"
+
+
+def test_unknown_route_is_404_and_wrong_method_405(server):
+    r = server.request("GET", "/api/v1/nope")
+    assert r.status == 404 and r.json["code"] == "not-found"
+    r = server.request("PUT", "/api/v1/jobs", SPEC)
+    assert r.status == 405
+    assert set(r.headers["Allow"].split(", ")) == {"GET", "POST"}
+
+
+def test_list_is_newest_first_with_cursor_paging(server):
+    ids = [server.submit(dict(SPEC, name=f"j{i}"))["id"] for i in range(7)]
+    seen, cursor = [], None
+    while True:
+        q = "/api/v1/jobs?limit=3" + (f"&cursor={cursor}" if cursor else "")
+        r = server.request("GET", q)
+        assert r.status == 200
+        assert len(r.json["jobs"]) <= 3
+        seen += [j["id"] for j in r.json["jobs"]]
+        cursor = r.json["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == sorted(ids, reverse=True)
+
+
+def test_list_filters_by_status(server):
+    a = server.submit(SPEC)["id"]
+    b = server.submit(SPEC)["id"]
+    assert server.request("POST", f"/api/v1/jobs/{a}/stop").status == 202
+    stopped = server.request("GET", "/api/v1/jobs?status=STOPPED").json["jobs"]
+    assert [j["id"] for j in stopped] == [a]
+    both = server.request("GET", "/api/v1/jobs?status=STOPPED,PENDING").json["jobs"]
+    assert {j["id"] for j in both} == {a, b}
+
+
+def test_list_rejects_unknown_status_and_bad_limit(server):
+    r = server.request("GET", "/api/v1/jobs?status=DANCING")
+    assert r.status == 400 and r.json["errors"][0]["field"] == "status"
+    r = server.request("GET", "/api/v1/jobs?limit=0")
+    assert r.status == 400 and r.json["errors"][0]["field"] == "limit"
+    r = server.request("GET", "/api/v1/jobs?cursor=xyz")
+    assert r.status == 400 and r.json["errors"][0]["field"] == "cursor"
+
+
+def test_stop_pending_job_stops_it_and_records_event(server, pg):
+    job = server.submit(SPEC)
+    r = server.request("POST", f"/api/v1/jobs/{job['id']}/stop")
+    assert r.status == 202
+    assert r.json["status"] == "STOPPED" and r.json["finished_at"]
+    r = server.request("POST", f"/api/v1/jobs/{job['id']}/stop")
+    assert r.status == 409 and r.json["code"] == "job-finished"
+
+
+def test_delete_only_finished_jobs(server):
+    job = server.submit(SPEC)
+    r = server.request("DELETE", f"/api/v1/jobs/{job['id']}")
+    assert r.status == 409 and "PENDING" in r.json["detail"]
+    server.request("POST", f"/api/v1/jobs/{job['id']}/stop")
+    assert server.request("DELETE", f"/api/v1/jobs/{job['id']}").status == 204
+    assert server.request("GET", f"/api/v1/jobs/{job['id']}").status == 404
+
+
+def test_requests_without_token_are_401(server):
+    r = server.request("GET", "/api/v1/jobs", token=None)
+    assert r.status == 401
+    assert r.headers["WWW-Authenticate"].startswith("Bearer")
+    assert server.request("GET", "/api/v1/jobs", token="ty_wrong").status == 401
+
+
+def test_viewer_reads_but_cannot_submit(server):
+    viewer = server.create_token("vera", "viewer")
+    assert server.request("GET", "/api/v1/jobs", token=viewer).status == 200
+    r = server.request("POST", "/api/v1/jobs", SPEC, token=viewer)
+    assert r.status == 403 and "user" in r.json["detail"]
+
+
+def test_user_stops_own_jobs_only(server):
+    alice = server.create_token("alice", "user")
+    bob = server.create_token("bob", "user")
+    job = server.submit(SPEC, token=alice)
+    assert job["owner"] == "alice"
+    assert server.request("POST", f"/api/v1/jobs/{job['id']}/stop", token=bob).status == 403
+    assert server.request("POST", f"/api/v1/jobs/{job['id']}/stop", token=alice).status == 202
+    assert server.request("DELETE", f"/api/v1/jobs/{job['id']}", token=bob).status == 403
+
+
+def test_admin_stops_anyones_job(server):
+    alice = server.create_token("alice", "user")
+    job = server.submit(SPEC, token=alice)
+    assert server.request("POST", f"/api/v1/jobs/{job['id']}/stop").status == 202
+
+
+def test_only_admin_manages_tokens(server):
+    user = server.create_token("alice", "user")
+    assert server.request("GET", "/api/v1/tokens", token=user).status == 403
+    assert server.request("POST", "/api/v1/tokens", {"name": "x", "role": "admin"},
+                          token=user).status == 403
+
+
+def test_revoked_token_stops_working(server):
+    r = server.request("POST", "/api/v1/tokens", {"name": "tmp", "role": "viewer"})
+    tok, tid = r.json["token"], r.json["id"]
+    assert server.request("GET", "/api/v1/jobs", token=tok).status == 200
+    listed = server.request("GET", "/api/v1/tokens").json["tokens"]
+    assert "token" not in listed[0] and any(t["id"] == tid for t in listed)
+    assert server.request("DELETE", f"/api/v1/tokens/{tid}").status == 204
+    assert server.request("GET", "/api/v1/jobs", token=tok).status == 401
+    assert server.request("DELETE", f"/api/v1/tokens/{tid}").status == 404
+
+
+def test_token_request_validated(server):
+    r = server.request("POST", "/api/v1/tokens", {"name": "", "role": "king", "x": 1})
+    assert r.status == 400
+    assert {e["field"] for e in r.json["errors"]} == {"name", "role", "x"}
+
+
+def test_tokens_stored_hashed(server, pg):
+    tok = server.create_token("alice", "user")
+    db = server.args[server.args.index("--database-url") + 1].split("dbname=")[1].split()[0]
+    stored = pg.psql("SELECT token_hash FROM api_tokens WHERE name = 'alice'", db=db)
+    assert tok not in stored and len(stored) == 64
+
+
+def test_auth_none_allows_everything(server_factory):
+    s = server_factory(auth="none")
+    job = s.submit(SPEC, token=None)
+    assert job["owner"] == "local"
+
+
+def test_garbage_request_does_not_crash_server(server):
+    with socket.create_connection(("127.0.0.1", server.port)) as s:
+        s.sendall(b"\x00\x01GARBAGE /\r\n\r\n")
+        s.settimeout(5)
+        try:
+            s.recv(100)
+        except OSError:
+            pass
+    assert server.request("GET", "/api/v1/health", token=None).status == 200
