@@ -1,4 +1,5 @@
 # Script mode: writes OUT, a C file holding FILES as `const struct ty_embedded_file SYMBOL[]`.
+string(REPLACE "|" ";" FILES "${FILES}")
 list(SORT FILES)
 set(body "#include \"embed.h\"\n")
 set(table "const struct ty_embedded_file ${SYMBOL}[] = {\n")

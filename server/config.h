@@ -20,6 +20,8 @@ struct srv_config {
     char *auth;              /* "token" or "none" */
     enum srv_auth_mode auth_mode;
     int64_t heartbeat_timeout_s;
+    int64_t stop_grace_s;
+    char *cluster_token;     /* NULL: <data_dir>/cluster.token */
     char *log_level;
     char *debug;
 };

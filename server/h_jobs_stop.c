@@ -1,5 +1,6 @@
 /* POST /api/v1/jobs/{id}/stop: a pending job stops at once; a running one goes to STOPPING
  * while its workers are stopped. 202 with the job. */
+#include "control.h"
 #include "db.h"
 #include "handlers.h"
 #include "server.h"
@@ -42,5 +43,6 @@ enum MHD_Result h_jobs_stop(struct srv_request *req)
     }
     if (job == NULL)
         return srv_reply_db_error(req, DB_HARD_ERROR);
+    control_kick(req->srv->control);
     return srv_reply_steal(req, MHD_HTTP_ACCEPTED, "application/json", job, strlen(job), NULL);
 }

@@ -1,4 +1,5 @@
 /* POST /api/v1/jobs: validate the spec, commit the job, answer 201 with the job. */
+#include "control.h"
 #include "db.h"
 #include "handlers.h"
 #include "jobspec.h"
@@ -34,6 +35,7 @@ enum MHD_Result h_jobs_submit(struct srv_request *req)
     json_decref(spec);
     if (qs <= 0)
         return srv_reply_db_error(req, qs < 0 ? qs : DB_HARD_ERROR);
+    control_kick(req->srv->control);
     char location[64];
     snprintf(location, sizeof(location), "/api/v1/jobs/%lld", (long long)id);
     return srv_reply_steal(req, MHD_HTTP_CREATED, "application/json", job, strlen(job), location);

@@ -2,6 +2,7 @@
  * Start-up order: config → data dir → database → migrations → admin token → HTTP.
  * Shutdown (SIGINT/SIGTERM) runs it backwards and joins every thread. */
 #include "auth.h"
+#include "control.h"
 #include "db.h"
 #include "db_migrate.h"
 #include "embed.h"
@@ -92,7 +93,8 @@ int main(int argc, char **argv)
     }
     if (db_migrate(srv.db, srv_migrations) < 0 || srv_auth_bootstrap(&srv) != 0)
         goto out;
-    if (srv_http_start(&srv) != 0)
+    srv.control = control_start(&srv);
+    if (srv.control == NULL || srv_http_start(&srv) != 0)
         goto out;
     TY_INFO("main", "trainyard-server %s ready", TRAINYARD_VERSION);
 
@@ -102,6 +104,7 @@ int main(int argc, char **argv)
     rc = 0;
 out:
     srv_http_stop(&srv);
+    control_stop(srv.control);
     db_destroy(srv.db);
     pg_embedded_stop(srv.pg);
     srv_config_free(&srv.cfg);

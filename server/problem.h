@@ -15,6 +15,7 @@
     X(FORBIDDEN, 403, "forbidden", "Not allowed")                                                  \
     X(NOT_FOUND, 404, "not-found", "No such route")                                                \
     X(JOB_NOT_FOUND, 404, "job-not-found", "Job not found")                                        \
+    X(NODE_NOT_FOUND, 404, "node-not-found", "Node not found")                                     \
     X(TOKEN_NOT_FOUND, 404, "token-not-found", "Token not found")                                  \
     X(METHOD_NOT_ALLOWED, 405, "method-not-allowed", "Method not allowed")                         \
     X(JOB_NOT_FINISHED, 409, "job-not-finished", "Job has not finished")                           \

@@ -7,12 +7,14 @@
 struct db;
 struct pg_embedded;
 struct MHD_Daemon;
+struct control;
 
 struct srv {
     struct srv_config cfg;
     struct db *db;
     struct pg_embedded *pg;  /* NULL with --database-url */
     struct MHD_Daemon *http;
+    struct control *control; /* agents, scheduling, lifecycle */
 };
 
 #endif

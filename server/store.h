@@ -8,6 +8,8 @@
 #include "http.h"
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* ---- tokens (store_tokens.c) ---- */
@@ -48,5 +50,50 @@ enum store_delete_outcome {
 };
 int store_job_delete(struct db_conn *c, int64_t id, const struct srv_identity *who,
                      enum store_delete_outcome *outcome, char **status_out);
+
+/* ---- cluster: nodes, placements, worker events (store_cluster.c) ---- */
+/* Ids of nodes whose status is ALIVE (arrays malloc'd; caller frees each id and the array). */
+int store_nodes_alive(struct db_conn *c, char ***ids, size_t *n);
+int store_node_register(struct db_conn *c, const char *id, const char *hostname,
+                        const char *address, const char *resources_json, const char *gpu_type,
+                        const char *labels_json, const char *version, int port_lo, int port_hi);
+/* Marks the node LOST and fails the jobs that ran there. Returns the number of jobs hit. */
+int store_node_lost(struct db_conn *c, const char *id);
+int store_node_list(struct db_conn *c, char **json_out);
+int store_node_get(struct db_conn *c, const char *id, char **json_out);
+int store_node_set_draining(struct db_conn *c, const char *id, bool draining, char **json_out);
+/* Live workers on a node: rows (job_id, attempt, rank, status). Caller PQclear()s *res. */
+int store_node_live_workers(struct db_conn *c, const char *id, PGresult **res);
+
+int store_worker_started(struct db_conn *c, int64_t job, int attempt, int rank, int64_t pid);
+/* *outcome_out: "stop", "settled" or "" (malloc'd). */
+int store_worker_exited(struct db_conn *c, int64_t job, int attempt, int rank,
+                        const int64_t *exit_code, const int64_t *signal, const char *error,
+                        char **outcome_out);
+
+/* Marks running jobs past their timeout_s as failing. Returns how many. */
+int store_jobs_timed_out(struct db_conn *c);
+int store_jobs_stopping(struct db_conn *c, int64_t **ids, size_t *n);
+/* Finishes STOPPING jobs with no live worker. Returns how many finished. */
+int store_jobs_settle_stopping(struct db_conn *c);
+
+/* Scheduler snapshot: nodes (id, address, status, draining, resources, gpu_type), live
+ * allocations (job_id, node_id, resources, gpus, end_epoch), pending jobs (id, priority,
+ * created_epoch, spec). Caller PQclear()s each. */
+int store_sched_snapshot(struct db_conn *c, PGresult **nodes, PGresult **running,
+                         PGresult **pending);
+/* Commits a placement (ty_place). Returns 1 with *attempt set, 0 if it did not happen. */
+int store_place(struct db_conn *c, int64_t job, const char *workers_json, int nports,
+                int *attempt);
+int store_job_set_waiting_message(struct db_conn *c, int64_t job, const char *message);
+/* Launch data of an attempt: rows (spec, master_addr, master_port, world_size, num_nodes,
+ * node_id, node_rank, rank, local_rank, gpus json, local_world_size), PLACED workers only, on
+ * `node_id` or all nodes (NULL), ordered by node_rank then local_rank. */
+int store_launch_rows(struct db_conn *c, int64_t job, int attempt, const char *node_id,
+                      PGresult **res);
+/* Nodes with live workers of the job's current attempt: rows (node_id, attempt). */
+int store_stop_targets(struct db_conn *c, int64_t job, PGresult **res);
+int store_job_workers(struct db_conn *c, int64_t job, char **json_out);
+int store_job_events(struct db_conn *c, int64_t job, char **json_out);
 
 #endif

@@ -1,0 +1,328 @@
+/* The control thread's loop, the node registry and the periodic checks (heartbeats, timeouts,
+ * jobs being stopped). See control.h. */
+#include "control_internal.h"
+
+#include "log.h"
+#include "server.h"
+#include "store.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CTL_TICK_MS 200
+#define CTL_PASS_INTERVAL_S 5.0 /* a pass at least this often: backfill windows move with time */
+#define CTL_STOP_RESEND_S 15.0
+
+double ctl__now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+struct ctl_node *ctl__node_by_conn(struct control *ctl, uint64_t conn)
+{
+    for (struct ctl_node *n = ctl->nodes; n; n = n->next)
+        if (n->conn == conn)
+            return n;
+    return NULL;
+}
+
+struct ctl_node *ctl__node_by_id(struct control *ctl, const char *id)
+{
+    for (struct ctl_node *n = ctl->nodes; n; n = n->next)
+        if (strcmp(n->id, id) == 0)
+            return n;
+    return NULL;
+}
+
+void ctl__send(struct control *ctl, uint64_t conn, json_t *msg)
+{
+    char *text = json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_decref(msg);
+    if (text == NULL)
+        return;
+    if (conn == 0 || hub_send(ctl->hub, conn, text, strlen(text)) != 0)
+        TY_DEBUG("control", "dropped message for a closed connection: %.80s", text);
+    free(text);
+}
+
+/* Called by the hub thread when it queued an event: wakes the loop without forcing a pass. */
+static void wake(void *arg)
+{
+    struct control *ctl = arg;
+    pthread_mutex_lock(&ctl->lock);
+    ctl->woken = true;
+    pthread_cond_signal(&ctl->cond);
+    pthread_mutex_unlock(&ctl->lock);
+}
+
+void control_kick(struct control *ctl)
+{
+    if (ctl == NULL)
+        return;
+    pthread_mutex_lock(&ctl->lock);
+    ctl->kicked = true;
+    pthread_cond_signal(&ctl->cond);
+    pthread_mutex_unlock(&ctl->lock);
+}
+
+/* Loads the nodes the database believes alive, so that a node whose agent never comes back after
+ * a server restart is still marked LOST after the timeout. */
+static void load_nodes(struct control *ctl)
+{
+    char **ids = NULL;
+    size_t n = 0;
+    if (store_nodes_alive(ctl->db, &ids, &n) < 0)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        struct ctl_node *node = calloc(1, sizeof(*node));
+        if (node == NULL) {
+            free(ids[i]);
+            continue;
+        }
+        node->id = ids[i];
+        node->alive = true;
+        node->last_seen = ctl__now();
+        node->next = ctl->nodes;
+        ctl->nodes = node;
+    }
+    free(ids);
+}
+
+static void check_heartbeats(struct control *ctl)
+{
+    double now = ctl__now();
+    double timeout = (double)ctl->srv->cfg.heartbeat_timeout_s;
+    for (struct ctl_node *n = ctl->nodes; n; n = n->next) {
+        if (!n->alive || now - n->last_seen <= timeout)
+            continue;
+        TY_WARN("control", "node %s: no heartbeat for %.0f s; marking it LOST", n->id,
+                now - n->last_seen);
+        if (store_node_lost(ctl->db, n->id) < 0)
+            continue;
+        n->alive = false;
+        if (n->conn) {
+            hub_close(ctl->hub, n->conn);
+            n->conn = 0;
+        }
+        ctl->dirty = true;
+    }
+}
+
+/* Jobs in STOPPING: stop their workers (again, now and then) and settle those with none left. */
+static void drive_stopping_jobs(struct control *ctl)
+{
+    int64_t *jobs = NULL;
+    size_t n = 0;
+    if (store_jobs_timed_out(ctl->db) > 0)
+        ctl->dirty = true;
+    if (store_jobs_stopping(ctl->db, &jobs, &n) < 0)
+        return;
+    double now = ctl__now();
+    for (size_t i = 0; i < n; i++) {
+        struct ctl_stop_sent *s = ctl->stops;
+        while (s && s->job != jobs[i])
+            s = s->next;
+        if (s && now - s->at < CTL_STOP_RESEND_S)
+            continue;
+        if (s == NULL) {
+            s = calloc(1, sizeof(*s));
+            if (s == NULL)
+                continue;
+            s->job = jobs[i];
+            s->next = ctl->stops;
+            ctl->stops = s;
+        }
+        s->at = now;
+        ctl__send_stops(ctl, jobs[i]);
+    }
+    /* Forget jobs that are no longer stopping. */
+    for (struct ctl_stop_sent **p = &ctl->stops; *p;) {
+        bool still = false;
+        for (size_t i = 0; i < n && !still; i++)
+            still = jobs[i] == (*p)->job;
+        if (still) {
+            p = &(*p)->next;
+        } else {
+            struct ctl_stop_sent *dead = *p;
+            *p = dead->next;
+            free(dead);
+        }
+    }
+    free(jobs);
+    if (store_jobs_settle_stopping(ctl->db) > 0)
+        ctl->dirty = true;
+}
+
+static void handle_event(struct control *ctl, struct hub_event *ev)
+{
+    switch (ev->kind) {
+    case HUB_CONNECTED:
+        TY_DEBUG("control", "connection %llu from %s", (unsigned long long)ev->conn, ev->peer);
+        break;
+    case HUB_MESSAGE:
+        ctl__on_agent_message(ctl, ev->conn, ev->text, ev->len);
+        break;
+    case HUB_CLOSED: {
+        struct ctl_node *n = ctl__node_by_conn(ctl, ev->conn);
+        if (n) {
+            TY_INFO("control", "node %s disconnected", n->id);
+            n->conn = 0;
+        }
+        break;
+    }
+    }
+    free(ev->text);
+}
+
+static void *control_thread(void *arg)
+{
+    struct control *ctl = arg;
+    load_nodes(ctl);
+    ctl->dirty = true;
+    for (;;) {
+        pthread_mutex_lock(&ctl->lock);
+        if (!ctl->kicked && !ctl->woken && !ctl->stopping) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += CTL_TICK_MS * 1000000L;
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&ctl->cond, &ctl->lock, &until);
+        }
+        bool kicked = ctl->kicked;
+        bool stopping = ctl->stopping;
+        ctl->kicked = false;
+        ctl->woken = false;
+        pthread_mutex_unlock(&ctl->lock);
+        if (stopping)
+            break;
+        if (kicked)
+            ctl->dirty = true;
+        struct hub_event ev;
+        while (hub_next_event(ctl->hub, &ev))
+            handle_event(ctl, &ev);
+        if (ctl__now() - ctl->last_tick >= CTL_TICK_MS / 1000.0) {
+            ctl->last_tick = ctl__now();
+            check_heartbeats(ctl);
+            drive_stopping_jobs(ctl);
+        }
+        if (ctl->dirty || ctl__now() - ctl->last_pass > CTL_PASS_INTERVAL_S) {
+            ctl->dirty = false;
+            ctl->last_pass = ctl__now();
+            ctl__schedule(ctl);
+        }
+    }
+    return NULL;
+}
+
+/* The cluster join token: --cluster-token, else <data-dir>/cluster.token (made on first start). */
+static int load_cluster_token(struct control *ctl)
+{
+    struct srv *srv = ctl->srv;
+    if (srv->cfg.auth_mode == SRV_AUTH_NONE)
+        return 0;
+    char token[256];
+    if (srv->cfg.cluster_token && *srv->cfg.cluster_token) {
+        snprintf(token, sizeof(token), "%s", srv->cfg.cluster_token);
+    } else {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/cluster.token", srv->cfg.data_dir);
+        char *text = ty_read_file(path, NULL);
+        if (text) {
+            snprintf(token, sizeof(token), "%s", text);
+            token[strcspn(token, "\r\n")] = '\0';
+            free(text);
+        } else {
+            unsigned char raw[20];
+            if (ty_random_bytes(raw, sizeof(raw)) != 0)
+                return -1;
+            memcpy(token, "tyc_", 4);
+            for (size_t i = 0; i < sizeof(raw); i++)
+                snprintf(token + 4 + 2 * i, 3, "%02x", raw[i]);
+            int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+            if (fd < 0) {
+                TY_ERROR("control", "cannot write %s: %s", path, strerror(errno));
+                return -1;
+            }
+            char line[64];
+            int len = snprintf(line, sizeof(line), "%s\n", token);
+            bool ok = write(fd, line, (size_t)len) == len;
+            close(fd);
+            if (!ok)
+                return -1;
+            TY_INFO("control", "cluster join token for agents written to %s", path);
+        }
+    }
+    char hash[65];
+    ty_sha256_hex(token, strlen(token), hash);
+    ctl->cluster_token_hash = strdup(hash);
+    return ctl->cluster_token_hash ? 0 : -1;
+}
+
+struct control *control_start(struct srv *srv)
+{
+    struct control *ctl = calloc(1, sizeof(*ctl));
+    if (ctl == NULL)
+        return NULL;
+    ctl->srv = srv;
+    pthread_mutex_init(&ctl->lock, NULL);
+    pthread_cond_init(&ctl->cond, NULL);
+    if (load_cluster_token(ctl) != 0)
+        goto fail;
+    ctl->db = db_acquire(srv->db);
+    if (ctl->db == NULL)
+        goto fail;
+    ctl->hub = hub_start(srv->cfg.http_host, (int)srv->cfg.ws_port, wake, ctl);
+    if (ctl->hub == NULL)
+        goto fail;
+    if (pthread_create(&ctl->thread, NULL, control_thread, ctl) != 0) {
+        hub_stop(ctl->hub);
+        goto fail;
+    }
+    return ctl;
+fail:
+    db_release(srv->db, ctl->db);
+    free(ctl->cluster_token_hash);
+    pthread_mutex_destroy(&ctl->lock);
+    pthread_cond_destroy(&ctl->cond);
+    free(ctl);
+    return NULL;
+}
+
+void control_stop(struct control *ctl)
+{
+    if (ctl == NULL)
+        return;
+    pthread_mutex_lock(&ctl->lock);
+    ctl->stopping = true;
+    pthread_cond_signal(&ctl->cond);
+    pthread_mutex_unlock(&ctl->lock);
+    pthread_join(ctl->thread, NULL);
+    hub_stop(ctl->hub);
+    db_release(ctl->srv->db, ctl->db);
+    while (ctl->nodes) {
+        struct ctl_node *n = ctl->nodes;
+        ctl->nodes = n->next;
+        free(n->id);
+        free(n);
+    }
+    while (ctl->stops) {
+        struct ctl_stop_sent *s = ctl->stops;
+        ctl->stops = s->next;
+        free(s);
+    }
+    free(ctl->cluster_token_hash);
+    pthread_mutex_destroy(&ctl->lock);
+    pthread_cond_destroy(&ctl->cond);
+    free(ctl);
+}

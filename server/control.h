@@ -1,0 +1,18 @@
+/* The control thread: owns the cluster's live state (which agent connection is which node, when
+ * each was last heard), applies agent events to the database, runs the scheduler whenever a
+ * decision may have changed, and sends launch and stop orders. It is the only thread that talks
+ * to agents; HTTP threads only kick it. */
+#ifndef SRV_CONTROL_H
+#define SRV_CONTROL_H
+
+struct srv;
+struct control;
+
+/* Starts the websocket hub and the control thread. Returns NULL (logged) on failure. */
+struct control *control_start(struct srv *srv);
+/* Stops the thread and the hub; joins both. NULL is a no-op. */
+void control_stop(struct control *ctl);
+/* Asks for a scheduling pass soon (after a submit, stop or drain). Thread-safe; NULL is a no-op. */
+void control_kick(struct control *ctl);
+
+#endif

@@ -1,0 +1,64 @@
+/* Shared by control*.c only. All of it is touched by the control thread alone, except the fields
+ * marked as guarded by `lock`. */
+#ifndef SRV_CONTROL_INTERNAL_H
+#define SRV_CONTROL_INTERNAL_H
+
+#include "control.h"
+#include "db.h"
+#include "hub.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct ctl_node {
+    struct ctl_node *next;
+    char *id;
+    uint64_t conn;    /* 0 while the agent is not connected */
+    double last_seen; /* monotonic seconds */
+    bool alive;
+};
+
+struct ctl_stop_sent {
+    struct ctl_stop_sent *next;
+    int64_t job;
+    double at;
+};
+
+struct control {
+    struct srv *srv;
+    struct hub *hub;
+    struct db_conn *db;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool kicked;   /* guarded by lock */
+    bool stopping; /* guarded by lock */
+    bool woken;    /* guarded by lock: the hub queued events */
+    bool dirty;    /* a scheduling pass is due */
+    double last_pass;
+    double last_tick;
+    char *cluster_token_hash; /* NULL: agents need no token (--auth none) */
+    struct ctl_node *nodes;
+    struct ctl_stop_sent *stops;
+};
+
+double ctl__now(void);
+struct ctl_node *ctl__node_by_conn(struct control *ctl, uint64_t conn);
+struct ctl_node *ctl__node_by_id(struct control *ctl, const char *id);
+/* Sends a JSON message (reference stolen) to a connection. */
+void ctl__send(struct control *ctl, uint64_t conn, json_t *msg);
+
+/* control_agent.c */
+void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text, size_t len);
+
+/* control_sched.c */
+/* Runs one scheduling pass and launches what it placed. */
+void ctl__schedule(struct control *ctl);
+/* Sends `launch` for the workers of job/attempt still PLACED (on one node, or all if NULL). */
+void ctl__send_launches(struct control *ctl, int64_t job, int attempt, const char *node_id);
+/* Sends `stop` to every node with a live worker of the job's current attempt. */
+void ctl__send_stops(struct control *ctl, int64_t job);
+
+#endif

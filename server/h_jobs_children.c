@@ -1,0 +1,48 @@
+/* GET /api/v1/jobs/{id}/workers and /events: the parts of a job kept in their own tables. */
+#include "db.h"
+#include "handlers.h"
+#include "server.h"
+#include "store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int (*child_query)(struct db_conn *c, int64_t job, char **json_out);
+
+static enum MHD_Result reply_child_list(struct srv_request *req, child_query query,
+                                        const char *key)
+{
+    int64_t id;
+    if (srv_arg_id(req, 0, &id) != 0)
+        return srv_reply_problem(req, SRV_P_JOB_NOT_FOUND, NULL, "'%s' is not a job id",
+                                 req->args[0]);
+    struct db_conn *c = db_acquire(req->srv->db);
+    char *list = NULL;
+    int qs = c ? query(c, id, &list) : DB_SOFT_ERROR;
+    db_release(req->srv->db, c);
+    if (qs < 0)
+        return srv_reply_db_error(req, qs);
+    if (list == NULL)
+        return srv_reply_problem(req, SRV_P_JOB_NOT_FOUND, NULL, "there is no job %lld",
+                                 (long long)id);
+    size_t len = strlen(list) + strlen(key) + 16;
+    char *body = malloc(len);
+    if (body == NULL) {
+        free(list);
+        return MHD_NO;
+    }
+    int n = snprintf(body, len, "{\"%s\":%s}", key, list);
+    free(list);
+    return srv_reply_steal(req, MHD_HTTP_OK, "application/json", body, (size_t)n, NULL);
+}
+
+enum MHD_Result h_jobs_workers(struct srv_request *req)
+{
+    return reply_child_list(req, store_job_workers, "workers");
+}
+
+enum MHD_Result h_jobs_events(struct srv_request *req)
+{
+    return reply_child_list(req, store_job_events, "events");
+}

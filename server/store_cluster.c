@@ -1,0 +1,338 @@
+/* Cluster queries: nodes, scheduler snapshot, placements, worker events. The lifecycle itself is
+ * in SQL functions (migrations/0002_lifecycle.sql) so each event is one atomic statement. */
+#include "store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NUM(buf, v) snprintf((buf), sizeof(buf), "%lld", (long long)(v))
+
+/* Runs a one-row, one-column query and copies the value (or NULL for SQL NULL). */
+static int single_text(struct db_conn *c, const struct db_stmt *st, const char *const *params,
+                       char **out)
+{
+    PGresult *res = NULL;
+    int qs = db_exec(c, st, params, &res);
+    if (qs <= 0)
+        return qs;
+    *out = PQgetisnull(res, 0, 0) ? NULL : strdup(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return qs;
+}
+
+static int id_column(struct db_conn *c, const struct db_stmt *st, char ***ids, size_t *n)
+{
+    PGresult *res = NULL;
+    int qs = db_exec(c, st, NULL, &res);
+    *ids = NULL;
+    *n = 0;
+    if (qs <= 0)
+        return qs;
+    *ids = calloc((size_t)qs, sizeof(char *));
+    for (int i = 0; *ids && i < qs; i++)
+        (*ids)[(*n)++] = strdup(PQgetvalue(res, i, 0));
+    PQclear(res);
+    return qs;
+}
+
+#define NODE_JSON                                                                                  \
+    "jsonb_build_object('id', n.id, 'hostname', n.hostname, 'address', n.address, "               \
+    "'status', n.status, 'draining', n.draining, 'resources', n.resources, "                      \
+    "'gpu_type', n.gpu_type, 'labels', n.labels, 'agent_version', n.agent_version, "              \
+    "'registered_at', ty_ts(n.registered_at), 'last_heartbeat_at', ty_ts(n.last_heartbeat_at), " \
+    "'running_workers', (SELECT count(*) FROM workers w WHERE w.node_id = n.id "                  \
+    "                    AND w.status IN ('PLACED', 'RUNNING')))"
+
+int store_nodes_alive(struct db_conn *c, char ***ids, size_t *n)
+{
+    static const struct db_stmt st = {"nodes_alive",
+                                      "SELECT id FROM nodes WHERE status = 'ALIVE'", 0};
+    return id_column(c, &st, ids, n);
+}
+
+int store_node_register(struct db_conn *c, const char *id, const char *hostname,
+                        const char *address, const char *resources_json, const char *gpu_type,
+                        const char *labels_json, const char *version, int port_lo, int port_hi)
+{
+    static const struct db_stmt st = {
+        "node_register",
+        "INSERT INTO nodes (id, hostname, address, status, resources, gpu_type, labels, "
+        "                   agent_version, port_lo, port_hi) "
+        "VALUES ($1, $2, $3, 'ALIVE', $4::jsonb, $5, $6::jsonb, $7, $8::int, $9::int) "
+        "ON CONFLICT (id) DO UPDATE SET hostname = $2, address = $3, status = 'ALIVE', "
+        "  resources = $4::jsonb, gpu_type = $5, labels = $6::jsonb, agent_version = $7, "
+        "  port_lo = $8::int, port_hi = $9::int, last_heartbeat_at = now()",
+        9};
+    char lo[16], hi[16];
+    NUM(lo, port_lo);
+    NUM(hi, port_hi);
+    const char *p[] = {id, hostname, address, resources_json, gpu_type, labels_json, version,
+                       lo, hi};
+    return db_exec(c, &st, p, NULL);
+}
+
+int store_node_lost(struct db_conn *c, const char *id)
+{
+    static const struct db_stmt st = {"node_lost", "SELECT count(*) FROM ty_node_lost($1)", 1};
+    const char *p[] = {id};
+    PGresult *res = NULL;
+    int qs = db_exec(c, &st, p, &res);
+    if (qs <= 0)
+        return qs;
+    int n = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    return n;
+}
+
+int store_node_list(struct db_conn *c, char **json_out)
+{
+    static const struct db_stmt st = {
+        "node_list", "SELECT coalesce(jsonb_agg(" NODE_JSON " ORDER BY n.id), '[]')::text "
+                     "FROM nodes n", 0};
+    return single_text(c, &st, NULL, json_out);
+}
+
+int store_node_get(struct db_conn *c, const char *id, char **json_out)
+{
+    static const struct db_stmt st = {
+        "node_get", "SELECT " NODE_JSON "::text FROM nodes n WHERE n.id = $1", 1};
+    const char *p[] = {id};
+    return single_text(c, &st, p, json_out);
+}
+
+int store_node_set_draining(struct db_conn *c, const char *id, bool draining, char **json_out)
+{
+    static const struct db_stmt st = {
+        "node_drain", "UPDATE nodes n SET draining = $2::boolean WHERE n.id = $1 "
+                      "RETURNING " NODE_JSON "::text", 2};
+    const char *p[] = {id, draining ? "true" : "false"};
+    return single_text(c, &st, p, json_out);
+}
+
+int store_node_live_workers(struct db_conn *c, const char *id, PGresult **res)
+{
+    static const struct db_stmt st = {
+        "node_live_workers",
+        "SELECT job_id, attempt, rank, status FROM workers "
+        "WHERE node_id = $1 AND status IN ('PLACED', 'RUNNING') ORDER BY job_id, attempt, rank",
+        1};
+    const char *p[] = {id};
+    return db_exec(c, &st, p, res);
+}
+
+int store_worker_started(struct db_conn *c, int64_t job, int attempt, int rank, int64_t pid)
+{
+    static const struct db_stmt st = {
+        "worker_started", "SELECT ty_worker_started($1::bigint, $2::int, $3::int, $4::int)", 4};
+    char j[32], a[16], r[16], p[32];
+    NUM(j, job);
+    NUM(a, attempt);
+    NUM(r, rank);
+    NUM(p, pid);
+    const char *params[] = {j, a, r, p};
+    return db_exec(c, &st, params, NULL);
+}
+
+int store_worker_exited(struct db_conn *c, int64_t job, int attempt, int rank,
+                        const int64_t *exit_code, const int64_t *signal, const char *error,
+                        char **outcome_out)
+{
+    static const struct db_stmt st = {
+        "worker_exited",
+        "SELECT coalesce(ty_worker_exited($1::bigint, $2::int, $3::int, $4::int, $5::int, $6), '')",
+        6};
+    char j[32], a[16], r[16], code[32], sig[32];
+    NUM(j, job);
+    NUM(a, attempt);
+    NUM(r, rank);
+    if (exit_code)
+        NUM(code, *exit_code);
+    if (signal)
+        NUM(sig, *signal);
+    const char *params[] = {j, a, r, exit_code ? code : NULL, signal ? sig : NULL, error};
+    return single_text(c, &st, params, outcome_out);
+}
+
+int store_jobs_timed_out(struct db_conn *c)
+{
+    static const struct db_stmt st = {
+        "jobs_timed_out",
+        "SELECT ty_job_fail(j.id, format('timed out after %s s', j.spec->>'timeout_s')) "
+        "FROM jobs j JOIN attempts a ON a.job_id = j.id AND a.attempt = j.attempt "
+        "WHERE j.status IN ('STARTING', 'RUNNING') AND j.spec->>'timeout_s' IS NOT NULL "
+        "  AND a.created_at + make_interval(secs => (j.spec->>'timeout_s')::float8) < now()",
+        0};
+    return db_exec(c, &st, NULL, NULL);
+}
+
+int store_jobs_stopping(struct db_conn *c, int64_t **ids, size_t *n)
+{
+    static const struct db_stmt st = {"jobs_stopping",
+                                      "SELECT id FROM jobs WHERE status = 'STOPPING'", 0};
+    PGresult *res = NULL;
+    int qs = db_exec(c, &st, NULL, &res);
+    *ids = NULL;
+    *n = 0;
+    if (qs <= 0)
+        return qs;
+    *ids = calloc((size_t)qs, sizeof(int64_t));
+    for (int i = 0; *ids && i < qs; i++)
+        (*ids)[(*n)++] = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+    PQclear(res);
+    return qs;
+}
+
+int store_jobs_settle_stopping(struct db_conn *c)
+{
+    static const struct db_stmt st = {
+        "jobs_settle_stopping",
+        "SELECT count(s) FROM (SELECT ty_job_settle(id) AS s FROM jobs "
+        "                      WHERE status = 'STOPPING') x",
+        0};
+    PGresult *res = NULL;
+    int qs = db_exec(c, &st, NULL, &res);
+    if (qs <= 0)
+        return qs;
+    int n = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    return n;
+}
+
+int store_sched_snapshot(struct db_conn *c, PGresult **nodes, PGresult **running,
+                         PGresult **pending)
+{
+    static const struct db_stmt st_nodes = {
+        "sched_nodes",
+        "SELECT id, address, status, draining, resources::text, gpu_type FROM nodes ORDER BY id",
+        0};
+    static const struct db_stmt st_running = {
+        "sched_running",
+        "SELECT w.job_id, w.node_id, w.resources::text, to_jsonb(w.gpus)::text, "
+        "       CASE WHEN j.spec->>'timeout_s' IS NULL THEN -1 "
+        "            ELSE (extract(epoch FROM a.created_at) + (j.spec->>'timeout_s')::float8)::bigint "
+        "       END "
+        "FROM workers w JOIN attempts a USING (job_id, attempt) JOIN jobs j ON j.id = w.job_id "
+        "WHERE w.status IN ('PLACED', 'RUNNING') ORDER BY w.job_id, w.node_id",
+        0};
+    static const struct db_stmt st_pending = {
+        "sched_pending",
+        "SELECT id, priority, extract(epoch FROM created_at)::bigint, spec::text FROM jobs "
+        "WHERE status = 'PENDING' ORDER BY priority DESC, created_at, id",
+        0};
+    *nodes = *running = *pending = NULL;
+    int qs = db_exec(c, &st_nodes, NULL, nodes);
+    if (qs >= 0)
+        qs = db_exec(c, &st_running, NULL, running);
+    if (qs >= 0)
+        qs = db_exec(c, &st_pending, NULL, pending);
+    if (qs < 0) {
+        PQclear(*nodes);
+        PQclear(*running);
+        *nodes = *running = NULL;
+    }
+    return qs;
+}
+
+int store_place(struct db_conn *c, int64_t job, const char *workers_json, int nports,
+                int *attempt)
+{
+    static const struct db_stmt st = {
+        "place", "SELECT o_attempt FROM ty_place($1::bigint, $2::jsonb, $3::int)", 3};
+    char j[32], np[16];
+    NUM(j, job);
+    NUM(np, nports);
+    const char *p[] = {j, workers_json, np};
+    char *out = NULL;
+    int qs = single_text(c, &st, p, &out);
+    if (qs <= 0)
+        return qs;
+    if (out == NULL)
+        return 0;
+    *attempt = (int)strtol(out, NULL, 10);
+    free(out);
+    return 1;
+}
+
+int store_job_set_waiting_message(struct db_conn *c, int64_t job, const char *message)
+{
+    static const struct db_stmt st = {
+        "job_waiting_message",
+        "UPDATE jobs SET status_message = $2 WHERE id = $1::bigint AND status = 'PENDING' "
+        "AND status_message IS DISTINCT FROM $2",
+        2};
+    char j[32];
+    NUM(j, job);
+    const char *p[] = {j, message};
+    return db_exec(c, &st, p, NULL);
+}
+
+int store_launch_rows(struct db_conn *c, int64_t job, int attempt, const char *node_id,
+                      PGresult **res)
+{
+    static const struct db_stmt st = {
+        "launch_rows",
+        "SELECT j.spec::text, a.master_addr, a.master_port, a.world_size, "
+        "       (SELECT count(DISTINCT node_id) FROM workers x "
+        "         WHERE x.job_id = w.job_id AND x.attempt = w.attempt), "
+        "       w.node_id, w.node_rank, w.rank, w.local_rank, to_jsonb(w.gpus)::text, "
+        "       (SELECT count(*) FROM workers x WHERE x.job_id = w.job_id "
+        "         AND x.attempt = w.attempt AND x.node_id = w.node_id) "
+        "FROM workers w JOIN attempts a USING (job_id, attempt) JOIN jobs j ON j.id = w.job_id "
+        "WHERE w.job_id = $1::bigint AND w.attempt = $2::int AND w.status = 'PLACED' "
+        "  AND ($3::text IS NULL OR w.node_id = $3) "
+        "ORDER BY w.node_rank, w.local_rank",
+        3};
+    char j[32], a[16];
+    NUM(j, job);
+    NUM(a, attempt);
+    const char *p[] = {j, a, node_id};
+    return db_exec(c, &st, p, res);
+}
+
+int store_stop_targets(struct db_conn *c, int64_t job, PGresult **res)
+{
+    static const struct db_stmt st = {
+        "stop_targets",
+        "SELECT DISTINCT w.node_id, w.attempt FROM workers w JOIN jobs j ON j.id = w.job_id "
+        "WHERE w.job_id = $1::bigint AND w.attempt = j.attempt "
+        "  AND w.status IN ('PLACED', 'RUNNING')",
+        1};
+    char j[32];
+    NUM(j, job);
+    const char *p[] = {j};
+    return db_exec(c, &st, p, res);
+}
+
+int store_job_workers(struct db_conn *c, int64_t job, char **json_out)
+{
+    static const struct db_stmt st = {
+        "job_workers",
+        "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM jobs WHERE id = $1::bigint) THEN NULL ELSE "
+        " coalesce(jsonb_agg(jsonb_build_object('attempt', w.attempt, 'rank', w.rank, "
+        "  'local_rank', w.local_rank, 'node_rank', w.node_rank, 'node_id', w.node_id, "
+        "  'gpus', to_jsonb(w.gpus), 'resources', w.resources, 'status', w.status, 'pid', w.pid, "
+        "  'exit_code', w.exit_code, 'signal', w.signal, 'started_at', ty_ts(w.started_at), "
+        "  'finished_at', ty_ts(w.finished_at)) ORDER BY w.attempt, w.rank), '[]') END::text "
+        "FROM workers w WHERE w.job_id = $1::bigint",
+        1};
+    char j[32];
+    NUM(j, job);
+    const char *p[] = {j};
+    return single_text(c, &st, p, json_out);
+}
+
+int store_job_events(struct db_conn *c, int64_t job, char **json_out)
+{
+    static const struct db_stmt st = {
+        "job_events",
+        "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM jobs WHERE id = $1::bigint) THEN NULL ELSE "
+        " coalesce(jsonb_agg(jsonb_build_object('attempt', e.attempt, 'status', e.status, "
+        "  'message', e.message, 'at', ty_ts(e.at)) ORDER BY e.id), '[]') END::text "
+        "FROM job_events e WHERE e.job_id = $1::bigint",
+        1};
+    char j[32];
+    NUM(j, job);
+    const char *p[] = {j};
+    return single_text(c, &st, p, json_out);
+}
