@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Allreduce bus bandwidth: libtrainyard's TCP ring vs torch gloo vs Open MPI, side by side.
+#
+#   bench/allreduce.sh [BUILD_DIR]          (default BUILD_DIR: ./build)
+#   env: RANKS="2 4" MIN=4K MAX=256M FACTOR=4 SECONDS=0.3 PLOT=path.png
+#
+# All ranks run on this host over 127.0.0.1. Open MPI runs twice: its default transports
+# (shared memory between local ranks) and forced onto TCP (--mca btl tcp,self), which is the
+# transport the others use. busbw = algbw * 2(n-1)/n (nccl-tests).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$(cd "${1:-$ROOT/build}" && pwd)
+RANKS=${RANKS:-"2 4"}
+ARGS=(--min "${MIN:-4K}" --max "${MAX:-256M}" --factor "${FACTOR:-4}" --seconds "${SECONDS_PER:-0.3}")
+PY=/usr/bin/python3
+OUT=$(mktemp -d /tmp/ty-allreduce.XXXXXX)
+
+cmake --build "$BUILD" --target allreduce_bench >/dev/null
+have_mpi=0
+if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
+  mpicc -O2 -o "$OUT/allreduce_mpi" "$ROOT/bench/allreduce_mpi.c" && have_mpi=1
+else
+  echo "note: mpicc/mpirun missing (apt-get install libopenmpi-dev openmpi-bin); skipping MPI" >&2
+fi
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
+
+echo "host: $(nproc) cores; $(uname -r); results in $OUT" >&2
+for n in $RANKS; do
+  echo "== $n ranks: trainyard" >&2
+  "$BUILD/bench/allreduce_bench" --ranks "$n" "${ARGS[@]}" >"$OUT/trainyard.$n"
+  echo "== $n ranks: gloo" >&2
+  "$PY" "$ROOT/bench/allreduce_gloo.py" --ranks "$n" "${ARGS[@]}" >"$OUT/gloo.$n"
+  if [ "$have_mpi" = 1 ]; then
+    echo "== $n ranks: Open MPI (default, shared memory)" >&2
+    "${MPIRUN[@]}" -np "$n" "$OUT/allreduce_mpi" "${ARGS[@]}" >"$OUT/mpi.$n" 2>/dev/null
+    echo "== $n ranks: Open MPI (TCP)" >&2
+    "${MPIRUN[@]}" --mca btl tcp,self -np "$n" "$OUT/allreduce_mpi" "${ARGS[@]}" \
+      >"$OUT/mpitcp.$n" 2>/dev/null
+  fi
+done
+
+"$PY" - "$OUT" "${PLOT:-}" $RANKS <<'PYEOF'
+import os, sys
+out, plot, ranks = sys.argv[1], sys.argv[2], [int(x) for x in sys.argv[3:]]
+impls = [("trainyard", "trainyard"), ("gloo", "gloo"), ("mpi", "MPI shm"), ("mpitcp", "MPI tcp")]
+
+def load(name, n):
+    path = os.path.join(out, f"{name}.{n}")
+    rows = {}
+    if os.path.exists(path):
+        for line in open(path):
+            if line.startswith("#") or not line.strip():
+                continue
+            f = line.split()
+            rows[int(f[0])] = float(f[4])
+    return rows
+
+def human(b):
+    for unit, k in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if b >= k:
+            return f"{b // k} {unit}"
+    return f"{b} B"
+
+data = {}
+for n in ranks:
+    data[n] = {k: load(k, n) for k, _ in impls}
+    print(f"\n{n} ranks — bus bandwidth GB/s (algbw x 2(n-1)/n), float32 sum")
+    print(f"| size | " + " | ".join(t for _, t in impls) + " | ty/gloo | ty/MPI shm | ty/MPI tcp |")
+    print("|" + "---:|" * (len(impls) + 4))
+    for size in sorted(data[n]["trainyard"]):
+        vals = [data[n][k].get(size) for k, _ in impls]
+        cells = [f"{v:.3f}" if v is not None else "-" for v in vals]
+        ty = vals[0]
+        ratios = [f"{ty / v:.2f}x" if v else "-" for v in vals[1:]]
+        print(f"| {human(size)} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+
+if plot:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing: no plot", file=sys.stderr)
+        sys.exit(0)
+    fig, axes = plt.subplots(1, len(ranks), figsize=(6 * len(ranks), 4.5), squeeze=False)
+    for ax, n in zip(axes[0], ranks):
+        for k, title in impls:
+            rows = data[n][k]
+            if rows:
+                xs = sorted(rows)
+                ax.plot(xs, [rows[x] for x in xs], marker="o", label=title)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("message size (bytes)")
+        ax.set_ylabel("bus bandwidth (GB/s)")
+        ax.set_title(f"allreduce, {n} ranks on one host (loopback)")
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(plot, dpi=110)
+    print(f"\nplot: {plot}")
+PYEOF

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# REST API benchmark (issue: foundation), side by side with nginx in one run:
+#  1. GET /api/v1/jobs/{id} (auth on, durable embedded PostgreSQL) vs nginx serving a static file
+#     of the same size on this machine: requests/s of both and the ratio (goal >= 0.5).
+#  2. Durable submissions: POST /api/v1/jobs with 32 connections, every 201 a committed row
+#     (goal >= 2,000/s); the run counts the 201s and checks the rows in PostgreSQL.
+# Usage: bench/http_bench.sh [seconds per run, default 10]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-10}
+scripts/install-deps.sh --bench >/dev/null
+cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build-bench -j "$(nproc)" --target trainyard-server >/dev/null
+
+work=$(mktemp -d /tmp/ty-bench-XXXXXX)
+chmod 755 "$work"
+port=18480
+nginx_port=18481
+cleanup() {
+  kill -TERM "$server_pid" 2>/dev/null || true
+  wait "$server_pid" 2>/dev/null || true
+  nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -s stop 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+build-bench/server/trainyard-server --data-dir "$work/data" --http-port "$port" \
+  --ws-port $((port + 2)) --http-threads 32 >"$work/server.log" 2>&1 &
+server_pid=$!
+for _ in $(seq 1 300); do
+  curl -fs "http://127.0.0.1:$port/api/v1/health" >/dev/null 2>&1 && break
+  sleep 0.2
+done
+export TRAINYARD_TOKEN=$(cat "$work/data/admin.token")
+url="http://127.0.0.1:$port/api/v1/jobs"
+job=$(curl -fs -H "Authorization: Bearer $TRAINYARD_TOKEN" -H 'Content-Type: application/json' \
+  -d @examples/torch_fashion_mnist/job.json "$url" | sed 's/.*"id": \([0-9]*\).*/\1/')
+mkdir -p "$work/nginx/html"
+curl -fs -H "Authorization: Bearer $TRAINYARD_TOKEN" "$url/$job" >"$work/nginx/html/job.json"
+size=$(stat -c %s "$work/nginx/html/job.json")
+cat >"$work/nginx/nginx.conf" <<CONF
+worker_processes auto;
+error_log $work/nginx/error.log;
+pid $work/nginx/nginx.pid;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  types { application/json json; }
+  server { listen 127.0.0.1:$nginx_port; root $work/nginx/html; }
+}
+CONF
+nginx -p "$work/nginx" -c "$work/nginx/nginx.conf"
+
+rps() { sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p'; }
+echo "machine: $(nproc) cores; $secs s per run; wrk -t2 -c32; body $size bytes"
+ty_get=$(wrk -t2 -c32 -d"${secs}s" -s bench/auth.lua "$url/$job" | rps)
+ng_get=$(wrk -t2 -c32 -d"${secs}s" "http://127.0.0.1:$nginx_port/job.json" | rps)
+printf "GET job     trainyard %10.0f req/s   nginx %10.0f req/s   ratio %.2f (goal >= 0.5)\n" \
+  "$ty_get" "$ng_get" "$(echo "$ty_get / $ng_get" | bc -l)"
+
+before=$(psql -h "$work/data/run" -U trainyard -d trainyard -XAtc "SELECT count(*) FROM jobs")
+out=$(wrk -t2 -c32 -d"${secs}s" -s bench/submit.lua -H "Authorization: Bearer $TRAINYARD_TOKEN" "$url")
+created=$(echo "$out" | sed -n 's/^created=\([0-9]*\).*/\1/p')
+post=$(echo "$out" | rps)
+after=$(psql -h "$work/data/run" -U trainyard -d trainyard -XAtc "SELECT count(*) FROM jobs")
+printf "POST job    %10.0f submissions/s (goal >= 2000); 201s: %s, new rows: %s, %s\n" \
+  "$post" "$created" "$((after - before))" \
+  "$( [[ $created -eq $((after - before)) ]] && echo 'every 201 committed' || echo 'MISMATCH')"

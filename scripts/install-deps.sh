@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Trainyard needs to build, run and test, when they are missing.
+# Usage: scripts/install-deps.sh [--bench]   (--bench adds the benchmark peers: wrk, nginx, Open MPI)
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git
+  libmicrohttpd-dev libwebsockets-dev libjansson-dev libpq-dev libcurl4-openssl-dev libssl-dev
+  zlib1g-dev libopenblas-dev libcmocka-dev
+  postgresql postgresql-client
+  python3 python3-pytest python3-torch dataset-fashion-mnist
+  iproute2 procps
+)
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(wrk nginx-light bc libopenmpi-dev openmpi-bin python3-matplotlib)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+echo "installing: ${missing[*]}"
+sudo_cmd=()
+if [[ $(id -u) -ne 0 ]]; then
+  sudo_cmd=(sudo)
+fi
+"${sudo_cmd[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The whole test suite, twice: a normal build, then an AddressSanitizer + UBSan build.
+# Installs missing packages first. Usage: scripts/test.sh [ctest arguments, e.g. -R api]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+
+jobs=$(nproc)
+run_suite() {
+  local dir=$1
+  shift
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+  ctest --test-dir "$dir" --output-on-failure -j "$jobs" "${ctest_args[@]}"
+}
+
+ctest_args=("$@")
+echo "== normal build =="
+run_suite build
+echo "== AddressSanitizer + UndefinedBehaviorSanitizer build =="
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=0
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+run_suite build-asan -DTY_SANITIZE=ON

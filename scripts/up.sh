@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# One local cluster: builds Trainyard, starts the server (embedded PostgreSQL, REST API on
+# :8080, agents' websocket on :8081) and one agent, then runs the example PyTorch
+# job (Fashion-MNIST, 2 workers) and follows it to the end. The cluster stays up until Ctrl-C;
+# with --once it stops after the example job (its exit code is the job's).
+# State lives in ./.trainyard (delete it to start afresh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+once=0
+[[ "${1:-}" == "--once" ]] && once=1
+
+scripts/install-deps.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j "$(nproc)" >/dev/null
+
+state="$root/.trainyard"
+mkdir -p "$state"
+http_port=${TRAINYARD_HTTP_PORT:-8080}
+ws_port=${TRAINYARD_WS_PORT:-8081}
+server_url="http://127.0.0.1:$http_port"
+
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do
+    kill -TERM "$pid" 2>/dev/null || true
+  done
+  for pid in "${pids[@]}"; do
+    wait "$pid" 2>/dev/null || true
+  done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+build/server/trainyard-server --data-dir "$state/server" --http-port "$http_port" \
+  --ws-port "$ws_port" >>"$state/server.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 300); do
+  curl -fs "$server_url/api/v1/health" >/dev/null 2>&1 && break
+  sleep 0.2
+done
+curl -fs "$server_url/api/v1/health" >/dev/null || { tail -20 "$state/server.log"; exit 1; }
+export TRAINYARD_SERVER="$server_url"
+TRAINYARD_TOKEN=$(cat "$state/server/admin.token")
+export TRAINYARD_TOKEN
+
+build/worker/agent/trainyard-agent --server "ws://127.0.0.1:$ws_port" \
+  --token "$(cat "$state/server/cluster.token")" --data-dir "$state/agent" \
+  >>"$state/agent.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 100); do
+  [[ $(build/cli/trainyard nodes --output json | grep -c '"ALIVE"') -ge 1 ]] && break
+  sleep 0.2
+done
+
+echo "Trainyard is up:"
+echo "  REST API   $server_url/api/v1   (admin token: $state/server/admin.token)"
+echo "  logs       $state/server.log, $state/agent.log"
+echo
+spec=$(sed "s|\"backend\"|\"working_dir\": \"$root\", \"backend\"|" examples/torch_fashion_mnist/job.json)
+job=$(echo "$spec" | build/cli/trainyard submit -)
+echo "example job $job submitted: PyTorch DDP, 2 workers, Fashion-MNIST"
+status=0
+build/cli/trainyard wait "$job" --timeout 1800 || status=$?
+build/cli/trainyard get "$job"
+if ((once)); then
+  exit "$status"
+fi
+echo
+echo "The cluster keeps running; press Ctrl-C to stop it."
+while true; do
+  sleep 3600
+done

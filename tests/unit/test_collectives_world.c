@@ -1,0 +1,141 @@
+/* Forked multi-rank harness for collective tests; see test_collectives_world.h. */
+#include "test_collectives_world.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+long long tw_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int tw_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* Child side: set the environment, init, run, finish, exit. Never returns. */
+static void tw_child(int rank, int world, int port, double tmo, tw_rank_fn fn, void *arg)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%d", rank);
+    setenv("RANK", buf, 1);
+    setenv("LOCAL_RANK", buf, 1);
+    snprintf(buf, sizeof buf, "%d", world);
+    setenv("WORLD_SIZE", buf, 1);
+    setenv("LOCAL_WORLD_SIZE", buf, 1);
+    setenv("NODE_RANK", "0", 1);
+    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    snprintf(buf, sizeof buf, "%d", port);
+    setenv("MASTER_PORT", buf, 1);
+    setenv("TRAINYARD_JOB_ID", "test-collectives", 1);
+    setenv("TRAINYARD_ATTEMPT", "0", 1);
+    setenv("TRAINYARD_BACKEND", "native", 1);
+    snprintf(buf, sizeof buf, "%g", tmo);
+    setenv("TRAINYARD_COLLECTIVE_TIMEOUT_S", buf, 1);
+    unsetenv("TRAINYARD_REPORT_SOCKET");
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    ty_ctx *c = NULL;
+    int rc = ty_init(&c, NULL, NULL);
+    if (rc < 0) {
+        fprintf(stderr, "rank %d: ty_init: %s\n", rank, ty_strerror(rc));
+        _exit(100);
+    }
+    rc = fn(c, arg);
+    ty_finish(&c);
+    _exit(rc);
+}
+
+int tw_spawn(struct tw_world *w, int world, tw_rank_fn fn, void *arg, double coll_timeout_s)
+{
+    if (world < 1 || world > TW_MAX_WORLD)
+        return -1;
+    w->n = world;
+    w->port = tw_free_port();
+    if (w->port < 0)
+        return -1;
+    fflush(stdout);
+    fflush(stderr);
+    for (int r = 0; r < world; r++) {
+        pid_t p = fork();
+        if (p < 0)
+            return -1;
+        if (p == 0)
+            tw_child(r, world, w->port, coll_timeout_s, fn, arg);
+        w->pid[r] = p;
+    }
+    return 0;
+}
+
+int tw_wait(struct tw_world *w, int deadline_ms, int *codes)
+{
+    long long end = tw_now_ms() + deadline_ms;
+    int left = w->n, missed = 0;
+    for (int r = 0; r < w->n; r++)
+        codes[r] = -2;
+    while (left > 0) {
+        for (int r = 0; r < w->n; r++) {
+            if (codes[r] != -2)
+                continue;
+            int st;
+            pid_t p = waitpid(w->pid[r], &st, WNOHANG);
+            if (p == w->pid[r]) {
+                codes[r] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+                left--;
+            }
+        }
+        if (left == 0)
+            break;
+        if (tw_now_ms() > end) {
+            for (int r = 0; r < w->n; r++) {
+                if (codes[r] == -2) {
+                    kill(w->pid[r], SIGKILL);
+                    waitpid(w->pid[r], NULL, 0);
+                    codes[r] = -1;
+                    missed++;
+                }
+            }
+            break;
+        }
+        struct timespec ts = {0, 5 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return missed;
+}
+
+int tw_run(int world, tw_rank_fn fn, void *arg, double coll_timeout_s, int deadline_ms)
+{
+    struct tw_world w;
+    int codes[TW_MAX_WORLD];
+    if (tw_spawn(&w, world, fn, arg, coll_timeout_s) < 0)
+        return world;
+    tw_wait(&w, deadline_ms, codes);
+    int bad = 0;
+    for (int r = 0; r < world; r++) {
+        if (codes[r] != 0) {
+            fprintf(stderr, "rank %d of %d: exit code %d\n", r, world, codes[r]);
+            bad++;
+        }
+    }
+    return bad;
+}

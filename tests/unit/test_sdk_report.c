@@ -1,0 +1,227 @@
+/* ty_report: the frames the client sends (hello, report with seq/step/checkpoint), waiting for
+ * the ack, timeouts, a vanished or rejecting agent, input validation, standalone output. */
+#include "ty_test.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test_sdk_agent_stub.h"
+#include "trainyard.h"
+
+static void managed_env(const char *socket_path)
+{
+    unsetenv("TRAINYARD_CONFIG");
+    unsetenv("TRAINYARD_CHECKPOINT_DIR");
+    setenv("RANK", "1", 1);
+    setenv("WORLD_SIZE", "2", 1);
+    setenv("TRAINYARD_JOB_ID", "job-7", 1);
+    setenv("TRAINYARD_ATTEMPT", "2", 1);
+    setenv("TRAINYARD_REPORT_TIMEOUT_S", "5", 1);
+    if (socket_path)
+        setenv("TRAINYARD_REPORT_SOCKET", socket_path, 1);
+    else
+        unsetenv("TRAINYARD_REPORT_SOCKET");
+}
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void report_sends_hello_then_acked_reports(void **state)
+{
+    (void)state;
+    struct agent_stub s;
+    assert_int_equal(agent_stub_start(&s, STUB_ACK), 0);
+    managed_env(s.path);
+    char ck[] = "/tmp/ty_ck_XXXXXX";
+    assert_non_null(mkdtemp(ck));
+    char cwd[PATH_MAX];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir("/tmp"), 0);
+
+    ty_ctx *c;
+    assert_int_equal(ty_init(&c, NULL, NULL), 0);
+    json_t *m = json_pack("{s:f, s:i, s:i}", "loss", 0.5, "tokens", 1000, "step", 3);
+    assert_int_equal(ty_report(c, m, ck + 5 /* relative: ty_ck_XXXXXX */), 0);
+    json_decref(m);
+    m = json_pack("{s:f}", "loss", 0.25);
+    assert_int_equal(ty_report(c, m, NULL), 0);
+    json_decref(m);
+    ty_finish(&c);
+    assert_int_equal(chdir(cwd), 0);
+    agent_stub_stop(&s);
+
+    assert_int_equal(s.bad_frames, 0);
+    assert_int_equal(json_array_size(s.hellos), 1);
+    json_t *h = json_array_get(s.hellos, 0);
+    assert_string_equal(json_string_value(json_object_get(h, "job_id")), "job-7");
+    assert_int_equal(json_integer_value(json_object_get(h, "attempt")), 2);
+    assert_int_equal(json_integer_value(json_object_get(h, "rank")), 1);
+    assert_int_equal(json_integer_value(json_object_get(h, "pid")), getpid());
+
+    assert_int_equal(json_array_size(s.reports), 2);
+    json_t *r1 = json_array_get(s.reports, 0), *r2 = json_array_get(s.reports, 1);
+    assert_int_equal(json_integer_value(json_object_get(r1, "seq")), 1);
+    assert_int_equal(json_integer_value(json_object_get(r1, "step")), 3);
+    json_t *met = json_object_get(r1, "metrics");
+    assert_true(json_real_value(json_object_get(met, "loss")) == 0.5);
+    assert_int_equal(json_integer_value(json_object_get(met, "tokens")), 1000);
+    assert_null(json_object_get(met, "step"));
+    assert_string_equal(json_string_value(json_object_get(r1, "checkpoint_dir")), ck);
+    assert_int_equal(json_integer_value(json_object_get(r2, "seq")), 2);
+    assert_null(json_object_get(r2, "step"));
+    assert_null(json_object_get(r2, "checkpoint_dir"));
+    agent_stub_free(&s);
+    rmdir(ck);
+}
+
+static void report_times_out_when_agent_never_acks(void **state)
+{
+    (void)state;
+    struct agent_stub s;
+    assert_int_equal(agent_stub_start(&s, STUB_NEVER_ACK), 0);
+    managed_env(s.path);
+    setenv("TRAINYARD_REPORT_TIMEOUT_S", "0.5", 1);
+    ty_ctx *c;
+    assert_int_equal(ty_init(&c, NULL, NULL), 0);
+    json_t *m = json_pack("{s:i}", "x", 1);
+    long long t = now_ms();
+    assert_int_equal(ty_report(c, m, NULL), TY_ETIMEDOUT);
+    long long took = now_ms() - t;
+    assert_true(took >= 450 && took < 3000);
+    /* a later report reconnects with a fresh hello and keeps counting */
+    assert_int_equal(ty_set_report_timeout(c, 0.2), 0);
+    assert_int_equal(ty_report(c, m, NULL), TY_ETIMEDOUT);
+    json_decref(m);
+    ty_finish(&c);
+    agent_stub_stop(&s);
+    assert_int_equal(json_array_size(s.reports), 2);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(s.reports, 1), "seq")), 2);
+    assert_int_equal(json_array_size(s.hellos), 2);
+    agent_stub_free(&s);
+}
+
+static void report_fails_fast_when_agent_is_gone(void **state)
+{
+    (void)state;
+    managed_env("/tmp/ty_no_such_dir/report.sock");
+    ty_ctx *c;
+    assert_int_equal(ty_init(&c, NULL, NULL), 0);
+    json_t *m = json_pack("{s:i}", "x", 1);
+    assert_int_equal(ty_report(c, m, NULL), TY_EPEER);
+
+    struct agent_stub s;
+    assert_int_equal(agent_stub_start(&s, STUB_CLOSE_AFTER_HELLO), 0);
+    ty_finish(&c);
+    managed_env(s.path);
+    assert_int_equal(ty_init(&c, NULL, NULL), 0);
+    long long t = now_ms();
+    assert_int_equal(ty_report(c, m, NULL), TY_EPEER);
+    assert_true(now_ms() - t < 2000);
+    json_decref(m);
+    ty_finish(&c);
+    agent_stub_stop(&s);
+    agent_stub_free(&s);
+}
+
+static void report_rejected_by_agent(void **state)
+{
+    (void)state;
+    struct agent_stub s;
+    assert_int_equal(agent_stub_start(&s, STUB_REJECT), 0);
+    managed_env(s.path);
+    ty_ctx *c;
+    assert_int_equal(ty_init(&c, NULL, NULL), 0);
+    json_t *m = json_pack("{s:i}", "x", 1);
+    assert_int_equal(ty_report(c, m, NULL), TY_EREJECTED);
+    assert_int_equal(ty_report(c, m, NULL), TY_EREJECTED); /* connection kept */
+    json_decref(m);
+    ty_finish(&c);
+    agent_stub_stop(&s);
+    assert_int_equal(json_array_size(s.hellos), 1);
+    agent_stub_free(&s);
+}
+
+static void report_invalid_arguments_send_nothing(void **state)
+{
+    (void)state;
+    struct agent_stub s;
+    assert_int_equal(agent_stub_start(&s, STUB_ACK), 0);
+    managed_env(s.path);
+    ty_ctx *c;
+    assert_int_equal(ty_init(&c, NULL, NULL), 0);
+    json_t *bad[] = {json_pack("{s:s}", "loss", "low"), json_pack("{s:f}", "step", 1.5),
+                     json_pack("{s:i}", "step", -1), json_pack("[i]", 1),
+                     json_pack("{s:{}}", "nested")};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(ty_report(c, bad[i], NULL), TY_EINVAL);
+        json_decref(bad[i]);
+    }
+    assert_int_equal(ty_report(c, NULL, NULL), TY_EINVAL);
+    json_t *ok = json_pack("{s:i}", "x", 1);
+    assert_int_equal(ty_report(c, ok, "/nonexistent/ckpt"), TY_EINVAL);
+    assert_int_equal(ty_report(c, ok, NULL), 0);
+    json_decref(ok);
+    ty_finish(&c);
+    agent_stub_stop(&s);
+    assert_int_equal(json_array_size(s.reports), 1);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(s.reports, 0), "seq")), 1);
+    agent_stub_free(&s);
+}
+
+static void report_standalone_prints_json_line_to_stderr(void **state)
+{
+    (void)state;
+    const char *vars[] = {"RANK", "WORLD_SIZE", "TRAINYARD_JOB_ID", "TRAINYARD_REPORT_SOCKET"};
+    for (size_t i = 0; i < 4; i++)
+        unsetenv(vars[i]);
+    char path[] = "/tmp/ty_err_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    int saved = dup(2);
+    fflush(stderr);
+    dup2(fd, 2);
+    ty_ctx *c;
+    assert_int_equal(ty_init(&c, NULL, NULL), 0);
+    json_t *m = json_pack("{s:f, s:i}", "loss", 1.5, "step", 9);
+    int rc = ty_report(c, m, NULL);
+    json_decref(m);
+    ty_finish(&c);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    assert_int_equal(rc, 0);
+    char buf[512] = {0};
+    assert_true(pread(fd, buf, sizeof buf - 1, 0) > 0);
+    close(fd);
+    unlink(path);
+    char *nl = strchr(buf, '\n');
+    assert_non_null(nl);
+    *nl = '\0';
+    json_t *line = json_loads(buf, 0, NULL);
+    assert_non_null(line);
+    assert_string_equal(json_string_value(json_object_get(line, "type")), "report");
+    assert_int_equal(json_integer_value(json_object_get(line, "seq")), 1);
+    assert_int_equal(json_integer_value(json_object_get(line, "step")), 9);
+    assert_true(json_real_value(json_object_get(json_object_get(line, "metrics"), "loss")) == 1.5);
+    json_decref(line);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(report_sends_hello_then_acked_reports),
+    cmocka_unit_test(report_times_out_when_agent_never_acks),
+    cmocka_unit_test(report_fails_fast_when_agent_is_gone),
+    cmocka_unit_test(report_rejected_by_agent),
+    cmocka_unit_test(report_invalid_arguments_send_nothing),
+    cmocka_unit_test(report_standalone_prints_json_line_to_stderr),
+};
+TY_TEST_MAIN(tests)

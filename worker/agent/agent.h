@@ -1,0 +1,370 @@
+/*
+ * agent.h — trainyard-agent internals shared across its files (prefix agent_, internal
+ * cross-file symbols agent__).
+ *
+ * Layout (pure logic first, I/O last):
+ *   config.c      the option table (flag, TRAINYARD_* variable, default) and its loader
+ *   parse.c       pure parsers: server URL, port range, GPU list, labels, custom resources
+ *   backoff.c     pure reconnect delay (0.2 s doubling to 10 s, ±50 % jitter)
+ *   proto.c       pure agent-protocol messages: builders and the server-message parser
+ *   env.c         pure worker environment (DESIGN §3, TF_CONFIG, PYTHONPATH)
+ *   resources.c   node identity and resources: node-id file, CPUs, memory, NVML (dlopen)
+ *   events.c      the outgoing event queue (seq, kept until acked) and the worker table
+ *   supervise.c   fork/exec/setsid of workers, reaping, stopping process groups
+ *   logs.c        per-rank log files
+ *   spool.c       durable report spool (<data>/spool)
+ *   report.c      the unix report socket (<data>/report.sock), adopted into the lws loop
+ *   ws.c          the libwebsockets client: connect, reconnect, rx/tx, heartbeats
+ *   main.c        start-up, signals, the event loop, shutdown
+ */
+#ifndef AGENT_H
+#define AGENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#define AGENT_SUBPROTOCOL "trainyard-agent.v1"
+#define AGENT_MAX_MESSAGE (16u * 1024u * 1024u)
+#define AGENT_VERSION "0.1.0"
+#define AGENT_MAX_GPUS 1024
+
+/* ------------------------------------------------------------------------------------------ */
+/* Configuration (config.c, parse.c)                                                           */
+/* ------------------------------------------------------------------------------------------ */
+
+struct agent_config {
+    /* Raw option values, filled from the table in config.c. */
+    char *server;
+    char *token;
+    char *data_dir;
+    char *node_id;
+    char *address;
+    int64_t cpus;      /* 0: detect */
+    int64_t memory_mb; /* 0: detect */
+    char *gpus;        /* NULL: detect through NVML */
+    char *gpu_type;
+    char *resources;
+    char *labels;
+    char *port_range;
+    int64_t stop_grace_s;
+    char *python_path;
+    int64_t heartbeat_interval_s; /* 0: the server's */
+    char *log_level;
+    char *debug;
+
+    /* Derived by agent_config_load. */
+    char *url_host;
+    int url_port;
+    char *url_path;
+    bool url_tls;
+    int port_lo, port_hi;
+    bool gpus_declared;
+    int *gpu_list; /* n_gpus entries (declared) */
+    size_t n_gpus;
+    json_t *resources_json; /* object: custom name -> number */
+    json_t *labels_json;    /* object: name -> string */
+};
+
+/* Fills `cfg` from defaults, then TRAINYARD_* variables, then argv (flags win), and derives the
+ * parsed fields. Prints --help and returns 1 when asked; prints the problem to stderr and returns
+ * -1 for a bad value or an unknown flag (cfg is then freed). Free with agent_config_free(). */
+int agent_config_load(struct agent_config *cfg, int argc, char **argv);
+void agent_config_free(struct agent_config *cfg);
+
+/* Pure parsers (parse.c). Each returns 0, or -1 with a reason in err. */
+int agent_parse_server_url(const char *url, char **host, int *port, char **path, bool *tls,
+                           char *err, size_t errlen);
+int agent_parse_port_range(const char *s, int *lo, int *hi, char *err, size_t errlen);
+/* "0,1,3" -> ascending unique indices (caller frees *out; *out NULL when *n is 0). "" and
+ * "none" mean no GPU. */
+int agent_parse_gpu_list(const char *s, int **out, size_t *n, char *err, size_t errlen);
+/* '{"k":"v"}' or "k=v,k2=v2" -> new object of strings. NULL or "" -> empty object. */
+int agent_parse_labels(const char *s, json_t **out, char *err, size_t errlen);
+/* '{"name": number}' -> new object; names CPU, GPU and memory_mb are refused (use the flags). */
+int agent_parse_resources(const char *s, json_t **out, char *err, size_t errlen);
+/* A short accelerator type from an NVML device name: "NVIDIA H100 80GB HBM3" -> "H100". Writes
+ * into out (always terminated). */
+void agent_gpu_type_from_name(const char *name, char *out, size_t outlen);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Backoff (backoff.c)                                                                         */
+/* ------------------------------------------------------------------------------------------ */
+
+#define AGENT_BACKOFF_BASE_MS 200
+#define AGENT_BACKOFF_MAX_MS 10000
+
+/* Delay before reconnect attempt number `attempt` (0 for the first retry): the base doubles
+ * from 200 ms up to 10 s, then jitter scales it by 0.5 + u, u in [0, 1). */
+int64_t agent_backoff_delay_ms(unsigned attempt, double u);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Protocol (proto.c)                                                                          */
+/* ------------------------------------------------------------------------------------------ */
+
+struct agent_launch_worker {
+    int64_t rank;
+    int64_t local_rank;
+    int *gpus;
+    size_t n_gpus;
+};
+
+/* A parsed `launch`. Strings are borrowed from `root`, which the struct holds a reference to. */
+struct agent_launch {
+    json_t *root;
+    const char *job_id;
+    int64_t attempt;
+    const char *backend;
+    const char **argv;       /* NULL-terminated; for a string entrypoint: /bin/sh -c STRING */
+    const char *working_dir; /* NULL: the agent's working directory */
+    const json_t *env;       /* object of strings, never NULL */
+    char *config_json;       /* compact JSON of `config` ("null" when absent) */
+    int64_t world_size, num_nodes, node_rank, local_world_size;
+    const char *master_addr;
+    int64_t master_port;
+    const char *checkpoint_dir;  /* NULL: none */
+    const char **rank_addresses; /* world_size entries or NULL (all on master_addr) */
+    struct agent_launch_worker *workers;
+    size_t n_workers;
+};
+void agent_launch_free(struct agent_launch *l);
+
+enum agent_msg_type {
+    AGENT_MSG_UNKNOWN = 0,
+    AGENT_MSG_REGISTERED,
+    AGENT_MSG_ERROR,
+    AGENT_MSG_ACK,
+    AGENT_MSG_LAUNCH,
+    AGENT_MSG_STOP,
+};
+
+struct agent_server_msg {
+    enum agent_msg_type type;
+    const char *type_name; /* borrowed from root */
+    json_t *root;
+    /* registered */
+    const char *node_id;
+    int64_t heartbeat_interval_s; /* 0 when absent */
+    /* error */
+    const char *message;
+    /* ack */
+    int64_t seq;
+    /* stop */
+    const char *job_id;
+    int64_t attempt; /* -1: every attempt */
+    int64_t grace_s; /* -1: the agent's --stop-grace-s */
+    /* launch */
+    struct agent_launch launch;
+};
+
+/* Parses one server message. Returns 0 with *out filled (free with agent_server_msg_free), or -1
+ * with a reason naming the bad field in err (malformed JSON, missing type, invalid launch...). An
+ * unknown type is not an error: type is AGENT_MSG_UNKNOWN. */
+int agent_server_msg_parse(const char *text, size_t len, struct agent_server_msg *out, char *err,
+                           size_t errlen);
+void agent_server_msg_free(struct agent_server_msg *m);
+
+/* Checks a job id that will become a path component. 0 or -1. */
+int agent_job_id_valid(const char *job_id);
+
+/* Message builders: each returns a malloc'd compact JSON string (caller frees) or NULL. */
+struct agent_node_info {
+    const char *id, *hostname, *address, *gpu_type, *version;
+    int64_t cpus, memory_mb;
+    const int *gpus;
+    size_t n_gpus;
+    const json_t *custom; /* object or NULL */
+    const json_t *labels; /* object or NULL */
+    int port_lo, port_hi;
+};
+/* workers: array of worker states (borrowed). token may be NULL. */
+char *agent_msg_register(const struct agent_node_info *node, const char *token,
+                         const json_t *workers);
+char *agent_msg_heartbeat(void);
+char *agent_msg_worker_started(int64_t seq, const char *job_id, int64_t attempt, int64_t rank,
+                               long pid);
+/* exit_code/signal < 0 mean null; error NULL means null. */
+char *agent_msg_worker_exited(int64_t seq, const char *job_id, int64_t attempt, int64_t rank,
+                              int exit_code, int signal, const char *error);
+/* body: a spooled report (job_id, attempt, rank, report_seq, metrics, step, time,
+ * checkpoint_dir); returns it with type and seq added. */
+char *agent_msg_report(int64_t seq, const json_t *body);
+/* A spooled report body (new object) from a worker's report. step < 0: null. */
+json_t *agent_report_body(const char *job_id, int64_t attempt, int64_t rank, int64_t report_seq,
+                          const json_t *metrics, int64_t step, const char *time_rfc3339,
+                          const char *checkpoint_dir);
+/* RFC 3339 UTC time with milliseconds of `ms` (since the epoch) into out (>= 32 bytes). */
+void agent_format_time(int64_t ms, char *out, size_t outlen);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Worker environment (env.c)                                                                  */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Builds the environment of one worker: `base` (the agent's environment, may be NULL), then the
+ * DESIGN §3 variables, then the job's env; PYTHONPATH gets python_path first (also in front of a
+ * PYTHONPATH the job sets). Returns a malloc'd NULL-terminated "K=V" array (agent_env_free) or
+ * NULL when out of memory. */
+char **agent_env_build(char *const *base, const struct agent_launch *l,
+                       const struct agent_launch_worker *w, const char *python_path,
+                       const char *report_socket);
+void agent_env_free(char **env);
+/* The value of `name` in env, or NULL. */
+const char *agent_env_get(char *const *env, const char *name);
+/* TF_CONFIG for `rank` of the launch (malloc'd JSON, caller frees), NULL on OOM. */
+char *agent_tf_config(const struct agent_launch *l, int64_t rank);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Runtime state (events.c, supervise.c, ...)                                                  */
+/* ------------------------------------------------------------------------------------------ */
+
+enum agent_worker_status { AGENT_WORKER_RUNNING, AGENT_WORKER_EXITED };
+
+struct agent_worker {
+    struct agent_worker *next;
+    char *job_id;
+    int64_t attempt, rank;
+    pid_t pid; /* also the process group id */
+    enum agent_worker_status status;
+    int exit_code; /* -1: null */
+    int signal;    /* -1: null */
+    char *error;   /* launch failure, or NULL */
+    int64_t kill_at_ms; /* SIGKILL the group at this monotonic time; 0: not stopping */
+    int64_t exit_seq;   /* seq of its worker_exited event; 0 until it exited */
+};
+
+enum agent_event_kind { AGENT_EV_STARTED, AGENT_EV_EXITED, AGENT_EV_REPORT };
+
+struct agent_event {
+    struct agent_event *next;
+    int64_t seq;
+    enum agent_event_kind kind;
+    char *text;       /* the message as sent */
+    bool sent;        /* sent on the current connection */
+    char *spool_path; /* reports: the spool file to delete on ack */
+};
+
+struct agent_report_conn;
+struct lws_context;
+struct lws;
+
+struct agent {
+    struct agent_config *cfg;
+    struct lws_context *ctx;
+    char *data_dir; /* absolute */
+    char *node_id;
+    char hostname[256];
+    char address[1100];
+    char *gpu_type;
+    int64_t cpus, memory_mb;
+    int *gpus;
+    size_t n_gpus;
+    char *report_socket; /* <data>/report.sock */
+    char *spool_dir;
+
+    /* websocket */
+    struct lws *wsi;
+    bool connected, registered;
+    unsigned reconnect_attempt;
+    int64_t heartbeat_interval_s;
+    char *rx;
+    size_t rx_len, rx_cap;
+    bool rx_too_big;
+    char **ctl; /* control messages (register, heartbeat) waiting to be written */
+    size_t n_ctl, cap_ctl;
+
+    /* events and workers */
+    int64_t next_seq;
+    struct agent_event *events, *events_tail;
+    struct agent_worker *workers;
+
+    /* report socket */
+    int report_listen_fd;
+    struct agent_report_conn *report_conns;
+
+    /* lifecycle */
+    volatile int stop_signal;
+    bool shutting_down;
+    bool done;
+    int64_t shutdown_deadline_ms;
+
+    void *timers; /* ws.c / main.c timers (struct agent__timers) */
+};
+
+/* Monotonic and wall-clock milliseconds. */
+int64_t agent_now_ms(void);
+int64_t agent_wall_ms(void);
+
+/* events.c */
+/* Queues an event with the next seq; `build` makes its text from the seq. Takes ownership of
+ * spool_path. Returns the event or NULL (OOM). Wakes the writer when registered. */
+struct agent_event *agent__event_push(struct agent *a, enum agent_event_kind kind, char *text,
+                                      int64_t seq, char *spool_path);
+int64_t agent__next_seq(struct agent *a);
+/* Drops every event with seq <= `seq` (the ack is cumulative), deleting spool files and
+ * forgetting exited workers whose exit was acked. */
+void agent__events_ack(struct agent *a, int64_t seq);
+/* Marks every event unsent (a new connection). */
+void agent__events_reset_sent(struct agent *a);
+/* The first event not yet sent on this connection, or NULL. */
+struct agent_event *agent__events_next_unsent(struct agent *a);
+void agent__events_free_all(struct agent *a);
+/* Worker states for `register` (new array). */
+json_t *agent__workers_state(const struct agent *a);
+struct agent_worker *agent__worker_find(struct agent *a, const char *job_id, int64_t attempt,
+                                        int64_t rank);
+void agent__workers_free_all(struct agent *a);
+size_t agent__workers_running(const struct agent *a);
+
+/* supervise.c */
+/* Starts every worker of the launch (skipping ranks already known). Never fails as a whole: a
+ * worker that cannot start gets a worker_exited event with exit code 127 and an error. */
+void agent__launch(struct agent *a, const struct agent_launch *l);
+/* SIGTERM to the process group of each matching running worker; SIGKILL after grace_s. attempt
+ * -1 matches every attempt; job_id NULL matches every job. */
+void agent__stop(struct agent *a, const char *job_id, int64_t attempt, int64_t grace_s);
+/* Reaps exited workers (waitpid WNOHANG), queues worker_exited, and SIGKILLs groups whose grace
+ * ran out. Called from the poll timer. */
+void agent__supervise_poll(struct agent *a);
+
+/* logs.c */
+/* The log path of a rank (malloc'd), creating its directory. NULL with errno on failure. */
+char *agent__log_path(const struct agent *a, const char *job_id, int64_t attempt, int64_t rank,
+                      bool create_dir);
+
+/* resources.c */
+/* Reads or creates <data>/node-id. Returns malloc'd id or NULL (logged). */
+char *agent__node_id_load(const char *data_dir, const char *declared);
+int64_t agent__detect_cpus(void);
+int64_t agent__detect_memory_mb(void);
+/* GPUs through NVML (dlopen'ed); 0 GPUs when the library is missing or fails. Fills *type
+ * (malloc'd or NULL). */
+size_t agent__detect_gpus(int **gpus, char **type);
+
+/* spool.c */
+/* Writes body durably to the spool (write + fdatasync + rename + directory fsync). Returns the
+ * malloc'd path, or NULL (logged). *dup is set when the same report is already spooled. */
+char *agent__spool_write(struct agent *a, const json_t *body, bool *dup);
+/* Queues every spooled report as a report event (start-up). */
+void agent__spool_reload(struct agent *a);
+
+/* report.c */
+int agent__report_listen(struct agent *a);
+void agent__report_close_all(struct agent *a);
+
+/* ws.c */
+int agent__ws_init(struct agent *a);
+/* Queues a control message (takes ownership of text) and asks for WRITEABLE. */
+void agent__ws_send_ctl(struct agent *a, char *text);
+/* Asks for WRITEABLE when connected and something is pending. */
+void agent__ws_kick(struct agent *a);
+void agent__ws_fini(struct agent *a);
+/* Frees the timers; after lws_context_destroy. */
+void agent__ws_free_timers(struct agent *a);
+
+/* The lws protocol table (ws.c): the agent client and the raw report-socket protocol. */
+const struct lws_protocols *agent__protocols(void);
+
+#endif

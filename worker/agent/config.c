@@ -1,0 +1,216 @@
+/* The agent's options, declared once (like server/config.c). Every option has a flag and a
+ * TRAINYARD_* variable; flags win over variables, variables over defaults. */
+#include "agent.h"
+
+#include "log.h"
+#include "util.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef AGENT_DEFAULT_PYTHON_PATH
+#define AGENT_DEFAULT_PYTHON_PATH "worker/python"
+#endif
+
+enum opt_type { OPT_STRING, OPT_INT };
+
+struct opt {
+    const char *flag; /* without the leading "--" */
+    const char *env;
+    enum opt_type type;
+    size_t offset;
+    const char *def; /* default as text; NULL: unset */
+    int64_t min, max;
+    const char *help;
+};
+
+#define S(field) OPT_STRING, offsetof(struct agent_config, field)
+#define I(field) OPT_INT, offsetof(struct agent_config, field)
+
+static const struct opt options[] = {
+    {"server", "TRAINYARD_AGENT_SERVER", S(server), "ws://127.0.0.1:8081", 0, 0,
+     "server websocket URL (ws://host:port); the agent connects to /agent"},
+    {"token", "TRAINYARD_CLUSTER_TOKEN", S(token), NULL, 0, 0,
+     "cluster join token (ignored by a server running --auth none)"},
+    {"data-dir", "TRAINYARD_AGENT_DATA_DIR", S(data_dir), "./trainyard-agent-data", 0, 0,
+     "state directory: node-id file, worker logs, report spool, report.sock"},
+    {"node-id", "TRAINYARD_NODE_ID", S(node_id), NULL, 0, 0,
+     "node id (default: generated once and kept in <data-dir>/node-id)"},
+    {"address", "TRAINYARD_AGENT_ADDRESS", S(address), NULL, 0, 0,
+     "advertised address (default: the local address used to reach the server)"},
+    {"cpus", "TRAINYARD_AGENT_CPUS", I(cpus), "0", 0, 1 << 20, "CPUs offered (0: detect)"},
+    {"memory-mb", "TRAINYARD_AGENT_MEMORY_MB", I(memory_mb), "0", 0, INT64_C(1) << 40,
+     "memory offered in MiB (0: MemTotal of /proc/meminfo)"},
+    {"gpus", "TRAINYARD_AGENT_GPUS", S(gpus), NULL, 0, 0,
+     "declared GPU indices \"0,1,2,3\" or \"none\" (default: detect through NVML)"},
+    {"gpu-type", "TRAINYARD_AGENT_GPU_TYPE", S(gpu_type), NULL, 0, 0,
+     "accelerator type, e.g. H100 (default: from the NVML device name)"},
+    {"resources", "TRAINYARD_AGENT_RESOURCES", S(resources), NULL, 0, 0,
+     "custom resources as JSON, e.g. '{\"tpu\": 4}'"},
+    {"labels", "TRAINYARD_AGENT_LABELS", S(labels), NULL, 0, 0,
+     "node labels: JSON object of strings or k=v,k2=v2"},
+    {"port-range", "TRAINYARD_AGENT_PORT_RANGE", S(port_range), "29500-29999", 0, 0,
+     "ports the server may hand out as MASTER_PORT on this node"},
+    {"stop-grace-s", "TRAINYARD_AGENT_STOP_GRACE_S", I(stop_grace_s), "10", 0, 86400,
+     "seconds between SIGTERM and SIGKILL when stopping workers at agent shutdown"},
+    {"python-path", "TRAINYARD_AGENT_PYTHON_PATH", S(python_path), AGENT_DEFAULT_PYTHON_PATH, 0, 0,
+     "directory holding trainyard.py, put first on every worker's PYTHONPATH"},
+    {"heartbeat-interval", "TRAINYARD_AGENT_HEARTBEAT_INTERVAL", I(heartbeat_interval_s), "0",
+     0, 3600, "seconds between heartbeats (0: the interval the server asks for)"},
+    {"log-level", "TRAINYARD_LOG_LEVEL", S(log_level), "info", 0, 0,
+     "error, warn, info or debug"},
+    {"debug", "TRAINYARD_DEBUG", S(debug), "", 0, 0,
+     "comma separated subsystems to debug-log (ws,proc,report,all)"},
+};
+
+#undef S
+#undef I
+
+#define N_OPTIONS (sizeof(options) / sizeof(options[0]))
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: trainyard-agent [OPTIONS]\n\nOptions (flag, environment variable, "
+                 "default):\n");
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        const struct opt *o = &options[i];
+        fprintf(out, "  --%-22s %-34s %s\n  %25s %s\n", o->flag, o->env,
+                o->def ? o->def : "(unset)", "", o->help);
+    }
+    fprintf(out, "  --%-22s print this help\n", "help");
+}
+
+static int set_option(struct agent_config *cfg, const struct opt *o, const char *value,
+                      const char *source)
+{
+    char *base = (char *)cfg + o->offset;
+    if (o->type == OPT_STRING) {
+        char **slot = (char **)base;
+        free(*slot);
+        *slot = value ? strdup(value) : NULL;
+        return (value && !*slot) ? -1 : 0;
+    }
+    int64_t v;
+    if (ty_parse_int64(value, o->min, o->max, &v) != 0) {
+        fprintf(stderr, "trainyard-agent: %s: '%s' is not an integer in [%lld, %lld]\n", source,
+                value, (long long)o->min, (long long)o->max);
+        return -1;
+    }
+    *(int64_t *)base = v;
+    return 0;
+}
+
+/* Derives the parsed fields from the raw strings. 0, or -1 with the problem printed. */
+static int derive(struct agent_config *cfg)
+{
+    char err[256];
+    if (agent_parse_server_url(cfg->server, &cfg->url_host, &cfg->url_port, &cfg->url_path,
+                               &cfg->url_tls, err, sizeof(err)) != 0) {
+        fprintf(stderr, "trainyard-agent: --server: %s\n", err);
+        return -1;
+    }
+    if (agent_parse_port_range(cfg->port_range, &cfg->port_lo, &cfg->port_hi, err,
+                               sizeof(err)) != 0) {
+        fprintf(stderr, "trainyard-agent: --port-range: %s\n", err);
+        return -1;
+    }
+    if (cfg->gpus) {
+        cfg->gpus_declared = true;
+        if (agent_parse_gpu_list(cfg->gpus, &cfg->gpu_list, &cfg->n_gpus, err, sizeof(err)) !=
+            0) {
+            fprintf(stderr, "trainyard-agent: --gpus: %s\n", err);
+            return -1;
+        }
+    }
+    if (agent_parse_resources(cfg->resources, &cfg->resources_json, err, sizeof(err)) != 0) {
+        fprintf(stderr, "trainyard-agent: --resources: %s\n", err);
+        return -1;
+    }
+    if (agent_parse_labels(cfg->labels, &cfg->labels_json, err, sizeof(err)) != 0) {
+        fprintf(stderr, "trainyard-agent: --labels: %s\n", err);
+        return -1;
+    }
+    if (cfg->node_id && (strlen(cfg->node_id) > 128 || agent_job_id_valid(cfg->node_id) != 0)) {
+        fprintf(stderr, "trainyard-agent: --node-id: use 1-128 characters of [A-Za-z0-9._-]\n");
+        return -1;
+    }
+    if (!cfg->data_dir || !*cfg->data_dir) {
+        fprintf(stderr, "trainyard-agent: --data-dir must not be empty\n");
+        return -1;
+    }
+    enum ty_log_level lvl;
+    if (ty_log_level_from_string(cfg->log_level, &lvl) != 0) {
+        fprintf(stderr, "trainyard-agent: --log-level must be error, warn, info or debug\n");
+        return -1;
+    }
+    ty_log_set_level(lvl);
+    ty_log_set_debug(cfg->debug);
+    return 0;
+}
+
+int agent_config_load(struct agent_config *cfg, int argc, char **argv)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        const char *env = getenv(options[i].env);
+        const char *v = env && *env ? env : options[i].def;
+        if (v && set_option(cfg, &options[i], v, env && *env ? options[i].env : "default") != 0)
+            goto fail;
+    }
+    for (int a = 1; a < argc; a++) {
+        const char *arg = argv[a];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            usage(stdout);
+            agent_config_free(cfg);
+            return 1;
+        }
+        if (strncmp(arg, "--", 2) != 0) {
+            fprintf(stderr, "trainyard-agent: unexpected argument '%s' (see --help)\n", arg);
+            goto fail;
+        }
+        const char *name = arg + 2;
+        const char *eq = strchr(name, '=');
+        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
+        const struct opt *o = NULL;
+        for (size_t i = 0; i < N_OPTIONS; i++)
+            if (strlen(options[i].flag) == nlen && strncmp(options[i].flag, name, nlen) == 0)
+                o = &options[i];
+        if (o == NULL) {
+            fprintf(stderr, "trainyard-agent: unknown option '%s' (see --help)\n", arg);
+            goto fail;
+        }
+        const char *value = eq ? eq + 1 : (a + 1 < argc ? argv[++a] : NULL);
+        if (value == NULL) {
+            fprintf(stderr, "trainyard-agent: option --%s needs a value\n", o->flag);
+            goto fail;
+        }
+        if (set_option(cfg, o, value, arg) != 0)
+            goto fail;
+    }
+    if (derive(cfg) != 0)
+        goto fail;
+    return 0;
+fail:
+    agent_config_free(cfg);
+    return -1;
+}
+
+void agent_config_free(struct agent_config *cfg)
+{
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        if (options[i].type == OPT_STRING) {
+            char **slot = (char **)((char *)cfg + options[i].offset);
+            TY_FREE(*slot);
+        }
+    }
+    TY_FREE(cfg->url_host);
+    TY_FREE(cfg->url_path);
+    TY_FREE(cfg->gpu_list);
+    cfg->n_gpus = 0;
+    json_decref(cfg->resources_json);
+    cfg->resources_json = NULL;
+    json_decref(cfg->labels_json);
+    cfg->labels_json = NULL;
+}

@@ -1,0 +1,162 @@
+/* The event queue (worker_started, worker_exited, report: each kept until the server acks its
+ * seq) and the table of supervised workers. */
+#include "agent.h"
+
+#include "log.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int64_t agent_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t agent_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t agent__next_seq(struct agent *a)
+{
+    return ++a->next_seq;
+}
+
+struct agent_event *agent__event_push(struct agent *a, enum agent_event_kind kind, char *text,
+                                      int64_t seq, char *spool_path)
+{
+    struct agent_event *e = calloc(1, sizeof(*e));
+    if (!e || !text) {
+        TY_ERROR("agent", "out of memory queueing an event (seq %lld)", (long long)seq);
+        free(e);
+        free(text);
+        free(spool_path);
+        return NULL;
+    }
+    e->seq = seq;
+    e->kind = kind;
+    e->text = text;
+    e->spool_path = spool_path;
+    if (a->events_tail)
+        a->events_tail->next = e;
+    else
+        a->events = e;
+    a->events_tail = e;
+    TY_DEBUG("ws", "queued event %lld: %s", (long long)seq, text);
+    agent__ws_kick(a);
+    return e;
+}
+
+static void event_free(struct agent_event *e)
+{
+    free(e->text);
+    free(e->spool_path);
+    free(e);
+}
+
+/* Forgets exited workers whose worker_exited event has seq <= `seq`. */
+static void forget_acked_workers(struct agent *a, int64_t seq)
+{
+    struct agent_worker **pp = &a->workers;
+    while (*pp) {
+        struct agent_worker *w = *pp;
+        if (w->status == AGENT_WORKER_EXITED && w->exit_seq > 0 && w->exit_seq <= seq) {
+            *pp = w->next;
+            free(w->job_id);
+            free(w->error);
+            free(w);
+        } else {
+            pp = &w->next;
+        }
+    }
+}
+
+void agent__events_ack(struct agent *a, int64_t seq)
+{
+    while (a->events && a->events->seq <= seq) {
+        struct agent_event *e = a->events;
+        a->events = e->next;
+        if (e->spool_path && unlink(e->spool_path) != 0)
+            TY_WARN("report", "cannot delete spooled report %s", e->spool_path);
+        event_free(e);
+    }
+    if (!a->events)
+        a->events_tail = NULL;
+    forget_acked_workers(a, seq);
+}
+
+void agent__events_reset_sent(struct agent *a)
+{
+    for (struct agent_event *e = a->events; e; e = e->next)
+        e->sent = false;
+}
+
+struct agent_event *agent__events_next_unsent(struct agent *a)
+{
+    for (struct agent_event *e = a->events; e; e = e->next)
+        if (!e->sent)
+            return e;
+    return NULL;
+}
+
+void agent__events_free_all(struct agent *a)
+{
+    while (a->events) {
+        struct agent_event *e = a->events;
+        a->events = e->next;
+        event_free(e);
+    }
+    a->events_tail = NULL;
+}
+
+json_t *agent__workers_state(const struct agent *a)
+{
+    json_t *arr = json_array();
+    for (const struct agent_worker *w = a->workers; arr && w; w = w->next) {
+        json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:s, s:o, s:o}", "job_id", w->job_id,
+                              "attempt", (json_int_t)w->attempt, "rank", (json_int_t)w->rank,
+                              "pid", (json_int_t)w->pid, "status",
+                              w->status == AGENT_WORKER_RUNNING ? "RUNNING" : "EXITED",
+                              "exit_code",
+                              w->exit_code >= 0 ? json_integer(w->exit_code) : json_null(),
+                              "signal", w->signal >= 0 ? json_integer(w->signal) : json_null());
+        if (o)
+            json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
+struct agent_worker *agent__worker_find(struct agent *a, const char *job_id, int64_t attempt,
+                                        int64_t rank)
+{
+    for (struct agent_worker *w = a->workers; w; w = w->next)
+        if (w->attempt == attempt && w->rank == rank && strcmp(w->job_id, job_id) == 0)
+            return w;
+    return NULL;
+}
+
+size_t agent__workers_running(const struct agent *a)
+{
+    size_t n = 0;
+    for (const struct agent_worker *w = a->workers; w; w = w->next)
+        n += w->status == AGENT_WORKER_RUNNING;
+    return n;
+}
+
+void agent__workers_free_all(struct agent *a)
+{
+    while (a->workers) {
+        struct agent_worker *w = a->workers;
+        a->workers = w->next;
+        free(w->job_id);
+        free(w->error);
+        free(w);
+    }
+}

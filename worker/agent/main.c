@@ -1,0 +1,211 @@
+/* trainyard-agent: the per-node daemon. Start-up, signals, the event loop and shutdown.
+ *
+ * SIGINT/SIGTERM stop every worker (SIGTERM to its process group, SIGKILL after --stop-grace-s),
+ * wait until all are reaped, then exit 0 with everything freed. */
+#include "agent.h"
+
+#include "log.h"
+#include "util.h"
+
+#include <libwebsockets.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define AGENT_POLL_US (50 * LWS_US_PER_MS)
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+    stop_requested = sig;
+}
+
+struct poll_timer {
+    lws_sorted_usec_list_t sul;
+    struct agent *a;
+};
+
+/* Every 50 ms: reap workers, enforce grace periods, notice a stop signal, and end the loop once
+ * shutdown has stopped every worker. */
+static void poll_tick(lws_sorted_usec_list_t *sul)
+{
+    struct poll_timer *pt = lws_container_of(sul, struct poll_timer, sul);
+    struct agent *a = pt->a;
+    agent__supervise_poll(a);
+    if (stop_requested && !a->shutting_down) {
+        TY_INFO("agent", "signal %d: stopping %zu worker(s), then exiting", (int)stop_requested,
+                agent__workers_running(a));
+        a->shutting_down = true;
+        agent__stop(a, NULL, -1, a->cfg->stop_grace_s);
+    }
+    if (a->shutting_down && agent__workers_running(a) == 0) {
+        a->done = true;
+        lws_cancel_service(a->ctx);
+        return;
+    }
+    lws_sul_schedule(a->ctx, 0, &pt->sul, poll_tick, AGENT_POLL_US);
+}
+
+static void lws_log_emit(int level, const char *line)
+{
+    size_t n = strlen(line);
+    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+        n--;
+    if (level & LLL_ERR)
+        TY_ERROR("lws", "%.*s", (int)n, line);
+    else if (level & LLL_WARN)
+        TY_WARN("lws", "%.*s", (int)n, line);
+    else
+        TY_DEBUG("lws", "%.*s", (int)n, line);
+}
+
+/* Creates the data directory and fills the node's identity and resources. 0 or -1 (logged). */
+static int agent_setup(struct agent *a)
+{
+    const struct agent_config *cfg = a->cfg;
+    if (ty_mkdir_p(cfg->data_dir, 0755) != 0) {
+        TY_ERROR("agent", "cannot create --data-dir %s: %s", cfg->data_dir, strerror(errno));
+        return -1;
+    }
+    a->data_dir = realpath(cfg->data_dir, NULL);
+    if (!a->data_dir) {
+        TY_ERROR("agent", "cannot resolve %s: %s", cfg->data_dir, strerror(errno));
+        return -1;
+    }
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/logs", a->data_dir);
+    if (ty_mkdir_p(path, 0755) != 0) {
+        TY_ERROR("agent", "cannot create %s: %s", path, strerror(errno));
+        return -1;
+    }
+    snprintf(path, sizeof(path), "%s/spool", a->data_dir);
+    if (ty_mkdir_p(path, 0700) != 0 || !(a->spool_dir = strdup(path))) {
+        TY_ERROR("agent", "cannot create %s: %s", path, strerror(errno));
+        return -1;
+    }
+    snprintf(path, sizeof(path), "%s/report.sock", a->data_dir);
+    if (!(a->report_socket = strdup(path)))
+        return -1;
+    if (strlen(path) >= 108)
+        TY_WARN("agent", "%s is too long for a unix socket; reports will fail", path);
+    if (!(a->node_id = agent__node_id_load(a->data_dir, cfg->node_id)))
+        return -1;
+    if (gethostname(a->hostname, sizeof(a->hostname) - 1) != 0)
+        snprintf(a->hostname, sizeof(a->hostname), "localhost");
+    snprintf(a->address, sizeof(a->address), "%s", cfg->address ? cfg->address : a->hostname);
+    a->cpus = cfg->cpus > 0 ? cfg->cpus : agent__detect_cpus();
+    a->memory_mb = cfg->memory_mb > 0 ? cfg->memory_mb : agent__detect_memory_mb();
+    char *detected_type = NULL;
+    if (cfg->gpus_declared) {
+        if (cfg->n_gpus > 0) {
+            a->gpus = malloc(cfg->n_gpus * sizeof(int));
+            if (!a->gpus)
+                return -1;
+            memcpy(a->gpus, cfg->gpu_list, cfg->n_gpus * sizeof(int));
+        }
+        a->n_gpus = cfg->n_gpus;
+    } else {
+        a->n_gpus = agent__detect_gpus(&a->gpus, &detected_type);
+    }
+    if (cfg->gpu_type) {
+        free(detected_type);
+        a->gpu_type = a->n_gpus > 0 ? strdup(cfg->gpu_type) : NULL;
+    } else {
+        a->gpu_type = a->n_gpus > 0 ? detected_type : NULL;
+        if (a->n_gpus == 0)
+            free(detected_type);
+    }
+    TY_INFO("agent", "node %s (%s): %lld CPU, %lld MiB, %zu GPU%s%s", a->node_id, a->hostname,
+            (long long)a->cpus, (long long)a->memory_mb, a->n_gpus, a->gpu_type ? " " : "",
+            a->gpu_type ? a->gpu_type : "");
+    return 0;
+}
+
+static void agent_free(struct agent *a)
+{
+    agent__events_free_all(a);
+    agent__workers_free_all(a);
+    TY_FREE(a->data_dir);
+    TY_FREE(a->node_id);
+    TY_FREE(a->gpu_type);
+    TY_FREE(a->gpus);
+    TY_FREE(a->report_socket);
+    TY_FREE(a->spool_dir);
+}
+
+int main(int argc, char **argv)
+{
+    struct agent_config cfg;
+    int rc = agent_config_load(&cfg, argc, argv);
+    if (rc == 1)
+        return 0;
+    if (rc < 0)
+        return 2;
+
+    struct agent a;
+    memset(&a, 0, sizeof(a));
+    a.cfg = &cfg;
+    a.report_listen_fd = -1;
+    int status = 1;
+    struct poll_timer pt = {.a = &a};
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    srand48((long)agent_wall_ms() ^ (long)getpid());
+
+    if (agent_setup(&a) != 0)
+        goto out;
+
+    lws_set_log_level(LLL_ERR | LLL_WARN, lws_log_emit);
+    struct lws_context_creation_info info;
+    memset(&info, 0, sizeof(info));
+    info.port = CONTEXT_PORT_NO_LISTEN;
+    info.protocols = agent__protocols();
+    info.user = &a;
+    info.gid = (gid_t)-1;
+    info.uid = (uid_t)-1;
+    if (cfg.url_tls)
+        info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+    a.ctx = lws_create_context(&info);
+    if (!a.ctx) {
+        TY_ERROR("agent", "cannot create the libwebsockets context");
+        goto out;
+    }
+    if (agent__report_listen(&a) != 0)
+        goto out;
+    agent__spool_reload(&a);
+    if (agent__ws_init(&a) != 0)
+        goto out;
+    lws_sul_schedule(a.ctx, 0, &pt.sul, poll_tick, AGENT_POLL_US);
+    TY_INFO("agent", "trainyard-agent %s: server %s, data %s", AGENT_VERSION, cfg.server,
+            a.data_dir);
+
+    while (!a.done)
+        if (lws_service(a.ctx, 0) < 0)
+            break;
+    status = a.done ? 0 : 1;
+    TY_INFO("agent", "exiting");
+
+out:
+    if (a.ctx) {
+        lws_sul_cancel(&pt.sul);
+        agent__ws_fini(&a);
+        agent__report_close_all(&a);
+        lws_context_destroy(a.ctx);
+    }
+    agent__ws_free_timers(&a);
+    agent_free(&a);
+    agent_config_free(&cfg);
+    return status;
+}

@@ -1,0 +1,150 @@
+/* Node identity and resources: the node-id file, CPU count, memory, GPUs through NVML. NVML is
+ * dlopen'ed at run time, so the agent runs on hosts without a driver. */
+#include "agent.h"
+
+#include "log.h"
+#include "util.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+char *agent__node_id_load(const char *data_dir, const char *declared)
+{
+    if (declared)
+        return strdup(declared);
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/node-id", data_dir);
+    char *text = ty_read_file(path, NULL);
+    if (text) {
+        text[strcspn(text, "\r\n \t")] = '\0';
+        if (agent_job_id_valid(text) == 0)
+            return text;
+        TY_WARN("agent", "%s holds an invalid node id; generating a new one", path);
+        free(text);
+    } else if (errno != ENOENT) {
+        TY_ERROR("agent", "cannot read %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    unsigned char rnd[8];
+    if (ty_random_bytes(rnd, sizeof(rnd)) != 0) {
+        TY_ERROR("agent", "no random bytes for a node id");
+        return NULL;
+    }
+    char id[32];
+    int off = snprintf(id, sizeof(id), "n-");
+    for (size_t i = 0; i < sizeof(rnd); i++)
+        off += snprintf(id + off, sizeof(id) - (size_t)off, "%02x", rnd[i]);
+    char tmp[4200];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        TY_ERROR("agent", "cannot create %s: %s", tmp, strerror(errno));
+        return NULL;
+    }
+    size_t len = strlen(id);
+    bool ok = write(fd, id, len) == (ssize_t)len && write(fd, "\n", 1) == 1 && fsync(fd) == 0;
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        TY_ERROR("agent", "cannot write %s: %s", path, strerror(errno));
+        unlink(tmp);
+        return NULL;
+    }
+    TY_INFO("agent", "new node id %s (kept in %s)", id, path);
+    return strdup(id);
+}
+
+int64_t agent__detect_cpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? n : 1;
+}
+
+int64_t agent__detect_memory_mb(void)
+{
+    char *text = ty_read_file("/proc/meminfo", NULL);
+    if (!text)
+        return 0;
+    int64_t mb = 0;
+    const char *p = strstr(text, "MemTotal:");
+    if (p) {
+        char *end;
+        long long kb = strtoll(p + 9, &end, 10);
+        if (end != p + 9 && kb > 0)
+            mb = kb / 1024;
+    }
+    free(text);
+    return mb;
+}
+
+/* NVML, declared by hand (no nvml.h needed at build time). */
+typedef int nvml_ret;
+typedef void *nvml_device;
+
+size_t agent__detect_gpus(int **gpus, char **type)
+{
+    *gpus = NULL;
+    *type = NULL;
+    void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        TY_INFO("agent", "no NVML (%s): 0 GPUs", dlerror());
+        return 0;
+    }
+    nvml_ret (*init)(void) = NULL;
+    nvml_ret (*shutdown)(void) = NULL;
+    nvml_ret (*count)(unsigned *) = NULL;
+    nvml_ret (*handle)(unsigned, nvml_device *) = NULL;
+    nvml_ret (*name)(nvml_device, char *, unsigned) = NULL;
+    *(void **)&init = dlsym(lib, "nvmlInit_v2");
+    if (!init)
+        *(void **)&init = dlsym(lib, "nvmlInit");
+    *(void **)&shutdown = dlsym(lib, "nvmlShutdown");
+    *(void **)&count = dlsym(lib, "nvmlDeviceGetCount_v2");
+    if (!count)
+        *(void **)&count = dlsym(lib, "nvmlDeviceGetCount");
+    *(void **)&handle = dlsym(lib, "nvmlDeviceGetHandleByIndex_v2");
+    if (!handle)
+        *(void **)&handle = dlsym(lib, "nvmlDeviceGetHandleByIndex");
+    *(void **)&name = dlsym(lib, "nvmlDeviceGetName");
+    size_t n = 0;
+    if (!init || !count) {
+        TY_WARN("agent", "NVML lacks nvmlInit/nvmlDeviceGetCount: 0 GPUs");
+        goto out;
+    }
+    nvml_ret rc = init();
+    if (rc != 0) {
+        TY_WARN("agent", "nvmlInit failed (%d): 0 GPUs", rc);
+        goto out;
+    }
+    unsigned c = 0;
+    if (count(&c) != 0 || c == 0 || c > AGENT_MAX_GPUS) {
+        c = 0;
+    } else {
+        *gpus = calloc(c, sizeof(int));
+        if (*gpus) {
+            n = c;
+            for (unsigned i = 0; i < c; i++)
+                (*gpus)[i] = (int)i;
+        }
+    }
+    if (n > 0 && handle && name) {
+        nvml_device dev = NULL;
+        char buf[96] = {0};
+        if (handle(0, &dev) == 0 && name(dev, buf, sizeof(buf)) == 0) {
+            char t[64];
+            agent_gpu_type_from_name(buf, t, sizeof(t));
+            if (t[0])
+                *type = strdup(t);
+            TY_INFO("agent", "NVML: %zu GPU(s), %s", n, buf);
+        }
+    }
+    if (shutdown)
+        shutdown();
+out:
+    dlclose(lib);
+    return n;
+}

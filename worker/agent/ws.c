@@ -1,0 +1,431 @@
+/* The websocket client: connect to the server's /agent endpoint, register, heartbeat, deliver
+ * events until acked, act on launch/stop, and reconnect with backoff when the link drops.
+ * Single-threaded: everything runs in lws callbacks and lws_sul timers. Writes happen only in
+ * LWS_CALLBACK_CLIENT_WRITEABLE, one message per callback. */
+#include "agent.h"
+
+#include "log.h"
+#include "util.h"
+
+#include <libwebsockets.h>
+
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+struct agent__timers {
+    lws_sorted_usec_list_t reconnect;
+    lws_sorted_usec_list_t heartbeat;
+    struct agent *a;
+};
+
+static struct agent__timers *timers_of(struct agent *a)
+{
+    return a->timers;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Connecting                                                                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+static void schedule_reconnect(struct agent *a);
+
+static void connect_now(lws_sorted_usec_list_t *sul)
+{
+    struct agent__timers *t = lws_container_of(sul, struct agent__timers, reconnect);
+    struct agent *a = t->a;
+    if (a->shutting_down || a->wsi)
+        return;
+    struct lws_client_connect_info ci;
+    memset(&ci, 0, sizeof(ci));
+    ci.context = a->ctx;
+    ci.address = a->cfg->url_host;
+    ci.port = a->cfg->url_port;
+    ci.path = a->cfg->url_path;
+    ci.host = a->cfg->url_host;
+    ci.origin = a->cfg->url_host;
+    ci.protocol = AGENT_SUBPROTOCOL;
+    ci.local_protocol_name = AGENT_SUBPROTOCOL;
+    ci.ssl_connection = a->cfg->url_tls ? LCCSCF_USE_SSL : 0;
+    ci.pwsi = &a->wsi;
+    TY_DEBUG("ws", "connecting to %s", a->cfg->server);
+    if (!lws_client_connect_via_info(&ci)) {
+        a->wsi = NULL;
+        schedule_reconnect(a);
+    }
+}
+
+static void schedule_reconnect(struct agent *a)
+{
+    if (a->shutting_down)
+        return;
+    double u = drand48();
+    int64_t ms = agent_backoff_delay_ms(a->reconnect_attempt, u);
+    if (a->reconnect_attempt < 64)
+        a->reconnect_attempt++;
+    TY_DEBUG("ws", "reconnecting in %lld ms", (long long)ms);
+    lws_sul_schedule(a->ctx, 0, &timers_of(a)->reconnect, connect_now,
+                     (lws_usec_t)ms * LWS_US_PER_MS);
+}
+
+static void heartbeat_due(lws_sorted_usec_list_t *sul)
+{
+    struct agent__timers *t = lws_container_of(sul, struct agent__timers, heartbeat);
+    struct agent *a = t->a;
+    if (!a->registered)
+        return;
+    agent__ws_send_ctl(a, agent_msg_heartbeat());
+    lws_sul_schedule(a->ctx, 0, &t->heartbeat, heartbeat_due,
+                     (lws_usec_t)a->heartbeat_interval_s * LWS_USEC_PER_SEC);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Outgoing                                                                                     */
+/* ------------------------------------------------------------------------------------------ */
+
+static void ctl_clear(struct agent *a)
+{
+    for (size_t i = 0; i < a->n_ctl; i++)
+        free(a->ctl[i]);
+    a->n_ctl = 0;
+}
+
+void agent__ws_send_ctl(struct agent *a, char *text)
+{
+    if (!text) {
+        TY_ERROR("ws", "out of memory building a message");
+        return;
+    }
+    if (!a->wsi || !a->connected) {
+        free(text);
+        return;
+    }
+    if (a->n_ctl == a->cap_ctl) {
+        size_t cap = a->cap_ctl ? a->cap_ctl * 2 : 8;
+        char **n = realloc(a->ctl, cap * sizeof(*n));
+        if (!n) {
+            free(text);
+            return;
+        }
+        a->ctl = n;
+        a->cap_ctl = cap;
+    }
+    a->ctl[a->n_ctl++] = text;
+    lws_callback_on_writable(a->wsi);
+}
+
+void agent__ws_kick(struct agent *a)
+{
+    if (a->wsi && a->connected && (a->n_ctl > 0 || (a->registered && agent__events_next_unsent(a))))
+        lws_callback_on_writable(a->wsi);
+}
+
+/* Writes one text message. 0 or -1 (close the connection). */
+static int write_text(struct lws *wsi, const char *text)
+{
+    size_t len = strlen(text);
+    unsigned char *buf = malloc(LWS_PRE + len);
+    if (!buf)
+        return -1;
+    memcpy(buf + LWS_PRE, text, len);
+    int n = lws_write(wsi, buf + LWS_PRE, len, LWS_WRITE_TEXT);
+    free(buf);
+    if (n < (int)len) {
+        TY_WARN("ws", "write to the server failed");
+        return -1;
+    }
+    return 0;
+}
+
+static int on_writeable(struct agent *a, struct lws *wsi)
+{
+    if (a->n_ctl > 0) {
+        char *text = a->ctl[0];
+        memmove(a->ctl, a->ctl + 1, (a->n_ctl - 1) * sizeof(*a->ctl));
+        a->n_ctl--;
+        TY_DEBUG("ws", "-> %s", text);
+        int rc = write_text(wsi, text);
+        free(text);
+        if (rc != 0)
+            return -1;
+    } else if (a->registered) {
+        struct agent_event *e = agent__events_next_unsent(a);
+        if (e) {
+            TY_DEBUG("ws", "-> %s", e->text);
+            if (write_text(wsi, e->text) != 0)
+                return -1;
+            e->sent = true;
+        }
+    }
+    agent__ws_kick(a);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Incoming                                                                                     */
+/* ------------------------------------------------------------------------------------------ */
+
+/* The local address of the connection, as the advertised address. */
+static void learn_address(struct agent *a, struct lws *wsi)
+{
+    if (a->cfg->address) {
+        snprintf(a->address, sizeof(a->address), "%s", a->cfg->address);
+        return;
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    int fd = (int)lws_get_socket_fd(wsi);
+    char host[NI_MAXHOST];
+    if (fd >= 0 && getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 &&
+        getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), NULL, 0, NI_NUMERICHOST) ==
+            0) {
+        if (strncmp(host, "::ffff:", 7) == 0)
+            memmove(host, host + 7, strlen(host + 7) + 1);
+        snprintf(a->address, sizeof(a->address), "%s", host);
+    } else if (!a->address[0]) {
+        snprintf(a->address, sizeof(a->address), "%s", a->hostname);
+    }
+}
+
+static void send_register(struct agent *a)
+{
+    json_t *workers = agent__workers_state(a);
+    struct agent_node_info n = {
+        .id = a->node_id,
+        .hostname = a->hostname,
+        .address = a->address,
+        .gpu_type = a->gpu_type,
+        .version = AGENT_VERSION,
+        .cpus = a->cpus,
+        .memory_mb = a->memory_mb,
+        .gpus = a->gpus,
+        .n_gpus = a->n_gpus,
+        .custom = a->cfg->resources_json,
+        .labels = a->cfg->labels_json,
+        .port_lo = a->cfg->port_lo,
+        .port_hi = a->cfg->port_hi,
+    };
+    agent__ws_send_ctl(a, agent_msg_register(&n, a->cfg->token, workers));
+    json_decref(workers);
+}
+
+/* A launch the parser refused still names its job and ranks most of the time: answer each rank
+ * with worker_exited (127, error = the reason) so the server can fail the attempt instead of
+ * waiting for workers that will never start. */
+static void reject_launch(struct agent *a, const char *text, size_t len, const char *reason)
+{
+    json_t *root = json_loadb(text, len, 0, NULL);
+    const char *job = json_string_value(json_object_get(root, "job_id"));
+    json_t *att = json_object_get(root, "attempt");
+    json_t *ws = json_object_get(root, "workers");
+    if (job && json_is_integer(att) && json_is_array(ws)) {
+        char msg[512];
+        snprintf(msg, sizeof(msg), "invalid launch: %s", reason);
+        size_t i;
+        json_t *w;
+        json_array_foreach(ws, i, w)
+        {
+            json_t *r = json_object_get(w, "rank");
+            if (!json_is_integer(r))
+                continue;
+            int64_t seq = agent__next_seq(a);
+            agent__event_push(a, AGENT_EV_EXITED,
+                              agent_msg_worker_exited(seq, job, json_integer_value(att),
+                                                      json_integer_value(r), 127, -1, msg),
+                              seq, NULL);
+        }
+    }
+    json_decref(root);
+}
+
+/* Acts on one complete server message. Returns -1 to close the connection. */
+static int on_message(struct agent *a, const char *text, size_t len)
+{
+    TY_DEBUG("ws", "<- %.*s", (int)(len > 2000 ? 2000 : len), text);
+    struct agent_server_msg m;
+    char err[256];
+    if (agent_server_msg_parse(text, len, &m, err, sizeof(err)) != 0) {
+        TY_BAD_PEER("ws", "server message refused: %s", err);
+        json_t *root = json_loadb(text, len, 0, NULL);
+        const char *type = json_string_value(json_object_get(root, "type"));
+        if (type && strcmp(type, "launch") == 0)
+            reject_launch(a, text, len, err);
+        json_decref(root);
+        return 0;
+    }
+    int rc = 0;
+    switch (m.type) {
+    case AGENT_MSG_REGISTERED:
+        a->registered = true;
+        a->reconnect_attempt = 0;
+        a->heartbeat_interval_s = a->cfg->heartbeat_interval_s > 0 ? a->cfg->heartbeat_interval_s
+                                  : m.heartbeat_interval_s > 0     ? m.heartbeat_interval_s
+                                                                   : 5;
+        if (m.node_id && strcmp(m.node_id, a->node_id) != 0)
+            TY_WARN("ws", "server calls this node '%s', not '%s'", m.node_id, a->node_id);
+        TY_INFO("ws", "registered with %s as %s (heartbeat every %llds)", a->cfg->server,
+                a->node_id, (long long)a->heartbeat_interval_s);
+        lws_sul_schedule(a->ctx, 0, &timers_of(a)->heartbeat, heartbeat_due,
+                         (lws_usec_t)a->heartbeat_interval_s * LWS_USEC_PER_SEC);
+        agent__ws_kick(a);
+        break;
+    case AGENT_MSG_ERROR:
+        TY_ERROR("ws", "server refused this agent: %s", m.message);
+        rc = -1;
+        break;
+    case AGENT_MSG_ACK:
+        agent__events_ack(a, m.seq);
+        break;
+    case AGENT_MSG_LAUNCH:
+        agent__launch(a, &m.launch);
+        break;
+    case AGENT_MSG_STOP:
+        agent__stop(a, m.job_id, m.attempt, m.grace_s >= 0 ? m.grace_s : a->cfg->stop_grace_s);
+        break;
+    case AGENT_MSG_UNKNOWN:
+        TY_WARN("ws", "ignoring server message of unknown type '%s'", m.type_name);
+        break;
+    }
+    agent_server_msg_free(&m);
+    return rc;
+}
+
+/* Accumulates a fragment; handles the message once complete. -1 closes. */
+static int on_receive(struct agent *a, struct lws *wsi, const void *in, size_t len)
+{
+    if (!a->rx_too_big) {
+        if (a->rx_len + len > AGENT_MAX_MESSAGE) {
+            TY_BAD_PEER("ws", "server message above %u bytes dropped", AGENT_MAX_MESSAGE);
+            a->rx_too_big = true;
+            TY_FREE(a->rx);
+            a->rx_len = a->rx_cap = 0;
+        } else {
+            if (a->rx_len + len + 1 > a->rx_cap) {
+                size_t cap = a->rx_cap ? a->rx_cap : 4096;
+                while (cap < a->rx_len + len + 1)
+                    cap *= 2;
+                char *n = realloc(a->rx, cap);
+                if (!n)
+                    return -1;
+                a->rx = n;
+                a->rx_cap = cap;
+            }
+            memcpy(a->rx + a->rx_len, in, len);
+            a->rx_len += len;
+        }
+    }
+    if (!lws_is_final_fragment(wsi))
+        return 0;
+    int rc = 0;
+    if (!a->rx_too_big && a->rx_len > 0)
+        rc = on_message(a, a->rx, a->rx_len);
+    a->rx_len = 0;
+    a->rx_too_big = false;
+    if (a->rx_cap > 1024 * 1024) { /* give a huge buffer back */
+        TY_FREE(a->rx);
+        a->rx_cap = 0;
+    }
+    return rc;
+}
+
+static void link_down(struct agent *a)
+{
+    bool was = a->connected;
+    a->wsi = NULL;
+    a->connected = false;
+    a->registered = false;
+    ctl_clear(a);
+    a->rx_len = 0;
+    a->rx_too_big = false;
+    lws_sul_cancel(&timers_of(a)->heartbeat);
+    if (was)
+        TY_WARN("ws", "lost the server connection; workers keep running, reconnecting");
+    schedule_reconnect(a);
+}
+
+static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                       size_t len)
+{
+    (void)user;
+    struct agent *a = lws_context_user(lws_get_context(wsi));
+    switch (reason) {
+    case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
+        TY_WARN("ws", "cannot connect to %s: %s", a->cfg->server,
+                in ? (const char *)in : "unknown error");
+        if (a->wsi == wsi || !a->connected)
+            link_down(a);
+        return 0;
+    case LWS_CALLBACK_CLIENT_ESTABLISHED:
+        a->wsi = wsi;
+        a->connected = true;
+        a->registered = false;
+        a->rx_len = 0;
+        ctl_clear(a);
+        agent__events_reset_sent(a);
+        learn_address(a, wsi);
+        TY_INFO("ws", "connected to %s (advertising %s)", a->cfg->server, a->address);
+        send_register(a);
+        return 0;
+    case LWS_CALLBACK_CLIENT_RECEIVE:
+        return on_receive(a, wsi, in, len);
+    case LWS_CALLBACK_CLIENT_WRITEABLE:
+        if (wsi != a->wsi)
+            return 0;
+        return on_writeable(a, wsi);
+    case LWS_CALLBACK_CLIENT_CLOSED:
+        if (a->wsi == wsi || a->wsi == NULL)
+            link_down(a);
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+int agent__report_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
+                           void *in, size_t len);
+
+static const struct lws_protocols protocols[] = {
+    {AGENT_SUBPROTOCOL, ws_callback, 0, 65536, 0, NULL, 0},
+    {"trainyard-report", agent__report_callback, 0, 0, 0, NULL, 0},
+    {NULL, NULL, 0, 0, 0, NULL, 0},
+};
+
+const struct lws_protocols *agent__protocols(void)
+{
+    return protocols;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Life cycle                                                                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+int agent__ws_init(struct agent *a)
+{
+    struct agent__timers *t = calloc(1, sizeof(*t));
+    if (!t)
+        return -1;
+    t->a = a;
+    a->timers = t;
+    lws_sul_schedule(a->ctx, 0, &t->reconnect, connect_now, 1);
+    return 0;
+}
+
+void agent__ws_fini(struct agent *a)
+{
+    struct agent__timers *t = a->timers;
+    if (t) {
+        lws_sul_cancel(&t->reconnect);
+        lws_sul_cancel(&t->heartbeat);
+    }
+    ctl_clear(a);
+    TY_FREE(a->ctl);
+    a->cap_ctl = 0;
+    TY_FREE(a->rx);
+    a->rx_cap = a->rx_len = 0;
+}
+
+void agent__ws_free_timers(struct agent *a)
+{
+    TY_FREE(a->timers);
+}

@@ -1,0 +1,300 @@
+/*
+ * nccl.c — NCCL backend for device buffers (built with TY_WITH_NCCL).
+ *
+ * libcudart and libnccl are dlopen'ed at run time, and only when CUDA_VISIBLE_DEVICES is
+ * non-empty: the same libtrainyard.so loads and runs its CPU path on machines with no GPU, no
+ * driver and no CUDA libraries. The headers are used only for types and constants.
+ *
+ * The NCCL communicator is created at the first collective on a device buffer (collective:
+ * every rank must pass device buffers to that call): rank 0 makes the ncclUniqueId and
+ * broadcasts it over the native TCP ring. The device is the caller's current CUDA device.
+ * Each call is enqueued on a private stream and waited for by polling, so the collective
+ * timeout applies; on timeout or asynchronous error the communicator is aborted.
+ */
+#include "internal.h"
+
+#ifndef TY_WITH_NCCL
+
+int ty__nccl_is_device_ptr(ty_ctx *c, const void *buf)
+{
+    (void)c;
+    (void)buf;
+    return 0;
+}
+
+int ty__nccl_allreduce(ty_ctx *c, void *buf, size_t count, ty_dtype dt, ty_op op)
+{
+    (void)c, (void)buf, (void)count, (void)dt, (void)op;
+    return TY_ENOTSUP;
+}
+
+int ty__nccl_broadcast(ty_ctx *c, void *buf, size_t bytes, int root)
+{
+    (void)c, (void)buf, (void)bytes, (void)root;
+    return TY_ENOTSUP;
+}
+
+int ty__nccl_allgather(ty_ctx *c, const void *send, void *recv, size_t bytes_per_rank)
+{
+    (void)c, (void)send, (void)recv, (void)bytes_per_rank;
+    return TY_ENOTSUP;
+}
+
+void ty__nccl_free(ty_ctx *c)
+{
+    (void)c;
+}
+
+#else /* TY_WITH_NCCL */
+
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <nccl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifndef TY_CUDART_PATH
+#define TY_CUDART_PATH "libcudart.so"
+#endif
+#ifndef TY_NCCL_PATH
+#define TY_NCCL_PATH "libnccl.so"
+#endif
+
+struct ty__nccl {
+    int state; /* 1 loaded, -1 unavailable */
+    void *cudart, *lib;
+    ncclComm_t comm;
+    cudaStream_t stream;
+    cudaError_t (*PointerGetAttributes)(struct cudaPointerAttributes *, const void *);
+    cudaError_t (*GetDevice)(int *);
+    cudaError_t (*StreamCreate)(cudaStream_t *);
+    cudaError_t (*StreamQuery)(cudaStream_t);
+    cudaError_t (*StreamDestroy)(cudaStream_t);
+    cudaError_t (*GetLastError)(void);
+    ncclResult_t (*GetUniqueId)(ncclUniqueId *);
+    ncclResult_t (*CommInitRank)(ncclComm_t *, int, ncclUniqueId, int);
+    ncclResult_t (*AllReduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
+                              ncclComm_t, cudaStream_t);
+    ncclResult_t (*Broadcast)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t,
+                              cudaStream_t);
+    ncclResult_t (*AllGather)(const void *, void *, size_t, ncclDataType_t, ncclComm_t,
+                              cudaStream_t);
+    ncclResult_t (*CommGetAsyncError)(ncclComm_t, ncclResult_t *);
+    ncclResult_t (*CommAbort)(ncclComm_t);
+    ncclResult_t (*CommDestroy)(ncclComm_t);
+    const char *(*GetErrorString)(ncclResult_t);
+};
+
+/* dlopen the first of two names that loads. */
+static void *nccl_open(const char *a, const char *b)
+{
+    void *h = dlopen(a, RTLD_NOW | RTLD_LOCAL);
+    return h ? h : dlopen(b, RTLD_NOW | RTLD_LOCAL);
+}
+
+/* Resolve every symbol; 0 or -1 when one is missing. */
+static int nccl_bind(struct ty__nccl *n)
+{
+#define SYM(h, field, name)                                                                        \
+    do {                                                                                           \
+        *(void **)(&n->field) = dlsym(h, name);                                                    \
+        if (!n->field)                                                                             \
+            return -1;                                                                             \
+    } while (0)
+    SYM(n->cudart, PointerGetAttributes, "cudaPointerGetAttributes");
+    SYM(n->cudart, GetDevice, "cudaGetDevice");
+    SYM(n->cudart, StreamCreate, "cudaStreamCreate");
+    SYM(n->cudart, StreamQuery, "cudaStreamQuery");
+    SYM(n->cudart, StreamDestroy, "cudaStreamDestroy");
+    SYM(n->cudart, GetLastError, "cudaGetLastError");
+    SYM(n->lib, GetUniqueId, "ncclGetUniqueId");
+    SYM(n->lib, CommInitRank, "ncclCommInitRank");
+    SYM(n->lib, AllReduce, "ncclAllReduce");
+    SYM(n->lib, Broadcast, "ncclBroadcast");
+    SYM(n->lib, AllGather, "ncclAllGather");
+    SYM(n->lib, CommGetAsyncError, "ncclCommGetAsyncError");
+    SYM(n->lib, CommAbort, "ncclCommAbort");
+    SYM(n->lib, CommDestroy, "ncclCommDestroy");
+    SYM(n->lib, GetErrorString, "ncclGetErrorString");
+#undef SYM
+    return 0;
+}
+
+/* Load CUDA + NCCL once per context; a failure is remembered (state -1). */
+static struct ty__nccl *nccl_load(ty_ctx *c)
+{
+    if (c->nccl)
+        return c->nccl->state == 1 ? c->nccl : NULL;
+    struct ty__nccl *n = calloc(1, sizeof *n);
+    if (!n)
+        return NULL;
+    c->nccl = n;
+    n->state = -1;
+    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+    if (!vis || !*vis || strcmp(vis, "-1") == 0)
+        return NULL;
+    n->cudart = nccl_open("libcudart.so.13", TY_CUDART_PATH);
+    n->lib = n->cudart ? nccl_open("libnccl.so.2", TY_NCCL_PATH) : NULL;
+    if (!n->cudart || !n->lib || nccl_bind(n) < 0)
+        return NULL;
+    n->state = 1;
+    return n;
+}
+
+int ty__nccl_is_device_ptr(ty_ctx *c, const void *buf)
+{
+    struct ty__nccl *n = nccl_load(c);
+    if (!n)
+        return 0;
+    struct cudaPointerAttributes a;
+    memset(&a, 0, sizeof a);
+    if (n->PointerGetAttributes(&a, buf) != cudaSuccess) {
+        n->GetLastError(); /* clear the sticky "invalid value" of a host pointer */
+        return 0;
+    }
+    return a.type == cudaMemoryTypeDevice;
+}
+
+/* Create the communicator (collective over the TCP ring). */
+static int nccl_comm(ty_ctx *c, struct ty__nccl *n)
+{
+    if (n->comm)
+        return 0;
+    int rc = ty__coll_ready(c);
+    if (rc < 0)
+        return rc;
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    if (c->rank == 0 && n->GetUniqueId(&id) != ncclSuccess)
+        return TY_ECUDA; /* the others time out or see the ring close */
+    rc = ty__ring_broadcast(c, &id, sizeof id, 0);
+    if (rc < 0)
+        return rc;
+    int dev = 0;
+    if (n->GetDevice(&dev) != cudaSuccess || n->StreamCreate(&n->stream) != cudaSuccess)
+        return TY_ECUDA;
+    ncclResult_t r = n->CommInitRank(&n->comm, c->world, id, c->rank);
+    if (r != ncclSuccess) {
+        fprintf(stderr, "trainyard: ncclCommInitRank: %s\n", n->GetErrorString(r));
+        n->comm = NULL;
+        return TY_ECUDA;
+    }
+    return 0;
+}
+
+/* Wait for the stream by polling, bounded by the collective timeout. */
+static int nccl_wait(ty_ctx *c, struct ty__nccl *n)
+{
+    int64_t deadline = ty__now_ms() + c->coll_timeout_ms;
+    for (;;) {
+        cudaError_t e = n->StreamQuery(n->stream);
+        if (e == cudaSuccess)
+            return 0;
+        if (e != cudaErrorNotReady)
+            return TY_ECUDA;
+        ncclResult_t ar = ncclSuccess;
+        if (n->CommGetAsyncError(n->comm, &ar) != ncclSuccess || ar != ncclSuccess) {
+            n->CommAbort(n->comm);
+            n->comm = NULL;
+            return TY_EPEER;
+        }
+        if (ty__ms_left(deadline) == 0) {
+            n->CommAbort(n->comm);
+            n->comm = NULL;
+            return TY_ETIMEDOUT;
+        }
+        struct timespec ts = {0, 50000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static ncclDataType_t nccl_dtype(ty_dtype dt)
+{
+    switch (dt) {
+    case TY_FLOAT32:
+        return ncclFloat32;
+    case TY_FLOAT64:
+        return ncclFloat64;
+    case TY_INT32:
+        return ncclInt32;
+    case TY_INT64:
+        return ncclInt64;
+    }
+    return ncclInt8;
+}
+
+static ncclRedOp_t nccl_op(ty_op op)
+{
+    switch (op) {
+    case TY_SUM:
+        return ncclSum;
+    case TY_MIN:
+        return ncclMin;
+    case TY_MAX:
+        return ncclMax;
+    case TY_AVG:
+        return ncclAvg;
+    }
+    return ncclSum;
+}
+
+/* Common tail: check the enqueue result and wait. */
+static int nccl_finish(ty_ctx *c, struct ty__nccl *n, ncclResult_t r)
+{
+    if (r != ncclSuccess) {
+        fprintf(stderr, "trainyard: nccl: %s\n", n->GetErrorString(r));
+        return TY_ECUDA;
+    }
+    return nccl_wait(c, n);
+}
+
+int ty__nccl_allreduce(ty_ctx *c, void *buf, size_t count, ty_dtype dt, ty_op op)
+{
+    struct ty__nccl *n = nccl_load(c);
+    int rc = n ? nccl_comm(c, n) : TY_ENOTSUP;
+    if (rc < 0)
+        return rc;
+    return nccl_finish(c, n,
+                       n->AllReduce(buf, buf, count, nccl_dtype(dt), nccl_op(op), n->comm,
+                                    n->stream));
+}
+
+int ty__nccl_broadcast(ty_ctx *c, void *buf, size_t bytes, int root)
+{
+    struct ty__nccl *n = nccl_load(c);
+    int rc = n ? nccl_comm(c, n) : TY_ENOTSUP;
+    if (rc < 0)
+        return rc;
+    return nccl_finish(c, n, n->Broadcast(buf, buf, bytes, ncclInt8, root, n->comm, n->stream));
+}
+
+int ty__nccl_allgather(ty_ctx *c, const void *send, void *recv, size_t bytes_per_rank)
+{
+    struct ty__nccl *n = nccl_load(c);
+    int rc = n ? nccl_comm(c, n) : TY_ENOTSUP;
+    if (rc < 0)
+        return rc;
+    return nccl_finish(c, n,
+                       n->AllGather(send, recv, bytes_per_rank, ncclInt8, n->comm, n->stream));
+}
+
+void ty__nccl_free(ty_ctx *c)
+{
+    struct ty__nccl *n = c->nccl;
+    if (!n)
+        return;
+    if (n->comm)
+        n->CommDestroy(n->comm);
+    if (n->stream)
+        n->StreamDestroy(n->stream);
+    if (n->lib)
+        dlclose(n->lib);
+    if (n->cudart)
+        dlclose(n->cudart);
+    free(n);
+    c->nccl = NULL;
+}
+
+#endif /* TY_WITH_NCCL */

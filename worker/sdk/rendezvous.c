@@ -1,0 +1,330 @@
+/*
+ * rendezvous.c — connect the native TCP ring through rank 0.
+ *
+ * 1. Rank 0 listens on MASTER_PORT. Every other rank connects to MASTER_ADDR:MASTER_PORT
+ *    (retrying while refused), opens an ephemeral listener on the local address of that
+ *    connection (the address from which it reaches rank 0, which also works across network
+ *    namespaces), and sends HELLO {rank, world, attempt, job hash, listen address}.
+ * 2. Rank 0 collects world-1 distinct HELLOs (stale or foreign ones are dropped), opens its own
+ *    ring listener the same way and sends everyone the TABLE of listen addresses.
+ * 3. Every rank connects to its successor, sends LINK {rank, world, job hash}, and accepts its
+ *    predecessor's LINK on its listener.
+ * All messages are fixed-layout big-endian; every wait is bounded by one deadline
+ * (the collective timeout).
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define RV_MAGIC_HELLO 0x54595248u /* "TYRH" */
+#define RV_MAGIC_TABLE 0x54595254u /* "TYRT" */
+#define RV_MAGIC_LINK 0x5459524cu  /* "TYRL" */
+#define RV_ADDR_LEN 20             /* family u16, port u16, 16 address bytes */
+#define RV_HELLO_LEN (4 + 4 + 4 + 4 + 8 + RV_ADDR_LEN)
+#define RV_LINK_LEN (4 + 4 + 4 + 8)
+
+/* FNV-1a of the job id and attempt: tells this job's connections from stale ones. */
+static uint64_t rv_job_hash(const ty_ctx *c)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = c->job_id; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    h = (h ^ (uint64_t)c->attempt) * 1099511628211ull;
+    return h;
+}
+
+static void rv_put_addr(unsigned char *p, const struct sockaddr_storage *ss)
+{
+    memset(p, 0, RV_ADDR_LEN);
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+        ty__put_u16(p, 4);
+        memcpy(p + 2, &a->sin_port, 2);
+        memcpy(p + 4, &a->sin_addr, 4);
+    } else {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+        ty__put_u16(p, 6);
+        memcpy(p + 2, &a->sin6_port, 2);
+        memcpy(p + 4, &a->sin6_addr, 16);
+    }
+}
+
+/* Decode an address; returns its length or 0 if malformed. */
+static socklen_t rv_get_addr(const unsigned char *p, struct sockaddr_storage *ss)
+{
+    memset(ss, 0, sizeof *ss);
+    uint16_t fam = ty__get_u16(p);
+    if (fam == 4) {
+        struct sockaddr_in *a = (struct sockaddr_in *)ss;
+        a->sin_family = AF_INET;
+        memcpy(&a->sin_port, p + 2, 2);
+        memcpy(&a->sin_addr, p + 4, 4);
+        return sizeof *a;
+    }
+    if (fam == 6) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+        a->sin6_family = AF_INET6;
+        memcpy(&a->sin6_port, p + 2, 2);
+        memcpy(&a->sin6_addr, p + 4, 16);
+        return sizeof *a;
+    }
+    return 0;
+}
+
+/* Listen on the local address of connected socket fd (port 0 = ephemeral, or `port`).
+ * Returns the listening fd and fills *bound, or a negative code. */
+static int rv_listen_like(int fd, int port, struct sockaddr_storage *bound, int backlog)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
+        return TY_EIO;
+    if (ss.ss_family == AF_INET)
+        ((struct sockaddr_in *)&ss)->sin_port = htons((uint16_t)port);
+    else
+        ((struct sockaddr_in6 *)&ss)->sin6_port = htons((uint16_t)port);
+    int l = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (l < 0)
+        return TY_EIO;
+    if (bind(l, (struct sockaddr *)&ss, sl) < 0 || listen(l, backlog) < 0) {
+        close(l);
+        return TY_EADDR;
+    }
+    sl = sizeof *bound;
+    if (getsockname(l, (struct sockaddr *)bound, &sl) < 0) {
+        close(l);
+        return TY_EIO;
+    }
+    return l;
+}
+
+/* Resolve MASTER_ADDR:MASTER_PORT (first result). */
+static int rv_resolve_master(const ty_ctx *c, struct sockaddr_storage *ss, socklen_t *len)
+{
+    char port[16];
+    snprintf(port, sizeof port, "%d", c->master_port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *res = NULL;
+    if (getaddrinfo(c->master_addr, port, &hints, &res) != 0 || !res)
+        return TY_EADDR;
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    *len = res->ai_addrlen;
+    freeaddrinfo(res);
+    return 0;
+}
+
+/* Connect, retrying while the peer is not listening yet, until deadline. */
+static int rv_connect_retry(const struct sockaddr *sa, socklen_t len, int64_t deadline)
+{
+    int delay_ms = 10;
+    for (;;) {
+        int fd = ty__tcp_connect(sa, len, deadline);
+        if (fd >= 0 || fd != TY_EPEER)
+            return fd;
+        if (ty__ms_left(deadline) <= delay_ms)
+            return TY_ETIMEDOUT;
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)delay_ms * 1000000L};
+        nanosleep(&ts, NULL);
+        if (delay_ms < 200)
+            delay_ms *= 2;
+    }
+}
+
+/* Rank 0: collect HELLOs, send the TABLE. On success *listener is rank 0's ring listener. */
+static int rv_serve(ty_ctx *c, int64_t deadline, unsigned char *table, int *listener)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    int rc = rv_resolve_master(c, &ss, &sl);
+    if (rc < 0)
+        return rc;
+    /* Listen on the wildcard address of MASTER_ADDR's family, at MASTER_PORT. */
+    int fam = ss.ss_family;
+    memset(&ss, 0, sizeof ss);
+    ss.ss_family = (sa_family_t)fam;
+    if (fam == AF_INET)
+        ((struct sockaddr_in *)&ss)->sin_port = htons((uint16_t)c->master_port);
+    else
+        ((struct sockaddr_in6 *)&ss)->sin6_port = htons((uint16_t)c->master_port);
+    int lfd = socket(fam, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (lfd < 0)
+        return TY_EIO;
+    int one = 1;
+    (void)setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(lfd, (struct sockaddr *)&ss, sl) < 0 || listen(lfd, c->world + 16) < 0) {
+        fprintf(stderr, "trainyard: rank 0 cannot listen on port %d: %s\n", c->master_port,
+                strerror(errno));
+        close(lfd);
+        return TY_EADDR;
+    }
+    int *fds = malloc((size_t)c->world * sizeof *fds);
+    if (!fds) {
+        close(lfd);
+        return TY_ENOMEM;
+    }
+    for (int i = 0; i < c->world; i++)
+        fds[i] = -1;
+    uint64_t job = rv_job_hash(c);
+    int have = 1;
+    *listener = -1;
+    while (have < c->world) {
+        int fd = ty__tcp_accept(lfd, deadline);
+        if (fd < 0) {
+            rc = fd;
+            goto out;
+        }
+        unsigned char h[RV_HELLO_LEN];
+        if (ty__recv_all(fd, h, sizeof h, deadline) < 0 || ty__get_u32(h) != RV_MAGIC_HELLO ||
+            ty__get_u32(h + 8) != (uint32_t)c->world ||
+            ty__get_u32(h + 12) != (uint32_t)c->attempt || ty__get_u64(h + 16) != job) {
+            close(fd); /* a stranger or a stale attempt: ignore it */
+            continue;
+        }
+        uint32_t r = ty__get_u32(h + 4);
+        struct sockaddr_storage peer;
+        if (r == 0 || r >= (uint32_t)c->world || fds[r] >= 0 || !rv_get_addr(h + 24, &peer)) {
+            close(fd);
+            continue;
+        }
+        fds[r] = fd;
+        memcpy(table + 8 + (size_t)r * RV_ADDR_LEN, h + 24, RV_ADDR_LEN);
+        if (*listener < 0) {
+            struct sockaddr_storage mine;
+            *listener = rv_listen_like(fd, 0, &mine, 4);
+            if (*listener < 0) {
+                rc = *listener;
+                goto out;
+            }
+            rv_put_addr(table + 8, &mine);
+        }
+        have++;
+    }
+    ty__put_u32(table, RV_MAGIC_TABLE);
+    ty__put_u32(table + 4, (uint32_t)c->world);
+    size_t tlen = 8 + (size_t)c->world * RV_ADDR_LEN;
+    rc = 0;
+    for (int r = 1; r < c->world && rc == 0; r++)
+        rc = ty__send_all(fds[r], table, tlen, deadline);
+out:
+    for (int i = 0; i < c->world; i++) {
+        if (fds[i] >= 0)
+            close(fds[i]);
+    }
+    free(fds);
+    close(lfd);
+    if (rc < 0 && *listener >= 0) {
+        close(*listener);
+        *listener = -1;
+    }
+    return rc;
+}
+
+/* Rank > 0: say HELLO to rank 0 and receive the TABLE; *listener is this rank's listener. */
+static int rv_join(ty_ctx *c, int64_t deadline, unsigned char *table, int *listener)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    int rc = rv_resolve_master(c, &ss, &sl);
+    if (rc < 0)
+        return rc;
+    int fd = rv_connect_retry((struct sockaddr *)&ss, sl, deadline);
+    if (fd < 0)
+        return fd;
+    struct sockaddr_storage mine;
+    *listener = rv_listen_like(fd, 0, &mine, 4);
+    if (*listener < 0) {
+        close(fd);
+        return *listener;
+    }
+    unsigned char h[RV_HELLO_LEN];
+    ty__put_u32(h, RV_MAGIC_HELLO);
+    ty__put_u32(h + 4, (uint32_t)c->rank);
+    ty__put_u32(h + 8, (uint32_t)c->world);
+    ty__put_u32(h + 12, (uint32_t)c->attempt);
+    ty__put_u64(h + 16, rv_job_hash(c));
+    rv_put_addr(h + 24, &mine);
+    size_t tlen = 8 + (size_t)c->world * RV_ADDR_LEN;
+    rc = ty__send_all(fd, h, sizeof h, deadline);
+    if (rc == 0)
+        rc = ty__recv_all(fd, table, tlen, deadline);
+    if (rc == 0 && (ty__get_u32(table) != RV_MAGIC_TABLE ||
+                    ty__get_u32(table + 4) != (uint32_t)c->world))
+        rc = TY_EPROTO;
+    close(fd);
+    if (rc < 0) {
+        close(*listener);
+        *listener = -1;
+    }
+    return rc;
+}
+
+/* Connect to the successor and accept the predecessor on listener. */
+static int rv_link(ty_ctx *c, const unsigned char *table, int listener, int64_t deadline)
+{
+    int next = (c->rank + 1) % c->world, prev = (c->rank + c->world - 1) % c->world;
+    struct sockaddr_storage ss;
+    socklen_t sl = rv_get_addr(table + 8 + (size_t)next * RV_ADDR_LEN, &ss);
+    if (sl == 0)
+        return TY_EPROTO;
+    uint64_t job = rv_job_hash(c);
+    int out = rv_connect_retry((struct sockaddr *)&ss, sl, deadline);
+    if (out < 0)
+        return out;
+    ty__tune_link(out, c->ring_sockbuf);
+    unsigned char l[RV_LINK_LEN];
+    ty__put_u32(l, RV_MAGIC_LINK);
+    ty__put_u32(l + 4, (uint32_t)c->rank);
+    ty__put_u32(l + 8, (uint32_t)c->world);
+    ty__put_u64(l + 12, job);
+    int rc = ty__send_all(out, l, sizeof l, deadline);
+    if (rc < 0) {
+        close(out);
+        return rc;
+    }
+    for (;;) {
+        int in = ty__tcp_accept(listener, deadline);
+        if (in < 0) {
+            close(out);
+            return in;
+        }
+        unsigned char p[RV_LINK_LEN];
+        if (ty__recv_all(in, p, sizeof p, deadline) == 0 && ty__get_u32(p) == RV_MAGIC_LINK &&
+            ty__get_u32(p + 4) == (uint32_t)prev && ty__get_u32(p + 8) == (uint32_t)c->world &&
+            ty__get_u64(p + 12) == job) {
+            ty__tune_link(in, c->ring_sockbuf);
+            c->send_fd = out;
+            c->recv_fd = in;
+            return 0;
+        }
+        close(in);
+    }
+}
+
+int ty__rendezvous(ty_ctx *c)
+{
+    if (c->master_port <= 0) {
+        fprintf(stderr, "trainyard: MASTER_PORT is not set; cannot connect the collectives\n");
+        return TY_ECONFIG;
+    }
+    int64_t deadline = ty__now_ms() + c->coll_timeout_ms;
+    size_t tlen = 8 + (size_t)c->world * RV_ADDR_LEN;
+    unsigned char *table = calloc(1, tlen);
+    if (!table)
+        return TY_ENOMEM;
+    int listener = -1;
+    int rc = c->rank == 0 ? rv_serve(c, deadline, table, &listener)
+                          : rv_join(c, deadline, table, &listener);
+    if (rc == 0)
+        rc = rv_link(c, table, listener, deadline);
+    if (listener >= 0)
+        close(listener);
+    free(table);
+    return rc;
+}

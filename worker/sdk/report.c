@@ -1,0 +1,157 @@
+/*
+ * report.c — ty_report(): the client side of the report protocol (docs/report-protocol.md).
+ * The connection to the agent is opened at the first report and kept; any failure closes it
+ * and the next report reconnects (with a new hello).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "wire.h"
+
+void ty__report_close(ty_ctx *c)
+{
+    if (c->report_fd >= 0)
+        close(c->report_fd);
+    c->report_fd = -1;
+}
+
+/* Connect to TRAINYARD_REPORT_SOCKET and send hello. 0 or TY_EPEER (agent not there),
+ * TY_EINVAL (path too long), TY_ETIMEDOUT, TY_EIO. */
+static int report_connect(ty_ctx *c)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(c->report_socket) >= sizeof sa.sun_path)
+        return TY_EINVAL;
+    memcpy(sa.sun_path, c->report_socket, strlen(c->report_socket) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return TY_EIO;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        int e = errno;
+        close(fd);
+        return (e == ENOENT || e == ECONNREFUSED) ? TY_EPEER : TY_EIO;
+    }
+    json_t *hello = ty_wire_hello_new(c->job_id, c->attempt, c->rank, (long)getpid());
+    if (!hello) {
+        close(fd);
+        return TY_ENOMEM;
+    }
+    int rc = ty_wire_write(fd, hello, (int)c->report_timeout_ms);
+    json_decref(hello);
+    if (rc < 0) {
+        close(fd);
+        return rc;
+    }
+    c->report_fd = fd;
+    return 0;
+}
+
+/* Wait for the agent's answer to report seq: 0 on ack, TY_EREJECTED on error, TY_EPEER,
+ * TY_ETIMEDOUT, TY_EPROTO. Unrelated frames are skipped. */
+static int report_wait_ack(ty_ctx *c, int64_t seq)
+{
+    int64_t deadline = ty__now_ms() + c->report_timeout_ms;
+    for (;;) {
+        int left = ty__ms_left(deadline);
+        if (left == 0)
+            return TY_ETIMEDOUT;
+        json_t *msg = NULL;
+        char err[256] = "";
+        int rc = ty_wire_read(c->report_fd, &msg, left, err, sizeof err);
+        if (rc < 0) {
+            if (err[0])
+                fprintf(stderr, "trainyard: report: %s\n", err);
+            return rc;
+        }
+        int64_t got = 0;
+        const char *text = NULL;
+        switch (ty_wire_type_of(msg)) {
+        case TY_WIRE_ACK:
+            rc = ty_wire_parse_ack(msg, &got, NULL, 0);
+            if (rc == 0 && got == seq) {
+                json_decref(msg);
+                return 0;
+            }
+            break;
+        case TY_WIRE_ERROR:
+            if (ty_wire_parse_error(msg, &got, &text, NULL, 0) == 0 &&
+                (got == seq || got == 0)) {
+                fprintf(stderr, "trainyard: report %lld rejected by the agent: %s\n",
+                        (long long)seq, text);
+                json_decref(msg);
+                return TY_EREJECTED;
+            }
+            break;
+        default:
+            break;
+        }
+        json_decref(msg);
+    }
+}
+
+/* Validate the checkpoint directory and return its absolute path (malloc'd) in *abs. */
+static int report_checkpoint_path(const char *dir, char **abs)
+{
+    *abs = NULL;
+    if (!dir)
+        return 0;
+    struct stat st;
+    if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "trainyard: report: checkpoint '%s' is not a directory\n", dir);
+        return TY_EINVAL;
+    }
+    *abs = realpath(dir, NULL);
+    return *abs ? 0 : TY_ENOMEM;
+}
+
+int ty_report(ty_ctx *c, const json_t *metrics, const char *checkpoint_dir)
+{
+    if (!c)
+        return TY_EINVAL;
+    char err[256];
+    if (ty_wire_check_metrics(metrics, err, sizeof err) < 0) {
+        fprintf(stderr, "trainyard: report: %s\n", err);
+        return TY_EINVAL;
+    }
+    char *abs;
+    int rc = report_checkpoint_path(checkpoint_dir, &abs);
+    if (rc < 0)
+        return rc;
+    json_t *step = json_object_get(metrics, "step");
+    int64_t seq = ++c->report_seq;
+    json_t *msg = ty_wire_report_new(seq, metrics, step != NULL,
+                                     step ? (int64_t)json_integer_value(step) : 0, abs);
+    free(abs);
+    if (!msg)
+        return TY_ENOMEM;
+
+    if (c->standalone || !c->report_socket) {
+        /* No agent: one JSON line on stderr is the report. */
+        char *line = json_dumps(msg, JSON_COMPACT);
+        json_decref(msg);
+        if (!line)
+            return TY_ENOMEM;
+        fprintf(stderr, "%s\n", line);
+        free(line);
+        return 0;
+    }
+    if (c->report_fd < 0 && (rc = report_connect(c)) < 0) {
+        json_decref(msg);
+        return rc;
+    }
+    rc = ty_wire_write(c->report_fd, msg, (int)c->report_timeout_ms);
+    json_decref(msg);
+    if (rc == 0)
+        rc = report_wait_ack(c, seq);
+    if (rc < 0 && rc != TY_EREJECTED)
+        ty__report_close(c);
+    return rc;
+}

@@ -1,0 +1,110 @@
+/*
+ * wire.h — the report wire protocol between a worker (libtrainyard, trainyard.py) and its local
+ * agent: framing codec plus message builders and validators. See docs/report-protocol.md.
+ *
+ * Library target `tywire` (static, position independent, depends on jansson only). The agent
+ * links it for its server side; libtrainyard uses it for the client side.
+ *
+ * Frame: 4-byte big-endian unsigned payload length, then that many bytes of UTF-8 JSON holding
+ * one object. Payload length 1 .. TY_WIRE_MAX_FRAME.
+ */
+#ifndef TY_WIRE_H
+#define TY_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "trainyard.h" /* TY_E* codes, ty_strerror() */
+
+#define TY_WIRE_HEADER_LEN 4
+#define TY_WIRE_MAX_FRAME (1024 * 1024) /* max payload bytes (header excluded) */
+
+/* ---- framing ---- */
+
+/* Encode msg (must be an object) as one frame into a malloc'd buffer (*out, *outlen; caller
+ * frees). TY_EINVAL when msg is not an object, TY_ERANGE when the payload exceeds
+ * TY_WIRE_MAX_FRAME, TY_ENOMEM. */
+int ty_wire_encode(const json_t *msg, char **out, size_t *outlen);
+
+/* Decode the first frame of buf[0..len). Returns 1 and sets *msg (new reference, caller
+ * json_decref's) and *consumed when a whole frame is there; 0 when more bytes are needed;
+ * TY_ERANGE for a declared length of 0 or above TY_WIRE_MAX_FRAME (known from the header alone,
+ * so an oversized frame is rejected before its payload arrives); TY_EPROTO for a payload that
+ * is not a JSON object. err (may be NULL) receives a message on failure. After an error the
+ * stream cannot be resynchronized: close the connection. */
+int ty_wire_decode(const void *buf, size_t len, json_t **msg, size_t *consumed, char *err,
+                   size_t errlen);
+
+/* Incremental decoder for event loops: feed bytes as they arrive, then call next until it
+ * returns 0. */
+typedef struct ty_wire_decoder {
+    unsigned char *buf;
+    size_t len, cap;
+} ty_wire_decoder;
+
+void ty_wire_decoder_init(ty_wire_decoder *d);
+/* Frees the buffer; the decoder may be reinitialized afterwards. */
+void ty_wire_decoder_free(ty_wire_decoder *d);
+/* Append n bytes. TY_ENOMEM, or TY_ERANGE if more than one maximal frame is buffered. */
+int ty_wire_decoder_feed(ty_wire_decoder *d, const void *data, size_t n);
+/* Same results as ty_wire_decode, consuming the frame from the decoder. */
+int ty_wire_decoder_next(ty_wire_decoder *d, json_t **msg, char *err, size_t errlen);
+
+/* Blocking helpers (fd may be blocking or not; poll() bounds the wait; timeout_ms < 0 waits
+ * forever). write: 0, TY_EPEER, TY_ETIMEDOUT, TY_EIO, or an encode error. read: 0 with *msg
+ * set, TY_EPEER on EOF (also mid-frame), TY_ETIMEDOUT, or a decode error. MSG_NOSIGNAL is used
+ * on sockets, so a dead peer never raises SIGPIPE. */
+int ty_wire_write(int fd, const json_t *msg, int timeout_ms);
+int ty_wire_read(int fd, json_t **msg, int timeout_ms, char *err, size_t errlen);
+
+/* ---- messages ---- */
+
+typedef enum {
+    TY_WIRE_UNKNOWN = 0,
+    TY_WIRE_HELLO,  /* worker -> agent, first frame */
+    TY_WIRE_REPORT, /* worker -> agent */
+    TY_WIRE_ACK,    /* agent -> worker */
+    TY_WIRE_ERROR,  /* agent -> worker: report refused */
+} ty_wire_type;
+
+/* The "type" field of msg, TY_WIRE_UNKNOWN when missing or unknown. */
+ty_wire_type ty_wire_type_of(const json_t *msg);
+
+/* Builders return a new object or NULL (out of memory / invalid arguments). */
+json_t *ty_wire_hello_new(const char *job_id, int attempt, int rank, long pid);
+/* metrics: copied, except a "step" key (pass it as has_step/step). checkpoint_dir: absolute
+ * path or NULL. */
+json_t *ty_wire_report_new(int64_t seq, const json_t *metrics, bool has_step, int64_t step,
+                           const char *checkpoint_dir);
+json_t *ty_wire_ack_new(int64_t seq);
+json_t *ty_wire_error_new(int64_t seq, const char *message);
+
+/* Validators: 0 and filled *out (strings and objects borrowed from msg), or TY_EPROTO with a
+ * message naming the faulty field in err. */
+struct ty_wire_hello {
+    const char *job_id;
+    int attempt;
+    int rank;
+    long pid;
+};
+int ty_wire_parse_hello(const json_t *msg, struct ty_wire_hello *out, char *err, size_t errlen);
+
+struct ty_wire_report {
+    int64_t seq;
+    const json_t *metrics; /* object of numbers, never NULL after success */
+    bool has_step;
+    int64_t step;
+    const char *checkpoint_dir; /* absolute path or NULL */
+};
+int ty_wire_parse_report(const json_t *msg, struct ty_wire_report *out, char *err, size_t errlen);
+int ty_wire_parse_ack(const json_t *msg, int64_t *seq, char *err, size_t errlen);
+int ty_wire_parse_error(const json_t *msg, int64_t *seq, const char **message, char *err,
+                        size_t errlen);
+
+/* Metrics rule shared by both sides: a JSON object whose keys are non-empty and whose values
+ * are numbers; a "step" key, if present, must be a non-negative integer. 0 or TY_EINVAL. */
+int ty_wire_check_metrics(const json_t *metrics, char *err, size_t errlen);
+
+#endif
