@@ -63,6 +63,8 @@ out=$(wrk -t2 -c32 -d"${secs}s" -s bench/submit.lua -H "Authorization: Bearer $T
 created=$(echo "$out" | sed -n 's/^created=\([0-9]*\).*/\1/p')
 post=$(echo "$out" | rps)
 after=$(psql -h "$work/data/run" -U trainyard -d trainyard -XAtc "SELECT count(*) FROM jobs")
-printf "POST job    %10.0f submissions/s (goal >= 2000); 201s: %s, new rows: %s, %s\n" \
+# wrk stops counting replies at the deadline while the last requests are still in flight, so
+# the table may hold a few more rows than wrk saw 201s; fewer rows would mean a lost job.
+printf "POST job    %10.0f submissions/s (goal >= 2000); 201s seen: %s, rows added: %s: %s\n" \
   "$post" "$created" "$((after - before))" \
-  "$( [[ $created -eq $((after - before)) ]] && echo 'every 201 committed' || echo 'MISMATCH')"
+  "$( ((after - before >= created)) && echo 'every 201 committed' || echo 'LOST SUBMISSIONS')"

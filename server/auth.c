@@ -1,6 +1,7 @@
 /* Bearer tokens: only their SHA-256 is stored; roles admin > user > viewer. */
 #include "auth.h"
 
+#include "cache.h"
 #include "db.h"
 #include "log.h"
 #include "server.h"
@@ -51,6 +52,33 @@ int srv_auth_new_token(char token[44], char hash[65])
     return 0;
 }
 
+/* Token hash → identity, through the token cache. Returns a db_qs (1 found, 0 unknown). */
+static int lookup_token(struct srv *srv, const char *hash, struct srv_identity *who)
+{
+    uint64_t gen = db_generation(srv->db);
+    size_t len;
+    char *hit = cache_get(srv->token_cache, hash, gen, &len);
+    if (hit) {
+        /* "<role digit> <token id> <name>" */
+        char *end = NULL;
+        who->role = (enum srv_role)strtol(hit, &end, 10);
+        who->token_id = strtoll(end, &end, 10);
+        snprintf(who->name, sizeof(who->name), "%s", end + 1);
+        free(hit);
+        return 1;
+    }
+    struct db_conn *c = db_acquire(srv->db);
+    int qs = c ? store_token_lookup(c, hash, who) : DB_SOFT_ERROR;
+    db_release(srv->db, c);
+    if (qs == 1) {
+        char value[200];
+        int n = snprintf(value, sizeof(value), "%d %lld %s", (int)who->role,
+                         (long long)who->token_id, who->name);
+        cache_put(srv->token_cache, hash, gen, value, (size_t)n);
+    }
+    return qs;
+}
+
 int srv_auth_check(struct srv_request *req, enum MHD_Result *denied)
 {
     const struct srv_route *route = req->route;
@@ -70,9 +98,7 @@ int srv_auth_check(struct srv_request *req, enum MHD_Result *denied)
     }
     char hash[65];
     ty_sha256_hex(h + 7, strlen(h + 7), hash);
-    struct db_conn *c = db_acquire(req->srv->db);
-    int qs = c ? store_token_lookup(c, hash, &req->who) : DB_SOFT_ERROR;
-    db_release(req->srv->db, c);
+    int qs = lookup_token(req->srv, hash, &req->who);
     if (qs < 0) {
         *denied = srv_reply_problem(req, SRV_P_DATABASE_UNAVAILABLE, NULL,
                                     "cannot check the token: the database is unavailable");

@@ -216,10 +216,14 @@ static void *control_thread(void *arg)
             check_heartbeats(ctl);
             drive_stopping_jobs(ctl);
         }
-        if (ctl->dirty || ctl__now() - ctl->last_pass > CTL_PASS_INTERVAL_S) {
+        /* A pass as soon as one is due, but never more than half of this thread's time in
+         * passes: under a flood of submissions the passes batch them up. */
+        double since = ctl__now() - ctl->last_pass;
+        if ((ctl->dirty && since >= ctl->last_pass_cost) || since > CTL_PASS_INTERVAL_S) {
             ctl->dirty = false;
             ctl->last_pass = ctl__now();
             ctl__schedule(ctl);
+            ctl->last_pass_cost = ctl__now() - ctl->last_pass;
         }
     }
     return NULL;
@@ -321,6 +325,7 @@ void control_stop(struct control *ctl)
         ctl->stops = s->next;
         free(s);
     }
+    ctl__specs_free(&ctl->specs);
     free(ctl->cluster_token_hash);
     pthread_mutex_destroy(&ctl->lock);
     pthread_cond_destroy(&ctl->cond);

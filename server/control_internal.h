@@ -6,6 +6,7 @@
 #include "control.h"
 #include "db.h"
 #include "hub.h"
+#include "jobspec.h"
 
 #include <jansson.h>
 #include <pthread.h>
@@ -26,6 +27,14 @@ struct ctl_stop_sent {
     double at;
 };
 
+/* Parsed specs of pending jobs (control_specs.c). */
+struct ctl_spec;
+struct ctl_specs {
+    struct ctl_spec **slots;
+    size_t cap, count;
+    unsigned pass;
+};
+
 struct control {
     struct srv *srv;
     struct hub *hub;
@@ -38,10 +47,12 @@ struct control {
     bool woken;    /* guarded by lock: the hub queued events */
     bool dirty;    /* a scheduling pass is due */
     double last_pass;
+    double last_pass_cost; /* seconds the last scheduling pass took */
     double last_tick;
     char *cluster_token_hash; /* NULL: agents need no token (--auth none) */
     struct ctl_node *nodes;
     struct ctl_stop_sent *stops;
+    struct ctl_specs specs;
 };
 
 double ctl__now(void);
@@ -52,6 +63,16 @@ void ctl__send(struct control *ctl, uint64_t conn, json_t *msg);
 
 /* control_agent.c */
 void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text, size_t len);
+
+/* control_specs.c: the parsed spec of a pending job, or NULL if not cached yet. */
+const struct jobspec *ctl__spec_get(struct ctl_specs *t, int64_t id);
+/* Parses and caches a spec; returns it, or NULL when it does not parse. */
+const struct jobspec *ctl__spec_put(struct ctl_specs *t, int64_t id, const char *spec_json);
+/* True (and remembered) when `message` differs from the last one recorded for the job. */
+bool ctl__spec_message_changed(struct ctl_specs *t, int64_t id, const char *message);
+/* Starts a pass: forgets the specs the previous pass did not use. */
+void ctl__specs_next_pass(struct ctl_specs *t);
+void ctl__specs_free(struct ctl_specs *t);
 
 /* control_sched.c */
 /* Runs one scheduling pass and launches what it placed. */

@@ -177,20 +177,17 @@ static json_t *bundle_json(const struct jobspec *js)
     return b;
 }
 
-static void commit_decision(struct control *ctl, const sched_decision *d, PGresult *pending,
-                            int row, const struct pass_node *nodes)
+static void commit_decision(struct control *ctl, const sched_decision *d,
+                            const struct pass_node *nodes)
 {
     if (d->outcome != SCHED_PLACED) {
-        store_job_set_waiting_message(ctl->db, d->job_id, d->message);
+        if (ctl__spec_message_changed(&ctl->specs, d->job_id, d->message))
+            store_job_set_waiting_message(ctl->db, d->job_id, d->message);
         return;
     }
-    json_t *spec = json_loads(PQgetvalue(pending, row, 3), 0, NULL);
-    struct jobspec js;
-    char err[256];
-    if (jobspec_from_json(spec, &js, err, sizeof(err)) != 0) {
-        json_decref(spec);
+    const struct jobspec *js = ctl__spec_get(&ctl->specs, d->job_id);
+    if (js == NULL)
         return;
-    }
     json_t *workers = json_array();
     for (int w = 0; w < d->num_workers; w++) {
         const sched_worker *sw = &d->workers[w];
@@ -201,16 +198,14 @@ static void commit_decision(struct control *ctl, const sched_decision *d, PGresu
                               json_pack("{s:i, s:i, s:i, s:s, s:o, s:o}", "rank", sw->rank,
                                         "local_rank", sw->local_rank, "node_rank", sw->node_rank,
                                         "node_id", sw->node_id, "gpus", gpus, "resources",
-                                        bundle_json(&js)));
+                                        bundle_json(js)));
     }
-    int nports = js.backend == JOBSPEC_BACKEND_TENSORFLOW ? d->num_workers : 1;
+    int nports = js->backend == JOBSPEC_BACKEND_TENSORFLOW ? d->num_workers : 1;
     char *text = json_dumps(workers, JSON_COMPACT);
     int attempt = 0;
     int qs = text ? store_place(ctl->db, d->job_id, text, nports, &attempt) : DB_HARD_ERROR;
     free(text);
     json_decref(workers);
-    jobspec_clear(&js);
-    json_decref(spec);
     if (qs == 1) {
         TY_INFO("control", "job %lld attempt %d: %d workers placed on %d nodes",
                 (long long)d->job_id, attempt, d->num_workers, d->num_nodes);
@@ -218,11 +213,49 @@ static void commit_decision(struct control *ctl, const sched_decision *d, PGresu
     }
 }
 
+/* Fetches and parses the specs of pending jobs not seen by an earlier pass. */
+static void load_new_specs(struct control *ctl, PGresult *pending)
+{
+    int n = PQntuples(pending);
+    size_t cap = 16, len = 0;
+    char *ids = malloc(cap);
+    if (ids == NULL)
+        return;
+    ids[len++] = '{';
+    for (int i = 0; i < n; i++) {
+        int64_t id = strtoll(PQgetvalue(pending, i, 0), NULL, 10);
+        if (ctl__spec_get(&ctl->specs, id))
+            continue;
+        if (len + 24 > cap) {
+            char *grown = realloc(ids, cap * 2);
+            if (grown == NULL) {
+                free(ids);
+                return;
+            }
+            ids = grown;
+            cap *= 2;
+        }
+        len += (size_t)snprintf(ids + len, cap - len, "%s%lld", len > 1 ? "," : "",
+                                (long long)id);
+    }
+    ids[len++] = '}';
+    ids[len] = '\0';
+    PGresult *res = NULL;
+    if (len > 2 && store_job_specs(ctl->db, ids, &res) > 0) {
+        for (int i = 0; i < PQntuples(res); i++)
+            ctl__spec_put(&ctl->specs, strtoll(PQgetvalue(res, i, 0), NULL, 10),
+                          PQgetvalue(res, i, 1));
+        PQclear(res);
+    }
+    free(ids);
+}
+
 void ctl__schedule(struct control *ctl)
 {
     PGresult *nodes_res, *running_res, *pending_res;
     if (store_sched_snapshot(ctl->db, &nodes_res, &running_res, &pending_res) < 0)
         return;
+    ctl__specs_next_pass(&ctl->specs);
     int npending = PQntuples(pending_res);
     size_t nnodes = (size_t)PQntuples(nodes_res);
     sched_snapshot *snap = npending ? sched_snapshot_create() : NULL;
@@ -233,44 +266,36 @@ void ctl__schedule(struct control *ctl)
         goto out;
     add_nodes(snap, nodes_res, nodes, keep);
     add_running(snap, running_res, nodes, nnodes);
+    load_new_specs(ctl, pending_res);
     for (int i = 0; i < npending; i++) {
-        json_t *spec = json_loads(PQgetvalue(pending_res, i, 3), 0, NULL);
-        struct jobspec js;
-        char err[256];
-        if (jobspec_from_json(spec, &js, err, sizeof(err)) == 0) {
-            sched_custom custom[MAX_CUSTOM];
-            size_t nc = js.n_custom < MAX_CUSTOM ? js.n_custom : MAX_CUSTOM;
-            for (size_t k = 0; k < nc; k++)
-                custom[k] = (sched_custom){js.custom[k].name, js.custom[k].amount_milli};
-            sched_job_desc d = {
-                .id = strtoll(PQgetvalue(pending_res, i, 0), NULL, 10),
-                .priority = (int)strtol(PQgetvalue(pending_res, i, 1), NULL, 10),
-                .submit_time = strtoll(PQgetvalue(pending_res, i, 2), NULL, 10),
-                .min_workers = js.num_workers_min,
-                .max_workers = js.num_workers_max,
-                .bundle = {js.cpu_milli, js.memory_mb, js.gpu, custom, nc},
-                .strategy = strategy_of(js.strategy),
-                .accelerator_type = js.accelerator_type,
-                .timeout_s = (int64_t)ceil(js.timeout_s),
-            };
-            int rc = sched_add_pending(snap, &d);
-            if (rc != 0)
-                TY_WARN("control", "job %lld cannot be queued: %s", (long long)d.id,
-                        sched_strerror(rc));
-            jobspec_clear(&js);
-        } else {
-            TY_BUG("control", "stored spec of a pending job does not parse: %s", err);
-        }
-        json_decref(spec);
+        int64_t id = strtoll(PQgetvalue(pending_res, i, 0), NULL, 10);
+        const struct jobspec *js = ctl__spec_get(&ctl->specs, id);
+        if (js == NULL)
+            continue;
+        sched_custom custom[MAX_CUSTOM];
+        size_t nc = js->n_custom < MAX_CUSTOM ? js->n_custom : MAX_CUSTOM;
+        for (size_t k = 0; k < nc; k++)
+            custom[k] = (sched_custom){js->custom[k].name, js->custom[k].amount_milli};
+        sched_job_desc d = {
+            .id = id,
+            .priority = (int)strtol(PQgetvalue(pending_res, i, 1), NULL, 10),
+            .submit_time = strtoll(PQgetvalue(pending_res, i, 2), NULL, 10),
+            .min_workers = js->num_workers_min,
+            .max_workers = js->num_workers_max,
+            .bundle = {js->cpu_milli, js->memory_mb, js->gpu, custom, nc},
+            .strategy = strategy_of(js->strategy),
+            .accelerator_type = js->accelerator_type,
+            .timeout_s = (int64_t)ceil(js->timeout_s),
+        };
+        int rc = sched_add_pending(snap, &d);
+        if (rc != 0)
+            TY_WARN("control", "job %lld cannot be queued: %s", (long long)d.id,
+                    sched_strerror(rc));
     }
     if (sched_run_pass(snap, (int64_t)time(NULL), &result) != 0)
         goto out;
-    for (size_t k = 0; k < sched_result_count(result); k++) {
-        const sched_decision *d = sched_result_decision(result, k);
-        for (int row = 0; row < npending; row++)
-            if (strtoll(PQgetvalue(pending_res, row, 0), NULL, 10) == d->job_id)
-                commit_decision(ctl, d, pending_res, row, nodes);
-    }
+    for (size_t k = 0; k < sched_result_count(result); k++)
+        commit_decision(ctl, sched_result_decision(result, k), nodes);
 out:
     sched_result_destroy(result);
     sched_snapshot_destroy(snap);

@@ -28,6 +28,7 @@ struct db {
     pthread_cond_t freed;
     int size;
     struct db_conn *conns;
+    uint64_t generation; /* atomic */
 };
 
 struct db *db_create(const char *conninfo, int size)
@@ -210,6 +211,16 @@ static int finish_result(struct db_conn *c, PGresult *res, PGresult **out, const
     return rows;
 }
 
+uint64_t db_generation(struct db *db)
+{
+    return __atomic_load_n(&db->generation, __ATOMIC_ACQUIRE);
+}
+
+static void bump_generation(struct db *db)
+{
+    __atomic_add_fetch(&db->generation, 1, __ATOMIC_RELEASE);
+}
+
 int db_exec(struct db_conn *c, const struct db_stmt *stmt, const char *const *params,
             PGresult **res)
 {
@@ -217,7 +228,10 @@ int db_exec(struct db_conn *c, const struct db_stmt *stmt, const char *const *pa
     if (qs < 0)
         return qs;
     PGresult *r = PQexecPrepared(c->pg, stmt->name, stmt->nparams, params, NULL, NULL, 0);
-    return finish_result(c, r, res, stmt->name);
+    qs = finish_result(c, r, res, stmt->name);
+    if (qs > 0 && !stmt->readonly)
+        bump_generation(c->db);
+    return qs;
 }
 
 int db_exec_simple(struct db_conn *c, const char *sql)
@@ -246,8 +260,11 @@ int db_run_txn(struct db_conn *c, db_txn_fn fn, void *arg)
             continue;
         }
         int cq = db_exec_simple(c, "COMMIT");
-        if (cq >= 0)
+        if (cq >= 0) {
+            /* Again after the commit: a reader that raced the body must not cache old rows. */
+            bump_generation(c->db);
             return qs;
+        }
         qs = cq;
         if (qs == DB_HARD_ERROR)
             return qs;

@@ -9,6 +9,8 @@
 #define SRV_DB_H
 
 #include <libpq-fe.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 enum db_qs {
     DB_HARD_ERROR = -2,
@@ -23,6 +25,7 @@ struct db_stmt {
     const char *name;
     const char *sql;
     int nparams;
+    bool readonly; /* false: a run that returns or changes rows bumps the data generation */
 };
 
 struct db;
@@ -46,6 +49,10 @@ int db_exec(struct db_conn *c, const struct db_stmt *stmt, const char *const *pa
             PGresult **res);
 /* Runs a parameterless command (BEGIN, COMMIT, migration files). Same return convention. */
 int db_exec_simple(struct db_conn *c, const char *sql);
+
+/* The data generation: bumped after every committed write made through this pool, so caches
+ * (cache.h) can tell that what they hold may be stale. */
+uint64_t db_generation(struct db *db);
 
 /* SQLSTATE of the last failed db_exec on this connection ("" if none), e.g. "23505". */
 const char *db_last_sqlstate(const struct db_conn *c);

@@ -24,7 +24,7 @@ static int apply_one(struct db_conn *c, const struct ty_embedded_file *f, const 
 {
     static const struct db_stmt record = {
         "migration_record", "INSERT INTO schema_migrations (version, name) VALUES ($1::int, $2)",
-        2};
+        2, false};
     if (db_exec_simple(c, "BEGIN") < 0)
         return -1;
     if (db_exec_simple(c, (const char *)f->data) < 0) {
@@ -44,7 +44,7 @@ static int apply_one(struct db_conn *c, const struct ty_embedded_file *f, const 
 int db_migrate(struct db *db, const struct ty_embedded_file *migrations)
 {
     static const struct db_stmt applied = {
-        "migration_applied", "SELECT 1 FROM schema_migrations WHERE version = $1::int", 1};
+        "migration_applied", "SELECT 1 FROM schema_migrations WHERE version = $1::int", 1, true};
     struct db_conn *c = db_acquire(db);
     if (c == NULL)
         return -1;

@@ -1,9 +1,11 @@
 /* GET /api/v1/jobs/{id} */
+#include "cache.h"
 #include "db.h"
 #include "handlers.h"
 #include "server.h"
 #include "store.h"
 
+#include <stdio.h>
 #include <string.h>
 
 enum MHD_Result h_jobs_get(struct srv_request *req)
@@ -13,10 +15,18 @@ enum MHD_Result h_jobs_get(struct srv_request *req)
         return srv_reply_problem(req, SRV_P_JOB_NOT_FOUND, NULL,
                                  "'%s' is not a job id (job ids are positive integers)",
                                  req->args[0]);
+    char key[32];
+    snprintf(key, sizeof(key), "%lld", (long long)id);
+    uint64_t gen = db_generation(req->srv->db);
+    size_t len;
+    char *job = cache_get(req->srv->job_cache, key, gen, &len);
+    if (job)
+        return srv_reply_steal(req, MHD_HTTP_OK, "application/json", job, len, NULL);
     struct db_conn *c = db_acquire(req->srv->db);
-    char *job = NULL;
     int qs = c ? store_job_get(c, id, &job) : DB_SOFT_ERROR;
     db_release(req->srv->db, c);
+    if (qs > 0)
+        cache_put(req->srv->job_cache, key, gen, job, strlen(job));
     if (qs < 0)
         return srv_reply_db_error(req, qs);
     if (qs == 0)

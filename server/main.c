@@ -2,6 +2,7 @@
  * Start-up order: config → data dir → database → migrations → admin token → HTTP.
  * Shutdown (SIGINT/SIGTERM) runs it backwards and joins every thread. */
 #include "auth.h"
+#include "cache.h"
 #include "control.h"
 #include "db.h"
 #include "db_migrate.h"
@@ -91,6 +92,10 @@ int main(int argc, char **argv)
         TY_ERROR("main", "cannot reach the database");
         goto out;
     }
+    srv.job_cache = cache_create(4096, 1.0);
+    srv.token_cache = cache_create(1024, 2.0);
+    if (srv.job_cache == NULL || srv.token_cache == NULL)
+        goto out;
     if (db_migrate(srv.db, srv_migrations) < 0 || srv_auth_bootstrap(&srv) != 0)
         goto out;
     srv.control = control_start(&srv);
@@ -106,6 +111,8 @@ out:
     srv_http_stop(&srv);
     control_stop(srv.control);
     db_destroy(srv.db);
+    cache_destroy(srv.job_cache);
+    cache_destroy(srv.token_cache);
     pg_embedded_stop(srv.pg);
     srv_config_free(&srv.cfg);
     return rc;

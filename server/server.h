@@ -8,6 +8,7 @@ struct db;
 struct pg_embedded;
 struct MHD_Daemon;
 struct control;
+struct cache;
 
 struct srv {
     struct srv_config cfg;
@@ -15,6 +16,8 @@ struct srv {
     struct pg_embedded *pg;  /* NULL with --database-url */
     struct MHD_Daemon *http;
     struct control *control; /* agents, scheduling, lifecycle */
+    struct cache *job_cache;   /* GET /api/v1/jobs/{id} bodies */
+    struct cache *token_cache; /* token hash -> identity */
 };
 
 #endif

@@ -79,9 +79,11 @@ int store_jobs_settle_stopping(struct db_conn *c);
 
 /* Scheduler snapshot: nodes (id, address, status, draining, resources, gpu_type), live
  * allocations (job_id, node_id, resources, gpus, end_epoch), pending jobs (id, priority,
- * created_epoch, spec). Caller PQclear()s each. */
+ * created_epoch) in queue order. Caller PQclear()s each. */
 int store_sched_snapshot(struct db_conn *c, PGresult **nodes, PGresult **running,
                          PGresult **pending);
+/* Specs of the jobs whose ids are in the array literal `ids` ("{1,2}"): rows (id, spec). */
+int store_job_specs(struct db_conn *c, const char *ids, PGresult **res);
 /* Commits a placement (ty_place). Returns 1 with *attempt set, 0 if it did not happen. */
 int store_place(struct db_conn *c, int64_t job, const char *workers_json, int nports,
                 int *attempt);

@@ -47,7 +47,7 @@ static int id_column(struct db_conn *c, const struct db_stmt *st, char ***ids, s
 int store_nodes_alive(struct db_conn *c, char ***ids, size_t *n)
 {
     static const struct db_stmt st = {"nodes_alive",
-                                      "SELECT id FROM nodes WHERE status = 'ALIVE'", 0};
+                                      "SELECT id FROM nodes WHERE status = 'ALIVE'", 0, true};
     return id_column(c, &st, ids, n);
 }
 
@@ -63,7 +63,7 @@ int store_node_register(struct db_conn *c, const char *id, const char *hostname,
         "ON CONFLICT (id) DO UPDATE SET hostname = $2, address = $3, status = 'ALIVE', "
         "  resources = $4::jsonb, gpu_type = $5, labels = $6::jsonb, agent_version = $7, "
         "  port_lo = $8::int, port_hi = $9::int, last_heartbeat_at = now()",
-        9};
+        9, false};
     char lo[16], hi[16];
     NUM(lo, port_lo);
     NUM(hi, port_hi);
@@ -74,29 +74,23 @@ int store_node_register(struct db_conn *c, const char *id, const char *hostname,
 
 int store_node_lost(struct db_conn *c, const char *id)
 {
-    static const struct db_stmt st = {"node_lost", "SELECT count(*) FROM ty_node_lost($1)", 1};
+    static const struct db_stmt st = {"node_lost", "SELECT * FROM ty_node_lost($1)", 1, false};
     const char *p[] = {id};
-    PGresult *res = NULL;
-    int qs = db_exec(c, &st, p, &res);
-    if (qs <= 0)
-        return qs;
-    int n = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10);
-    PQclear(res);
-    return n;
+    return db_exec(c, &st, p, NULL);
 }
 
 int store_node_list(struct db_conn *c, char **json_out)
 {
     static const struct db_stmt st = {
         "node_list", "SELECT coalesce(jsonb_agg(" NODE_JSON " ORDER BY n.id), '[]')::text "
-                     "FROM nodes n", 0};
+                     "FROM nodes n", 0, true};
     return single_text(c, &st, NULL, json_out);
 }
 
 int store_node_get(struct db_conn *c, const char *id, char **json_out)
 {
     static const struct db_stmt st = {
-        "node_get", "SELECT " NODE_JSON "::text FROM nodes n WHERE n.id = $1", 1};
+        "node_get", "SELECT " NODE_JSON "::text FROM nodes n WHERE n.id = $1", 1, true};
     const char *p[] = {id};
     return single_text(c, &st, p, json_out);
 }
@@ -105,7 +99,7 @@ int store_node_set_draining(struct db_conn *c, const char *id, bool draining, ch
 {
     static const struct db_stmt st = {
         "node_drain", "UPDATE nodes n SET draining = $2::boolean WHERE n.id = $1 "
-                      "RETURNING " NODE_JSON "::text", 2};
+                      "RETURNING " NODE_JSON "::text", 2, false};
     const char *p[] = {id, draining ? "true" : "false"};
     return single_text(c, &st, p, json_out);
 }
@@ -116,7 +110,7 @@ int store_node_live_workers(struct db_conn *c, const char *id, PGresult **res)
         "node_live_workers",
         "SELECT job_id, attempt, rank, status FROM workers "
         "WHERE node_id = $1 AND status IN ('PLACED', 'RUNNING') ORDER BY job_id, attempt, rank",
-        1};
+        1, true};
     const char *p[] = {id};
     return db_exec(c, &st, p, res);
 }
@@ -124,7 +118,7 @@ int store_node_live_workers(struct db_conn *c, const char *id, PGresult **res)
 int store_worker_started(struct db_conn *c, int64_t job, int attempt, int rank, int64_t pid)
 {
     static const struct db_stmt st = {
-        "worker_started", "SELECT ty_worker_started($1::bigint, $2::int, $3::int, $4::int)", 4};
+        "worker_started", "SELECT ty_worker_started($1::bigint, $2::int, $3::int, $4::int)", 4, false};
     char j[32], a[16], r[16], p[32];
     NUM(j, job);
     NUM(a, attempt);
@@ -141,7 +135,7 @@ int store_worker_exited(struct db_conn *c, int64_t job, int attempt, int rank,
     static const struct db_stmt st = {
         "worker_exited",
         "SELECT coalesce(ty_worker_exited($1::bigint, $2::int, $3::int, $4::int, $5::int, $6), '')",
-        6};
+        6, false};
     char j[32], a[16], r[16], code[32], sig[32];
     NUM(j, job);
     NUM(a, attempt);
@@ -162,14 +156,14 @@ int store_jobs_timed_out(struct db_conn *c)
         "FROM jobs j JOIN attempts a ON a.job_id = j.id AND a.attempt = j.attempt "
         "WHERE j.status IN ('STARTING', 'RUNNING') AND j.spec->>'timeout_s' IS NOT NULL "
         "  AND a.created_at + make_interval(secs => (j.spec->>'timeout_s')::float8) < now()",
-        0};
+        0, false};
     return db_exec(c, &st, NULL, NULL);
 }
 
 int store_jobs_stopping(struct db_conn *c, int64_t **ids, size_t *n)
 {
     static const struct db_stmt st = {"jobs_stopping",
-                                      "SELECT id FROM jobs WHERE status = 'STOPPING'", 0};
+                                      "SELECT id FROM jobs WHERE status = 'STOPPING'", 0, true};
     PGresult *res = NULL;
     int qs = db_exec(c, &st, NULL, &res);
     *ids = NULL;
@@ -187,16 +181,10 @@ int store_jobs_settle_stopping(struct db_conn *c)
 {
     static const struct db_stmt st = {
         "jobs_settle_stopping",
-        "SELECT count(s) FROM (SELECT ty_job_settle(id) AS s FROM jobs "
-        "                      WHERE status = 'STOPPING') x",
-        0};
-    PGresult *res = NULL;
-    int qs = db_exec(c, &st, NULL, &res);
-    if (qs <= 0)
-        return qs;
-    int n = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10);
-    PQclear(res);
-    return n;
+        "SELECT s FROM (SELECT ty_job_settle(id) AS s FROM jobs WHERE status = 'STOPPING') x "
+        "WHERE s IS NOT NULL",
+        0, false};
+    return db_exec(c, &st, NULL, NULL);
 }
 
 int store_sched_snapshot(struct db_conn *c, PGresult **nodes, PGresult **running,
@@ -205,7 +193,7 @@ int store_sched_snapshot(struct db_conn *c, PGresult **nodes, PGresult **running
     static const struct db_stmt st_nodes = {
         "sched_nodes",
         "SELECT id, address, status, draining, resources::text, gpu_type FROM nodes ORDER BY id",
-        0};
+        0, true};
     static const struct db_stmt st_running = {
         "sched_running",
         "SELECT w.job_id, w.node_id, w.resources::text, to_jsonb(w.gpus)::text, "
@@ -214,12 +202,12 @@ int store_sched_snapshot(struct db_conn *c, PGresult **nodes, PGresult **running
         "       END "
         "FROM workers w JOIN attempts a USING (job_id, attempt) JOIN jobs j ON j.id = w.job_id "
         "WHERE w.status IN ('PLACED', 'RUNNING') ORDER BY w.job_id, w.node_id",
-        0};
+        0, true};
     static const struct db_stmt st_pending = {
         "sched_pending",
-        "SELECT id, priority, extract(epoch FROM created_at)::bigint, spec::text FROM jobs "
+        "SELECT id, priority, extract(epoch FROM created_at)::bigint FROM jobs "
         "WHERE status = 'PENDING' ORDER BY priority DESC, created_at, id",
-        0};
+        0, true};
     *nodes = *running = *pending = NULL;
     int qs = db_exec(c, &st_nodes, NULL, nodes);
     if (qs >= 0)
@@ -234,11 +222,19 @@ int store_sched_snapshot(struct db_conn *c, PGresult **nodes, PGresult **running
     return qs;
 }
 
+int store_job_specs(struct db_conn *c, const char *ids, PGresult **res)
+{
+    static const struct db_stmt st = {
+        "job_specs", "SELECT id, spec::text FROM jobs WHERE id = ANY($1::bigint[])", 1, true};
+    const char *p[] = {ids};
+    return db_exec(c, &st, p, res);
+}
+
 int store_place(struct db_conn *c, int64_t job, const char *workers_json, int nports,
                 int *attempt)
 {
     static const struct db_stmt st = {
-        "place", "SELECT o_attempt FROM ty_place($1::bigint, $2::jsonb, $3::int)", 3};
+        "place", "SELECT o_attempt FROM ty_place($1::bigint, $2::jsonb, $3::int)", 3, false};
     char j[32], np[16];
     NUM(j, job);
     NUM(np, nports);
@@ -260,7 +256,7 @@ int store_job_set_waiting_message(struct db_conn *c, int64_t job, const char *me
         "job_waiting_message",
         "UPDATE jobs SET status_message = $2 WHERE id = $1::bigint AND status = 'PENDING' "
         "AND status_message IS DISTINCT FROM $2",
-        2};
+        2, false};
     char j[32];
     NUM(j, job);
     const char *p[] = {j, message};
@@ -282,7 +278,7 @@ int store_launch_rows(struct db_conn *c, int64_t job, int attempt, const char *n
         "WHERE w.job_id = $1::bigint AND w.attempt = $2::int AND w.status = 'PLACED' "
         "  AND ($3::text IS NULL OR w.node_id = $3) "
         "ORDER BY w.node_rank, w.local_rank",
-        3};
+        3, true};
     char j[32], a[16];
     NUM(j, job);
     NUM(a, attempt);
@@ -297,7 +293,7 @@ int store_stop_targets(struct db_conn *c, int64_t job, PGresult **res)
         "SELECT DISTINCT w.node_id, w.attempt FROM workers w JOIN jobs j ON j.id = w.job_id "
         "WHERE w.job_id = $1::bigint AND w.attempt = j.attempt "
         "  AND w.status IN ('PLACED', 'RUNNING')",
-        1};
+        1, true};
     char j[32];
     NUM(j, job);
     const char *p[] = {j};
@@ -315,7 +311,7 @@ int store_job_workers(struct db_conn *c, int64_t job, char **json_out)
         "  'exit_code', w.exit_code, 'signal', w.signal, 'started_at', ty_ts(w.started_at), "
         "  'finished_at', ty_ts(w.finished_at)) ORDER BY w.attempt, w.rank), '[]') END::text "
         "FROM workers w WHERE w.job_id = $1::bigint",
-        1};
+        1, true};
     char j[32];
     NUM(j, job);
     const char *p[] = {j};
@@ -330,7 +326,7 @@ int store_job_events(struct db_conn *c, int64_t job, char **json_out)
         " coalesce(jsonb_agg(jsonb_build_object('attempt', e.attempt, 'status', e.status, "
         "  'message', e.message, 'at', ty_ts(e.at)) ORDER BY e.id), '[]') END::text "
         "FROM job_events e WHERE e.job_id = $1::bigint",
-        1};
+        1, true};
     char j[32];
     NUM(j, job);
     const char *p[] = {j};

@@ -23,7 +23,7 @@ int store_job_insert(struct db_conn *c, const char *owner, const json_t *spec, i
         "     e AS (INSERT INTO job_events (job_id, attempt, status, message) "
         "           SELECT id, 0, 'PENDING', 'submitted by ' || owner FROM j) "
         "SELECT id, ty_job_json(j.*::jobs)::text FROM j",
-        4};
+        4, false};
     char *spec_text = json_dumps(spec, JSON_COMPACT);
     if (spec_text == NULL)
         return DB_HARD_ERROR;
@@ -45,7 +45,7 @@ int store_job_insert(struct db_conn *c, const char *owner, const json_t *spec, i
 int store_job_get(struct db_conn *c, int64_t id, char **json_out)
 {
     static const struct db_stmt st = {
-        "job_get", "SELECT ty_job_json(j)::text FROM jobs j WHERE id = $1", 1};
+        "job_get", "SELECT ty_job_json(j)::text FROM jobs j WHERE id = $1", 1, true};
     char ids[32];
     ID_PARAM(ids, id);
     const char *params[] = {ids};
@@ -67,7 +67,7 @@ int store_job_list(struct db_conn *c, const char *statuses, int64_t before_id, i
         "       coalesce(min(j.id), 0), count(*) "
         "FROM (SELECT * FROM jobs WHERE ($1::text[] IS NULL OR status = ANY($1::text[])) "
         "        AND ($2::bigint = 0 OR id < $2::bigint) ORDER BY id DESC LIMIT $3::int) j",
-        3};
+        3, true};
     char before[32], lim[32];
     ID_PARAM(before, before_id);
     ID_PARAM(lim, limit);
@@ -95,7 +95,7 @@ struct stop_ctx {
 static int stop_body(struct db_conn *c, void *arg)
 {
     static const struct db_stmt lock = {
-        "job_stop_lock", "SELECT status, owner FROM jobs WHERE id = $1 FOR UPDATE", 1};
+        "job_stop_lock", "SELECT status, owner FROM jobs WHERE id = $1 FOR UPDATE", 1, true};
     static const struct db_stmt to_stopped = {
         "job_stop_pending",
         "WITH u AS (UPDATE jobs SET status = 'STOPPED', status_message = $2, "
@@ -103,7 +103,7 @@ static int stop_body(struct db_conn *c, void *arg)
         "     e AS (INSERT INTO job_events (job_id, attempt, status, message) "
         "           SELECT id, attempt, 'STOPPED', $2 FROM u) "
         "SELECT ty_job_json(u.*::jobs)::text FROM u",
-        2};
+        2, false};
     static const struct db_stmt to_stopping = {
         "job_stop_running",
         "WITH u AS (UPDATE jobs SET status = 'STOPPING', status_message = $2 "
@@ -111,7 +111,7 @@ static int stop_body(struct db_conn *c, void *arg)
         "     e AS (INSERT INTO job_events (job_id, attempt, status, message) "
         "           SELECT id, attempt, 'STOPPING', $2 FROM u) "
         "SELECT 1",
-        2};
+        2, false};
     struct stop_ctx *sc = arg;
     char ids[32];
     ID_PARAM(ids, sc->id);
@@ -172,8 +172,8 @@ struct delete_ctx {
 static int delete_body(struct db_conn *c, void *arg)
 {
     static const struct db_stmt lock = {
-        "job_delete_lock", "SELECT status, owner FROM jobs WHERE id = $1 FOR UPDATE", 1};
-    static const struct db_stmt del = {"job_delete", "DELETE FROM jobs WHERE id = $1", 1};
+        "job_delete_lock", "SELECT status, owner FROM jobs WHERE id = $1 FOR UPDATE", 1, true};
+    static const struct db_stmt del = {"job_delete", "DELETE FROM jobs WHERE id = $1", 1, false};
     struct delete_ctx *dc = arg;
     char ids[32];
     ID_PARAM(ids, dc->id);

@@ -16,7 +16,7 @@ int store_token_lookup(struct db_conn *c, const char *hash, struct srv_identity 
 {
     static const struct db_stmt st = {
         "token_lookup",
-        "SELECT id, name, role FROM api_tokens WHERE token_hash = $1 AND revoked_at IS NULL", 1};
+        "SELECT id, name, role FROM api_tokens WHERE token_hash = $1 AND revoked_at IS NULL", 1, true};
     const char *params[] = {hash};
     PGresult *res = NULL;
     int qs = db_exec(c, &st, params, &res);
@@ -38,7 +38,7 @@ int store_token_insert(struct db_conn *c, const char *name, const char *role, co
         "INSERT INTO api_tokens (name, role, token_hash) VALUES ($1, $2, $3) "
         "RETURNING jsonb_build_object('id', id, 'name', name, 'role', role, "
         "'created_at', ty_ts(created_at))::text",
-        3};
+        3, false};
     const char *params[] = {name, role, hash};
     PGresult *res = NULL;
     int qs = db_exec(c, &st, params, &res);
@@ -56,7 +56,7 @@ int store_token_list(struct db_conn *c, char **json_out)
         "SELECT coalesce(jsonb_agg(jsonb_build_object('id', id, 'name', name, 'role', role, "
         "'created_at', ty_ts(created_at)) ORDER BY id), '[]')::text "
         "FROM api_tokens WHERE revoked_at IS NULL",
-        0};
+        0, true};
     PGresult *res = NULL;
     int qs = db_exec(c, &st, NULL, &res);
     if (qs <= 0)
@@ -70,7 +70,7 @@ int store_token_revoke(struct db_conn *c, int64_t id)
 {
     static const struct db_stmt st = {
         "token_revoke",
-        "UPDATE api_tokens SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL", 1};
+        "UPDATE api_tokens SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL", 1, false};
     char ids[32];
     snprintf(ids, sizeof(ids), "%lld", (long long)id);
     const char *params[] = {ids};
@@ -81,7 +81,7 @@ int store_token_count_admins(struct db_conn *c, int64_t *count)
 {
     static const struct db_stmt st = {
         "token_count_admins",
-        "SELECT count(*) FROM api_tokens WHERE role = 'admin' AND revoked_at IS NULL", 0};
+        "SELECT count(*) FROM api_tokens WHERE role = 'admin' AND revoked_at IS NULL", 0, true};
     PGresult *res = NULL;
     int qs = db_exec(c, &st, NULL, &res);
     if (qs <= 0)
