@@ -46,3 +46,22 @@ def cli(server):
     def run(*args, token="admin", env=None, input=None, timeout=60):
         return harness.run_cli(server, *args, token=token, env=env, input=input, timeout=timeout)
     return run
+
+
+@pytest.fixture
+def agent_factory(request, server_factory):
+    """Starts agents joined to the test's server (or `srv`); each must exit 0 on SIGTERM at
+    teardown."""
+    started = []
+
+    def make(srv=None, **kw):
+        a = harness.Agent(srv or request.getfixturevalue("server"), **kw)
+        started.append(a)
+        return a.start()
+
+    yield make
+    for a in started:
+        if a.stopped_by_test:
+            continue
+        code = a.stop()
+        assert code == 0, f"agent exited with {code}:\n{a.log_text()}"

@@ -247,3 +247,81 @@ def run_cli(server, *args, token="admin", env=None, input=None, timeout=60):
     e.update(env or {})
     return subprocess.run([CLI_BIN, *args], env=e, input=input, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+
+
+class Agent:
+    """A trainyard-agent process joined to `server`, optionally inside a network namespace."""
+
+    def __init__(self, server, data_dir=None, cpus=2, memory_mb=4096, gpus=None, gpu_type=None,
+                 extra_args=(), netns=None, server_addr=None):
+        self.server = server
+        self.data_dir = data_dir or os.path.join(make_tmpdir("ty-agent-"), "data")
+        ws = server_addr or f"127.0.0.1:{server.ws_port}"
+        token_file = os.path.join(server.data_dir, "cluster.token")
+        args = [AGENT_BIN, "--server", f"ws://{ws}", "--data-dir", self.data_dir,
+                "--cpus", str(cpus), "--memory-mb", str(memory_mb), "--stop-grace-s", "3"]
+        if os.path.exists(token_file):
+            with open(token_file) as f:
+                args += ["--token", f.read().strip()]
+        args += ["--gpus", gpus if gpus else "none"]
+        if gpu_type:
+            args += ["--gpu-type", gpu_type]
+        self.args = [*(["ip", "netns", "exec", netns] if netns else []), *args, *extra_args]
+        self.log_path = os.path.join(os.path.dirname(self.data_dir), "agent.log")
+        self.proc = None
+        self.node_id = None
+        self.stopped_by_test = False
+
+    def start(self, wait=True):
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT)
+        if wait:
+            self.wait_registered()
+        return self
+
+    def wait_registered(self, timeout=30):
+        deadline = time.time() + timeout
+        id_file = os.path.join(self.data_dir, "node-id")
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"agent exited with {self.proc.returncode}:\n{self.log_text()}")
+            if os.path.exists(id_file):
+                with open(id_file) as f:
+                    self.node_id = f.read().strip()
+                r = self.server.request("GET", f"/api/v1/nodes/{self.node_id}")
+                if r.status == 200 and r.json["status"] == "ALIVE":
+                    return r.json
+            time.sleep(0.05)
+        raise RuntimeError(f"agent did not register in {timeout}s:\n{self.log_text()}")
+
+    def log_text(self):
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read().decode("utf-8", "replace")[-8000:]
+        except OSError:
+            return ""
+
+    def worker_log(self, job_id, rank, attempt=1):
+        with open(os.path.join(self.data_dir, "logs", str(job_id), str(attempt),
+                               f"rank-{rank}.log")) as f:
+            return f.read()
+
+    def kill(self):
+        """Kills the agent as a crash would (its workers are left behind)."""
+        self.stopped_by_test = True
+        self.proc.kill()
+        self.proc.wait()
+        self.log.close()
+
+    def stop(self, sig=signal.SIGTERM, timeout=60):
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise RuntimeError(f"agent did not stop within {timeout}s:\n{self.log_text()}")
+        finally:
+            self.log.close()

@@ -1,0 +1,467 @@
+"""Reports -> metrics API, against a real server and PostgreSQL.
+
+Two ways in:
+  * the server side alone: the test speaks the agent protocol itself over a real websocket
+    (wsclient.py) - registers a node, is sent the launch of a job, reports for its workers and
+    checks the acks, the stored rows and GET /api/v1/jobs/{id}/metrics;
+  * end to end: a real trainyard-agent runs a Python worker that calls trainyard.report().
+"""
+import datetime
+import os
+import textwrap
+import time
+
+import pytest
+
+import harness
+from wsclient import Closed, WebSocket
+
+PY = "/usr/bin/python3"
+# Long enough that a fake node with no heartbeat thread is not marked LOST mid-test.
+SERVER_ARGS = ("--heartbeat-timeout-s", "120")
+
+T0 = datetime.datetime(2030, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
+
+
+def ts(ms):
+    """RFC 3339 time `ms` milliseconds after T0, as the agent writes it."""
+    t = T0 + datetime.timedelta(milliseconds=ms)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
+def db_name(server):
+    return server.args[server.args.index("--database-url") + 1].split("dbname=")[1].split()[0]
+
+
+class FakeAgent:
+    """A node that speaks docs/agent-protocol.md over a raw websocket."""
+
+    def __init__(self, server, node_id="node-a", cpus=4):
+        self.server = server
+        self.node_id = node_id
+        self.cpus = cpus
+        self.seq = 0
+        self.ws = None
+        self.connect()
+
+    def connect(self, workers=()):
+        self.ws = WebSocket(self.server.ws_url + "/agent")
+        token_file = os.path.join(self.server.data_dir, "cluster.token")
+        token = open(token_file).read().strip() if os.path.exists(token_file) else None
+        self.ws.send_json({"type": "register", "token": token, "workers": list(workers),
+                           "node": {"id": self.node_id, "hostname": self.node_id,
+                                    "address": "127.0.0.1",
+                                    "resources": {"CPU": self.cpus, "memory_mb": 8192, "GPU": []},
+                                    "gpu_type": None, "labels": {}, "version": "test",
+                                    "port_range": [29500, 29999]}})
+        reply = self.ws.wait_for(lambda m: m["type"] in ("registered", "error"))
+        assert reply["type"] == "registered", reply
+        return self
+
+    def send_event(self, msg):
+        """Sends an event with the next seq; returns the seq."""
+        self.seq += 1
+        self.ws.send_json(dict(msg, seq=self.seq))
+        return self.seq
+
+    def wait_ack(self, seq, timeout=10):
+        return self.ws.wait_for(lambda m: m["type"] == "ack" and m["seq"] == seq, timeout)
+
+    def no_ack(self, seq, within=1.0):
+        """Asserts that no ack of `seq` arrives within `within` seconds."""
+        try:
+            self.ws.wait_for(lambda m: m["type"] == "ack" and m["seq"] >= seq, within)
+        except TimeoutError:
+            return
+        raise AssertionError(f"event {seq} was acked")
+
+    def report_msg(self, job, rank, k, metrics, step=None, attempt=1, ms=None,
+                   checkpoint_dir=None):
+        return {"type": "report", "job_id": str(job), "attempt": attempt, "rank": rank,
+                "report_seq": k, "metrics": metrics, "step": step,
+                "time": ts(ms if ms is not None else 1000 * k + rank),
+                "checkpoint_dir": checkpoint_dir}
+
+    def report(self, job, rank, k, metrics, **kw):
+        """Sends a report and waits for its ack."""
+        seq = self.send_event(self.report_msg(job, rank, k, metrics, **kw))
+        self.wait_ack(seq)
+        return seq
+
+    def wait_launch(self, job, timeout=20):
+        return self.ws.wait_for(lambda m: m["type"] == "launch" and str(m["job_id"]) == str(job),
+                                timeout)
+
+    def start_workers(self, launch):
+        for w in launch["workers"]:
+            seq = self.send_event({"type": "worker_started", "job_id": str(launch["job_id"]),
+                                   "attempt": launch["attempt"], "rank": w["rank"],
+                                   "pid": 1000 + w["rank"]})
+            self.wait_ack(seq)
+
+    def close(self):
+        if self.ws:
+            self.ws.close()
+
+
+@pytest.fixture
+def srv(server_factory):
+    return server_factory(extra_args=SERVER_ARGS)
+
+
+@pytest.fixture
+def sql(pg, srv):
+    """Runs a query on the test server's database (a separate session) and returns its text."""
+    return lambda text: pg.psql(text, db=db_name(srv))
+
+
+@pytest.fixture
+def node(srv):
+    a = FakeAgent(srv)
+    yield a
+    a.close()
+
+
+def running_job(server, node, num_workers=2):
+    """Submits a job, receives its launch on `node`, reports its workers started."""
+    job = server.submit({"name": "metrics", "entrypoint": ["true"],
+                         "scaling_config": {"num_workers": num_workers}})
+    launch = node.wait_launch(job["id"])
+    assert launch["attempt"] == 1
+    node.start_workers(launch)
+    server.wait_job(job["id"], {"RUNNING"})
+    return job["id"]
+
+
+def metrics(server, job, query="", status=200):
+    r = server.request("GET", f"/api/v1/jobs/{job}/metrics{query}")
+    assert r.status == status, r
+    return r.json["metrics"] if status == 200 else r.json
+
+
+def series(points, name, rank=0):
+    return [p for p in points if p["name"] == name and p["rank"] == rank]
+
+
+# --- reports committed, then acked, then served ------------------------------------------------
+
+def test_reports_of_every_rank_are_served_ordered_by_name_rank_time(srv, node):
+    job = running_job(srv, node)
+    for k in range(1, 6):
+        node.report(job, 0, k, {"loss": 1.0 / k, "accuracy": k / 10}, step=10 * k)
+        node.report(job, 1, k, {"loss": 2.0 / k}, step=10 * k)
+    points = metrics(srv, job)
+    assert [(p["name"], p["rank"]) for p in points] == \
+        [("accuracy", 0)] * 5 + [("loss", 0)] * 5 + [("loss", 1)] * 5
+    assert [p["value"] for p in series(points, "loss", 0)] == [1.0 / k for k in range(1, 6)]
+    assert [p["value"] for p in series(points, "loss", 1)] == [2.0 / k for k in range(1, 6)]
+    assert [p["step"] for p in series(points, "accuracy")] == [10, 20, 30, 40, 50]
+    first = series(points, "accuracy")[0]
+    assert first == {"name": "accuracy", "rank": 0, "attempt": 1, "step": 10, "value": 0.1,
+                     "time": "2030-01-02T03:04:06.000000Z"}
+    times = [p["time"] for p in series(points, "loss", 1)]
+    assert times == sorted(times)
+
+
+def test_ack_comes_only_after_the_report_is_committed(srv, node, sql):
+    job = running_job(srv, node)
+    for k in range(1, 4):
+        node.report(job, 0, k, {"loss": float(k)})
+        # The ack was read: the rows must already be visible to any other session.
+        assert [p["value"] for p in metrics(srv, job, "?name=loss")][-1] == float(k)
+        n = int(sql(f"SELECT count(*) FROM reports WHERE job_id = {job}"))
+        assert n == k
+
+
+def test_result_metrics_hold_rank_zero_last_report_with_step(srv, node):
+    job = running_job(srv, node)
+    node.report(job, 0, 1, {"loss": 0.9, "accuracy": 0.1}, step=100)
+    node.report(job, 1, 1, {"loss": 7.0, "accuracy": 0.7}, step=100)
+    node.report(job, 0, 2, {"loss": 0.5, "accuracy": 0.6}, step=200)
+    node.report(job, 1, 2, {"loss": 8.0}, step=200)
+    got = srv.request("GET", f"/api/v1/jobs/{job}").json["result"]["metrics"]
+    assert got == {"loss": 0.5, "accuracy": 0.6, "step": 200}
+
+
+def test_result_without_step_has_no_step(srv, node):
+    job = running_job(srv, node)
+    node.report(job, 0, 1, {"loss": 0.25})
+    assert srv.request("GET", f"/api/v1/jobs/{job}").json["result"]["metrics"] == {"loss": 0.25}
+
+
+def test_late_older_report_does_not_replace_the_result(srv, node):
+    job = running_job(srv, node)
+    node.report(job, 0, 2, {"loss": 0.2}, step=2)
+    node.report(job, 0, 1, {"loss": 0.1}, step=1)  # e.g. resent from the spool after a reconnect
+    assert srv.request("GET", f"/api/v1/jobs/{job}").json["result"]["metrics"] == \
+        {"loss": 0.2, "step": 2}
+    assert [p["step"] for p in metrics(srv, job)] == [1, 2]
+
+
+def test_resent_report_is_acked_but_stored_once(srv, node, sql):
+    job = running_job(srv, node)
+    node.report(job, 0, 1, {"loss": 0.5, "acc": 0.1}, step=1)
+    node.report(job, 0, 1, {"loss": 0.5, "acc": 0.1}, step=1)
+    # A resend after a reconnect (new connection, new event seq: the agent restarted).
+    node.close()
+    node.connect(workers=[{"job_id": str(job), "attempt": 1, "rank": r, "pid": 1000 + r,
+                           "status": "RUNNING", "exit_code": None, "signal": None}
+                          for r in (0, 1)])
+    node.report(job, 0, 1, {"loss": 0.5, "acc": 0.1}, step=1)
+    assert len(metrics(srv, job)) == 2
+    assert int(sql(f"SELECT count(*) FROM metrics WHERE job_id = {job}")) == 2
+    assert int(sql(f"SELECT count(*) FROM reports WHERE job_id = {job}")) == 1
+
+
+@pytest.mark.parametrize("errcode", ["40001", "P0001"])  # retryable, and a hard failure
+def test_report_not_committed_is_not_acked_and_is_resent_after_reconnect(srv, node, sql,
+                                                                        errcode):
+    job = running_job(srv, node)
+    sql(f"CREATE FUNCTION ty_test_fail() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        f"RAISE EXCEPTION 'injected' USING ERRCODE = '{errcode}'; END $$; "
+        "CREATE TRIGGER ty_test_fail BEFORE INSERT ON reports "
+        "FOR EACH ROW EXECUTE FUNCTION ty_test_fail()")
+    failed = node.send_event(node.report_msg(job, 0, 1, {"loss": 1.0}))
+    # An event right behind it must not be acked either: acks are cumulative, so its ack would
+    # tell the agent to forget the report.
+    behind = node.send_event({"type": "worker_started", "job_id": str(job), "attempt": 1,
+                              "rank": 0, "pid": 1000})
+    got = node.ws.expect_closed()
+    assert not [m for m in got if m["type"] == "ack"], got
+    assert behind > failed
+    sql("DROP TRIGGER ty_test_fail ON reports")
+    node.connect(workers=[{"job_id": str(job), "attempt": 1, "rank": r, "pid": 1000 + r,
+                           "status": "RUNNING", "exit_code": None, "signal": None}
+                          for r in (0, 1)])
+    node.report(job, 0, 1, {"loss": 1.0})
+    assert [p["value"] for p in metrics(srv, job)] == [1.0]
+
+
+def test_report_with_no_numbers_is_recorded_as_a_report(srv, node, sql):
+    job = running_job(srv, node)
+    node.report(job, 0, 1, {}, step=5, checkpoint_dir="/var/lib/ty/staging/ck-1")
+    assert metrics(srv, job) == []
+    row = sql(f"SELECT seq, step, checkpoint_dir, node_id FROM reports WHERE job_id = {job}")
+    assert row == "1|5|/var/lib/ty/staging/ck-1|node-a"
+
+
+def test_non_numeric_metric_values_are_skipped(srv, node):
+    job = running_job(srv, node)
+    node.report(job, 0, 1, {"loss": 0.5, "note": "warming up", "flag": True, "none": None,
+                            "nested": {"a": 1}, "list": [1], "big": 12345678901234, "": 3},
+                step=3)
+    points = metrics(srv, job)
+    assert {p["name"]: p["value"] for p in points} == {"big": 12345678901234, "loss": 0.5}
+    assert srv.request("GET", f"/api/v1/jobs/{job}").json["result"]["metrics"] == \
+        {"loss": 0.5, "big": 12345678901234, "step": 3}
+
+
+@pytest.mark.parametrize("change", [
+    {"metrics": [1, 2]},
+    {"metrics": None},
+    {"time": "yesterday"},
+    {"time": None},
+    {"time": "2030-13-02T03:04:05Z"},
+    {"job_id": "not-a-job"},
+    {"rank": -1},
+    {"report_seq": 0},
+    {"step": -5},
+    {"step": 1.5},
+    {"checkpoint_dir": 42},
+])
+def test_malformed_report_is_acked_and_dropped(srv, node, change):
+    job = running_job(srv, node)
+    msg = node.report_msg(job, 0, 1, {"loss": 1.0})
+    msg.update(change)
+    node.wait_ack(node.send_event(msg))
+    assert metrics(srv, job) == []
+    # The connection goes on: the next report is stored.
+    node.report(job, 0, 2, {"loss": 2.0})
+    assert [p["value"] for p in metrics(srv, job)] == [2.0]
+
+
+def test_date_postgresql_refuses_is_acked_and_dropped(srv, node):
+    job = running_job(srv, node)
+    node.wait_ack(node.send_event(node.report_msg(job, 0, 1, {"loss": 1.0}) |
+                                  {"time": "2030-02-30T00:00:00Z"}))
+    assert metrics(srv, job) == []
+    node.report(job, 0, 2, {"loss": 2.0})
+    assert len(metrics(srv, job)) == 1
+
+
+def test_report_without_seq_is_not_acked(srv, node):
+    job = running_job(srv, node)
+    node.ws.send_json(node.report_msg(job, 0, 1, {"loss": 1.0}))
+    node.report(job, 0, 2, {"loss": 2.0})
+    assert [p["value"] for p in metrics(srv, job)] == [2.0]
+
+
+def test_report_for_a_worker_the_node_does_not_run_is_dropped(srv, node):
+    job = running_job(srv, node)
+    node.report(job, 7, 1, {"loss": 1.0})             # no rank 7
+    node.report(job, 0, 1, {"loss": 1.0}, attempt=2)  # no attempt 2
+    node.report(job + 100, 0, 1, {"loss": 1.0})       # no such job
+    other = FakeAgent(srv, node_id="node-b")
+    try:
+        other.report(job, 0, 1, {"loss": 1.0})         # rank 0 runs on node-a
+    finally:
+        other.close()
+    assert metrics(srv, job) == []
+    assert srv.request("GET", f"/api/v1/jobs/{job}").json["result"]["metrics"] is None
+
+
+def test_integer_job_id_is_accepted_too(srv, node):
+    job = running_job(srv, node)
+    node.report(job, 0, 1, {"loss": 1.0})
+    msg = node.report_msg(job, 0, 2, {"loss": 2.0})
+    msg["job_id"] = job
+    node.wait_ack(node.send_event(msg))
+    assert [p["value"] for p in metrics(srv, job)] == [1.0, 2.0]
+
+
+def test_unregistered_connection_cannot_report(srv, node):
+    job = running_job(srv, node)
+    with WebSocket(srv.ws_url + "/agent") as ws:
+        ws.send_json(node.report_msg(job, 0, 1, {"loss": 1.0}) | {"seq": 1})
+        got = ws.expect_closed()
+        assert [m["type"] for m in got] == ["error"]
+    assert metrics(srv, job) == []
+
+
+# --- query: filters, downsampling, errors --------------------------------------------------------
+
+def test_name_rank_and_attempt_filters(srv, node):
+    job = running_job(srv, node)
+    for k in (1, 2):
+        for rank in (0, 1):
+            node.report(job, rank, k, {"loss": k + rank / 10, "acc": k, "lr": 0.1}, step=k)
+    assert {p["name"] for p in metrics(srv, job, "?name=loss")} == {"loss"}
+    assert {p["name"] for p in metrics(srv, job, "?name=loss,lr")} == {"loss", "lr"}
+    assert metrics(srv, job, "?name=nope") == []
+    only1 = metrics(srv, job, "?rank=1&name=loss")
+    assert [(p["rank"], p["value"]) for p in only1] == [(1, 1.1), (1, 2.1)]
+    assert len(metrics(srv, job, "?attempt=1")) == 12
+    assert metrics(srv, job, "?attempt=2") == []
+    assert metrics(srv, job, "?rank=5") == []
+
+
+def test_each_series_is_downsampled_keeping_first_last_and_spikes(srv, node):
+    job = running_job(srv, node)
+    n = 60
+    for k in range(1, n + 1):
+        loss = 100.0 if k == 37 else 1.0 / k
+        node.report(job, 0, k, {"loss": loss, "acc": k / n}, step=k)
+        node.report(job, 1, k, {"loss": loss}, step=k)
+    full = metrics(srv, job)
+    assert len(full) == 3 * n  # default max_points 1000: everything
+    small = metrics(srv, job, "?max_points=10")
+    for name, rank in (("acc", 0), ("loss", 0), ("loss", 1)):
+        s = series(small, name, rank)
+        assert len(s) == 10, (name, rank, s)
+        steps = [p["step"] for p in s]
+        assert steps[0] == 1 and steps[-1] == n and steps == sorted(steps)
+        if name == "loss":
+            assert 37 in steps  # the spike survives
+    last = metrics(srv, job, "?max_points=1&name=loss&rank=0")
+    assert [(p["step"], p["value"]) for p in last] == [(n, 1.0 / n)]
+    two = metrics(srv, job, "?max_points=2&name=acc")
+    assert [p["step"] for p in two] == [1, n]
+
+
+@pytest.mark.parametrize("query,field", [
+    ("?max_points=0", "max_points"),
+    ("?max_points=10001", "max_points"),
+    ("?max_points=ten", "max_points"),
+    ("?rank=-1", "rank"),
+    ("?rank=x", "rank"),
+    ("?attempt=0", "attempt"),
+    ("?attempt=1.5", "attempt"),
+    ("?name=", "name"),
+    ("?name=loss,,acc", "name"),
+    ("?name=" + "x" * 300, "name"),
+])
+def test_bad_parameter_is_400_naming_it(srv, query, field):
+    job = srv.submit({"entrypoint": ["true"]})["id"]
+    r = srv.request("GET", f"/api/v1/jobs/{job}/metrics{query}")
+    assert r.status == 400, r
+    assert r.headers["Content-Type"] == "application/problem+json"
+    assert r.json["code"] == "invalid-parameter"
+    assert [e["field"] for e in r.json["errors"]] == [field]
+
+
+def test_metrics_of_unknown_job_is_404(srv):
+    r = srv.request("GET", "/api/v1/jobs/424242/metrics")
+    assert r.status == 404 and r.json["code"] == "job-not-found"
+    assert srv.request("GET", "/api/v1/jobs/abc/metrics").status == 404
+
+
+def test_job_without_reports_has_empty_metrics(srv):
+    job = srv.submit({"entrypoint": ["true"]})["id"]
+    assert metrics(srv, job) == []
+
+
+def test_viewer_may_read_metrics_anonymous_may_not(srv):
+    job = srv.submit({"entrypoint": ["true"]})["id"]
+    viewer = srv.create_token("watcher", "viewer")
+    assert srv.request("GET", f"/api/v1/jobs/{job}/metrics", token=viewer).status == 200
+    assert srv.request("GET", f"/api/v1/jobs/{job}/metrics", token=None).status == 401
+
+
+def test_metrics_are_deleted_with_their_job(srv, node, sql):
+    job = running_job(srv, node, num_workers=1)
+    node.report(job, 0, 1, {"loss": 1.0})
+    seq = node.send_event({"type": "worker_exited", "job_id": str(job), "attempt": 1, "rank": 0,
+                           "exit_code": 0, "signal": None, "error": None})
+    node.wait_ack(seq)
+    srv.wait_job(job, {"SUCCEEDED"})
+    assert srv.request("DELETE", f"/api/v1/jobs/{job}").status in (200, 204)
+    assert int(sql(f"SELECT count(*) FROM metrics WHERE job_id = {job}")) == 0
+    assert int(sql(f"SELECT count(*) FROM reports WHERE job_id = {job}")) == 0
+
+
+# --- end to end: a real agent, a Python worker calling trainyard.report() ------------------------
+
+WORKER = textwrap.dedent("""
+    import trainyard
+    ctx = trainyard.get_context()
+    rank = ctx.get_world_rank()
+    for step in range(1, 6):
+        trainyard.report({"loss": 1.0 / step + rank, "accuracy": step / 10, "step": step * 10})
+""")
+
+
+def test_python_worker_reports_reach_the_metrics_api(server, agent_factory):
+    srv = server
+    agent_factory(cpus=2)
+    work = harness.make_tmpdir("ty-metrics-")
+    with open(os.path.join(work, "train.py"), "w") as f:
+        f.write(WORKER)
+    job = srv.submit({"name": "report-e2e", "entrypoint": [PY, "train.py"], "working_dir": work,
+                      "scaling_config": {"num_workers": 2}})["id"]
+    done = srv.wait_job(job, {"SUCCEEDED", "FAILED"})
+    assert done["status"] == "SUCCEEDED", done
+    # Reports reach the server asynchronously (the agent's spool): wait for all 20 points.
+    deadline = time.time() + 30
+    points = []
+    while time.time() < deadline:
+        points = metrics(srv, job)
+        if len(points) == 20:
+            break
+        time.sleep(0.1)
+    assert len(points) == 20, points
+    for rank in (0, 1):
+        loss = series(points, "loss", rank)
+        assert [p["step"] for p in loss] == [10, 20, 30, 40, 50]
+        assert [p["value"] for p in loss] == [1.0 / s + rank for s in range(1, 6)]
+        assert all(p["attempt"] == 1 for p in loss)
+    assert [p["value"] for p in series(points, "accuracy", 1)] == [0.1, 0.2, 0.3, 0.4, 0.5]
+    down = metrics(srv, job, "?name=loss&rank=1&max_points=3")
+    assert [p["step"] for p in down][0::2] == [10, 50] and len(down) == 3
+    deadline = time.time() + 30
+    result = None
+    while time.time() < deadline:
+        result = srv.request("GET", f"/api/v1/jobs/{job}").json["result"]["metrics"]
+        if result and result.get("step") == 50:
+            break
+        time.sleep(0.1)
+    assert result == {"loss": 0.2, "accuracy": 0.5, "step": 50}
