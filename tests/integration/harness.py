@@ -145,13 +145,14 @@ def http(method, url, body=None, token=None, headers=None, timeout=30):
 class Server:
     """A trainyard-server process."""
 
-    def __init__(self, database_url=None, data_dir=None, auth="token", extra_args=(), env=None):
+    def __init__(self, database_url=None, data_dir=None, auth="token", extra_args=(), env=None,
+                 host="127.0.0.1"):
         self.data_dir = data_dir or os.path.join(make_tmpdir("ty-srv-"), "data")
         self.port = free_port()
         self.ws_port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.ws_url = f"ws://127.0.0.1:{self.ws_port}"
-        self.args = [SERVER_BIN, "--http-host", "127.0.0.1", "--http-port", str(self.port),
+        self.args = [SERVER_BIN, "--http-host", host, "--http-port", str(self.port),
                      "--ws-port", str(self.ws_port), "--data-dir", self.data_dir, "--auth", auth,
                      "--http-threads", "4", *extra_args]
         if database_url:
