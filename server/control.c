@@ -208,6 +208,8 @@ static void *control_thread(void *arg)
             break;
         if (kicked)
             ctl->dirty = true;
+        if (db_ensure(ctl->db) != 0)
+            continue; /* events stay queued until the database is back */
         struct hub_event ev;
         while (hub_next_event(ctl->hub, &ev))
             handle_event(ctl, &ev);

@@ -10,6 +10,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+int64_t ctl__job_id(json_t *msg)
+{
+    json_t *v = json_object_get(msg, "job_id");
+    if (json_is_integer(v))
+        return json_integer_value(v);
+    int64_t id = 0;
+    if (json_is_string(v) && ty_parse_int64(json_string_value(v), 1, INT64_MAX, &id) == 0)
+        return id;
+    return 0;
+}
+
 static void send_error_and_close(struct control *ctl, uint64_t conn, const char *message)
 {
     ctl__send(ctl, conn, json_pack("{s:s, s:s}", "type", "error", "message", message));
@@ -60,7 +71,7 @@ static void reconcile(struct control *ctl, const char *node_id, json_t *reported
         json_t *w;
         json_array_foreach(reported, k, w)
         {
-            if (json_integer_value(json_object_get(w, "job_id")) == job &&
+            if (ctl__job_id(w) == job &&
                 json_integer_value(json_object_get(w, "attempt")) == attempt &&
                 json_integer_value(json_object_get(w, "rank")) == rank)
                 known = true;
@@ -155,7 +166,7 @@ static void on_register(struct control *ctl, uint64_t conn, json_t *msg)
     json_array_foreach(workers, i, w)
     {
         if (strcmp(json_string_value(json_object_get(w, "status")) ?: "", "EXITED") == 0)
-            apply_exit(ctl, json_integer_value(json_object_get(w, "job_id")),
+            apply_exit(ctl, ctl__job_id(w),
                        (int)json_integer_value(json_object_get(w, "attempt")),
                        (int)json_integer_value(json_object_get(w, "rank")),
                        json_object_get(w, "exit_code"), json_object_get(w, "signal"),
@@ -183,7 +194,7 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
         send_error_and_close(ctl, conn, "send register first");
     } else {
         node->last_seen = ctl__now();
-        int64_t job = json_integer_value(json_object_get(msg, "job_id"));
+        int64_t job = ctl__job_id(msg);
         int attempt = (int)json_integer_value(json_object_get(msg, "attempt"));
         int rank = (int)json_integer_value(json_object_get(msg, "rank"));
         int rc = 0;
@@ -200,12 +211,19 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
                             json_string_value(json_object_get(msg, "error")));
             if (rc >= 0)
                 ack(ctl, conn, msg);
+        } else if (strcmp(type, "report") == 0) {
+            ctl__on_report(ctl, conn, msg);
         } else {
             TY_DEBUG("control", "node %s: ignoring message type '%s'", node->id, type);
         }
-        if (rc < 0)
-            TY_WARN("control", "node %s: could not record %s; the agent will resend it", node->id,
-                    type);
+        if (rc < 0) {
+            /* Acks are cumulative: a later ack would make the agent forget this event. Close the
+             * connection instead; the agent reconnects and resends everything unacked. */
+            TY_WARN("control", "node %s: could not record %s; reconnecting it so that it resends",
+                    node->id, type);
+            node->conn = 0;
+            hub_close(ctl->hub, conn);
+        }
     }
     json_decref(msg);
 }

@@ -61,8 +61,14 @@ struct ctl_node *ctl__node_by_id(struct control *ctl, const char *id);
 /* Sends a JSON message (reference stolen) to a connection. */
 void ctl__send(struct control *ctl, uint64_t conn, json_t *msg);
 
+/* The job id of an agent message: a decimal string (the protocol's form) or an integer.
+ * Returns 0 when missing or malformed. */
+int64_t ctl__job_id(json_t *msg);
+
 /* control_agent.c */
 void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text, size_t len);
+/* control_report.c: agent message `report`; commits it, then acks its seq. */
+void ctl__on_report(struct control *ctl, uint64_t conn, json_t *msg);
 
 /* control_specs.c: the parsed spec of a pending job, or NULL if not cached yet. */
 const struct jobspec *ctl__spec_get(struct ctl_specs *t, int64_t id);

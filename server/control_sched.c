@@ -314,6 +314,8 @@ void ctl__send_launches(struct control *ctl, int64_t job, int attempt, const cha
     if (store_launch_rows(ctl->db, job, attempt, node_id, &res) <= 0)
         return;
     json_t *spec = json_loads(PQgetvalue(res, 0, 0), 0, NULL);
+    char job_text[32];
+    snprintf(job_text, sizeof(job_text), "%lld", (long long)job);
     int rows = PQntuples(res);
     int i = 0;
     while (i < rows) {
@@ -327,8 +329,8 @@ void ctl__send_launches(struct control *ctl, int64_t job, int attempt, const cha
                                    (int)strtol(PQgetvalue(res, i, 8), NULL, 10), "gpus",
                                    json_loads(PQgetvalue(res, i, 9), 0, NULL)));
         json_t *msg = json_pack(
-            "{s:s, s:I, s:i, s:O, s:O, s:O, s:O, s:O, s:i, s:i, s:i, s:i, s:s, s:i, s:n, s:o}",
-            "type", "launch", "job_id", (json_int_t)job, "attempt", attempt, "backend",
+            "{s:s, s:s, s:i, s:O, s:O, s:O, s:O, s:O, s:i, s:i, s:i, s:i, s:s, s:i, s:n, s:o}",
+            "type", "launch", "job_id", job_text, "attempt", attempt, "backend",
             json_object_get(spec, "backend"), "entrypoint", json_object_get(spec, "entrypoint"),
             "working_dir", json_object_get(spec, "working_dir"), "env", json_object_get(spec, "env"),
             "config", json_object_get(spec, "train_loop_config"), "world_size",
@@ -358,12 +360,14 @@ void ctl__send_stops(struct control *ctl, int64_t job)
     PGresult *res = NULL;
     if (store_stop_targets(ctl->db, job, &res) <= 0)
         return;
+    char job_text[32];
+    snprintf(job_text, sizeof(job_text), "%lld", (long long)job);
     for (int i = 0; i < PQntuples(res); i++) {
         struct ctl_node *n = ctl__node_by_id(ctl, PQgetvalue(res, i, 0));
         if (n == NULL || n->conn == 0)
             continue;
         ctl__send(ctl, n->conn,
-                  json_pack("{s:s, s:I, s:i, s:I}", "type", "stop", "job_id", (json_int_t)job,
+                  json_pack("{s:s, s:s, s:i, s:I}", "type", "stop", "job_id", job_text,
                             "attempt", (int)strtol(PQgetvalue(res, i, 1), NULL, 10), "grace_s",
                             (json_int_t)ctl->srv->cfg.stop_grace_s));
     }

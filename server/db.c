@@ -138,6 +138,11 @@ void db_release(struct db *db, struct db_conn *c)
     pthread_mutex_unlock(&db->lock);
 }
 
+int db_ensure(struct db_conn *c)
+{
+    return conn_ensure(c->db, c);
+}
+
 PGconn *db_pg(struct db_conn *c)
 {
     return c->pg;
@@ -204,7 +209,9 @@ static int finish_result(struct db_conn *c, PGresult *res, PGresult **out, const
         const char *n = PQcmdTuples(res);
         rows = n && *n ? (int)strtol(n, NULL, 10) : 0;
     }
-    if (out)
+    /* A result is handed over only when it has rows, so `if (qs <= 0) return qs;` leaks
+     * nothing. */
+    if (out && rows > 0 && st == PGRES_TUPLES_OK)
         *out = res;
     else
         PQclear(res);

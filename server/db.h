@@ -40,11 +40,14 @@ void db_destroy(struct db *db);
  * Returns NULL when the database cannot be reached. Give it back with db_release(). */
 struct db_conn *db_acquire(struct db *db);
 void db_release(struct db *db, struct db_conn *c);
+/* For a connection held for long (the control thread's): reconnects it if the server closed it.
+ * Returns 0, or -1 when the database cannot be reached. */
+int db_ensure(struct db_conn *c);
 PGconn *db_pg(struct db_conn *c);
 
 /* Runs `stmt` with text `params` (NULL entries are SQL NULL). On success returns the row count
  * (for commands: rows affected) and, when `res` is non-NULL, stores the result there (caller
- * PQclear()s it). On error returns DB_SOFT_ERROR or DB_HARD_ERROR and stores nothing. */
+ * PQclear()s it; only when there is at least one row). On error returns DB_SOFT_ERROR or DB_HARD_ERROR and stores nothing. */
 int db_exec(struct db_conn *c, const struct db_stmt *stmt, const char *const *params,
             PGresult **res);
 /* Runs a parameterless command (BEGIN, COMMIT, migration files). Same return convention. */

@@ -14,6 +14,7 @@ enum MHD_Result h_jobs_stop(struct srv_request *req);
 enum MHD_Result h_jobs_delete(struct srv_request *req);
 enum MHD_Result h_jobs_workers(struct srv_request *req);
 enum MHD_Result h_jobs_events(struct srv_request *req);
+enum MHD_Result h_jobs_metrics(struct srv_request *req);
 enum MHD_Result h_nodes_list(struct srv_request *req);
 enum MHD_Result h_nodes_get(struct srv_request *req);
 enum MHD_Result h_nodes_drain(struct srv_request *req);

@@ -14,6 +14,7 @@ const struct srv_route srv_routes[] = {
     {"POST", "/api/v1/jobs/{id}/stop", h_jobs_stop, SRV_ROLE_USER},
     {"GET", "/api/v1/jobs/{id}/workers", h_jobs_workers, SRV_ROLE_VIEWER},
     {"GET", "/api/v1/jobs/{id}/events", h_jobs_events, SRV_ROLE_VIEWER},
+    {"GET", "/api/v1/jobs/{id}/metrics", h_jobs_metrics, SRV_ROLE_VIEWER},
     {"GET", "/api/v1/nodes", h_nodes_list, SRV_ROLE_VIEWER},
     {"GET", "/api/v1/nodes/{id}", h_nodes_get, SRV_ROLE_VIEWER},
     {"POST", "/api/v1/nodes/{id}/drain", h_nodes_drain, SRV_ROLE_ADMIN},

@@ -98,4 +98,38 @@ int store_stop_targets(struct db_conn *c, int64_t job, PGresult **res);
 int store_job_workers(struct db_conn *c, int64_t job, char **json_out);
 int store_job_events(struct db_conn *c, int64_t job, char **json_out);
 
+/* ---- metrics: reports and series (store_metrics.c) ---- */
+/* A validated report (agent message `report`); strings borrowed. metrics_json: an object of
+ * numbers only; step NULL when absent; checkpoint_dir NULL when none; time RFC 3339. */
+struct store_report {
+    int64_t job, seq;
+    int attempt, rank;
+    const int64_t *step;
+    const char *checkpoint_dir, *node_id, *time, *metrics_json;
+};
+struct store_report_outcome {
+    bool known_worker;   /* false: no such worker on that node; nothing was stored */
+    bool duplicate;      /* stored before (a resend): nothing changed */
+    int metrics_stored;  /* metrics rows inserted */
+    bool result_updated; /* jobs.last_metrics now holds this report */
+    bool round_complete; /* this report completed round `seq` (every rank has reported it) */
+    bool refused;        /* DB_HARD_ERROR caused by the data (SQLSTATE class 22/23) */
+    char sqlstate[6];
+};
+/* Commits the report row, its numbers and (rank 0, newer) the job's result in one transaction.
+ * Resends are no-ops. Returns a db_qs; *outcome is filled on success and on refusal. */
+int store_report_insert(struct db_conn *c, const struct store_report *report,
+                        struct store_report_outcome *outcome);
+struct store_metrics_query {
+    const char *names; /* comma separated, or NULL for every name */
+    int64_t rank;      /* < 0: every rank */
+    int64_t attempt;   /* 0: every attempt */
+    size_t max_points; /* per (name, rank) series, >= 1 */
+};
+/* *json_out = JSON array of {name, rank, attempt, step, value, time}, ordered by name, rank,
+ * time, each (name, rank) series downsampled (downsample.h). Returns 0 when the job does not
+ * exist, 1 with the array, or an error. */
+int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metrics_query *q,
+                         char **json_out);
+
 #endif

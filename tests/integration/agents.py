@@ -8,6 +8,11 @@ import time
 
 import harness
 
+# TY_AGENT_BIN runs another build of the agent (e.g. the ASan one) against the harness server;
+# TY_AGENT_WRAPPER prefixes its command line (e.g. "valgrind --error-exitcode=99").
+AGENT_BIN = os.environ.get("TY_AGENT_BIN") or harness.AGENT_BIN
+AGENT_WRAPPER = os.environ.get("TY_AGENT_WRAPPER", "").split()
+
 
 def cluster_token(server):
     path = os.path.join(server.data_dir, "cluster.token")
@@ -36,7 +41,7 @@ class Agent:
         self.server = server or self.server
         if token == "cluster":
             token = cluster_token(self.server)
-        cmd = [harness.AGENT_BIN, "--server", self.server.ws_url, "--data-dir", self.data_dir,
+        cmd = [*AGENT_WRAPPER, AGENT_BIN, "--server", self.server.ws_url, "--data-dir", self.data_dir,
                *self.args]
         if token:
             cmd += ["--token", token]
@@ -47,6 +52,8 @@ class Agent:
 
     @property
     def node_id(self):
+        if "--node-id" in self.args:
+            return self.args[self.args.index("--node-id") + 1]
         deadline = time.time() + 10
         path = os.path.join(self.data_dir, "node-id")
         while time.time() < deadline:

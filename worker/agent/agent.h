@@ -228,9 +228,9 @@ struct agent_worker {
     int64_t attempt, rank;
     pid_t pid; /* also the process group id */
     enum agent_worker_status status;
-    int exit_code; /* -1: null */
-    int signal;    /* -1: null */
-    char *error;   /* launch failure, or NULL */
+    int exit_code;      /* -1: null */
+    int signal;         /* -1: null */
+    char *error;        /* launch failure, or NULL */
     int64_t kill_at_ms; /* SIGKILL the group at this monotonic time; 0: not stopping */
     int64_t exit_seq;   /* seq of its worker_exited event; 0 until it exited */
 };
@@ -303,8 +303,8 @@ int64_t agent_wall_ms(void);
 struct agent_event *agent__event_push(struct agent *a, enum agent_event_kind kind, char *text,
                                       int64_t seq, char *spool_path);
 int64_t agent__next_seq(struct agent *a);
-/* Drops every event with seq <= `seq` (the ack is cumulative), deleting spool files and
- * forgetting exited workers whose exit was acked. */
+/* Drops the event `seq` (the server acks each event it committed): deletes its spool file, or
+ * forgets the exited worker whose exit it reported. An unknown seq is ignored. */
 void agent__events_ack(struct agent *a, int64_t seq);
 /* Marks every event unsent (a new connection). */
 void agent__events_reset_sent(struct agent *a);

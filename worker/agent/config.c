@@ -57,10 +57,9 @@ static const struct opt options[] = {
      "seconds between SIGTERM and SIGKILL when stopping workers at agent shutdown"},
     {"python-path", "TRAINYARD_AGENT_PYTHON_PATH", S(python_path), AGENT_DEFAULT_PYTHON_PATH, 0, 0,
      "directory holding trainyard.py, put first on every worker's PYTHONPATH"},
-    {"heartbeat-interval", "TRAINYARD_AGENT_HEARTBEAT_INTERVAL", I(heartbeat_interval_s), "0",
-     0, 3600, "seconds between heartbeats (0: the interval the server asks for)"},
-    {"log-level", "TRAINYARD_LOG_LEVEL", S(log_level), "info", 0, 0,
-     "error, warn, info or debug"},
+    {"heartbeat-interval", "TRAINYARD_AGENT_HEARTBEAT_INTERVAL", I(heartbeat_interval_s), "0", 0,
+     3600, "seconds between heartbeats (0: the interval the server asks for)"},
+    {"log-level", "TRAINYARD_LOG_LEVEL", S(log_level), "info", 0, 0, "error, warn, info or debug"},
     {"debug", "TRAINYARD_DEBUG", S(debug), "", 0, 0,
      "comma separated subsystems to debug-log (ws,proc,report,all)"},
 };
@@ -111,15 +110,14 @@ static int derive(struct agent_config *cfg)
         fprintf(stderr, "trainyard-agent: --server: %s\n", err);
         return -1;
     }
-    if (agent_parse_port_range(cfg->port_range, &cfg->port_lo, &cfg->port_hi, err,
-                               sizeof(err)) != 0) {
+    if (agent_parse_port_range(cfg->port_range, &cfg->port_lo, &cfg->port_hi, err, sizeof(err)) !=
+        0) {
         fprintf(stderr, "trainyard-agent: --port-range: %s\n", err);
         return -1;
     }
     if (cfg->gpus) {
         cfg->gpus_declared = true;
-        if (agent_parse_gpu_list(cfg->gpus, &cfg->gpu_list, &cfg->n_gpus, err, sizeof(err)) !=
-            0) {
+        if (agent_parse_gpu_list(cfg->gpus, &cfg->gpu_list, &cfg->n_gpus, err, sizeof(err)) != 0) {
             fprintf(stderr, "trainyard-agent: --gpus: %s\n", err);
             return -1;
         }

@@ -61,35 +61,41 @@ static void event_free(struct agent_event *e)
     free(e);
 }
 
-/* Forgets exited workers whose worker_exited event has seq <= `seq`. */
-static void forget_acked_workers(struct agent *a, int64_t seq)
+/* Forgets the exited worker whose worker_exited event had `seq`. */
+static void forget_acked_worker(struct agent *a, int64_t seq)
 {
-    struct agent_worker **pp = &a->workers;
-    while (*pp) {
+    for (struct agent_worker **pp = &a->workers; *pp; pp = &(*pp)->next) {
         struct agent_worker *w = *pp;
-        if (w->status == AGENT_WORKER_EXITED && w->exit_seq > 0 && w->exit_seq <= seq) {
+        if (w->status == AGENT_WORKER_EXITED && w->exit_seq == seq) {
             *pp = w->next;
             free(w->job_id);
             free(w->error);
             free(w);
-        } else {
-            pp = &w->next;
+            return;
         }
     }
 }
 
 void agent__events_ack(struct agent *a, int64_t seq)
 {
-    while (a->events && a->events->seq <= seq) {
-        struct agent_event *e = a->events;
-        a->events = e->next;
+    struct agent_event *prev = NULL;
+    for (struct agent_event *e = a->events; e; prev = e, e = e->next) {
+        if (e->seq != seq)
+            continue;
+        if (prev)
+            prev->next = e->next;
+        else
+            a->events = e->next;
+        if (a->events_tail == e)
+            a->events_tail = prev;
         if (e->spool_path && unlink(e->spool_path) != 0)
             TY_WARN("report", "cannot delete spooled report %s", e->spool_path);
+        if (e->kind == AGENT_EV_EXITED)
+            forget_acked_worker(a, seq);
         event_free(e);
+        return;
     }
-    if (!a->events)
-        a->events_tail = NULL;
-    forget_acked_workers(a, seq);
+    TY_DEBUG("ws", "ack of unknown or already acked event %lld", (long long)seq);
 }
 
 void agent__events_reset_sent(struct agent *a)
@@ -120,11 +126,10 @@ json_t *agent__workers_state(const struct agent *a)
 {
     json_t *arr = json_array();
     for (const struct agent_worker *w = a->workers; arr && w; w = w->next) {
-        json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:s, s:o, s:o}", "job_id", w->job_id,
-                              "attempt", (json_int_t)w->attempt, "rank", (json_int_t)w->rank,
-                              "pid", (json_int_t)w->pid, "status",
-                              w->status == AGENT_WORKER_RUNNING ? "RUNNING" : "EXITED",
-                              "exit_code",
+        json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:s, s:o, s:o}", "job_id", w->job_id, "attempt",
+                              (json_int_t)w->attempt, "rank", (json_int_t)w->rank, "pid",
+                              (json_int_t)w->pid, "status",
+                              w->status == AGENT_WORKER_RUNNING ? "RUNNING" : "EXITED", "exit_code",
                               w->exit_code >= 0 ? json_integer(w->exit_code) : json_null(),
                               "signal", w->signal >= 0 ? json_integer(w->signal) : json_null());
         if (o)

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #define AGENT_POLL_US (50 * LWS_US_PER_MS)
@@ -45,6 +46,13 @@ static void poll_tick(lws_sorted_usec_list_t *sul)
         agent__stop(a, NULL, -1, a->cfg->stop_grace_s);
     }
     if (a->shutting_down && agent__workers_running(a) == 0) {
+        /* Give the server up to a second to take the last worker_exited events. */
+        if (a->shutdown_deadline_ms == 0)
+            a->shutdown_deadline_ms = agent_now_ms() + 1000;
+        if (a->registered && a->events && agent_now_ms() < a->shutdown_deadline_ms) {
+            lws_sul_schedule(a->ctx, 0, &pt->sul, poll_tick, AGENT_POLL_US);
+            return;
+        }
         a->done = true;
         lws_cancel_service(a->ctx);
         return;
@@ -141,6 +149,15 @@ static void agent_free(struct agent *a)
 
 int main(int argc, char **argv)
 {
+    /* First of all, so that a SIGTERM at any point of start-up still means a clean exit. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
     struct agent_config cfg;
     int rc = agent_config_load(&cfg, argc, argv);
     if (rc == 1)
@@ -155,13 +172,9 @@ int main(int argc, char **argv)
     int status = 1;
     struct poll_timer pt = {.a = &a};
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    /* Orphans of workers (their daemonized children) become ours, so the poll timer reaps them
+     * instead of leaving zombies behind. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     srand48((long)agent_wall_ms() ^ (long)getpid());
 
     if (agent_setup(&a) != 0)

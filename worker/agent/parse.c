@@ -84,7 +84,8 @@ int agent_parse_port_range(const char *s, int *lo, int *hi, char *err, size_t er
     a[na] = '\0';
     memcpy(b, dash + 1, nb + 1);
     int64_t l, h;
-    if (ty_parse_int64(a, 1, 65535, &l) != 0 || ty_parse_int64(b, 1, 65535, &h) != 0)
+    if (!isdigit((unsigned char)a[0]) || !isdigit((unsigned char)b[0]) ||
+        ty_parse_int64(a, 1, 65535, &l) != 0 || ty_parse_int64(b, 1, 65535, &h) != 0)
         return ERR("'%s': ports must be integers in 1-65535", s);
     if (l > h)
         return ERR("'%s': the low port is above the high port", s);
@@ -173,8 +174,10 @@ int agent_parse_labels(const char *s, json_t **out, char *err, size_t errlen)
         json_object_foreach(o, k, v)
         {
             if (!*k || !json_is_string(v)) {
+                snprintf(err, errlen, "label '%s' must have a non-empty name and a string value",
+                         k);
                 json_decref(o);
-                return ERR("label '%s' must have a non-empty name and a string value", k);
+                return -1;
             }
         }
         *out = o;
@@ -228,10 +231,11 @@ int agent_parse_resources(const char *s, json_t **out, char *err, size_t errlen)
     json_t *v;
     json_object_foreach(o, k, v)
     {
-        if (!*k || strcmp(k, "CPU") == 0 || strcmp(k, "GPU") == 0 ||
-            strcmp(k, "memory_mb") == 0) {
-            snprintf(err, errlen, "'%s' is not a custom resource name (use --cpus, --gpus, "
-                                  "--memory-mb)", k);
+        if (!*k || strcmp(k, "CPU") == 0 || strcmp(k, "GPU") == 0 || strcmp(k, "memory_mb") == 0) {
+            snprintf(err, errlen,
+                     "'%s' is not a custom resource name (use --cpus, --gpus, "
+                     "--memory-mb)",
+                     k);
             json_decref(o);
             return -1;
         }

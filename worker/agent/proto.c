@@ -35,8 +35,7 @@ static json_t *str_or_null(const char *s)
     return s ? json_string(s) : json_null();
 }
 
-char *agent_msg_register(const struct agent_node_info *n, const char *token,
-                         const json_t *workers)
+char *agent_msg_register(const struct agent_node_info *n, const char *token, const json_t *workers)
 {
     json_t *gpus = json_array();
     for (size_t i = 0; gpus && i < n->n_gpus; i++)
@@ -67,20 +66,18 @@ char *agent_msg_heartbeat(void)
 char *agent_msg_worker_started(int64_t seq, const char *job_id, int64_t attempt, int64_t rank,
                                long pid)
 {
-    return dump_steal(json_pack("{s:s, s:I, s:s, s:I, s:I, s:I}", "type", "worker_started",
-                                "seq", (json_int_t)seq, "job_id", job_id, "attempt",
-                                (json_int_t)attempt, "rank", (json_int_t)rank, "pid",
-                                (json_int_t)pid));
+    return dump_steal(json_pack("{s:s, s:I, s:s, s:I, s:I, s:I}", "type", "worker_started", "seq",
+                                (json_int_t)seq, "job_id", job_id, "attempt", (json_int_t)attempt,
+                                "rank", (json_int_t)rank, "pid", (json_int_t)pid));
 }
 
 char *agent_msg_worker_exited(int64_t seq, const char *job_id, int64_t attempt, int64_t rank,
                               int exit_code, int signal, const char *error)
 {
-    return dump_steal(json_pack("{s:s, s:I, s:s, s:I, s:I, s:o, s:o, s:o}", "type",
-                                "worker_exited", "seq", (json_int_t)seq, "job_id", job_id,
-                                "attempt", (json_int_t)attempt, "rank", (json_int_t)rank,
-                                "exit_code", int_or_null(exit_code), "signal",
-                                int_or_null(signal), "error", str_or_null(error)));
+    return dump_steal(json_pack(
+        "{s:s, s:I, s:s, s:I, s:I, s:o, s:o, s:o}", "type", "worker_exited", "seq", (json_int_t)seq,
+        "job_id", job_id, "attempt", (json_int_t)attempt, "rank", (json_int_t)rank, "exit_code",
+        int_or_null(exit_code), "signal", int_or_null(signal), "error", str_or_null(error)));
 }
 
 json_t *agent_report_body(const char *job_id, int64_t attempt, int64_t rank, int64_t report_seq,

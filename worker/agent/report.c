@@ -1,13 +1,349 @@
-/* PHASE 2 placeholder */
+/* The report socket <data>/report.sock (docs/report-protocol.md): workers connect, say hello,
+ * and send reports; each report is spooled durably, queued for the server as a `report` event,
+ * and only then acked to the worker. Framing and validation come from the SDK's `tywire`.
+ *
+ * The listening socket and every connection are adopted into the lws loop as raw file
+ * descriptors, so all I/O stays non-blocking on the agent's single thread. */
 #include "agent.h"
+
+#include "log.h"
+#include "util.h"
+#include "wire.h"
 
 #include <libwebsockets.h>
 
-int agent__report_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
-                           void *in, size_t len)
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define REPORT_PROTOCOL "trainyard-report"
+
+struct agent_report_conn {
+    struct agent_report_conn *next;
+    struct agent *a;
+    struct lws *wsi;
+    int fd;
+    ty_wire_decoder dec;
+    bool hello;
+    char *job_id;
+    int64_t attempt, rank;
+    unsigned char *out;
+    size_t out_len, out_off;
+    bool close_after_write;
+};
+
+/* The listener's wsi carries this as its opaque data; connections carry their conn. */
+static char listener_tag;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Output                                                                                       */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Queues one frame (takes the reference of msg). */
+static void conn_send(struct agent_report_conn *c, json_t *msg)
 {
-    (void)wsi; (void)reason; (void)user; (void)in; (void)len;
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = msg ? ty_wire_encode(msg, &buf, &len) : TY_ENOMEM;
+    json_decref(msg);
+    if (rc != 0) {
+        TY_ERROR("report", "cannot encode a reply: %s", ty_strerror(rc));
+        c->close_after_write = true;
+        lws_callback_on_writable(c->wsi);
+        return;
+    }
+    if (c->out_off > 0 && c->out_off == c->out_len) {
+        c->out_len = c->out_off = 0;
+    }
+    unsigned char *n = realloc(c->out, c->out_len + len);
+    if (!n) {
+        free(buf);
+        c->close_after_write = true;
+    } else {
+        c->out = n;
+        memcpy(c->out + c->out_len, buf, len);
+        c->out_len += len;
+        free(buf);
+    }
+    lws_callback_on_writable(c->wsi);
+}
+
+/* Writes what is pending. 0, or -1 to close. */
+static int conn_flush(struct agent_report_conn *c)
+{
+    while (c->out_off < c->out_len) {
+        ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                lws_callback_on_writable(c->wsi);
+                return 0;
+            }
+            TY_DEBUG("report", "write to a worker failed: %s", strerror(errno));
+            return -1;
+        }
+        c->out_off += (size_t)n;
+    }
+    c->out_len = c->out_off = 0;
+    return c->close_after_write ? -1 : 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Messages                                                                                     */
+/* ------------------------------------------------------------------------------------------ */
+
+static void on_hello(struct agent_report_conn *c, const json_t *m)
+{
+    struct ty_wire_hello h;
+    char err[256];
+    if (c->hello) {
+        conn_send(c, ty_wire_error_new(0, "hello sent twice"));
+        return;
+    }
+    if (ty_wire_parse_hello(m, &h, err, sizeof(err)) != 0) {
+        TY_BAD_PEER("report", "bad hello: %s", err);
+        conn_send(c, ty_wire_error_new(0, err));
+        c->close_after_write = true;
+        return;
+    }
+    struct agent_worker *w = agent__worker_find(c->a, h.job_id, h.attempt, h.rank);
+    if (!w || w->status != AGENT_WORKER_RUNNING) {
+        char msg[512];
+        snprintf(msg, sizeof(msg), "job %s attempt %d rank %d is not a worker of this agent",
+                 h.job_id, h.attempt, h.rank);
+        TY_BAD_PEER("report", "%s", msg);
+        conn_send(c, ty_wire_error_new(0, msg));
+        c->close_after_write = true;
+        return;
+    }
+    c->job_id = strdup(h.job_id);
+    if (!c->job_id) {
+        c->close_after_write = true;
+        lws_callback_on_writable(c->wsi);
+        return;
+    }
+    c->hello = true;
+    c->attempt = h.attempt;
+    c->rank = h.rank;
+    TY_DEBUG("report", "worker %s/%d/%d (pid %ld) connected", h.job_id, h.attempt, h.rank, h.pid);
+}
+
+static void on_report(struct agent_report_conn *c, const json_t *m)
+{
+    struct ty_wire_report r;
+    char err[256];
+    json_t *seqv = json_object_get(m, "seq");
+    int64_t seq =
+        json_is_integer(seqv) && json_integer_value(seqv) > 0 ? json_integer_value(seqv) : 0;
+    if (!c->hello) {
+        conn_send(c, ty_wire_error_new(seq, "hello first"));
+        c->close_after_write = true;
+        return;
+    }
+    if (ty_wire_parse_report(m, &r, err, sizeof(err)) != 0) {
+        TY_BAD_PEER("report", "report refused: %s", err);
+        conn_send(c, ty_wire_error_new(seq, err));
+        return;
+    }
+    char when[40];
+    agent_format_time(agent_wall_ms(), when, sizeof(when));
+    json_t *body = agent_report_body(c->job_id, c->attempt, c->rank, r.seq, r.metrics,
+                                     r.has_step ? r.step : -1, when, r.checkpoint_dir);
+    bool dup = false;
+    char *path = body ? agent__spool_write(c->a, body, &dup) : NULL;
+    if (!path) {
+        json_decref(body);
+        conn_send(c, ty_wire_error_new(r.seq, "the agent could not store the report"));
+        return;
+    }
+    if (dup) {
+        TY_DEBUG("report", "duplicate report %s/%lld/%lld seq %lld acked again", c->job_id,
+                 (long long)c->attempt, (long long)c->rank, (long long)r.seq);
+        free(path);
+    } else {
+        int64_t ev = agent__next_seq(c->a);
+        agent__event_push(c->a, AGENT_EV_REPORT, agent_msg_report(ev, body), ev, path);
+    }
+    json_decref(body);
+    conn_send(c, ty_wire_ack_new(r.seq));
+}
+
+/* Reads what is there and handles every complete frame. 0, or -1 to close. */
+static int conn_read(struct agent_report_conn *c)
+{
+    char buf[65536];
+    for (;;) {
+        ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
+        if (n == 0)
+            return -1; /* the worker closed */
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                break;
+            return -1;
+        }
+        if (ty_wire_decoder_feed(&c->dec, buf, (size_t)n) < 0)
+            return -1;
+        if ((size_t)n < sizeof(buf))
+            break;
+    }
+    json_t *m;
+    char err[256];
+    int rc;
+    while (!c->close_after_write &&
+           (rc = ty_wire_decoder_next(&c->dec, &m, err, sizeof(err))) == 1) {
+        switch (ty_wire_type_of(m)) {
+        case TY_WIRE_HELLO:
+            on_hello(c, m);
+            break;
+        case TY_WIRE_REPORT:
+            on_report(c, m);
+            break;
+        default:
+            conn_send(c, ty_wire_error_new(0, "unknown message type"));
+            break;
+        }
+        json_decref(m);
+    }
+    if (!c->close_after_write && rc < 0) {
+        TY_BAD_PEER("report", "protocol error on the report socket: %s", err);
+        return -1;
+    }
     return 0;
 }
-int agent__report_listen(struct agent *a) { (void)a; return 0; }
-void agent__report_close_all(struct agent *a) { (void)a; }
+
+/* ------------------------------------------------------------------------------------------ */
+/* Connections                                                                                  */
+/* ------------------------------------------------------------------------------------------ */
+
+static void conn_free(struct agent_report_conn *c)
+{
+    struct agent_report_conn **pp = &c->a->report_conns;
+    while (*pp && *pp != c)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = c->next;
+    ty_wire_decoder_free(&c->dec);
+    free(c->job_id);
+    free(c->out);
+    free(c);
+}
+
+static void accept_all(struct agent *a, struct lws *lwsi)
+{
+    for (;;) {
+        int fd = accept4(a->report_listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                TY_WARN("report", "accept: %s", strerror(errno));
+            return;
+        }
+        struct agent_report_conn *c = calloc(1, sizeof(*c));
+        if (!c) {
+            close(fd);
+            continue;
+        }
+        c->a = a;
+        c->fd = fd;
+        ty_wire_decoder_init(&c->dec);
+        lws_adopt_desc_t ad;
+        memset(&ad, 0, sizeof(ad));
+        ad.vh = lws_get_vhost(lwsi);
+        ad.type = LWS_ADOPT_RAW_FILE_DESC;
+        ad.fd.filefd = fd;
+        ad.vh_prot_name = REPORT_PROTOCOL;
+        ad.opaque = c;
+        c->next = a->report_conns;
+        a->report_conns = c;
+        c->wsi = lws_adopt_descriptor_vhost_via_info(&ad);
+        if (!c->wsi) { /* lws closed fd */
+            TY_WARN("report", "cannot adopt a report connection");
+            conn_free(c);
+        }
+    }
+}
+
+int agent__report_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                           size_t len)
+{
+    (void)user;
+    (void)in;
+    (void)len;
+    void *op = lws_get_opaque_user_data(wsi);
+    struct agent *a = lws_context_user(lws_get_context(wsi));
+    struct agent_report_conn *c = op == &listener_tag ? NULL : op;
+    switch (reason) {
+    case LWS_CALLBACK_RAW_RX_FILE:
+        if (op == &listener_tag) {
+            accept_all(a, wsi);
+            return 0;
+        }
+        return c ? conn_read(c) : -1;
+    case LWS_CALLBACK_RAW_WRITEABLE_FILE:
+        return c ? conn_flush(c) : 0;
+    case LWS_CALLBACK_RAW_CLOSE_FILE:
+        if (op == &listener_tag) {
+            a->report_listen_fd = -1;
+        } else if (c) {
+            lws_set_opaque_user_data(wsi, NULL);
+            conn_free(c);
+        }
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+int agent__report_listen(struct agent *a)
+{
+    struct sockaddr_un sun;
+    memset(&sun, 0, sizeof(sun));
+    sun.sun_family = AF_UNIX;
+    if (strlen(a->report_socket) >= sizeof(sun.sun_path)) {
+        TY_ERROR("report", "%s is too long for a unix socket path (use a shorter --data-dir)",
+                 a->report_socket);
+        return -1;
+    }
+    memcpy(sun.sun_path, a->report_socket, strlen(a->report_socket) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        TY_ERROR("report", "socket: %s", strerror(errno));
+        return -1;
+    }
+    unlink(a->report_socket); /* left over by an earlier agent */
+    if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0 || listen(fd, 128) != 0) {
+        TY_ERROR("report", "cannot listen on %s: %s", a->report_socket, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    a->report_listen_fd = fd;
+    lws_adopt_desc_t ad;
+    memset(&ad, 0, sizeof(ad));
+    ad.vh = lws_get_vhost_by_name(a->ctx, "default");
+    ad.type = LWS_ADOPT_RAW_FILE_DESC;
+    ad.fd.filefd = fd;
+    ad.vh_prot_name = REPORT_PROTOCOL;
+    ad.opaque = &listener_tag;
+    if (!ad.vh || !lws_adopt_descriptor_vhost_via_info(&ad)) {
+        TY_ERROR("report", "cannot add the report socket to the event loop");
+        a->report_listen_fd = -1;
+        unlink(a->report_socket);
+        return -1;
+    }
+    TY_INFO("report", "report socket %s", a->report_socket);
+    return 0;
+}
+
+void agent__report_close_all(struct agent *a)
+{
+    if (a->report_socket)
+        unlink(a->report_socket);
+}

@@ -1,3 +1,189 @@
-/* PHASE 2 placeholder */
+/* The durable report spool, <data>/spool/<job>.<attempt>.<rank>.<report_seq>.json: a report is
+ * written here (write + fdatasync + rename + directory fsync) before the worker gets its ack,
+ * deleted when the server acks the event that carried it, and resent after an agent restart. */
 #include "agent.h"
-void agent__spool_reload(struct agent *a) { (void)a; }
+
+#include "log.h"
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Writes all of buf. 0 or -1 with errno. */
+static int write_all(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, buf, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        buf += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int fsync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+char *agent__spool_write(struct agent *a, const json_t *body, bool *dup)
+{
+    *dup = false;
+    const char *job = json_string_value(json_object_get(body, "job_id"));
+    long long attempt = json_integer_value(json_object_get(body, "attempt"));
+    long long rank = json_integer_value(json_object_get(body, "rank"));
+    long long rseq = json_integer_value(json_object_get(body, "report_seq"));
+    if (!job || agent_job_id_valid(job) != 0)
+        return NULL;
+    size_t plen = strlen(a->spool_dir) + strlen(job) + 96;
+    char *path = malloc(plen), *tmp = malloc(plen + 8);
+    char *text = json_dumps(body, JSON_COMPACT);
+    if (!path || !tmp || !text)
+        goto fail;
+    snprintf(path, plen, "%s/%s.%lld.%lld.%lld.json", a->spool_dir, job, attempt, rank, rseq);
+    snprintf(tmp, plen + 8, "%s.tmp", path);
+    if (access(path, F_OK) == 0) {
+        *dup = true;
+        free(tmp);
+        free(text);
+        return path;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        TY_ERROR("report", "cannot create %s: %s", tmp, strerror(errno));
+        goto fail;
+    }
+    size_t len = strlen(text);
+    text[len] = '\n'; /* one line per file; the terminator is rewritten below */
+    int rc = write_all(fd, text, len + 1);
+    text[len] = '\0';
+    if (rc != 0 || fdatasync(fd) != 0) {
+        TY_ERROR("report", "cannot write %s: %s", tmp, strerror(errno));
+        close(fd);
+        unlink(tmp);
+        goto fail;
+    }
+    if (close(fd) != 0 || rename(tmp, path) != 0 || fsync_dir(a->spool_dir) != 0) {
+        TY_ERROR("report", "cannot commit %s: %s", path, strerror(errno));
+        unlink(tmp);
+        goto fail;
+    }
+    free(tmp);
+    free(text);
+    return path;
+fail:
+    free(path);
+    free(tmp);
+    free(text);
+    return NULL;
+}
+
+struct spooled {
+    json_t *body;
+    char *path;
+};
+
+static int cmp_spooled(const void *x, const void *y)
+{
+    const json_t *a = ((const struct spooled *)x)->body, *b = ((const struct spooled *)y)->body;
+    int c = strcmp(json_string_value(json_object_get(a, "job_id")),
+                   json_string_value(json_object_get(b, "job_id")));
+    if (c)
+        return c;
+    static const char *const keys[] = {"attempt", "rank", "report_seq"};
+    for (size_t i = 0; i < 3; i++) {
+        json_int_t u = json_integer_value(json_object_get(a, keys[i]));
+        json_int_t v = json_integer_value(json_object_get(b, keys[i]));
+        if (u != v)
+            return u < v ? -1 : 1;
+    }
+    return 0;
+}
+
+/* A spooled body has what the report message needs. */
+static bool body_valid(const json_t *b)
+{
+    return json_is_object(b) && json_is_string(json_object_get(b, "job_id")) &&
+           json_is_integer(json_object_get(b, "attempt")) &&
+           json_is_integer(json_object_get(b, "rank")) &&
+           json_is_integer(json_object_get(b, "report_seq")) &&
+           json_is_object(json_object_get(b, "metrics"));
+}
+
+void agent__spool_reload(struct agent *a)
+{
+    DIR *d = opendir(a->spool_dir);
+    if (!d) {
+        TY_ERROR("report", "cannot open %s: %s", a->spool_dir, strerror(errno));
+        return;
+    }
+    struct spooled *v = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        const char *name = de->d_name;
+        size_t len = strlen(name);
+        if (name[0] == '.')
+            continue;
+        size_t plen = strlen(a->spool_dir) + len + 2;
+        char *path = malloc(plen);
+        if (!path)
+            break;
+        snprintf(path, plen, "%s/%s", a->spool_dir, name);
+        if (len > 4 && strcmp(name + len - 4, ".tmp") == 0) { /* never acked: drop */
+            unlink(path);
+            free(path);
+            continue;
+        }
+        if (len <= 5 || strcmp(name + len - 5, ".json") != 0) {
+            free(path);
+            continue;
+        }
+        json_t *body = json_load_file(path, 0, NULL);
+        if (!body_valid(body)) {
+            TY_WARN("report", "ignoring unreadable spooled report %s", path);
+            json_decref(body);
+            free(path);
+            continue;
+        }
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            struct spooled *nv = realloc(v, nc * sizeof(*nv));
+            if (!nv) {
+                json_decref(body);
+                free(path);
+                break;
+            }
+            v = nv;
+            cap = nc;
+        }
+        v[n].body = body;
+        v[n].path = path;
+        n++;
+    }
+    closedir(d);
+    if (n > 0) {
+        qsort(v, n, sizeof(*v), cmp_spooled);
+        TY_INFO("report", "resending %zu spooled report(s)", n);
+    }
+    for (size_t i = 0; i < n; i++) {
+        int64_t seq = agent__next_seq(a);
+        agent__event_push(a, AGENT_EV_REPORT, agent_msg_report(seq, v[i].body), seq, v[i].path);
+        json_decref(v[i].body);
+    }
+    free(v);
+}

@@ -44,8 +44,7 @@ static void child_fail(int errfd, const char *what, const char *arg, int err)
     _exit(127);
 }
 
-static void child_exec(int errfd, const char *log_path, const struct agent_launch *l,
-                       char **env)
+static void child_exec(int errfd, const char *log_path, const struct agent_launch *l, char **env)
 {
     sigset_t all;
     sigemptyset(&all);
@@ -63,7 +62,12 @@ static void child_exec(int errfd, const char *log_path, const struct agent_launc
         dup2(logfd, STDERR_FILENO) < 0)
         child_fail(errfd, "cannot set up", "stdio", errno);
     /* Nothing of the agent (websocket, report socket) leaks into the worker. */
-    syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+    if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) { /* kernel < 5.11 */
+        long max = sysconf(_SC_OPEN_MAX);
+        for (int fd = 3; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
+            if (fd != errfd)
+                fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
     if (l->working_dir && chdir(l->working_dir) != 0)
         child_fail(errfd, "cannot enter working_dir", l->working_dir, errno);
     environ = env;
@@ -104,11 +108,10 @@ static void worker_exited(struct agent *a, struct agent_worker *w, int exit_code
         w->error = strdup(error);
     int64_t seq = agent__next_seq(a);
     w->exit_seq = seq;
-    agent__event_push(a,
-                      AGENT_EV_EXITED,
-                      agent_msg_worker_exited(seq, w->job_id, w->attempt, w->rank, exit_code, sig,
-                                              w->error),
-                      seq, NULL);
+    agent__event_push(
+        a, AGENT_EV_EXITED,
+        agent_msg_worker_exited(seq, w->job_id, w->attempt, w->rank, exit_code, sig, w->error), seq,
+        NULL);
 }
 
 /* Starts one worker. Returns after the child has exec'ed (or failed to). */
@@ -214,9 +217,8 @@ void agent__stop(struct agent *a, const char *job_id, int64_t attempt, int64_t g
         int64_t at = now + grace_s * 1000;
         if (w->kill_at_ms && w->kill_at_ms <= at)
             continue; /* already stopping, sooner */
-        TY_INFO("proc", "stopping job %s attempt %lld rank %lld (pgid %ld), grace %llds",
-                w->job_id, (long long)w->attempt, (long long)w->rank, (long)w->pid,
-                (long long)grace_s);
+        TY_INFO("proc", "stopping job %s attempt %lld rank %lld (pgid %ld), grace %llds", w->job_id,
+                (long long)w->attempt, (long long)w->rank, (long)w->pid, (long long)grace_s);
         if (kill(-w->pid, grace_s > 0 ? SIGTERM : SIGKILL) != 0 && errno != ESRCH)
             TY_WARN("proc", "kill(-%ld): %s", (long)w->pid, strerror(errno));
         w->kill_at_ms = at > 0 ? at : 1;
@@ -237,8 +239,7 @@ void agent__supervise_poll(struct agent *a)
         kill(-pid, SIGKILL);
         if (WIFSIGNALED(st)) {
             TY_INFO("proc", "job %s attempt %lld rank %lld (pid %ld) killed by signal %d",
-                    w->job_id, (long long)w->attempt, (long long)w->rank, (long)pid,
-                    WTERMSIG(st));
+                    w->job_id, (long long)w->attempt, (long long)w->rank, (long)pid, WTERMSIG(st));
             worker_exited(a, w, -1, WTERMSIG(st), NULL);
         } else {
             TY_INFO("proc", "job %s attempt %lld rank %lld (pid %ld) exited with %d", w->job_id,

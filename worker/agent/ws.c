@@ -178,8 +178,7 @@ static void learn_address(struct agent *a, struct lws *wsi)
     int fd = (int)lws_get_socket_fd(wsi);
     char host[NI_MAXHOST];
     if (fd >= 0 && getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 &&
-        getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), NULL, 0, NI_NUMERICHOST) ==
-            0) {
+        getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), NULL, 0, NI_NUMERICHOST) == 0) {
         if (strncmp(host, "::ffff:", 7) == 0)
             memmove(host, host + 7, strlen(host + 7) + 1);
         snprintf(a->address, sizeof(a->address), "%s", host);
@@ -339,7 +338,7 @@ static void link_down(struct agent *a)
     a->rx_len = 0;
     a->rx_too_big = false;
     lws_sul_cancel(&timers_of(a)->heartbeat);
-    if (was)
+    if (was && !a->shutting_down)
         TY_WARN("ws", "lost the server connection; workers keep running, reconnecting");
     schedule_reconnect(a);
 }
@@ -382,8 +381,8 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
     }
 }
 
-int agent__report_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
-                           void *in, size_t len);
+int agent__report_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                           size_t len);
 
 static const struct lws_protocols protocols[] = {
     {AGENT_SUBPROTOCOL, ws_callback, 0, 65536, 0, NULL, 0},

@@ -1,0 +1,86 @@
+/* GET /api/v1/jobs/{id}/metrics?name=a,b&rank=R&attempt=N&max_points=M
+ * Reported metrics as points {name, rank, attempt, step, value, time}, ordered by name, rank,
+ * time; each (name, rank) series cut to at most max_points (default 1000) by downsample.c. */
+#include "db.h"
+#include "handlers.h"
+#include "server.h"
+#include "store.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define METRICS_MAX_NAMES 100
+#define METRICS_MAX_NAME_LEN 256
+
+/* Checks a comma separated list of metric names: 1..METRICS_MAX_NAMES names, none empty or
+ * longer than METRICS_MAX_NAME_LEN. Returns 0, or -1 with the reason in `detail`. */
+static int names_valid(const char *names, char *detail, size_t len)
+{
+    int count = 0;
+    const char *p = names;
+    for (;;) {
+        size_t n = strcspn(p, ",");
+        if (n == 0) {
+            snprintf(detail, len, "must be metric names separated by commas, none empty");
+            return -1;
+        }
+        if (n > METRICS_MAX_NAME_LEN) {
+            snprintf(detail, len, "a metric name is at most %d bytes", METRICS_MAX_NAME_LEN);
+            return -1;
+        }
+        if (++count > METRICS_MAX_NAMES) {
+            snprintf(detail, len, "at most %d names", METRICS_MAX_NAMES);
+            return -1;
+        }
+        if (p[n] == '\0')
+            return 0;
+        p += n + 1;
+    }
+}
+
+enum MHD_Result h_jobs_metrics(struct srv_request *req)
+{
+    int64_t id;
+    if (srv_arg_id(req, 0, &id) != 0)
+        return srv_reply_problem(req, SRV_P_JOB_NOT_FOUND, NULL,
+                                 "'%s' is not a job id (job ids are positive integers)",
+                                 req->args[0]);
+    const char *names = srv_query(req, "name");
+    const char *rank_s = srv_query(req, "rank");
+    const char *attempt_s = srv_query(req, "attempt");
+    const char *max_s = srv_query(req, "max_points");
+    char detail[120];
+    if (names && names_valid(names, detail, sizeof(detail)) != 0)
+        return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "name", detail);
+    int64_t rank = -1, attempt = 0, max_points = 1000;
+    if (rank_s && ty_parse_int64(rank_s, 0, INT32_MAX, &rank) != 0)
+        return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "rank",
+                                       "must be an integer rank, 0 or more");
+    if (attempt_s && ty_parse_int64(attempt_s, 1, INT32_MAX, &attempt) != 0)
+        return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "attempt",
+                                       "must be an attempt number, 1 or more");
+    if (max_s && ty_parse_int64(max_s, 1, 10000, &max_points) != 0)
+        return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "max_points",
+                                       "must be an integer from 1 to 10000");
+    struct store_metrics_query q = {names, rank, attempt, (size_t)max_points};
+    struct db_conn *c = db_acquire(req->srv->db);
+    char *points = NULL;
+    int qs = c ? store_metrics_series(c, id, &q, &points) : DB_SOFT_ERROR;
+    db_release(req->srv->db, c);
+    if (qs < 0)
+        return srv_reply_db_error(req, qs);
+    if (qs == 0)
+        return srv_reply_problem(req, SRV_P_JOB_NOT_FOUND, NULL, "there is no job %lld",
+                                 (long long)id);
+    size_t len = strlen(points) + 16;
+    char *body = malloc(len);
+    if (body == NULL) {
+        free(points);
+        return MHD_NO;
+    }
+    int n = snprintf(body, len, "{\"metrics\":%s}", points);
+    free(points);
+    return srv_reply_steal(req, MHD_HTTP_OK, "application/json", body, (size_t)n, NULL);
+}

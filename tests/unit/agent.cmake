@@ -1,0 +1,7 @@
+# trainyard-agent pure modules (worker/agent: config, parsers, backoff, protocol, environment),
+# linked through the agent's `agentcore` library.
+foreach(t test_agent_env test_agent_proto test_agent_config)
+  ty_add_unit_tests(${t}
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/${t}.c
+    LIBS agentcore tycommon PkgConfig::JANSSON)
+endforeach()

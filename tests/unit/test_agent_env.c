@@ -1,0 +1,224 @@
+/* Unit tests for worker/agent/env.c: the environment of a worker process (DESIGN §3). */
+#include "ty_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+
+/* A launch message as the server sends it; `extra` is spliced into the object. */
+static struct agent_server_msg parse_launch(const char *extra)
+{
+    char text[4096];
+    snprintf(text, sizeof(text),
+             "{\"type\":\"launch\",\"job_id\":\"j-7\",\"attempt\":2,\"entrypoint\":[\"python3\","
+             "\"train.py\"],\"working_dir\":null,\"config\":{\"lr\":0.5},\"world_size\":4,"
+             "\"num_nodes\":2,\"node_rank\":1,\"local_world_size\":2,\"master_addr\":\"10.0.0.1\","
+             "\"master_port\":29500,\"checkpoint_dir\":null,"
+             "\"workers\":[{\"rank\":2,\"local_rank\":0,\"gpus\":[1,3]},{\"rank\":3,"
+             "\"local_rank\":1,\"gpus\":[]}]%s%s}",
+             extra && *extra ? "," : "", extra ? extra : "");
+    struct agent_server_msg m;
+    char err[256] = "";
+    int rc = agent_server_msg_parse(text, strlen(text), &m, err, sizeof(err));
+    if (rc != 0)
+        fail_msg("launch refused: %s", err);
+    assert_int_equal(m.type, AGENT_MSG_LAUNCH);
+    return m;
+}
+
+static char **build(struct agent_server_msg *m, size_t worker, char *const *base)
+{
+    char **env = agent_env_build(base, &m->launch, &m->launch.workers[worker], "/opt/ty/python",
+                                 "/data/report.sock");
+    assert_non_null(env);
+    return env;
+}
+
+static void expect(char **env, const char *name, const char *value)
+{
+    const char *got = agent_env_get(env, name);
+    if (!got)
+        fail_msg("%s is not set", name);
+    if (strcmp(got, value) != 0)
+        fail_msg("%s='%s', expected '%s'", name, got, value);
+}
+
+static void agent_worker_gets_torch_distributed_variables(void **state)
+{
+    (void)state;
+    struct agent_server_msg m = parse_launch(NULL);
+    char **env = build(&m, 0, NULL);
+    expect(env, "RANK", "2");
+    expect(env, "WORLD_SIZE", "4");
+    expect(env, "LOCAL_RANK", "0");
+    expect(env, "LOCAL_WORLD_SIZE", "2");
+    expect(env, "NODE_RANK", "1");
+    expect(env, "MASTER_ADDR", "10.0.0.1");
+    expect(env, "MASTER_PORT", "29500");
+    assert_null(agent_env_get(env, "TF_CONFIG"));
+    agent_env_free(env);
+    agent_server_msg_free(&m);
+}
+
+static void agent_worker_gets_trainyard_variables(void **state)
+{
+    (void)state;
+    struct agent_server_msg m = parse_launch(NULL);
+    char **env = build(&m, 1, NULL);
+    expect(env, "TRAINYARD_JOB_ID", "j-7");
+    expect(env, "TRAINYARD_ATTEMPT", "2");
+    expect(env, "TRAINYARD_CONFIG", "{\"lr\":0.5}");
+    expect(env, "TRAINYARD_CHECKPOINT_DIR", "");
+    expect(env, "TRAINYARD_REPORT_SOCKET", "/data/report.sock");
+    expect(env, "TRAINYARD_BACKEND", "torch");
+    agent_env_free(env);
+    agent_server_msg_free(&m);
+}
+
+static void agent_checkpoint_dir_is_passed_when_resuming(void **state)
+{
+    (void)state;
+    struct agent_server_msg m = parse_launch(NULL);
+    agent_server_msg_free(&m);
+    m = parse_launch("\"checkpoint_dir\":\"/ck/3\"");
+    char **env = build(&m, 0, NULL);
+    expect(env, "TRAINYARD_CHECKPOINT_DIR", "/ck/3");
+    agent_env_free(env);
+    agent_server_msg_free(&m);
+}
+
+static void agent_cuda_visible_devices_lists_the_worker_gpus(void **state)
+{
+    (void)state;
+    struct agent_server_msg m = parse_launch(NULL);
+    char **env = build(&m, 0, NULL);
+    expect(env, "CUDA_VISIBLE_DEVICES", "1,3");
+    agent_env_free(env);
+    env = build(&m, 1, NULL);
+    expect(env, "CUDA_VISIBLE_DEVICES", "");
+    agent_env_free(env);
+    agent_server_msg_free(&m);
+}
+
+static void agent_cuda_visible_devices_of_the_agent_is_replaced(void **state)
+{
+    (void)state;
+    struct agent_server_msg m = parse_launch(NULL);
+    char *base[] = {"CUDA_VISIBLE_DEVICES=0,1,2,3", "HOME=/root", NULL};
+    char **env = build(&m, 0, base);
+    expect(env, "CUDA_VISIBLE_DEVICES", "1,3");
+    expect(env, "HOME", "/root");
+    agent_env_free(env);
+    agent_server_msg_free(&m);
+}
+
+static void agent_tensorflow_backend_gets_tf_config(void **state)
+{
+    (void)state;
+    struct agent_server_msg m = parse_launch("\"backend\":\"tensorflow\"");
+    char **env = build(&m, 1, NULL);
+    const char *tf = agent_env_get(env, "TF_CONFIG");
+    assert_non_null(tf);
+    json_t *got = json_loads(tf, 0, NULL);
+    json_t *want = json_loads("{\"cluster\":{\"worker\":[\"10.0.0.1:29500\",\"10.0.0.1:29501\","
+                              "\"10.0.0.1:29502\",\"10.0.0.1:29503\"]},"
+                              "\"task\":{\"type\":\"worker\",\"index\":3}}",
+                              0, NULL);
+    assert_non_null(got);
+    assert_true(json_equal(got, want));
+    expect(env, "TRAINYARD_BACKEND", "tensorflow");
+    json_decref(got);
+    json_decref(want);
+    agent_env_free(env);
+    agent_server_msg_free(&m);
+}
+
+static void agent_tf_config_uses_rank_addresses_when_given(void **state)
+{
+    (void)state;
+    struct agent_server_msg m = parse_launch(
+        "\"backend\":\"tensorflow\",\"rank_addresses\":[\"a\",\"a\",\"b\",\"fe80::1\"]");
+    char *tf = agent_tf_config(&m.launch, 0);
+    assert_non_null(tf);
+    assert_string_equal(tf, "{\"cluster\":{\"worker\":[\"a:29500\",\"a:29501\",\"b:29502\","
+                            "\"[fe80::1]:29503\"]},\"task\":{\"type\":\"worker\",\"index\":0}}");
+    free(tf);
+    agent_server_msg_free(&m);
+}
+
+static void agent_job_env_is_applied_last(void **state)
+{
+    (void)state;
+    struct agent_server_msg m =
+        parse_launch("\"env\":{\"FOO\":\"bar\",\"HOME\":\"/job\",\"NCCL_DEBUG\":\"INFO\"}");
+    char *base[] = {"HOME=/root", "FOO=agent", NULL};
+    char **env = build(&m, 0, base);
+    expect(env, "FOO", "bar");
+    expect(env, "HOME", "/job");
+    expect(env, "NCCL_DEBUG", "INFO");
+    size_t homes = 0;
+    for (size_t i = 0; env[i]; i++)
+        homes += strncmp(env[i], "HOME=", 5) == 0;
+    assert_int_equal(homes, 1);
+    agent_env_free(env);
+    agent_server_msg_free(&m);
+}
+
+static void agent_pythonpath_starts_with_the_sdk_directory(void **state)
+{
+    (void)state;
+    struct agent_server_msg m = parse_launch(NULL);
+    char **env = build(&m, 0, NULL);
+    expect(env, "PYTHONPATH", "/opt/ty/python");
+    agent_env_free(env);
+    char *base[] = {"PYTHONPATH=/usr/lib/extra", NULL};
+    env = build(&m, 0, base);
+    expect(env, "PYTHONPATH", "/opt/ty/python:/usr/lib/extra");
+    agent_env_free(env);
+    agent_server_msg_free(&m);
+}
+
+static void agent_pythonpath_of_the_job_keeps_the_sdk_first(void **state)
+{
+    (void)state;
+    struct agent_server_msg m = parse_launch("\"env\":{\"PYTHONPATH\":\"/job/src\"}");
+    char *base[] = {"PYTHONPATH=/agent/lib", NULL};
+    char **env = build(&m, 0, base);
+    expect(env, "PYTHONPATH", "/opt/ty/python:/job/src");
+    agent_env_free(env);
+    agent_server_msg_free(&m);
+}
+
+static void agent_absent_config_is_json_null(void **state)
+{
+    (void)state;
+    const char *text =
+        "{\"type\":\"launch\",\"job_id\":\"j\",\"attempt\":0,\"entrypoint\":\"true\","
+        "\"world_size\":1,\"num_nodes\":1,\"node_rank\":0,\"local_world_size\":1,"
+        "\"master_addr\":\"h\",\"master_port\":1,\"workers\":[{\"rank\":0,\"local_rank\":0}]}";
+    struct agent_server_msg m;
+    char err[256];
+    assert_int_equal(agent_server_msg_parse(text, strlen(text), &m, err, sizeof(err)), 0);
+    char **env = build(&m, 0, NULL);
+    expect(env, "TRAINYARD_CONFIG", "null");
+    expect(env, "CUDA_VISIBLE_DEVICES", "");
+    agent_env_free(env);
+    agent_server_msg_free(&m);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(agent_worker_gets_torch_distributed_variables),
+    cmocka_unit_test(agent_worker_gets_trainyard_variables),
+    cmocka_unit_test(agent_checkpoint_dir_is_passed_when_resuming),
+    cmocka_unit_test(agent_cuda_visible_devices_lists_the_worker_gpus),
+    cmocka_unit_test(agent_cuda_visible_devices_of_the_agent_is_replaced),
+    cmocka_unit_test(agent_tensorflow_backend_gets_tf_config),
+    cmocka_unit_test(agent_tf_config_uses_rank_addresses_when_given),
+    cmocka_unit_test(agent_job_env_is_applied_last),
+    cmocka_unit_test(agent_pythonpath_starts_with_the_sdk_directory),
+    cmocka_unit_test(agent_pythonpath_of_the_job_keeps_the_sdk_first),
+    cmocka_unit_test(agent_absent_config_is_json_null),
+};
+TY_TEST_MAIN(tests)
