@@ -257,6 +257,8 @@ struct agent {
     char *node_id;
     char hostname[256];
     char address[1100];
+    bool ifname_checked;   /* the user's GLOO_/NCCL_SOCKET_IFNAME were looked at */
+    bool ifname_from_user; /* the agent was started with them set: leave them alone */
     char *gpu_type;
     int64_t cpus, memory_mb;
     int *gpus;

@@ -7,6 +7,7 @@
 #include "log.h"
 #include "util.h"
 
+#include <ifaddrs.h>
 #include <libwebsockets.h>
 
 #include <netdb.h>
@@ -166,8 +167,47 @@ static int on_writeable(struct agent *a, struct lws *wsi)
 /* Incoming                                                                                     */
 /* ------------------------------------------------------------------------------------------ */
 
+/* Points gloo and NCCL at the interface holding the advertised address (workers inherit the
+ * agent's environment): by default they bind to whatever the host name resolves to, often a
+ * loopback address that other nodes cannot reach. A job's own env still overrides them. */
+static void learn_address_only(struct agent *a, struct lws *wsi);
+
+static void set_socket_ifname(struct agent *a)
+{
+    if (!a->ifname_checked) {
+        a->ifname_checked = true;
+        a->ifname_from_user = getenv("GLOO_SOCKET_IFNAME") || getenv("NCCL_SOCKET_IFNAME");
+    }
+    if (a->ifname_from_user)
+        return;
+    struct ifaddrs *ifs = NULL;
+    if (getifaddrs(&ifs) != 0)
+        return;
+    for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
+        if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET)
+            continue;
+        char host[NI_MAXHOST];
+        if (getnameinfo(i->ifa_addr, sizeof(struct sockaddr_in), host, sizeof(host), NULL, 0,
+                        NI_NUMERICHOST) == 0 &&
+            strcmp(host, a->address) == 0) {
+            setenv("GLOO_SOCKET_IFNAME", i->ifa_name, 1);
+            setenv("NCCL_SOCKET_IFNAME", i->ifa_name, 1);
+            TY_INFO("ws", "workers use interface %s (%s) for gloo and NCCL", i->ifa_name,
+                    a->address);
+            break;
+        }
+    }
+    freeifaddrs(ifs);
+}
+
 /* The local address of the connection, as the advertised address. */
 static void learn_address(struct agent *a, struct lws *wsi)
+{
+    learn_address_only(a, wsi);
+    set_socket_ifname(a);
+}
+
+static void learn_address_only(struct agent *a, struct lws *wsi)
 {
     if (a->cfg->address) {
         snprintf(a->address, sizeof(a->address), "%s", a->cfg->address);
