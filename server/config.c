@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "log.h"
+#include "options.h"
 #include "util.h"
 
 #include <stddef.h>
@@ -9,24 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum opt_type { OPT_STRING, OPT_INT };
+#define S(field) TY_OPT_S(struct srv_config, field)
+#define I(field) TY_OPT_I(struct srv_config, field)
 
-struct opt {
-    const char *flag; /* without the leading "--" */
-    const char *env;
-    enum opt_type type;
-    size_t offset;
-    const char *def; /* default as text; NULL: unset */
-    int64_t min, max;
-    const char *help;
-};
-
-#define S(field) OPT_STRING, offsetof(struct srv_config, field)
-#define I(field) OPT_INT, offsetof(struct srv_config, field)
-
-static const struct opt options[] = {
+static const struct ty_option options[] = {
     {"http-host", "TRAINYARD_HTTP_HOST", S(http_host), "0.0.0.0", 0, 0,
-     "address the REST API and dashboard listen on"},
+     "address the REST API and the websocket port listen on"},
     {"http-port", "TRAINYARD_HTTP_PORT", I(http_port), "8080", 1, 65535, "REST API port"},
     {"ws-port", "TRAINYARD_WS_PORT", I(ws_port), "8081", 1, 65535,
      "websocket port for agents and live streams"},
@@ -56,78 +45,16 @@ static const struct opt options[] = {
 #undef S
 #undef I
 
-static void usage(FILE *out)
-{
-    fprintf(out, "usage: trainyard-server [OPTIONS]\n\nOptions (flag, environment variable, "
-                 "default):\n");
-    for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++) {
-        const struct opt *o = &options[i];
-        fprintf(out, "  --%-22s %-32s %s\n  %25s %s\n", o->flag, o->env,
-                o->def ? o->def : "(unset)", "", o->help);
-    }
-    fprintf(out, "  --%-22s print this help\n", "help");
-}
-
-static int set_option(struct srv_config *cfg, const struct opt *o, const char *value,
-                      const char *source)
-{
-    char *base = (char *)cfg + o->offset;
-    if (o->type == OPT_STRING) {
-        char **slot = (char **)base;
-        free(*slot);
-        *slot = value ? strdup(value) : NULL;
-        return 0;
-    }
-    int64_t v;
-    if (ty_parse_int64(value, o->min, o->max, &v) != 0) {
-        fprintf(stderr, "trainyard-server: %s: '%s' is not an integer in [%lld, %lld]\n", source,
-                value, (long long)o->min, (long long)o->max);
-        return -1;
-    }
-    *(int64_t *)base = v;
-    return 0;
-}
+#define N_OPTIONS (sizeof(options) / sizeof(options[0]))
 
 int srv_config_load(struct srv_config *cfg, int argc, char **argv)
 {
     memset(cfg, 0, sizeof(*cfg));
-    const size_t n = sizeof(options) / sizeof(options[0]);
-    for (size_t i = 0; i < n; i++) {
-        const char *env = getenv(options[i].env);
-        const char *v = env && *env ? env : options[i].def;
-        if (v && set_option(cfg, &options[i], v, env && *env ? options[i].env : "default") != 0)
-            goto fail;
-    }
-    for (int a = 1; a < argc; a++) {
-        const char *arg = argv[a];
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-            usage(stdout);
-            srv_config_free(cfg);
-            exit(0);
-        }
-        if (strncmp(arg, "--", 2) != 0) {
-            fprintf(stderr, "trainyard-server: unexpected argument '%s' (see --help)\n", arg);
-            goto fail;
-        }
-        const char *name = arg + 2;
-        const char *eq = strchr(name, '=');
-        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
-        const struct opt *o = NULL;
-        for (size_t i = 0; i < n; i++)
-            if (strlen(options[i].flag) == nlen && strncmp(options[i].flag, name, nlen) == 0)
-                o = &options[i];
-        if (o == NULL) {
-            fprintf(stderr, "trainyard-server: unknown option '%s' (see --help)\n", arg);
-            goto fail;
-        }
-        const char *value = eq ? eq + 1 : (a + 1 < argc ? argv[++a] : NULL);
-        if (value == NULL) {
-            fprintf(stderr, "trainyard-server: option --%s needs a value\n", o->flag);
-            goto fail;
-        }
-        if (set_option(cfg, o, value, arg) != 0)
-            goto fail;
-    }
+    int rc = ty_options_load(options, N_OPTIONS, cfg, "trainyard-server", argc, argv);
+    if (rc == 1)
+        exit(0);
+    if (rc != 0)
+        return -1;
     if (strcmp(cfg->auth, "token") == 0) {
         cfg->auth_mode = SRV_AUTH_TOKEN;
     } else if (strcmp(cfg->auth, "none") == 0) {
@@ -154,10 +81,5 @@ fail:
 
 void srv_config_free(struct srv_config *cfg)
 {
-    for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++) {
-        if (options[i].type == OPT_STRING) {
-            char **slot = (char **)((char *)cfg + options[i].offset);
-            TY_FREE(*slot);
-        }
-    }
+    ty_options_free(options, N_OPTIONS, cfg);
 }

@@ -3,6 +3,7 @@
 #include "agent.h"
 
 #include "log.h"
+#include "options.h"
 #include "util.h"
 
 #include <stddef.h>
@@ -14,22 +15,10 @@
 #define AGENT_DEFAULT_PYTHON_PATH "worker/python"
 #endif
 
-enum opt_type { OPT_STRING, OPT_INT };
+#define S(field) TY_OPT_S(struct agent_config, field)
+#define I(field) TY_OPT_I(struct agent_config, field)
 
-struct opt {
-    const char *flag; /* without the leading "--" */
-    const char *env;
-    enum opt_type type;
-    size_t offset;
-    const char *def; /* default as text; NULL: unset */
-    int64_t min, max;
-    const char *help;
-};
-
-#define S(field) OPT_STRING, offsetof(struct agent_config, field)
-#define I(field) OPT_INT, offsetof(struct agent_config, field)
-
-static const struct opt options[] = {
+static const struct ty_option options[] = {
     {"server", "TRAINYARD_AGENT_SERVER", S(server), "ws://127.0.0.1:8081", 0, 0,
      "server websocket URL (ws://host:port); the agent connects to /agent"},
     {"token", "TRAINYARD_CLUSTER_TOKEN", S(token), NULL, 0, 0,
@@ -68,38 +57,6 @@ static const struct opt options[] = {
 #undef I
 
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
-
-static void usage(FILE *out)
-{
-    fprintf(out, "usage: trainyard-agent [OPTIONS]\n\nOptions (flag, environment variable, "
-                 "default):\n");
-    for (size_t i = 0; i < N_OPTIONS; i++) {
-        const struct opt *o = &options[i];
-        fprintf(out, "  --%-22s %-34s %s\n  %25s %s\n", o->flag, o->env,
-                o->def ? o->def : "(unset)", "", o->help);
-    }
-    fprintf(out, "  --%-22s print this help\n", "help");
-}
-
-static int set_option(struct agent_config *cfg, const struct opt *o, const char *value,
-                      const char *source)
-{
-    char *base = (char *)cfg + o->offset;
-    if (o->type == OPT_STRING) {
-        char **slot = (char **)base;
-        free(*slot);
-        *slot = value ? strdup(value) : NULL;
-        return (value && !*slot) ? -1 : 0;
-    }
-    int64_t v;
-    if (ty_parse_int64(value, o->min, o->max, &v) != 0) {
-        fprintf(stderr, "trainyard-agent: %s: '%s' is not an integer in [%lld, %lld]\n", source,
-                value, (long long)o->min, (long long)o->max);
-        return -1;
-    }
-    *(int64_t *)base = v;
-    return 0;
-}
 
 /* Derives the parsed fields from the raw strings. 0, or -1 with the problem printed. */
 static int derive(struct agent_config *cfg)
@@ -151,42 +108,9 @@ static int derive(struct agent_config *cfg)
 int agent_config_load(struct agent_config *cfg, int argc, char **argv)
 {
     memset(cfg, 0, sizeof(*cfg));
-    for (size_t i = 0; i < N_OPTIONS; i++) {
-        const char *env = getenv(options[i].env);
-        const char *v = env && *env ? env : options[i].def;
-        if (v && set_option(cfg, &options[i], v, env && *env ? options[i].env : "default") != 0)
-            goto fail;
-    }
-    for (int a = 1; a < argc; a++) {
-        const char *arg = argv[a];
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-            usage(stdout);
-            agent_config_free(cfg);
-            return 1;
-        }
-        if (strncmp(arg, "--", 2) != 0) {
-            fprintf(stderr, "trainyard-agent: unexpected argument '%s' (see --help)\n", arg);
-            goto fail;
-        }
-        const char *name = arg + 2;
-        const char *eq = strchr(name, '=');
-        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
-        const struct opt *o = NULL;
-        for (size_t i = 0; i < N_OPTIONS; i++)
-            if (strlen(options[i].flag) == nlen && strncmp(options[i].flag, name, nlen) == 0)
-                o = &options[i];
-        if (o == NULL) {
-            fprintf(stderr, "trainyard-agent: unknown option '%s' (see --help)\n", arg);
-            goto fail;
-        }
-        const char *value = eq ? eq + 1 : (a + 1 < argc ? argv[++a] : NULL);
-        if (value == NULL) {
-            fprintf(stderr, "trainyard-agent: option --%s needs a value\n", o->flag);
-            goto fail;
-        }
-        if (set_option(cfg, o, value, arg) != 0)
-            goto fail;
-    }
+    int rc = ty_options_load(options, N_OPTIONS, cfg, "trainyard-agent", argc, argv);
+    if (rc != 0)
+        return rc;
     if (derive(cfg) != 0)
         goto fail;
     return 0;
@@ -197,12 +121,7 @@ fail:
 
 void agent_config_free(struct agent_config *cfg)
 {
-    for (size_t i = 0; i < N_OPTIONS; i++) {
-        if (options[i].type == OPT_STRING) {
-            char **slot = (char **)((char *)cfg + options[i].offset);
-            TY_FREE(*slot);
-        }
-    }
+    ty_options_free(options, N_OPTIONS, cfg);
     TY_FREE(cfg->url_host);
     TY_FREE(cfg->url_path);
     TY_FREE(cfg->gpu_list);
