@@ -80,70 +80,82 @@ static int gpu_index(const struct pass_node *n, int gpu_id)
     return -1;
 }
 
-/* Rows are ordered by job then node: one sched_add_running() per job, one alloc per node. */
-static void add_running(sched_snapshot *snap, PGresult *res, struct pass_node *nodes,
-                        size_t nnodes)
+/* Adds the running job whose worker rows are [first, last) to the snapshot: one alloc per node
+ * (the rows are ordered by job, then node). Returns 0 or -1 when out of memory. */
+static int add_running_job(sched_snapshot *snap, PGresult *res, int first, int last,
+                           const struct pass_node *nodes)
+{
+    size_t n = (size_t)(last - first);
+    sched_alloc_desc *allocs = calloc(n, sizeof(*allocs));
+    sched_custom *customs = calloc(n * MAX_CUSTOM, sizeof(*customs));
+    json_t **held = calloc(n, sizeof(*held)); /* resource objects the custom names point into */
+    int rc = -1;
+    if (allocs == NULL || customs == NULL || held == NULL)
+        goto out;
+    size_t nallocs = 0;
+    for (int i = first; i < last; i++) {
+        const char *node_id = PQgetvalue(res, i, 1);
+        if (nallocs == 0 || strcmp(allocs[nallocs - 1].node_id, node_id) != 0) {
+            allocs[nallocs] = (sched_alloc_desc){.node_id = node_id,
+                                                 .custom = &customs[nallocs * MAX_CUSTOM]};
+            nallocs++;
+        }
+        sched_alloc_desc *a = &allocs[nallocs - 1];
+        sched_custom *ac = &customs[(nallocs - 1) * MAX_CUSTOM];
+        json_t *r = held[i - first] = json_loads(PQgetvalue(res, i, 2), 0, NULL);
+        int64_t cpu, mem;
+        sched_custom c[MAX_CUSTOM];
+        size_t nc;
+        parse_resources(r, &cpu, &mem, c, &nc);
+        a->cpu_milli += cpu;
+        a->memory_mb += mem;
+        for (size_t k = 0; k < nc; k++) {
+            size_t m = 0;
+            while (m < a->ncustom && strcmp(ac[m].name, c[k].name) != 0)
+                m++;
+            if (m == a->ncustom && a->ncustom < MAX_CUSTOM)
+                ac[a->ncustom++] = (sched_custom){c[k].name, 0};
+            if (m < MAX_CUSTOM)
+                ac[m].amount_milli += c[k].amount_milli;
+        }
+        long idx = sched_find_node(snap, node_id);
+        json_t *gpus = json_loads(PQgetvalue(res, i, 3), 0, NULL);
+        size_t k;
+        json_t *g;
+        json_array_foreach(gpus, k, g)
+        {
+            int bit = idx >= 0 ? gpu_index(&nodes[idx], (int)json_integer_value(g)) : -1;
+            if (bit >= 0)
+                a->gpu_mask |= UINT64_C(1) << bit;
+        }
+        json_decref(gpus);
+    }
+    int64_t job = strtoll(PQgetvalue(res, first, 0), NULL, 10);
+    int64_t end = strtoll(PQgetvalue(res, first, 4), NULL, 10);
+    int err = sched_add_running(snap, job, end < 0 ? SCHED_TIME_NEVER : end, allocs, nallocs);
+    if (err != 0)
+        TY_BUG("control", "job %lld's allocation does not fit the snapshot: %s", (long long)job,
+               sched_strerror(err));
+    rc = 0;
+out:
+    for (size_t i = 0; held && i < n; i++)
+        json_decref(held[i]);
+    free(held);
+    free(customs);
+    free(allocs);
+    return rc;
+}
+
+static void add_running(sched_snapshot *snap, PGresult *res, const struct pass_node *nodes)
 {
     int rows = PQntuples(res);
-    int i = 0;
-    while (i < rows) {
-        int64_t job = strtoll(PQgetvalue(res, i, 0), NULL, 10);
-        int64_t end = strtoll(PQgetvalue(res, i, 4), NULL, 10);
-        sched_alloc_desc allocs[256];
-        sched_custom customs[256][MAX_CUSTOM];
-        json_t *held[1024];
-        size_t nallocs = 0, nheld = 0;
-        for (; i < rows && strtoll(PQgetvalue(res, i, 0), NULL, 10) == job; i++) {
-            const char *node_id = PQgetvalue(res, i, 1);
-            if (nallocs == 0 || strcmp(allocs[nallocs - 1].node_id, node_id) != 0) {
-                if (nallocs == 256)
-                    continue;
-                allocs[nallocs] = (sched_alloc_desc){.node_id = node_id,
-                                                     .custom = customs[nallocs]};
-                nallocs++;
-            }
-            sched_alloc_desc *a = &allocs[nallocs - 1];
-            json_t *r = json_loads(PQgetvalue(res, i, 2), 0, NULL);
-            int64_t cpu, mem;
-            sched_custom c[MAX_CUSTOM];
-            size_t nc;
-            parse_resources(r, &cpu, &mem, c, &nc);
-            a->cpu_milli += cpu;
-            a->memory_mb += mem;
-            for (size_t k = 0; k < nc; k++) {
-                size_t m = 0;
-                while (m < a->ncustom && strcmp(customs[nallocs - 1][m].name, c[k].name) != 0)
-                    m++;
-                if (m == a->ncustom && a->ncustom < MAX_CUSTOM)
-                    customs[nallocs - 1][a->ncustom++] = (sched_custom){c[k].name, 0};
-                if (m < MAX_CUSTOM)
-                    customs[nallocs - 1][m].amount_milli += c[k].amount_milli;
-            }
-            if (nheld < 1024)
-                held[nheld++] = r;
-            else
-                json_decref(r);
-            json_t *gpus = json_loads(PQgetvalue(res, i, 3), 0, NULL);
-            size_t k;
-            json_t *g;
-            for (size_t n = 0; n < nnodes; n++) {
-                if (strcmp(nodes[n].id, node_id) != 0)
-                    continue;
-                json_array_foreach(gpus, k, g)
-                {
-                    int idx = gpu_index(&nodes[n], (int)json_integer_value(g));
-                    if (idx >= 0)
-                        a->gpu_mask |= UINT64_C(1) << idx;
-                }
-            }
-            json_decref(gpus);
-        }
-        int rc = sched_add_running(snap, job, end < 0 ? SCHED_TIME_NEVER : end, allocs, nallocs);
-        if (rc != 0)
-            TY_BUG("control", "job %lld's allocation does not fit the snapshot: %s",
-                   (long long)job, sched_strerror(rc));
-        for (size_t k = 0; k < nheld; k++)
-            json_decref(held[k]);
+    for (int i = 0; i < rows;) {
+        const char *job = PQgetvalue(res, i, 0);
+        int j = i + 1;
+        while (j < rows && strcmp(PQgetvalue(res, j, 0), job) == 0)
+            j++;
+        add_running_job(snap, res, i, j, nodes);
+        i = j;
     }
 }
 
@@ -265,7 +277,7 @@ void ctl__schedule(struct control *ctl)
     if (snap == NULL || nodes == NULL || keep == NULL)
         goto out;
     add_nodes(snap, nodes_res, nodes, keep);
-    add_running(snap, running_res, nodes, nnodes);
+    add_running(snap, running_res, nodes);
     load_new_specs(ctl, pending_res);
     for (int i = 0; i < npending; i++) {
         int64_t id = strtoll(PQgetvalue(pending_res, i, 0), NULL, 10);
@@ -329,7 +341,7 @@ void ctl__send_launches(struct control *ctl, int64_t job, int attempt, const cha
                                    (int)strtol(PQgetvalue(res, i, 8), NULL, 10), "gpus",
                                    json_loads(PQgetvalue(res, i, 9), 0, NULL)));
         json_t *msg = json_pack(
-            "{s:s, s:s, s:i, s:O, s:O, s:O, s:O, s:O, s:i, s:i, s:i, s:i, s:s, s:i, s:n, s:o}",
+            "{s:s, s:s, s:i, s:O?, s:O?, s:O?, s:O?, s:O?, s:i, s:i, s:i, s:i, s:s, s:i, s:n, s:o}",
             "type", "launch", "job_id", job_text, "attempt", attempt, "backend",
             json_object_get(spec, "backend"), "entrypoint", json_object_get(spec, "entrypoint"),
             "working_dir", json_object_get(spec, "working_dir"), "env", json_object_get(spec, "env"),
