@@ -2,11 +2,13 @@
  * relayed by its node's agent from its on-disk spool:
  *
  *   {"type":"report", "seq":<agent event seq>, "job_id", "attempt", "rank", "report_seq":k,
- *    "metrics":{name: number, ...}, "step":n|null, "time":"RFC 3339", "checkpoint_dir":path|null}
+ *    "metrics":{name: number, ...}, "step":n|null, "time":"RFC 3339", "checkpoint_dir":path|null,
+ *    "checkpoint_bytes":n|null}
  *
  * The report is committed first (store_report_insert: report row, one metrics row per number,
- * rank 0's numbers as the job's result) and only then acked. What the server does with each
- * kind of message:
+ * rank 0's numbers as the job's result), then its checkpoint part (on_round_complete:
+ * checkpoint_bytes, and checkpoint k once round k is complete), and only then acked. What the
+ * server does with each kind of message:
  *
  *   committed, or a resend of a committed one      -> ack (resends change nothing)
  *   malformed (a field missing or of a wrong type) -> logged as the agent's fault, then acked:
@@ -168,16 +170,32 @@ static void send_ack(struct control *ctl, uint64_t conn, int64_t seq)
     ctl__send(ctl, conn, json_pack("{s:s, s:I}", "type", "ack", "seq", (json_int_t)seq));
 }
 
-/* Hook: every rank of job/attempt has now made its `k`-th report. Checkpoint registration (DESIGN
- * section 4) goes here: when any rank's report k has a checkpoint_dir (reports table), register
- * checkpoint k of the attempt, merging the ranks' directories (each on reports.node_id) and
- * attaching rank 0's metrics of round k (metrics rows with seq k, or jobs.last_metrics when it
- * is still that report). Called once per round, after the round's last report committed. */
-static void on_round_complete(struct control *ctl, int64_t job, int attempt, int64_t k)
+/* Checkpoint registration (DESIGN section 4): records this report's checkpoint_bytes and, when
+ * `try_register` (round k now complete, or a resend of a report whose registration may have
+ * failed), registers checkpoint k of the attempt if every rank made its k-th report and one of
+ * them passed a checkpoint_dir (store_checkpoint_round: one row per (job, attempt, k), rank 0's
+ * step and metrics, location = the agent-owned directories on each node). Runs before the ack:
+ * returns 0 (ack), 1 (refused by the database for its data: log, ack, drop) or -1 (not
+ * committed: do not ack, drop the connection so that the agent resends and this runs again). */
+static int on_round_complete(struct control *ctl, const struct store_report *r,
+                             const int64_t *bytes, bool try_register)
 {
-    (void)ctl;
-    TY_DEBUG("control", "job %lld attempt %d: every rank made report %lld", (long long)job, attempt,
-             (long long)k);
+    struct store_checkpoint_round in = {r->job, r->seq, r->attempt, r->rank, bytes, try_register};
+    bool registered = false;
+    char sqlstate[6];
+    int qs = store_checkpoint_round(ctl->db, &in, &registered, sqlstate);
+    if (qs < 0) {
+        bool refused = strncmp(sqlstate, "22", 2) == 0 || strncmp(sqlstate, "23", 2) == 0;
+        TY_WARN("control", "job %lld attempt %d: checkpoint %lld not registered (%s%s)",
+                (long long)r->job, r->attempt, (long long)r->seq,
+                refused ? "refused by the database, SQLSTATE " : "database error",
+                refused ? sqlstate : "");
+        return refused ? 1 : -1;
+    }
+    if (registered)
+        TY_INFO("control", "job %lld attempt %d: checkpoint %lld registered", (long long)r->job,
+                r->attempt, (long long)r->seq);
+    return 0;
 }
 
 void ctl__on_report(struct control *ctl, uint64_t conn, json_t *msg)
@@ -217,6 +235,20 @@ void ctl__on_report(struct control *ctl, uint64_t conn, json_t *msg)
     }
     r.node_id = node->id;
     r.metrics_json = metrics_json;
+    /* checkpoint_bytes (optional): bytes of the agent-owned directory after this part merged. */
+    int64_t bytes = 0;
+    bool has_bytes = false;
+    json_t *bytesv = json_object_get(msg, "checkpoint_bytes");
+    if (r.checkpoint_dir && bytesv && !json_is_null(bytesv)) {
+        if (int_field(msg, "checkpoint_bytes", 0, INT64_MAX, &bytes, err, sizeof(err)) != 0) {
+            free(metrics_json);
+            TY_BAD_PEER("control", "node %s: report (event %lld) dropped: %s", node->id,
+                        (long long)seq, err);
+            send_ack(ctl, conn, seq);
+            return;
+        }
+        has_bytes = true;
+    }
     struct store_report_outcome out;
     int qs = store_report_insert(ctl->db, &r, &out);
     free(metrics_json);
@@ -244,7 +276,15 @@ void ctl__on_report(struct control *ctl, uint64_t conn, json_t *msg)
     else if (out.duplicate)
         TY_DEBUG("control", "job %lld rank %d report %lld: already recorded", (long long)r.job,
                  r.rank, (long long)r.seq);
+    /* A duplicate retries registration too: its first delivery may have committed the report
+     * and then failed here, before the ack. */
+    bool try_register = out.known_worker && (out.round_complete || out.duplicate);
+    if (try_register || (out.known_worker && has_bytes)) {
+        int rc = on_round_complete(ctl, &r, has_bytes ? &bytes : NULL, try_register);
+        if (rc < 0) {
+            drop_connection(ctl, node, conn);
+            return;
+        }
+    }
     send_ack(ctl, conn, seq);
-    if (out.round_complete)
-        on_round_complete(ctl, r.job, r.attempt, r.seq);
 }

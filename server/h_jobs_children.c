@@ -1,4 +1,4 @@
-/* GET /api/v1/jobs/{id}/workers and /events: the parts of a job kept in their own tables. */
+/* GET /api/v1/jobs/{id}/workers, /attempts and /events: the parts of a job kept in their own tables. */
 #include "db.h"
 #include "handlers.h"
 #include "server.h"
@@ -45,4 +45,9 @@ enum MHD_Result h_jobs_workers(struct srv_request *req)
 enum MHD_Result h_jobs_events(struct srv_request *req)
 {
     return reply_child_list(req, store_job_events, "events");
+}
+
+enum MHD_Result h_jobs_attempts(struct srv_request *req)
+{
+    return reply_child_list(req, store_job_attempts, "attempts");
 }

@@ -97,6 +97,7 @@ int store_launch_rows(struct db_conn *c, int64_t job, int attempt, const char *n
 int store_stop_targets(struct db_conn *c, int64_t job, PGresult **res);
 int store_job_workers(struct db_conn *c, int64_t job, char **json_out);
 int store_job_events(struct db_conn *c, int64_t job, char **json_out);
+int store_job_attempts(struct db_conn *c, int64_t job, char **json_out);
 
 /* ---- metrics: reports and series (store_metrics.c) ---- */
 /* A validated report (agent message `report`); strings borrowed. metrics_json: an object of
@@ -131,5 +132,27 @@ struct store_metrics_query {
  * exist, 1 with the array, or an error. */
 int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metrics_query *q,
                          char **json_out);
+
+/* ---- checkpoints (store_checkpoints.c) ---- */
+/* What one committed report brings to checkpoint registration (DESIGN.md section 4). */
+struct store_checkpoint_round {
+    int64_t job, k; /* k: the report's report_seq (round k) */
+    int attempt, rank;
+    const int64_t *bytes; /* the agent's checkpoint_bytes for this report, or NULL */
+    bool try_register;    /* register checkpoint k if round k is complete and has a directory */
+};
+/* In one transaction: records this report's checkpoint_bytes (when given), then (when
+ * try_register) inserts checkpoint k of the attempt as COMMITTED, once every rank has its k-th
+ * report and at least one of them a checkpoint_dir: step and metrics of rank 0's report k,
+ * location = JSON text [{"node_id","path"}...], size_bytes = summed checkpoint_bytes (NULL when
+ * none known). Idempotent: a second call inserts nothing (it refreshes size and location of a
+ * COMMITTED row). *registered: a row was inserted or refreshed. On DB_HARD_ERROR, sqlstate gets
+ * its SQLSTATE (class 22/23: the data is refused, a retry fails the same way). */
+int store_checkpoint_round(struct db_conn *c, const struct store_checkpoint_round *in,
+                           bool *registered, char sqlstate[6]);
+/* *json_out = JSON array of the job's COMMITTED checkpoints {id, attempt, index, step, metrics,
+ * size_bytes, location, created_at}, by attempt then index. Returns 0 when the job does not
+ * exist, 1 with the array, or an error. */
+int store_checkpoint_list(struct db_conn *c, int64_t job, char **json_out);
 
 #endif

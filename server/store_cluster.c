@@ -332,3 +332,20 @@ int store_job_events(struct db_conn *c, int64_t job, char **json_out)
     const char *p[] = {j};
     return single_text(c, &st, p, json_out);
 }
+
+int store_job_attempts(struct db_conn *c, int64_t job, char **json_out)
+{
+    static const struct db_stmt st = {
+        "job_attempts",
+        "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM jobs WHERE id = $1::bigint) THEN NULL ELSE "
+        " coalesce(jsonb_agg(jsonb_build_object('attempt', a.attempt, 'status', a.status, "
+        "  'world_size', a.world_size, 'master_addr', a.master_addr, "
+        "  'master_port', a.master_port, 'error', a.error, 'created_at', ty_ts(a.created_at), "
+        "  'finished_at', ty_ts(a.finished_at)) ORDER BY a.attempt), '[]') END::text "
+        "FROM attempts a WHERE a.job_id = $1::bigint",
+        1, true};
+    char j[32];
+    NUM(j, job);
+    const char *p[] = {j};
+    return single_text(c, &st, p, json_out);
+}

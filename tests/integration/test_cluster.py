@@ -123,6 +123,8 @@ def test_stop_kills_every_process_of_the_job(server, agent_factory):
     done = server.wait_job(job["id"], {"STOPPED", "FAILED", "SUCCEEDED"}, timeout=30)
     assert done["status"] == "STOPPED", done
     assert _processes_with(marker) == []
+    attempts = server.request("GET", f"/api/v1/jobs/{job['id']}/attempts").json["attempts"]
+    assert [(a["attempt"], a["status"], a["world_size"]) for a in attempts] == [(1, "STOPPED", 2)]
     events = [e["status"] for e in
               server.request("GET", f"/api/v1/jobs/{job['id']}/events").json["events"]]
     assert events == ["PENDING", "STARTING", "RUNNING", "STOPPING", "STOPPED"]

@@ -8,6 +8,7 @@
  *   backoff.c     pure reconnect delay (0.2 s doubling to 10 s, ±50 % jitter)
  *   proto.c       pure agent-protocol messages: builders and the server-message parser
  *   env.c         pure worker environment (DESIGN §3, TF_CONFIG, PYTHONPATH)
+ *   checkpoint.c  taking over checkpoint directories (<data>/checkpoints), merging local ranks
  *   resources.c   node identity and resources: node-id file, CPUs, memory, NVML (dlopen)
  *   events.c      the outgoing event queue (seq, kept until acked) and the worker table
  *   supervise.c   fork/exec/setsid of workers, reaping, stopping process groups
@@ -217,6 +218,24 @@ const char *agent_env_get(char *const *env, const char *name);
 char *agent_tf_config(const struct agent_launch *l, int64_t rank);
 
 /* ------------------------------------------------------------------------------------------ */
+/* Checkpoint directories (checkpoint.c)                                                       */
+/* ------------------------------------------------------------------------------------------ */
+
+/* <data_dir>/checkpoints/<job>/<attempt>/<k>: where round k's parts on this node are merged
+ * (malloc'd), or NULL for an invalid job id, attempt < 0, k < 1, or OOM. */
+char *agent_checkpoint_path(const char *data_dir, const char *job_id, int64_t attempt, int64_t k);
+/* 0 when src is an absolute path to a directory the agent can read; else -1 with a reason naming
+ * the path in err (for the worker's error reply). */
+int agent_checkpoint_check_src(const char *src, char *err, size_t errlen);
+/* Copies the regular files under src (recursively; symlinks and special files skipped with a
+ * warning) into dest (created with its parents) as rank `rank`'s part: on a name clash the lower
+ * rank's file wins (owners kept in <dest>.owners.json). Files and directories are fsync'ed.
+ * *bytes = total size of the regular files now under dest. 0, or -1 with the reason in err
+ * (files copied so far stay). Blocking: runs in the caller's thread. */
+int agent_checkpoint_merge(const char *src, const char *dest, int64_t rank, int64_t *bytes,
+                           char *err, size_t errlen);
+
+/* ------------------------------------------------------------------------------------------ */
 /* Runtime state (events.c, supervise.c, ...)                                                  */
 /* ------------------------------------------------------------------------------------------ */
 
@@ -349,6 +368,9 @@ size_t agent__detect_gpus(int **gpus, char **type);
 /* Writes body durably to the spool (write + fdatasync + rename + directory fsync). Returns the
  * malloc'd path, or NULL (logged). *dup is set when the same report is already spooled. */
 char *agent__spool_write(struct agent *a, const json_t *body, bool *dup);
+/* True when report (job, attempt, rank, report_seq) is already in the spool (acked before). */
+bool agent__spool_has(struct agent *a, const char *job_id, int64_t attempt, int64_t rank,
+                      int64_t report_seq);
 /* Queues every spooled report as a report event (start-up). */
 void agent__spool_reload(struct agent *a);
 

@@ -1,6 +1,8 @@
 /* The report socket <data>/report.sock (docs/report-protocol.md): workers connect, say hello,
- * and send reports; each report is spooled durably, queued for the server as a `report` event,
- * and only then acked to the worker. Framing and validation come from the SDK's `tywire`.
+ * and send reports; each report's checkpoint directory is copied into the agent's data directory
+ * (checkpoint.c; the copy blocks the event loop for now), the report is spooled durably naming
+ * that copy, queued for the server as a `report` event, and only then acked to the worker.
+ * Framing and validation come from the SDK's `tywire`.
  *
  * The listening socket and every connection are adopted into the lws loop as raw file
  * descriptors, so all I/O stays non-blocking on the agent's single thread. */
@@ -152,8 +154,37 @@ static void on_report(struct agent_report_conn *c, const json_t *m)
     }
     char when[40];
     agent_format_time(agent_wall_ms(), when, sizeof(when));
+    /* Take the checkpoint directory over (checkpoint.c) before anything is spooled or acked; the
+     * report then names the agent-owned directory. A resent report already spooled was taken. */
+    char *owned = NULL;
+    int64_t bytes = -1;
+    if (r.checkpoint_dir) {
+        char cerr[512];
+        owned = agent_checkpoint_path(c->a->data_dir, c->job_id, c->attempt, r.seq);
+        if (!owned) {
+            conn_send(c, ty_wire_error_new(r.seq, "the agent could not take the checkpoint"));
+            return;
+        }
+        bool taken = agent__spool_has(c->a, c->job_id, c->attempt, c->rank, r.seq);
+        if (!taken && agent_checkpoint_check_src(r.checkpoint_dir, cerr, sizeof(cerr)) == 0)
+            taken = agent_checkpoint_merge(r.checkpoint_dir, owned, c->rank, &bytes, cerr,
+                                           sizeof(cerr)) == 0;
+        if (!taken) {
+            TY_WARN("report", "worker %s/%lld/%lld report %lld: %s", c->job_id,
+                    (long long)c->attempt, (long long)c->rank, (long long)r.seq, cerr);
+            conn_send(c, ty_wire_error_new(r.seq, cerr));
+            free(owned);
+            return;
+        }
+    }
     json_t *body = agent_report_body(c->job_id, c->attempt, c->rank, r.seq, r.metrics,
-                                     r.has_step ? r.step : -1, when, r.checkpoint_dir);
+                                     r.has_step ? r.step : -1, when, owned);
+    free(owned);
+    if (body && bytes >= 0 &&
+        json_object_set_new(body, "checkpoint_bytes", json_integer(bytes)) != 0) {
+        json_decref(body);
+        body = NULL;
+    }
     bool dup = false;
     char *path = body ? agent__spool_write(c->a, body, &dup) : NULL;
     if (!path) {

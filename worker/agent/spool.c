@@ -40,6 +40,22 @@ static int fsync_dir(const char *dir)
     return rc;
 }
 
+bool agent__spool_has(struct agent *a, const char *job_id, int64_t attempt, int64_t rank,
+                      int64_t report_seq)
+{
+    if (agent_job_id_valid(job_id) != 0)
+        return false;
+    size_t plen = strlen(a->spool_dir) + strlen(job_id) + 96;
+    char *path = malloc(plen);
+    if (!path)
+        return false;
+    snprintf(path, plen, "%s/%s.%lld.%lld.%lld.json", a->spool_dir, job_id, (long long)attempt,
+             (long long)rank, (long long)report_seq);
+    bool has = access(path, F_OK) == 0;
+    free(path);
+    return has;
+}
+
 char *agent__spool_write(struct agent *a, const json_t *body, bool *dup)
 {
     *dup = false;

@@ -1,0 +1,146 @@
+/* Checkpoint queries: registering checkpoint k of an attempt once every rank made its k-th report
+ * (DESIGN.md section 4, control_report.c), and listing a job's checkpoints (REST). */
+#include "store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NUM(buf, v) snprintf((buf), sizeof(buf), "%lld", (long long)(v))
+
+/* ------------------------------------------------------------------------------------------ */
+/* Registration                                                                                 */
+/* ------------------------------------------------------------------------------------------ */
+
+struct round_txn {
+    const struct store_checkpoint_round *in;
+    bool *registered;
+    char *sqlstate; /* 6 bytes */
+};
+
+/* Keeps the SQLSTATE of a hard error: read before db_run_txn's ROLLBACK clears it. */
+static int keep_state(struct round_txn *t, struct db_conn *c, int qs)
+{
+    if (qs == DB_HARD_ERROR)
+        snprintf(t->sqlstate, 6, "%s", db_last_sqlstate(c));
+    return qs;
+}
+
+/* Two statements in one transaction, so the second sees what the first wrote:
+ *
+ * bytes: this report's checkpoint_bytes (when the agent sent it);
+ * reg:   checkpoint k, when round k is complete (a report with seq k from each of world_size
+ *        ranks) and one of its reports has a checkpoint_dir. step: rank 0's report k; metrics:
+ *        rank 0's numbers of report k (metrics rows); location: JSON text of the distinct
+ *        (node_id, checkpoint_dir) pairs, ordered; size_bytes: per pair, checkpoint_bytes of its
+ *        latest report (the agent's merged directory only grows as its ranks report), summed.
+ *        A resend finds the row and refreshes size and location, so a report whose bytes
+ *        arrived late (its first delivery failed) still counts; a DELETED row is left alone. */
+static int round_body(struct db_conn *c, void *arg)
+{
+    static const struct db_stmt bytes = {
+        "checkpoint_report_bytes",
+        "UPDATE reports SET checkpoint_bytes = $5::bigint "
+        " WHERE job_id = $1::bigint AND attempt = $2::int AND rank = $3::int AND seq = $4::bigint "
+        "   AND checkpoint_dir IS NOT NULL AND checkpoint_bytes IS DISTINCT FROM $5::bigint",
+        5, false};
+    static const struct db_stmt reg = {
+        "checkpoint_register",
+        "WITH rd AS (SELECT rank, step, node_id, checkpoint_dir, checkpoint_bytes, reported_at "
+        "              FROM reports WHERE job_id = $1::bigint AND attempt = $2::int "
+        "               AND seq = $3::bigint), "
+        "     ok AS (SELECT 1 WHERE (SELECT count(*) FROM rd) >= "
+        "                           (SELECT world_size FROM attempts "
+        "                             WHERE job_id = $1::bigint AND attempt = $2::int) "
+        "              AND EXISTS (SELECT 1 FROM rd WHERE checkpoint_dir IS NOT NULL)), "
+        "     loc AS (SELECT DISTINCT ON (node_id, checkpoint_dir) node_id, checkpoint_dir, "
+        "                    checkpoint_bytes FROM rd WHERE checkpoint_dir IS NOT NULL "
+        "              ORDER BY node_id, checkpoint_dir, reported_at DESC, "
+        "                       checkpoint_bytes DESC NULLS LAST) "
+        "INSERT INTO checkpoints (job_id, attempt, idx, step, metrics, size_bytes, location, "
+        "                         status) "
+        "SELECT $1::bigint, $2::int, $3::bigint, (SELECT step FROM rd WHERE rank = 0), "
+        "       (SELECT coalesce(jsonb_object_agg(m.name, m.value), '{}'::jsonb) FROM metrics m "
+        "         WHERE m.job_id = $1::bigint AND m.attempt = $2::int AND m.rank = 0 "
+        "           AND m.seq = $3::bigint), "
+        "       (SELECT sum(checkpoint_bytes) FROM loc), "
+        "       (SELECT jsonb_agg(jsonb_build_object('node_id', node_id, 'path', checkpoint_dir) "
+        "                         ORDER BY node_id, checkpoint_dir) FROM loc)::text, "
+        "       'COMMITTED' FROM ok "
+        "ON CONFLICT (job_id, attempt, idx) DO UPDATE "
+        "   SET size_bytes = EXCLUDED.size_bytes, location = EXCLUDED.location "
+        " WHERE checkpoints.status = 'COMMITTED' "
+        "   AND (checkpoints.size_bytes, checkpoints.location) IS DISTINCT FROM "
+        "       (EXCLUDED.size_bytes, EXCLUDED.location)",
+        3, false};
+    struct round_txn *t = arg;
+    const struct store_checkpoint_round *in = t->in;
+    *t->registered = false;
+    char job[32], attempt[32], rank[32], k[32], b[32];
+    NUM(job, in->job);
+    NUM(attempt, in->attempt);
+    NUM(rank, in->rank);
+    NUM(k, in->k);
+    if (in->bytes) {
+        NUM(b, *in->bytes);
+        const char *p[] = {job, attempt, rank, k, b};
+        int qs = keep_state(t, c, db_exec(c, &bytes, p, NULL));
+        if (qs < 0)
+            return qs;
+    }
+    if (!in->try_register)
+        return DB_NO_RESULTS;
+    const char *p[] = {job, attempt, k};
+    int qs = keep_state(t, c, db_exec(c, &reg, p, NULL));
+    if (qs > 0)
+        *t->registered = true;
+    return qs;
+}
+
+int store_checkpoint_round(struct db_conn *c, const struct store_checkpoint_round *in,
+                           bool *registered, char sqlstate[6])
+{
+    struct round_txn t = {in, registered, sqlstate};
+    sqlstate[0] = '\0';
+    return db_run_txn(c, round_body, &t);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Listing                                                                                      */
+/* ------------------------------------------------------------------------------------------ */
+
+int store_checkpoint_list(struct db_conn *c, int64_t job, char **json_out)
+{
+    static const struct db_stmt exists = {"checkpoints_job_exists",
+                                          "SELECT 1 FROM jobs WHERE id = $1::bigint", 1, true};
+    /* location is stored as JSON text (migration 0004); a value that is not JSON would make the
+     * cast fail, and only this server writes it. */
+    static const struct db_stmt list = {
+        "checkpoints_list",
+        "SELECT coalesce(jsonb_agg(jsonb_build_object("
+        "         'id', c.id, 'attempt', c.attempt, 'index', c.idx, 'step', c.step, "
+        "         'metrics', c.metrics, 'size_bytes', c.size_bytes, "
+        "         'location', coalesce(c.location::jsonb, '[]'::jsonb), "
+        "         'created_at', ty_ts(c.created_at)) ORDER BY c.attempt, c.idx), "
+        "       '[]'::jsonb)::text "
+        "  FROM checkpoints c WHERE c.job_id = $1::bigint AND c.status = 'COMMITTED'",
+        1, true};
+    *json_out = NULL;
+    char j[32];
+    NUM(j, job);
+    const char *p[] = {j};
+    int qs = db_exec(c, &exists, p, NULL);
+    if (qs <= 0)
+        return qs;
+    PGresult *res = NULL;
+    qs = db_exec(c, &list, p, &res);
+    if (qs < 0)
+        return qs;
+    if (qs == 0 || res == NULL) {
+        PQclear(res);
+        return DB_HARD_ERROR; /* an aggregate always returns one row */
+    }
+    *json_out = strdup(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return *json_out ? DB_ONE_RESULT : DB_HARD_ERROR;
+}

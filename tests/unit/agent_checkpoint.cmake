@@ -1,0 +1,5 @@
+# trainyard-agent checkpoint directories (worker/agent/checkpoint.c, in `agentcore`): taking a
+# rank's directory over and merging the local ranks' parts. Uses a temporary directory.
+ty_add_unit_tests(test_agent_checkpoint
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_agent_checkpoint.c
+  LIBS agentcore tycommon PkgConfig::JANSSON)
