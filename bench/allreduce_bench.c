@@ -87,8 +87,7 @@ static int bench_rank(size_t lo, size_t hi, size_t factor, double seconds)
             break;
         double op = el / iters, alg = (double)bytes / op / 1e9;
         if (r == 0) {
-            printf("%zu %d %.6e %.3f %.3f\n", bytes, iters, op, alg,
-                   alg * 2.0 * (p - 1) / p);
+            printf("%zu %d %.6e %.3f %.3f\n", bytes, iters, op, alg, alg * 2.0 * (p - 1) / p);
             fflush(stdout);
         }
     }
@@ -128,7 +127,8 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--seconds") == 0)
             seconds = strtod(argv[i + 1], NULL);
         else {
-            fprintf(stderr, "usage: %s [--ranks N] [--min B] [--max B] [--factor F] [--seconds S]\n",
+            fprintf(stderr,
+                    "usage: %s [--ranks N] [--min B] [--max B] [--factor F] [--seconds S]\n",
                     argv[0]);
             return 2;
         }

@@ -45,8 +45,9 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < hi / sizeof(float); i++)
         buf[i] = (float)(i % 7);
     if (r == 0)
-        printf("# ranks %d  float32 sum (Open MPI)\n# bytes iters sec_per_op algbw_GBps busbw_GBps\n",
-               p);
+        printf(
+            "# ranks %d  float32 sum (Open MPI)\n# bytes iters sec_per_op algbw_GBps busbw_GBps\n",
+            p);
     for (size_t bytes = lo; bytes <= hi; bytes *= (factor < 2 ? 2 : factor)) {
         int n = (int)(bytes / sizeof(float));
         double t = MPI_Wtime();

@@ -9,7 +9,7 @@
 struct ty_embedded_file {
     const char *name; /* base name, e.g. "0001_init.sql" */
     const unsigned char *data;
-    size_t size;      /* data[size] is a NUL byte, so text files are C strings */
+    size_t size; /* data[size] is a NUL byte, so text files are C strings */
 };
 
 #endif

@@ -23,7 +23,6 @@
 #define KEY_SHOWN 256
 #define MILLI_TOLERANCE 1e-3
 
-
 static const char *const top_fields[] = {"name",
                                          "entrypoint",
                                          "working_dir",
@@ -46,7 +45,6 @@ static const char *const failure_fields[] = {"max_failures"};
 static const char *const reserved_env[] = {
     "RANK",        "WORLD_SIZE",  "LOCAL_RANK",           "LOCAL_WORLD_SIZE", "NODE_RANK",
     "MASTER_ADDR", "MASTER_PORT", "CUDA_VISIBLE_DEVICES", "TF_CONFIG"};
-
 
 /* ------------------------------------------------------------------------------------------ */
 /* Validation context, error list, paths                                                       */
@@ -550,8 +548,8 @@ static json_t *norm_scaling_config(struct vctx *c, const json_t *v)
         put(c, sc, "use_gpu", json_boolean(gpu > 0));
     put(c, sc, "resources_per_worker", res);
     put(c, sc, "placement_strategy",
-        norm_enum(c, member(v, "placement_strategy"), SC ".placement_strategy", jobspec__strategy_names,
-                  NELEM(jobspec__strategy_names), "PACK"));
+        norm_enum(c, member(v, "placement_strategy"), SC ".placement_strategy",
+                  jobspec__strategy_names, NELEM(jobspec__strategy_names), "PACK"));
 
     json_t *acc = norm_opt_string(c, member(v, "accelerator_type"), SC ".accelerator_type",
                                   JOBSPEC_ACCELERATOR_MAX, true);
@@ -705,8 +703,8 @@ static json_t *norm_spec(struct vctx *c, const json_t *in)
     put(c, o, "working_dir", norm_working_dir(c, member(in, "working_dir")));
     put(c, o, "env", norm_env(c, member(in, "env")));
     put(c, o, "backend",
-        norm_enum(c, member(in, "backend"), "backend", jobspec__backend_names, NELEM(jobspec__backend_names),
-                  "torch"));
+        norm_enum(c, member(in, "backend"), "backend", jobspec__backend_names,
+                  NELEM(jobspec__backend_names), "torch"));
     put(c, o, "train_loop_config", norm_train_loop_config(c, member(in, "train_loop_config")));
     put(c, o, "scaling_config", norm_scaling_config(c, member(in, "scaling_config")));
     put(c, o, "run_config", norm_run_config(c, member(in, "run_config")));

@@ -62,6 +62,6 @@ void ty_log_write(enum ty_log_level level, const char *subsystem, const char *fm
     char when[32];
     strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
     /* One fprintf per line so lines from different threads do not interleave. */
-    fprintf(stderr, "%s.%03ldZ %-5s %-6s %s\n", when, ts.tv_nsec / 1000000L,
-            level_names[level], subsystem, msg);
+    fprintf(stderr, "%s.%03ldZ %-5s %-6s %s\n", when, ts.tv_nsec / 1000000L, level_names[level],
+            subsystem, msg);
 }

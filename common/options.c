@@ -34,8 +34,8 @@ static int set_option(const struct ty_option *o, void *dst, const char *value, c
     return 0;
 }
 
-static const struct ty_option *find_flag(const struct ty_option *opts, size_t n,
-                                         const char *name, size_t nlen)
+static const struct ty_option *find_flag(const struct ty_option *opts, size_t n, const char *name,
+                                         size_t nlen)
 {
     for (size_t i = 0; i < n; i++)
         if (strlen(opts[i].flag) == nlen && strncmp(opts[i].flag, name, nlen) == 0)
@@ -43,8 +43,8 @@ static const struct ty_option *find_flag(const struct ty_option *opts, size_t n,
     return NULL;
 }
 
-int ty_options_load(const struct ty_option *opts, size_t n, void *dst, const char *prog,
-                    int argc, char **argv)
+int ty_options_load(const struct ty_option *opts, size_t n, void *dst, const char *prog, int argc,
+                    char **argv)
 {
     for (size_t i = 0; i < n; i++) {
         const char *env = getenv(opts[i].env);
@@ -65,7 +65,8 @@ int ty_options_load(const struct ty_option *opts, size_t n, void *dst, const cha
         }
         const char *name = arg + 2;
         const char *eq = strchr(name, '=');
-        const struct ty_option *o = find_flag(opts, n, name, eq ? (size_t)(eq - name) : strlen(name));
+        const struct ty_option *o =
+            find_flag(opts, n, name, eq ? (size_t)(eq - name) : strlen(name));
         if (o == NULL) {
             fprintf(stderr, "%s: unknown option '%s' (see --help)\n", prog, arg);
             goto fail;

@@ -14,8 +14,8 @@ struct ty_option {
     const char *flag; /* without the leading "--" */
     const char *env;
     enum ty_opt_type type;
-    size_t offset; /* of a `char *` (string) or `int64_t` (int) in the config struct */
-    const char *def; /* default as text; NULL: unset */
+    size_t offset;    /* of a `char *` (string) or `int64_t` (int) in the config struct */
+    const char *def;  /* default as text; NULL: unset */
     int64_t min, max; /* bounds of an int option */
     const char *help;
 };
@@ -28,8 +28,8 @@ struct ty_option {
  * 1 when --help was asked for (printed to stdout); -1 when a value is out of bounds, a flag is
  * unknown or lacks its value (the problem printed to stderr, prefixed by `prog`). On 1 and -1
  * the strings are already freed. Free a loaded struct with ty_options_free(). */
-int ty_options_load(const struct ty_option *opts, size_t n, void *dst, const char *prog,
-                    int argc, char **argv);
+int ty_options_load(const struct ty_option *opts, size_t n, void *dst, const char *prog, int argc,
+                    char **argv);
 void ty_options_usage(const struct ty_option *opts, size_t n, const char *prog, FILE *out);
 /* Frees the struct's string options and sets them to NULL. */
 void ty_options_free(const struct ty_option *opts, size_t n, void *dst);

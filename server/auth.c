@@ -89,8 +89,8 @@ int srv_auth_check(struct srv_request *req, enum MHD_Result *denied)
     }
     if (route->min_role == SRV_ROLE_NONE)
         return 0;
-    const char *h = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
-                                                MHD_HTTP_HEADER_AUTHORIZATION);
+    const char *h =
+        MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0 || h[7] == '\0') {
         *denied = srv_reply_problem(req, SRV_P_UNAUTHORIZED, NULL,
                                     "send an API token as 'Authorization: Bearer <token>'");
@@ -105,15 +105,15 @@ int srv_auth_check(struct srv_request *req, enum MHD_Result *denied)
         return -1;
     }
     if (qs == 0) {
-        *denied = srv_reply_problem(req, SRV_P_UNAUTHORIZED, NULL,
-                                    "the API token is unknown or revoked");
+        *denied =
+            srv_reply_problem(req, SRV_P_UNAUTHORIZED, NULL, "the API token is unknown or revoked");
         return -1;
     }
     if (req->who.role < route->min_role) {
         *denied = srv_reply_problem(req, SRV_P_FORBIDDEN, NULL,
-                                    "%s %s needs the %s role; token '%s' has role %s",
-                                    req->method, req->url, srv_role_name(route->min_role),
-                                    req->who.name, srv_role_name(req->who.role));
+                                    "%s %s needs the %s role; token '%s' has role %s", req->method,
+                                    req->url, srv_role_name(route->min_role), req->who.name,
+                                    srv_role_name(req->who.role));
         return -1;
     }
     return 0;

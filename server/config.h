@@ -15,13 +15,13 @@ struct srv_config {
     int64_t http_threads;
     int64_t max_body_bytes;
     char *data_dir;
-    char *database_url;      /* NULL: run the embedded PostgreSQL under data_dir */
-    char *pg_bin_dir;        /* NULL: newest /usr/lib/postgresql/<v>/bin */
-    char *auth;              /* "token" or "none" */
+    char *database_url; /* NULL: run the embedded PostgreSQL under data_dir */
+    char *pg_bin_dir;   /* NULL: newest /usr/lib/postgresql/<v>/bin */
+    char *auth;         /* "token" or "none" */
     enum srv_auth_mode auth_mode;
     int64_t heartbeat_timeout_s;
     int64_t stop_grace_s;
-    char *cluster_token;     /* NULL: <data_dir>/cluster.token */
+    char *cluster_token; /* NULL: <data_dir>/cluster.token */
     char *log_level;
     char *debug;
 };

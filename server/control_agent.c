@@ -31,7 +31,8 @@ static void ack(struct control *ctl, uint64_t conn, json_t *msg)
 {
     json_t *seq = json_object_get(msg, "seq");
     if (json_is_integer(seq))
-        ctl__send(ctl, conn, json_pack("{s:s, s:I}", "type", "ack", "seq", json_integer_value(seq)));
+        ctl__send(ctl, conn,
+                  json_pack("{s:s, s:I}", "type", "ack", "seq", json_integer_value(seq)));
 }
 
 /* Applies a worker exit; stops the job's other workers when it failed. Returns 0 or -1. */
@@ -129,9 +130,8 @@ static void on_register(struct control *ctl, uint64_t conn, json_t *msg)
     char *res_text = json_dumps(resources, JSON_COMPACT);
     char *labels_text = json_is_object(labels) ? json_dumps(labels, JSON_COMPACT) : strdup("{}");
     int qs = store_node_register(ctl->db, id, hostname ? hostname : id, address, res_text,
-                                 json_string_value(json_object_get(node, "gpu_type")),
-                                 labels_text, json_string_value(json_object_get(node, "version")),
-                                 lo, hi);
+                                 json_string_value(json_object_get(node, "gpu_type")), labels_text,
+                                 json_string_value(json_object_get(node, "version")), lo, hi);
     free(res_text);
     free(labels_text);
     if (qs < 0) {
@@ -166,8 +166,7 @@ static void on_register(struct control *ctl, uint64_t conn, json_t *msg)
     json_array_foreach(workers, i, w)
     {
         if (strcmp(json_string_value(json_object_get(w, "status")) ?: "", "EXITED") == 0)
-            apply_exit(ctl, ctl__job_id(w),
-                       (int)json_integer_value(json_object_get(w, "attempt")),
+            apply_exit(ctl, ctl__job_id(w), (int)json_integer_value(json_object_get(w, "attempt")),
                        (int)json_integer_value(json_object_get(w, "rank")),
                        json_object_get(w, "exit_code"), json_object_get(w, "signal"),
                        json_string_value(json_object_get(w, "error")));

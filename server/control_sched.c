@@ -43,8 +43,7 @@ static void parse_resources(json_t *obj, int64_t *cpu_milli, int64_t *memory_mb,
     }
 }
 
-static int add_nodes(sched_snapshot *snap, PGresult *res, struct pass_node *nodes,
-                     json_t **keep)
+static int add_nodes(sched_snapshot *snap, PGresult *res, struct pass_node *nodes, json_t **keep)
 {
     for (int i = 0; i < PQntuples(res); i++) {
         json_t *r = json_loads(PQgetvalue(res, i, 4), 0, NULL);
@@ -96,8 +95,8 @@ static int add_running_job(sched_snapshot *snap, PGresult *res, int first, int l
     for (int i = first; i < last; i++) {
         const char *node_id = PQgetvalue(res, i, 1);
         if (nallocs == 0 || strcmp(allocs[nallocs - 1].node_id, node_id) != 0) {
-            allocs[nallocs] = (sched_alloc_desc){.node_id = node_id,
-                                                 .custom = &customs[nallocs * MAX_CUSTOM]};
+            allocs[nallocs] =
+                (sched_alloc_desc){.node_id = node_id, .custom = &customs[nallocs * MAX_CUSTOM]};
             nallocs++;
         }
         sched_alloc_desc *a = &allocs[nallocs - 1];
@@ -206,11 +205,10 @@ static void commit_decision(struct control *ctl, const sched_decision *d,
         json_t *gpus = json_array();
         for (int g = 0; g < sw->ngpus; g++)
             json_array_append_new(gpus, json_integer(nodes[sw->node_index].gpu_ids[sw->gpus[g]]));
-        json_array_append_new(workers,
-                              json_pack("{s:i, s:i, s:i, s:s, s:o, s:o}", "rank", sw->rank,
-                                        "local_rank", sw->local_rank, "node_rank", sw->node_rank,
-                                        "node_id", sw->node_id, "gpus", gpus, "resources",
-                                        bundle_json(js)));
+        json_array_append_new(workers, json_pack("{s:i, s:i, s:i, s:s, s:o, s:o}", "rank", sw->rank,
+                                                 "local_rank", sw->local_rank, "node_rank",
+                                                 sw->node_rank, "node_id", sw->node_id, "gpus",
+                                                 gpus, "resources", bundle_json(js)));
     }
     int nports = js->backend == JOBSPEC_BACKEND_TENSORFLOW ? d->num_workers : 1;
     char *text = json_dumps(workers, JSON_COMPACT);
@@ -247,8 +245,7 @@ static void load_new_specs(struct control *ctl, PGresult *pending)
             ids = grown;
             cap *= 2;
         }
-        len += (size_t)snprintf(ids + len, cap - len, "%s%lld", len > 1 ? "," : "",
-                                (long long)id);
+        len += (size_t)snprintf(ids + len, cap - len, "%s%lld", len > 1 ? "," : "", (long long)id);
     }
     ids[len++] = '}';
     ids[len] = '\0';
@@ -336,30 +333,30 @@ void ctl__send_launches(struct control *ctl, int64_t job, int attempt, const cha
         int first = i;
         for (; i < rows && strcmp(PQgetvalue(res, i, 5), node) == 0; i++)
             json_array_append_new(
-                workers, json_pack("{s:i, s:i, s:o}", "rank",
-                                   (int)strtol(PQgetvalue(res, i, 7), NULL, 10), "local_rank",
-                                   (int)strtol(PQgetvalue(res, i, 8), NULL, 10), "gpus",
-                                   json_loads(PQgetvalue(res, i, 9), 0, NULL)));
+                workers,
+                json_pack("{s:i, s:i, s:o}", "rank", (int)strtol(PQgetvalue(res, i, 7), NULL, 10),
+                          "local_rank", (int)strtol(PQgetvalue(res, i, 8), NULL, 10), "gpus",
+                          json_loads(PQgetvalue(res, i, 9), 0, NULL)));
         json_t *msg = json_pack(
             "{s:s, s:s, s:i, s:O?, s:O?, s:O?, s:O?, s:O?, s:i, s:i, s:i, s:i, s:s, s:i, s:n, s:o}",
             "type", "launch", "job_id", job_text, "attempt", attempt, "backend",
             json_object_get(spec, "backend"), "entrypoint", json_object_get(spec, "entrypoint"),
-            "working_dir", json_object_get(spec, "working_dir"), "env", json_object_get(spec, "env"),
-            "config", json_object_get(spec, "train_loop_config"), "world_size",
-            (int)strtol(PQgetvalue(res, first, 3), NULL, 10), "num_nodes",
+            "working_dir", json_object_get(spec, "working_dir"), "env",
+            json_object_get(spec, "env"), "config", json_object_get(spec, "train_loop_config"),
+            "world_size", (int)strtol(PQgetvalue(res, first, 3), NULL, 10), "num_nodes",
             (int)strtol(PQgetvalue(res, first, 4), NULL, 10), "node_rank",
             (int)strtol(PQgetvalue(res, first, 6), NULL, 10), "local_world_size",
             (int)strtol(PQgetvalue(res, first, 10), NULL, 10), "master_addr",
             PQgetvalue(res, first, 1), "master_port",
-            (int)strtol(PQgetvalue(res, first, 2), NULL, 10), "checkpoint_dir", "workers",
-            workers);
+            (int)strtol(PQgetvalue(res, first, 2), NULL, 10), "checkpoint_dir", "workers", workers);
         struct ctl_node *n = ctl__node_by_id(ctl, node);
         if (msg && n && n->conn)
             ctl__send(ctl, n->conn, msg);
         else {
             json_decref(msg);
-            TY_WARN("control", "node %s is not connected: job %lld will launch there when it "
-                               "registers again",
+            TY_WARN("control",
+                    "node %s is not connected: job %lld will launch there when it "
+                    "registers again",
                     node, (long long)job);
         }
     }
@@ -379,8 +376,8 @@ void ctl__send_stops(struct control *ctl, int64_t job)
         if (n == NULL || n->conn == 0)
             continue;
         ctl__send(ctl, n->conn,
-                  json_pack("{s:s, s:s, s:i, s:I}", "type", "stop", "job_id", job_text,
-                            "attempt", (int)strtol(PQgetvalue(res, i, 1), NULL, 10), "grace_s",
+                  json_pack("{s:s, s:s, s:i, s:I}", "type", "stop", "job_id", job_text, "attempt",
+                            (int)strtol(PQgetvalue(res, i, 1), NULL, 10), "grace_s",
                             (json_int_t)ctl->srv->cfg.stop_grace_s));
     }
     PQclear(res);

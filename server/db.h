@@ -47,7 +47,8 @@ PGconn *db_pg(struct db_conn *c);
 
 /* Runs `stmt` with text `params` (NULL entries are SQL NULL). On success returns the row count
  * (for commands: rows affected) and, when `res` is non-NULL, stores the result there (caller
- * PQclear()s it; only when there is at least one row). On error returns DB_SOFT_ERROR or DB_HARD_ERROR and stores nothing. */
+ * PQclear()s it; only when there is at least one row). On error returns DB_SOFT_ERROR or
+ * DB_HARD_ERROR and stores nothing. */
 int db_exec(struct db_conn *c, const struct db_stmt *stmt, const char *const *params,
             PGresult **res);
 /* Runs a parameterless command (BEGIN, COMMIT, migration files). Same return convention. */

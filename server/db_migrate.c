@@ -23,8 +23,8 @@ static const char create_table[] =
 static int apply_one(struct db_conn *c, const struct ty_embedded_file *f, const char *version)
 {
     static const struct db_stmt record = {
-        "migration_record", "INSERT INTO schema_migrations (version, name) VALUES ($1::int, $2)",
-        2, false};
+        "migration_record", "INSERT INTO schema_migrations (version, name) VALUES ($1::int, $2)", 2,
+        false};
     if (db_exec_simple(c, "BEGIN") < 0)
         return -1;
     if (db_exec_simple(c, (const char *)f->data) < 0) {

@@ -11,9 +11,9 @@ enum MHD_Result h_health(struct srv_request *req)
     int qs = c ? db_exec_simple(c, "SELECT 1") : DB_SOFT_ERROR;
     db_release(req->srv->db, c);
     if (qs < 0)
-        return srv_reply_json(req, MHD_HTTP_SERVICE_UNAVAILABLE,
-                              json_pack("{s:s, s:s}", "status", "degraded", "database",
-                                        "unreachable"));
+        return srv_reply_json(
+            req, MHD_HTTP_SERVICE_UNAVAILABLE,
+            json_pack("{s:s, s:s}", "status", "degraded", "database", "unreachable"));
     return srv_reply_json(req, MHD_HTTP_OK,
                           json_pack("{s:s, s:s}", "status", "ok", "database", "ok"));
 }

@@ -1,4 +1,5 @@
-/* GET /api/v1/jobs/{id}/workers, /attempts and /events: the parts of a job kept in their own tables. */
+/* GET /api/v1/jobs/{id}/workers, /attempts and /events: the parts of a job kept in their own
+ * tables. */
 #include "db.h"
 #include "handlers.h"
 #include "server.h"
@@ -10,8 +11,7 @@
 
 typedef int (*child_query)(struct db_conn *c, int64_t job, char **json_out);
 
-static enum MHD_Result reply_child_list(struct srv_request *req, child_query query,
-                                        const char *key)
+static enum MHD_Result reply_child_list(struct srv_request *req, child_query query, const char *key)
 {
     int64_t id;
     if (srv_arg_id(req, 0, &id) != 0)

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const known_statuses[] = {"PENDING", "STARTING", "RUNNING",  "RESTARTING",
-                                             "STOPPING", "SUCCEEDED", "FAILED", "STOPPED"};
+static const char *const known_statuses[] = {"PENDING",  "STARTING",  "RUNNING", "RESTARTING",
+                                             "STOPPING", "SUCCEEDED", "FAILED",  "STOPPED"};
 
 /* Turns "RUNNING,PENDING" into the array literal "{RUNNING,PENDING}". Returns 0, or -1 naming
  * the unknown status in `bad`. */

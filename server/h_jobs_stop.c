@@ -35,8 +35,8 @@ enum MHD_Result h_jobs_stop(struct srv_request *req)
                                  (long long)id, req->who.name);
     case STORE_STOP_ALREADY_FINISHED:
         free(job);
-        return srv_reply_problem(req, SRV_P_JOB_FINISHED, NULL,
-                                 "job %lld has already finished", (long long)id);
+        return srv_reply_problem(req, SRV_P_JOB_FINISHED, NULL, "job %lld has already finished",
+                                 (long long)id);
     case STORE_STOP_STOPPED:
     case STORE_STOP_STOPPING:
         break;

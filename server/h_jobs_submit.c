@@ -22,8 +22,8 @@ enum MHD_Result h_jobs_submit(struct srv_request *req)
     if (invalid) {
         size_t n = json_array_size(errors);
         json_t *first = json_array_get(errors, 0);
-        return srv_reply_problem(req, SRV_P_INVALID_SPEC, errors, "%zu invalid field%s; first: %s: %s",
-                                 n, n == 1 ? "" : "s",
+        return srv_reply_problem(req, SRV_P_INVALID_SPEC, errors,
+                                 "%zu invalid field%s; first: %s: %s", n, n == 1 ? "" : "s",
                                  json_string_value(json_object_get(first, "field")),
                                  json_string_value(json_object_get(first, "detail")));
     }

@@ -149,8 +149,8 @@ json_t *srv_body_json(struct srv_request *req, enum MHD_Result *result)
     }
     if (!json_is_object(j)) {
         json_decref(j);
-        *result = srv_reply_problem(req, SRV_P_INVALID_BODY, NULL,
-                                    "the body must be a JSON object");
+        *result =
+            srv_reply_problem(req, SRV_P_INVALID_BODY, NULL, "the body must be a JSON object");
         return NULL;
     }
     return j;
@@ -244,8 +244,8 @@ static enum MHD_Result dispatch(struct srv_request *req)
     req->route = route_find(req, allow, sizeof(allow));
     if (req->route == NULL) {
         if (allow[0] == '\0')
-            return srv_reply_problem(req, SRV_P_NOT_FOUND, NULL, "no route for %s %s",
-                                     req->method, req->url);
+            return srv_reply_problem(req, SRV_P_NOT_FOUND, NULL, "no route for %s %s", req->method,
+                                     req->url);
         return reply_method_not_allowed(req, allow, req->method, req->url, allow);
     }
     if (req->body_too_large)
@@ -348,8 +348,7 @@ int srv_http_start(struct srv *srv)
         (uint16_t)srv->cfg.http_port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, &addr,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->cfg.http_threads, MHD_OPTION_NOTIFY_COMPLETED,
         on_completed, srv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
-        MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
-        MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
     if (srv->http == NULL) {
         TY_ERROR("http", "cannot listen on %s:%lld (port in use?)", srv->cfg.http_host,
                  (long long)srv->cfg.http_port);

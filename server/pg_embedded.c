@@ -150,9 +150,11 @@ int pg_embedded_start(const char *data_dir, const char *bin_dir, struct pg_embed
         TY_ERROR("pg", "data directory path %s is too long", abs);
         goto fail;
     }
-    if (strlen(pg->sockdir) + strlen("/.s.PGSQL.5432") >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
-        TY_ERROR("pg", "data directory path %s is too long for a unix socket; use a shorter "
-                       "--data-dir",
+    if (strlen(pg->sockdir) + strlen("/.s.PGSQL.5432") >=
+        sizeof(((struct sockaddr_un *)0)->sun_path)) {
+        TY_ERROR("pg",
+                 "data directory path %s is too long for a unix socket; use a shorter "
+                 "--data-dir",
                  abs);
         goto fail;
     }
@@ -183,8 +185,8 @@ int pg_embedded_start(const char *data_dir, const char *bin_dir, struct pg_embed
         TY_INFO("pg", "initialising the embedded PostgreSQL cluster in %s", pg->pgdata);
         if (ty_mkdir_p(pg->pgdata, 0700) != 0 || give_to_postgres(pg, pg->pgdata) != 0)
             goto fail;
-        const char *initdb[] = {"initdb", "-D", pg->pgdata, "-U", "trainyard", "-A", "trust",
-                                "-E", "UTF8", "--no-locale", NULL};
+        const char *initdb[] = {"initdb", "-D", pg->pgdata, "-U",          "trainyard", "-A",
+                                "trust",  "-E", "UTF8",     "--no-locale", NULL};
         if (run_pg_tool(pg, initdb) != 0) {
             TY_ERROR("pg", "initdb failed; see %s", pg->logfile);
             goto fail;
@@ -199,8 +201,8 @@ int pg_embedded_start(const char *data_dir, const char *bin_dir, struct pg_embed
         snprintf(opts, sizeof(opts),
                  "-k %s -c listen_addresses='' -c max_connections=300 -c shared_buffers=128MB",
                  pg->sockdir);
-        const char *start[] = {"pg_ctl", "start", "-D", pg->pgdata, "-l", pg->logfile, "-w",
-                               "-t", "60", "-o", opts, NULL};
+        const char *start[] = {"pg_ctl", "start", "-D", pg->pgdata, "-l", pg->logfile,
+                               "-w",     "-t",    "60", "-o",       opts, NULL};
         if (run_pg_tool(pg, start) != 0) {
             TY_ERROR("pg", "could not start the embedded PostgreSQL; see %s", pg->logfile);
             goto fail;
@@ -225,8 +227,7 @@ void pg_embedded_stop(struct pg_embedded *pg)
 {
     if (pg == NULL)
         return;
-    const char *stop[] = {"pg_ctl", "stop", "-D", pg->pgdata, "-m", "fast", "-w", "-t", "60",
-                          NULL};
+    const char *stop[] = {"pg_ctl", "stop", "-D", pg->pgdata, "-m", "fast", "-w", "-t", "60", NULL};
     if (run_pg_tool(pg, stop) != 0)
         TY_WARN("pg", "pg_ctl stop failed; see %s", pg->logfile);
     else

@@ -1,7 +1,8 @@
 /* The registry of every error the REST API returns: code, HTTP status and short title. Each reply
  * is an RFC 9457 application/problem+json body:
  *   {"type": "urn:trainyard:problem:<slug>", "title": ..., "status": ..., "detail": ...,
- *    "code": "<slug>", "errors": [{"field": ..., "detail": ...}]}   (errors: only when fields are at fault) */
+ *    "code": "<slug>", "errors": [{"field": ..., "detail": ...}]}   (errors: only when fields are
+ * at fault) */
 #ifndef SRV_PROBLEM_H
 #define SRV_PROBLEM_H
 

@@ -13,9 +13,9 @@ struct cache;
 struct srv {
     struct srv_config cfg;
     struct db *db;
-    struct pg_embedded *pg;  /* NULL with --database-url */
+    struct pg_embedded *pg; /* NULL with --database-url */
     struct MHD_Daemon *http;
-    struct control *control; /* agents, scheduling, lifecycle */
+    struct control *control;   /* agents, scheduling, lifecycle */
     struct cache *job_cache;   /* GET /api/v1/jobs/{id} bodies */
     struct cache *token_cache; /* token hash -> identity */
 };

@@ -85,8 +85,7 @@ int store_sched_snapshot(struct db_conn *c, PGresult **nodes, PGresult **running
 /* Specs of the jobs whose ids are in the array literal `ids` ("{1,2}"): rows (id, spec). */
 int store_job_specs(struct db_conn *c, const char *ids, PGresult **res);
 /* Commits a placement (ty_place). Returns 1 with *attempt set, 0 if it did not happen. */
-int store_place(struct db_conn *c, int64_t job, const char *workers_json, int nports,
-                int *attempt);
+int store_place(struct db_conn *c, int64_t job, const char *workers_json, int nports, int *attempt);
 int store_job_set_waiting_message(struct db_conn *c, int64_t job, const char *message);
 /* Launch data of an attempt: rows (spec, master_addr, master_port, world_size, num_nodes,
  * node_id, node_rank, rank, local_rank, gpus json, local_world_size), PLACED workers only, on

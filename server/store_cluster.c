@@ -37,17 +37,17 @@ static int id_column(struct db_conn *c, const struct db_stmt *st, char ***ids, s
 }
 
 #define NODE_JSON                                                                                  \
-    "jsonb_build_object('id', n.id, 'hostname', n.hostname, 'address', n.address, "               \
-    "'status', n.status, 'draining', n.draining, 'resources', n.resources, "                      \
-    "'gpu_type', n.gpu_type, 'labels', n.labels, 'agent_version', n.agent_version, "              \
-    "'registered_at', ty_ts(n.registered_at), 'last_heartbeat_at', ty_ts(n.last_heartbeat_at), " \
-    "'running_workers', (SELECT count(*) FROM workers w WHERE w.node_id = n.id "                  \
+    "jsonb_build_object('id', n.id, 'hostname', n.hostname, 'address', n.address, "                \
+    "'status', n.status, 'draining', n.draining, 'resources', n.resources, "                       \
+    "'gpu_type', n.gpu_type, 'labels', n.labels, 'agent_version', n.agent_version, "               \
+    "'registered_at', ty_ts(n.registered_at), 'last_heartbeat_at', ty_ts(n.last_heartbeat_at), "   \
+    "'running_workers', (SELECT count(*) FROM workers w WHERE w.node_id = n.id "                   \
     "                    AND w.status IN ('PLACED', 'RUNNING')))"
 
 int store_nodes_alive(struct db_conn *c, char ***ids, size_t *n)
 {
-    static const struct db_stmt st = {"nodes_alive",
-                                      "SELECT id FROM nodes WHERE status = 'ALIVE'", 0, true};
+    static const struct db_stmt st = {"nodes_alive", "SELECT id FROM nodes WHERE status = 'ALIVE'",
+                                      0, true};
     return id_column(c, &st, ids, n);
 }
 
@@ -67,8 +67,8 @@ int store_node_register(struct db_conn *c, const char *id, const char *hostname,
     char lo[16], hi[16];
     NUM(lo, port_lo);
     NUM(hi, port_hi);
-    const char *p[] = {id, hostname, address, resources_json, gpu_type, labels_json, version,
-                       lo, hi};
+    const char *p[] = {id,      hostname, address, resources_json, gpu_type, labels_json,
+                       version, lo,       hi};
     return db_exec(c, &st, p, NULL);
 }
 
@@ -81,9 +81,11 @@ int store_node_lost(struct db_conn *c, const char *id)
 
 int store_node_list(struct db_conn *c, char **json_out)
 {
-    static const struct db_stmt st = {
-        "node_list", "SELECT coalesce(jsonb_agg(" NODE_JSON " ORDER BY n.id), '[]')::text "
-                     "FROM nodes n", 0, true};
+    static const struct db_stmt st = {"node_list",
+                                      "SELECT coalesce(jsonb_agg(" NODE_JSON
+                                      " ORDER BY n.id), '[]')::text "
+                                      "FROM nodes n",
+                                      0, true};
     return single_text(c, &st, NULL, json_out);
 }
 
@@ -97,9 +99,10 @@ int store_node_get(struct db_conn *c, const char *id, char **json_out)
 
 int store_node_set_draining(struct db_conn *c, const char *id, bool draining, char **json_out)
 {
-    static const struct db_stmt st = {
-        "node_drain", "UPDATE nodes n SET draining = $2::boolean WHERE n.id = $1 "
-                      "RETURNING " NODE_JSON "::text", 2, false};
+    static const struct db_stmt st = {"node_drain",
+                                      "UPDATE nodes n SET draining = $2::boolean WHERE n.id = $1 "
+                                      "RETURNING " NODE_JSON "::text",
+                                      2, false};
     const char *p[] = {id, draining ? "true" : "false"};
     return single_text(c, &st, p, json_out);
 }
@@ -118,7 +121,8 @@ int store_node_live_workers(struct db_conn *c, const char *id, PGresult **res)
 int store_worker_started(struct db_conn *c, int64_t job, int attempt, int rank, int64_t pid)
 {
     static const struct db_stmt st = {
-        "worker_started", "SELECT ty_worker_started($1::bigint, $2::int, $3::int, $4::int)", 4, false};
+        "worker_started", "SELECT ty_worker_started($1::bigint, $2::int, $3::int, $4::int)", 4,
+        false};
     char j[32], a[16], r[16], p[32];
     NUM(j, job);
     NUM(a, attempt);
@@ -192,13 +196,14 @@ int store_sched_snapshot(struct db_conn *c, PGresult **nodes, PGresult **running
 {
     static const struct db_stmt st_nodes = {
         "sched_nodes",
-        "SELECT id, address, status, draining, resources::text, gpu_type FROM nodes ORDER BY id",
-        0, true};
+        "SELECT id, address, status, draining, resources::text, gpu_type FROM nodes ORDER BY id", 0,
+        true};
     static const struct db_stmt st_running = {
         "sched_running",
         "SELECT w.job_id, w.node_id, w.resources::text, to_jsonb(w.gpus)::text, "
         "       CASE WHEN j.spec->>'timeout_s' IS NULL THEN -1 "
-        "            ELSE (extract(epoch FROM a.created_at) + (j.spec->>'timeout_s')::float8)::bigint "
+        "            ELSE (extract(epoch FROM a.created_at) + "
+        "(j.spec->>'timeout_s')::float8)::bigint "
         "       END "
         "FROM workers w JOIN attempts a USING (job_id, attempt) JOIN jobs j ON j.id = w.job_id "
         "WHERE w.status IN ('PLACED', 'RUNNING') ORDER BY w.job_id, w.node_id",
@@ -230,8 +235,7 @@ int store_job_specs(struct db_conn *c, const char *ids, PGresult **res)
     return db_exec(c, &st, p, res);
 }
 
-int store_place(struct db_conn *c, int64_t job, const char *workers_json, int nports,
-                int *attempt)
+int store_place(struct db_conn *c, int64_t job, const char *workers_json, int nports, int *attempt)
 {
     static const struct db_stmt st = {
         "place", "SELECT o_attempt FROM ty_place($1::bigint, $2::jsonb, $3::int)", 3, false};

@@ -16,7 +16,8 @@ int store_token_lookup(struct db_conn *c, const char *hash, struct srv_identity 
 {
     static const struct db_stmt st = {
         "token_lookup",
-        "SELECT id, name, role FROM api_tokens WHERE token_hash = $1 AND revoked_at IS NULL", 1, true};
+        "SELECT id, name, role FROM api_tokens WHERE token_hash = $1 AND revoked_at IS NULL", 1,
+        true};
     const char *params[] = {hash};
     PGresult *res = NULL;
     int qs = db_exec(c, &st, params, &res);

@@ -139,9 +139,17 @@ static int rank_sweep(ty_ctx *c, void *arg)
 /* Sizes around world-size and chunk boundaries (256 KiB = 65536 f32 / 32768 f64). */
 static void sweep_world(int p)
 {
-    size_t sizes[] = {1,     2,     3,     (size_t)p - 1 ? (size_t)p - 1 : 1,
-                      (size_t)p,   (size_t)p + 1, 2 * (size_t)p + 1, 1000,
-                      32768 * (size_t)p + 3, 65536 * (size_t)p + 1, 300001};
+    size_t sizes[] = {1,
+                      2,
+                      3,
+                      (size_t)p - 1 ? (size_t)p - 1 : 1,
+                      (size_t)p,
+                      (size_t)p + 1,
+                      2 * (size_t)p + 1,
+                      1000,
+                      32768 * (size_t)p + 3,
+                      65536 * (size_t)p + 1,
+                      300001};
     struct sweep s = {.sizes = sizes, .nsizes = sizeof sizes / sizeof sizes[0], .all_combos = true};
     assert_int_equal(tw_run(p, rank_sweep, &s, 30, DEADLINE_MS), 0);
 }
@@ -180,12 +188,15 @@ static void coll_allreduce_world_5_all_dtypes_ops(void **state)
 static void big_world(int p)
 {
     size_t sizes[] = {(64u << 20) / 4 + 3};
-    struct sweep s = {.sizes = sizes, .nsizes = 1, .npairs = 2,
-                      .dts = {TY_FLOAT32, TY_INT32}, .ops = {TY_SUM, TY_MAX}};
+    struct sweep s = {.sizes = sizes,
+                      .nsizes = 1,
+                      .npairs = 2,
+                      .dts = {TY_FLOAT32, TY_INT32},
+                      .ops = {TY_SUM, TY_MAX}};
     assert_int_equal(tw_run(p, rank_sweep, &s, 60, DEADLINE_MS), 0);
     size_t sizes64[] = {(64u << 20) / 8};
-    struct sweep s64 = {.sizes = sizes64, .nsizes = 1, .npairs = 1,
-                        .dts = {TY_INT64}, .ops = {TY_AVG}};
+    struct sweep s64 = {
+        .sizes = sizes64, .nsizes = 1, .npairs = 1, .dts = {TY_INT64}, .ops = {TY_AVG}};
     assert_int_equal(tw_run(p, rank_sweep, &s64, 60, DEADLINE_MS), 0);
 }
 

@@ -15,7 +15,8 @@
 static int stub_serve(struct agent_stub *s, int fd)
 {
     for (;;) {
-        struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = s->stop_pipe[0], .events = POLLIN}};
+        struct pollfd p[2] = {{.fd = fd, .events = POLLIN},
+                              {.fd = s->stop_pipe[0], .events = POLLIN}};
         if (poll(p, 2, -1) < 0)
             return 1;
         if (p[1].revents)
@@ -68,7 +69,8 @@ static void *stub_main(void *arg)
 {
     struct agent_stub *s = arg;
     for (;;) {
-        struct pollfd p[2] = {{.fd = s->lfd, .events = POLLIN}, {.fd = s->stop_pipe[0], .events = POLLIN}};
+        struct pollfd p[2] = {{.fd = s->lfd, .events = POLLIN},
+                              {.fd = s->stop_pipe[0], .events = POLLIN}};
         if (poll(p, 2, -1) < 0 || p[1].revents)
             return NULL;
         int fd = accept(s->lfd, NULL, NULL);

@@ -11,11 +11,21 @@
 
 static void clear_env(void)
 {
-    const char *vars[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK",
-                          "MASTER_ADDR", "MASTER_PORT", "TRAINYARD_JOB_ID", "TRAINYARD_ATTEMPT",
-                          "TRAINYARD_CONFIG", "TRAINYARD_CHECKPOINT_DIR",
-                          "TRAINYARD_REPORT_SOCKET", "TRAINYARD_BACKEND",
-                          "TRAINYARD_COLLECTIVE_TIMEOUT_S", "TRAINYARD_REPORT_TIMEOUT_S"};
+    const char *vars[] = {"RANK",
+                          "WORLD_SIZE",
+                          "LOCAL_RANK",
+                          "LOCAL_WORLD_SIZE",
+                          "NODE_RANK",
+                          "MASTER_ADDR",
+                          "MASTER_PORT",
+                          "TRAINYARD_JOB_ID",
+                          "TRAINYARD_ATTEMPT",
+                          "TRAINYARD_CONFIG",
+                          "TRAINYARD_CHECKPOINT_DIR",
+                          "TRAINYARD_REPORT_SOCKET",
+                          "TRAINYARD_BACKEND",
+                          "TRAINYARD_COLLECTIVE_TIMEOUT_S",
+                          "TRAINYARD_REPORT_TIMEOUT_S"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         unsetenv(vars[i]);
 }
@@ -191,10 +201,14 @@ static void context_rank_only_env_defaults_local_fields(void **state)
 static void context_malformed_env_rejected(void **state)
 {
     (void)state;
-    const char *bad[][2] = {{"RANK", "abc"},          {"RANK", "8"},
-                            {"RANK", "-1"},           {"WORLD_SIZE", "0"},
-                            {"WORLD_SIZE", "3x"},     {"MASTER_PORT", "70000"},
-                            {"TRAINYARD_ATTEMPT", ""}, {"TRAINYARD_CONFIG", "{oops"},
+    const char *bad[][2] = {{"RANK", "abc"},
+                            {"RANK", "8"},
+                            {"RANK", "-1"},
+                            {"WORLD_SIZE", "0"},
+                            {"WORLD_SIZE", "3x"},
+                            {"MASTER_PORT", "70000"},
+                            {"TRAINYARD_ATTEMPT", ""},
+                            {"TRAINYARD_CONFIG", "{oops"},
                             {"TRAINYARD_BACKEND", "mpi"},
                             {"TRAINYARD_COLLECTIVE_TIMEOUT_S", "-5"},
                             {"LOCAL_RANK", "4"}};

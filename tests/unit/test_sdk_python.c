@@ -18,10 +18,17 @@ static int run_python(const char *script, const char *const *env, const char *er
 {
     pid_t p = fork();
     if (p == 0) {
-        static const char *clear[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-                                      "NODE_RANK", "TRAINYARD_JOB_ID", "TRAINYARD_ATTEMPT",
-                                      "TRAINYARD_CONFIG", "TRAINYARD_CHECKPOINT_DIR",
-                                      "TRAINYARD_REPORT_SOCKET", "TRAINYARD_REPORT_TIMEOUT_S"};
+        static const char *clear[] = {"RANK",
+                                      "WORLD_SIZE",
+                                      "LOCAL_RANK",
+                                      "LOCAL_WORLD_SIZE",
+                                      "NODE_RANK",
+                                      "TRAINYARD_JOB_ID",
+                                      "TRAINYARD_ATTEMPT",
+                                      "TRAINYARD_CONFIG",
+                                      "TRAINYARD_CHECKPOINT_DIR",
+                                      "TRAINYARD_REPORT_SOCKET",
+                                      "TRAINYARD_REPORT_TIMEOUT_S"};
         for (size_t i = 0; i < sizeof clear / sizeof clear[0]; i++)
             unsetenv(clear[i]);
         for (size_t i = 0; env && env[i]; i++)
@@ -55,10 +62,18 @@ static void python_reports_through_agent_socket(void **state)
     char sock[192], ckpt_env[192];
     snprintf(sock, sizeof sock, "TRAINYARD_REPORT_SOCKET=%s", s.path);
     snprintf(ckpt_env, sizeof ckpt_env, "CKPT=%s", s.dir);
-    const char *env[] = {"RANK=3", "WORLD_SIZE=4", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2",
-                         "NODE_RANK=1", "TRAINYARD_JOB_ID=job-py", "TRAINYARD_ATTEMPT=1",
-                         "TRAINYARD_CONFIG={\"lr\": 0.5}", "TRAINYARD_CHECKPOINT_DIR=/resume/here",
-                         sock, ckpt_env, NULL};
+    const char *env[] = {"RANK=3",
+                         "WORLD_SIZE=4",
+                         "LOCAL_RANK=1",
+                         "LOCAL_WORLD_SIZE=2",
+                         "NODE_RANK=1",
+                         "TRAINYARD_JOB_ID=job-py",
+                         "TRAINYARD_ATTEMPT=1",
+                         "TRAINYARD_CONFIG={\"lr\": 0.5}",
+                         "TRAINYARD_CHECKPOINT_DIR=/resume/here",
+                         sock,
+                         ckpt_env,
+                         NULL};
     const char *script =
         "import os, trainyard\n"
         "c = trainyard.get_context()\n"
@@ -102,8 +117,9 @@ static void python_report_times_out_without_ack(void **state)
     assert_int_equal(agent_stub_start(&s, STUB_NEVER_ACK), 0);
     char sock[192];
     snprintf(sock, sizeof sock, "TRAINYARD_REPORT_SOCKET=%s", s.path);
-    const char *env[] = {"RANK=0", "WORLD_SIZE=1", "TRAINYARD_JOB_ID=j",
-                         "TRAINYARD_REPORT_TIMEOUT_S=0.3", sock, NULL};
+    const char *env[] = {
+        "RANK=0", "WORLD_SIZE=1", "TRAINYARD_JOB_ID=j", "TRAINYARD_REPORT_TIMEOUT_S=0.3", sock,
+        NULL};
     const char *script = "import time, trainyard\n"
                          "t = time.monotonic()\n"
                          "try:\n"

@@ -10,8 +10,8 @@
 
 static json_t *sample(void)
 {
-    return json_pack("{s:s, s:I, s:{s:f, s:i}}", "type", "report", "seq", (json_int_t)7,
-                     "metrics", "loss", 0.25, "acc", 3);
+    return json_pack("{s:s, s:I, s:{s:f, s:i}}", "type", "report", "seq", (json_int_t)7, "metrics",
+                     "loss", 0.25, "acc", 3);
 }
 
 static void wire_round_trip_preserves_message(void **state)

@@ -54,8 +54,7 @@ int ty_connect(ty_ctx *c)
 }
 
 /* Byte range of segment k of an allreduce over count elements of esz bytes. */
-static void coll_segment(char *buf, size_t count, size_t esz, int k, int p, char **ptr,
-                         size_t *len)
+static void coll_segment(char *buf, size_t count, size_t esz, int k, int p, char **ptr, size_t *len)
 {
     size_t b, e;
     ty_shard_range(count, k, p, &b, &e);
@@ -75,8 +74,12 @@ int ty__ring_allreduce(ty_ctx *c, void *buf, size_t count, ty_dtype dt, ty_op op
         size_t sl, rl;
         coll_segment(buf, count, esz, ((r - t) % p + p) % p, p, &sp, &sl);
         coll_segment(buf, count, esz, ((r - t - 1) % p + p) % p, p, &rp, &rl);
-        st[t] = (struct ty__ring_step){.send = sp, .send_len = sl, .send_dep = t - 1,
-                                       .recv = rp, .recv_len = rl, .reduce = true,
+        st[t] = (struct ty__ring_step){.send = sp,
+                                       .send_len = sl,
+                                       .send_dep = t - 1,
+                                       .recv = rp,
+                                       .recv_len = rl,
+                                       .reduce = true,
                                        .avg_div = (op == TY_AVG && t == p - 2) ? p : 0};
     }
     for (int t = 0; t < p - 1; t++) { /* all-gather */
@@ -84,9 +87,12 @@ int ty__ring_allreduce(ty_ctx *c, void *buf, size_t count, ty_dtype dt, ty_op op
         size_t sl, rl;
         coll_segment(buf, count, esz, ((r + 1 - t) % p + p) % p, p, &sp, &sl);
         coll_segment(buf, count, esz, ((r - t) % p + p) % p, p, &rp, &rl);
-        st[p - 1 + t] = (struct ty__ring_step){.send = sp, .send_len = sl,
-                                               .send_dep = p - 2 + t, .recv = rp,
-                                               .recv_len = rl, .reduce = false};
+        st[p - 1 + t] = (struct ty__ring_step){.send = sp,
+                                               .send_len = sl,
+                                               .send_dep = p - 2 + t,
+                                               .recv = rp,
+                                               .recv_len = rl,
+                                               .reduce = false};
     }
     int rc = ty__ring_run(c, st, n, dt, op);
     free(st);

@@ -18,7 +18,12 @@
 /* Requested kernel socket buffer size for ring links. */
 #define TY__RING_SOCKBUF (4 * 1024 * 1024)
 
-typedef enum { TY__BACKEND_NATIVE, TY__BACKEND_TORCH, TY__BACKEND_TENSORFLOW, TY__BACKEND_NONE } ty__backend;
+typedef enum {
+    TY__BACKEND_NATIVE,
+    TY__BACKEND_TORCH,
+    TY__BACKEND_TENSORFLOW,
+    TY__BACKEND_NONE
+} ty__backend;
 
 struct ty__nccl; /* nccl.c */
 
@@ -109,8 +114,8 @@ struct ty__ring_step {
     int send_dep;
     char *recv;
     size_t recv_len;
-    bool reduce;   /* receive into staging and reduce into recv (else copy straight into recv) */
-    int avg_div;   /* after reducing, divide by this (0 = no) */
+    bool reduce; /* receive into staging and reduce into recv (else copy straight into recv) */
+    int avg_div; /* after reducing, divide by this (0 = no) */
 };
 
 /* Run nsteps ring steps. dt/op describe reducing steps. Returns 0 or a negative code; on error

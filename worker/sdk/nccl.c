@@ -75,8 +75,8 @@ struct ty__nccl {
     cudaError_t (*GetLastError)(void);
     ncclResult_t (*GetUniqueId)(ncclUniqueId *);
     ncclResult_t (*CommInitRank)(ncclComm_t *, int, ncclUniqueId, int);
-    ncclResult_t (*AllReduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
-                              ncclComm_t, cudaStream_t);
+    ncclResult_t (*AllReduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                              cudaStream_t);
     ncclResult_t (*Broadcast)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t,
                               cudaStream_t);
     ncclResult_t (*AllGather)(const void *, void *, size_t, ncclDataType_t, ncclComm_t,
@@ -256,9 +256,8 @@ int ty__nccl_allreduce(ty_ctx *c, void *buf, size_t count, ty_dtype dt, ty_op op
     int rc = n ? nccl_comm(c, n) : TY_ENOTSUP;
     if (rc < 0)
         return rc;
-    return nccl_finish(c, n,
-                       n->AllReduce(buf, buf, count, nccl_dtype(dt), nccl_op(op), n->comm,
-                                    n->stream));
+    return nccl_finish(
+        c, n, n->AllReduce(buf, buf, count, nccl_dtype(dt), nccl_op(op), n->comm, n->stream));
 }
 
 int ty__nccl_broadcast(ty_ctx *c, void *buf, size_t bytes, int root)

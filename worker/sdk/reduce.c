@@ -8,18 +8,18 @@
 
 #include "internal.h"
 
-#define TY__KERNELS(T, U, SUF)                                                                      \
-    static void reduce_sum_##SUF(T *restrict d, const T *restrict s, size_t n)                    \
+#define TY__KERNELS(T, U, SUF)                                                                     \
+    static void reduce_sum_##SUF(T *restrict d, const T *restrict s, size_t n)                     \
     {                                                                                              \
         for (size_t i = 0; i < n; i++)                                                             \
-            d[i] = (T)((U)d[i] + (U)s[i]);                                                             \
+            d[i] = (T)((U)d[i] + (U)s[i]);                                                         \
     }                                                                                              \
-    static void reduce_min_##SUF(T *restrict d, const T *restrict s, size_t n)                    \
+    static void reduce_min_##SUF(T *restrict d, const T *restrict s, size_t n)                     \
     {                                                                                              \
         for (size_t i = 0; i < n; i++)                                                             \
             d[i] = s[i] < d[i] ? s[i] : d[i];                                                      \
     }                                                                                              \
-    static void reduce_max_##SUF(T *restrict d, const T *restrict s, size_t n)                    \
+    static void reduce_max_##SUF(T *restrict d, const T *restrict s, size_t n)                     \
     {                                                                                              \
         for (size_t i = 0; i < n; i++)                                                             \
             d[i] = s[i] > d[i] ? s[i] : d[i];                                                      \

@@ -254,8 +254,8 @@ static int rv_join(ty_ctx *c, int64_t deadline, unsigned char *table, int *liste
     rc = ty__send_all(fd, h, sizeof h, deadline);
     if (rc == 0)
         rc = ty__recv_all(fd, table, tlen, deadline);
-    if (rc == 0 && (ty__get_u32(table) != RV_MAGIC_TABLE ||
-                    ty__get_u32(table + 4) != (uint32_t)c->world))
+    if (rc == 0 &&
+        (ty__get_u32(table) != RV_MAGIC_TABLE || ty__get_u32(table + 4) != (uint32_t)c->world))
         rc = TY_EPROTO;
     close(fd);
     if (rc < 0) {

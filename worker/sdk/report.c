@@ -82,8 +82,7 @@ static int report_wait_ack(ty_ctx *c, int64_t seq)
             }
             break;
         case TY_WIRE_ERROR:
-            if (ty_wire_parse_error(msg, &got, &text, NULL, 0) == 0 &&
-                (got == seq || got == 0)) {
+            if (ty_wire_parse_error(msg, &got, &text, NULL, 0) == 0 && (got == seq || got == 0)) {
                 fprintf(stderr, "trainyard: report %lld rejected by the agent: %s\n",
                         (long long)seq, text);
                 json_decref(msg);

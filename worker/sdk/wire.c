@@ -224,8 +224,8 @@ int ty_wire_read(int fd, json_t **msg, int timeout_ms, char *err, size_t errlen)
     int rc = wire_read_all(fd, (char *)hdr, sizeof hdr, deadline);
     if (rc < 0)
         return rc;
-    uint32_t n = ((uint32_t)hdr[0] << 24) | ((uint32_t)hdr[1] << 16) | ((uint32_t)hdr[2] << 8) |
-                 hdr[3];
+    uint32_t n =
+        ((uint32_t)hdr[0] << 24) | ((uint32_t)hdr[1] << 16) | ((uint32_t)hdr[2] << 8) | hdr[3];
     if (n == 0 || n > TY_WIRE_MAX_FRAME) {
         ERRF("frame length %u outside 1..%d", (unsigned)n, TY_WIRE_MAX_FRAME);
         return TY_ERANGE;
