@@ -18,54 +18,43 @@ static void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
-/* Loop big allreduces until one fails; the failure must be a peer error or timeout, reported
- * within the timeout, and sticky. Exit codes: 0 as expected, 2 no error, 3 wrong code,
- * 4 not sticky, 5 too slow. */
+/* Loop big allreduces until one fails; the failure must be a peer error (the dead peer is
+ * noticed through its closed sockets, not by waiting out the 20 s timeout) and sticky.
+ * Exit codes: 0 as expected, 2 no error, 3 wrong code, 4 not sticky. Hangs are caught by the
+ * harness's deadline; no wall-clock bounds are asserted. */
 static int rank_allreduce_until_error(ty_ctx *c, void *arg)
 {
-    long timeout_ms = *(const long *)arg;
+    (void)arg;
     size_t n = 1u << 20;
     float *b = calloc(n, sizeof *b);
     int rc = 0;
-    long long t = 0;
-    for (int it = 0; it < 100000 && rc == 0; it++) {
-        t = tw_now_ms();
+    for (int it = 0; it < 100000 && rc == 0; it++)
         rc = ty_allreduce(c, b, n, TY_FLOAT32, TY_SUM);
-    }
-    long long took = tw_now_ms() - t;
     free(b);
     if (rc == 0)
         return 2;
-    if (rc != TY_EPEER && rc != TY_ETIMEDOUT) {
+    if (rc != TY_EPEER) {
         fprintf(stderr, "rank %d: unexpected %s\n", ty_world_rank(c), ty_strerror(rc));
         return 3;
     }
     int x = 1;
-    long long t2 = tw_now_ms();
     if (ty_allreduce(c, &x, 1, TY_INT32, TY_SUM) != rc || ty_barrier(c) != rc)
         return 4;
-    if (tw_now_ms() - t2 > 100)
-        return 4;
-    fprintf(stderr, "rank %d: %s after %lld ms\n", ty_world_rank(c), ty_strerror(rc), took);
-    return took <= timeout_ms + 2000 ? 0 : 5;
+    return 0;
 }
 
 static void coll_peer_killed_mid_allreduce_returns_error(void **state)
 {
     (void)state;
-    long timeout_ms = 20000;
     struct tw_world w;
     int codes[TW_MAX_WORLD];
-    assert_int_equal(tw_spawn(&w, 3, rank_allreduce_until_error, &timeout_ms, 20), 0);
+    assert_int_equal(tw_spawn(&w, 3, rank_allreduce_until_error, NULL, 20), 0);
     sleep_ms(800); /* connected and streaming by now */
     assert_int_equal(kill(w.pid[1], SIGKILL), 0);
-    long long t = tw_now_ms();
     assert_int_equal(tw_wait(&w, 30000, codes), 0);
     assert_int_equal(codes[1], 128 + SIGKILL);
     assert_int_equal(codes[0], 0);
     assert_int_equal(codes[2], 0);
-    /* a dead peer is noticed through the closed sockets, far sooner than the timeout */
-    assert_true(tw_now_ms() - t < 5000);
 }
 
 static int rank_one_exits_early(ty_ctx *c, void *arg)
@@ -105,7 +94,8 @@ static int rank_stop_self(ty_ctx *c, void *arg)
     fprintf(stderr, "rank 0: %s after %lld ms\n", ty_strerror(rc), took);
     if (rc != TY_ETIMEDOUT)
         return 71;
-    return took >= 900 && took < 5000 ? 0 : 72;
+    /* Not before the configured 1 s timeout (load can only make it later). */
+    return took >= 900 ? 0 : 72;
 }
 
 static void coll_stopped_peer_times_out(void **state)
@@ -143,7 +133,7 @@ static int rank_missing_peer(ty_ctx *c, void *arg)
     }
     if (ty_barrier(c) != TY_ETIMEDOUT)
         return 81;
-    return took >= 900 && took < 5000 ? 0 : 82;
+    return took >= 900 ? 0 : 82; /* not before the configured 1 s timeout */
 }
 
 static void coll_rendezvous_times_out_when_a_rank_is_missing(void **state)
