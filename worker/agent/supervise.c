@@ -1,5 +1,5 @@
-/* The process supervisor: starts workers (fork, setsid, log file, chdir, execvp), reaps them
- * (waitpid WNOHANG from the poll timer) and stops their process groups (SIGTERM, then SIGKILL
+/* The process supervisor: starts workers (fork, own process group, log file, chdir, execvp), reaps
+ * them (waitpid WNOHANG from the poll timer) and stops their process groups (SIGTERM, then SIGKILL
  * after the grace period). */
 #include "agent.h"
 
@@ -53,7 +53,10 @@ static void child_exec(int errfd, const char *log_path, const struct agent_launc
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     signal(SIGCHLD, SIG_DFL);
-    setsid();
+    /* Its own process group (so a stop reaches its children too), but not its own session:
+     * with sched_autogroup a new session is a new scheduling group, and the ranks of a job then
+     * stall each other (measured: 40 % slower DDP epochs on this kernel). */
+    setpgid(0, 0);
     int logfd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (logfd < 0)
         child_fail(errfd, "cannot open log file", log_path, errno);
@@ -114,10 +117,19 @@ static void worker_exited(struct agent *a, struct agent_worker *w, int exit_code
         NULL);
 }
 
-/* Starts one worker. Returns after the child has exec'ed (or failed to). */
-static void launch_one(struct agent *a, const struct agent_launch *l,
-                       const struct agent_launch_worker *lw)
+/* A worker forked but not yet known to have exec'ed. */
+struct pending_start {
+    struct agent_worker *w;
+    pid_t pid;
+    int fd; /* read end of the exec-status pipe; -1 when nothing is pending */
+};
+
+/* Forks one worker without waiting for its exec, so the workers of a launch start side by
+ * side. Fills *p when a child was forked; reports launch failures itself. */
+static void spawn_one(struct agent *a, const struct agent_launch *l,
+                      const struct agent_launch_worker *lw, struct pending_start *p)
 {
+    p->fd = -1;
     if (agent__worker_find(a, l->job_id, l->attempt, lw->rank)) {
         TY_INFO("proc", "job %s attempt %lld rank %lld already launched; ignoring the repeat",
                 l->job_id, (long long)l->attempt, (long long)lw->rank);
@@ -164,10 +176,21 @@ static void launch_one(struct agent *a, const struct agent_launch *l,
         worker_exited(a, w, 127, -1, errbuf);
         return;
     }
-    /* EOF without data: exec succeeded (the pipe was close-on-exec). */
+    setpgid(pid, pid); /* also in the child: whichever runs first, no window without a group */
+    w->pid = pid;
+    *p = (struct pending_start){.w = w, .pid = pid, .fd = pfd[0]};
+}
+
+/* Waits for a forked worker's exec: EOF without data on the close-on-exec pipe means it
+ * succeeded; otherwise the child wrote why it failed. Reports started or exited. */
+static void confirm_one(struct agent *a, const struct agent_launch *l, struct pending_start *p)
+{
+    if (p->fd < 0)
+        return;
+    char errbuf[1100];
     size_t got = 0;
     for (;;) {
-        ssize_t n = read(pfd[0], errbuf + got, sizeof(errbuf) - 1 - got);
+        ssize_t n = read(p->fd, errbuf + got, sizeof(errbuf) - 1 - got);
         if (n > 0) {
             got += (size_t)n;
             if (got >= sizeof(errbuf) - 1)
@@ -178,24 +201,25 @@ static void launch_one(struct agent *a, const struct agent_launch *l,
             continue;
         break;
     }
-    close(pfd[0]);
-    w->pid = pid;
+    close(p->fd);
+    p->fd = -1;
+    struct agent_worker *w = p->w;
     if (got > 0) {
         errbuf[got] = '\0';
         int st;
-        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        while (waitpid(p->pid, &st, 0) < 0 && errno == EINTR)
             ;
         TY_WARN("proc", "job %s attempt %lld rank %lld did not start: %s", l->job_id,
-                (long long)l->attempt, (long long)lw->rank, errbuf);
+                (long long)l->attempt, (long long)w->rank, errbuf);
         worker_exited(a, w, 127, -1, errbuf);
         return;
     }
     w->status = AGENT_WORKER_RUNNING;
     TY_INFO("proc", "started job %s attempt %lld rank %lld: pid %ld", l->job_id,
-            (long long)l->attempt, (long long)lw->rank, (long)pid);
+            (long long)l->attempt, (long long)w->rank, (long)p->pid);
     int64_t seq = agent__next_seq(a);
     agent__event_push(a, AGENT_EV_STARTED,
-                      agent_msg_worker_started(seq, l->job_id, l->attempt, lw->rank, (long)pid),
+                      agent_msg_worker_started(seq, l->job_id, l->attempt, w->rank, (long)p->pid),
                       seq, NULL);
 }
 
@@ -203,8 +227,17 @@ void agent__launch(struct agent *a, const struct agent_launch *l)
 {
     TY_INFO("proc", "launch job %s attempt %lld: %zu worker(s) of %lld", l->job_id,
             (long long)l->attempt, l->n_workers, (long long)l->world_size);
+    struct pending_start *pending = calloc(l->n_workers ? l->n_workers : 1, sizeof(*pending));
+    if (pending == NULL) {
+        TY_ERROR("proc", "out of memory launching job %s", l->job_id);
+        return;
+    }
+    /* Fork every worker first, then collect their exec results. */
     for (size_t i = 0; i < l->n_workers; i++)
-        launch_one(a, l, &l->workers[i]);
+        spawn_one(a, l, &l->workers[i], &pending[i]);
+    for (size_t i = 0; i < l->n_workers; i++)
+        confirm_one(a, l, &pending[i]);
+    free(pending);
 }
 
 void agent__stop(struct agent *a, const char *job_id, int64_t attempt, int64_t grace_s)

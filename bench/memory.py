@@ -1,0 +1,283 @@
+#!/usr/bin/python3
+"""Resident memory of trainyard-agent and trainyard-server (VmRSS / VmHWM from /proc).
+
+  agent   one trainyard-agent (--cpus 16) supervising 16 workers of one job: idle, while the
+          16 workers sleep, while the 16 workers each send trainyard.report() 200 times, after.
+  server  one trainyard-server (embedded PostgreSQL, not counted) with 1,000 registered nodes
+          (bench/memory_loadgen.py: 1,000 websocket connections, register + heartbeats) and
+          10,000 jobs: submitted through the REST API with an impossible resource (so they stay
+          PENDING: the scheduler and its spec cache hold all of them), then all stopped (STOPPED:
+          10,000 finished jobs in history), then read back (every page of GET /api/v1/jobs and
+          GET of every job: the read caches filled).
+
+    /usr/bin/python3 bench/memory.py                 # both
+    /usr/bin/python3 bench/memory.py --only server --nodes 1000 --jobs 10000
+
+Prints a table (MiB). Not a test.
+"""
+import argparse
+import concurrent.futures
+import os
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import launch_cluster as lc  # noqa: E402
+import launch_latency as ll  # noqa: E402
+import memory_loadgen  # noqa: E402
+
+ROWS = []
+
+
+def sample(proc_name, phase, pid, note=""):
+    st = lc.proc_status(pid)
+    ROWS.append((proc_name, phase, st["VmRSS"], st["VmHWM"], st.get("RssAnon", 0),
+                 st.get("RssFile", 0), st.get("Threads", 0), note))
+    print(f"  {proc_name:<7} {phase:<52} VmRSS {st['VmRSS'] / 1024:7.1f} MiB  VmHWM "
+          f"{st['VmHWM'] / 1024:7.1f} MiB  (anon {st.get('RssAnon', 0) / 1024:.1f}, file "
+          f"{st.get('RssFile', 0) / 1024:.1f}, threads {st.get('Threads', 0)}) {note}",
+          flush=True)
+    return st
+
+
+def fd_count(pid):
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return -1
+
+
+# ------------------------------------------------------------------------------------------------
+# agent
+# ------------------------------------------------------------------------------------------------
+
+REPORTER = ("import trainyard, time\n"
+            "for i in range(200):\n"
+            "    trainyard.report({'step': i, 'loss': 1.0 / (i + 1), 'accuracy': i / 200.0})\n"
+            "time.sleep(3)\n")
+
+
+def bench_agent(args):
+    print("\nagent: 16 workers of one job on one agent (--cpus 16)")
+    with lc.Cluster(db=args.db, agent_cpus=16) as cl:
+        c = ll.Client(cl.server)
+        apid = cl.agent.proc.pid
+        time.sleep(1)
+        sample("agent", "registered, idle", apid)
+        spec = ll.job_spec(16, ["/bin/sh", "-c", "exec sleep 20"], "mem-sleep")
+        status, body = c.request("POST", "/api/v1/jobs", spec)
+        assert status == 201, body
+        job = body["id"]
+        cl.server.wait_job(job, ("RUNNING",), timeout=60)
+        for k in range(3):
+            time.sleep(2)
+            sample("agent", f"16 workers running (sleep), t+{2 * (k + 1)} s", apid)
+        c.request("POST", f"/api/v1/jobs/{job}/stop")
+        ll.wait_terminal(c, job, timeout=60)
+        sample("agent", "after the job (16 workers stopped)", apid)
+        spec = ll.job_spec(16, ["/usr/bin/python3", "-c", REPORTER], "mem-report")
+        status, body = c.request("POST", "/api/v1/jobs", spec)
+        assert status == 201, body
+        job = body["id"]
+        cl.server.wait_job(job, ("RUNNING",), timeout=60)
+        peak = None
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            _, j = c.request("GET", f"/api/v1/jobs/{job}")
+            if j["status"] in ll.TERMINAL:
+                break
+            st = lc.proc_status(apid)
+            peak = max(peak or 0, st["VmRSS"])
+            time.sleep(0.2)
+        sample("agent", "16 workers x 200 reports each, done", apid,
+               f"(max VmRSS sampled while reporting {peak / 1024 if peak else 0:.1f} MiB; "
+               f"job {j['status']})")
+        time.sleep(1)
+        sample("agent", "idle again", apid)
+
+
+# ------------------------------------------------------------------------------------------------
+# server
+# ------------------------------------------------------------------------------------------------
+
+def submit_many(server, n, threads):
+    """POSTs n never-fitting jobs over `threads` keep-alive connections; returns their ids."""
+    ids = []
+    lock = threading.Lock()
+    per = [n // threads + (1 if i < n % threads else 0) for i in range(threads)]
+
+    def work(k, count):
+        c = ll.Client(server)
+        mine = []
+        for i in range(count):
+            spec = {"name": f"hist-{k}-{i}", "entrypoint": ["true"], "backend": "none",
+                    "scaling_config": {"num_workers": 1,
+                                       "resources_per_worker": {"CPU": 1, "unobtainium": 1}},
+                    "metadata": {"bench": "memory"}, "train_loop_config": {"i": i, "lr": 0.01}}
+            status, body = c.request("POST", "/api/v1/jobs", spec)
+            if status != 201:
+                raise RuntimeError(f"submit: {status} {body}")
+            mine.append(body["id"])
+        with lock:
+            ids.extend(mine)
+
+    with concurrent.futures.ThreadPoolExecutor(threads) as ex:
+        for f in [ex.submit(work, k, per[k]) for k in range(threads)]:
+            f.result()
+    return sorted(ids)
+
+
+def stop_many(server, ids, threads):
+    def work(chunk):
+        c = ll.Client(server)
+        for i in chunk:
+            status, body = c.request("POST", f"/api/v1/jobs/{i}/stop")
+            if status not in (200, 202, 409):
+                raise RuntimeError(f"stop {i}: {status} {body}")
+
+    chunks = [ids[k::threads] for k in range(threads)]
+    with concurrent.futures.ThreadPoolExecutor(threads) as ex:
+        for f in [ex.submit(work, ch) for ch in chunks]:
+            f.result()
+
+
+def read_all(server, ids, threads):
+    c = ll.Client(server)
+    cursor, pages = None, 0
+    while True:
+        path = "/api/v1/jobs?limit=1000" + (f"&cursor={cursor}" if cursor else "")
+        status, body = c.request("GET", path)
+        assert status == 200, body
+        pages += 1
+        cursor = body.get("next_cursor")
+        if not cursor:
+            break
+
+    def work(chunk):
+        cc = ll.Client(server)
+        for i in chunk:
+            cc.request("GET", f"/api/v1/jobs/{i}")
+
+    with concurrent.futures.ThreadPoolExecutor(threads) as ex:
+        for f in [ex.submit(work, ids[k::threads]) for k in range(threads)]:
+            f.result()
+    return pages
+
+
+def count_status(server, status):
+    c = ll.Client(server)
+    n, cursor = 0, None
+    while True:
+        path = f"/api/v1/jobs?status={status}&limit=1000" + (f"&cursor={cursor}" if cursor else "")
+        _, body = c.request("GET", path)
+        n += len(body["jobs"])
+        cursor = body.get("next_cursor")
+        if not cursor:
+            return n
+
+
+def bench_server(args):
+    print(f"\nserver: {args.nodes} registered nodes, {args.jobs} jobs")
+    soft, hard = memory_loadgen.raise_nofile(args.nodes + 512)
+    print(f"  ulimit -n: {soft} (hard {hard}); the server inherits it")
+    with lc.Cluster(db=args.db) as cl:
+        srv = cl.server
+        spid = srv.proc.pid
+        c = ll.Client(srv)
+        time.sleep(1)
+        sample("server", "started, idle, no nodes, no jobs", spid)
+        gen = subprocess.Popen(
+            [sys.executable, os.path.join(lc.HERE, "memory_loadgen.py"), "--url", srv.ws_url,
+             "--token-file", os.path.join(srv.data_dir, "cluster.token"), "--nodes",
+             str(args.nodes), "--stdin-eof", "--report-s", "15"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        lines = []
+
+        def pump():
+            for line in gen.stdout:
+                lines.append(line.rstrip())
+                print(f"  [loadgen] {line.rstrip()}", flush=True)
+
+        threading.Thread(target=pump, daemon=True).start()
+        t0 = time.time()
+        while not any(x.startswith("registered") for x in lines):
+            if gen.poll() is not None or time.time() - t0 > 600:
+                raise RuntimeError(f"load generator: {lines}")
+            time.sleep(0.2)
+        # Wait until the server has recorded them all.
+        while True:
+            _, body = c.request("GET", "/api/v1/nodes")
+            alive = sum(1 for n in body["nodes"] if n["status"] == "ALIVE")
+            if alive >= args.nodes or time.time() - t0 > 600:
+                break
+            time.sleep(0.5)
+        print(f"  {alive} nodes ALIVE after {time.time() - t0:.1f} s; server fds "
+              f"{fd_count(spid)}")
+        time.sleep(5)
+        sample("server", f"{alive} nodes registered, heartbeating", spid)
+        t0 = time.time()
+        if args.jobs == 0:
+            ids = []
+        else:
+            ids = submit_many(srv, args.jobs, args.threads)
+        dt = max(time.time() - t0, 1e-9)
+        print(f"  submitted {len(ids)} jobs in {dt:.1f} s ({len(ids) / dt:.0f}/s)")
+        time.sleep(6)  # a few scheduling passes over all of them
+        pending = count_status(srv, "PENDING")
+        sample("server", f"+ {len(ids)} jobs PENDING (impossible resource)", spid,
+               f"({pending} pending)")
+        t0 = time.time()
+        stop_many(srv, ids, args.threads)
+        deadline = time.time() + 300
+        while count_status(srv, "PENDING,STOPPING") and time.time() < deadline:
+            time.sleep(1)
+        print(f"  stopped {len(ids)} jobs in {time.time() - t0:.1f} s")
+        time.sleep(6)
+        stopped = count_status(srv, "STOPPED")
+        sample("server", f"+ {len(ids)} jobs in history (all STOPPED)", spid,
+               f"({stopped} stopped)")
+        pages = read_all(srv, ids, args.threads)
+        sample("server", f"after reading them all ({pages} list pages + {len(ids)} GETs)", spid)
+        step = max(1, args.soak // 4)
+        for waited in range(step, args.soak + 1, step):
+            time.sleep(step)
+            _, body = c.request("GET", "/api/v1/nodes")
+            alive = sum(1 for n in body["nodes"] if n["status"] == "ALIVE")
+            sample("server", f"after a further {waited} s of heartbeats", spid,
+                   f"({alive} nodes ALIVE, {fd_count(spid)} fds)")
+        gen.stdin.close()
+        try:
+            gen.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            gen.kill()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=lc.default_build())
+    ap.add_argument("--db", choices=("embedded", "external"), default="embedded")
+    ap.add_argument("--only", choices=("agent", "server"))
+    ap.add_argument("--nodes", type=int, default=1000)
+    ap.add_argument("--jobs", type=int, default=10000)
+    ap.add_argument("--threads", type=int, default=4, help="REST client connections")
+    ap.add_argument("--soak", type=int, default=20, help="seconds of heartbeats at the end")
+    args = ap.parse_args()
+    lc.use_build(args.build)
+    print(f"# memory: build {args.build}, db {args.db}")
+    print(f"# machine: {lc.machine_caveats()}")
+    if args.only in (None, "agent"):
+        bench_agent(args)
+    if args.only in (None, "server"):
+        bench_server(args)
+    print("\n| process | phase | VmRSS MiB | VmHWM MiB |")
+    print("|---|---|---:|---:|")
+    for name, phase, rss, hwm, _anon, _file, _thr, note in ROWS:
+        print(f"| {name} | {phase} {note} | {rss / 1024:.1f} | {hwm / 1024:.1f} |")
+    print(f"# machine after: {lc.machine_caveats()}")
+
+
+if __name__ == "__main__":
+    main()
