@@ -29,13 +29,5 @@ enum MHD_Result h_jobs_checkpoints(struct srv_request *req)
     if (qs == 0)
         return srv_reply_problem(req, SRV_P_JOB_NOT_FOUND, NULL, "there is no job %lld",
                                  (long long)id);
-    size_t len = strlen(list) + 20;
-    char *body = malloc(len);
-    if (body == NULL) {
-        free(list);
-        return MHD_NO;
-    }
-    int n = snprintf(body, len, "{\"checkpoints\":%s}", list);
-    free(list);
-    return srv_reply_steal(req, MHD_HTTP_OK, "application/json", body, (size_t)n, NULL);
+    return srv_reply_wrapped(req, "checkpoints", list);
 }

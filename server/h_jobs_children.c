@@ -26,15 +26,7 @@ static enum MHD_Result reply_child_list(struct srv_request *req, child_query que
     if (list == NULL)
         return srv_reply_problem(req, SRV_P_JOB_NOT_FOUND, NULL, "there is no job %lld",
                                  (long long)id);
-    size_t len = strlen(list) + strlen(key) + 16;
-    char *body = malloc(len);
-    if (body == NULL) {
-        free(list);
-        return MHD_NO;
-    }
-    int n = snprintf(body, len, "{\"%s\":%s}", key, list);
-    free(list);
-    return srv_reply_steal(req, MHD_HTTP_OK, "application/json", body, (size_t)n, NULL);
+    return srv_reply_wrapped(req, key, list);
 }
 
 enum MHD_Result h_jobs_workers(struct srv_request *req)

@@ -74,13 +74,5 @@ enum MHD_Result h_jobs_metrics(struct srv_request *req)
     if (qs == 0)
         return srv_reply_problem(req, SRV_P_JOB_NOT_FOUND, NULL, "there is no job %lld",
                                  (long long)id);
-    size_t len = strlen(points) + 16;
-    char *body = malloc(len);
-    if (body == NULL) {
-        free(points);
-        return MHD_NO;
-    }
-    int n = snprintf(body, len, "{\"metrics\":%s}", points);
-    free(points);
-    return srv_reply_steal(req, MHD_HTTP_OK, "application/json", body, (size_t)n, NULL);
+    return srv_reply_wrapped(req, "metrics", points);
 }

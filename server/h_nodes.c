@@ -17,15 +17,7 @@ enum MHD_Result h_nodes_list(struct srv_request *req)
     db_release(req->srv->db, c);
     if (qs <= 0 || list == NULL)
         return srv_reply_db_error(req, qs < 0 ? qs : DB_HARD_ERROR);
-    size_t len = strlen(list) + 16;
-    char *body = malloc(len);
-    if (body == NULL) {
-        free(list);
-        return MHD_NO;
-    }
-    int n = snprintf(body, len, "{\"nodes\":%s}", list);
-    free(list);
-    return srv_reply_steal(req, MHD_HTTP_OK, "application/json", body, (size_t)n, NULL);
+    return srv_reply_wrapped(req, "nodes", list);
 }
 
 static enum MHD_Result reply_node(struct srv_request *req, int qs, char *node)

@@ -64,15 +64,7 @@ enum MHD_Result h_tokens_list(struct srv_request *req)
     db_release(req->srv->db, c);
     if (qs <= 0)
         return srv_reply_db_error(req, qs < 0 ? qs : DB_HARD_ERROR);
-    size_t len = strlen(list) + 16;
-    char *body = malloc(len);
-    if (body == NULL) {
-        free(list);
-        return MHD_NO;
-    }
-    int n = snprintf(body, len, "{\"tokens\":%s}", list);
-    free(list);
-    return srv_reply_steal(req, MHD_HTTP_OK, "application/json", body, (size_t)n, NULL);
+    return srv_reply_wrapped(req, "tokens", list);
 }
 
 enum MHD_Result h_tokens_delete(struct srv_request *req)

@@ -56,6 +56,19 @@ enum MHD_Result srv_reply_json(struct srv_request *req, unsigned status, json_t 
     return srv_reply_steal(req, status, "application/json", text, strlen(text), NULL);
 }
 
+enum MHD_Result srv_reply_wrapped(struct srv_request *req, const char *key, char *json_text)
+{
+    size_t len = strlen(json_text) + strlen(key) + 8;
+    char *body = malloc(len);
+    if (body == NULL) {
+        free(json_text);
+        return MHD_NO;
+    }
+    int n = snprintf(body, len, "{\"%s\":%s}", key, json_text);
+    free(json_text);
+    return srv_reply_steal(req, MHD_HTTP_OK, "application/json", body, (size_t)n, NULL);
+}
+
 enum MHD_Result srv_reply_empty(struct srv_request *req, unsigned status)
 {
     return srv_reply_steal(req, status, NULL, NULL, 0, NULL);

@@ -67,6 +67,8 @@ enum MHD_Result srv_reply_data(struct srv_request *req, unsigned status, const c
 enum MHD_Result srv_reply_steal(struct srv_request *req, unsigned status, const char *ctype,
                                 char *body, size_t len, const char *location);
 enum MHD_Result srv_reply_empty(struct srv_request *req, unsigned status);
+/* Sends 200 with the body {"<key>": <json_text>}; `json_text` (malloc'd JSON) is freed. */
+enum MHD_Result srv_reply_wrapped(struct srv_request *req, const char *key, char *json_text);
 /* Sends a problem+json reply. `errors` (stolen, may be NULL) is an array of {field, detail}. */
 enum MHD_Result srv_reply_problem(struct srv_request *req, enum srv_problem p, json_t *errors,
                                   const char *detail_fmt, ...)
