@@ -41,6 +41,9 @@ class Agent:
         self.server = server or self.server
         if token == "cluster":
             token = cluster_token(self.server)
+        if "--port-range" not in self.args:
+            self.args += ["--port-range", harness.port_range()]
+        self.port_range = self.args[self.args.index("--port-range") + 1]
         cmd = [*AGENT_WRAPPER, AGENT_BIN, "--server", self.server.ws_url, "--data-dir", self.data_dir,
                *self.args]
         if token:

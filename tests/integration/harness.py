@@ -39,6 +39,20 @@ def free_port():
         return s.getsockname()[1]
 
 
+_port_ranges_given = 0
+
+
+def port_range():
+    """A MASTER_PORT range for one test agent. Test clusters run side by side on this machine
+    (CTest runs test files in parallel), so each agent gets ports no other test process uses:
+    50 ports picked by the process id and a counter, instead of the default 29500-29999."""
+    global _port_ranges_given
+    slot = (os.getpid() * 7 + _port_ranges_given) % 500
+    _port_ranges_given += 1
+    lo = 33000 + slot * 50
+    return f"{lo}-{lo + 49}"
+
+
 def make_tmpdir(prefix):
     """A temp dir that the postgres user can traverse (pytest's tmp_path is 0700)."""
     d = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
@@ -260,7 +274,8 @@ class Agent:
         ws = server_addr or f"127.0.0.1:{server.ws_port}"
         token_file = os.path.join(server.data_dir, "cluster.token")
         args = [AGENT_BIN, "--server", f"ws://{ws}", "--data-dir", self.data_dir,
-                "--cpus", str(cpus), "--memory-mb", str(memory_mb), "--stop-grace-s", "3"]
+                "--cpus", str(cpus), "--memory-mb", str(memory_mb), "--stop-grace-s", "3",
+                "--port-range", port_range()]
         if os.path.exists(token_file):
             with open(token_file) as f:
                 args += ["--token", f.read().strip()]
