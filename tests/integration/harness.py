@@ -45,12 +45,20 @@ _port_ranges_given = 0
 def port_range():
     """A MASTER_PORT range for one test agent. Test clusters run side by side on this machine
     (CTest runs test files in parallel), so each agent gets ports no other test process uses:
-    50 ports picked by the process id and a counter, instead of the default 29500-29999."""
+    20 ports picked by the process id and a counter, instead of the default 29500-29999, below
+    the kernel's ephemeral range (where free_port() and outgoing connections take theirs)."""
     global _port_ranges_given
-    slot = (os.getpid() * 7 + _port_ranges_given) % 500
+    eph_lo = 32768
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            eph_lo = int(f.read().split()[0])
+    except (OSError, ValueError):
+        pass
+    slots = max(1, (eph_lo - 10000) // 20)
+    slot = (os.getpid() * 7 + _port_ranges_given) % slots
     _port_ranges_given += 1
-    lo = 33000 + slot * 50
-    return f"{lo}-{lo + 49}"
+    lo = 10000 + slot * 20
+    return f"{lo}-{lo + 19}"
 
 
 def make_tmpdir(prefix):
