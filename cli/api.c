@@ -74,3 +74,20 @@ void api_print_json(const json_t *v)
 {
     out_json(stdout, v);
 }
+
+int api_get_list(struct cli_ctx *ctx, const char *path, const char *key, json_t **reply,
+                 const json_t **list)
+{
+    *reply = NULL;
+    int rc = api_json(ctx, "GET", path, NULL, 0, reply);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    *list = json_object_get(*reply, key);
+    if (!json_is_array(*list)) {
+        fprintf(stderr, "error: unexpected reply from the server: no \"%s\" array\n", key);
+        json_decref(*reply);
+        *reply = NULL;
+        return CLI_EXIT_FAILED;
+    }
+    return CLI_EXIT_OK;
+}

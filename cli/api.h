@@ -28,6 +28,14 @@ int api_send(struct cli_ctx *ctx, const char *method, const char *path, const ch
  * with no JSON where one is expected is reported and gives CLI_EXIT_FAILED. out may be NULL when
  * no body is wanted (204 replies).
  */
+/*
+ * GETs `path` and finds the array `key` in the reply object. Returns CLI_EXIT_OK with *reply
+ * (the caller json_decref's it) and *list borrowed from it; otherwise an exit code, with the
+ * problem printed and nothing to free.
+ */
+int api_get_list(struct cli_ctx *ctx, const char *path, const char *key, json_t **reply,
+                 const json_t **list);
+
 int api_json(struct cli_ctx *ctx, const char *method, const char *path, const char *body,
              size_t body_len, json_t **out);
 

@@ -16,16 +16,11 @@
 static int print_collection(struct cli_ctx *ctx, const char *path, const char *key,
                             const char *const *headers, const char *const *fields, size_t ncols)
 {
-    json_t *reply = NULL;
-    int rc = api_json(ctx, "GET", path, NULL, 0, &reply);
+    json_t *reply;
+    const json_t *items;
+    int rc = api_get_list(ctx, path, key, &reply, &items);
     if (rc != CLI_EXIT_OK)
         return rc;
-    const json_t *items = json_object_get(reply, key);
-    if (!json_is_array(items)) {
-        fprintf(stderr, "error: unexpected reply from the server: no \"%s\" array\n", key);
-        json_decref(reply);
-        return CLI_EXIT_FAILED;
-    }
     if (ctx->cfg.output == CLI_OUTPUT_JSON) {
         api_print_json(reply);
     } else {

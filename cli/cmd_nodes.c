@@ -39,16 +39,11 @@ static const char *const node_headers[] = {"ID", "HOSTNAME", "ADDRESS", "STATUS"
 int cmd_nodes(struct cli_ctx *ctx, const struct cli_args *args)
 {
     (void)args;
-    json_t *reply = NULL;
-    int rc = api_json(ctx, "GET", "/api/v1/nodes", NULL, 0, &reply);
+    json_t *reply;
+    const json_t *nodes;
+    int rc = api_get_list(ctx, "/api/v1/nodes", "nodes", &reply, &nodes);
     if (rc != CLI_EXIT_OK)
         return rc;
-    const json_t *nodes = json_object_get(reply, "nodes");
-    if (!json_is_array(nodes)) {
-        fputs("error: unexpected reply from the server: no \"nodes\" array\n", stderr);
-        json_decref(reply);
-        return CLI_EXIT_FAILED;
-    }
     if (ctx->cfg.output == CLI_OUTPUT_JSON) {
         api_print_json(reply);
     } else {

@@ -49,16 +49,11 @@ static const char *const token_fields[] = {"id", "name", "role", "created_at"};
 int cmd_token_list(struct cli_ctx *ctx, const struct cli_args *args)
 {
     (void)args;
-    json_t *reply = NULL;
-    int rc = api_json(ctx, "GET", "/api/v1/tokens", NULL, 0, &reply);
+    json_t *reply;
+    const json_t *tokens;
+    int rc = api_get_list(ctx, "/api/v1/tokens", "tokens", &reply, &tokens);
     if (rc != CLI_EXIT_OK)
         return rc;
-    const json_t *tokens = json_object_get(reply, "tokens");
-    if (!json_is_array(tokens)) {
-        fputs("error: unexpected reply from the server: no \"tokens\" array\n", stderr);
-        json_decref(reply);
-        return CLI_EXIT_FAILED;
-    }
     if (ctx->cfg.output == CLI_OUTPUT_JSON) {
         api_print_json(reply);
     } else {

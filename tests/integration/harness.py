@@ -131,6 +131,22 @@ class PostgresCluster:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+def stop_process(p, sig, timeout, what):
+    """Signals p.proc (a server or an agent), waits for it and returns its exit code; kills it
+    and raises, with its log, when it does not stop within `timeout` seconds."""
+    if p.proc is None or p.proc.poll() is not None:
+        return p.proc.returncode if p.proc else 0
+    p.proc.send_signal(sig)
+    try:
+        return p.proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.proc.kill()
+        p.proc.wait()
+        raise RuntimeError(f"{what} did not stop within {timeout}s:\n{p.log_text()}")
+    finally:
+        p.log.close()
+
+
 class Response:
     def __init__(self, status, headers, body):
         self.status = status
@@ -218,17 +234,7 @@ class Server:
 
     def stop(self, sig=signal.SIGTERM, timeout=60):
         """Stops the server and returns its exit code (0 after a clean shutdown)."""
-        if self.proc is None or self.proc.poll() is not None:
-            return self.proc.returncode if self.proc else 0
-        self.proc.send_signal(sig)
-        try:
-            return self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise RuntimeError(f"server did not stop within {timeout}s:\n{self.log_text()}")
-        finally:
-            self.log.close()
+        return stop_process(self, sig, timeout, "server")
 
     def request(self, method, path, body=None, token="admin", headers=None, timeout=30):
         if token == "admin":
@@ -338,14 +344,5 @@ class Agent:
         self.log.close()
 
     def stop(self, sig=signal.SIGTERM, timeout=60):
-        if self.proc is None or self.proc.poll() is not None:
-            return self.proc.returncode if self.proc else 0
-        self.proc.send_signal(sig)
-        try:
-            return self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise RuntimeError(f"agent did not stop within {timeout}s:\n{self.log_text()}")
-        finally:
-            self.log.close()
+        """Stops the agent and returns its exit code (0 after a clean shutdown)."""
+        return stop_process(self, sig, timeout, "agent")
