@@ -277,17 +277,29 @@ static void print_job(const json_t *job)
     table_free(&t);
 }
 
+/*
+ * Sends `method` to /api/v1/jobs/<args->pos[0]><suffix> with no body. Stores the parsed job id
+ * in *id and, when `out` is non-NULL, the reply in *out (the caller json_decref's it). Returns
+ * the exit code (the problem already printed).
+ */
+static int job_call(struct cli_ctx *ctx, const struct cli_args *args, const char *method,
+                    const char *suffix, long *id, json_t **out)
+{
+    int rc = cli_parse_id(ctx, args->pos[0], "job id", id);
+    if (rc != 0)
+        return rc;
+    struct strbuf path = STRBUF_INIT;
+    job_path(&path, *id, suffix);
+    rc = api_json(ctx, method, sb_str(&path), NULL, 0, out);
+    sb_free(&path);
+    return rc;
+}
+
 int cmd_get(struct cli_ctx *ctx, const struct cli_args *args)
 {
     long id;
-    int rc;
-    if ((rc = cli_parse_id(ctx, args->pos[0], "job id", &id)) != 0)
-        return rc;
-    struct strbuf path = STRBUF_INIT;
-    job_path(&path, id, "");
     json_t *job = NULL;
-    rc = api_json(ctx, "GET", sb_str(&path), NULL, 0, &job);
-    sb_free(&path);
+    int rc = job_call(ctx, args, "GET", "", &id, &job);
     if (rc == CLI_EXIT_OK) {
         if (ctx->cfg.output == CLI_OUTPUT_JSON)
             api_print_json(job);
@@ -301,14 +313,8 @@ int cmd_get(struct cli_ctx *ctx, const struct cli_args *args)
 int cmd_stop(struct cli_ctx *ctx, const struct cli_args *args)
 {
     long id;
-    int rc;
-    if ((rc = cli_parse_id(ctx, args->pos[0], "job id", &id)) != 0)
-        return rc;
-    struct strbuf path = STRBUF_INIT;
-    job_path(&path, id, "/stop");
     json_t *job = NULL;
-    rc = api_json(ctx, "POST", sb_str(&path), NULL, 0, &job);
-    sb_free(&path);
+    int rc = job_call(ctx, args, "POST", "/stop", &id, &job);
     if (rc == CLI_EXIT_OK) {
         if (ctx->cfg.output == CLI_OUTPUT_JSON) {
             api_print_json(job);
@@ -326,13 +332,7 @@ int cmd_stop(struct cli_ctx *ctx, const struct cli_args *args)
 int cmd_delete(struct cli_ctx *ctx, const struct cli_args *args)
 {
     long id;
-    int rc;
-    if ((rc = cli_parse_id(ctx, args->pos[0], "job id", &id)) != 0)
-        return rc;
-    struct strbuf path = STRBUF_INIT;
-    job_path(&path, id, "");
-    rc = api_json(ctx, "DELETE", sb_str(&path), NULL, 0, NULL);
-    sb_free(&path);
+    int rc = job_call(ctx, args, "DELETE", "", &id, NULL);
     if (rc == CLI_EXIT_OK && ctx->cfg.output == CLI_OUTPUT_TABLE)
         printf("deleted job %ld\n", id);
     return rc;
