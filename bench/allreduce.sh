@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Allreduce bus bandwidth: libtrainyard's TCP ring vs torch gloo vs Open MPI, side by side.
+# Allreduce bus bandwidth: libtrainyard (its default transport on one host, shared memory, and
+# its TCP ring) vs torch gloo vs Open MPI, side by side.
 #
 #   bench/allreduce.sh [BUILD_DIR]          (default BUILD_DIR: ./build)
 #   env: RANKS="2 4" MIN=4K MAX=256M FACTOR=4 SECONDS=0.3 PLOT=path.png
 #
-# All ranks run on this host over 127.0.0.1. Open MPI runs twice: its default transports
-# (shared memory between local ranks) and forced onto TCP (--mca btl tcp,self), which is the
-# transport the others use. busbw = algbw * 2(n-1)/n (nccl-tests).
+# All ranks run on this host over 127.0.0.1. libtrainyard runs twice: its default (shared memory
+# between ranks on one host) and forced onto its TCP ring (TRAINYARD_TRANSPORT=tcp). Open MPI
+# runs twice too: its default transports (shared memory between local ranks) and forced onto
+# TCP (--mca btl tcp,self). gloo always uses TCP. busbw = algbw * 2(n-1)/n (nccl-tests).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:-$ROOT/build}" && pwd)
@@ -28,6 +30,9 @@ echo "host: $(nproc) cores; $(uname -r); results in $OUT" >&2
 for n in $RANKS; do
   echo "== $n ranks: trainyard" >&2
   "$BUILD/bench/allreduce_bench" --ranks "$n" "${ARGS[@]}" >"$OUT/trainyard.$n"
+  echo "== $n ranks: trainyard (TCP ring)" >&2
+  TRAINYARD_TRANSPORT=tcp "$BUILD/bench/allreduce_bench" --ranks "$n" "${ARGS[@]}" \
+    >"$OUT/tytcp.$n"
   echo "== $n ranks: gloo" >&2
   "$PY" "$ROOT/bench/allreduce_gloo.py" --ranks "$n" "${ARGS[@]}" >"$OUT/gloo.$n"
   if [ "$have_mpi" = 1 ]; then
@@ -42,7 +47,8 @@ done
 "$PY" - "$OUT" "${PLOT:-}" $RANKS <<'PYEOF'
 import os, sys
 out, plot, ranks = sys.argv[1], sys.argv[2], [int(x) for x in sys.argv[3:]]
-impls = [("trainyard", "trainyard"), ("gloo", "gloo"), ("mpi", "MPI shm"), ("mpitcp", "MPI tcp")]
+impls = [("trainyard", "trainyard"), ("tytcp", "ty tcp"), ("gloo", "gloo"), ("mpi", "MPI shm"),
+         ("mpitcp", "MPI tcp")]
 
 def load(name, n):
     path = os.path.join(out, f"{name}.{n}")
@@ -65,13 +71,15 @@ data = {}
 for n in ranks:
     data[n] = {k: load(k, n) for k, _ in impls}
     print(f"\n{n} ranks — bus bandwidth GB/s (algbw x 2(n-1)/n), float32 sum")
-    print(f"| size | " + " | ".join(t for _, t in impls) + " | ty/gloo | ty/MPI shm | ty/MPI tcp |")
-    print("|" + "---:|" * (len(impls) + 4))
+    print(f"| size | " + " | ".join(t for _, t in impls)
+          + " | ty/gloo | ty/MPI shm | ty/MPI tcp | ty tcp/gloo |")
+    print("|" + "---:|" * (len(impls) + 5))
     for size in sorted(data[n]["trainyard"]):
         vals = [data[n][k].get(size) for k, _ in impls]
         cells = [f"{v:.3f}" if v is not None else "-" for v in vals]
-        ty = vals[0]
-        ratios = [f"{ty / v:.2f}x" if v else "-" for v in vals[1:]]
+        ty, tcp = vals[0], vals[1]
+        ratios = [f"{a / b:.2f}x" if a and b else "-"
+                  for a, b in ((ty, vals[2]), (ty, vals[3]), (ty, vals[4]), (tcp, vals[2]))]
         print(f"| {human(size)} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
 
 if plot:

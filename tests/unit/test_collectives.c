@@ -1,7 +1,9 @@
-/* Native TCP-ring collectives: exact results for world sizes 1..5, every dtype and op, sizes
- * from 1 element to 64 MiB (counts not divisible by the world size, count < world size).
- * Ranks are forked processes on 127.0.0.1 (test_collectives_world.c). Inputs are small
- * integers, so float sums are exact and results can be compared with ==. */
+/* Native collectives: exact results for world sizes 1..5, every dtype and op, sizes from 1
+ * element to 64 MiB (counts not divisible by the world size, count < world size), through both
+ * allreduce transports: shared memory (the default on one host) and the TCP ring
+ * (TRAINYARD_TRANSPORT=tcp). Ranks are forked processes on 127.0.0.1
+ * (test_collectives_world.c). Inputs are small integers, so float sums are exact and results
+ * can be compared with ==. */
 #include "ty_test.h"
 
 #include <limits.h>
@@ -10,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "test_collectives_world.h"
 
@@ -136,7 +139,17 @@ static int rank_sweep(ty_ctx *c, void *arg)
     return 0;
 }
 
-/* Sizes around world-size and chunk boundaries (256 KiB = 65536 f32 / 32768 f64). */
+/* Run fn(p) with the ranks on the TCP ring only (the environment is inherited by the forked
+ * ranks). */
+static void on_tcp(void (*fn)(int), int p)
+{
+    setenv("TRAINYARD_TRANSPORT", "tcp", 1);
+    fn(p);
+    unsetenv("TRAINYARD_TRANSPORT");
+}
+
+/* Sizes around world-size and chunk boundaries (ring: 256 KiB = 65536 f32 / 32768 f64; shared
+ * memory: 1 MiB = 262144 f32 / 131072 f64). */
 static void sweep_world(int p)
 {
     size_t sizes[] = {1,
@@ -149,6 +162,7 @@ static void sweep_world(int p)
                       1000,
                       32768 * (size_t)p + 3,
                       65536 * (size_t)p + 1,
+                      262144,
                       300001};
     struct sweep s = {.sizes = sizes, .nsizes = sizeof sizes / sizeof sizes[0], .all_combos = true};
     assert_int_equal(tw_run(p, rank_sweep, &s, 30, DEADLINE_MS), 0);
@@ -166,10 +180,22 @@ static void coll_allreduce_world_2_all_dtypes_ops(void **state)
     sweep_world(2);
 }
 
+static void coll_allreduce_tcp_world_2_all_dtypes_ops(void **state)
+{
+    (void)state;
+    on_tcp(sweep_world, 2);
+}
+
 static void coll_allreduce_world_3_all_dtypes_ops(void **state)
 {
     (void)state;
     sweep_world(3);
+}
+
+static void coll_allreduce_tcp_world_3_all_dtypes_ops(void **state)
+{
+    (void)state;
+    on_tcp(sweep_world, 3);
 }
 
 static void coll_allreduce_world_4_all_dtypes_ops(void **state)
@@ -178,10 +204,22 @@ static void coll_allreduce_world_4_all_dtypes_ops(void **state)
     sweep_world(4);
 }
 
+static void coll_allreduce_tcp_world_4_all_dtypes_ops(void **state)
+{
+    (void)state;
+    on_tcp(sweep_world, 4);
+}
+
 static void coll_allreduce_world_5_all_dtypes_ops(void **state)
 {
     (void)state;
     sweep_world(5);
+}
+
+static void coll_allreduce_tcp_world_5_all_dtypes_ops(void **state)
+{
+    (void)state;
+    on_tcp(sweep_world, 5);
 }
 
 /* 64 MiB buffers: float32 sum and int64 max (16 Mi and 8 Mi elements, + odd remainder). */
@@ -210,6 +248,56 @@ static void coll_allreduce_64mib_world_4(void **state)
 {
     (void)state;
     big_world(4);
+}
+
+static void coll_allreduce_64mib_tcp_world_3(void **state)
+{
+    (void)state;
+    on_tcp(big_world, 3);
+}
+
+/* Which transport the ranks ended up on: "none" before connecting, then arg. */
+static int rank_transport(ty_ctx *c, void *arg)
+{
+    if (strcmp(ty_transport(c), "none") != 0)
+        return 90;
+    if (ty_connect(c) != 0)
+        return 91;
+    if (strcmp(ty_transport(c), (const char *)arg) != 0) {
+        fprintf(stderr, "rank %d: transport %s\n", ty_world_rank(c), ty_transport(c));
+        return 92;
+    }
+    return check_one(c, 1000, TY_FLOAT32, TY_SUM);
+}
+
+static void coll_transport_shared_memory_on_one_host_tcp_when_asked(void **state)
+{
+    (void)state;
+    assert_int_equal(tw_run(3, rank_transport, "shm", 30, DEADLINE_MS), 0);
+    setenv("TRAINYARD_TRANSPORT", "tcp", 1);
+    assert_int_equal(tw_run(3, rank_transport, "tcp", 30, DEADLINE_MS), 0);
+    unsetenv("TRAINYARD_TRANSPORT");
+}
+
+/* Ranks on several nodes (LOCAL_WORLD_SIZE < WORLD_SIZE) use the TCP ring. */
+static void coll_transport_tcp_across_nodes(void **state)
+{
+    (void)state;
+    setenv("TW_RANKS_PER_NODE", "2", 1);
+    assert_int_equal(tw_run(4, rank_transport, "tcp", 30, DEADLINE_MS), 0);
+    unsetenv("TW_RANKS_PER_NODE");
+}
+
+/* One rank that cannot open the others' segment (its own /dev/shm, as on another host although
+ * LOCAL_WORLD_SIZE says otherwise): every rank falls back to the TCP ring, results still exact. */
+static void coll_transport_falls_back_to_tcp_when_a_rank_cannot_share(void **state)
+{
+    (void)state;
+    if (geteuid() != 0)
+        skip(); /* a private /dev/shm needs a mount namespace */
+    setenv("TW_PRIVATE_SHM_RANK", "2", 1);
+    assert_int_equal(tw_run(3, rank_transport, "tcp", 30, DEADLINE_MS), 0);
+    unsetenv("TW_PRIVATE_SHM_RANK");
 }
 
 /* Many back-to-back calls of changing sizes must not desynchronize the streams. */
@@ -359,6 +447,14 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(coll_allreduce_world_5_all_dtypes_ops),
     cmocka_unit_test(coll_allreduce_64mib_world_2),
     cmocka_unit_test(coll_allreduce_64mib_world_4),
+    cmocka_unit_test(coll_allreduce_tcp_world_2_all_dtypes_ops),
+    cmocka_unit_test(coll_allreduce_tcp_world_3_all_dtypes_ops),
+    cmocka_unit_test(coll_allreduce_tcp_world_4_all_dtypes_ops),
+    cmocka_unit_test(coll_allreduce_tcp_world_5_all_dtypes_ops),
+    cmocka_unit_test(coll_allreduce_64mib_tcp_world_3),
+    cmocka_unit_test(coll_transport_shared_memory_on_one_host_tcp_when_asked),
+    cmocka_unit_test(coll_transport_tcp_across_nodes),
+    cmocka_unit_test(coll_transport_falls_back_to_tcp_when_a_rank_cannot_share),
     cmocka_unit_test(coll_allreduce_back_to_back_calls_stay_in_sync),
     cmocka_unit_test(coll_broadcast_every_root),
     cmocka_unit_test(coll_allgather_including_in_place),

@@ -1,6 +1,7 @@
 /* Collective failures: a peer killed or exiting returns TY_EPEER (not a hang), a stopped peer
  * gives TY_ETIMEDOUT after the configured timeout, a missing peer times the rendezvous out,
- * and a failed context stays failed. */
+ * and a failed context stays failed — on the shared-memory transport (the default for ranks on
+ * one host) and on the TCP ring (TRAINYARD_TRANSPORT=tcp). */
 #include "ty_test.h"
 
 #include <signal.h>
@@ -43,18 +44,40 @@ static int rank_allreduce_until_error(ty_ctx *c, void *arg)
     return 0;
 }
 
+/* Kill `victim` of `world` ranks while they stream; every other rank must get TY_EPEER. */
+static void kill_mid_allreduce(int world, int victim)
+{
+    struct tw_world w;
+    int codes[TW_MAX_WORLD];
+    assert_int_equal(tw_spawn(&w, world, rank_allreduce_until_error, NULL, 20), 0);
+    sleep_ms(800); /* connected and streaming by now */
+    assert_int_equal(kill(w.pid[victim], SIGKILL), 0);
+    assert_int_equal(tw_wait(&w, 30000, codes), 0);
+    for (int r = 0; r < world; r++)
+        assert_int_equal(codes[r], r == victim ? 128 + SIGKILL : 0);
+}
+
 static void coll_peer_killed_mid_allreduce_returns_error(void **state)
 {
     (void)state;
-    struct tw_world w;
-    int codes[TW_MAX_WORLD];
-    assert_int_equal(tw_spawn(&w, 3, rank_allreduce_until_error, NULL, 20), 0);
-    sleep_ms(800); /* connected and streaming by now */
-    assert_int_equal(kill(w.pid[1], SIGKILL), 0);
-    assert_int_equal(tw_wait(&w, 30000, codes), 0);
-    assert_int_equal(codes[1], 128 + SIGKILL);
-    assert_int_equal(codes[0], 0);
-    assert_int_equal(codes[2], 0);
+    kill_mid_allreduce(3, 1);
+}
+
+/* With five ranks, ranks 0 and 4 are not ring neighbours of rank 2: they learn of its death
+ * through the others (the shared abort flag, or closed ring links on TCP). */
+static void coll_peer_killed_far_away_returns_error(void **state)
+{
+    (void)state;
+    kill_mid_allreduce(5, 2);
+}
+
+static void coll_peer_killed_mid_allreduce_tcp_returns_error(void **state)
+{
+    (void)state;
+    setenv("TRAINYARD_TRANSPORT", "tcp", 1);
+    kill_mid_allreduce(3, 1);
+    kill_mid_allreduce(5, 2);
+    unsetenv("TRAINYARD_TRANSPORT");
 }
 
 static int rank_one_exits_early(ty_ctx *c, void *arg)
@@ -98,9 +121,8 @@ static int rank_stop_self(ty_ctx *c, void *arg)
     return took >= 900 ? 0 : 72;
 }
 
-static void coll_stopped_peer_times_out(void **state)
+static void stopped_peer_times_out(void)
 {
-    (void)state;
     struct tw_world w;
     assert_int_equal(tw_spawn(&w, 2, rank_stop_self, NULL, 1.0), 0);
     int st = 0;
@@ -117,6 +139,15 @@ static void coll_stopped_peer_times_out(void **state)
     }
     assert_true(WIFEXITED(st));
     assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+static void coll_stopped_peer_times_out(void **state)
+{
+    (void)state;
+    stopped_peer_times_out();
+    setenv("TRAINYARD_TRANSPORT", "tcp", 1);
+    stopped_peer_times_out();
+    unsetenv("TRAINYARD_TRANSPORT");
 }
 
 static int rank_missing_peer(ty_ctx *c, void *arg)
@@ -147,6 +178,8 @@ static void coll_rendezvous_times_out_when_a_rank_is_missing(void **state)
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(coll_peer_killed_mid_allreduce_returns_error),
+    cmocka_unit_test(coll_peer_killed_far_away_returns_error),
+    cmocka_unit_test(coll_peer_killed_mid_allreduce_tcp_returns_error),
     cmocka_unit_test(coll_peer_exit_between_collectives_gives_peer_error),
     cmocka_unit_test(coll_stopped_peer_times_out),
     cmocka_unit_test(coll_rendezvous_times_out_when_a_rank_is_missing),

@@ -4,9 +4,12 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -38,13 +41,29 @@ int tw_free_port(void)
 static void tw_child(int rank, int world, int port, double tmo, tw_rank_fn fn, void *arg)
 {
     char buf[32];
+    /* TW_RANKS_PER_NODE: pretend the ranks are spread over nodes of that many ranks. */
+    const char *per_s = getenv("TW_RANKS_PER_NODE");
+    int per = per_s ? (int)strtol(per_s, NULL, 10) : world;
+    if (per < 1 || per > world)
+        per = world;
     snprintf(buf, sizeof buf, "%d", rank);
     setenv("RANK", buf, 1);
+    snprintf(buf, sizeof buf, "%d", rank % per);
     setenv("LOCAL_RANK", buf, 1);
     snprintf(buf, sizeof buf, "%d", world);
     setenv("WORLD_SIZE", buf, 1);
+    snprintf(buf, sizeof buf, "%d", per);
     setenv("LOCAL_WORLD_SIZE", buf, 1);
-    setenv("NODE_RANK", "0", 1);
+    snprintf(buf, sizeof buf, "%d", rank / per);
+    setenv("NODE_RANK", buf, 1);
+    /* TW_PRIVATE_SHM_RANK: that rank gets a /dev/shm of its own, as on another host. */
+    const char *priv = getenv("TW_PRIVATE_SHM_RANK");
+    if (priv && strtol(priv, NULL, 10) == rank &&
+        (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+         mount("tmpfs", "/dev/shm", "tmpfs", 0, NULL) != 0)) {
+        fprintf(stderr, "rank %d: cannot get a private /dev/shm: %s\n", rank, strerror(errno));
+        _exit(101);
+    }
     setenv("MASTER_ADDR", "127.0.0.1", 1);
     snprintf(buf, sizeof buf, "%d", port);
     setenv("MASTER_PORT", buf, 1);

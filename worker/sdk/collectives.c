@@ -1,7 +1,8 @@
 /*
  * collectives.c — public collectives: argument checks, world-size-1 shortcuts, backend choice
- * (NCCL for device buffers, else the native TCP ring), lazy rendezvous, sticky failure, and the
- * ring schedules of allreduce / broadcast / allgather.
+ * (NCCL for device buffers, shared memory for allreduce when every rank is on this host, else
+ * the native TCP ring), lazy rendezvous, sticky failure, and the ring schedules of allreduce /
+ * broadcast / allgather.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@ int ty__coll_fail(ty_ctx *c, int err)
 {
     if (c->coll_err == 0)
         c->coll_err = err;
+    ty__shm_abort(c);
     /* Closing both links makes the neighbours fail at once, and they close theirs in turn, so
      * the error travels around the ring in both directions instead of waiting for a timeout. */
     if (c->send_fd >= 0)
@@ -38,6 +40,8 @@ int ty__coll_ready(ty_ctx *c)
             return TY_ENOMEM;
     }
     int rc = ty__rendezvous(c);
+    if (rc == 0 && !c->tcp_only && c->local_world == c->world)
+        rc = ty__shm_setup(c);
     if (rc < 0)
         return ty__coll_fail(c, rc);
     c->coll_ready = true;
@@ -164,6 +168,8 @@ int ty_allreduce(ty_ctx *c, void *buf, size_t count, ty_dtype dt, ty_op op)
     int rc = coll_enter(c);
     if (rc != 0 || count == 0)
         return rc < 0 ? rc : 0;
+    if (c->shm)
+        return coll_leave(c, ty__shm_allreduce(c, buf, count, dt, op));
     return coll_leave(c, ty__ring_allreduce(c, buf, count, dt, op));
 }
 
@@ -207,4 +213,15 @@ int ty_allgather(ty_ctx *c, const void *send, void *recv, size_t bytes_per_rank)
     if (rc != 0 || bytes_per_rank == 0)
         return rc < 0 ? rc : 0;
     return coll_leave(c, ty__ring_allgather(c, send, recv, bytes_per_rank));
+}
+
+const char *ty_transport(const ty_ctx *c)
+{
+    if (!c)
+        return "none";
+    if (c->world == 1)
+        return "self";
+    if (!c->coll_ready)
+        return "none";
+    return c->shm ? "shm" : "tcp";
 }

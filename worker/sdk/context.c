@@ -36,6 +36,7 @@ int ty_finish(ty_ctx **pc)
         return 0;
     ty_ctx *c = *pc;
     ty__nccl_free(c);
+    ty__shm_free(c);
     if (c->send_fd >= 0)
         close(c->send_fd);
     if (c->recv_fd >= 0)

@@ -17,6 +17,8 @@
 #define TY__RING_CHUNK (256 * 1024)
 /* Requested kernel socket buffer size for ring links. */
 #define TY__RING_SOCKBUF (4 * 1024 * 1024)
+/* Bytes per rank and chunk of the shared-memory allreduce. */
+#define TY__SHM_CHUNK (1024 * 1024)
 
 typedef enum {
     TY__BACKEND_NATIVE,
@@ -26,6 +28,7 @@ typedef enum {
 } ty__backend;
 
 struct ty__nccl; /* nccl.c */
+struct ty__shm;  /* shm.c */
 
 struct ty_ctx {
     /* identity (context.c / env.c) */
@@ -42,13 +45,16 @@ struct ty_ctx {
     int64_t report_timeout_ms;
 
     /* collectives (ring.c / collectives.c) */
-    int coll_err;      /* sticky: 0 or the first collective error */
-    bool coll_ready;   /* ring connected */
-    int send_fd;       /* to rank+1, -1 when closed */
-    int recv_fd;       /* from rank-1, -1 when closed */
-    char *staging;     /* ring_chunk bytes, receive buffer for reducing steps */
-    size_t ring_chunk; /* TRAINYARD_RING_CHUNK, multiple of 8 */
-    int ring_sockbuf;  /* TRAINYARD_RING_SOCKBUF; 0 = kernel autotuning */
+    int coll_err;        /* sticky: 0 or the first collective error */
+    bool coll_ready;     /* ring connected */
+    int send_fd;         /* to rank+1, -1 when closed */
+    int recv_fd;         /* from rank-1, -1 when closed */
+    char *staging;       /* ring_chunk bytes, receive buffer for reducing steps */
+    size_t ring_chunk;   /* TRAINYARD_RING_CHUNK, multiple of 8 */
+    int ring_sockbuf;    /* TRAINYARD_RING_SOCKBUF; 0 = kernel autotuning */
+    bool tcp_only;       /* TRAINYARD_TRANSPORT=tcp: never the shared-memory allreduce */
+    size_t shm_chunk;    /* TRAINYARD_SHM_CHUNK_KIB, multiple of 8 */
+    struct ty__shm *shm; /* set when every rank shares this host's memory */
     struct ty__nccl *nccl;
 
     /* report client (report.c) */
@@ -132,6 +138,17 @@ int ty__coll_fail(ty_ctx *c, int err);
 int ty__ring_allreduce(ty_ctx *c, void *buf, size_t count, ty_dtype dt, ty_op op);
 int ty__ring_broadcast(ty_ctx *c, void *buf, size_t bytes, int root);
 int ty__ring_allgather(ty_ctx *c, const void *send, void *recv, size_t bytes_per_rank);
+
+/* ---- shm.c: allreduce through shared memory (all ranks on one host) ---- */
+
+/* With the ring connected: try to share a segment with every other rank. Sets c->shm when all
+ * ranks could; leaves it NULL (TCP ring) when any could not. Returns 0, or a ring error. */
+int ty__shm_setup(ty_ctx *c);
+/* The shared-memory allreduce (c->shm set). */
+int ty__shm_allreduce(ty_ctx *c, void *buf, size_t count, ty_dtype dt, ty_op op);
+/* Raise the shared abort flag so that ranks waiting in a barrier fail at once. */
+void ty__shm_abort(ty_ctx *c);
+void ty__shm_free(ty_ctx *c);
 
 /* ---- nccl.c: NCCL backend (TY_WITH_NCCL); stubs return TY_ENOTSUP otherwise ---- */
 

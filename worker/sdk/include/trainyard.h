@@ -106,8 +106,13 @@ TY_API size_t ty_dtype_size(ty_dtype dt);
  * returns that same error at once instead of desynchronizing, and the ring links are closed so
  * the other ranks fail promptly too. Argument errors (TY_EINVAL) are checked before anything is
  * sent and do not fail the context.
- * Native backend tuning (environment): TRAINYARD_RING_CHUNK_KIB (pipelining grain, default 256)
- * and TRAINYARD_RING_SOCKBUF_KIB (SO_SNDBUF/SO_RCVBUF, default 4096; 0 = kernel autotuning).
+ * Native backend transports: when every rank runs on this host (LOCAL_WORLD_SIZE == WORLD_SIZE
+ * and the ranks can open one POSIX shared-memory segment), ty_allreduce runs through shared
+ * memory; otherwise, and for the other collectives, through the TCP ring.
+ * Tuning (environment): TRAINYARD_TRANSPORT (auto, default; tcp: never shared memory),
+ * TRAINYARD_SHM_CHUNK_KIB (bytes per rank and chunk of the shared-memory allreduce, default
+ * 1024), TRAINYARD_RING_CHUNK_KIB (ring pipelining grain, default 256) and
+ * TRAINYARD_RING_SOCKBUF_KIB (SO_SNDBUF/SO_RCVBUF, default 4096; 0 = kernel autotuning).
  */
 
 /* In-place allreduce of count elements. TY_AVG on integers is the sum divided by the world size
@@ -123,6 +128,9 @@ TY_API int ty_allgather(ty_ctx *c, const void *send, void *recv, size_t bytes_pe
 
 /* Run the collective rendezvous now instead of at the first collective. */
 TY_API int ty_connect(ty_ctx *c);
+/* How ty_allreduce moves host buffers: "shm" or "tcp" once connected, "self" with one rank,
+ * "none" before ty_connect() or the first collective (and for c == NULL). */
+TY_API const char *ty_transport(const ty_ctx *c);
 /* Collective timeout (no progress for this long fails the call) and rendezvous timeout, seconds;
  * default TRAINYARD_COLLECTIVE_TIMEOUT_S or 300. */
 TY_API int ty_set_collective_timeout(ty_ctx *c, double seconds);
