@@ -163,6 +163,8 @@ static void drive_stopping_jobs(struct control *ctl)
 
 static void handle_event(struct control *ctl, struct hub_event *ev)
 {
+    if (ev->kind != HUB_MESSAGE)
+        ctl__flush_started(ctl); /* events stay in order */
     switch (ev->kind) {
     case HUB_CONNECTED:
         TY_DEBUG("control", "connection %llu from %s", (unsigned long long)ev->conn, ev->peer);
@@ -210,9 +212,12 @@ static void *control_thread(void *arg)
             ctl->dirty = true;
         if (db_ensure(ctl->db) != 0)
             continue; /* events stay queued until the database is back */
+        /* The worker_started messages among these (an agent sends those of a launch together)
+         * are committed in one transaction: one commit instead of one per worker. */
         struct hub_event ev;
         while (hub_next_event(ctl->hub, &ev))
             handle_event(ctl, &ev);
+        ctl__flush_started(ctl);
         if (ctl__now() - ctl->last_tick >= CTL_TICK_MS / 1000.0) {
             ctl->last_tick = ctl__now();
             check_heartbeats(ctl);

@@ -27,12 +27,78 @@ static void send_error_and_close(struct control *ctl, uint64_t conn, const char 
     hub_close(ctl->hub, conn);
 }
 
+static void ack_seq(struct control *ctl, uint64_t conn, json_int_t seq)
+{
+    ctl__send(ctl, conn, json_pack("{s:s, s:I}", "type", "ack", "seq", seq));
+}
+
 static void ack(struct control *ctl, uint64_t conn, json_t *msg)
 {
     json_t *seq = json_object_get(msg, "seq");
     if (json_is_integer(seq))
-        ctl__send(ctl, conn,
-                  json_pack("{s:s, s:I}", "type", "ack", "seq", json_integer_value(seq)));
+        ack_seq(ctl, conn, json_integer_value(seq));
+}
+
+/* Could not record an event of this node: acks are cumulative, so a later ack would make the
+ * agent forget it. Close the connection instead; the agent reconnects and resends everything
+ * unacked. */
+static void reconnect_to_resend(struct control *ctl, struct ctl_node *node, uint64_t conn,
+                                const char *type)
+{
+    TY_WARN("control", "node %s: could not record %s; reconnecting it so that it resends", node->id,
+            type);
+    node->conn = 0;
+    hub_close(ctl->hub, conn);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* worker_started, in batches                                                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Queues a worker_started of a registered node; a full batch is committed first. */
+static void queue_started(struct control *ctl, uint64_t conn, json_t *msg, int64_t job, int attempt,
+                          int rank)
+{
+    struct ctl_started *b = &ctl->started;
+    if (b->n == CTL_STARTED_MAX)
+        ctl__flush_started(ctl);
+    json_t *seq = json_object_get(msg, "seq");
+    b->rows[b->n] = (struct store_worker_start){
+        .job = job,
+        .attempt = attempt,
+        .rank = rank,
+        .pid = json_integer_value(json_object_get(msg, "pid")),
+    };
+    b->conn[b->n] = conn;
+    b->has_seq[b->n] = json_is_integer(seq);
+    b->seq[b->n] = json_integer_value(seq);
+    b->n++;
+}
+
+void ctl__flush_started(struct control *ctl)
+{
+    struct ctl_started *b = &ctl->started;
+    if (b->n == 0)
+        return;
+    bool one_txn = store_workers_started(ctl->db, b->rows, b->n) >= 0;
+    if (one_txn)
+        TY_DEBUG("control", "recorded %zu worker start(s) in one transaction", b->n);
+    else
+        TY_DEBUG("control", "recording %zu worker starts together failed; one by one", b->n);
+    for (size_t i = 0; i < b->n; i++) {
+        /* NULL: its connection was closed by an earlier failure below; the agent resends. */
+        struct ctl_node *node = ctl__node_by_conn(ctl, b->conn[i]);
+        if (node == NULL)
+            continue;
+        const struct store_worker_start *r = &b->rows[i];
+        if (!one_txn && store_worker_started(ctl->db, r->job, r->attempt, r->rank, r->pid) < 0) {
+            reconnect_to_resend(ctl, node, b->conn[i], "worker_started");
+            continue;
+        }
+        if (b->has_seq[i])
+            ack_seq(ctl, b->conn[i], b->seq[i]);
+    }
+    b->n = 0;
 }
 
 /* Applies a worker exit; stops the job's other workers when it failed. Returns 0 or -1. */
@@ -186,6 +252,9 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
         json_decref(msg);
         return;
     }
+    /* Every other message is applied after the worker starts queued before it. */
+    if (strcmp(type, "worker_started") != 0)
+        ctl__flush_started(ctl);
     struct ctl_node *node = ctl__node_by_conn(ctl, conn);
     if (strcmp(type, "register") == 0) {
         on_register(ctl, conn, msg);
@@ -200,10 +269,7 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
         if (strcmp(type, "heartbeat") == 0) {
             /* last_seen updated above */
         } else if (strcmp(type, "worker_started") == 0) {
-            rc = store_worker_started(ctl->db, job, attempt, rank,
-                                      json_integer_value(json_object_get(msg, "pid")));
-            if (rc >= 0)
-                ack(ctl, conn, msg);
+            queue_started(ctl, conn, msg, job, attempt, rank);
         } else if (strcmp(type, "worker_exited") == 0) {
             rc = apply_exit(ctl, job, attempt, rank, json_object_get(msg, "exit_code"),
                             json_object_get(msg, "signal"),
@@ -215,14 +281,8 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
         } else {
             TY_DEBUG("control", "node %s: ignoring message type '%s'", node->id, type);
         }
-        if (rc < 0) {
-            /* Acks are cumulative: a later ack would make the agent forget this event. Close the
-             * connection instead; the agent reconnects and resends everything unacked. */
-            TY_WARN("control", "node %s: could not record %s; reconnecting it so that it resends",
-                    node->id, type);
-            node->conn = 0;
-            hub_close(ctl->hub, conn);
-        }
+        if (rc < 0)
+            reconnect_to_resend(ctl, node, conn, type);
     }
     json_decref(msg);
 }

@@ -7,6 +7,7 @@
 #include "db.h"
 #include "hub.h"
 #include "jobspec.h"
+#include "store.h"
 
 #include <jansson.h>
 #include <pthread.h>
@@ -25,6 +26,17 @@ struct ctl_stop_sent {
     struct ctl_stop_sent *next;
     int64_t job;
     double at;
+};
+
+/* worker_started messages received but not yet committed (control_agent.c): consecutive ones
+ * are recorded in one transaction, then acked. */
+#define CTL_STARTED_MAX 128
+struct ctl_started {
+    size_t n;
+    struct store_worker_start rows[CTL_STARTED_MAX];
+    uint64_t conn[CTL_STARTED_MAX];
+    json_int_t seq[CTL_STARTED_MAX]; /* to ack, when has_seq */
+    bool has_seq[CTL_STARTED_MAX];
 };
 
 /* Parsed specs of pending jobs (control_specs.c). */
@@ -53,6 +65,7 @@ struct control {
     struct ctl_node *nodes;
     struct ctl_stop_sent *stops;
     struct ctl_specs specs;
+    struct ctl_started started;
 };
 
 double ctl__now(void);
@@ -66,7 +79,13 @@ void ctl__send(struct control *ctl, uint64_t conn, json_t *msg);
 int64_t ctl__job_id(json_t *msg);
 
 /* control_agent.c */
+/* Handles one agent message. A worker_started is only queued (ctl->started): the caller must
+ * call ctl__flush_started() once the hub queue is drained and before any other hub event. */
 void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text, size_t len);
+/* Commits the queued worker_started messages in one transaction and acks them. When that fails,
+ * applies them one by one as before: each that fails closes its connection, so that the agent
+ * resends what was not acked. */
+void ctl__flush_started(struct control *ctl);
 /* control_report.c: agent message `report`; commits it, then acks its seq. */
 void ctl__on_report(struct control *ctl, uint64_t conn, json_t *msg);
 

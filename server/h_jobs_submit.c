@@ -1,4 +1,5 @@
-/* POST /api/v1/jobs: validate the spec, commit the job, answer 201 with the job. */
+/* POST /api/v1/jobs: validate the spec, check that the checkpoint it resumes from exists, commit
+ * the job, answer 201 with the job. */
 #include "control.h"
 #include "db.h"
 #include "handlers.h"
@@ -30,7 +31,19 @@ enum MHD_Result h_jobs_submit(struct srv_request *req)
     struct db_conn *c = db_acquire(req->srv->db);
     int64_t id = 0;
     char *job = NULL;
-    int qs = c ? store_job_insert(c, req->who.name, spec, &id, &job) : DB_SOFT_ERROR;
+    json_int_t ckpt = json_integer_value(json_object_get(spec, "resume_from_checkpoint"));
+    /* A checkpoint removed between this check and the launch is the launch's to report. */
+    int qs = c == NULL ? DB_SOFT_ERROR : ckpt > 0 ? store_checkpoint_exists(c, ckpt) : 1;
+    if (qs == 0) {
+        db_release(req->srv->db, c);
+        json_decref(spec);
+        char detail[64];
+        snprintf(detail, sizeof(detail), "checkpoint %lld does not exist", (long long)ckpt);
+        return srv_reply_field_problem(req, SRV_P_CHECKPOINT_NOT_FOUND, "resume_from_checkpoint",
+                                       detail);
+    }
+    if (qs > 0)
+        qs = store_job_insert(c, req->who.name, spec, &id, &job);
     db_release(req->srv->db, c);
     json_decref(spec);
     if (qs <= 0)

@@ -23,6 +23,7 @@
     X(JOB_FINISHED, 409, "job-finished", "Job has already finished")                               \
     X(BODY_TOO_LARGE, 413, "body-too-large", "Request body too large")                             \
     X(UNSUPPORTED_MEDIA_TYPE, 415, "unsupported-media-type", "Unsupported content type")           \
+    X(CHECKPOINT_NOT_FOUND, 422, "checkpoint-not-found", "Checkpoint not found")                   \
     X(INTERNAL, 500, "internal", "Internal server error")                                          \
     X(DATABASE_UNAVAILABLE, 503, "database-unavailable", "Database unavailable")
 

@@ -66,6 +66,16 @@ int store_node_set_draining(struct db_conn *c, const char *id, bool draining, ch
 int store_node_live_workers(struct db_conn *c, const char *id, PGresult **res);
 
 int store_worker_started(struct db_conn *c, int64_t job, int attempt, int rank, int64_t pid);
+/* One worker_started event. */
+struct store_worker_start {
+    int64_t job;
+    int attempt, rank;
+    int64_t pid;
+};
+/* Records n worker_started events in one statement, so one transaction and one commit: all of
+ * them or none. Each is applied like store_worker_started, in order. Returns n (0 for n == 0) or
+ * an error. */
+int store_workers_started(struct db_conn *c, const struct store_worker_start *w, size_t n);
 /* *outcome_out: "stop", "settled" or "" (malloc'd). */
 int store_worker_exited(struct db_conn *c, int64_t job, int attempt, int rank,
                         const int64_t *exit_code, const int64_t *signal, const char *error,
@@ -153,5 +163,15 @@ int store_checkpoint_round(struct db_conn *c, const struct store_checkpoint_roun
  * size_bytes, location, created_at}, by attempt then index. Returns 0 when the job does not
  * exist, 1 with the array, or an error. */
 int store_checkpoint_list(struct db_conn *c, int64_t job, char **json_out);
+/* Whether checkpoint `ckpt` exists (is COMMITTED): 1, 0, or an error. One primary-key lookup. */
+int store_checkpoint_exists(struct db_conn *c, int64_t ckpt);
+/* The directories to resume attempt `attempt` of `job` from checkpoint `ckpt` (its
+ * resume_from_checkpoint), for the nodes in nodes_json (JSON text, an array of node ids): one row
+ * (node_id, path, message) per node, in that order. path: the checkpoint's location entry on
+ * that node, or NULL when the node holds no copy (or the checkpoint no longer exists), in which
+ * case message says so and is also recorded as a job event of the attempt (once, however often
+ * the launch is resent). Returns the row count or an error; *res (PQclear it) when rows. */
+int store_checkpoint_launch_dirs(struct db_conn *c, int64_t ckpt, int64_t job, int attempt,
+                                 const char *nodes_json, PGresult **res);
 
 #endif

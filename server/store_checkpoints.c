@@ -144,3 +144,60 @@ int store_checkpoint_list(struct db_conn *c, int64_t job, char **json_out)
     PQclear(res);
     return *json_out ? DB_ONE_RESULT : DB_HARD_ERROR;
 }
+
+/* ------------------------------------------------------------------------------------------ */
+/* Resuming (resume_from_checkpoint)                                                            */
+/* ------------------------------------------------------------------------------------------ */
+
+int store_checkpoint_exists(struct db_conn *c, int64_t ckpt)
+{
+    static const struct db_stmt st = {
+        "checkpoint_exists",
+        "SELECT 1 FROM checkpoints WHERE id = $1::bigint AND status = 'COMMITTED'", 1, true};
+    char id[32];
+    NUM(id, ckpt);
+    const char *p[] = {id};
+    return db_exec(c, &st, p, NULL);
+}
+
+/* One statement: n pairs each launched node (in the order of nodes_json) with the path of the
+ * checkpoint's location entry on that node (the first by path should there be several); m words
+ * the warning for a node without one; ev records each warning once per attempt as a job event
+ * (status: the job's current one), so a launch resent after a reconnect adds nothing. */
+int store_checkpoint_launch_dirs(struct db_conn *c, int64_t ckpt, int64_t job, int attempt,
+                                 const char *nodes_json, PGresult **res)
+{
+    static const struct db_stmt st = {
+        "checkpoint_launch_dirs",
+        "WITH ck AS (SELECT coalesce(location::jsonb, '[]'::jsonb) AS loc FROM checkpoints "
+        "             WHERE id = $1::bigint AND status = 'COMMITTED'), "
+        "     n AS (SELECT w.node_id, w.ord, "
+        "                  (SELECT e->>'path' FROM ck, jsonb_array_elements(ck.loc) e "
+        "                    WHERE e->>'node_id' = w.node_id ORDER BY e->>'path' LIMIT 1) AS path "
+        "             FROM jsonb_array_elements_text($4::jsonb) WITH ORDINALITY "
+        "                  AS w(node_id, ord)), "
+        "     m AS (SELECT node_id, ord, path, "
+        "                  CASE WHEN path IS NOT NULL THEN NULL "
+        "                       WHEN EXISTS (SELECT 1 FROM ck) THEN "
+        "                         'node ' || node_id || ' holds no copy of checkpoint ' || "
+        "                         $1::bigint::text || ': its workers start without it (copies "
+        "between nodes come with the artifact store)' "
+        "                       ELSE 'checkpoint ' || $1::bigint::text || ' no longer exists: the "
+        "workers on node ' || node_id || ' start without it' END AS message "
+        "             FROM n), "
+        "     ev AS (INSERT INTO job_events (job_id, attempt, status, message) "
+        "            SELECT j.id, $3::int, j.status, m.message FROM m JOIN jobs j "
+        "                ON j.id = $2::bigint "
+        "             WHERE m.message IS NOT NULL AND NOT EXISTS "
+        "                   (SELECT 1 FROM job_events e WHERE e.job_id = $2::bigint "
+        "                       AND e.attempt = $3::int AND e.message = m.message)) "
+        "SELECT node_id, path, message FROM m ORDER BY ord",
+        4, false};
+    char id[32], j[32], a[32];
+    NUM(id, ckpt);
+    NUM(j, job);
+    NUM(a, attempt);
+    const char *p[] = {id, j, a, nodes_json};
+    *res = NULL;
+    return db_exec(c, &st, p, res);
+}

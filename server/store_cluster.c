@@ -132,6 +132,40 @@ int store_worker_started(struct db_conn *c, int64_t job, int attempt, int rank, 
     return db_exec(c, &st, params, NULL);
 }
 
+int store_workers_started(struct db_conn *c, const struct store_worker_start *w, size_t n)
+{
+    /* WITH ORDINALITY + ORDER BY: the calls run in the order of the events. */
+    static const struct db_stmt st = {
+        "workers_started",
+        "SELECT ty_worker_started(e.job, e.attempt, e.rank, e.pid)"
+        "  FROM unnest($1::bigint[], $2::int[], $3::int[], $4::int[]) WITH ORDINALITY"
+        "       AS e(job, attempt, rank, pid, i)"
+        " ORDER BY e.i",
+        4, false};
+    if (n == 0)
+        return 0;
+    /* Four array literals {v0,v1,...}: job, attempt, rank, pid. */
+    size_t cap = 3 + n * 21;
+    char *arrays[4] = {malloc(cap), malloc(cap), malloc(cap), malloc(cap)};
+    int qs = DB_HARD_ERROR;
+    if (arrays[0] && arrays[1] && arrays[2] && arrays[3]) {
+        size_t len[4] = {0, 0, 0, 0};
+        for (size_t i = 0; i < n; i++) {
+            long long v[4] = {w[i].job, w[i].attempt, w[i].rank, w[i].pid};
+            for (size_t k = 0; k < 4; k++)
+                len[k] += (size_t)snprintf(arrays[k] + len[k], cap - len[k], "%c%lld",
+                                           i ? ',' : '{', v[k]);
+        }
+        for (size_t k = 0; k < 4; k++)
+            snprintf(arrays[k] + len[k], cap - len[k], "}");
+        const char *params[] = {arrays[0], arrays[1], arrays[2], arrays[3]};
+        qs = db_exec(c, &st, params, NULL);
+    }
+    for (size_t k = 0; k < 4; k++)
+        free(arrays[k]);
+    return qs;
+}
+
 int store_worker_exited(struct db_conn *c, int64_t job, int attempt, int rank,
                         const int64_t *exit_code, const int64_t *signal, const char *error,
                         char **outcome_out)

@@ -183,6 +183,46 @@ def test_worker_runs_in_working_dir(server, agent, tmp_path):
     assert out.read_text().strip() == str(tmp_path)
 
 
+def test_program_is_looked_up_on_the_path_the_job_sets(server, agent, tmp_path):
+    # The agent's own PATH does not have it: execvp in the worker's environment would find it.
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    prog = bindir / "ty-test-on-job-path"
+    prog.write_text("#!/bin/sh\necho found on the PATH of the job\n")
+    prog.chmod(0o755)
+    job = run_job(server, {"entrypoint": ["ty-test-on-job-path"],
+                           "env": {"PATH": f"{bindir}:/usr/bin:/bin"}})
+    assert job["status"] == "SUCCEEDED", job
+    assert "found on the PATH of the job" in agent.worker_log(job["id"], job["attempt"], 0)
+
+
+def test_program_missing_from_the_job_path_fails_with_the_reason(server, agent):
+    job = run_job(server, {"entrypoint": ["ty-test-no-such-program"],
+                           "env": {"PATH": "/nonexistent/bin"}})
+    assert job["status"] == "FAILED", job
+    assert [w["exit_code"] for w in workers_of(server, job["id"])] == [127]
+    assert "cannot execute ty-test-no-such-program: No such file or directory" in \
+        agent.worker_log(job["id"], job["attempt"], 0)
+
+
+def test_worker_gets_stdio_only_in_its_own_process_group(server, agent):
+    job = server.submit({"entrypoint": ["/bin/sleep", "60"],
+                         "scaling_config": {"num_workers": 2}})
+    server.wait_job(job["id"], ["RUNNING"], timeout=30)
+    log_dir = os.path.join(os.path.realpath(agent.data_dir), "logs", str(job["id"]), "1")
+    for w in workers_of(server, job["id"]):
+        pid = w["pid"]
+        log = os.path.join(log_dir, f"rank-{w['rank']}.log")
+        fds = {fd: os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+        assert fds == {"0": "/dev/null", "1": log, "2": log}, fds
+        # Its own process group, but the agent's session (no scheduler autogroup per worker).
+        assert os.getpgid(pid) == pid
+        assert os.getsid(pid) == os.getsid(agent.proc.pid)
+    r = server.request("POST", f"/api/v1/jobs/{job['id']}/stop")
+    assert r.status in (200, 202), r
+    assert server.wait_job(job["id"], ["STOPPED"], timeout=30)["status"] == "STOPPED"
+
+
 def test_stop_kills_every_process_of_the_job(server_factory, agent_factory, tmp_path):
     server = server_factory(extra_args=["--stop-grace-s", "1"])
     a = agent_factory(server)
