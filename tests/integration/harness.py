@@ -20,7 +20,11 @@ BUILD_DIR = os.environ.get("TY_BUILD_DIR") or os.path.join(
 SOURCE_DIR = os.environ.get("TY_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
 SERVER_BIN = os.path.join(BUILD_DIR, "server", "trainyard-server")
 CLI_BIN = os.path.join(BUILD_DIR, "cli", "trainyard")
-AGENT_BIN = os.path.join(BUILD_DIR, "worker", "agent", "trainyard-agent")
+# TY_AGENT_BIN runs another build of the agent (e.g. the ASan one) against the harness server;
+# TY_AGENT_WRAPPER prefixes its command line (e.g. "valgrind --error-exitcode=99").
+AGENT_BIN = os.environ.get("TY_AGENT_BIN") or os.path.join(BUILD_DIR, "worker", "agent",
+                                                          "trainyard-agent")
+AGENT_WRAPPER = os.environ.get("TY_AGENT_WRAPPER", "").split()
 
 
 def pg_bin_dir():
@@ -279,50 +283,103 @@ def run_cli(server, *args, token="admin", env=None, input=None, timeout=60):
 
 
 class Agent:
-    """A trainyard-agent process joined to `server`, optionally inside a network namespace."""
+    """A trainyard-agent process joined to `server`, optionally inside a network namespace;
+    restartable on the same data dir (start() again after stop() or kill()).
+
+    args: the agent's own flags. None (the default) builds them from cpus, memory_mb, gpus
+    ("none" when not given), gpu_type and a 3 s stop grace; a list (even an empty one) passes
+    exactly those flags and leaves the rest to the agent's defaults. extra_args come after either.
+    A --port-range from port_range() is added unless the flags give one."""
 
     def __init__(self, server, data_dir=None, cpus=2, memory_mb=4096, gpus=None, gpu_type=None,
-                 extra_args=(), netns=None, server_addr=None):
+                 extra_args=(), netns=None, server_addr=None, args=None, env=None):
+        root = make_tmpdir("ty-agent-")
         self.server = server
-        self.data_dir = data_dir or os.path.join(make_tmpdir("ty-agent-"), "data")
-        ws = server_addr or f"127.0.0.1:{server.ws_port}"
-        token_file = os.path.join(server.data_dir, "cluster.token")
-        args = [AGENT_BIN, "--server", f"ws://{ws}", "--data-dir", self.data_dir,
-                "--cpus", str(cpus), "--memory-mb", str(memory_mb), "--stop-grace-s", "3",
-                "--port-range", port_range()]
-        if os.path.exists(token_file):
-            with open(token_file) as f:
-                args += ["--token", f.read().strip()]
-        args += ["--gpus", gpus if gpus else "none"]
-        if gpu_type:
-            args += ["--gpu-type", gpu_type]
-        self.args = [*(["ip", "netns", "exec", netns] if netns else []), *args, *extra_args]
-        self.log_path = os.path.join(os.path.dirname(self.data_dir), "agent.log")
+        self.data_dir = data_dir or os.path.join(root, "data")
+        self.log_path = os.path.join(root, "agent.log")
+        if args is None:
+            args = ["--cpus", str(cpus), "--memory-mb", str(memory_mb), "--stop-grace-s", "3",
+                    "--gpus", gpus or "none", *(["--gpu-type", gpu_type] if gpu_type else [])]
+        self.args = [*args, *extra_args]
+        if "--port-range" not in self.args:
+            self.args += ["--port-range", port_range()]
+        self.port_range = self.args[self.args.index("--port-range") + 1]
+        self.netns = netns
+        self.server_addr = server_addr
+        self.env = dict(os.environ, **(env or {}))
         self.proc = None
-        self.node_id = None
+        self.log = None
+        self.log_start = 0
         self.stopped_by_test = False
 
-    def start(self, wait=True):
+    def start(self, server=None, token="cluster", wait=True):
+        """Starts the agent (against `server` when given); token "cluster" joins with the server's
+        cluster token, None passes none. wait: until the node is ALIVE (see wait_node)."""
+        self.server = server or self.server
+        if token == "cluster":
+            token = cluster_token(self.server)
+        ws = f"ws://{self.server_addr}" if self.server_addr else self.server.ws_url
+        cmd = [*(["ip", "netns", "exec", self.netns] if self.netns else []), *AGENT_WRAPPER,
+               AGENT_BIN, "--server", ws, "--data-dir", self.data_dir, *self.args]
+        if token:
+            cmd += ["--token", token]
         self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT)
+        self.log_start = self.log.tell()
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=self.env)
+        self.stopped_by_test = False
         if wait:
-            self.wait_registered()
+            self.wait_node()
         return self
 
-    def wait_registered(self, timeout=30):
-        deadline = time.time() + timeout
-        id_file = os.path.join(self.data_dir, "node-id")
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"agent exited with {self.proc.returncode}:\n{self.log_text()}")
-            if os.path.exists(id_file):
-                with open(id_file) as f:
-                    self.node_id = f.read().strip()
-                r = self.server.request("GET", f"/api/v1/nodes/{self.node_id}")
-                if r.status == 200 and r.json["status"] == "ALIVE":
-                    return r.json
+    def _node_id_now(self):
+        """The declared --node-id, else the one the agent wrote to its data dir, else None."""
+        if "--node-id" in self.args:
+            return self.args[self.args.index("--node-id") + 1]
+        try:
+            with open(os.path.join(self.data_dir, "node-id")) as f:
+                return f.read().strip() or None
+        except OSError:
+            return None
+
+    @property
+    def node_id(self):
+        """This agent's node id (waits up to 10 s for the agent to write it)."""
+        deadline = time.time() + 10
+        while (node_id := self._node_id_now()) is None:
+            if time.time() > deadline:
+                raise AssertionError(f"agent wrote no node-id:\n{self.log_text()}")
             time.sleep(0.05)
-        raise RuntimeError(f"agent did not register in {timeout}s:\n{self.log_text()}")
+        return node_id
+
+    def registered(self):
+        """Whether the running process has been accepted by the server."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self.log_start)
+                return b"registered with" in f.read()
+        except OSError:
+            return False
+
+    def wait_node(self, statuses=("ALIVE",), timeout=30):
+        """Polls the server until this agent's node has one of `statuses` and returns the node.
+        For ALIVE the running process must also have registered (a node left ALIVE by an earlier
+        process on this data dir does not count), and it must not exit meanwhile."""
+        alive = "ALIVE" in statuses
+        deadline = time.time() + timeout
+        node = None
+        while time.time() < deadline:
+            if alive and self.proc.poll() is not None:
+                raise RuntimeError(f"agent exited with {self.proc.returncode}:\n{self.log_text()}")
+            node_id = self._node_id_now()
+            if node_id and (not alive or self.registered()):
+                r = self.server.request("GET", f"/api/v1/nodes/{node_id}")
+                node = r.json if r.status == 200 else None
+                if node and node["status"] in statuses:
+                    return node
+            time.sleep(0.05)
+        raise AssertionError(f"node {self._node_id_now()} not in {statuses} after {timeout}s: "
+                             f"{node}\nagent log:\n{self.log_text()}\nserver log:\n"
+                             f"{self.server.log_text()}")
 
     def log_text(self):
         try:
@@ -339,10 +396,48 @@ class Agent:
     def kill(self):
         """Kills the agent as a crash would (its workers are left behind)."""
         self.stopped_by_test = True
-        self.proc.kill()
-        self.proc.wait()
-        self.log.close()
+        return stop_process(self, signal.SIGKILL, 60, "agent")
 
     def stop(self, sig=signal.SIGTERM, timeout=60):
         """Stops the agent and returns its exit code (0 after a clean shutdown)."""
         return stop_process(self, sig, timeout, "agent")
+
+
+def cluster_token(server):
+    """The server's cluster token (None when it wrote none)."""
+    path = os.path.join(server.data_dir, "cluster.token")
+    if os.path.exists(path):
+        with open(path) as f:
+            return f.read().strip()
+    return None
+
+
+def processes_in_group(pgid):
+    """Live (non-zombie) processes whose process group is `pgid`, from /proc."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        state, pg = fields[0], int(fields[2])
+        if pg == pgid and state != "Z":
+            found.append(int(name))
+    return found
+
+
+def read_env_file(path, timeout=20):
+    """KEY=VALUE lines of a file a worker writes (`env > path`), once it is complete."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if os.path.exists(path):
+            with open(path) as f:
+                text = f.read()
+            if text.endswith("\n"):
+                return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+        time.sleep(0.05)
+    raise AssertionError(f"{path} was not written")

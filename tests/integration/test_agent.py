@@ -9,7 +9,7 @@ import time
 import pytest
 
 import harness
-from agents import Agent, processes_in_group, read_env_file
+from harness import Agent, processes_in_group, read_env_file
 
 PYTHON = "/usr/bin/python3"
 
@@ -22,7 +22,7 @@ def agent_factory():
     def make(server, args=(), data_dir=None, start=True):
         a = Agent(server, data_dir=data_dir, args=args)
         made.append(a)
-        return a.start() if start else a
+        return a.start(wait=False) if start else a
 
     yield make
     for a in made:
@@ -100,7 +100,7 @@ def test_declared_node_id_is_used(server, agent_factory):
 
 def test_wrong_token_is_refused_and_retried(server, agent_factory):
     a = agent_factory(server, args=["--token", "not-the-token"], start=False)
-    a.start(token=None)
+    a.start(token=None, wait=False)
     deadline = time.time() + 10
     while time.time() < deadline and "refused this agent" not in a.log_text():
         time.sleep(0.1)
@@ -135,7 +135,7 @@ def test_agent_reconnects_after_server_restart(server_factory, agent_factory):
         assert node["id"] == a.node_id
         done = again.wait_job(job["id"], ["SUCCEEDED", "FAILED"], timeout=60)
         assert done["status"] == "SUCCEEDED", done
-        assert "survived" in a.worker_log(job["id"], done["attempt"], 0)
+        assert "survived" in a.worker_log(job["id"], 0, attempt=done["attempt"])
     finally:
         assert a.stop() == 0, a.log_text()
         assert again.stop() == 0, again.log_text()
@@ -148,7 +148,7 @@ def test_agent_reconnects_after_server_restart(server_factory, agent_factory):
 def test_one_worker_job_succeeds_and_keeps_its_log(server, agent):
     job = run_job(server, {"entrypoint": ["/bin/sh", "-c", "echo hello; echo oops >&2; exit 0"]})
     assert job["status"] == "SUCCEEDED", job
-    log = agent.worker_log(job["id"], job["attempt"], 0)
+    log = agent.worker_log(job["id"], 0, attempt=job["attempt"])
     assert "hello" in log and "oops" in log
     w = workers_of(server, job["id"])
     assert [x["exit_code"] for x in w] == [0]
@@ -165,7 +165,7 @@ def test_missing_program_fails_the_job_with_the_reason(server, agent):
     job = run_job(server, {"entrypoint": ["/nonexistent/train"]})
     assert job["status"] == "FAILED", job
     assert [w["exit_code"] for w in workers_of(server, job["id"])] == [127]
-    log = agent.worker_log(job["id"], job["attempt"], 0)
+    log = agent.worker_log(job["id"], 0, attempt=job["attempt"])
     assert "cannot execute /nonexistent/train" in log
 
 
@@ -173,7 +173,7 @@ def test_bad_working_dir_fails_the_job(server, agent):
     job = run_job(server, {"entrypoint": ["true"], "working_dir": "/nonexistent/dir"})
     assert job["status"] == "FAILED", job
     assert "cannot enter working_dir /nonexistent/dir" in agent.worker_log(
-        job["id"], job["attempt"], 0)
+        job["id"], 0, attempt=job["attempt"])
 
 
 def test_worker_runs_in_working_dir(server, agent, tmp_path):
@@ -193,7 +193,7 @@ def test_program_is_looked_up_on_the_path_the_job_sets(server, agent, tmp_path):
     job = run_job(server, {"entrypoint": ["ty-test-on-job-path"],
                            "env": {"PATH": f"{bindir}:/usr/bin:/bin"}})
     assert job["status"] == "SUCCEEDED", job
-    assert "found on the PATH of the job" in agent.worker_log(job["id"], job["attempt"], 0)
+    assert "found on the PATH of the job" in agent.worker_log(job["id"], 0, attempt=job["attempt"])
 
 
 def test_program_missing_from_the_job_path_fails_with_the_reason(server, agent):
@@ -202,7 +202,40 @@ def test_program_missing_from_the_job_path_fails_with_the_reason(server, agent):
     assert job["status"] == "FAILED", job
     assert [w["exit_code"] for w in workers_of(server, job["id"])] == [127]
     assert "cannot execute ty-test-no-such-program: No such file or directory" in \
-        agent.worker_log(job["id"], job["attempt"], 0)
+        agent.worker_log(job["id"], 0, attempt=job["attempt"])
+
+
+def test_script_without_interpreter_line_runs_with_sh(server, agent, tmp_path):
+    # execvp runs a file the kernel cannot execute (no "#!") with /bin/sh; so does the agent.
+    script = tmp_path / "plain-script"
+    script.write_text('echo "run by sh with $1"\n')
+    script.chmod(0o755)
+    job = run_job(server, {"entrypoint": [str(script), "its argument"]})
+    assert job["status"] == "SUCCEEDED", job
+    assert "run by sh with its argument" in agent.worker_log(job["id"], 0, attempt=job["attempt"])
+
+
+def test_agent_removes_shared_memory_segments_left_by_the_attempt(server, agent):
+    # libtrainyard's rank 0 unlinks its allreduce segment once every rank mapped it; one killed
+    # in between leaves it in /dev/shm. The worker plays that rank: it leaves a segment with its
+    # attempt's name prefix. Another job's segment must survive.
+    other = "/dev/shm/trainyard-not_this_job-1-00000000deadbeef"
+    with open(other, "w") as f:
+        f.write("x")
+    try:
+        leave = ("import os; e = os.environ; "
+                 "open('/dev/shm/trainyard-%s-%s-00000000deadbeef' % "
+                 "(e['TRAINYARD_JOB_ID'], e['TRAINYARD_ATTEMPT']), 'w').write('x')")
+        job = run_job(server, {"entrypoint": [PYTHON, "-c", leave]})
+        assert job["status"] == "SUCCEEDED", job
+        left = f"/dev/shm/trainyard-{job['id']}-{job['attempt']}-00000000deadbeef"
+        deadline = time.time() + 10
+        while os.path.exists(left) and time.time() < deadline:
+            time.sleep(0.05)
+        assert not os.path.exists(left), agent.log_text()
+        assert os.path.exists(other)
+    finally:
+        os.unlink(other)
 
 
 def test_worker_gets_stdio_only_in_its_own_process_group(server, agent):
@@ -330,8 +363,9 @@ print("reported")
 
 def test_reports_reach_the_server_and_leave_the_spool(server, agent):
     job = run_job(server, {"entrypoint": [PYTHON, "-c", REPORTING]})
-    assert job["status"] == "SUCCEEDED", (job, agent.worker_log(job["id"], job["attempt"], 0))
-    assert "reported" in agent.worker_log(job["id"], job["attempt"], 0)
+    log = agent.worker_log(job["id"], 0, attempt=job["attempt"])
+    assert job["status"] == "SUCCEEDED", (job, log)
+    assert "reported" in log
     deadline = time.time() + 10
     metrics = None
     while time.time() < deadline:

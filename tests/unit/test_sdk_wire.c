@@ -239,6 +239,23 @@ static void wire_strerror_covers_every_code(void **state)
 #undef CHECK
 }
 
+/* Shared-memory segment prefixes: the SDK and the agent must build the same one, safe as a
+ * file name in /dev/shm whatever the job id holds. */
+static void wire_shm_prefix_is_a_safe_file_name(void **state)
+{
+    (void)state;
+    char buf[TY_WIRE_SHM_PREFIX_MAX];
+    ty_wire_shm_prefix("42", 3, buf, sizeof buf);
+    assert_string_equal(buf, "/trainyard-42-3-");
+    ty_wire_shm_prefix("../etc/x y", 1, buf, sizeof buf);
+    assert_string_equal(buf, "/trainyard-___etc_x_y-1-");
+    ty_wire_shm_prefix("a-very-long-job-id-that-goes-on-and-on", 2147483647, buf, sizeof buf);
+    assert_string_equal(buf, "/trainyard-a_very_long_job_id_t-2147483647-");
+    assert_true(strlen(buf) + 16 < 64); /* room for the 16 hex digits of a segment name */
+    ty_wire_shm_prefix(NULL, 0, buf, sizeof buf);
+    assert_string_equal(buf, "/trainyard--0-");
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(wire_round_trip_preserves_message),
     cmocka_unit_test(wire_truncated_frame_needs_more_bytes),
@@ -250,5 +267,6 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(wire_validators_name_the_bad_field),
     cmocka_unit_test(wire_read_write_over_socketpair),
     cmocka_unit_test(wire_strerror_covers_every_code),
+    cmocka_unit_test(wire_shm_prefix_is_a_safe_file_name),
 };
 TY_TEST_MAIN(tests)

@@ -5,14 +5,18 @@
 
 #include "log.h"
 #include "util.h"
+#include "wire.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -101,8 +105,8 @@ static char *resolve_program(const char *file, char *const *env, const char *wor
  * page-table copy, and it returns once the child has exec'd, so the process group already
  * exists for kill(-pid). Returns 0 and *pid, or the errno of the failed step (the chdir or the
  * exec). */
-static int spawn_worker(pid_t *pid, const char *program, const struct agent_launch *l,
-                        char *const *env, int logfd)
+static int spawn_worker(pid_t *pid, const char *program, char *const *argv,
+                        const struct agent_launch *l, char *const *env, int logfd)
 {
     posix_spawnattr_t attr;
     posix_spawn_file_actions_t fa;
@@ -143,10 +147,29 @@ static int spawn_worker(pid_t *pid, const char *program, const struct agent_laun
     if (rc == 0)
         rc = posix_spawn_file_actions_addclosefrom_np(&fa, STDERR_FILENO + 1);
     if (rc == 0)
-        rc = posix_spawn(pid, program, &fa, &attr, (char *const *)l->argv, env);
+        rc = posix_spawn(pid, program, &fa, &attr, argv, env);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     return rc;
+}
+
+/* Runs `program` (a file the kernel cannot execute) as `/bin/sh program args…`. */
+static int spawn_script(pid_t *pid, const char *program, const struct agent_launch *l,
+                        char *const *env, int logfd)
+{
+    size_t argc = 0;
+    while (l->argv[argc])
+        argc++;
+    const char **argv = calloc(argc + 2, sizeof(*argv));
+    if (argv == NULL)
+        return ENOMEM;
+    argv[0] = "/bin/sh";
+    argv[1] = program;
+    for (size_t i = 1; i < argc; i++)
+        argv[i + 1] = l->argv[i];
+    int err = spawn_worker(pid, "/bin/sh", (char *const *)argv, l, env, logfd);
+    free(argv);
+    return err;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -248,7 +271,9 @@ static struct agent_worker *start_one(struct agent *a, const struct agent_launch
     }
     pid_t pid = -1;
     char *program = resolve_program(l->argv[0], env, l->working_dir);
-    int err = program ? spawn_worker(&pid, program, l, env, logfd) : errno;
+    int err = program ? spawn_worker(&pid, program, (char *const *)l->argv, l, env, logfd) : errno;
+    if (err == ENOEXEC) /* a script without "#!": execvp runs it with /bin/sh, and so do we */
+        err = spawn_script(&pid, program, l, env, logfd);
     free(program);
     agent_env_free(env);
     if (err != 0) {
@@ -313,6 +338,41 @@ void agent__stop(struct agent *a, const char *job_id, int64_t attempt, int64_t g
     }
 }
 
+/* Whether a worker of this attempt of the job still runs on this node. */
+static bool attempt_running(const struct agent *a, const char *job_id, int64_t attempt)
+{
+    for (const struct agent_worker *w = a->workers; w; w = w->next) {
+        if (w->status == AGENT_WORKER_RUNNING && w->attempt == attempt &&
+            strcmp(w->job_id, job_id) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Unlinks the shared-memory segments of an attempt whose workers on this node are all gone.
+ * libtrainyard's rank 0 unlinks its segment as soon as every rank has mapped it; one killed in
+ * between would leave it in /dev/shm (RAM) until reboot. */
+static void remove_shm_leftovers(const char *job_id, int64_t attempt)
+{
+    char prefix[TY_WIRE_SHM_PREFIX_MAX];
+    ty_wire_shm_prefix(job_id, attempt, prefix, sizeof(prefix));
+    DIR *d = opendir("/dev/shm");
+    if (d == NULL)
+        return;
+    size_t n = strlen(prefix + 1); /* names in /dev/shm lack the leading '/' */
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char name[NAME_MAX + 2];
+        if (strncmp(e->d_name, prefix + 1, n) != 0 ||
+            (size_t)snprintf(name, sizeof(name), "/%s", e->d_name) >= sizeof(name))
+            continue;
+        if (shm_unlink(name) == 0)
+            TY_INFO("proc", "removed shared-memory segment %s left by job %s attempt %lld", name,
+                    job_id, (long long)attempt);
+    }
+    closedir(d);
+}
+
 void agent__supervise_poll(struct agent *a)
 {
     int st;
@@ -334,6 +394,8 @@ void agent__supervise_poll(struct agent *a)
                     (long long)w->attempt, (long long)w->rank, (long)pid, WEXITSTATUS(st));
             worker_exited(a, w, WEXITSTATUS(st), -1, NULL);
         }
+        if (!attempt_running(a, w->job_id, w->attempt))
+            remove_shm_leftovers(w->job_id, w->attempt);
     }
     int64_t now = agent_now_ms();
     for (struct agent_worker *w = a->workers; w; w = w->next) {

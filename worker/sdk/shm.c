@@ -24,6 +24,8 @@
  * name and token, broadcasts both over the ring, every rank maps it and checks the token, an
  * allreduce (MIN) over the ring agrees on the result, and rank 0 unlinks the name. Ranks on
  * other hosts cannot open the name, so the agreement falls back to the TCP ring for everyone.
+ * The name starts with the job's prefix (ty_wire_shm_prefix): should rank 0 die before it
+ * unlinks it, the agent does once the attempt's workers on the node are gone.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +44,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "wire.h"
 
 #define SHM_MAGIC 0x5459534d454d3031ull /* "TYSMEM01" */
 #define SHM_HEADER 4096
@@ -80,15 +83,17 @@ static char *shm_slot(const struct ty__shm *s, int set, int rank)
     return s->slots + ((size_t)set * (size_t)s->world + (size_t)rank) * s->slot;
 }
 
-/* 1 when a ring neighbour's socket shows end-of-file or an error. Nothing legitimate arrives on
- * the ring links while a barrier is still incomplete: no peer can be past it. */
+/* 1 when a ring neighbour's socket shows a hang-up or an error (the peer died or closed). Data
+ * alone does not count: a neighbour that already passed the barrier may have moved on to a
+ * collective on the ring, or finished and closed its links, which is why the caller looks at
+ * the barrier again after this says yes. */
 static int shm_links_broken(const ty_ctx *c)
 {
-    struct pollfd p[2] = {{.fd = c->recv_fd, .events = POLLIN | POLLRDHUP},
-                          {.fd = c->send_fd, .events = POLLIN | POLLRDHUP}};
+    struct pollfd p[2] = {{.fd = c->recv_fd, .events = POLLRDHUP},
+                          {.fd = c->send_fd, .events = POLLRDHUP}};
     if (poll(p, 2, 0) <= 0)
         return 0;
-    return (p[0].revents | p[1].revents) != 0;
+    return ((p[0].revents | p[1].revents) & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
 void ty__shm_abort(ty_ctx *c)
@@ -125,8 +130,13 @@ static int shm_barrier(ty_ctx *c)
         int ms = left < SHM_CHECK_MS ? left : SHM_CHECK_MS;
         struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
         if (shm_futex(&h->arrived, FUTEX_WAIT, cur, &ts) != 0 && errno == ETIMEDOUT &&
-            shm_links_broken(c))
+            shm_links_broken(c)) {
+            /* A peer closes its links only after it has seen this barrier complete, or when it
+             * died: look again before calling it dead. */
+            if ((int32_t)(atomic_load(&h->arrived) - target) >= 0)
+                return 0;
             return TY_EPEER;
+        }
     }
 }
 
@@ -181,13 +191,14 @@ static void shm_unmap(struct ty__shm *s)
 }
 
 /* Rank 0: create, size and map a fresh segment. 0 or -1 (then nothing is left behind). */
-static int shm_create(struct ty__shm *s, struct shm_offer *o)
+static int shm_create(const ty_ctx *c, struct ty__shm *s, struct shm_offer *o)
 {
     uint64_t rnd[2];
     if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
         return -1;
-    snprintf(o->name, sizeof o->name, "/trainyard-%ld-%016llx", (long)getpid(),
-             (unsigned long long)rnd[0]);
+    char prefix[TY_WIRE_SHM_PREFIX_MAX];
+    ty_wire_shm_prefix(c->job_id, c->attempt, prefix, sizeof prefix);
+    snprintf(o->name, sizeof o->name, "%s%016llx", prefix, (unsigned long long)rnd[0]);
     o->token = rnd[1] | 1;
     int fd = shm_open(o->name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
     if (fd < 0)
@@ -244,7 +255,7 @@ int ty__shm_setup(ty_ctx *c)
     s->slot = c->shm_chunk;
     s->map_len = SHM_HEADER + 2 * (size_t)c->world * s->slot;
     struct shm_offer o = {0};
-    if (c->rank == 0 && shm_create(s, &o) < 0)
+    if (c->rank == 0 && shm_create(c, s, &o) < 0)
         o.name[0] = '\0';
     o.slot = s->slot;
     int rc = ty__ring_broadcast(c, &o, sizeof o, 0);

@@ -450,3 +450,17 @@ int ty_wire_parse_error(const json_t *msg, int64_t *seq, const char **message, c
     *message = m ? m : "";
     return 0;
 }
+
+void ty_wire_shm_prefix(const char *job_id, int64_t attempt, char *buf, size_t len)
+{
+    char job[21];
+    size_t n = 0;
+    for (const char *p = job_id ? job_id : ""; *p && n < sizeof job - 1; p++) {
+        char ch = *p;
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                  (ch >= '0' && ch <= '9') || ch == '_';
+        job[n++] = ok ? ch : '_';
+    }
+    job[n] = '\0';
+    snprintf(buf, len, "/trainyard-%s-%lld-", job, (long long)attempt);
+}

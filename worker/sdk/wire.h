@@ -107,4 +107,14 @@ int ty_wire_parse_error(const json_t *msg, int64_t *seq, const char **message, c
  * are numbers; a "step" key, if present, must be a non-negative integer. 0 or TY_EINVAL. */
 int ty_wire_check_metrics(const json_t *metrics, char *err, size_t errlen);
 
+/* ---- shared-memory segment names (libtrainyard creates them, the agent removes leftovers) ---- */
+
+/* Writes "/trainyard-<job>-<attempt>-" into buf (at least TY_WIRE_SHM_PREFIX_MAX bytes): the
+ * prefix of every segment an attempt of a job creates on a node (the job id reduced to at most
+ * 20 characters of [A-Za-z0-9_], others replaced by '_'). A segment's full name appends 16 hex
+ * digits; the agent unlinks /dev/shm/<prefix>* once the attempt's last worker on the node exited,
+ * so a rank 0 killed between creating and unlinking its segment leaks nothing. */
+#define TY_WIRE_SHM_PREFIX_MAX 48
+void ty_wire_shm_prefix(const char *job_id, int64_t attempt, char *buf, size_t len);
+
 #endif
