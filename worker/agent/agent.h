@@ -347,8 +347,11 @@ void agent__launch(struct agent *a, const struct agent_launch *l);
  * -1 matches every attempt; job_id NULL matches every job. */
 void agent__stop(struct agent *a, const char *job_id, int64_t attempt, int64_t grace_s);
 /* Reaps exited workers (waitpid WNOHANG), queues worker_exited, and SIGKILLs groups whose grace
- * ran out. Called from the poll timer. */
+ * ran out. Called from the poll timer and whenever SIGCHLD arrives. */
 void agent__supervise_poll(struct agent *a);
+/* Blocks SIGCHLD and adds a signalfd for it to the event loop, so that exits are reaped at once
+ * rather than on the next poll tick. 0, or -1 (the poll timer still reaps). */
+int agent__children_watch(struct agent *a);
 
 /* logs.c */
 /* The log path of a rank (malloc'd), creating its directory. NULL with errno on failure. */

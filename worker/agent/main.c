@@ -32,8 +32,8 @@ struct poll_timer {
     struct agent *a;
 };
 
-/* Every 50 ms: reap workers, enforce grace periods, notice a stop signal, and end the loop once
- * shutdown has stopped every worker. */
+/* Every 50 ms: reap workers (should a SIGCHLD have been missed), enforce grace periods, notice a
+ * stop signal, and end the loop once shutdown has stopped every worker. */
 static void poll_tick(lws_sorted_usec_list_t *sul)
 {
     struct poll_timer *pt = lws_container_of(sul, struct poll_timer, sul);
@@ -197,6 +197,7 @@ int main(int argc, char **argv)
     }
     if (agent__report_listen(&a) != 0)
         goto out;
+    agent__children_watch(&a);
     agent__spool_reload(&a);
     if (agent__ws_init(&a) != 0)
         goto out;

@@ -1,6 +1,7 @@
 /* The process supervisor: starts workers (posix_spawn: own process group, log file, chdir,
- * exec), reaps them (waitpid WNOHANG from the poll timer) and stops their process groups
- * (SIGTERM, then SIGKILL after the grace period). */
+ * exec), reaps them (waitpid WNOHANG when a SIGCHLD arrives on a signalfd in the event loop, and
+ * on the poll timer) and stops their process groups (SIGTERM, then SIGKILL after the grace
+ * period). */
 #include "agent.h"
 
 #include "log.h"
@@ -11,12 +12,14 @@
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
+#include <libwebsockets.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -406,4 +409,51 @@ void agent__supervise_poll(struct agent *a)
             w->kill_at_ms = now + 1000; /* again in a second if it somehow survives */
         }
     }
+}
+
+int agent__children_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
+                             void *in, size_t len)
+{
+    (void)user;
+    (void)in;
+    (void)len;
+    if (reason != LWS_CALLBACK_RAW_RX_FILE)
+        return 0;
+    struct agent *a = lws_context_user(lws_get_context(wsi));
+    struct signalfd_siginfo si[8];
+    while (read(lws_get_socket_fd(wsi), si, sizeof(si)) > 0)
+        ; /* drained: one waitpid loop reaps every child that exited */
+    agent__supervise_poll(a);
+    return 0;
+}
+
+int agent__children_watch(struct agent *a)
+{
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    /* Workers get an empty signal mask from posix_spawn (spawn_worker), so blocking it here
+     * changes nothing for them. */
+    if (sigprocmask(SIG_BLOCK, &chld, NULL) != 0)
+        return -1;
+    int fd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (fd < 0) {
+        TY_WARN("proc", "signalfd: %s; exits are noticed by the poll timer", strerror(errno));
+        sigprocmask(SIG_UNBLOCK, &chld, NULL);
+        return -1;
+    }
+    lws_adopt_desc_t ad;
+    memset(&ad, 0, sizeof(ad));
+    ad.vh = lws_get_vhost_by_name(a->ctx, "default");
+    ad.type = LWS_ADOPT_RAW_FILE_DESC;
+    ad.fd.filefd = fd;
+    ad.vh_prot_name = "trainyard-children";
+    if (!ad.vh || !lws_adopt_descriptor_vhost_via_info(&ad)) {
+        TY_WARN("proc", "cannot watch SIGCHLD in the event loop; exits are noticed by the poll "
+                        "timer");
+        close(fd);
+        sigprocmask(SIG_UNBLOCK, &chld, NULL);
+        return -1;
+    }
+    return 0;
 }

@@ -423,10 +423,14 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
 
 int agent__report_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
                            size_t len);
+/* supervise.c: the SIGCHLD signalfd (agent__children_watch). */
+int agent__children_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
+                             void *in, size_t len);
 
 static const struct lws_protocols protocols[] = {
     {AGENT_SUBPROTOCOL, ws_callback, 0, 65536, 0, NULL, 0},
     {"trainyard-report", agent__report_callback, 0, 0, 0, NULL, 0},
+    {"trainyard-children", agent__children_callback, 0, 0, 0, NULL, 0},
     {NULL, NULL, 0, 0, 0, NULL, 0},
 };
 
