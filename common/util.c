@@ -1,6 +1,8 @@
 #include "util.h"
 
 #include <errno.h>
+#include <unistd.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <openssl/evp.h>
@@ -104,4 +106,63 @@ int ty_mkdir_p(const char *path, unsigned mode)
     if (mkdir(tmp, mode) != 0 && errno != EEXIST)
         return -1;
     return 0;
+}
+
+int ty_write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int ty_fsync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+int ty_write_file_durable(const char *path, const void *data, size_t len, unsigned mode)
+{
+    char tmp[PATH_MAX], dir[PATH_MAX];
+    if (snprintf(tmp, sizeof(tmp), "%s.ty-tmp", path) >= (int)sizeof(tmp)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL)
+        snprintf(dir, sizeof(dir), ".");
+    else /* "/x" lives in "/" */
+        snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, (mode_t)mode);
+    if (fd < 0)
+        return -1;
+    int ok = ty_write_all(fd, data, len) == 0 && fdatasync(fd) == 0;
+    int saved = errno;
+    if (close(fd) != 0 && ok) {
+        ok = 0;
+        saved = errno;
+    }
+    if (ok && rename(tmp, path) != 0) {
+        ok = 0;
+        saved = errno;
+    }
+    if (!ok) {
+        unlink(tmp);
+        errno = saved;
+        return -1;
+    }
+    return ty_fsync_dir(dir);
 }

@@ -23,6 +23,17 @@ char *ty_read_file(const char *path, size_t *len_out);
 /* Creates `path` and its parents with `mode` (like mkdir -p). Returns 0 or -1 with errno. */
 int ty_mkdir_p(const char *path, unsigned mode);
 
+/* Writes all `len` bytes to fd, retrying short writes and EINTR. Returns 0 or -1 with errno. */
+int ty_write_all(int fd, const void *buf, size_t len);
+
+/* fsync()s a directory, so that the entries created or renamed in it are durable. 0 or -1. */
+int ty_fsync_dir(const char *dir);
+
+/* Replaces `path` durably with `len` bytes of `data` (file mode `mode`): written to a temporary
+ * file beside it, synced, renamed over `path`, and the directory synced. A crash leaves the old
+ * file or the new one, never a torn one. Returns 0, or -1 with errno (the temporary removed). */
+int ty_write_file_durable(const char *path, const void *data, size_t len, unsigned mode);
+
 #define TY_FREE(p)                                                                                 \
     do {                                                                                           \
         free(p);                                                                                   \

@@ -9,11 +9,9 @@
 #include "util.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static const char *const role_names[] = {"none", "viewer", "user", "admin"};
 
@@ -143,16 +141,9 @@ int srv_auth_bootstrap(struct srv *srv)
     if (srv_auth_new_token(token, hash) != 0)
         goto unlock;
     snprintf(path, sizeof(path), "%s/admin.token", srv->cfg.data_dir);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        TY_ERROR("auth", "cannot write %s: %s", path, strerror(errno));
-        goto unlock;
-    }
     char line[64];
     int len = snprintf(line, sizeof(line), "%s\n", token);
-    int ok = write(fd, line, (size_t)len) == len && fsync(fd) == 0;
-    close(fd);
-    if (!ok) {
+    if (ty_write_file_durable(path, line, (size_t)len, 0600) != 0) {
         TY_ERROR("auth", "cannot write %s: %s", path, strerror(errno));
         goto unlock;
     }

@@ -8,12 +8,10 @@
 #include "util.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #define CTL_TICK_MS 200
 #define CTL_PASS_INTERVAL_S 5.0 /* a pass at least this often: backfill windows move with time */
@@ -260,17 +258,12 @@ static int load_cluster_token(struct control *ctl)
             memcpy(token, "tyc_", 4);
             for (size_t i = 0; i < sizeof(raw); i++)
                 snprintf(token + 4 + 2 * i, 3, "%02x", raw[i]);
-            int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-            if (fd < 0) {
+            char line[64];
+            int len = snprintf(line, sizeof(line), "%s\n", token);
+            if (ty_write_file_durable(path, line, (size_t)len, 0600) != 0) {
                 TY_ERROR("control", "cannot write %s: %s", path, strerror(errno));
                 return -1;
             }
-            char line[64];
-            int len = snprintf(line, sizeof(line), "%s\n", token);
-            bool ok = write(fd, line, (size_t)len) == len;
-            close(fd);
-            if (!ok)
-                return -1;
             TY_INFO("control", "cluster join token for agents written to %s", path);
         }
     }

@@ -241,6 +241,18 @@ int db_exec(struct db_conn *c, const struct db_stmt *stmt, const char *const *pa
     return qs;
 }
 
+int db_exec_text(struct db_conn *c, const struct db_stmt *stmt, const char *const *params,
+                 char **out)
+{
+    PGresult *res = NULL;
+    int qs = db_exec(c, stmt, params, &res);
+    if (qs <= 0)
+        return qs;
+    *out = PQgetisnull(res, 0, 0) ? NULL : strdup(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return qs;
+}
+
 int db_exec_simple(struct db_conn *c, const char *sql)
 {
     return finish_result(c, PQexec(c->pg, sql), NULL, "simple query");

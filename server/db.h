@@ -51,6 +51,10 @@ PGconn *db_pg(struct db_conn *c);
  * DB_HARD_ERROR and stores nothing. */
 int db_exec(struct db_conn *c, const struct db_stmt *stmt, const char *const *params,
             PGresult **res);
+/* db_exec for a one-column query: *out receives a malloc'd copy of the first row's value (NULL
+ * for SQL NULL). Same return convention; *out is untouched unless a row came back. */
+int db_exec_text(struct db_conn *c, const struct db_stmt *stmt, const char *const *params,
+                 char **out);
 /* Runs a parameterless command (BEGIN, COMMIT, migration files). Same return convention. */
 int db_exec_simple(struct db_conn *c, const char *sql);
 

@@ -17,9 +17,7 @@ enum MHD_Result h_jobs_checkpoints(struct srv_request *req)
 {
     int64_t id;
     if (srv_arg_id(req, 0, &id) != 0)
-        return srv_reply_problem(req, SRV_P_JOB_NOT_FOUND, NULL,
-                                 "'%s' is not a job id (job ids are positive integers)",
-                                 req->args[0]);
+        return srv_reply_bad_job_id(req);
     struct db_conn *c = db_acquire(req->srv->db);
     char *list = NULL;
     int qs = c ? store_checkpoint_list(c, id, &list) : DB_SOFT_ERROR;

@@ -15,8 +15,7 @@ static enum MHD_Result reply_child_list(struct srv_request *req, child_query que
 {
     int64_t id;
     if (srv_arg_id(req, 0, &id) != 0)
-        return srv_reply_problem(req, SRV_P_JOB_NOT_FOUND, NULL, "'%s' is not a job id",
-                                 req->args[0]);
+        return srv_reply_bad_job_id(req);
     struct db_conn *c = db_acquire(req->srv->db);
     char *list = NULL;
     int qs = c ? query(c, id, &list) : DB_SOFT_ERROR;

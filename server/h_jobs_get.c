@@ -12,9 +12,7 @@ enum MHD_Result h_jobs_get(struct srv_request *req)
 {
     int64_t id;
     if (srv_arg_id(req, 0, &id) != 0)
-        return srv_reply_problem(req, SRV_P_JOB_NOT_FOUND, NULL,
-                                 "'%s' is not a job id (job ids are positive integers)",
-                                 req->args[0]);
+        return srv_reply_bad_job_id(req);
     char key[32];
     snprintf(key, sizeof(key), "%lld", (long long)id);
     uint64_t gen = db_generation(req->srv->db);

@@ -44,9 +44,7 @@ enum MHD_Result h_jobs_metrics(struct srv_request *req)
 {
     int64_t id;
     if (srv_arg_id(req, 0, &id) != 0)
-        return srv_reply_problem(req, SRV_P_JOB_NOT_FOUND, NULL,
-                                 "'%s' is not a job id (job ids are positive integers)",
-                                 req->args[0]);
+        return srv_reply_bad_job_id(req);
     const char *names = srv_query(req, "name");
     const char *rank_s = srv_query(req, "rank");
     const char *attempt_s = srv_query(req, "attempt");

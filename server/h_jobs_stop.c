@@ -13,8 +13,7 @@ enum MHD_Result h_jobs_stop(struct srv_request *req)
 {
     int64_t id;
     if (srv_arg_id(req, 0, &id) != 0)
-        return srv_reply_problem(req, SRV_P_JOB_NOT_FOUND, NULL, "'%s' is not a job id",
-                                 req->args[0]);
+        return srv_reply_bad_job_id(req);
     struct db_conn *c = db_acquire(req->srv->db);
     enum store_stop_outcome outcome = STORE_STOP_NOT_FOUND;
     char *job = NULL;

@@ -181,6 +181,12 @@ int srv_arg_id(struct srv_request *req, int i, int64_t *out)
     return 0;
 }
 
+enum MHD_Result srv_reply_bad_job_id(struct srv_request *req)
+{
+    return srv_reply_problem(req, SRV_P_JOB_NOT_FOUND, NULL,
+                             "'%s' is not a job id (job ids are positive integers)", req->args[0]);
+}
+
 /* ------------------------------------------------------------------ routing */
 
 /* Matches `path` against `pattern`, storing captures (pointers into `scratch`, which is a

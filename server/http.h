@@ -86,5 +86,7 @@ const char *srv_query(struct srv_request *req, const char *key);
 json_t *srv_body_json(struct srv_request *req, enum MHD_Result *result);
 /* Parses path argument `i` as a positive int64. Returns 0 or -1. */
 int srv_arg_id(struct srv_request *req, int i, int64_t *out);
+/* The 404 for a job path whose {id} (argument 0) srv_arg_id refused. */
+enum MHD_Result srv_reply_bad_job_id(struct srv_request *req);
 
 #endif

@@ -12,6 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* For the store_*.c files: formats an integer as a statement parameter into char buf[N]. */
+#define STORE_NUM(buf, v) snprintf((buf), sizeof(buf), "%lld", (long long)(v))
+
 /* ---- tokens (store_tokens.c) ---- */
 int store_token_lookup(struct db_conn *c, const char *hash, struct srv_identity *who);
 /* Inserts a token; *json_out gets {"id","name","role","created_at"} text. */

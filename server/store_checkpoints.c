@@ -6,8 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NUM(buf, v) snprintf((buf), sizeof(buf), "%lld", (long long)(v))
-
 /* ------------------------------------------------------------------------------------------ */
 /* Registration                                                                                 */
 /* ------------------------------------------------------------------------------------------ */
@@ -77,12 +75,12 @@ static int round_body(struct db_conn *c, void *arg)
     const struct store_checkpoint_round *in = t->in;
     *t->registered = false;
     char job[32], attempt[32], rank[32], k[32], b[32];
-    NUM(job, in->job);
-    NUM(attempt, in->attempt);
-    NUM(rank, in->rank);
-    NUM(k, in->k);
+    STORE_NUM(job, in->job);
+    STORE_NUM(attempt, in->attempt);
+    STORE_NUM(rank, in->rank);
+    STORE_NUM(k, in->k);
     if (in->bytes) {
-        NUM(b, *in->bytes);
+        STORE_NUM(b, *in->bytes);
         const char *p[] = {job, attempt, rank, k, b};
         int qs = keep_state(t, c, db_exec(c, &bytes, p, NULL));
         if (qs < 0)
@@ -127,7 +125,7 @@ int store_checkpoint_list(struct db_conn *c, int64_t job, char **json_out)
         1, true};
     *json_out = NULL;
     char j[32];
-    NUM(j, job);
+    STORE_NUM(j, job);
     const char *p[] = {j};
     int qs = db_exec(c, &exists, p, NULL);
     if (qs <= 0)
@@ -155,7 +153,7 @@ int store_checkpoint_exists(struct db_conn *c, int64_t ckpt)
         "checkpoint_exists",
         "SELECT 1 FROM checkpoints WHERE id = $1::bigint AND status = 'COMMITTED'", 1, true};
     char id[32];
-    NUM(id, ckpt);
+    STORE_NUM(id, ckpt);
     const char *p[] = {id};
     return db_exec(c, &st, p, NULL);
 }
@@ -194,9 +192,9 @@ int store_checkpoint_launch_dirs(struct db_conn *c, int64_t ckpt, int64_t job, i
         "SELECT node_id, path, message FROM m ORDER BY ord",
         4, false};
     char id[32], j[32], a[32];
-    NUM(id, ckpt);
-    NUM(j, job);
-    NUM(a, attempt);
+    STORE_NUM(id, ckpt);
+    STORE_NUM(j, job);
+    STORE_NUM(a, attempt);
     const char *p[] = {id, j, a, nodes_json};
     *res = NULL;
     return db_exec(c, &st, p, res);

@@ -6,21 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NUM(buf, v) snprintf((buf), sizeof(buf), "%lld", (long long)(v))
-
-/* Runs a one-row, one-column query and copies the value (or NULL for SQL NULL). */
-static int single_text(struct db_conn *c, const struct db_stmt *st, const char *const *params,
-                       char **out)
-{
-    PGresult *res = NULL;
-    int qs = db_exec(c, st, params, &res);
-    if (qs <= 0)
-        return qs;
-    *out = PQgetisnull(res, 0, 0) ? NULL : strdup(PQgetvalue(res, 0, 0));
-    PQclear(res);
-    return qs;
-}
-
 static int id_column(struct db_conn *c, const struct db_stmt *st, char ***ids, size_t *n)
 {
     PGresult *res = NULL;
@@ -65,8 +50,8 @@ int store_node_register(struct db_conn *c, const char *id, const char *hostname,
         "  port_lo = $8::int, port_hi = $9::int, last_heartbeat_at = now()",
         9, false};
     char lo[16], hi[16];
-    NUM(lo, port_lo);
-    NUM(hi, port_hi);
+    STORE_NUM(lo, port_lo);
+    STORE_NUM(hi, port_hi);
     const char *p[] = {id,      hostname, address, resources_json, gpu_type, labels_json,
                        version, lo,       hi};
     return db_exec(c, &st, p, NULL);
@@ -86,7 +71,7 @@ int store_node_list(struct db_conn *c, char **json_out)
                                       " ORDER BY n.id), '[]')::text "
                                       "FROM nodes n",
                                       0, true};
-    return single_text(c, &st, NULL, json_out);
+    return db_exec_text(c, &st, NULL, json_out);
 }
 
 int store_node_get(struct db_conn *c, const char *id, char **json_out)
@@ -94,7 +79,7 @@ int store_node_get(struct db_conn *c, const char *id, char **json_out)
     static const struct db_stmt st = {
         "node_get", "SELECT " NODE_JSON "::text FROM nodes n WHERE n.id = $1", 1, true};
     const char *p[] = {id};
-    return single_text(c, &st, p, json_out);
+    return db_exec_text(c, &st, p, json_out);
 }
 
 int store_node_set_draining(struct db_conn *c, const char *id, bool draining, char **json_out)
@@ -104,7 +89,7 @@ int store_node_set_draining(struct db_conn *c, const char *id, bool draining, ch
                                       "RETURNING " NODE_JSON "::text",
                                       2, false};
     const char *p[] = {id, draining ? "true" : "false"};
-    return single_text(c, &st, p, json_out);
+    return db_exec_text(c, &st, p, json_out);
 }
 
 int store_node_live_workers(struct db_conn *c, const char *id, PGresult **res)
@@ -124,10 +109,10 @@ int store_worker_started(struct db_conn *c, int64_t job, int attempt, int rank, 
         "worker_started", "SELECT ty_worker_started($1::bigint, $2::int, $3::int, $4::int)", 4,
         false};
     char j[32], a[16], r[16], p[32];
-    NUM(j, job);
-    NUM(a, attempt);
-    NUM(r, rank);
-    NUM(p, pid);
+    STORE_NUM(j, job);
+    STORE_NUM(a, attempt);
+    STORE_NUM(r, rank);
+    STORE_NUM(p, pid);
     const char *params[] = {j, a, r, p};
     return db_exec(c, &st, params, NULL);
 }
@@ -175,15 +160,15 @@ int store_worker_exited(struct db_conn *c, int64_t job, int attempt, int rank,
         "SELECT coalesce(ty_worker_exited($1::bigint, $2::int, $3::int, $4::int, $5::int, $6), '')",
         6, false};
     char j[32], a[16], r[16], code[32], sig[32];
-    NUM(j, job);
-    NUM(a, attempt);
-    NUM(r, rank);
+    STORE_NUM(j, job);
+    STORE_NUM(a, attempt);
+    STORE_NUM(r, rank);
     if (exit_code)
-        NUM(code, *exit_code);
+        STORE_NUM(code, *exit_code);
     if (signal)
-        NUM(sig, *signal);
+        STORE_NUM(sig, *signal);
     const char *params[] = {j, a, r, exit_code ? code : NULL, signal ? sig : NULL, error};
-    return single_text(c, &st, params, outcome_out);
+    return db_exec_text(c, &st, params, outcome_out);
 }
 
 int store_jobs_timed_out(struct db_conn *c)
@@ -274,11 +259,11 @@ int store_place(struct db_conn *c, int64_t job, const char *workers_json, int np
     static const struct db_stmt st = {
         "place", "SELECT o_attempt FROM ty_place($1::bigint, $2::jsonb, $3::int)", 3, false};
     char j[32], np[16];
-    NUM(j, job);
-    NUM(np, nports);
+    STORE_NUM(j, job);
+    STORE_NUM(np, nports);
     const char *p[] = {j, workers_json, np};
     char *out = NULL;
-    int qs = single_text(c, &st, p, &out);
+    int qs = db_exec_text(c, &st, p, &out);
     if (qs <= 0)
         return qs;
     if (out == NULL)
@@ -296,7 +281,7 @@ int store_job_set_waiting_message(struct db_conn *c, int64_t job, const char *me
         "AND status_message IS DISTINCT FROM $2",
         2, false};
     char j[32];
-    NUM(j, job);
+    STORE_NUM(j, job);
     const char *p[] = {j, message};
     return db_exec(c, &st, p, NULL);
 }
@@ -318,8 +303,8 @@ int store_launch_rows(struct db_conn *c, int64_t job, int attempt, const char *n
         "ORDER BY w.node_rank, w.local_rank",
         3, true};
     char j[32], a[16];
-    NUM(j, job);
-    NUM(a, attempt);
+    STORE_NUM(j, job);
+    STORE_NUM(a, attempt);
     const char *p[] = {j, a, node_id};
     return db_exec(c, &st, p, res);
 }
@@ -333,7 +318,7 @@ int store_stop_targets(struct db_conn *c, int64_t job, PGresult **res)
         "  AND w.status IN ('PLACED', 'RUNNING')",
         1, true};
     char j[32];
-    NUM(j, job);
+    STORE_NUM(j, job);
     const char *p[] = {j};
     return db_exec(c, &st, p, res);
 }
@@ -351,9 +336,9 @@ int store_job_workers(struct db_conn *c, int64_t job, char **json_out)
         "FROM workers w WHERE w.job_id = $1::bigint",
         1, true};
     char j[32];
-    NUM(j, job);
+    STORE_NUM(j, job);
     const char *p[] = {j};
-    return single_text(c, &st, p, json_out);
+    return db_exec_text(c, &st, p, json_out);
 }
 
 int store_job_events(struct db_conn *c, int64_t job, char **json_out)
@@ -366,9 +351,9 @@ int store_job_events(struct db_conn *c, int64_t job, char **json_out)
         "FROM job_events e WHERE e.job_id = $1::bigint",
         1, true};
     char j[32];
-    NUM(j, job);
+    STORE_NUM(j, job);
     const char *p[] = {j};
-    return single_text(c, &st, p, json_out);
+    return db_exec_text(c, &st, p, json_out);
 }
 
 int store_job_attempts(struct db_conn *c, int64_t job, char **json_out)
@@ -383,7 +368,7 @@ int store_job_attempts(struct db_conn *c, int64_t job, char **json_out)
         "FROM attempts a WHERE a.job_id = $1::bigint",
         1, true};
     char j[32];
-    NUM(j, job);
+    STORE_NUM(j, job);
     const char *p[] = {j};
-    return single_text(c, &st, p, json_out);
+    return db_exec_text(c, &st, p, json_out);
 }

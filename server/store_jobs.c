@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ID_PARAM(buf, id) snprintf((buf), sizeof(buf), "%lld", (long long)(id))
-
 static const char *const terminal_statuses = "('SUCCEEDED', 'FAILED', 'STOPPED')";
 
 int store_job_insert(struct db_conn *c, const char *owner, const json_t *spec, int64_t *id_out,
@@ -28,7 +26,7 @@ int store_job_insert(struct db_conn *c, const char *owner, const json_t *spec, i
     if (spec_text == NULL)
         return DB_HARD_ERROR;
     char prio[32];
-    ID_PARAM(prio, json_integer_value(json_object_get(spec, "priority")));
+    STORE_NUM(prio, json_integer_value(json_object_get(spec, "priority")));
     const char *params[] = {json_string_value(json_object_get(spec, "name")), owner, prio,
                             spec_text};
     PGresult *res = NULL;
@@ -47,15 +45,9 @@ int store_job_get(struct db_conn *c, int64_t id, char **json_out)
     static const struct db_stmt st = {
         "job_get", "SELECT ty_job_json(j)::text FROM jobs j WHERE id = $1", 1, true};
     char ids[32];
-    ID_PARAM(ids, id);
+    STORE_NUM(ids, id);
     const char *params[] = {ids};
-    PGresult *res = NULL;
-    int qs = db_exec(c, &st, params, &res);
-    if (qs <= 0)
-        return qs;
-    *json_out = strdup(PQgetvalue(res, 0, 0));
-    PQclear(res);
-    return qs;
+    return db_exec_text(c, &st, params, json_out);
 }
 
 int store_job_list(struct db_conn *c, const char *statuses, int64_t before_id, int limit,
@@ -69,8 +61,8 @@ int store_job_list(struct db_conn *c, const char *statuses, int64_t before_id, i
         "        AND ($2::bigint = 0 OR id < $2::bigint) ORDER BY id DESC LIMIT $3::int) j",
         3, true};
     char before[32], lim[32];
-    ID_PARAM(before, before_id);
-    ID_PARAM(lim, limit);
+    STORE_NUM(before, before_id);
+    STORE_NUM(lim, limit);
     const char *params[] = {statuses, before, lim};
     PGresult *res = NULL;
     int qs = db_exec(c, &st, params, &res);
@@ -114,7 +106,7 @@ static int stop_body(struct db_conn *c, void *arg)
         2, false};
     struct stop_ctx *sc = arg;
     char ids[32];
-    ID_PARAM(ids, sc->id);
+    STORE_NUM(ids, sc->id);
     const char *p1[] = {ids};
     PGresult *res = NULL;
     int qs = db_exec(c, &lock, p1, &res);
@@ -176,7 +168,7 @@ static int delete_body(struct db_conn *c, void *arg)
     static const struct db_stmt del = {"job_delete", "DELETE FROM jobs WHERE id = $1", 1, false};
     struct delete_ctx *dc = arg;
     char ids[32];
-    ID_PARAM(ids, dc->id);
+    STORE_NUM(ids, dc->id);
     const char *p[] = {ids};
     PGresult *res = NULL;
     int qs = db_exec(c, &lock, p, &res);

@@ -10,8 +10,6 @@
 #include <string.h>
 #include <time.h>
 
-#define NUM(buf, v) snprintf((buf), sizeof(buf), "%lld", (long long)(v))
-
 /* ------------------------------------------------------------------------------------------ */
 /* Reports                                                                                      */
 /* ------------------------------------------------------------------------------------------ */
@@ -65,12 +63,12 @@ static int report_body(struct db_conn *c, void *arg)
     struct store_report_outcome *out = t->out;
     memset(out, 0, sizeof(*out));
     char job[32], attempt[32], rank[32], seq[32], step[32];
-    NUM(job, in->job);
-    NUM(attempt, in->attempt);
-    NUM(rank, in->rank);
-    NUM(seq, in->seq);
+    STORE_NUM(job, in->job);
+    STORE_NUM(attempt, in->attempt);
+    STORE_NUM(rank, in->rank);
+    STORE_NUM(seq, in->seq);
     if (in->step)
-        NUM(step, *in->step);
+        STORE_NUM(step, *in->step);
     const char *p[] = {job,
                        attempt,
                        rank,
@@ -265,9 +263,9 @@ int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metr
         4, true};
     *json_out = NULL;
     char j[32], rank[32], attempt[32];
-    NUM(j, job);
-    NUM(rank, q->rank);
-    NUM(attempt, q->attempt);
+    STORE_NUM(j, job);
+    STORE_NUM(rank, q->rank);
+    STORE_NUM(attempt, q->attempt);
     const char *p1[] = {j};
     int qs = db_exec(c, &exists, p1, NULL);
     if (qs <= 0)

@@ -7,11 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *dup_value(PGresult *res, int row, int col)
-{
-    return strdup(PQgetvalue(res, row, col));
-}
-
 int store_token_lookup(struct db_conn *c, const char *hash, struct srv_identity *who)
 {
     static const struct db_stmt st = {
@@ -41,13 +36,7 @@ int store_token_insert(struct db_conn *c, const char *name, const char *role, co
         "'created_at', ty_ts(created_at))::text",
         3, false};
     const char *params[] = {name, role, hash};
-    PGresult *res = NULL;
-    int qs = db_exec(c, &st, params, &res);
-    if (qs <= 0)
-        return qs;
-    *json_out = dup_value(res, 0, 0);
-    PQclear(res);
-    return qs;
+    return db_exec_text(c, &st, params, json_out);
 }
 
 int store_token_list(struct db_conn *c, char **json_out)
@@ -58,13 +47,7 @@ int store_token_list(struct db_conn *c, char **json_out)
         "'created_at', ty_ts(created_at)) ORDER BY id), '[]')::text "
         "FROM api_tokens WHERE revoked_at IS NULL",
         0, true};
-    PGresult *res = NULL;
-    int qs = db_exec(c, &st, NULL, &res);
-    if (qs <= 0)
-        return qs;
-    *json_out = dup_value(res, 0, 0);
-    PQclear(res);
-    return qs;
+    return db_exec_text(c, &st, NULL, json_out);
 }
 
 int store_token_revoke(struct db_conn *c, int64_t id)

@@ -4,16 +4,7 @@
 #include <string.h>
 
 #include "scheduler/sched.h"
-
-/* test_sched_fixture.c */
-sched_snapshot *ts_new(void);
-sched_node_desc ts_gpu_node(const char *id, int gpus);
-size_t ts_add_node(sched_snapshot *s, sched_node_desc d);
-sched_job_desc ts_gpu_job(int64_t id, int workers, int gpus_per_worker);
-void ts_add_job(sched_snapshot *s, sched_job_desc d);
-void ts_add_running(sched_snapshot *s, int64_t id, int64_t end, const char *node, uint64_t gpus);
-sched_result *ts_pass(sched_snapshot *s, int64_t now);
-const sched_decision *ts_find(const sched_result *r, int64_t id);
+#include "test_sched_fixture.h"
 
 /* One 8-GPU node, half of it held until t=100, and a head job (id 1) that needs all 8. */
 static sched_snapshot *half_busy_node_and_head(void)

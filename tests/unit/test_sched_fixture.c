@@ -1,18 +1,7 @@
-/* Shared fixture for the scheduler's unit tests: builders for nodes, jobs and running jobs that
- * fail the test on any error, so each test reads as the scenario it checks.
- * The prototypes are repeated at the top of each test_sched*.c file. */
+/* Shared fixture for the scheduler's unit tests (declared in test_sched_fixture.h). */
 #include "ty_test.h"
 
-#include "scheduler/sched.h"
-
-sched_snapshot *ts_new(void);
-sched_node_desc ts_gpu_node(const char *id, int gpus);
-size_t ts_add_node(sched_snapshot *s, sched_node_desc d);
-sched_job_desc ts_gpu_job(int64_t id, int workers, int gpus_per_worker);
-void ts_add_job(sched_snapshot *s, sched_job_desc d);
-void ts_add_running(sched_snapshot *s, int64_t id, int64_t end, const char *node, uint64_t gpus);
-sched_result *ts_pass(sched_snapshot *s, int64_t now);
-const sched_decision *ts_find(const sched_result *r, int64_t id);
+#include "test_sched_fixture.h"
 
 sched_snapshot *ts_new(void)
 {

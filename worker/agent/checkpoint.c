@@ -50,31 +50,6 @@ static char *join(const char *a, const char *b)
     return p;
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, buf, len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        buf += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-static int fsync_path(const char *path, int flags)
-{
-    int fd = open(path, flags | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
 /* The directory part of `path` (malloc'd; "/" for "/x"), or NULL. */
 static char *parent_of(const char *path)
 {
@@ -158,7 +133,7 @@ static int copy_file(struct merge *m, const char *from, const char *to, mode_t m
         }
         if (n == 0)
             break;
-        if (write_all(out, buf, (size_t)n) != 0) {
+        if (ty_write_all(out, buf, (size_t)n) != 0) {
             snprintf(m->err, m->errlen, "cannot write '%s': %s", tmp, strerror(errno));
             rc = -1;
             break;
@@ -244,7 +219,7 @@ static int merge_dir(struct merge *m, const char *src, const char *dst, const ch
         rc = -1;
     }
     closedir(d);
-    if (rc == 0 && fsync_path(dst, O_RDONLY | O_DIRECTORY) != 0) {
+    if (rc == 0 && ty_fsync_dir(dst) != 0) {
         snprintf(m->err, m->errlen, "cannot sync '%s': %s", dst, strerror(errno));
         rc = -1;
     }
@@ -277,33 +252,17 @@ static int dir_bytes(const char *dir, int64_t *sum)
 }
 
 /* Writes the owners object to path durably (tmp, fsync, rename, directory fsync). 0 or -1. */
-static int owners_save(struct merge *m, const char *path, const char *parent)
+static int owners_save(struct merge *m, const char *path)
 {
     char *text = json_dumps(m->owners, JSON_COMPACT | JSON_SORT_KEYS);
-    size_t tn = strlen(path) + 8;
-    char *tmp = malloc(tn);
-    int rc = -1;
-    if (!text || !tmp) {
+    if (!text) {
         snprintf(m->err, m->errlen, "out of memory");
-        goto out;
+        return -1;
     }
-    snprintf(tmp, tn, "%s.ty-tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        snprintf(m->err, m->errlen, "cannot create '%s': %s", tmp, strerror(errno));
-        goto out;
-    }
-    bool ok = write_all(fd, text, strlen(text)) == 0 && fsync(fd) == 0;
-    ok = close(fd) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0 || fsync_path(parent, O_RDONLY | O_DIRECTORY) != 0) {
+    int rc = ty_write_file_durable(path, text, strlen(text), 0600);
+    if (rc != 0)
         snprintf(m->err, m->errlen, "cannot write '%s': %s", path, strerror(errno));
-        unlink(tmp);
-        goto out;
-    }
-    rc = 0;
-out:
     free(text);
-    free(tmp);
     return rc;
 }
 
@@ -325,7 +284,7 @@ int agent_checkpoint_merge(const char *src, const char *dest, int64_t rank, int6
         snprintf(err, errlen, "cannot create '%s': %s", dest, strerror(errno));
         goto out;
     }
-    if (fsync_path(parent, O_RDONLY | O_DIRECTORY) != 0) {
+    if (ty_fsync_dir(parent) != 0) {
         snprintf(err, errlen, "cannot sync '%s': %s", parent, strerror(errno));
         goto out;
     }
@@ -340,7 +299,7 @@ int agent_checkpoint_merge(const char *src, const char *dest, int64_t rank, int6
     }
     if (merge_dir(&m, src, dest, "") != 0)
         goto out;
-    if (m.owners_changed && owners_save(&m, owners_path, parent) != 0)
+    if (m.owners_changed && owners_save(&m, owners_path) != 0)
         goto out;
     if (dir_bytes(dest, bytes) != 0) {
         snprintf(err, errlen, "cannot measure '%s': %s", dest, strerror(errno));

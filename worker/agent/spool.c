@@ -14,32 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Writes all of buf. 0 or -1 with errno. */
-static int write_all(int fd, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, buf, len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        buf += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-static int fsync_dir(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
 bool agent__spool_has(struct agent *a, const char *job_id, int64_t attempt, int64_t rank,
                       int64_t report_seq)
 {
@@ -66,44 +40,28 @@ char *agent__spool_write(struct agent *a, const json_t *body, bool *dup)
     if (!job || agent_job_id_valid(job) != 0)
         return NULL;
     size_t plen = strlen(a->spool_dir) + strlen(job) + 96;
-    char *path = malloc(plen), *tmp = malloc(plen + 8);
+    char *path = malloc(plen);
     char *text = json_dumps(body, JSON_COMPACT);
-    if (!path || !tmp || !text)
+    if (!path || !text)
         goto fail;
     snprintf(path, plen, "%s/%s.%lld.%lld.%lld.json", a->spool_dir, job, attempt, rank, rseq);
-    snprintf(tmp, plen + 8, "%s.tmp", path);
     if (access(path, F_OK) == 0) {
         *dup = true;
-        free(tmp);
         free(text);
         return path;
     }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        TY_ERROR("report", "cannot create %s: %s", tmp, strerror(errno));
-        goto fail;
-    }
     size_t len = strlen(text);
-    text[len] = '\n'; /* one line per file; the terminator is rewritten below */
-    int rc = write_all(fd, text, len + 1);
+    text[len] = '\n'; /* one line per file */
+    int rc = ty_write_file_durable(path, text, len + 1, 0600);
     text[len] = '\0';
-    if (rc != 0 || fdatasync(fd) != 0) {
-        TY_ERROR("report", "cannot write %s: %s", tmp, strerror(errno));
-        close(fd);
-        unlink(tmp);
+    if (rc != 0) {
+        TY_ERROR("report", "cannot write %s: %s", path, strerror(errno));
         goto fail;
     }
-    if (close(fd) != 0 || rename(tmp, path) != 0 || fsync_dir(a->spool_dir) != 0) {
-        TY_ERROR("report", "cannot commit %s: %s", path, strerror(errno));
-        unlink(tmp);
-        goto fail;
-    }
-    free(tmp);
     free(text);
     return path;
 fail:
     free(path);
-    free(tmp);
     free(text);
     return NULL;
 }
@@ -160,7 +118,7 @@ void agent__spool_reload(struct agent *a)
         if (!path)
             break;
         snprintf(path, plen, "%s/%s", a->spool_dir, name);
-        if (len > 4 && strcmp(name + len - 4, ".tmp") == 0) { /* never acked: drop */
+        if (len > 7 && strcmp(name + len - 7, ".ty-tmp") == 0) { /* never acked: drop */
             unlink(path);
             free(path);
             continue;
