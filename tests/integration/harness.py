@@ -135,6 +135,15 @@ class PostgresCluster:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+def log_tail(path, limit=8000):
+    """The last `limit` characters of a process's log file ("" when there is none yet)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8", "replace")[-limit:]
+    except OSError:
+        return ""
+
+
 def stop_process(p, sig, timeout, what):
     """Signals p.proc (a server or an agent), waits for it and returns its exit code; kills it
     and raises, with its log, when it does not stop within `timeout` seconds."""
@@ -230,11 +239,7 @@ class Server:
         raise RuntimeError(f"server not ready after {timeout}s:\n{self.log_text()}")
 
     def log_text(self):
-        try:
-            with open(self.log_path, "rb") as f:
-                return f.read().decode("utf-8", "replace")[-8000:]
-        except OSError:
-            return ""
+        return log_tail(self.log_path)
 
     def stop(self, sig=signal.SIGTERM, timeout=60):
         """Stops the server and returns its exit code (0 after a clean shutdown)."""
@@ -382,11 +387,7 @@ class Agent:
                              f"{self.server.log_text()}")
 
     def log_text(self):
-        try:
-            with open(self.log_path, "rb") as f:
-                return f.read().decode("utf-8", "replace")[-8000:]
-        except OSError:
-            return ""
+        return log_tail(self.log_path)
 
     def worker_log(self, job_id, rank, attempt=1):
         with open(os.path.join(self.data_dir, "logs", str(job_id), str(attempt),

@@ -156,19 +156,28 @@ int agent_parse_gpu_list(const char *s, int **out, size_t *n, char *err, size_t 
     return 0;
 }
 
+/* Parses s as a JSON object without duplicate keys into *o (new reference). 0 or -1 with err. */
+static int load_object(const char *s, json_t **o, char *err, size_t errlen)
+{
+    json_error_t je;
+    *o = json_loads(s, JSON_REJECT_DUPLICATES, &je);
+    if (!*o)
+        return ERR("invalid JSON: %s", je.text);
+    if (!json_is_object(*o)) {
+        json_decref(*o);
+        *o = NULL;
+        return ERR("not a JSON object");
+    }
+    return 0;
+}
+
 int agent_parse_labels(const char *s, json_t **out, char *err, size_t errlen)
 {
     *out = NULL;
     json_t *o = NULL;
     if (s && s[0] == '{') {
-        json_error_t je;
-        o = json_loads(s, JSON_REJECT_DUPLICATES, &je);
-        if (!o)
-            return ERR("invalid JSON: %s", je.text);
-        if (!json_is_object(o)) {
-            json_decref(o);
-            return ERR("not a JSON object");
-        }
+        if (load_object(s, &o, err, errlen) != 0)
+            return -1;
         const char *k;
         json_t *v;
         json_object_foreach(o, k, v)
@@ -219,14 +228,9 @@ int agent_parse_resources(const char *s, json_t **out, char *err, size_t errlen)
         *out = json_object();
         return *out ? 0 : ERR("out of memory");
     }
-    json_error_t je;
-    json_t *o = json_loads(s, JSON_REJECT_DUPLICATES, &je);
-    if (!o)
-        return ERR("invalid JSON: %s", je.text);
-    if (!json_is_object(o)) {
-        json_decref(o);
-        return ERR("not a JSON object");
-    }
+    json_t *o;
+    if (load_object(s, &o, err, errlen) != 0)
+        return -1;
     const char *k;
     json_t *v;
     json_object_foreach(o, k, v)
