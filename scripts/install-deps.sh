@@ -9,7 +9,7 @@ packages=(
   zlib1g-dev libopenblas-dev libcmocka-dev clang-format
   postgresql postgresql-client
   python3 python3-pytest python3-torch dataset-fashion-mnist
-  iproute2 procps
+  iproute2 procps curl ca-certificates sudo
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(wrk nginx-light bc libopenmpi-dev openmpi-bin python3-matplotlib)

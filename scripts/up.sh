@@ -3,18 +3,39 @@
 # :8080, agents' websocket on :8081) and one agent, then runs the example PyTorch
 # job (Fashion-MNIST, 2 workers) and follows it to the end. The cluster stays up until Ctrl-C;
 # with --once it stops after the example job (its exit code is the job's).
-# State lives in ./.trainyard (delete it to start afresh).
+# State lives in ./.trainyard; `scripts/up.sh --wipe` deletes it (and the embedded database,
+# wherever it lives) to start afresh. Works from any directory, as root or as a user with sudo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
+state="$root/.trainyard"
 once=0
-[[ "${1:-}" == "--once" ]] && once=1
+case "${1:-}" in
+  --once) once=1 ;;
+  --wipe)
+    if [[ -f "$state/server/postgres/postmaster.pid" ]] ||
+       { [[ -f "$state/server/postgres.location" ]] &&
+         [[ -f "$(cat "$state/server/postgres.location")/postgres/postmaster.pid" ]]; }; then
+      echo "the local cluster is still running: stop it (Ctrl-C in its terminal) first" >&2
+      exit 1
+    fi
+    sudo_cmd=()
+    [[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
+    if [[ -f "$state/server/postgres.location" ]]; then
+      "${sudo_cmd[@]}" rm -rf -- "$(cat "$state/server/postgres.location")"
+    fi
+    "${sudo_cmd[@]}" rm -rf -- "$state"
+    echo "removed $state"
+    exit 0
+    ;;
+  "") ;;
+  *) echo "usage: scripts/up.sh [--once | --wipe]" >&2; exit 2 ;;
+esac
 
 scripts/install-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$(nproc)" >/dev/null
 
-state="$root/.trainyard"
 mkdir -p "$state"
 http_port=${TRAINYARD_HTTP_PORT:-8080}
 ws_port=${TRAINYARD_WS_PORT:-8081}
@@ -57,8 +78,11 @@ echo "Trainyard is up:"
 echo "  REST API   $server_url/api/v1   (admin token: $state/server/admin.token)"
 echo "  logs       $state/server.log, $state/agent.log"
 echo
-spec=$(sed "s|\"backend\"|\"working_dir\": \"$root\", \"backend\"|" examples/torch_fashion_mnist/job.json)
-job=$(echo "$spec" | build/cli/trainyard submit -)
+spec=$(python3 -c 'import json, sys
+spec = json.load(open("examples/torch_fashion_mnist/job.json"))
+spec["working_dir"] = sys.argv[1]
+print(json.dumps(spec))' "$root")
+job=$(printf '%s' "$spec" | build/cli/trainyard submit -)
 echo "example job $job submitted: PyTorch DDP, 2 workers, Fashion-MNIST"
 status=0
 build/cli/trainyard wait "$job" --timeout 1800 || status=$?

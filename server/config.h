@@ -17,6 +17,7 @@ struct srv_config {
     char *data_dir;
     char *database_url; /* NULL: run the embedded PostgreSQL under data_dir */
     char *pg_bin_dir;   /* NULL: newest /usr/lib/postgresql/<v>/bin */
+    char *pg_fallback_dir; /* "none": no fallback (see pg_embedded.h) */
     char *auth;         /* "token" or "none" */
     enum srv_auth_mode auth_mode;
     int64_t heartbeat_timeout_s;

@@ -82,7 +82,8 @@ int main(int argc, char **argv)
     char conninfo[PATH_MAX + 128];
     if (srv.cfg.database_url) {
         snprintf(conninfo, sizeof(conninfo), "%s", srv.cfg.database_url);
-    } else if (pg_embedded_start(srv.cfg.data_dir, srv.cfg.pg_bin_dir, &srv.pg, conninfo,
+    } else if (pg_embedded_start(srv.cfg.data_dir, srv.cfg.pg_bin_dir, srv.cfg.pg_fallback_dir,
+                                 &srv.pg, conninfo,
                                  sizeof(conninfo)) != 0) {
         goto out;
     }

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <libpq-fe.h>
 #include <limits.h>
 #include <pwd.h>
@@ -54,13 +55,54 @@ static int find_bin_dir(char *out, size_t len)
     return 0;
 }
 
+/* In a forked child: drops to the postgres user (when running as root) and leaves the caller's
+ * working directory, which that user may not be able to reach. Returns 0 or -1. */
+static int child_become_postgres(const struct pg_embedded *pg)
+{
+    if (pg->as_postgres &&
+        (setgroups(1, &pg->gid) != 0 || setgid(pg->gid) != 0 || setuid(pg->uid) != 0))
+        return -1;
+    return chdir("/");
+}
+
+/* Copies the lines a PostgreSQL tool appended to the log file after `offset` (at most the last
+ * 20) into the server's log, so a failure explains itself where the operator looks first. */
+static void copy_tool_output(const char *logfile, off_t offset)
+{
+    int fd = open(logfile, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    char buf[16384];
+    off_t size = lseek(fd, 0, SEEK_END);
+    if (size - offset > (off_t)sizeof(buf) - 1)
+        offset = size - (off_t)sizeof(buf) + 1;
+    ssize_t n = offset >= 0 && size > offset ? pread(fd, buf, (size_t)(size - offset), offset) : 0;
+    close(fd);
+    if (n <= 0)
+        return;
+    buf[n] = '\0';
+    const char *lines[20];
+    size_t count = 0;
+    for (char *save = NULL, *line = strtok_r(buf, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        if (count == 20)
+            memmove(lines, lines + 1, sizeof(lines[0]) * --count);
+        lines[count++] = line;
+    }
+    for (size_t i = 0; i < count; i++)
+        TY_ERROR("pg", "postgres: %s", lines[i]);
+}
+
 /* Runs argv (argv[0] is a program name in bin_dir) as the PostgreSQL user, with output
- * appended to the log file. Returns the exit status, or -1 if it could not run. */
+ * appended to the log file. Returns the exit status, or -1 if it could not run; on a failure
+ * the tool's output is copied into the server's log. */
 static int run_pg_tool(const struct pg_embedded *pg, const char *const *argv)
 {
     char prog[PATH_MAX + 32];
     if (snprintf(prog, sizeof(prog), "%s/%s", pg->bin_dir, argv[0]) >= (int)sizeof(prog))
         return -1;
+    struct stat st;
+    off_t offset = stat(pg->logfile, &st) == 0 ? st.st_size : 0;
     pid_t pid = fork();
     if (pid < 0)
         return -1;
@@ -76,7 +118,7 @@ static int run_pg_tool(const struct pg_embedded *pg, const char *const *argv)
             dup2(devnull, STDIN_FILENO);
             close(devnull);
         }
-        if (pg->as_postgres && (setgid(pg->gid) != 0 || setuid(pg->uid) != 0))
+        if (child_become_postgres(pg) != 0)
             _exit(126);
         execv(prog, (char *const *)argv);
         _exit(127);
@@ -85,7 +127,138 @@ static int run_pg_tool(const struct pg_embedded *pg, const char *const *argv)
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR)
             return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    int rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (rc == 126 || rc == 127)
+        TY_ERROR("pg", "could not run %s as the postgres user (exit %d)", prog, rc);
+    if (rc != 0 && strcmp(argv[1], "status") != 0)
+        copy_tool_output(pg->logfile, offset);
+    return rc;
+}
+
+/* Whether the postgres user can reach (search) `dir` through every directory above it.
+ * Returns 1 when it can, 0 when it cannot (`blocked` gets the first directory it cannot
+ * search), or -1 when the check itself failed. Always 1 when not running as root. */
+static int postgres_can_reach(const struct pg_embedded *pg, const char *dir, char *blocked,
+                              size_t blocked_len)
+{
+    if (!pg->as_postgres)
+        return 1;
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        if (child_become_postgres(pg) != 0)
+            _exit(2);
+        char prefix[PATH_MAX];
+        size_t len = strlen(dir);
+        if (len >= sizeof(prefix))
+            _exit(2);
+        for (size_t i = 1; i <= len; i++) {
+            if (i < len && dir[i] != '/')
+                continue;
+            memcpy(prefix, dir, i);
+            prefix[i] = '\0';
+            if (access(prefix, X_OK) != 0) {
+                (void)!write(fds[1], prefix, i);
+                _exit(1);
+            }
+        }
+        _exit(0);
+    }
+    close(fds[1]);
+    ssize_t n = read(fds[0], blocked, blocked_len - 1);
+    blocked[n > 0 ? n : 0] = '\0';
+    close(fds[0]);
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) > 1)
+        return -1;
+    return WEXITSTATUS(status) == 0;
+}
+
+/* Chooses the directory that holds the cluster, its socket and its log: the data directory
+ * `abs`, the one recorded in <abs>/postgres.location by an earlier start, or (as root, when the
+ * postgres user cannot reach `abs`) a new directory under `fallback`, recorded there. */
+static int choose_home(const struct pg_embedded *pg, const char *abs, const char *fallback,
+                       char *home, size_t home_len)
+{
+    char location_file[PATH_MAX + 32];
+    snprintf(location_file, sizeof(location_file), "%s/postgres.location", abs);
+    size_t len;
+    char *recorded = ty_read_file(location_file, &len);
+    if (recorded != NULL) {
+        recorded[strcspn(recorded, "\n")] = '\0';
+        int n = snprintf(home, home_len, "%s", recorded);
+        free(recorded);
+        if (n <= 0 || (size_t)n >= home_len || home[0] != '/') {
+            TY_ERROR("pg",
+                     "%s does not hold an absolute directory path; remove it to start a new "
+                     "embedded database",
+                     location_file);
+            return -1;
+        }
+        if (access(home, F_OK) != 0)
+            TY_WARN("pg", "%s names %s, which is gone: a new, empty database is made there",
+                    location_file, home);
+        if (ty_mkdir_p(home, 0711) != 0)
+            return -1;
+        TY_INFO("pg", "the embedded PostgreSQL lives in %s (recorded in %s)", home, location_file);
+        return 0;
+    }
+    char blocked[PATH_MAX];
+    int reach = postgres_can_reach(pg, abs, blocked, sizeof(blocked));
+    if (reach < 0) {
+        TY_ERROR("pg", "could not check whether the postgres user can reach %s", abs);
+        return -1;
+    }
+    if (reach == 1) {
+        snprintf(home, home_len, "%s", abs);
+        return 0;
+    }
+    if (fallback == NULL || fallback[0] == '\0' || strcmp(fallback, "none") == 0) {
+        TY_ERROR("pg",
+                 "the postgres user cannot reach the data directory %s (%s is not searchable by "
+                 "it); start the server with a --data-dir it can reach (e.g. under /var/lib), "
+                 "--pg-fallback-dir DIR, or --database-url",
+                 abs, blocked);
+        return -1;
+    }
+    char fallback_blocked[PATH_MAX];
+    if (ty_mkdir_p(fallback, 0755) != 0 ||
+        postgres_can_reach(pg, fallback, fallback_blocked, sizeof(fallback_blocked)) != 1) {
+        TY_ERROR("pg",
+                 "the postgres user cannot reach the data directory %s (%s is not searchable by "
+                 "it), nor the fallback directory %s; start the server with a --data-dir or "
+                 "--pg-fallback-dir it can reach, or --database-url",
+                 abs, blocked, fallback);
+        return -1;
+    }
+    if (snprintf(home, home_len, "%s/XXXXXX", fallback) >= (int)home_len || mkdtemp(home) == NULL ||
+        chmod(home, 0711) != 0) {
+        TY_ERROR("pg", "cannot create a directory under %s: %s", fallback, strerror(errno));
+        return -1;
+    }
+    char line[PATH_MAX + 1];
+    int n = snprintf(line, sizeof(line), "%s\n", home);
+    if (ty_write_file_durable(location_file, line, (size_t)n, 0600) != 0) {
+        TY_ERROR("pg", "cannot write %s: %s", location_file, strerror(errno));
+        rmdir(home);
+        return -1;
+    }
+    TY_INFO("pg",
+            "the postgres user cannot reach %s (%s is not searchable by it), so the embedded "
+            "PostgreSQL lives in %s (recorded in %s; remove both to wipe the database)",
+            abs, blocked, home, location_file);
+    return 0;
 }
 
 static int give_to_postgres(const struct pg_embedded *pg, const char *path)
@@ -125,8 +298,8 @@ out:
     return rc;
 }
 
-int pg_embedded_start(const char *data_dir, const char *bin_dir, struct pg_embedded **out,
-                      char *conninfo, size_t conninfo_len)
+int pg_embedded_start(const char *data_dir, const char *bin_dir, const char *fallback_dir,
+                      struct pg_embedded **out, char *conninfo, size_t conninfo_len)
 {
     struct pg_embedded *pg = calloc(1, sizeof(*pg));
     if (pg == NULL)
@@ -143,21 +316,6 @@ int pg_embedded_start(const char *data_dir, const char *bin_dir, struct pg_embed
         TY_ERROR("pg", "data directory %s: %s", data_dir, strerror(errno));
         goto fail;
     }
-    if (snprintf(pg->pgdata, sizeof(pg->pgdata), "%s/postgres", abs) >= (int)sizeof(pg->pgdata) ||
-        snprintf(pg->sockdir, sizeof(pg->sockdir), "%s/run", abs) >= (int)sizeof(pg->sockdir) ||
-        snprintf(pg->logfile, sizeof(pg->logfile), "%s/postgres.log", abs) >=
-            (int)sizeof(pg->logfile)) {
-        TY_ERROR("pg", "data directory path %s is too long", abs);
-        goto fail;
-    }
-    if (strlen(pg->sockdir) + strlen("/.s.PGSQL.5432") >=
-        sizeof(((struct sockaddr_un *)0)->sun_path)) {
-        TY_ERROR("pg",
-                 "data directory path %s is too long for a unix socket; use a shorter "
-                 "--data-dir",
-                 abs);
-        goto fail;
-    }
     if (geteuid() == 0) {
         struct passwd *pw = getpwnam("postgres");
         if (pw == NULL) {
@@ -168,9 +326,28 @@ int pg_embedded_start(const char *data_dir, const char *bin_dir, struct pg_embed
         pg->as_postgres = true;
         pg->uid = pw->pw_uid;
         pg->gid = pw->pw_gid;
-        /* PostgreSQL must be able to reach its directories through the data directory. */
-        chmod(abs, 0711);
     }
+    char home[PATH_MAX];
+    if (choose_home(pg, abs, fallback_dir, home, sizeof(home)) != 0)
+        goto fail;
+    if (snprintf(pg->pgdata, sizeof(pg->pgdata), "%s/postgres", home) >= (int)sizeof(pg->pgdata) ||
+        snprintf(pg->sockdir, sizeof(pg->sockdir), "%s/run", home) >= (int)sizeof(pg->sockdir) ||
+        snprintf(pg->logfile, sizeof(pg->logfile), "%s/postgres.log", home) >=
+            (int)sizeof(pg->logfile)) {
+        TY_ERROR("pg", "data directory path %s is too long", home);
+        goto fail;
+    }
+    if (strlen(pg->sockdir) + strlen("/.s.PGSQL.5432") >=
+        sizeof(((struct sockaddr_un *)0)->sun_path)) {
+        TY_ERROR("pg",
+                 "data directory path %s is too long for a unix socket; use a shorter "
+                 "--data-dir",
+                 home);
+        goto fail;
+    }
+    /* PostgreSQL must be able to reach its directories through this one. */
+    if (pg->as_postgres)
+        chmod(home, 0711);
     if (ty_mkdir_p(pg->sockdir, 0700) != 0 || give_to_postgres(pg, pg->sockdir) != 0)
         goto fail;
     int lfd = open(pg->logfile, O_WRONLY | O_CREAT | O_APPEND, 0600);
@@ -187,8 +364,10 @@ int pg_embedded_start(const char *data_dir, const char *bin_dir, struct pg_embed
             goto fail;
         const char *initdb[] = {"initdb", "-D", pg->pgdata, "-U",          "trainyard", "-A",
                                 "trust",  "-E", "UTF8",     "--no-locale", NULL};
-        if (run_pg_tool(pg, initdb) != 0) {
-            TY_ERROR("pg", "initdb failed; see %s", pg->logfile);
+        int rc = run_pg_tool(pg, initdb);
+        if (rc != 0) {
+            TY_ERROR("pg", "initdb %s failed (exit %d); its output is above and in %s", pg->pgdata,
+                     rc, pg->logfile);
             goto fail;
         }
     }
@@ -204,7 +383,10 @@ int pg_embedded_start(const char *data_dir, const char *bin_dir, struct pg_embed
         const char *start[] = {"pg_ctl", "start", "-D", pg->pgdata, "-l", pg->logfile,
                                "-w",     "-t",    "60", "-o",       opts, NULL};
         if (run_pg_tool(pg, start) != 0) {
-            TY_ERROR("pg", "could not start the embedded PostgreSQL; see %s", pg->logfile);
+            TY_ERROR("pg",
+                     "could not start the embedded PostgreSQL in %s; its output is above and "
+                     "in %s",
+                     pg->pgdata, pg->logfile);
             goto fail;
         }
     }

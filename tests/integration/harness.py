@@ -197,7 +197,7 @@ class Server:
     """A trainyard-server process."""
 
     def __init__(self, database_url=None, data_dir=None, auth="token", extra_args=(), env=None,
-                 host="127.0.0.1"):
+                 host="127.0.0.1", cwd=None):
         self.data_dir = data_dir or os.path.join(make_tmpdir("ty-srv-"), "data")
         self.port = free_port()
         self.ws_port = free_port()
@@ -209,6 +209,7 @@ class Server:
         if database_url:
             self.args += ["--database-url", database_url]
         self.env = dict(os.environ, **(env or {}))
+        self.cwd = cwd
         self.log_path = os.path.join(os.path.dirname(self.data_dir), "server.log")
         self.proc = None
         self.admin_token = None
@@ -216,7 +217,7 @@ class Server:
     def start(self, wait=True):
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT,
-                                     env=self.env)
+                                     env=self.env, cwd=self.cwd)
         if wait:
             self.wait_ready()
         return self

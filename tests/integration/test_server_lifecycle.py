@@ -4,6 +4,8 @@ import stat
 import subprocess
 import threading
 
+import pytest
+
 import harness
 
 SPEC = {"entrypoint": ["true"]}
@@ -28,6 +30,80 @@ def test_embedded_database_survives_restart():
         assert listed == sorted(ids, reverse=True)
     finally:
         assert s2.stop() == 0, s2.log_text()
+
+
+def _root_only():
+    """These tests need root (the server then runs PostgreSQL as `postgres`). CI runs as root,
+    so there a non-root run is a failure, not a skip."""
+    if os.geteuid() != 0:
+        assert not os.environ.get("CI"), "CI must run the suite as root"
+        pytest.skip("needs root: PostgreSQL runs as the postgres user only when the server is root")
+
+
+def _private_dir():
+    """A directory only root can enter (as /root is), holding a working directory with a space."""
+    private = harness.make_tmpdir("ty-private-")
+    os.chmod(private, 0o700)
+    cwd = os.path.join(private, "work dir")
+    os.mkdir(cwd)
+    return private, cwd
+
+
+def test_embedded_database_moves_where_postgres_can_reach_it():
+    _root_only()
+    private, cwd = _private_dir()
+    fallback = os.path.join(harness.make_tmpdir("ty-fallback-"), "pg")
+    data = os.path.join(cwd, "data")
+    args = ["--pg-fallback-dir", fallback]
+    s = harness.Server(data_dir=data, cwd=cwd, extra_args=args).start()
+    try:
+        ids = [s.submit(SPEC)["id"] for _ in range(2)]
+    finally:
+        assert s.stop() == 0, s.log_text()
+    with open(os.path.join(data, "postgres.location")) as f:
+        home = f.read().strip()
+    assert os.path.dirname(home) == fallback
+    assert os.path.exists(os.path.join(home, "postgres", "PG_VERSION"))
+    log = s.log_text()
+    assert f"the postgres user cannot reach {data} ({private} is not searchable by it)" in log
+    assert home in log
+    # A restart finds the cluster through postgres.location, with the jobs in it.
+    s2 = harness.Server(data_dir=data, cwd=cwd, extra_args=args).start()
+    try:
+        listed = [j["id"] for j in s2.request("GET", "/api/v1/jobs").json["jobs"]]
+        assert listed == sorted(ids, reverse=True)
+    finally:
+        assert s2.stop() == 0, s2.log_text()
+
+
+def test_embedded_database_refuses_clearly_without_fallback():
+    _root_only()
+    private, cwd = _private_dir()
+    data = os.path.join(cwd, "data")
+    s = harness.Server(data_dir=data, cwd=cwd, extra_args=["--pg-fallback-dir", "none"])
+    s.start(wait=False)
+    assert s.proc.wait(timeout=60) != 0
+    errors = [line for line in s.log_text().splitlines() if " error " in line]
+    assert len(errors) == 1, errors
+    assert f"the postgres user cannot reach the data directory {data}" in errors[0]
+    assert "--data-dir" in errors[0] and "--database-url" in errors[0]
+    assert not os.path.exists(os.path.join(data, "postgres"))
+
+
+def test_postgres_errors_are_copied_into_the_server_log():
+    """A PostgreSQL tool that fails explains itself in the server's own log."""
+    _root_only()
+    data = os.path.join(harness.make_tmpdir("ty-pgfail-"), "d")
+    os.makedirs(os.path.join(data, "postgres"))
+    # A data directory that is not a cluster but is not empty either: initdb refuses it.
+    with open(os.path.join(data, "postgres", "stray"), "w") as f:
+        f.write("x")
+    s = harness.Server(data_dir=data)
+    s.start(wait=False)
+    assert s.proc.wait(timeout=60) != 0
+    log = s.log_text()
+    assert "postgres: initdb: error: directory" in log and "exists but is not empty" in log, log
+    assert "initdb " + os.path.join(data, "postgres") + " failed" in log
 
 
 def test_two_servers_starting_together_apply_migrations_once(database, pg):
