@@ -1,5 +1,5 @@
 /*
- * cmd_job_data.c - what a job's workers produced: workers, logs, metrics.
+ * cmd_job_data.c - what a job's workers produced: workers and metrics.
  */
 #include "api.h"
 #include "cli.h"
@@ -81,31 +81,4 @@ int cmd_metrics(struct cli_ctx *ctx, const struct cli_args *args)
                           sizeof metric_headers / sizeof metric_headers[0]);
     sb_free(&path);
     return rc;
-}
-
-int cmd_logs(struct cli_ctx *ctx, const struct cli_args *args)
-{
-    long id, rank = -1, tail = -1;
-    int rc;
-    if ((rc = cli_parse_id(ctx, args->pos[0], "job id", &id)) != 0 ||
-        (rc = cli_flag_long(ctx, args, "rank", 0, INT_MAX, &rank)) != 0 ||
-        (rc = cli_flag_long(ctx, args, "tail", 0, INT_MAX, &tail)) != 0)
-        return rc;
-    char rank_text[32], tail_text[32];
-    snprintf(rank_text, sizeof rank_text, "%ld", rank);
-    snprintf(tail_text, sizeof tail_text, "%ld", tail);
-    struct strbuf path = STRBUF_INIT;
-    sb_printf(&path, "/api/v1/jobs/%ld/logs", id);
-    api_query(ctx, &path, "rank", rank >= 0 ? rank_text : NULL);
-    api_query(ctx, &path, "tail", tail >= 0 ? tail_text : NULL);
-
-    /* Logs are text/plain in both output modes: the workers' bytes, unchanged. */
-    struct http_response resp;
-    rc = api_send(ctx, "GET", sb_str(&path), NULL, 0, false, &resp, NULL, 0);
-    sb_free(&path);
-    if (rc != CLI_EXIT_OK)
-        return rc;
-    fwrite(resp.body, 1, resp.len, stdout);
-    http_response_free(&resp);
-    return CLI_EXIT_OK;
 }

@@ -35,12 +35,6 @@ static const struct cli_flag wait_flags[] = {
     {NULL, NULL, NULL, false},
 };
 
-static const struct cli_flag logs_flags[] = {
-    {"rank", "R", "only the worker of this rank", false},
-    {"tail", "N", "only the last N lines", false},
-    {NULL, NULL, NULL, false},
-};
-
 static const struct cli_flag metrics_flags[] = {
     {"name", "N", "only the metric called N", false},
     {"rank", "R", "only metrics reported by this rank", false},
@@ -71,7 +65,6 @@ static const struct cli_command commands[] = {
      "Prints status changes on stderr and the final status on stdout.", 1, 1, wait_flags, cmd_wait},
     {NULL, "workers", "ID", "list a job's workers: rank, node, pid, GPUs, exit code", NULL, 1, 1,
      no_flags, cmd_workers},
-    {NULL, "logs", "ID", "print a job's worker logs", NULL, 1, 1, logs_flags, cmd_logs},
     {NULL, "metrics", "ID", "list the metrics a job reported", NULL, 1, 1, metrics_flags,
      cmd_metrics},
     {NULL, "nodes", "", "list cluster nodes and their free resources", NULL, 0, 0, no_flags,

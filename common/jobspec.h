@@ -2,7 +2,8 @@
  *
  * jobspec_validate() checks a job submission, reports every offending field at once, and returns
  * the normalized spec (every section present, defaults filled in) that the server stores.
- * jobspec_from_json() turns a spec into the typed view the scheduler and the agent use.
+ * jobspec_from_json() turns a stored spec into the typed view the server's control loop hands the
+ * scheduler (scaling, resources, strategy, priority, timeout); the agent reads none of it.
  *
  * Error entries are objects {"field": "scaling_config.resources_per_worker.GPU", "detail":
  * "must be an integer between 0 and 1024"}; "field" is the dotted path of the offending member

@@ -29,8 +29,8 @@ static const struct ty_option options[] = {
      "PostgreSQL connection string; unset: run an embedded PostgreSQL under --data-dir"},
     {"pg-bin-dir", "TRAINYARD_PG_BIN_DIR", S(pg_bin_dir), NULL, 0, 0,
      "directory of initdb and pg_ctl (default: newest /usr/lib/postgresql/*/bin)"},
-    {"pg-fallback-dir", "TRAINYARD_PG_FALLBACK_DIR", S(pg_fallback_dir), "/var/lib/trainyard/postgres",
-     0, 0,
+    {"pg-fallback-dir", "TRAINYARD_PG_FALLBACK_DIR", S(pg_fallback_dir),
+     "/var/lib/trainyard/postgres", 0, 0,
      "as root, where the embedded PostgreSQL lives when the postgres user cannot reach "
      "--data-dir (e.g. under /root); \"none\": refuse to start instead"},
     {"auth", "TRAINYARD_AUTH", S(auth), "token", 0, 0,

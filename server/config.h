@@ -15,10 +15,10 @@ struct srv_config {
     int64_t http_threads;
     int64_t max_body_bytes;
     char *data_dir;
-    char *database_url; /* NULL: run the embedded PostgreSQL under data_dir */
-    char *pg_bin_dir;   /* NULL: newest /usr/lib/postgresql/<v>/bin */
+    char *database_url;    /* NULL: run the embedded PostgreSQL under data_dir */
+    char *pg_bin_dir;      /* NULL: newest /usr/lib/postgresql/<v>/bin */
     char *pg_fallback_dir; /* "none": no fallback (see pg_embedded.h) */
-    char *auth;         /* "token" or "none" */
+    char *auth;            /* "token" or "none" */
     enum srv_auth_mode auth_mode;
     int64_t heartbeat_timeout_s;
     int64_t stop_grace_s;

@@ -83,8 +83,7 @@ int main(int argc, char **argv)
     if (srv.cfg.database_url) {
         snprintf(conninfo, sizeof(conninfo), "%s", srv.cfg.database_url);
     } else if (pg_embedded_start(srv.cfg.data_dir, srv.cfg.pg_bin_dir, srv.cfg.pg_fallback_dir,
-                                 &srv.pg, conninfo,
-                                 sizeof(conninfo)) != 0) {
+                                 &srv.pg, conninfo, sizeof(conninfo)) != 0) {
         goto out;
     }
     /* One connection per HTTP thread, plus a few for the server's own loops. */

@@ -3,7 +3,8 @@ the real server cannot produce, against tiny local stand-ins).
 
 Not covered here yet, because they need parts that do not exist when this was written:
   - `submit --wait` / `wait` on a job that SUCCEEDS (needs an agent to run it);
-  - `workers`, `logs`, `metrics`, `nodes`, `drain` against the real server (endpoints pending).
+  - `workers`, `metrics`, `nodes`, `drain` against the real server (test_cluster.py and
+    test_metrics.py cover those endpoints).
 """
 import http.server
 import json
@@ -386,7 +387,7 @@ def test_health_and_version(cli, server):
 def test_help_lists_every_command():
     r = run_without_server("--help")
     assert r.returncode == 0
-    for cmd in ("submit", "list", "get", "stop", "delete", "wait", "workers", "logs", "metrics",
+    for cmd in ("submit", "list", "get", "stop", "delete", "wait", "workers", "metrics",
                 "nodes", "drain", "token create", "token list", "token delete", "health",
                 "version"):
         assert f"  {cmd}" in r.stdout, cmd

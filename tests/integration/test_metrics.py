@@ -283,8 +283,12 @@ def test_date_postgresql_refuses_is_acked_and_dropped(srv, node):
 
 def test_report_without_seq_is_not_acked(srv, node):
     job = running_job(srv, node)
+    node.ws.skipped = []
     node.ws.send_json(node.report_msg(job, 0, 1, {"loss": 1.0}))
     node.report(job, 0, 2, {"loss": 2.0})
+    # Everything the server sent before the second report's ack: no ack among it, so nothing
+    # answered the report that had no seq.
+    assert not [m for m in node.ws.skipped if m["type"] == "ack"], node.ws.skipped
     assert [p["value"] for p in metrics(srv, job)] == [2.0]
 
 
