@@ -120,7 +120,15 @@ static int run_pg_tool(const struct pg_embedded *pg, const char *const *argv)
         }
         if (child_become_postgres(pg) != 0)
             _exit(126);
-        execv(prog, (char *const *)argv);
+        /* argv[0] is the full path: PostgreSQL's tools find their siblings (initdb finds
+         * postgres) through it, and would search PATH for a bare name. */
+        const char *args[16];
+        size_t n = 0;
+        args[n++] = prog;
+        for (size_t i = 1; argv[i] != NULL && n < sizeof(args) / sizeof(args[0]) - 1; i++)
+            args[n++] = argv[i];
+        args[n] = NULL;
+        execv(prog, (char *const *)args);
         _exit(127);
     }
     int status;
