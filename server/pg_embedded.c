@@ -269,6 +269,43 @@ static int choose_home(const struct pg_embedded *pg, const char *abs, const char
     return 0;
 }
 
+/* Writes `in` single-quoted for /bin/sh into out (a ' becomes '\''); cuts it short when out is
+ * too small (the caller quotes a unix-socket directory, under 108 bytes, into 2 * PATH_MAX). */
+static void shell_quote(const char *in, char *out, size_t len)
+{
+    size_t o = 0;
+    if (len < 3)
+        return;
+    out[o++] = '\'';
+    for (; *in != '\0' && o + 6 < len; in++) {
+        if (*in == '\'') {
+            memcpy(out + o, "'\\''", 4);
+            o += 4;
+        } else {
+            out[o++] = *in;
+        }
+    }
+    out[o++] = '\'';
+    out[o] = '\0';
+}
+
+/* Writes `in` as a single-quoted libpq connection-string value into out (' and \ escaped with
+ * a backslash); cut short like shell_quote. */
+static void conninfo_quote(const char *in, char *out, size_t len)
+{
+    size_t o = 0;
+    if (len < 3)
+        return;
+    out[o++] = '\'';
+    for (; *in != '\0' && o + 4 < len; in++) {
+        if (*in == '\'' || *in == '\\')
+            out[o++] = '\\';
+        out[o++] = *in;
+    }
+    out[o++] = '\'';
+    out[o] = '\0';
+}
+
 static int give_to_postgres(const struct pg_embedded *pg, const char *path)
 {
     if (!pg->as_postgres)
@@ -335,6 +372,9 @@ int pg_embedded_start(const char *data_dir, const char *bin_dir, const char *fal
         pg->uid = pw->pw_uid;
         pg->gid = pw->pw_gid;
     }
+    /* PostgreSQL must be able to reach its directories through the data directory. */
+    if (pg->as_postgres)
+        chmod(abs, 0711);
     char home[PATH_MAX];
     if (choose_home(pg, abs, fallback_dir, home, sizeof(home)) != 0)
         goto fail;
@@ -353,8 +393,7 @@ int pg_embedded_start(const char *data_dir, const char *bin_dir, const char *fal
                  home);
         goto fail;
     }
-    /* PostgreSQL must be able to reach its directories through this one. */
-    if (pg->as_postgres)
+    if (pg->as_postgres && strcmp(home, abs) != 0)
         chmod(home, 0711);
     if (ty_mkdir_p(pg->sockdir, 0700) != 0 || give_to_postgres(pg, pg->sockdir) != 0)
         goto fail;
@@ -384,10 +423,12 @@ int pg_embedded_start(const char *data_dir, const char *bin_dir, const char *fal
         TY_WARN("pg", "the embedded PostgreSQL was already running (left by an earlier server); "
                       "using it");
     } else {
-        char opts[PATH_MAX + 128];
+        /* pg_ctl hands -o to /bin/sh: the socket directory is single-quoted for it. */
+        char quoted[2 * PATH_MAX], opts[2 * PATH_MAX + 128];
+        shell_quote(pg->sockdir, quoted, sizeof(quoted));
         snprintf(opts, sizeof(opts),
                  "-k %s -c listen_addresses='' -c max_connections=300 -c shared_buffers=128MB",
-                 pg->sockdir);
+                 quoted);
         const char *start[] = {"pg_ctl", "start", "-D", pg->pgdata, "-l", pg->logfile,
                                "-w",     "-t",    "60", "-o",       opts, NULL};
         if (run_pg_tool(pg, start) != 0) {
@@ -398,13 +439,14 @@ int pg_embedded_start(const char *data_dir, const char *bin_dir, const char *fal
             goto fail;
         }
     }
-    char admin[PATH_MAX + 64];
-    snprintf(admin, sizeof(admin), "host=%s dbname=postgres user=trainyard", pg->sockdir);
+    char host[2 * PATH_MAX], admin[2 * PATH_MAX + 64];
+    conninfo_quote(pg->sockdir, host, sizeof(host));
+    snprintf(admin, sizeof(admin), "host=%s dbname=postgres user=trainyard", host);
     if (create_database(admin) != 0) {
         pg_embedded_stop(pg);
         return -1;
     }
-    snprintf(conninfo, conninfo_len, "host=%s dbname=trainyard user=trainyard", pg->sockdir);
+    snprintf(conninfo, conninfo_len, "host=%s dbname=trainyard user=trainyard", host);
     TY_INFO("pg", "embedded PostgreSQL running (socket in %s, log %s)", pg->sockdir, pg->logfile);
     *out = pg;
     return 0;

@@ -32,6 +32,16 @@ def test_embedded_database_survives_restart():
         assert s2.stop() == 0, s2.log_text()
 
 
+def test_embedded_database_in_a_path_with_a_space_and_a_quote():
+    data = os.path.join(harness.make_tmpdir("ty-emb-"), "my data's dir")
+    s = harness.Server(data_dir=data).start()
+    try:
+        assert s.submit(SPEC)["id"] > 0
+    finally:
+        assert s.stop() == 0, s.log_text()
+    assert os.path.exists(os.path.join(data, "postgres", "PG_VERSION"))
+
+
 def _root_only():
     """These tests need root (the server then runs PostgreSQL as `postgres`). CI runs as root,
     so there a non-root run is a failure, not a skip."""
