@@ -3,6 +3,7 @@
  */
 #include "api.h"
 #include "cli.h"
+#include "job_status.h"
 #include "output.h"
 
 #include <limits.h>
@@ -33,10 +34,11 @@ static void sleep_ms(long long ms)
         ;
 }
 
+/* A status this CLI does not know (a newer server's) is not terminal: the wait goes on. */
 static bool is_terminal(const char *status)
 {
-    return strcmp(status, "SUCCEEDED") == 0 || strcmp(status, "FAILED") == 0 ||
-           strcmp(status, "STOPPED") == 0;
+    enum job_status s;
+    return job_status_from_string(status, &s) == 0 && job_status_is_terminal(s);
 }
 
 /* Prints the outcome of a finished job and returns the exit code it stands for. */
@@ -47,7 +49,8 @@ static int finish(struct cli_ctx *ctx, long id, const json_t *job, const char *s
         api_print_json(job);
     else if (print_status)
         printf("%s\n", status);
-    if (strcmp(status, "SUCCEEDED") == 0)
+    enum job_status s;
+    if (job_status_from_string(status, &s) == 0 && s == JOB_STATUS_SUCCEEDED)
         return CLI_EXIT_OK;
 
     const json_t *why = json_object_get(json_object_get(job, "result"), "error");

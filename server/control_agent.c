@@ -106,16 +106,15 @@ static int apply_exit(struct control *ctl, int64_t job, int attempt, int rank, j
                       json_t *sig, const char *error)
 {
     int64_t c = json_integer_value(code), s = json_integer_value(sig);
-    char *outcome = NULL;
+    enum store_exit_outcome outcome = STORE_EXIT_IGNORED;
     int qs = store_worker_exited(ctl->db, job, attempt, rank, json_is_integer(code) ? &c : NULL,
                                  json_is_integer(sig) ? &s : NULL, error, &outcome);
     if (qs < 0)
         return -1;
-    if (outcome && strcmp(outcome, "stop") == 0)
+    if (outcome == STORE_EXIT_STOP_OTHERS)
         ctl__send_stops(ctl, job);
-    if (outcome && *outcome)
+    if (outcome == STORE_EXIT_STOP_OTHERS || outcome == STORE_EXIT_SETTLED)
         ctl->dirty = true; /* resources were freed */
-    free(outcome);
     return 0;
 }
 

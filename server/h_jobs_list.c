@@ -1,6 +1,7 @@
 /* GET /api/v1/jobs?status=A,B&limit=N&cursor=C: newest first, cursor paging. */
 #include "db.h"
 #include "handlers.h"
+#include "job_status.h"
 #include "server.h"
 #include "store.h"
 #include "util.h"
@@ -9,10 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const known_statuses[] = {"PENDING",  "STARTING",  "RUNNING", "RESTARTING",
-                                             "STOPPING", "SUCCEEDED", "FAILED",  "STOPPED"};
-
-/* Turns "RUNNING,PENDING" into the array literal "{RUNNING,PENDING}". Returns 0, or -1 naming
+/* Turns "RUNNING,pending" into the array literal "{RUNNING,PENDING}". Returns 0, or -1 naming
  * the unknown status in `bad`. */
 static int statuses_to_array(const char *in, char *out, size_t outlen, char *bad, size_t badlen)
 {
@@ -22,18 +20,13 @@ static int statuses_to_array(const char *in, char *out, size_t outlen, char *bad
     while (*p) {
         const char *comma = strchr(p, ',');
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        int known = 0;
-        for (size_t i = 0; i < sizeof(known_statuses) / sizeof(known_statuses[0]); i++)
-            if (strlen(known_statuses[i]) == len && strncasecmp(known_statuses[i], p, len) == 0) {
-                int n = snprintf(out + used, outlen - used, "%s%s", used > 1 ? "," : "",
-                                 known_statuses[i]);
-                used += (size_t)n;
-                known = 1;
-            }
-        if (!known) {
+        enum job_status s;
+        if (job_status_from_token(p, len, &s) != 0) {
             snprintf(bad, badlen, "%.*s", (int)(len > 32 ? 32 : len), p);
             return -1;
         }
+        used += (size_t)snprintf(out + used, outlen - used, "%s%s", used > 1 ? "," : "",
+                                 job_status_name(s));
         p += len + (comma ? 1 : 0);
         if (used + 16 >= outlen)
             return -1;
@@ -49,11 +42,10 @@ enum MHD_Result h_jobs_list(struct srv_request *req)
     const char *cursor_s = srv_query(req, "cursor");
     char statuses[256], bad[40];
     if (status && statuses_to_array(status, statuses, sizeof(statuses), bad, sizeof(bad)) != 0) {
-        char detail[200];
-        snprintf(detail, sizeof(detail),
-                 "unknown status '%s'; use PENDING, STARTING, RUNNING, RESTARTING, STOPPING, "
-                 "SUCCEEDED, FAILED or STOPPED (comma separated)",
-                 bad);
+        char names[160], detail[240];
+        job_status_names_text(names, sizeof(names));
+        snprintf(detail, sizeof(detail), "unknown status '%s'; use %s (comma separated)", bad,
+                 names);
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "status", detail);
     }
     int64_t limit = 50, cursor = 0;

@@ -25,7 +25,8 @@ int store_token_revoke(struct db_conn *c, int64_t id);
 int store_token_count_admins(struct db_conn *c, int64_t *count);
 
 /* ---- jobs (store_jobs.c) ---- */
-/* Inserts a PENDING job and its first event in one statement; *json_out = the job object. */
+/* Submits a job (ty_job_submit: PENDING, and its first event) in one statement; *json_out = the
+ * job object. */
 int store_job_insert(struct db_conn *c, const char *owner, const json_t *spec, int64_t *id_out,
                      char **json_out);
 int store_job_get(struct db_conn *c, int64_t id, char **json_out);
@@ -33,26 +34,33 @@ int store_job_get(struct db_conn *c, int64_t id, char **json_out);
  * before_id: 0 or the cursor. *json_out = JSON array text; *min_id_out = smallest id listed. */
 int store_job_list(struct db_conn *c, const char *statuses, int64_t before_id, int limit,
                    char **json_out, int64_t *min_id_out);
+/* *owner_out = the name that submitted job `id` (malloc'd). Returns 1, 0 when there is no such
+ * job, or an error. Handlers decide with it whether the requester may change the job (auth.h);
+ * the store functions below apply what they are asked to. */
+int store_job_owner(struct db_conn *c, int64_t id, char **owner_out);
 
 enum store_stop_outcome {
     STORE_STOP_NOT_FOUND,
-    STORE_STOP_FORBIDDEN,
     STORE_STOP_ALREADY_FINISHED,
     STORE_STOP_STOPPED,  /* was PENDING: now STOPPED */
     STORE_STOP_STOPPING, /* workers are being stopped */
 };
-/* Requests a stop inside a transaction; `who` must own the job unless admin. */
-int store_job_stop(struct db_conn *c, int64_t id, const struct srv_identity *who,
+/* Applies the event `stop` to job `id` when its status allows it (docs/lifecycle.md), recorded
+ * as "stopped by <requested_by>". *json_out = the job afterwards (malloc'd), unless
+ * STORE_STOP_NOT_FOUND. Returns a db_qs. */
+int store_job_stop(struct db_conn *c, int64_t id, const char *requested_by,
                    enum store_stop_outcome *outcome, char **json_out);
 
 enum store_delete_outcome {
     STORE_DELETE_NOT_FOUND,
-    STORE_DELETE_FORBIDDEN,
     STORE_DELETE_NOT_FINISHED,
     STORE_DELETE_DELETED,
 };
-int store_job_delete(struct db_conn *c, int64_t id, const struct srv_identity *who,
-                     enum store_delete_outcome *outcome, char **status_out);
+/* Deletes job `id` (event `delete`: finished jobs only) with its events, attempts, workers,
+ * metrics and checkpoint records. *status_out (when non-NULL) = the job's status before ("" when
+ * not found), malloc'd. Returns a db_qs. */
+int store_job_delete(struct db_conn *c, int64_t id, enum store_delete_outcome *outcome,
+                     char **status_out);
 
 /* ---- cluster: nodes, placements, worker events (store_cluster.c) ---- */
 /* Ids of nodes whose status is ALIVE (arrays malloc'd; caller frees each id and the array). */
@@ -79,15 +87,23 @@ struct store_worker_start {
  * them or none. Each is applied like store_worker_started, in order. Returns n (0 for n == 0) or
  * an error. */
 int store_workers_started(struct db_conn *c, const struct store_worker_start *w, size_t n);
-/* *outcome_out: "stop", "settled" or "" (malloc'd). */
+/* What a worker exit did to its job. */
+enum store_exit_outcome {
+    STORE_EXIT_IGNORED,     /* a duplicate (or unknown worker): nothing was recorded */
+    STORE_EXIT_RECORDED,    /* recorded; the job goes on */
+    STORE_EXIT_STOP_OTHERS, /* the job is STOPPING: its other workers must be stopped */
+    STORE_EXIT_SETTLED,     /* that was its last worker: the job just finished */
+};
+/* Records a worker exit (ty_worker_exited: a failure fails the job, the last exit settles it).
+ * exit_code, signal, error: NULL when absent. Returns a db_qs; *outcome is set on success. */
 int store_worker_exited(struct db_conn *c, int64_t job, int attempt, int rank,
                         const int64_t *exit_code, const int64_t *signal, const char *error,
-                        char **outcome_out);
+                        enum store_exit_outcome *outcome);
 
-/* Marks running jobs past their timeout_s as failing. Returns how many. */
+/* Fails (event timeout) the running jobs past their timeout_s. Returns how many, or an error. */
 int store_jobs_timed_out(struct db_conn *c);
 int store_jobs_stopping(struct db_conn *c, int64_t **ids, size_t *n);
-/* Finishes STOPPING jobs with no live worker. Returns how many finished. */
+/* Finishes STOPPING jobs with no live worker. Returns how many finished, or an error. */
 int store_jobs_settle_stopping(struct db_conn *c);
 
 /* Scheduler snapshot: nodes (id, address, status, draining, resources, gpu_type), live

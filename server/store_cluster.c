@@ -1,6 +1,11 @@
 /* Cluster queries: nodes, scheduler snapshot, placements, worker events. The lifecycle itself is
- * in SQL functions (migrations/0002_lifecycle.sql) so each event is one atomic statement. */
+ * in SQL functions (the state machine of migrations/0006_job_state_machine.sql, docs/lifecycle.md)
+ * so each event is one atomic statement. */
 #include "store.h"
+
+#include "job_status.h"
+#include "log.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,12 +158,11 @@ int store_workers_started(struct db_conn *c, const struct store_worker_start *w,
 
 int store_worker_exited(struct db_conn *c, int64_t job, int attempt, int rank,
                         const int64_t *exit_code, const int64_t *signal, const char *error,
-                        char **outcome_out)
+                        enum store_exit_outcome *outcome)
 {
     static const struct db_stmt st = {
         "worker_exited",
-        "SELECT coalesce(ty_worker_exited($1::bigint, $2::int, $3::int, $4::int, $5::int, $6), '')",
-        6, false};
+        "SELECT ty_worker_exited($1::bigint, $2::int, $3::int, $4::int, $5::int, $6)", 6, false};
     char j[32], a[16], r[16], code[32], sig[32];
     STORE_NUM(j, job);
     STORE_NUM(a, attempt);
@@ -168,19 +172,46 @@ int store_worker_exited(struct db_conn *c, int64_t job, int attempt, int rank,
     if (signal)
         STORE_NUM(sig, *signal);
     const char *params[] = {j, a, r, exit_code ? code : NULL, signal ? sig : NULL, error};
-    return db_exec_text(c, &st, params, outcome_out);
+    char *after = NULL; /* the job's status after the exit; NULL: nothing recorded */
+    int qs = db_exec_text(c, &st, params, &after);
+    enum job_status s = JOB_STATUS_COUNT;
+    if (qs < 0)
+        return qs;
+    if (after && job_status_from_string(after, &s) != 0) {
+        TY_ERROR("store", "worker exit of job %lld: unknown job status '%s'", (long long)job,
+                 after);
+        qs = DB_HARD_ERROR;
+    }
+    free(after);
+    if (qs < 0)
+        return qs;
+    if (s == JOB_STATUS_COUNT)
+        *outcome = STORE_EXIT_IGNORED;
+    else if (job_status_is_terminal(s))
+        *outcome = STORE_EXIT_SETTLED;
+    else if (s == JOB_STATUS_STOPPING)
+        *outcome = STORE_EXIT_STOP_OTHERS;
+    else
+        *outcome = STORE_EXIT_RECORDED;
+    return qs;
+}
+
+/* Runs a parameterless statement whose one value is a count. Returns the count or an error. */
+static int count_of(struct db_conn *c, const struct db_stmt *st)
+{
+    char *text = NULL;
+    int qs = db_exec_text(c, st, NULL, &text);
+    int64_t n = 0;
+    if (qs > 0 && (text == NULL || ty_parse_int64(text, 0, INT32_MAX, &n) != 0))
+        qs = DB_HARD_ERROR;
+    free(text);
+    return qs < 0 ? qs : (int)n;
 }
 
 int store_jobs_timed_out(struct db_conn *c)
 {
-    static const struct db_stmt st = {
-        "jobs_timed_out",
-        "SELECT ty_job_fail(j.id, format('timed out after %s s', j.spec->>'timeout_s')) "
-        "FROM jobs j JOIN attempts a ON a.job_id = j.id AND a.attempt = j.attempt "
-        "WHERE j.status IN ('STARTING', 'RUNNING') AND j.spec->>'timeout_s' IS NOT NULL "
-        "  AND a.created_at + make_interval(secs => (j.spec->>'timeout_s')::float8) < now()",
-        0, false};
-    return db_exec(c, &st, NULL, NULL);
+    static const struct db_stmt st = {"jobs_timed_out", "SELECT ty_jobs_timed_out()", 0, false};
+    return count_of(c, &st);
 }
 
 int store_jobs_stopping(struct db_conn *c, int64_t **ids, size_t *n)
@@ -202,12 +233,9 @@ int store_jobs_stopping(struct db_conn *c, int64_t **ids, size_t *n)
 
 int store_jobs_settle_stopping(struct db_conn *c)
 {
-    static const struct db_stmt st = {
-        "jobs_settle_stopping",
-        "SELECT s FROM (SELECT ty_job_settle(id) AS s FROM jobs WHERE status = 'STOPPING') x "
-        "WHERE s IS NOT NULL",
-        0, false};
-    return db_exec(c, &st, NULL, NULL);
+    static const struct db_stmt st = {"jobs_settle_stopping", "SELECT ty_jobs_settle_stopping()", 0,
+                                      false};
+    return count_of(c, &st);
 }
 
 int store_sched_snapshot(struct db_conn *c, PGresult **nodes, PGresult **running,

@@ -1,27 +1,23 @@
-/* Job queries: submit, get, list, stop, delete. The job's JSON shape is defined once, in SQL
- * (ty_job_json, migrations/0001_init.sql), so the rows go to the client without re-encoding. */
+/* Job queries: submit, get, list, owner, stop, delete. The job's JSON shape is defined once, in
+ * SQL (ty_job_json, migrations/0001_init.sql), so the rows go to the client without re-encoding.
+ * Status changes go through the state machine in SQL (ty_job_submit, ty_job_request:
+ * migrations/0006_job_state_machine.sql, docs/lifecycle.md); who may ask for them is decided by
+ * the handlers, not here. */
 #include "store.h"
 
-#include "auth.h"
+#include "job_status.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *const terminal_statuses = "('SUCCEEDED', 'FAILED', 'STOPPED')";
 
 int store_job_insert(struct db_conn *c, const char *owner, const json_t *spec, int64_t *id_out,
                      char **json_out)
 {
     static const struct db_stmt st = {
         "job_insert",
-        "WITH j AS (INSERT INTO jobs (name, owner, status, status_message, priority, spec) "
-        "           VALUES ($1, $2, 'PENDING', 'waiting to be scheduled', $3::int, $4::jsonb) "
-        "           RETURNING *), "
-        "     e AS (INSERT INTO job_events (job_id, attempt, status, message) "
-        "           SELECT id, 0, 'PENDING', 'submitted by ' || owner FROM j) "
-        "SELECT id, ty_job_json(j.*::jobs)::text FROM j",
-        4, false};
+        "SELECT j.id, ty_job_json(j)::text FROM ty_job_submit($1, $2, $3::int, $4::jsonb) j", 4,
+        false};
     char *spec_text = json_dumps(spec, JSON_COMPACT);
     if (spec_text == NULL)
         return DB_HARD_ERROR;
@@ -75,129 +71,81 @@ int store_job_list(struct db_conn *c, const char *statuses, int64_t before_id, i
     return n;
 }
 
-/* ---- stop ---- */
+/* ---- owner, stop, delete ---- */
 
-struct stop_ctx {
-    int64_t id;
-    const struct srv_identity *who;
-    enum store_stop_outcome outcome;
-    char *json;
-};
-
-static int stop_body(struct db_conn *c, void *arg)
+int store_job_owner(struct db_conn *c, int64_t id, char **owner_out)
 {
-    static const struct db_stmt lock = {
-        "job_stop_lock", "SELECT status, owner FROM jobs WHERE id = $1 FOR UPDATE", 1, true};
-    static const struct db_stmt to_stopped = {
-        "job_stop_pending",
-        "WITH u AS (UPDATE jobs SET status = 'STOPPED', status_message = $2, "
-        "           finished_at = now() WHERE id = $1 RETURNING *), "
-        "     e AS (INSERT INTO job_events (job_id, attempt, status, message) "
-        "           SELECT id, attempt, 'STOPPED', $2 FROM u) "
-        "SELECT ty_job_json(u.*::jobs)::text FROM u",
-        2, false};
-    static const struct db_stmt to_stopping = {
-        "job_stop_running",
-        "WITH u AS (UPDATE jobs SET status = 'STOPPING', status_message = $2 "
-        "           WHERE id = $1 AND status <> 'STOPPING' RETURNING *), "
-        "     e AS (INSERT INTO job_events (job_id, attempt, status, message) "
-        "           SELECT id, attempt, 'STOPPING', $2 FROM u) "
-        "SELECT 1",
-        2, false};
-    struct stop_ctx *sc = arg;
+    static const struct db_stmt st = {"job_owner", "SELECT owner FROM jobs WHERE id = $1", 1, true};
     char ids[32];
-    STORE_NUM(ids, sc->id);
-    const char *p1[] = {ids};
-    PGresult *res = NULL;
-    int qs = db_exec(c, &lock, p1, &res);
-    if (qs <= 0) {
-        sc->outcome = STORE_STOP_NOT_FOUND;
-        return qs;
-    }
-    char status[16];
-    snprintf(status, sizeof(status), "%s", PQgetvalue(res, 0, 0));
-    bool allowed = srv_auth_may_modify(sc->who, PQgetvalue(res, 0, 1));
-    PQclear(res);
-    if (!allowed) {
-        sc->outcome = STORE_STOP_FORBIDDEN;
-        return 0;
-    }
-    if (strcmp(status, "SUCCEEDED") == 0 || strcmp(status, "FAILED") == 0 ||
-        strcmp(status, "STOPPED") == 0) {
-        sc->outcome = STORE_STOP_ALREADY_FINISHED;
-        return 0;
-    }
-    char msg[200];
-    snprintf(msg, sizeof(msg), "stopped by %s", sc->who->name);
-    const char *p2[] = {ids, msg};
-    if (strcmp(status, "PENDING") == 0) {
-        sc->outcome = STORE_STOP_STOPPED;
-        return db_exec(c, &to_stopped, p2, NULL);
-    }
-    sc->outcome = STORE_STOP_STOPPING;
-    return db_exec(c, &to_stopping, p2, NULL);
+    STORE_NUM(ids, id);
+    const char *p[] = {ids};
+    return db_exec_text(c, &st, p, owner_out);
 }
 
-int store_job_stop(struct db_conn *c, int64_t id, const struct srv_identity *who,
-                   enum store_stop_outcome *outcome, char **json_out)
+/* One user request (stop, delete) through ty_job_request, recorded with `message`. *found: the
+ * job exists; *allowed: its status allowed the event, which was then applied. `from` (the status
+ * before) and `to` (after; "" after delete) are filled when found and allowed respectively,
+ * truncated to their size. Returns a db_qs. */
+static int job_request(struct db_conn *c, const struct db_stmt *st, int64_t id, const char *message,
+                       bool *found, bool *allowed, char from[16], char to[16])
 {
-    struct stop_ctx sc = {.id = id, .who = who};
-    int qs = db_run_txn(c, stop_body, &sc);
-    *outcome = sc.outcome;
-    if (qs < 0)
+    char ids[32];
+    STORE_NUM(ids, id);
+    const char *p[] = {ids, message};
+    PGresult *res = NULL;
+    *found = *allowed = false;
+    from[0] = to[0] = '\0';
+    int qs = db_exec(c, st, p, &res);
+    if (qs <= 0)
         return qs;
-    if (sc.outcome == STORE_STOP_STOPPED || sc.outcome == STORE_STOP_STOPPING ||
-        sc.outcome == STORE_STOP_ALREADY_FINISHED)
-        return store_job_get(c, id, json_out);
+    *found = !PQgetisnull(res, 0, 0);
+    *allowed = *found && strcmp(PQgetvalue(res, 0, 1), "t") == 0;
+    if (*found)
+        snprintf(from, 16, "%s", PQgetvalue(res, 0, 0));
+    if (*allowed)
+        snprintf(to, 16, "%s", PQgetvalue(res, 0, 2));
+    PQclear(res);
     return qs;
 }
 
-/* ---- delete ---- */
-
-struct delete_ctx {
-    int64_t id;
-    const struct srv_identity *who;
-    enum store_delete_outcome outcome;
-    char status[16];
-};
-
-static int delete_body(struct db_conn *c, void *arg)
+int store_job_stop(struct db_conn *c, int64_t id, const char *requested_by,
+                   enum store_stop_outcome *outcome, char **json_out)
 {
-    static const struct db_stmt lock = {
-        "job_delete_lock", "SELECT status, owner FROM jobs WHERE id = $1 FOR UPDATE", 1, true};
-    static const struct db_stmt del = {"job_delete", "DELETE FROM jobs WHERE id = $1", 1, false};
-    struct delete_ctx *dc = arg;
-    char ids[32];
-    STORE_NUM(ids, dc->id);
-    const char *p[] = {ids};
-    PGresult *res = NULL;
-    int qs = db_exec(c, &lock, p, &res);
-    if (qs <= 0) {
-        dc->outcome = STORE_DELETE_NOT_FOUND;
+    static const struct db_stmt st = {
+        "job_stop", "SELECT o_from, o_allowed, o_to FROM ty_job_request($1::bigint, 'stop', $2)", 2,
+        false};
+    char msg[200], from[16], to[16];
+    snprintf(msg, sizeof(msg), "stopped by %s", requested_by);
+    bool found, allowed;
+    *outcome = STORE_STOP_NOT_FOUND;
+    int qs = job_request(c, &st, id, msg, &found, &allowed, from, to);
+    if (qs < 0 || !found)
         return qs;
-    }
-    snprintf(dc->status, sizeof(dc->status), "%s", PQgetvalue(res, 0, 0));
-    bool allowed = srv_auth_may_modify(dc->who, PQgetvalue(res, 0, 1));
-    PQclear(res);
-    if (!allowed) {
-        dc->outcome = STORE_DELETE_FORBIDDEN;
-        return 0;
-    }
-    if (strstr(terminal_statuses, dc->status) == NULL) {
-        dc->outcome = STORE_DELETE_NOT_FINISHED;
-        return 0;
-    }
-    dc->outcome = STORE_DELETE_DELETED;
-    return db_exec(c, &del, p, NULL);
+    enum job_status after;
+    if (!allowed)
+        *outcome = STORE_STOP_ALREADY_FINISHED;
+    else if (job_status_from_string(to, &after) == 0 && after == JOB_STATUS_STOPPED)
+        *outcome = STORE_STOP_STOPPED;
+    else
+        *outcome = STORE_STOP_STOPPING;
+    return store_job_get(c, id, json_out);
 }
 
-int store_job_delete(struct db_conn *c, int64_t id, const struct srv_identity *who,
-                     enum store_delete_outcome *outcome, char **status_out)
+int store_job_delete(struct db_conn *c, int64_t id, enum store_delete_outcome *outcome,
+                     char **status_out)
 {
-    struct delete_ctx dc = {.id = id, .who = who};
-    int qs = db_run_txn(c, delete_body, &dc);
-    *outcome = dc.outcome;
-    if (qs >= 0 && status_out)
-        *status_out = strdup(dc.status);
+    static const struct db_stmt st = {
+        "job_delete",
+        "SELECT o_from, o_allowed, o_to FROM ty_job_request($1::bigint, 'delete', $2)", 2, false};
+    char from[16], to[16];
+    bool found, allowed;
+    *outcome = STORE_DELETE_NOT_FOUND;
+    int qs = job_request(c, &st, id, NULL, &found, &allowed, from, to);
+    if (qs < 0)
+        return qs;
+    if (found)
+        *outcome = allowed ? STORE_DELETE_DELETED : STORE_DELETE_NOT_FINISHED;
+    if (status_out)
+        *status_out = strdup(from);
     return qs;
 }

@@ -188,9 +188,17 @@ def test_user_stops_own_jobs_only(server):
     bob = server.create_token("bob", "user")
     job = server.submit(SPEC, token=alice)
     assert job["owner"] == "alice"
-    assert server.request("POST", f"/api/v1/jobs/{job['id']}/stop", token=bob).status == 403
+    r = server.request("POST", f"/api/v1/jobs/{job['id']}/stop", token=bob)
+    assert r.status == 403 and "belongs to another user" in r.json["detail"], r.json
+    assert "'bob' may stop only its own jobs" in r.json["detail"]
+    assert server.request("GET", f"/api/v1/jobs/{job['id']}").json["status"] == "PENDING"
+    # Ownership is decided before the job's status: 403, not 409 for an unfinished job.
+    r = server.request("DELETE", f"/api/v1/jobs/{job['id']}", token=bob)
+    assert r.status == 403 and "'bob' may delete only its own jobs" in r.json["detail"], r.json
     assert server.request("POST", f"/api/v1/jobs/{job['id']}/stop", token=alice).status == 202
     assert server.request("DELETE", f"/api/v1/jobs/{job['id']}", token=bob).status == 403
+    assert server.request("GET", f"/api/v1/jobs/{job['id']}").json["status"] == "STOPPED"
+    assert server.request("DELETE", f"/api/v1/jobs/{job['id']}", token=alice).status == 204
 
 
 def test_admin_stops_anyones_job(server):

@@ -1,0 +1,51 @@
+/* The vocabulary of a job's status (DESIGN.md section 2), once for every C program: the server
+ * (list filter, worker-exit outcome), the CLI (`wait`). The transitions between statuses are not
+ * here: they are owned by the database (table job_transitions, function ty_job_transition in
+ * migrations/0006_job_state_machine.sql; see docs/lifecycle.md). The names below must be the rows
+ * of its table job_statuses, which tests/integration/test_lifecycle.py checks. */
+#ifndef TY_JOB_STATUS_H
+#define TY_JOB_STATUS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* X(NAME, terminal): every status in lifecycle order. Append only; the strings are the API's. */
+#define JOB_STATUS_MAP(X)                                                                          \
+    X(PENDING, false)                                                                              \
+    X(STARTING, false)                                                                             \
+    X(RUNNING, false)                                                                              \
+    X(RESTARTING, false)                                                                           \
+    X(STOPPING, false)                                                                             \
+    X(SUCCEEDED, true)                                                                             \
+    X(FAILED, true)                                                                                \
+    X(STOPPED, true)
+
+enum job_status {
+#define JOB_STATUS_ENUM(name, terminal) JOB_STATUS_##name,
+    JOB_STATUS_MAP(JOB_STATUS_ENUM)
+#undef JOB_STATUS_ENUM
+        JOB_STATUS_COUNT
+};
+
+/* The status's name as the API and the database spell it ("RUNNING"); NULL when `s` is not a
+ * status. */
+const char *job_status_name(enum job_status s);
+
+/* Parses an exact, case-sensitive status name. Returns 0 with *out set, or -1 (NULL, empty or
+ * unknown name; *out untouched). */
+int job_status_from_string(const char *name, enum job_status *out);
+
+/* Parses the `len` bytes at `s` as a status name, ignoring case (query parameters such as
+ * `status=running,pending`). Returns 0 with *out set, or -1. */
+int job_status_from_token(const char *s, size_t len, enum job_status *out);
+
+/* True for the statuses a job never leaves (SUCCEEDED, FAILED, STOPPED); false otherwise,
+ * including for a value that is not a status. */
+bool job_status_is_terminal(enum job_status s);
+
+/* Writes every name, in order, as "PENDING, STARTING, ... FAILED or STOPPED" into buf (for
+ * messages that list the accepted values). Returns the length the whole text needs, like
+ * snprintf; the text is truncated (and still terminated) when size is too small. */
+size_t job_status_names_text(char *buf, size_t size);
+
+#endif
