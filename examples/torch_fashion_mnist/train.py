@@ -12,6 +12,7 @@ import gzip
 import json
 import os
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -129,9 +130,10 @@ def main():
         if trainyard is not None and hasattr(trainyard, "report"):
             ckpt = None
             if rank == 0:
-                ckpt = os.path.join(os.environ.get("TMPDIR", "/tmp"),
-                                    f"ty-ckpt-{os.environ.get('TRAINYARD_JOB_ID', 'local')}-{epoch}")
-                os.makedirs(ckpt, exist_ok=True)
+                # A fresh directory each time: another user's run may have left one of the
+                # same job id and epoch behind.
+                job = os.environ.get("TRAINYARD_JOB_ID", "local")
+                ckpt = tempfile.mkdtemp(prefix=f"ty-ckpt-{job}-{epoch}-")
                 torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
                             "epoch": epoch}, os.path.join(ckpt, "model.pt"))
             trainyard.report(metrics, checkpoint=ckpt)
