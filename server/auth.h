@@ -13,14 +13,8 @@ int srv_auth_check(struct srv_request *req, enum MHD_Result *denied);
 /* True when `who` may change a job owned by `owner` (admins: any job; users: their own). */
 bool srv_auth_may_modify(const struct srv_identity *who, const char *owner);
 
-/* Makes a new random token "ty_<40 hex>" into `token` (44 bytes with NUL) and its hash. */
-int srv_auth_new_token(char token[44], char hash[65]);
-
 /* On the first start (no admin token in the database), issues an admin token and writes it to
  * <data_dir>/admin.token with mode 0600. Returns 0 or -1. */
 int srv_auth_bootstrap(struct srv *srv);
-
-const char *srv_role_name(enum srv_role role);
-int srv_role_from_string(const char *name, enum srv_role *out);
 
 #endif

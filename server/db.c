@@ -138,6 +138,16 @@ void db_release(struct db *db, struct db_conn *c)
     pthread_mutex_unlock(&db->lock);
 }
 
+int db_with_conn(struct db *db, db_conn_fn fn, void *arg)
+{
+    struct db_conn *c = db_acquire(db);
+    if (c == NULL)
+        return DB_SOFT_ERROR;
+    int qs = fn(c, arg);
+    db_release(db, c);
+    return qs;
+}
+
 int db_ensure(struct db_conn *c)
 {
     return conn_ensure(c->db, c);

@@ -40,6 +40,13 @@ void db_destroy(struct db *db);
  * Returns NULL when the database cannot be reached. Give it back with db_release(). */
 struct db_conn *db_acquire(struct db *db);
 void db_release(struct db *db, struct db_conn *c);
+
+/* Work done with a pooled connection (db_with_conn): returns a db_qs. */
+typedef int (*db_conn_fn)(struct db_conn *c, void *arg);
+/* Takes a connection from the pool, runs fn(c, arg) and gives the connection back: what request
+ * handlers do for each store call. Returns fn's result, or DB_SOFT_ERROR without running fn when
+ * the database cannot be reached. */
+int db_with_conn(struct db *db, db_conn_fn fn, void *arg);
 /* For a connection held for long (the control thread's): reconnects it if the server closed it.
  * Returns 0, or -1 when the database cannot be reached. */
 int db_ensure(struct db_conn *c);

@@ -5,7 +5,7 @@
 #define SRV_STORE_H
 
 #include "db.h"
-#include "http.h"
+#include "identity.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -15,6 +15,10 @@
 /* For the store_*.c files: formats an integer as a statement parameter into char buf[N]. */
 #define STORE_NUM(buf, v) snprintf((buf), sizeof(buf), "%lld", (long long)(v))
 
+/* ---- health (store_health.c) ---- */
+/* A trivial query: 1 when the database answers, else an error. */
+int store_ping(struct db_conn *c);
+
 /* ---- tokens (store_tokens.c) ---- */
 int store_token_lookup(struct db_conn *c, const char *hash, struct srv_identity *who);
 /* Inserts a token; *json_out gets {"id","name","role","created_at"} text. */
@@ -23,6 +27,11 @@ int store_token_insert(struct db_conn *c, const char *name, const char *role, co
 int store_token_list(struct db_conn *c, char **json_out);
 int store_token_revoke(struct db_conn *c, int64_t id);
 int store_token_count_admins(struct db_conn *c, int64_t *count);
+/* The first-start lock: serialises servers starting on one database while they check for an
+ * admin token and issue the first one. A session-level advisory lock held by this connection
+ * until store_bootstrap_unlock (or until it closes). Each returns a db_qs. */
+int store_bootstrap_lock(struct db_conn *c);
+int store_bootstrap_unlock(struct db_conn *c);
 
 /* ---- jobs (store_jobs.c) ---- */
 /* Inserts a PENDING job and its first event in one statement; *json_out = the job object. */
