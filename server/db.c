@@ -1,5 +1,5 @@
-/* The connection pool and statement helpers declared in db.h. */
-#include "db.h"
+/* The connection pool (db.h) and the statement helpers (db_query.h). */
+#include "db_query.h"
 
 #include "log.h"
 

@@ -5,6 +5,10 @@
 #define SRV_STORE_H
 
 #include "db.h"
+/* For the store_*.c files, and for the two declarations below that still hand out a PGresult
+ * (store_launch_rows, store_checkpoint_launch_dirs); once those return typed rows, this include
+ * belongs in the store_*.c files and store.h no longer shows libpq. */
+#include "db_query.h"
 #include "identity.h"
 
 #include <jansson.h>

@@ -2,6 +2,8 @@
  * in SQL functions (migrations/0002_lifecycle.sql) so each event is one atomic statement. */
 #include "store.h"
 
+#include "db_query.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,8 @@
 /* API token queries. */
 #include "store.h"
 
+#include "db_query.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
