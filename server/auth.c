@@ -21,15 +21,15 @@ bool srv_auth_may_modify(const struct srv_identity *who, const char *owner)
     return who->role == SRV_ROLE_USER && strcmp(who->name, owner) == 0;
 }
 
-struct token_lookup {
+struct token_query {
     const char *hash;
     struct srv_identity *who;
 };
 
-static int token_lookup(struct db_conn *c, void *arg)
+static int lookup_in_store(struct db_conn *c, void *arg)
 {
-    struct token_lookup *l = arg;
-    return store_token_lookup(c, l->hash, l->who);
+    struct token_query *q = arg;
+    return store_token_lookup(c, q->hash, q->who);
 }
 
 /* Token hash → identity, through the token cache. Returns a db_qs (1 found, 0 unknown). */
@@ -47,7 +47,7 @@ static int lookup_token(struct srv *srv, const char *hash, struct srv_identity *
         free(hit);
         return 1;
     }
-    int qs = db_with_conn(srv->db, token_lookup, &(struct token_lookup){hash, who});
+    int qs = db_with_conn(srv->db, lookup_in_store, &(struct token_query){hash, who});
     if (qs == 1) {
         char value[200];
         int n = snprintf(value, sizeof(value), "%d %lld %s", (int)who->role,
