@@ -8,7 +8,6 @@
 #include "server.h"
 #include "store.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
