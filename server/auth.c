@@ -6,30 +6,13 @@
 #include "log.h"
 #include "server.h"
 #include "store.h"
+#include "token.h"
 #include "util.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *const role_names[] = {"none", "viewer", "user", "admin"};
-
-const char *srv_role_name(enum srv_role role)
-{
-    return role_names[role];
-}
-
-int srv_role_from_string(const char *name, enum srv_role *out)
-{
-    for (int i = SRV_ROLE_VIEWER; i <= SRV_ROLE_ADMIN; i++) {
-        if (name && strcmp(name, role_names[i]) == 0) {
-            *out = (enum srv_role)i;
-            return 0;
-        }
-    }
-    return -1;
-}
 
 bool srv_auth_may_modify(const struct srv_identity *who, const char *owner)
 {
@@ -38,16 +21,28 @@ bool srv_auth_may_modify(const struct srv_identity *who, const char *owner)
     return who->role == SRV_ROLE_USER && strcmp(who->name, owner) == 0;
 }
 
-int srv_auth_new_token(char token[44], char hash[65])
+int srv_auth_job_access(struct db_conn *c, const struct srv_identity *who, int64_t id,
+                        enum srv_job_access *access)
 {
-    unsigned char raw[20];
-    if (ty_random_bytes(raw, sizeof(raw)) != 0)
-        return -1;
-    memcpy(token, "ty_", 3);
-    for (size_t i = 0; i < sizeof(raw); i++)
-        snprintf(token + 3 + 2 * i, 3, "%02x", raw[i]);
-    ty_sha256_hex(token, strlen(token), hash);
-    return 0;
+    char *owner = NULL;
+    int qs = store_job_owner(c, id, &owner);
+    if (qs >= 0)
+        *access = qs == 0 || owner == NULL          ? SRV_JOB_NOT_FOUND
+                  : srv_auth_may_modify(who, owner) ? SRV_JOB_ALLOWED
+                                                    : SRV_JOB_FORBIDDEN;
+    free(owner);
+    return qs;
+}
+
+struct token_query {
+    const char *hash;
+    struct srv_identity *who;
+};
+
+static int lookup_in_store(struct db_conn *c, void *arg)
+{
+    struct token_query *q = arg;
+    return store_token_lookup(c, q->hash, q->who);
 }
 
 /* Token hash → identity, through the token cache. Returns a db_qs (1 found, 0 unknown). */
@@ -65,9 +60,7 @@ static int lookup_token(struct srv *srv, const char *hash, struct srv_identity *
         free(hit);
         return 1;
     }
-    struct db_conn *c = db_acquire(srv->db);
-    int qs = c ? store_token_lookup(c, hash, who) : DB_SOFT_ERROR;
-    db_release(srv->db, c);
+    int qs = db_with_conn(srv->db, lookup_in_store, &(struct token_query){hash, who});
     if (qs == 1) {
         char value[200];
         int n = snprintf(value, sizeof(value), "%d %lld %s", (int)who->role,
@@ -117,45 +110,47 @@ int srv_auth_check(struct srv_request *req, enum MHD_Result *denied)
     return 0;
 }
 
+/* Issues the first admin token unless one exists (see srv_auth_bootstrap); under the first-start
+ * lock. Returns 0 or -1. */
+static int bootstrap_locked(struct srv *srv, struct db_conn *c)
+{
+    int64_t admins = 0;
+    if (store_token_count_admins(c, &admins) < 0)
+        return -1;
+    if (admins > 0)
+        return 0;
+    char token[SRV_TOKEN_MAX], hash[65], path[4096];
+    if (srv_token_mint("ty_", token, sizeof(token), hash) != 0)
+        return -1;
+    snprintf(path, sizeof(path), "%s/admin.token", srv->cfg.data_dir);
+    char line[64];
+    int len = snprintf(line, sizeof(line), "%s\n", token);
+    if (ty_write_file_durable(path, line, (size_t)len, 0600) != 0) {
+        TY_ERROR("auth", "cannot write %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char *json = NULL;
+    if (store_token_insert(c, "admin", "admin", hash, &json) < 0)
+        return -1;
+    free(json);
+    TY_INFO("auth", "first start: admin API token written to %s (mode 0600)", path);
+    return 0;
+}
+
+static int bootstrap(struct db_conn *c, void *arg)
+{
+    if (store_bootstrap_lock(c) < 0)
+        return -1;
+    int rc = bootstrap_locked(arg, c);
+    store_bootstrap_unlock(c);
+    return rc;
+}
+
 int srv_auth_bootstrap(struct srv *srv)
 {
     if (srv->cfg.auth_mode == SRV_AUTH_NONE) {
         TY_WARN("auth", "--auth none: every request is treated as an admin's");
         return 0;
     }
-    struct db_conn *c = db_acquire(srv->db);
-    if (c == NULL)
-        return -1;
-    int rc = -1;
-    int64_t admins = 0;
-    /* Serialise with other servers starting on the same database. */
-    if (db_exec_simple(c, "SELECT pg_advisory_lock(7468797901)") < 0)
-        goto out;
-    if (store_token_count_admins(c, &admins) < 0)
-        goto unlock;
-    if (admins > 0) {
-        rc = 0;
-        goto unlock;
-    }
-    char token[44], hash[65], path[4096];
-    if (srv_auth_new_token(token, hash) != 0)
-        goto unlock;
-    snprintf(path, sizeof(path), "%s/admin.token", srv->cfg.data_dir);
-    char line[64];
-    int len = snprintf(line, sizeof(line), "%s\n", token);
-    if (ty_write_file_durable(path, line, (size_t)len, 0600) != 0) {
-        TY_ERROR("auth", "cannot write %s: %s", path, strerror(errno));
-        goto unlock;
-    }
-    char *json = NULL;
-    if (store_token_insert(c, "admin", "admin", hash, &json) < 0)
-        goto unlock;
-    free(json);
-    TY_INFO("auth", "first start: admin API token written to %s (mode 0600)", path);
-    rc = 0;
-unlock:
-    db_exec_simple(c, "SELECT pg_advisory_unlock(7468797901)");
-out:
-    db_release(srv->db, c);
-    return rc;
+    return db_with_conn(srv->db, bootstrap, srv) == 0 ? 0 : -1;
 }

@@ -13,14 +13,15 @@ int srv_auth_check(struct srv_request *req, enum MHD_Result *denied);
 /* True when `who` may change a job owned by `owner` (admins: any job; users: their own). */
 bool srv_auth_may_modify(const struct srv_identity *who, const char *owner);
 
-/* Makes a new random token "ty_<40 hex>" into `token` (44 bytes with NUL) and its hash. */
-int srv_auth_new_token(char token[44], char hash[65]);
+enum srv_job_access { SRV_JOB_NOT_FOUND, SRV_JOB_FORBIDDEN, SRV_JOB_ALLOWED };
+struct db_conn;
+/* Whether `who` may change job `id`: looks up its owner and applies srv_auth_may_modify.
+ * Returns a db_qs; *access is set when it is not negative. */
+int srv_auth_job_access(struct db_conn *c, const struct srv_identity *who, int64_t id,
+                        enum srv_job_access *access);
 
 /* On the first start (no admin token in the database), issues an admin token and writes it to
  * <data_dir>/admin.token with mode 0600. Returns 0 or -1. */
 int srv_auth_bootstrap(struct srv *srv);
-
-const char *srv_role_name(enum srv_role role);
-int srv_role_from_string(const char *name, enum srv_role *out);
 
 #endif

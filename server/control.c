@@ -5,6 +5,7 @@
 #include "log.h"
 #include "server.h"
 #include "store.h"
+#include "token.h"
 #include "util.h"
 
 #include <errno.h>
@@ -252,12 +253,8 @@ static int load_cluster_token(struct control *ctl)
             token[strcspn(token, "\r\n")] = '\0';
             free(text);
         } else {
-            unsigned char raw[20];
-            if (ty_random_bytes(raw, sizeof(raw)) != 0)
+            if (srv_token_mint("tyc_", token, sizeof(token), NULL) != 0)
                 return -1;
-            memcpy(token, "tyc_", 4);
-            for (size_t i = 0; i < sizeof(raw); i++)
-                snprintf(token + 4 + 2 * i, 3, "%02x", raw[i]);
             char line[64];
             int len = snprintf(line, sizeof(line), "%s\n", token);
             if (ty_write_file_durable(path, line, (size_t)len, 0600) != 0) {

@@ -122,16 +122,17 @@ static int apply_exit(struct control *ctl, int64_t job, int attempt, int rank, j
  * whose launch was lost is launched again; a RUNNING one is gone. */
 static void reconcile(struct control *ctl, const char *node_id, json_t *reported)
 {
-    PGresult *res = NULL;
-    if (store_node_live_workers(ctl->db, node_id, &res) <= 0)
+    struct store_live_worker *live = NULL;
+    size_t nlive = 0;
+    if (store_node_live_workers(ctl->db, node_id, &live, &nlive) <= 0)
         return;
     int64_t last_job = 0;
     int last_attempt = 0;
-    for (int i = 0; i < PQntuples(res); i++) {
-        int64_t job = strtoll(PQgetvalue(res, i, 0), NULL, 10);
-        int attempt = (int)strtol(PQgetvalue(res, i, 1), NULL, 10);
-        int rank = (int)strtol(PQgetvalue(res, i, 2), NULL, 10);
-        bool placed = strcmp(PQgetvalue(res, i, 3), "PLACED") == 0;
+    for (size_t i = 0; i < nlive; i++) {
+        int64_t job = live[i].job;
+        int attempt = live[i].attempt;
+        int rank = live[i].rank;
+        bool placed = live[i].placed;
         bool known = false;
         size_t k;
         json_t *w;
@@ -154,7 +155,7 @@ static void reconcile(struct control *ctl, const char *node_id, json_t *reported
                        "was lost: its agent restarted without it");
         }
     }
-    PQclear(res);
+    free(live);
 }
 
 static void on_register(struct control *ctl, uint64_t conn, json_t *msg)

@@ -1,5 +1,5 @@
-/* The connection pool and statement helpers declared in db.h. */
-#include "db.h"
+/* The connection pool (db.h) and the statement helpers (db_query.h). */
+#include "db_query.h"
 
 #include "log.h"
 
@@ -136,6 +136,16 @@ void db_release(struct db *db, struct db_conn *c)
     c->in_use = false;
     pthread_cond_signal(&db->freed);
     pthread_mutex_unlock(&db->lock);
+}
+
+int db_with_conn(struct db *db, db_conn_fn fn, void *arg)
+{
+    struct db_conn *c = db_acquire(db);
+    if (c == NULL)
+        return DB_SOFT_ERROR;
+    int qs = fn(c, arg);
+    db_release(db, c);
+    return qs;
 }
 
 int db_ensure(struct db_conn *c)

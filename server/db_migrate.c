@@ -1,6 +1,6 @@
 #include "db_migrate.h"
 
-#include "db.h"
+#include "db_query.h"
 #include "embed.h"
 #include "log.h"
 

@@ -11,21 +11,31 @@
 
 typedef int (*child_query)(struct db_conn *c, int64_t job, char **json_out);
 
+struct child_list {
+    child_query query;
+    int64_t job;
+    char *list;
+};
+
+static int child_list(struct db_conn *c, void *arg)
+{
+    struct child_list *a = arg;
+    return a->query(c, a->job, &a->list);
+}
+
 static enum MHD_Result reply_child_list(struct srv_request *req, child_query query, const char *key)
 {
     int64_t id;
     if (srv_arg_id(req, 0, &id) != 0)
         return srv_reply_bad_job_id(req);
-    struct db_conn *c = db_acquire(req->srv->db);
-    char *list = NULL;
-    int qs = c ? query(c, id, &list) : DB_SOFT_ERROR;
-    db_release(req->srv->db, c);
+    struct child_list a = {query, id, NULL};
+    int qs = db_with_conn(req->srv->db, child_list, &a);
     if (qs < 0)
         return srv_reply_db_error(req, qs);
-    if (list == NULL)
+    if (a.list == NULL)
         return srv_reply_problem(req, SRV_P_JOB_NOT_FOUND, NULL, "there is no job %lld",
                                  (long long)id);
-    return srv_reply_wrapped(req, key, list);
+    return srv_reply_wrapped(req, key, a.list);
 }
 
 enum MHD_Result h_jobs_workers(struct srv_request *req)

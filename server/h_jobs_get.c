@@ -8,6 +8,17 @@
 #include <stdio.h>
 #include <string.h>
 
+struct job_get {
+    int64_t id;
+    char *job;
+};
+
+static int job_get(struct db_conn *c, void *arg)
+{
+    struct job_get *a = arg;
+    return store_job_get(c, a->id, &a->job);
+}
+
 enum MHD_Result h_jobs_get(struct srv_request *req)
 {
     int64_t id;
@@ -20,9 +31,9 @@ enum MHD_Result h_jobs_get(struct srv_request *req)
     char *job = cache_get(req->srv->job_cache, key, gen, &len);
     if (job)
         return srv_reply_steal(req, MHD_HTTP_OK, "application/json", job, len, NULL);
-    struct db_conn *c = db_acquire(req->srv->db);
-    int qs = c ? store_job_get(c, id, &job) : DB_SOFT_ERROR;
-    db_release(req->srv->db, c);
+    struct job_get a = {id, NULL};
+    int qs = db_with_conn(req->srv->db, job_get, &a);
+    job = a.job;
     if (qs > 0)
         cache_put(req->srv->job_cache, key, gen, job, strlen(job));
     if (qs < 0)

@@ -35,6 +35,20 @@ static int statuses_to_array(const char *in, char *out, size_t outlen, char *bad
     return 0;
 }
 
+struct job_list {
+    const char *statuses;
+    int64_t before_id;
+    int limit;
+    char *jobs;
+    int64_t min_id;
+};
+
+static int job_list(struct db_conn *c, void *arg)
+{
+    struct job_list *a = arg;
+    return store_job_list(c, a->statuses, a->before_id, a->limit, &a->jobs, &a->min_id);
+}
+
 enum MHD_Result h_jobs_list(struct srv_request *req)
 {
     const char *status = srv_query(req, "status");
@@ -55,14 +69,12 @@ enum MHD_Result h_jobs_list(struct srv_request *req)
     if (cursor_s && ty_parse_int64(cursor_s, 1, INT64_MAX, &cursor) != 0)
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "cursor",
                                        "is not a cursor returned by this endpoint");
-    struct db_conn *c = db_acquire(req->srv->db);
-    char *jobs = NULL;
-    int64_t min_id = 0;
-    int qs = c ? store_job_list(c, status ? statuses : NULL, cursor, (int)limit, &jobs, &min_id)
-               : DB_SOFT_ERROR;
-    db_release(req->srv->db, c);
+    struct job_list a = {status ? statuses : NULL, cursor, (int)limit, NULL, 0};
+    int qs = db_with_conn(req->srv->db, job_list, &a);
     if (qs < 0)
         return srv_reply_db_error(req, qs);
+    char *jobs = a.jobs;
+    int64_t min_id = a.min_id;
     char next[48] = "null";
     if (qs == limit && min_id > 1)
         snprintf(next, sizeof(next), "\"%lld\"", (long long)min_id);

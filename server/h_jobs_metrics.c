@@ -40,6 +40,18 @@ static int names_valid(const char *names, char *detail, size_t len)
     }
 }
 
+struct metrics_series {
+    int64_t job;
+    const struct store_metrics_query *q;
+    char *points;
+};
+
+static int metrics_series(struct db_conn *c, void *arg)
+{
+    struct metrics_series *a = arg;
+    return store_metrics_series(c, a->job, a->q, &a->points);
+}
+
 enum MHD_Result h_jobs_metrics(struct srv_request *req)
 {
     int64_t id;
@@ -63,14 +75,12 @@ enum MHD_Result h_jobs_metrics(struct srv_request *req)
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "max_points",
                                        "must be an integer from 1 to 10000");
     struct store_metrics_query q = {names, rank, attempt, (size_t)max_points};
-    struct db_conn *c = db_acquire(req->srv->db);
-    char *points = NULL;
-    int qs = c ? store_metrics_series(c, id, &q, &points) : DB_SOFT_ERROR;
-    db_release(req->srv->db, c);
+    struct metrics_series a = {id, &q, NULL};
+    int qs = db_with_conn(req->srv->db, metrics_series, &a);
     if (qs < 0)
         return srv_reply_db_error(req, qs);
     if (qs == 0)
         return srv_reply_problem(req, SRV_P_JOB_NOT_FOUND, NULL, "there is no job %lld",
                                  (long long)id);
-    return srv_reply_wrapped(req, "metrics", points);
+    return srv_reply_wrapped(req, "metrics", a.points);
 }

@@ -10,40 +10,50 @@
 #include <stdlib.h>
 #include <string.h>
 
+struct job_stop {
+    int64_t id;
+    const struct srv_identity *who;
+    enum srv_job_access access;
+    enum store_stop_outcome outcome;
+    char *job;
+};
+
+static int job_stop(struct db_conn *c, void *arg)
+{
+    struct job_stop *a = arg;
+    int qs = srv_auth_job_access(c, a->who, a->id, &a->access);
+    if (qs < 0 || a->access != SRV_JOB_ALLOWED)
+        return qs;
+    return store_job_stop(c, a->id, a->who->name, &a->outcome, &a->job);
+}
+
 enum MHD_Result h_jobs_stop(struct srv_request *req)
 {
     int64_t id;
     if (srv_arg_id(req, 0, &id) != 0)
         return srv_reply_bad_job_id(req);
-    struct db_conn *c = db_acquire(req->srv->db);
-    char *owner = NULL, *job = NULL;
-    enum store_stop_outcome outcome = STORE_STOP_NOT_FOUND;
-    int qs = c ? store_job_owner(c, id, &owner) : DB_SOFT_ERROR;
-    bool found = qs > 0 && owner != NULL;
-    bool allowed = found && srv_auth_may_modify(&req->who, owner);
-    free(owner);
-    if (allowed)
-        qs = store_job_stop(c, id, req->who.name, &outcome, &job);
-    db_release(req->srv->db, c);
+    struct job_stop a = {id, &req->who, SRV_JOB_NOT_FOUND, STORE_STOP_NOT_FOUND, NULL};
+    int qs = db_with_conn(req->srv->db, job_stop, &a);
     if (qs < 0) {
-        free(job);
+        free(a.job);
         return srv_reply_db_error(req, qs);
     }
-    if (!found || (allowed && outcome == STORE_STOP_NOT_FOUND))
+    if (a.access == SRV_JOB_NOT_FOUND ||
+        (a.access == SRV_JOB_ALLOWED && a.outcome == STORE_STOP_NOT_FOUND))
         return srv_reply_problem(req, SRV_P_JOB_NOT_FOUND, NULL, "there is no job %lld",
                                  (long long)id);
-    if (!allowed)
+    if (a.access == SRV_JOB_FORBIDDEN)
         return srv_reply_problem(req, SRV_P_FORBIDDEN, NULL,
                                  "job %lld belongs to another user; '%s' may stop only its own "
                                  "jobs",
                                  (long long)id, req->who.name);
-    if (outcome == STORE_STOP_ALREADY_FINISHED) {
-        free(job);
+    if (a.outcome == STORE_STOP_ALREADY_FINISHED) {
+        free(a.job);
         return srv_reply_problem(req, SRV_P_JOB_FINISHED, NULL, "job %lld has already finished",
                                  (long long)id);
     }
-    if (job == NULL)
+    if (a.job == NULL)
         return srv_reply_db_error(req, DB_HARD_ERROR);
     control_kick(req->srv->control);
-    return srv_reply_steal(req, MHD_HTTP_ACCEPTED, "application/json", job, strlen(job), NULL);
+    return srv_reply_steal(req, MHD_HTTP_ACCEPTED, "application/json", a.job, strlen(a.job), NULL);
 }

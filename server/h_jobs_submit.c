@@ -11,6 +11,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+struct job_submit {
+    const char *owner;
+    const json_t *spec;
+    json_int_t resume_from; /* 0: starts fresh */
+    bool no_checkpoint;     /* out: resume_from does not exist; nothing was inserted */
+    int64_t id;
+    char *job;
+};
+
+/* Checks the checkpoint to resume from, then inserts the job. Returns a db_qs. */
+static int job_submit(struct db_conn *c, void *arg)
+{
+    struct job_submit *a = arg;
+    /* A checkpoint removed between this check and the launch is the launch's to report. */
+    if (a->resume_from > 0) {
+        int qs = store_checkpoint_exists(c, a->resume_from);
+        if (qs <= 0) {
+            a->no_checkpoint = qs == 0;
+            return qs;
+        }
+    }
+    return store_job_insert(c, a->owner, a->spec, &a->id, &a->job);
+}
+
 enum MHD_Result h_jobs_submit(struct srv_request *req)
 {
     enum MHD_Result ret;
@@ -20,6 +44,9 @@ enum MHD_Result h_jobs_submit(struct srv_request *req)
     json_t *spec = NULL, *errors = NULL;
     int invalid = jobspec_validate(in, &spec, &errors);
     json_decref(in);
+    if (invalid == JOBSPEC_ENOMEM)
+        return srv_reply_problem(req, SRV_P_INTERNAL, NULL,
+                                 "out of memory while validating the job spec");
     if (invalid) {
         size_t n = json_array_size(errors);
         json_t *first = json_array_get(errors, 0);
@@ -28,28 +55,25 @@ enum MHD_Result h_jobs_submit(struct srv_request *req)
                                  json_string_value(json_object_get(first, "field")),
                                  json_string_value(json_object_get(first, "detail")));
     }
-    struct db_conn *c = db_acquire(req->srv->db);
-    int64_t id = 0;
-    char *job = NULL;
-    json_int_t ckpt = json_integer_value(json_object_get(spec, "resume_from_checkpoint"));
-    /* A checkpoint removed between this check and the launch is the launch's to report. */
-    int qs = c == NULL ? DB_SOFT_ERROR : ckpt > 0 ? store_checkpoint_exists(c, ckpt) : 1;
-    if (qs == 0) {
-        db_release(req->srv->db, c);
-        json_decref(spec);
+    struct job_submit a = {
+        .owner = req->who.name,
+        .spec = spec,
+        .resume_from = json_integer_value(json_object_get(spec, "resume_from_checkpoint")),
+    };
+    int qs = db_with_conn(req->srv->db, job_submit, &a);
+    json_decref(spec);
+    if (a.no_checkpoint) {
         char detail[64];
-        snprintf(detail, sizeof(detail), "checkpoint %lld does not exist", (long long)ckpt);
+        snprintf(detail, sizeof(detail), "checkpoint %lld does not exist",
+                 (long long)a.resume_from);
         return srv_reply_field_problem(req, SRV_P_CHECKPOINT_NOT_FOUND, "resume_from_checkpoint",
                                        detail);
     }
-    if (qs > 0)
-        qs = store_job_insert(c, req->who.name, spec, &id, &job);
-    db_release(req->srv->db, c);
-    json_decref(spec);
     if (qs <= 0)
         return srv_reply_db_error(req, qs < 0 ? qs : DB_HARD_ERROR);
     control_kick(req->srv->control);
     char location[64];
-    snprintf(location, sizeof(location), "/api/v1/jobs/%lld", (long long)id);
-    return srv_reply_steal(req, MHD_HTTP_CREATED, "application/json", job, strlen(job), location);
+    snprintf(location, sizeof(location), "/api/v1/jobs/%lld", (long long)a.id);
+    return srv_reply_steal(req, MHD_HTTP_CREATED, "application/json", a.job, strlen(a.job),
+                           location);
 }

@@ -5,10 +5,36 @@
 #include "handlers.h"
 #include "server.h"
 #include "store.h"
+#include "token.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* One token query: its arguments and its JSON text result. */
+struct token_query {
+    const char *name, *role, *hash;
+    int64_t id;
+    char *json;
+};
+
+static int token_insert(struct db_conn *c, void *arg)
+{
+    struct token_query *a = arg;
+    return store_token_insert(c, a->name, a->role, a->hash, &a->json);
+}
+
+static int token_list(struct db_conn *c, void *arg)
+{
+    struct token_query *a = arg;
+    return store_token_list(c, &a->json);
+}
+
+static int token_revoke(struct db_conn *c, void *arg)
+{
+    struct token_query *a = arg;
+    return store_token_revoke(c, a->id);
+}
 
 enum MHD_Result h_tokens_create(struct srv_request *req)
 {
@@ -39,32 +65,27 @@ enum MHD_Result h_tokens_create(struct srv_request *req)
         return srv_reply_problem(req, SRV_P_INVALID_BODY, errors, "invalid token request");
     }
     json_decref(errors);
-    char token[44], hash[65];
-    char *json = NULL;
+    char token[SRV_TOKEN_MAX], hash[65];
+    struct token_query a = {.name = name, .role = role, .hash = hash};
     int qs = DB_HARD_ERROR;
-    if (srv_auth_new_token(token, hash) == 0) {
-        struct db_conn *c = db_acquire(req->srv->db);
-        qs = c ? store_token_insert(c, name, role, hash, &json) : DB_SOFT_ERROR;
-        db_release(req->srv->db, c);
-    }
+    if (srv_token_mint("ty_", token, sizeof(token), hash) == 0)
+        qs = db_with_conn(req->srv->db, token_insert, &a);
     json_decref(in);
     if (qs <= 0)
         return srv_reply_db_error(req, qs < 0 ? qs : DB_HARD_ERROR);
-    json_t *out = json_loads(json, 0, NULL);
-    free(json);
+    json_t *out = json_loads(a.json, 0, NULL);
+    free(a.json);
     json_object_set_new(out, "token", json_string(token));
     return srv_reply_json(req, MHD_HTTP_CREATED, out);
 }
 
 enum MHD_Result h_tokens_list(struct srv_request *req)
 {
-    struct db_conn *c = db_acquire(req->srv->db);
-    char *list = NULL;
-    int qs = c ? store_token_list(c, &list) : DB_SOFT_ERROR;
-    db_release(req->srv->db, c);
+    struct token_query a = {0};
+    int qs = db_with_conn(req->srv->db, token_list, &a);
     if (qs <= 0)
         return srv_reply_db_error(req, qs < 0 ? qs : DB_HARD_ERROR);
-    return srv_reply_wrapped(req, "tokens", list);
+    return srv_reply_wrapped(req, "tokens", a.json);
 }
 
 enum MHD_Result h_tokens_delete(struct srv_request *req)
@@ -73,9 +94,7 @@ enum MHD_Result h_tokens_delete(struct srv_request *req)
     if (srv_arg_id(req, 0, &id) != 0)
         return srv_reply_problem(req, SRV_P_TOKEN_NOT_FOUND, NULL, "'%s' is not a token id",
                                  req->args[0]);
-    struct db_conn *c = db_acquire(req->srv->db);
-    int qs = c ? store_token_revoke(c, id) : DB_SOFT_ERROR;
-    db_release(req->srv->db, c);
+    int qs = db_with_conn(req->srv->db, token_revoke, &(struct token_query){.id = id});
     if (qs < 0)
         return srv_reply_db_error(req, qs);
     if (qs == 0)

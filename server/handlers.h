@@ -25,7 +25,4 @@ enum MHD_Result h_tokens_create(struct srv_request *req);
 enum MHD_Result h_tokens_list(struct srv_request *req);
 enum MHD_Result h_tokens_delete(struct srv_request *req);
 
-/* The reply for a failed store call (503 when the database is unreachable, else 500). */
-enum MHD_Result srv_reply_db_error(struct srv_request *req, int qs);
-
 #endif

@@ -2,6 +2,7 @@
 #include "http.h"
 
 #include "auth.h"
+#include "db.h"
 #include "log.h"
 #include "server.h"
 #include "util.h"
@@ -113,6 +114,14 @@ enum MHD_Result srv_reply_problem(struct srv_request *req, enum srv_problem p, j
     enum MHD_Result r = reply_problem_v(req, p, errors, NULL, detail_fmt, ap);
     va_end(ap);
     return r;
+}
+
+enum MHD_Result srv_reply_db_error(struct srv_request *req, int qs)
+{
+    if (qs == DB_SOFT_ERROR)
+        return srv_reply_problem(req, SRV_P_DATABASE_UNAVAILABLE, NULL,
+                                 "the database is unavailable; retry shortly");
+    return srv_reply_problem(req, SRV_P_INTERNAL, NULL, "database error; see the server log");
 }
 
 enum MHD_Result srv_reply_field_problem(struct srv_request *req, enum srv_problem p,

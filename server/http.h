@@ -4,6 +4,7 @@
 #ifndef SRV_HTTP_H
 #define SRV_HTTP_H
 
+#include "identity.h"
 #include "problem.h"
 
 #include <jansson.h>
@@ -13,15 +14,6 @@
 #include <stdint.h>
 
 struct srv;
-
-enum srv_role { SRV_ROLE_NONE = 0, SRV_ROLE_VIEWER = 1, SRV_ROLE_USER = 2, SRV_ROLE_ADMIN = 3 };
-
-/* Who made the request (filled by auth.c). */
-struct srv_identity {
-    enum srv_role role;
-    char name[129];
-    int64_t token_id; /* 0 with --auth none */
-};
 
 #define SRV_MAX_PATH_ARGS 4
 
@@ -73,6 +65,9 @@ enum MHD_Result srv_reply_wrapped(struct srv_request *req, const char *key, char
 enum MHD_Result srv_reply_problem(struct srv_request *req, enum srv_problem p, json_t *errors,
                                   const char *detail_fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* The reply for a failed store call, given its db_qs (db.h): 503 database-unavailable for
+ * DB_SOFT_ERROR (retry shortly), else 500 internal. */
+enum MHD_Result srv_reply_db_error(struct srv_request *req, int qs);
 /* Problem naming one field. */
 enum MHD_Result srv_reply_field_problem(struct srv_request *req, enum srv_problem p,
                                         const char *field, const char *detail);

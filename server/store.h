@@ -5,7 +5,11 @@
 #define SRV_STORE_H
 
 #include "db.h"
-#include "http.h"
+/* For the store_*.c files, and for the two declarations below that still hand out a PGresult
+ * (store_launch_rows, store_checkpoint_launch_dirs); once those return typed rows, this include
+ * belongs in the store_*.c files and store.h no longer shows libpq. */
+#include "db_query.h"
+#include "identity.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -15,6 +19,10 @@
 /* For the store_*.c files: formats an integer as a statement parameter into char buf[N]. */
 #define STORE_NUM(buf, v) snprintf((buf), sizeof(buf), "%lld", (long long)(v))
 
+/* ---- health (store_health.c) ---- */
+/* A trivial query: 1 when the database answers, else an error. */
+int store_ping(struct db_conn *c);
+
 /* ---- tokens (store_tokens.c) ---- */
 int store_token_lookup(struct db_conn *c, const char *hash, struct srv_identity *who);
 /* Inserts a token; *json_out gets {"id","name","role","created_at"} text. */
@@ -23,6 +31,11 @@ int store_token_insert(struct db_conn *c, const char *name, const char *role, co
 int store_token_list(struct db_conn *c, char **json_out);
 int store_token_revoke(struct db_conn *c, int64_t id);
 int store_token_count_admins(struct db_conn *c, int64_t *count);
+/* The first-start lock: serialises servers starting on one database while they check for an
+ * admin token and issue the first one. A session-level advisory lock held by this connection
+ * until store_bootstrap_unlock (or until it closes). Each returns a db_qs. */
+int store_bootstrap_lock(struct db_conn *c);
+int store_bootstrap_unlock(struct db_conn *c);
 
 /* ---- jobs (store_jobs.c) ---- */
 /* Submits a job (ty_job_submit: PENDING, and its first event) in one statement; *json_out = the
@@ -73,8 +86,16 @@ int store_node_lost(struct db_conn *c, const char *id);
 int store_node_list(struct db_conn *c, char **json_out);
 int store_node_get(struct db_conn *c, const char *id, char **json_out);
 int store_node_set_draining(struct db_conn *c, const char *id, bool draining, char **json_out);
-/* Live workers on a node: rows (job_id, attempt, rank, status). Caller PQclear()s *res. */
-int store_node_live_workers(struct db_conn *c, const char *id, PGresult **res);
+/* A worker the database believes live (PLACED or RUNNING) on a node. */
+struct store_live_worker {
+    int64_t job;
+    int attempt, rank;
+    bool placed; /* PLACED: its launch is not confirmed yet; false: RUNNING */
+};
+/* Live workers on node `id`, ordered by job, attempt, rank: *out (malloc'd, free() it; NULL when
+ * none) holds *n of them. Returns the row count or an error (then *out is NULL, *n 0). */
+int store_node_live_workers(struct db_conn *c, const char *id, struct store_live_worker **out,
+                            size_t *n);
 
 int store_worker_started(struct db_conn *c, int64_t job, int attempt, int rank, int64_t pid);
 /* One worker_started event. */
@@ -106,13 +127,52 @@ int store_jobs_stopping(struct db_conn *c, int64_t **ids, size_t *n);
 /* Finishes STOPPING jobs with no live worker. Returns how many finished, or an error. */
 int store_jobs_settle_stopping(struct db_conn *c);
 
-/* Scheduler snapshot: nodes (id, address, status, draining, resources, gpu_type), live
- * allocations (job_id, node_id, resources, gpus, end_epoch), pending jobs (id, priority,
- * created_epoch) in queue order. Caller PQclear()s each. */
-int store_sched_snapshot(struct db_conn *c, PGresult **nodes, PGresult **running,
-                         PGresult **pending);
-/* Specs of the jobs whose ids are in the array literal `ids` ("{1,2}"): rows (id, spec). */
-int store_job_specs(struct db_conn *c, const char *ids, PGresult **res);
+/* What a scheduling pass reads (store_sched_snapshot). Strings are owned by the enclosing
+ * struct store_sched_rows and valid until store_sched_rows_free(). */
+struct store_sched_node {
+    const char *id;
+    const char *address;
+    bool alive;                 /* status ALIVE */
+    bool draining;              /* drained by an operator */
+    const char *resources_json; /* JSON object {"CPU": n, "memory_mb": n, "GPU": [ids], ...} */
+    const char *gpu_type;       /* NULL when the node has none */
+};
+/* One live (PLACED or RUNNING) worker. */
+struct store_sched_worker {
+    int64_t job;
+    const char *node_id;
+    const char *resources_json; /* its bundle, JSON object */
+    const char *gpus_json;      /* JSON array of the node's GPU ids it holds */
+    int64_t end_epoch;          /* its attempt's start + timeout_s (Unix seconds); -1: none */
+};
+struct store_sched_pending {
+    int64_t id;
+    int priority;
+    int64_t created_epoch; /* Unix seconds */
+};
+struct store_sched_rows {
+    struct store_sched_node *nodes; /* by id */
+    size_t nnodes;
+    struct store_sched_worker *workers; /* by job, then node */
+    size_t nworkers;
+    struct store_sched_pending *pending; /* in queue order: priority desc, created, id */
+    size_t npending;
+    void *storage; /* private: what the strings point into */
+};
+/* Reads every node, every live worker and the queue of PENDING jobs into *out (free it with
+ * store_sched_rows_free, also after a failure). Returns a db_qs (>= 0 on success). */
+int store_sched_snapshot(struct db_conn *c, struct store_sched_rows *out);
+void store_sched_rows_free(struct store_sched_rows *rows);
+/* A job's spec, as submitted (JSON text, malloc'd). */
+struct store_job_spec {
+    int64_t id;
+    char *spec_json;
+};
+/* Specs of the jobs ids[0..n) that exist: *out (free with store_job_specs_free) holds *nout of
+ * them, in no particular order. Returns the row count or an error (then *out is NULL). */
+int store_job_specs(struct db_conn *c, const int64_t *ids, size_t n, struct store_job_spec **out,
+                    size_t *nout);
+void store_job_specs_free(struct store_job_spec *specs, size_t n);
 /* Commits a placement (ty_place). Returns 1 with *attempt set, 0 if it did not happen. */
 int store_place(struct db_conn *c, int64_t job, const char *workers_json, int nports, int *attempt);
 int store_job_set_waiting_message(struct db_conn *c, int64_t job, const char *message);
@@ -121,8 +181,16 @@ int store_job_set_waiting_message(struct db_conn *c, int64_t job, const char *me
  * `node_id` or all nodes (NULL), ordered by node_rank then local_rank. */
 int store_launch_rows(struct db_conn *c, int64_t job, int attempt, const char *node_id,
                       PGresult **res);
-/* Nodes with live workers of the job's current attempt: rows (node_id, attempt). */
-int store_stop_targets(struct db_conn *c, int64_t job, PGresult **res);
+/* A node with live workers of a job's current attempt. */
+struct store_stop_target {
+    char *node_id;
+    int attempt;
+};
+/* The nodes with live workers of the job's current attempt: *out (free with
+ * store_stop_targets_free) holds *n of them. Returns the row count or an error (then *out is
+ * NULL). */
+int store_stop_targets(struct db_conn *c, int64_t job, struct store_stop_target **out, size_t *n);
+void store_stop_targets_free(struct store_stop_target *targets, size_t n);
 int store_job_workers(struct db_conn *c, int64_t job, char **json_out);
 int store_job_events(struct db_conn *c, int64_t job, char **json_out);
 int store_job_attempts(struct db_conn *c, int64_t job, char **json_out);

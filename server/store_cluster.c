@@ -3,6 +3,7 @@
  * so each event is one atomic statement. */
 #include "store.h"
 
+#include "db_query.h"
 #include "job_status.h"
 #include "log.h"
 #include "util.h"
@@ -97,15 +98,36 @@ int store_node_set_draining(struct db_conn *c, const char *id, bool draining, ch
     return db_exec_text(c, &st, p, json_out);
 }
 
-int store_node_live_workers(struct db_conn *c, const char *id, PGresult **res)
+int store_node_live_workers(struct db_conn *c, const char *id, struct store_live_worker **out,
+                            size_t *n)
 {
     static const struct db_stmt st = {
         "node_live_workers",
-        "SELECT job_id, attempt, rank, status FROM workers "
+        "SELECT job_id, attempt, rank, status = 'PLACED' FROM workers "
         "WHERE node_id = $1 AND status IN ('PLACED', 'RUNNING') ORDER BY job_id, attempt, rank",
         1, true};
     const char *p[] = {id};
-    return db_exec(c, &st, p, res);
+    PGresult *res = NULL;
+    *out = NULL;
+    *n = 0;
+    int qs = db_exec(c, &st, p, &res);
+    if (qs <= 0)
+        return qs;
+    *out = calloc((size_t)qs, sizeof(**out));
+    if (*out == NULL) {
+        PQclear(res);
+        return DB_HARD_ERROR;
+    }
+    for (int i = 0; i < qs; i++)
+        (*out)[i] = (struct store_live_worker){
+            .job = strtoll(PQgetvalue(res, i, 0), NULL, 10),
+            .attempt = (int)strtol(PQgetvalue(res, i, 1), NULL, 10),
+            .rank = (int)strtol(PQgetvalue(res, i, 2), NULL, 10),
+            .placed = strcmp(PQgetvalue(res, i, 3), "t") == 0,
+        };
+    *n = (size_t)qs;
+    PQclear(res);
+    return qs;
 }
 
 int store_worker_started(struct db_conn *c, int64_t job, int attempt, int rank, int64_t pid)
@@ -238,8 +260,63 @@ int store_jobs_settle_stopping(struct db_conn *c)
     return count_of(c, &st);
 }
 
-int store_sched_snapshot(struct db_conn *c, PGresult **nodes, PGresult **running,
-                         PGresult **pending)
+/* The PGresults a struct store_sched_rows points into. */
+struct sched_storage {
+    PGresult *nodes, *workers, *pending;
+};
+
+static const char *value_or_null(const PGresult *res, int row, int col)
+{
+    return PQgetisnull(res, row, col) ? NULL : PQgetvalue(res, row, col);
+}
+
+/* Fills rows from the three results; strings point into them. Returns 0 or -1 (out of memory). */
+static int sched_rows_fill(struct store_sched_rows *rows, const struct sched_storage *st)
+{
+    size_t nn = st->nodes ? (size_t)PQntuples(st->nodes) : 0;
+    size_t nw = st->workers ? (size_t)PQntuples(st->workers) : 0;
+    size_t np = st->pending ? (size_t)PQntuples(st->pending) : 0;
+    rows->nodes = nn ? calloc(nn, sizeof(*rows->nodes)) : NULL;
+    rows->workers = nw ? calloc(nw, sizeof(*rows->workers)) : NULL;
+    rows->pending = np ? calloc(np, sizeof(*rows->pending)) : NULL;
+    if ((nn && !rows->nodes) || (nw && !rows->workers) || (np && !rows->pending))
+        return -1;
+    for (size_t i = 0; i < nn; i++) {
+        int r = (int)i;
+        rows->nodes[i] = (struct store_sched_node){
+            .id = PQgetvalue(st->nodes, r, 0),
+            .address = PQgetvalue(st->nodes, r, 1),
+            .alive = strcmp(PQgetvalue(st->nodes, r, 2), "ALIVE") == 0,
+            .draining = strcmp(PQgetvalue(st->nodes, r, 3), "t") == 0,
+            .resources_json = PQgetvalue(st->nodes, r, 4),
+            .gpu_type = value_or_null(st->nodes, r, 5),
+        };
+    }
+    for (size_t i = 0; i < nw; i++) {
+        int r = (int)i;
+        rows->workers[i] = (struct store_sched_worker){
+            .job = strtoll(PQgetvalue(st->workers, r, 0), NULL, 10),
+            .node_id = PQgetvalue(st->workers, r, 1),
+            .resources_json = PQgetvalue(st->workers, r, 2),
+            .gpus_json = PQgetvalue(st->workers, r, 3),
+            .end_epoch = strtoll(PQgetvalue(st->workers, r, 4), NULL, 10),
+        };
+    }
+    for (size_t i = 0; i < np; i++) {
+        int r = (int)i;
+        rows->pending[i] = (struct store_sched_pending){
+            .id = strtoll(PQgetvalue(st->pending, r, 0), NULL, 10),
+            .priority = (int)strtol(PQgetvalue(st->pending, r, 1), NULL, 10),
+            .created_epoch = strtoll(PQgetvalue(st->pending, r, 2), NULL, 10),
+        };
+    }
+    rows->nnodes = nn;
+    rows->nworkers = nw;
+    rows->npending = np;
+    return 0;
+}
+
+int store_sched_snapshot(struct db_conn *c, struct store_sched_rows *out)
 {
     static const struct db_stmt st_nodes = {
         "sched_nodes",
@@ -260,26 +337,91 @@ int store_sched_snapshot(struct db_conn *c, PGresult **nodes, PGresult **running
         "SELECT id, priority, extract(epoch FROM created_at)::bigint FROM jobs "
         "WHERE status = 'PENDING' ORDER BY priority DESC, created_at, id",
         0, true};
-    *nodes = *running = *pending = NULL;
-    int qs = db_exec(c, &st_nodes, NULL, nodes);
+    memset(out, 0, sizeof(*out));
+    struct sched_storage *st = calloc(1, sizeof(*st));
+    if (st == NULL)
+        return DB_HARD_ERROR;
+    out->storage = st;
+    int qs = db_exec(c, &st_nodes, NULL, &st->nodes);
     if (qs >= 0)
-        qs = db_exec(c, &st_running, NULL, running);
+        qs = db_exec(c, &st_running, NULL, &st->workers);
     if (qs >= 0)
-        qs = db_exec(c, &st_pending, NULL, pending);
-    if (qs < 0) {
-        PQclear(*nodes);
-        PQclear(*running);
-        *nodes = *running = NULL;
-    }
+        qs = db_exec(c, &st_pending, NULL, &st->pending);
+    if (qs >= 0 && sched_rows_fill(out, st) != 0)
+        qs = DB_HARD_ERROR;
     return qs;
 }
 
-int store_job_specs(struct db_conn *c, const char *ids, PGresult **res)
+void store_sched_rows_free(struct store_sched_rows *rows)
+{
+    struct sched_storage *st = rows->storage;
+    if (st) {
+        PQclear(st->nodes);
+        PQclear(st->workers);
+        PQclear(st->pending);
+        free(st);
+    }
+    free(rows->nodes);
+    free(rows->workers);
+    free(rows->pending);
+    memset(rows, 0, sizeof(*rows));
+}
+
+/* "{1,2,3}": ids as a PostgreSQL array literal (malloc'd), or NULL when out of memory. */
+static char *id_array_literal(const int64_t *ids, size_t n)
+{
+    size_t cap = 3 + n * 21;
+    char *text = malloc(cap);
+    if (text == NULL)
+        return NULL;
+    size_t len = 0;
+    text[len++] = '{';
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)snprintf(text + len, cap - len, "%s%lld", i ? "," : "", (long long)ids[i]);
+    snprintf(text + len, cap - len, "}");
+    return text;
+}
+
+int store_job_specs(struct db_conn *c, const int64_t *ids, size_t n, struct store_job_spec **out,
+                    size_t *nout)
 {
     static const struct db_stmt st = {
         "job_specs", "SELECT id, spec::text FROM jobs WHERE id = ANY($1::bigint[])", 1, true};
-    const char *p[] = {ids};
-    return db_exec(c, &st, p, res);
+    *out = NULL;
+    *nout = 0;
+    if (n == 0)
+        return 0;
+    char *array = id_array_literal(ids, n);
+    if (array == NULL)
+        return DB_HARD_ERROR;
+    const char *p[] = {array};
+    PGresult *res = NULL;
+    int qs = db_exec(c, &st, p, &res);
+    free(array);
+    if (qs <= 0)
+        return qs;
+    struct store_job_spec *specs = calloc((size_t)qs, sizeof(*specs));
+    for (int i = 0; specs && i < qs; i++) {
+        specs[i].id = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+        specs[i].spec_json = strdup(PQgetvalue(res, i, 1));
+        if (specs[i].spec_json == NULL) {
+            store_job_specs_free(specs, (size_t)i);
+            specs = NULL;
+        }
+    }
+    PQclear(res);
+    if (specs == NULL)
+        return DB_HARD_ERROR;
+    *out = specs;
+    *nout = (size_t)qs;
+    return qs;
+}
+
+void store_job_specs_free(struct store_job_spec *specs, size_t n)
+{
+    for (size_t i = 0; specs && i < n; i++)
+        free(specs[i].spec_json);
+    free(specs);
 }
 
 int store_place(struct db_conn *c, int64_t job, const char *workers_json, int nports, int *attempt)
@@ -337,7 +479,7 @@ int store_launch_rows(struct db_conn *c, int64_t job, int attempt, const char *n
     return db_exec(c, &st, p, res);
 }
 
-int store_stop_targets(struct db_conn *c, int64_t job, PGresult **res)
+int store_stop_targets(struct db_conn *c, int64_t job, struct store_stop_target **out, size_t *n)
 {
     static const struct db_stmt st = {
         "stop_targets",
@@ -348,7 +490,34 @@ int store_stop_targets(struct db_conn *c, int64_t job, PGresult **res)
     char j[32];
     STORE_NUM(j, job);
     const char *p[] = {j};
-    return db_exec(c, &st, p, res);
+    PGresult *res = NULL;
+    *out = NULL;
+    *n = 0;
+    int qs = db_exec(c, &st, p, &res);
+    if (qs <= 0)
+        return qs;
+    struct store_stop_target *targets = calloc((size_t)qs, sizeof(*targets));
+    for (int i = 0; targets && i < qs; i++) {
+        targets[i].attempt = (int)strtol(PQgetvalue(res, i, 1), NULL, 10);
+        targets[i].node_id = strdup(PQgetvalue(res, i, 0));
+        if (targets[i].node_id == NULL) {
+            store_stop_targets_free(targets, (size_t)i);
+            targets = NULL;
+        }
+    }
+    PQclear(res);
+    if (targets == NULL)
+        return DB_HARD_ERROR;
+    *out = targets;
+    *n = (size_t)qs;
+    return qs;
+}
+
+void store_stop_targets_free(struct store_stop_target *targets, size_t n)
+{
+    for (size_t i = 0; targets && i < n; i++)
+        free(targets[i].node_id);
+    free(targets);
 }
 
 int store_job_workers(struct db_conn *c, int64_t job, char **json_out)

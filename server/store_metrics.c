@@ -2,6 +2,7 @@
  * and reading metric series back, downsampled per (name, rank) by downsample.c. */
 #include "store.h"
 
+#include "db_query.h"
 #include "downsample.h"
 
 #include <math.h>

@@ -1,7 +1,7 @@
 /* API token queries. */
 #include "store.h"
 
-#include "auth.h"
+#include "db_query.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,4 +73,17 @@ int store_token_count_admins(struct db_conn *c, int64_t *count)
     *count = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
     return qs;
+}
+
+/* The advisory lock key of the first start; no other lock of ours uses it. */
+#define STORE_BOOTSTRAP_LOCK "7468797901"
+
+int store_bootstrap_lock(struct db_conn *c)
+{
+    return db_exec_simple(c, "SELECT pg_advisory_lock(" STORE_BOOTSTRAP_LOCK ")");
+}
+
+int store_bootstrap_unlock(struct db_conn *c)
+{
+    return db_exec_simple(c, "SELECT pg_advisory_unlock(" STORE_BOOTSTRAP_LOCK ")");
 }
