@@ -102,9 +102,12 @@ void ctl__specs_free(struct ctl_specs *t);
 /* control_sched.c */
 /* Runs one scheduling pass and launches what it placed. */
 void ctl__schedule(struct control *ctl);
-/* Sends `launch` for the workers of job/attempt still PLACED (on one node, or all if NULL). */
-void ctl__send_launches(struct control *ctl, int64_t job, int attempt, const char *node_id);
 /* Sends `stop` to every node with a live worker of the job's current attempt. */
 void ctl__send_stops(struct control *ctl, int64_t job);
 
+/* control_launch.c */
+/* Sends `launch` for the workers of job/attempt still PLACED (on one node, or all if NULL). */
+void ctl__send_launches(struct control *ctl, int64_t job, int attempt, const char *node_id);
+/* Sends a message built by common/agent_proto.c (text taken over; NULL is dropped). */
+void ctl__send_text(struct control *ctl, uint64_t conn, char *text);
 #endif

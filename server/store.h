@@ -6,6 +6,7 @@
 
 #include "db.h"
 #include "http.h"
+#include "launch.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -100,11 +101,12 @@ int store_job_specs(struct db_conn *c, const char *ids, PGresult **res);
 /* Commits a placement (ty_place). Returns 1 with *attempt set, 0 if it did not happen. */
 int store_place(struct db_conn *c, int64_t job, const char *workers_json, int nports, int *attempt);
 int store_job_set_waiting_message(struct db_conn *c, int64_t job, const char *message);
-/* Launch data of an attempt: rows (spec, master_addr, master_port, world_size, num_nodes,
- * node_id, node_rank, rank, local_rank, gpus json, local_world_size), PLACED workers only, on
- * `node_id` or all nodes (NULL), ordered by node_rank then local_rank. */
+/* Launch data of an attempt (launch.h): the job's spec, the attempt's rendezvous, the address
+ * of every rank's node, and its PLACED workers on `node_id` or on all nodes (NULL), ordered by
+ * node_rank then local_rank. Returns the number of workers (0: none PLACED, *out left empty) or
+ * an error; free *out with srv_launch_rows_free. */
 int store_launch_rows(struct db_conn *c, int64_t job, int attempt, const char *node_id,
-                      PGresult **res);
+                      struct srv_launch_rows *out);
 /* Nodes with live workers of the job's current attempt: rows (node_id, attempt). */
 int store_stop_targets(struct db_conn *c, int64_t job, PGresult **res);
 int store_job_workers(struct db_conn *c, int64_t job, char **json_out);
@@ -169,12 +171,13 @@ int store_checkpoint_list(struct db_conn *c, int64_t job, char **json_out);
 /* Whether checkpoint `ckpt` exists (is COMMITTED): 1, 0, or an error. One primary-key lookup. */
 int store_checkpoint_exists(struct db_conn *c, int64_t ckpt);
 /* The directories to resume attempt `attempt` of `job` from checkpoint `ckpt` (its
- * resume_from_checkpoint), for the nodes in nodes_json (JSON text, an array of node ids): one row
- * (node_id, path, message) per node, in that order. path: the checkpoint's location entry on
- * that node, or NULL when the node holds no copy (or the checkpoint no longer exists), in which
- * case message says so and is also recorded as a job event of the attempt (once, however often
- * the launch is resent). Returns the row count or an error; *res (PQclear it) when rows. */
+ * resume_from_checkpoint), for the n_nodes nodes `node_ids`: *out gets one entry per node, in
+ * that order (srv_resume_dirs_free). path: the checkpoint's location entry on that node, or NULL
+ * when the node holds no copy (or the checkpoint no longer exists), in which case message says so
+ * and is also recorded as a job event of the attempt (once, however often the launch is resent).
+ * Returns the entry count or an error (*out NULL). */
 int store_checkpoint_launch_dirs(struct db_conn *c, int64_t ckpt, int64_t job, int attempt,
-                                 const char *nodes_json, PGresult **res);
+                                 const char *const *node_ids, size_t n_nodes,
+                                 struct srv_resume_dir **out, size_t *n);
 
 #endif
