@@ -28,7 +28,7 @@ def hosts():
     except (subprocess.CalledProcessError, FileNotFoundError) as e:
         print(f"SKIP REASON: cannot create network namespaces here: {e}")
         pytest.skip(f"network namespaces unavailable: {e}")
-    made = []
+    made, veths = [], []
     try:
         _ip("addr", "add", f"10.231.{n}.1/24", "dev", bridge)
         _ip("link", "set", bridge, "up")
@@ -38,6 +38,7 @@ def hosts():
             made.append(ns)
             host_end, ns_end = f"tyh{tag}{i}", f"tyn{tag}{i}"
             _ip("link", "add", host_end, "type", "veth", "peer", "name", ns_end)
+            veths.append(host_end)
             _ip("link", "set", ns_end, "netns", ns)
             _ip("link", "set", host_end, "master", bridge)
             _ip("link", "set", host_end, "up")
@@ -48,6 +49,10 @@ def hosts():
             addrs.append(addr)
         yield {"bridge_addr": f"10.231.{n}.1", "namespaces": names, "addrs": addrs}
     finally:
+        # The veths first: deleting a namespace frees its end asynchronously, and the next test
+        # of this process makes the same names again at once.
+        for v in veths:
+            _ip("link", "del", v, check=False)
         for ns in made:
             _ip("netns", "del", ns, check=False)
         _ip("link", "del", bridge, check=False)
