@@ -71,8 +71,9 @@ struct control {
 double ctl__now(void);
 struct ctl_node *ctl__node_by_conn(struct control *ctl, uint64_t conn);
 struct ctl_node *ctl__node_by_id(struct control *ctl, const char *id);
-/* Sends a JSON message (reference stolen) to a connection. */
-void ctl__send(struct control *ctl, uint64_t conn, json_t *msg);
+/* Sends a message built by common/agent_proto.c to a connection (text taken over; NULL, out of
+ * memory while building it, is logged and dropped). */
+void ctl__send_text(struct control *ctl, uint64_t conn, char *text);
 
 /* The job id of an agent message: a decimal string (the protocol's form) or an integer.
  * Returns 0 when missing or malformed. */
@@ -108,6 +109,5 @@ void ctl__send_stops(struct control *ctl, int64_t job);
 /* control_launch.c */
 /* Sends `launch` for the workers of job/attempt still PLACED (on one node, or all if NULL). */
 void ctl__send_launches(struct control *ctl, int64_t job, int attempt, const char *node_id);
-/* Sends a message built by common/agent_proto.c (text taken over; NULL is dropped). */
-void ctl__send_text(struct control *ctl, uint64_t conn, char *text);
+
 #endif

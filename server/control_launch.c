@@ -8,19 +8,6 @@
 #include "store.h"
 
 #include <stdlib.h>
-#include <string.h>
-
-void ctl__send_text(struct control *ctl, uint64_t conn, char *text)
-{
-    if (text == NULL) {
-        TY_ERROR("control", "out of memory building a message for connection %llu",
-                 (unsigned long long)conn);
-        return;
-    }
-    if (conn == 0 || hub_send(ctl->hub, conn, text, strlen(text)) != 0)
-        TY_DEBUG("control", "dropped message for a closed connection: %.80s", text);
-    free(text);
-}
 
 /* The resume points of the launch's nodes (resume_from_checkpoint): 0 with *dirs (NULL when the
  * job starts fresh), or -1 when the lookup failed (logged): then nothing is launched. */
