@@ -9,7 +9,7 @@
  *   config.c      the option table (flag, TRAINYARD_* variable, default) and its loader
  *   parse.c       pure parsers: server URL, port range, GPU list, labels, custom resources
  *   backoff.c     pure reconnect delay (0.2 s doubling to 10 s, ±50 % jitter)
- *   env.c         pure worker environment (DESIGN §3, TF_CONFIG, PYTHONPATH)
+ *   env.c         pure worker environment (DESIGN §3, TF_CONFIG, PYTHONPATH, gloo/NCCL interface)
  *   checkpoint.c  taking over checkpoint directories (<data>/checkpoints), merging local ranks
  *   resources.c   node identity and resources: node-id file, CPUs, memory, NVML (dlopen)
  *   events.c      the outgoing event queue (seq, kept until acked) and the worker table
