@@ -437,6 +437,8 @@ int agent_server_msg_parse(const char *text, size_t len, struct agent_server_msg
                            size_t errlen)
 {
     memset(out, 0, sizeof(*out));
+    if (len > AGENT_PROTO_MAX_MESSAGE)
+        return ERR("message of %zu bytes is over the limit of %u", len, AGENT_PROTO_MAX_MESSAGE);
     json_error_t je;
     json_t *root = json_loadb(text, len, 0, &je);
     if (!root)
@@ -673,6 +675,8 @@ int agent_node_msg_parse(const char *text, size_t len, struct agent_node_msg *ou
 {
     memset(out, 0, sizeof(*out));
     out->seq = -1;
+    if (len > AGENT_PROTO_MAX_MESSAGE)
+        return ERR("message of %zu bytes is over the limit of %u", len, AGENT_PROTO_MAX_MESSAGE);
     json_error_t je;
     json_t *root = json_loadb(text, len, 0, &je);
     if (!root)

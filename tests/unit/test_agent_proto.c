@@ -742,6 +742,29 @@ static void agent_proto_refuses_malformed_agent_messages(void **state)
                         "error", 5, X);
 }
 
+static void agent_proto_refuses_messages_over_the_size_limit(void **state)
+{
+    (void)state;
+    size_t len = AGENT_PROTO_MAX_MESSAGE + 1;
+    char *big = malloc(len);
+    assert_non_null(big);
+    memset(big, ' ', len);
+    memcpy(big, "{\"type\":\"heartbeat\"}", 20);
+    char err[256] = "";
+    struct agent_node_msg m;
+    assert_int_equal(agent_node_msg_parse(big, len, &m, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "limit"));
+    struct agent_server_msg s;
+    err[0] = '\0';
+    assert_int_equal(agent_server_msg_parse(big, len, &s, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "limit"));
+    /* The same message within the limit is accepted. */
+    assert_int_equal(agent_node_msg_parse(big, len - 1, &m, err, sizeof(err)), 0);
+    assert_int_equal(m.type, AGENT_MSG_HEARTBEAT);
+    agent_node_msg_free(&m);
+    free(big);
+}
+
 static void agent_proto_unknown_agent_message_is_not_refused(void **state)
 {
     (void)state;
@@ -775,5 +798,6 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(agent_proto_worker_events_round_trip),
     cmocka_unit_test(agent_proto_refuses_malformed_agent_messages),
     cmocka_unit_test(agent_proto_unknown_agent_message_is_not_refused),
+    cmocka_unit_test(agent_proto_refuses_messages_over_the_size_limit),
 };
 TY_TEST_MAIN(tests)
