@@ -41,12 +41,13 @@ struct ctl_node *ctl__node_by_id(struct control *ctl, const char *id)
     return NULL;
 }
 
-void ctl__send(struct control *ctl, uint64_t conn, json_t *msg)
+void ctl__send_text(struct control *ctl, uint64_t conn, char *text)
 {
-    char *text = json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(17));
-    json_decref(msg);
-    if (text == NULL)
+    if (text == NULL) {
+        TY_ERROR("control", "out of memory building a message for connection %llu",
+                 (unsigned long long)conn);
         return;
+    }
     if (conn == 0 || hub_send(ctl->hub, conn, text, strlen(text)) != 0)
         TY_DEBUG("control", "dropped message for a closed connection: %.80s", text);
     free(text);

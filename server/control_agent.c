@@ -1,6 +1,9 @@
-/* Messages from agents (docs/agent-protocol.md): register, heartbeat, worker events. */
+/* Messages from agents (docs/agent-protocol.md): register, heartbeat, worker events; reports go
+ * to control_report.c. Each is parsed by the shared protocol module (common/agent_proto.c), acted
+ * on here, and answered with a message built there. */
 #include "control_internal.h"
 
+#include "agent_proto.h"
 #include "log.h"
 #include "server.h"
 #include "store.h"
@@ -23,20 +26,13 @@ int64_t ctl__job_id(json_t *msg)
 
 static void send_error_and_close(struct control *ctl, uint64_t conn, const char *message)
 {
-    ctl__send(ctl, conn, json_pack("{s:s, s:s}", "type", "error", "message", message));
+    ctl__send_text(ctl, conn, agent_msg_error(message));
     hub_close(ctl->hub, conn);
 }
 
-static void ack_seq(struct control *ctl, uint64_t conn, json_int_t seq)
+static void ack_seq(struct control *ctl, uint64_t conn, int64_t seq)
 {
-    ctl__send(ctl, conn, json_pack("{s:s, s:I}", "type", "ack", "seq", seq));
-}
-
-static void ack(struct control *ctl, uint64_t conn, json_t *msg)
-{
-    json_t *seq = json_object_get(msg, "seq");
-    if (json_is_integer(seq))
-        ack_seq(ctl, conn, json_integer_value(seq));
+    ctl__send_text(ctl, conn, agent_msg_ack(seq));
 }
 
 /* Could not record an event of this node: acks are cumulative, so a later ack would make the
@@ -56,22 +52,21 @@ static void reconnect_to_resend(struct control *ctl, struct ctl_node *node, uint
 /* ------------------------------------------------------------------------------------------ */
 
 /* Queues a worker_started of a registered node; a full batch is committed first. */
-static void queue_started(struct control *ctl, uint64_t conn, json_t *msg, int64_t job, int attempt,
-                          int rank)
+static void queue_started(struct control *ctl, uint64_t conn, const struct agent_worker_event *e,
+                          int64_t job)
 {
     struct ctl_started *b = &ctl->started;
     if (b->n == CTL_STARTED_MAX)
         ctl__flush_started(ctl);
-    json_t *seq = json_object_get(msg, "seq");
     b->rows[b->n] = (struct store_worker_start){
         .job = job,
-        .attempt = attempt,
-        .rank = rank,
-        .pid = json_integer_value(json_object_get(msg, "pid")),
+        .attempt = (int)e->attempt,
+        .rank = (int)e->rank,
+        .pid = e->pid,
     };
     b->conn[b->n] = conn;
-    b->has_seq[b->n] = json_is_integer(seq);
-    b->seq[b->n] = json_integer_value(seq);
+    b->has_seq[b->n] = true;
+    b->seq[b->n] = e->seq;
     b->n++;
 }
 
@@ -101,14 +96,15 @@ void ctl__flush_started(struct control *ctl)
     b->n = 0;
 }
 
-/* Applies a worker exit; stops the job's other workers when it failed. Returns 0 or -1. */
-static int apply_exit(struct control *ctl, int64_t job, int attempt, int rank, json_t *code,
-                      json_t *sig, const char *error)
+/* Applies a worker exit (exit_code, signal: -1 for null); stops the job's other workers when it
+ * failed. Returns 0 or -1. */
+static int apply_exit(struct control *ctl, int64_t job, int attempt, int rank, int exit_code,
+                      int signal, const char *error)
 {
-    int64_t c = json_integer_value(code), s = json_integer_value(sig);
+    int64_t c = exit_code, s = signal;
     enum store_exit_outcome outcome = STORE_EXIT_IGNORED;
-    int qs = store_worker_exited(ctl->db, job, attempt, rank, json_is_integer(code) ? &c : NULL,
-                                 json_is_integer(sig) ? &s : NULL, error, &outcome);
+    int qs = store_worker_exited(ctl->db, job, attempt, rank, exit_code >= 0 ? &c : NULL,
+                                 signal >= 0 ? &s : NULL, error, &outcome);
     if (qs < 0)
         return -1;
     if (outcome == STORE_EXIT_STOP_OTHERS)
@@ -118,9 +114,28 @@ static int apply_exit(struct control *ctl, int64_t job, int attempt, int rank, j
     return 0;
 }
 
+/* The job id of a worker event or state (the protocol's decimal string), or 0 when it names no
+ * job this server could have made. */
+static int64_t job_of(const struct agent_worker_event *e)
+{
+    int64_t id = 0;
+    return ty_parse_int64(e->job_id, 1, INT64_MAX, &id) == 0 ? id : 0;
+}
+
+/* Whether `register` listed worker (job, attempt, rank). */
+static bool reported(const struct agent_node_msg *reg, int64_t job, int attempt, int rank)
+{
+    for (size_t k = 0; k < reg->n_workers; k++) {
+        const struct agent_worker_event *w = &reg->workers[k];
+        if (job_of(w) == job && w->attempt == attempt && w->rank == rank)
+            return true;
+    }
+    return false;
+}
+
 /* Workers the database believes live on this node but the agent does not report: a PLACED one
  * whose launch was lost is launched again; a RUNNING one is gone. */
-static void reconcile(struct control *ctl, const char *node_id, json_t *reported)
+static void reconcile(struct control *ctl, const char *node_id, const struct agent_node_msg *reg)
 {
     struct store_live_worker *live = NULL;
     size_t nlive = 0;
@@ -133,17 +148,7 @@ static void reconcile(struct control *ctl, const char *node_id, json_t *reported
         int attempt = live[i].attempt;
         int rank = live[i].rank;
         bool placed = live[i].placed;
-        bool known = false;
-        size_t k;
-        json_t *w;
-        json_array_foreach(reported, k, w)
-        {
-            if (ctl__job_id(w) == job &&
-                json_integer_value(json_object_get(w, "attempt")) == attempt &&
-                json_integer_value(json_object_get(w, "rank")) == rank)
-                known = true;
-        }
-        if (known)
+        if (reported(reg, job, attempt, rank))
             continue;
         if (placed) {
             if (job != last_job || attempt != last_attempt)
@@ -151,65 +156,53 @@ static void reconcile(struct control *ctl, const char *node_id, json_t *reported
             last_job = job;
             last_attempt = attempt;
         } else {
-            apply_exit(ctl, job, attempt, rank, NULL, NULL,
-                       "was lost: its agent restarted without it");
+            apply_exit(ctl, job, attempt, rank, -1, -1, "was lost: its agent restarted without it");
         }
     }
     free(live);
 }
 
-static void on_register(struct control *ctl, uint64_t conn, json_t *msg)
+/* ------------------------------------------------------------------------------------------ */
+/* register                                                                                     */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Whether the register carries the cluster join token (always, without --auth). */
+static bool token_ok(const struct control *ctl, const char *token)
 {
-    if (ctl->cluster_token_hash) {
-        const char *token = json_string_value(json_object_get(msg, "token"));
-        char hash[65];
-        if (token)
-            ty_sha256_hex(token, strlen(token), hash);
-        if (token == NULL || strcmp(hash, ctl->cluster_token_hash) != 0) {
-            TY_WARN("control", "agent on connection %llu sent a wrong cluster token",
-                    (unsigned long long)conn);
-            send_error_and_close(ctl, conn, "unknown cluster join token");
-            return;
-        }
-    }
-    json_t *node = json_object_get(msg, "node");
-    const char *id = json_string_value(json_object_get(node, "id"));
-    const char *hostname = json_string_value(json_object_get(node, "hostname"));
-    const char *address = json_string_value(json_object_get(node, "address"));
-    json_t *resources = json_object_get(node, "resources");
-    json_t *range = json_object_get(node, "port_range");
-    if (id == NULL || *id == '\0' || strlen(id) > 128 || address == NULL ||
-        !json_is_object(resources)) {
-        send_error_and_close(ctl, conn, "register needs node.id, node.address, node.resources");
-        return;
-    }
-    int lo = 29500, hi = 29999;
-    if (json_is_array(range) && json_array_size(range) == 2) {
-        lo = (int)json_integer_value(json_array_get(range, 0));
-        hi = (int)json_integer_value(json_array_get(range, 1));
-        if (lo < 1 || hi > 65535 || lo > hi) {
-            send_error_and_close(ctl, conn, "node.port_range must be [lo, hi] within 1..65535");
-            return;
-        }
-    }
-    json_t *labels = json_object_get(node, "labels");
-    char *res_text = json_dumps(resources, JSON_COMPACT);
-    char *labels_text = json_is_object(labels) ? json_dumps(labels, JSON_COMPACT) : strdup("{}");
-    int qs = store_node_register(ctl->db, id, hostname ? hostname : id, address, res_text,
-                                 json_string_value(json_object_get(node, "gpu_type")), labels_text,
-                                 json_string_value(json_object_get(node, "version")), lo, hi);
+    if (ctl->cluster_token_hash == NULL)
+        return true;
+    char hash[65];
+    if (token == NULL)
+        return false;
+    ty_sha256_hex(token, strlen(token), hash);
+    return strcmp(hash, ctl->cluster_token_hash) == 0;
+}
+
+/* Records the node in the database. Returns a db_qs. */
+static int record_node(struct control *ctl, const struct agent_node_msg *reg)
+{
+    const struct agent_node_info *n = &reg->node;
+    char *res_text = json_dumps(reg->resources, JSON_COMPACT);
+    char *labels_text = n->labels ? json_dumps(n->labels, JSON_COMPACT) : strdup("{}");
+    int qs = res_text && labels_text
+                 ? store_node_register(ctl->db, n->id, n->hostname, n->address, res_text,
+                                       n->gpu_type, labels_text, n->version, n->port_lo, n->port_hi)
+                 : DB_HARD_ERROR;
     free(res_text);
     free(labels_text);
-    if (qs < 0) {
-        send_error_and_close(ctl, conn, "the server could not record the node; retry");
-        return;
-    }
+    return qs;
+}
+
+/* Makes `conn` the connection of node `id` in the registry (closing an older one). NULL when out
+ * of memory. */
+static struct ctl_node *attach_node(struct control *ctl, const char *id, uint64_t conn)
+{
     struct ctl_node *n = ctl__node_by_id(ctl, id);
     if (n == NULL) {
         n = calloc(1, sizeof(*n));
         if (n == NULL || (n->id = strdup(id)) == NULL) {
             free(n);
-            return;
+            return NULL;
         }
         n->next = ctl->nodes;
         ctl->nodes = n;
@@ -219,70 +212,105 @@ static void on_register(struct control *ctl, uint64_t conn, json_t *msg)
     n->conn = conn;
     n->alive = true;
     n->last_seen = ctl__now();
-    TY_INFO("control", "node %s registered (%s)", id, address);
-    ctl__send(ctl, conn,
-              json_pack("{s:s, s:s, s:I}", "type", "registered", "node_id", id,
-                        "heartbeat_interval_s",
-                        (json_int_t)(ctl->srv->cfg.heartbeat_timeout_s >= 4
-                                         ? ctl->srv->cfg.heartbeat_timeout_s / 4
-                                         : 1)));
-    json_t *workers = json_object_get(msg, "workers");
-    size_t i;
-    json_t *w;
-    json_array_foreach(workers, i, w)
-    {
-        if (strcmp(json_string_value(json_object_get(w, "status")) ?: "", "EXITED") == 0)
-            apply_exit(ctl, ctl__job_id(w), (int)json_integer_value(json_object_get(w, "attempt")),
-                       (int)json_integer_value(json_object_get(w, "rank")),
-                       json_object_get(w, "exit_code"), json_object_get(w, "signal"),
-                       json_string_value(json_object_get(w, "error")));
+    return n;
+}
+
+static void on_register(struct control *ctl, uint64_t conn, const struct agent_node_msg *reg)
+{
+    if (!token_ok(ctl, reg->token)) {
+        TY_WARN("control", "agent on connection %llu sent a wrong cluster token",
+                (unsigned long long)conn);
+        send_error_and_close(ctl, conn, "unknown cluster join token");
+        return;
     }
-    reconcile(ctl, id, workers);
+    const char *id = reg->node.id;
+    if (record_node(ctl, reg) < 0) {
+        send_error_and_close(ctl, conn, "the server could not record the node; retry");
+        return;
+    }
+    if (attach_node(ctl, id, conn) == NULL)
+        return;
+    TY_INFO("control", "node %s registered (%s)", id, reg->node.address);
+    int64_t timeout = ctl->srv->cfg.heartbeat_timeout_s;
+    ctl__send_text(ctl, conn, agent_msg_registered(id, timeout >= 4 ? timeout / 4 : 1));
+    for (size_t i = 0; i < reg->n_workers; i++) {
+        const struct agent_worker_event *w = &reg->workers[i];
+        if (w->exited)
+            apply_exit(ctl, job_of(w), (int)w->attempt, (int)w->rank, w->exit_code, w->signal,
+                       w->error);
+    }
+    reconcile(ctl, id, reg);
     ctl->dirty = true;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Dispatch                                                                                     */
+/* ------------------------------------------------------------------------------------------ */
+
+/* A worker event of a registered node. Returns 0, or -1 when it could not be recorded. */
+static int on_worker_event(struct control *ctl, struct ctl_node *node, uint64_t conn,
+                           const struct agent_node_msg *m)
+{
+    const struct agent_worker_event *e = &m->event;
+    int64_t job = job_of(e);
+    if (job == 0) {
+        TY_BAD_PEER("control", "node %s: %s for job '%s', which this server never ran", node->id,
+                    m->type_name, e->job_id);
+        ack_seq(ctl, conn, e->seq);
+        return 0;
+    }
+    if (m->type == AGENT_MSG_WORKER_STARTED) {
+        queue_started(ctl, conn, e, job);
+        return 0;
+    }
+    if (apply_exit(ctl, job, (int)e->attempt, (int)e->rank, e->exit_code, e->signal, e->error) < 0)
+        return -1;
+    ack_seq(ctl, conn, e->seq);
+    return 0;
 }
 
 void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text, size_t len)
 {
-    json_error_t err;
-    json_t *msg = json_loadb(text, len, 0, &err);
-    const char *type = json_string_value(json_object_get(msg, "type"));
-    if (type == NULL) {
+    struct agent_node_msg m;
+    char err[256];
+    bool ok = agent_node_msg_parse(text, len, &m, err, sizeof(err)) == 0;
+    if (!ok && m.type == AGENT_MSG_UNKNOWN) {
         TY_BAD_PEER("control", "connection %llu: not a JSON message with a type: %s",
-                    (unsigned long long)conn, msg ? "missing type" : err.text);
-        json_decref(msg);
+                    (unsigned long long)conn, err);
         return;
     }
     /* Every other message is applied after the worker starts queued before it. */
-    if (strcmp(type, "worker_started") != 0)
+    if (m.type != AGENT_MSG_WORKER_STARTED)
         ctl__flush_started(ctl);
     struct ctl_node *node = ctl__node_by_conn(ctl, conn);
-    if (strcmp(type, "register") == 0) {
-        on_register(ctl, conn, msg);
+    if (m.type == AGENT_MSG_REGISTER) {
+        if (ok) {
+            on_register(ctl, conn, &m);
+        } else {
+            char reply[300];
+            snprintf(reply, sizeof(reply), "invalid register: %s", err);
+            TY_BAD_PEER("control", "connection %llu: %s", (unsigned long long)conn, reply);
+            send_error_and_close(ctl, conn, reply);
+        }
     } else if (node == NULL) {
         send_error_and_close(ctl, conn, "send register first");
+    } else if (!ok) {
+        /* A resend would be refused the same way: ack it so that the agent drops it. */
+        TY_BAD_PEER("control", "node %s: malformed message dropped: %s", node->id, err);
+        node->last_seen = ctl__now();
+        if (m.seq >= 0)
+            ack_seq(ctl, conn, m.seq);
     } else {
         node->last_seen = ctl__now();
-        int64_t job = ctl__job_id(msg);
-        int attempt = (int)json_integer_value(json_object_get(msg, "attempt"));
-        int rank = (int)json_integer_value(json_object_get(msg, "rank"));
         int rc = 0;
-        if (strcmp(type, "heartbeat") == 0) {
-            /* last_seen updated above */
-        } else if (strcmp(type, "worker_started") == 0) {
-            queue_started(ctl, conn, msg, job, attempt, rank);
-        } else if (strcmp(type, "worker_exited") == 0) {
-            rc = apply_exit(ctl, job, attempt, rank, json_object_get(msg, "exit_code"),
-                            json_object_get(msg, "signal"),
-                            json_string_value(json_object_get(msg, "error")));
-            if (rc >= 0)
-                ack(ctl, conn, msg);
-        } else if (strcmp(type, "report") == 0) {
-            ctl__on_report(ctl, conn, msg);
-        } else {
-            TY_DEBUG("control", "node %s: ignoring message type '%s'", node->id, type);
-        }
+        if (m.type == AGENT_MSG_WORKER_STARTED || m.type == AGENT_MSG_WORKER_EXITED)
+            rc = on_worker_event(ctl, node, conn, &m);
+        else if (m.type == AGENT_MSG_REPORT)
+            ctl__on_report(ctl, conn, m.root);
+        else if (m.type != AGENT_MSG_HEARTBEAT) /* heartbeat: last_seen updated above */
+            TY_DEBUG("control", "node %s: ignoring message type '%s'", node->id, m.type_name);
         if (rc < 0)
-            reconnect_to_resend(ctl, node, conn, type);
+            reconnect_to_resend(ctl, node, conn, m.type_name);
     }
-    json_decref(msg);
+    agent_node_msg_free(&m);
 }

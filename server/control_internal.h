@@ -71,8 +71,9 @@ struct control {
 double ctl__now(void);
 struct ctl_node *ctl__node_by_conn(struct control *ctl, uint64_t conn);
 struct ctl_node *ctl__node_by_id(struct control *ctl, const char *id);
-/* Sends a JSON message (reference stolen) to a connection. */
-void ctl__send(struct control *ctl, uint64_t conn, json_t *msg);
+/* Sends a message built by common/agent_proto.c to a connection (text taken over; NULL, out of
+ * memory while building it, is logged and dropped). */
+void ctl__send_text(struct control *ctl, uint64_t conn, char *text);
 
 /* The job id of an agent message: a decimal string (the protocol's form) or an integer.
  * Returns 0 when missing or malformed. */
@@ -102,9 +103,11 @@ void ctl__specs_free(struct ctl_specs *t);
 /* control_sched.c */
 /* Runs one scheduling pass and launches what it placed. */
 void ctl__schedule(struct control *ctl);
-/* Sends `launch` for the workers of job/attempt still PLACED (on one node, or all if NULL). */
-void ctl__send_launches(struct control *ctl, int64_t job, int attempt, const char *node_id);
 /* Sends `stop` to every node with a live worker of the job's current attempt. */
 void ctl__send_stops(struct control *ctl, int64_t job);
+
+/* control_launch.c */
+/* Sends `launch` for the workers of job/attempt still PLACED (on one node, or all if NULL). */
+void ctl__send_launches(struct control *ctl, int64_t job, int attempt, const char *node_id);
 
 #endif

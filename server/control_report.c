@@ -28,6 +28,7 @@
  * here and in the job's result: a metric is a number. Names must be 1..256 bytes. */
 #include "control_internal.h"
 
+#include "agent_proto.h"
 #include "log.h"
 #include "store.h"
 
@@ -167,7 +168,7 @@ static void drop_connection(struct control *ctl, struct ctl_node *node, uint64_t
 
 static void send_ack(struct control *ctl, uint64_t conn, int64_t seq)
 {
-    ctl__send(ctl, conn, json_pack("{s:s, s:I}", "type", "ack", "seq", (json_int_t)seq));
+    ctl__send_text(ctl, conn, agent_msg_ack(seq));
 }
 
 /* Checkpoint registration (DESIGN section 4): records this report's checkpoint_bytes and, when

@@ -1,6 +1,8 @@
-/* Scheduling passes: database snapshot → scheduler/ → committed placements → launch orders. */
+/* Scheduling passes: database snapshot → scheduler/ → committed placements → launch orders
+ * (control_launch.c); stop orders. */
 #include "control_internal.h"
 
+#include "agent_proto.h"
 #include "control_snapshot.h"
 #include "jobspec.h"
 #include "log.h"
@@ -125,108 +127,6 @@ out:
     store_sched_rows_free(&rows);
 }
 
-/* The resume points of a launch (resume_from_checkpoint): rows (node_id, path, message) in the
- * order the nodes appear in `rows` (store_checkpoint_launch_dirs), or NULL with *failed set when
- * the lookup failed. NULL without *failed when the job starts fresh. */
-static PGresult *resume_dirs(struct control *ctl, int64_t job, int attempt, const json_t *spec,
-                             PGresult *rows, bool *failed)
-{
-    *failed = false;
-    json_int_t ckpt = json_integer_value(json_object_get(spec, "resume_from_checkpoint"));
-    if (ckpt <= 0)
-        return NULL;
-    json_t *nodes = json_array();
-    for (int i = 0; nodes && i < PQntuples(rows); i++)
-        if (i == 0 || strcmp(PQgetvalue(rows, i, 5), PQgetvalue(rows, i - 1, 5)) != 0)
-            json_array_append_new(nodes, json_string(PQgetvalue(rows, i, 5)));
-    char *text = nodes ? json_dumps(nodes, JSON_COMPACT) : NULL;
-    json_decref(nodes);
-    PGresult *res = NULL;
-    int qs = text ? store_checkpoint_launch_dirs(ctl->db, ckpt, job, attempt, text, &res)
-                  : DB_HARD_ERROR;
-    free(text);
-    if (qs <= 0) {
-        TY_ERROR("control",
-                 "job %lld attempt %d: cannot look up checkpoint %lld to resume from; "
-                 "not launching",
-                 (long long)job, attempt, (long long)ckpt);
-        PQclear(res);
-        *failed = true;
-        return NULL;
-    }
-    for (int i = 0; i < PQntuples(res); i++)
-        if (!PQgetisnull(res, i, 2))
-            TY_WARN("control", "job %lld attempt %d: %s", (long long)job, attempt,
-                    PQgetvalue(res, i, 2));
-    return res;
-}
-
-/* The checkpoint_dir of node number `k` of the launch (counted in row order), or NULL. */
-static const char *resume_dir_of(PGresult *dirs, int k, const char *node)
-{
-    if (dirs == NULL || k >= PQntuples(dirs) || PQgetisnull(dirs, k, 1) ||
-        strcmp(PQgetvalue(dirs, k, 0), node) != 0)
-        return NULL;
-    return PQgetvalue(dirs, k, 1);
-}
-
-void ctl__send_launches(struct control *ctl, int64_t job, int attempt, const char *node_id)
-{
-    PGresult *res = NULL;
-    if (store_launch_rows(ctl->db, job, attempt, node_id, &res) <= 0)
-        return;
-    json_t *spec = json_loads(PQgetvalue(res, 0, 0), 0, NULL);
-    bool failed;
-    PGresult *dirs = resume_dirs(ctl, job, attempt, spec, res, &failed);
-    if (failed) {
-        json_decref(spec);
-        PQclear(res);
-        return;
-    }
-    char job_text[32];
-    snprintf(job_text, sizeof(job_text), "%lld", (long long)job);
-    int rows = PQntuples(res);
-    int i = 0;
-    for (int k = 0; i < rows; k++) {
-        const char *node = PQgetvalue(res, i, 5);
-        json_t *workers = json_array();
-        int first = i;
-        for (; i < rows && strcmp(PQgetvalue(res, i, 5), node) == 0; i++)
-            json_array_append_new(
-                workers,
-                json_pack("{s:i, s:i, s:o}", "rank", (int)strtol(PQgetvalue(res, i, 7), NULL, 10),
-                          "local_rank", (int)strtol(PQgetvalue(res, i, 8), NULL, 10), "gpus",
-                          json_loads(PQgetvalue(res, i, 9), 0, NULL)));
-        json_t *msg = json_pack(
-            "{s:s, s:s, s:i, s:O?, s:O?, s:O?, s:O?, s:O?, s:i, s:i, s:i, s:i, s:s, s:i, s:s?, "
-            "s:o}",
-            "type", "launch", "job_id", job_text, "attempt", attempt, "backend",
-            json_object_get(spec, "backend"), "entrypoint", json_object_get(spec, "entrypoint"),
-            "working_dir", json_object_get(spec, "working_dir"), "env",
-            json_object_get(spec, "env"), "config", json_object_get(spec, "train_loop_config"),
-            "world_size", (int)strtol(PQgetvalue(res, first, 3), NULL, 10), "num_nodes",
-            (int)strtol(PQgetvalue(res, first, 4), NULL, 10), "node_rank",
-            (int)strtol(PQgetvalue(res, first, 6), NULL, 10), "local_world_size",
-            (int)strtol(PQgetvalue(res, first, 10), NULL, 10), "master_addr",
-            PQgetvalue(res, first, 1), "master_port",
-            (int)strtol(PQgetvalue(res, first, 2), NULL, 10), "checkpoint_dir",
-            resume_dir_of(dirs, k, node), "workers", workers);
-        struct ctl_node *n = ctl__node_by_id(ctl, node);
-        if (msg && n && n->conn)
-            ctl__send(ctl, n->conn, msg);
-        else {
-            json_decref(msg);
-            TY_WARN("control",
-                    "node %s is not connected: job %lld will launch there when it "
-                    "registers again",
-                    node, (long long)job);
-        }
-    }
-    PQclear(dirs);
-    json_decref(spec);
-    PQclear(res);
-}
-
 void ctl__send_stops(struct control *ctl, int64_t job)
 {
     struct store_stop_target *targets = NULL;
@@ -239,9 +139,8 @@ void ctl__send_stops(struct control *ctl, int64_t job)
         struct ctl_node *node = ctl__node_by_id(ctl, targets[i].node_id);
         if (node == NULL || node->conn == 0)
             continue;
-        ctl__send(ctl, node->conn,
-                  json_pack("{s:s, s:s, s:i, s:I}", "type", "stop", "job_id", job_text, "attempt",
-                            targets[i].attempt, "grace_s", (json_int_t)ctl->srv->cfg.stop_grace_s));
+        ctl__send_text(ctl, node->conn,
+                       agent_msg_stop(job_text, targets[i].attempt, ctl->srv->cfg.stop_grace_s));
     }
     store_stop_targets_free(targets, n);
 }

@@ -1,6 +1,7 @@
 /* libwebsockets server thread and the locked queues between it and the control thread. */
 #include "hub.h"
 
+#include "agent_proto.h"
 #include "log.h"
 
 #include <libwebsockets.h>
@@ -8,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HUB_MAX_MESSAGE (16u << 20)
+#define HUB_MAX_MESSAGE AGENT_PROTO_MAX_MESSAGE
 
 struct out_msg {
     struct out_msg *next;
@@ -179,7 +180,7 @@ static int on_agent(struct lws *wsi, enum lws_callback_reasons reason, void *use
 }
 
 static const struct lws_protocols protocols[] = {
-    {"trainyard-agent.v1", on_agent, sizeof(struct conn), 65536, 0, NULL, 0},
+    {AGENT_PROTO_SUBPROTOCOL, on_agent, sizeof(struct conn), 65536, 0, NULL, 0},
     {NULL, NULL, 0, 0, 0, NULL, 0},
 };
 
@@ -231,7 +232,8 @@ struct hub *hub_start(const char *host, int port, void (*wake)(void *), void *wa
         free(hub);
         return NULL;
     }
-    TY_INFO("hub", "websockets on ws://%s:%d (agents: subprotocol trainyard-agent.v1)", host, port);
+    TY_INFO("hub", "websockets on ws://%s:%d (agents: subprotocol %s)", host, port,
+            AGENT_PROTO_SUBPROTOCOL);
     return hub;
 }
 

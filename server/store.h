@@ -5,11 +5,8 @@
 #define SRV_STORE_H
 
 #include "db.h"
-/* For the store_*.c files, and for the two declarations below that still hand out a PGresult
- * (store_launch_rows, store_checkpoint_launch_dirs); once those return typed rows, this include
- * belongs in the store_*.c files and store.h no longer shows libpq. */
-#include "db_query.h"
 #include "identity.h"
+#include "launch.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -176,11 +173,12 @@ void store_job_specs_free(struct store_job_spec *specs, size_t n);
 /* Commits a placement (ty_place). Returns 1 with *attempt set, 0 if it did not happen. */
 int store_place(struct db_conn *c, int64_t job, const char *workers_json, int nports, int *attempt);
 int store_job_set_waiting_message(struct db_conn *c, int64_t job, const char *message);
-/* Launch data of an attempt: rows (spec, master_addr, master_port, world_size, num_nodes,
- * node_id, node_rank, rank, local_rank, gpus json, local_world_size), PLACED workers only, on
- * `node_id` or all nodes (NULL), ordered by node_rank then local_rank. */
+/* Launch data of an attempt (launch.h): the job's spec, the attempt's rendezvous, the address
+ * of every rank's node, and its PLACED workers on `node_id` or on all nodes (NULL), ordered by
+ * node_rank then local_rank. Returns the number of workers (0: none PLACED, *out left empty) or
+ * an error; free *out with srv_launch_rows_free. */
 int store_launch_rows(struct db_conn *c, int64_t job, int attempt, const char *node_id,
-                      PGresult **res);
+                      struct srv_launch_rows *out);
 /* A node with live workers of a job's current attempt. */
 struct store_stop_target {
     char *node_id;
@@ -253,12 +251,13 @@ int store_checkpoint_list(struct db_conn *c, int64_t job, char **json_out);
 /* Whether checkpoint `ckpt` exists (is COMMITTED): 1, 0, or an error. One primary-key lookup. */
 int store_checkpoint_exists(struct db_conn *c, int64_t ckpt);
 /* The directories to resume attempt `attempt` of `job` from checkpoint `ckpt` (its
- * resume_from_checkpoint), for the nodes in nodes_json (JSON text, an array of node ids): one row
- * (node_id, path, message) per node, in that order. path: the checkpoint's location entry on
- * that node, or NULL when the node holds no copy (or the checkpoint no longer exists), in which
- * case message says so and is also recorded as a job event of the attempt (once, however often
- * the launch is resent). Returns the row count or an error; *res (PQclear it) when rows. */
+ * resume_from_checkpoint), for the n_nodes nodes `node_ids`: *out gets one entry per node, in
+ * that order (srv_resume_dirs_free). path: the checkpoint's location entry on that node, or NULL
+ * when the node holds no copy (or the checkpoint no longer exists), in which case message says so
+ * and is also recorded as a job event of the attempt (once, however often the launch is resent).
+ * Returns the entry count or an error (*out NULL). */
 int store_checkpoint_launch_dirs(struct db_conn *c, int64_t ckpt, int64_t job, int attempt,
-                                 const char *nodes_json, PGresult **res);
+                                 const char *const *node_ids, size_t n_nodes,
+                                 struct srv_resume_dir **out, size_t *n);
 
 #endif

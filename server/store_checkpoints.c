@@ -2,6 +2,8 @@
  * (DESIGN.md section 4, control_report.c), and listing a job's checkpoints (REST). */
 #include "store.h"
 
+#include "db_query.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,7 +165,8 @@ int store_checkpoint_exists(struct db_conn *c, int64_t ckpt)
  * the warning for a node without one; ev records each warning once per attempt as a job event
  * (status: the job's current one), so a launch resent after a reconnect adds nothing. */
 int store_checkpoint_launch_dirs(struct db_conn *c, int64_t ckpt, int64_t job, int attempt,
-                                 const char *nodes_json, PGresult **res)
+                                 const char *const *node_ids, size_t n_nodes,
+                                 struct srv_resume_dir **out, size_t *n)
 {
     static const struct db_stmt st = {
         "checkpoint_launch_dirs",
@@ -191,11 +194,43 @@ int store_checkpoint_launch_dirs(struct db_conn *c, int64_t ckpt, int64_t job, i
         "                       AND e.attempt = $3::int AND e.message = m.message)) "
         "SELECT node_id, path, message FROM m ORDER BY ord",
         4, false};
+    *out = NULL;
+    *n = 0;
+    json_t *ids = json_array();
+    for (size_t i = 0; ids && i < n_nodes; i++)
+        if (json_array_append_new(ids, json_string(node_ids[i])) != 0) {
+            json_decref(ids);
+            ids = NULL;
+        }
+    char *nodes_json = ids ? json_dumps(ids, JSON_COMPACT) : NULL;
+    json_decref(ids);
+    if (nodes_json == NULL)
+        return DB_HARD_ERROR;
     char id[32], j[32], a[32];
     STORE_NUM(id, ckpt);
     STORE_NUM(j, job);
     STORE_NUM(a, attempt);
     const char *p[] = {id, j, a, nodes_json};
-    *res = NULL;
-    return db_exec(c, &st, p, res);
+    PGresult *res = NULL;
+    int qs = db_exec(c, &st, p, &res);
+    free(nodes_json);
+    if (qs <= 0)
+        return qs;
+    struct srv_resume_dir *dirs = calloc((size_t)qs, sizeof(*dirs));
+    bool oom = dirs == NULL;
+    for (int i = 0; dirs && i < qs; i++) {
+        dirs[i].node_id = strdup(PQgetvalue(res, i, 0));
+        dirs[i].path = PQgetisnull(res, i, 1) ? NULL : strdup(PQgetvalue(res, i, 1));
+        dirs[i].message = PQgetisnull(res, i, 2) ? NULL : strdup(PQgetvalue(res, i, 2));
+        oom = oom || dirs[i].node_id == NULL || (!PQgetisnull(res, i, 1) && !dirs[i].path) ||
+              (!PQgetisnull(res, i, 2) && !dirs[i].message);
+    }
+    PQclear(res);
+    if (oom) {
+        srv_resume_dirs_free(dirs, (size_t)qs);
+        return DB_HARD_ERROR;
+    }
+    *out = dirs;
+    *n = (size_t)qs;
+    return qs;
 }

@@ -8,6 +8,7 @@
 #include "log.h"
 #include "util.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -456,17 +457,61 @@ int store_job_set_waiting_message(struct db_conn *c, int64_t job, const char *me
     return db_exec(c, &st, p, NULL);
 }
 
+/* Copies "1,3" (array_to_string of workers.gpus; NULL or "" for none) into w->gpus. */
+static int launch_gpus(const char *text, struct srv_launch_worker *w)
+{
+    size_t n = *text ? 1 : 0;
+    for (const char *p = text; *p; p++)
+        n += *p == ',';
+    w->gpus = n ? calloc(n, sizeof(int)) : NULL;
+    if (n && w->gpus == NULL)
+        return -1;
+    for (const char *p = text; w->n_gpus < n; p++) {
+        char *end;
+        w->gpus[w->n_gpus++] = (int)strtol(p, &end, 10);
+        p = end;
+    }
+    return 0;
+}
+
+/* The attempt's fields (the first row) and rank_addresses (JSON text, one per rank). */
+static int launch_attempt(PGresult *res, struct srv_launch_rows *out)
+{
+    out->spec_json = strdup(PQgetvalue(res, 0, 0));
+    out->master_addr = strdup(PQgetvalue(res, 0, 1));
+    out->master_port = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
+    out->world_size = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
+    out->num_nodes = strtoll(PQgetvalue(res, 0, 4), NULL, 10);
+    json_t *addrs = json_loads(PQgetvalue(res, 0, 5), 0, NULL);
+    if (out->spec_json == NULL || out->master_addr == NULL || !json_is_array(addrs) ||
+        (int64_t)json_array_size(addrs) != out->world_size) {
+        json_decref(addrs);
+        return -1;
+    }
+    out->rank_addresses = calloc(json_array_size(addrs) + 1, sizeof(char *));
+    for (size_t i = 0; out->rank_addresses && i < json_array_size(addrs); i++)
+        if ((out->rank_addresses[i] = strdup(json_string_value(json_array_get(addrs, i)) ?: "")) ==
+            NULL) {
+            json_decref(addrs);
+            return -1;
+        }
+    json_decref(addrs);
+    return out->rank_addresses ? 0 : -1;
+}
+
 int store_launch_rows(struct db_conn *c, int64_t job, int attempt, const char *node_id,
-                      PGresult **res)
+                      struct srv_launch_rows *out)
 {
     static const struct db_stmt st = {
         "launch_rows",
+        "WITH aw AS (SELECT x.node_id, x.rank, n.address FROM workers x "
+        "             JOIN nodes n ON n.id = x.node_id "
+        "             WHERE x.job_id = $1::bigint AND x.attempt = $2::int) "
         "SELECT j.spec::text, a.master_addr, a.master_port, a.world_size, "
-        "       (SELECT count(DISTINCT node_id) FROM workers x "
-        "         WHERE x.job_id = w.job_id AND x.attempt = w.attempt), "
-        "       w.node_id, w.node_rank, w.rank, w.local_rank, to_jsonb(w.gpus)::text, "
-        "       (SELECT count(*) FROM workers x WHERE x.job_id = w.job_id "
-        "         AND x.attempt = w.attempt AND x.node_id = w.node_id) "
+        "       (SELECT count(DISTINCT node_id) FROM aw), "
+        "       (SELECT jsonb_agg(address ORDER BY rank) FROM aw)::text, "
+        "       w.node_id, w.node_rank, w.rank, w.local_rank, array_to_string(w.gpus, ','), "
+        "       (SELECT count(*) FROM aw WHERE aw.node_id = w.node_id) "
         "FROM workers w JOIN attempts a USING (job_id, attempt) JOIN jobs j ON j.id = w.job_id "
         "WHERE w.job_id = $1::bigint AND w.attempt = $2::int AND w.status = 'PLACED' "
         "  AND ($3::text IS NULL OR w.node_id = $3) "
@@ -476,7 +521,29 @@ int store_launch_rows(struct db_conn *c, int64_t job, int attempt, const char *n
     STORE_NUM(j, job);
     STORE_NUM(a, attempt);
     const char *p[] = {j, a, node_id};
-    return db_exec(c, &st, p, res);
+    PGresult *res = NULL;
+    memset(out, 0, sizeof(*out));
+    int qs = db_exec(c, &st, p, &res);
+    if (qs <= 0)
+        return qs;
+    int rc = launch_attempt(res, out);
+    out->workers = rc == 0 ? calloc((size_t)qs, sizeof(*out->workers)) : NULL;
+    for (int i = 0; out->workers && i < qs; i++) {
+        struct srv_launch_worker *w = &out->workers[out->n_workers++];
+        w->node_id = strdup(PQgetvalue(res, i, 6));
+        w->node_rank = strtoll(PQgetvalue(res, i, 7), NULL, 10);
+        w->rank = strtoll(PQgetvalue(res, i, 8), NULL, 10);
+        w->local_rank = strtoll(PQgetvalue(res, i, 9), NULL, 10);
+        w->local_world_size = strtoll(PQgetvalue(res, i, 11), NULL, 10);
+        if (w->node_id == NULL || launch_gpus(PQgetvalue(res, i, 10), w) != 0)
+            rc = -1;
+    }
+    PQclear(res);
+    if (rc != 0 || out->workers == NULL) {
+        srv_launch_rows_free(out);
+        return DB_HARD_ERROR;
+    }
+    return qs;
 }
 
 int store_stop_targets(struct db_conn *c, int64_t job, struct store_stop_target **out, size_t *n)

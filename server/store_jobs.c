@@ -5,6 +5,7 @@
  * the handlers, not here. */
 #include "store.h"
 
+#include "db_query.h"
 #include "job_status.h"
 
 #include <stdio.h>

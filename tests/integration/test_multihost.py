@@ -1,5 +1,6 @@
 """Several hosts on one machine: each agent in its own network namespace, joined by a bridge,
-so MASTER_ADDR is a real other address and workers talk across the (virtual) network."""
+so MASTER_ADDR is a real other address and workers talk across the (virtual) network. The
+TF_CONFIG checks also run on loopback, with agents advertising 127.0.0.2 and 127.0.0.3."""
 import json
 import os
 import subprocess
@@ -27,7 +28,7 @@ def hosts():
     except (subprocess.CalledProcessError, FileNotFoundError) as e:
         print(f"SKIP REASON: cannot create network namespaces here: {e}")
         pytest.skip(f"network namespaces unavailable: {e}")
-    made = []
+    made, veths = [], []
     try:
         _ip("addr", "add", f"10.231.{n}.1/24", "dev", bridge)
         _ip("link", "set", bridge, "up")
@@ -37,6 +38,7 @@ def hosts():
             made.append(ns)
             host_end, ns_end = f"tyh{tag}{i}", f"tyn{tag}{i}"
             _ip("link", "add", host_end, "type", "veth", "peer", "name", ns_end)
+            veths.append(host_end)
             _ip("link", "set", ns_end, "netns", ns)
             _ip("link", "set", host_end, "master", bridge)
             _ip("link", "set", host_end, "up")
@@ -47,6 +49,10 @@ def hosts():
             addrs.append(addr)
         yield {"bridge_addr": f"10.231.{n}.1", "namespaces": names, "addrs": addrs}
     finally:
+        # The veths first: deleting a namespace frees its end asynchronously, and the next test
+        # of this process makes the same names again at once.
+        for v in veths:
+            _ip("link", "del", v, check=False)
         for ns in made:
             _ip("netns", "del", ns, check=False)
         _ip("link", "del", bridge, check=False)
@@ -66,6 +72,73 @@ def cluster(hosts, database):
         for a in agents:
             assert a.stop() == 0, a.log_text()
         assert srv.stop() == 0, srv.log_text()
+
+
+def run_env_dump(srv, spec):
+    """Runs `spec` (its entrypoint replaced by one that writes the worker's environment to
+    OUT/env-RANK) to success; returns ({rank: env}, job id)."""
+    out = harness.make_tmpdir("ty-mh-")
+    job = srv.submit(dict(spec, entrypoint=["/bin/sh", "-c", f"env > {out}/env-$RANK"]))
+    done = srv.wait_job(job["id"], {"SUCCEEDED", "FAILED"})
+    assert done["status"] == "SUCCEEDED", done
+    envs = {}
+    for name in os.listdir(out):
+        with open(os.path.join(out, name)) as f:
+            envs[int(name.split("-")[1])] = dict(l.rstrip("\n").split("=", 1) for l in f if "=" in l)
+    return envs, job["id"]
+
+
+def check_tf_config_lists_each_nodes_address(srv, expected_addrs):
+    """A 2-worker tensorflow job spread over two nodes: every worker's TF_CONFIG names, for each
+    rank, the address of the node that runs it and the port master_port + rank."""
+    envs, job = run_env_dump(srv, {"backend": "tensorflow", "scaling_config": {
+        "num_workers": 2, "placement_strategy": "STRICT_SPREAD"}})
+    assert sorted(envs) == [0, 1]
+    workers = srv.request("GET", f"/api/v1/jobs/{job}/workers").json["workers"]
+    addr_of_rank = {w["rank"]: srv.request("GET", f"/api/v1/nodes/{w['node_id']}").json["address"]
+                    for w in workers}
+    assert sorted(addr_of_rank.values()) == sorted(expected_addrs)
+    port = int(envs[0]["MASTER_PORT"])
+    want = [f"{addr_of_rank[r]}:{port + r}" for r in (0, 1)]
+    for rank, env in envs.items():
+        tf = json.loads(env["TF_CONFIG"])
+        assert tf["cluster"]["worker"] == want, (rank, tf)
+        assert tf["task"] == {"type": "worker", "index": rank}
+        assert env["MASTER_ADDR"] == addr_of_rank[0]
+
+
+def test_tf_config_lists_each_nodes_own_address(cluster, hosts):
+    srv, agents = cluster
+    check_tf_config_lists_each_nodes_address(srv, hosts["addrs"])
+
+
+def test_gloo_and_nccl_use_the_interface_of_the_advertised_address(cluster, hosts):
+    srv, agents = cluster
+    envs, job = run_env_dump(srv, {"scaling_config": {"num_workers": 2,
+                                                      "placement_strategy": "STRICT_SPREAD"}})
+    for env in envs.values():
+        assert env["GLOO_SOCKET_IFNAME"] == env["NCCL_SOCKET_IFNAME"]
+        assert env["GLOO_SOCKET_IFNAME"].startswith("tyn"), env  # the namespace's veth end
+
+
+@pytest.fixture
+def loopback_cluster(database):
+    """Two agents on this host advertising 127.0.0.2 and 127.0.0.3 (no namespaces needed)."""
+    srv = harness.Server(database_url=database).start()
+    agents = []
+    try:
+        for addr in ("127.0.0.2", "127.0.0.3"):
+            agents.append(harness.Agent(srv, cpus=1, extra_args=["--address", addr]).start())
+        yield srv, agents
+    finally:
+        for a in agents:
+            assert a.stop() == 0, a.log_text()
+        assert srv.stop() == 0, srv.log_text()
+
+
+def test_tf_config_lists_each_nodes_own_address_on_loopback(loopback_cluster):
+    srv, agents = loopback_cluster
+    check_tf_config_lists_each_nodes_address(srv, ["127.0.0.2", "127.0.0.3"])
 
 
 def test_agents_advertise_their_namespace_addresses(cluster, hosts):

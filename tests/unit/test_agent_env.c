@@ -1,4 +1,5 @@
-/* Unit tests for worker/agent/env.c: the environment of a worker process (DESIGN §3). */
+/* Unit tests for worker/agent/env.c: the environment of a worker process (DESIGN §3). Launches are
+ * parsed by common/agent_proto.c, as the agent does. */
 #include "ty_test.h"
 
 #include <stdio.h>
@@ -28,12 +29,18 @@ static struct agent_server_msg parse_launch(const char *extra)
     return m;
 }
 
-static char **build(struct agent_server_msg *m, size_t worker, char *const *base)
+static char **build_ifname(struct agent_server_msg *m, size_t worker, char *const *base,
+                           const char *ifname)
 {
     char **env = agent_env_build(base, &m->launch, &m->launch.workers[worker], "/opt/ty/python",
-                                 "/data/report.sock");
+                                 "/data/report.sock", ifname);
     assert_non_null(env);
     return env;
+}
+
+static char **build(struct agent_server_msg *m, size_t worker, char *const *base)
+{
+    return build_ifname(m, worker, base, NULL);
 }
 
 static void expect(char **env, const char *name, const char *value)
@@ -208,6 +215,51 @@ static void agent_absent_config_is_json_null(void **state)
     agent_server_msg_free(&m);
 }
 
+static void agent_socket_ifname_is_set_for_gloo_and_nccl(void **state)
+{
+    (void)state;
+    struct agent_server_msg m = parse_launch(NULL);
+    char *base[] = {"HOME=/root", NULL};
+    char **env = build_ifname(&m, 0, base, "eth1");
+    expect(env, "GLOO_SOCKET_IFNAME", "eth1");
+    expect(env, "NCCL_SOCKET_IFNAME", "eth1");
+    agent_env_free(env);
+    env = build(&m, 0, base);
+    assert_null(agent_env_get(env, "GLOO_SOCKET_IFNAME"));
+    assert_null(agent_env_get(env, "NCCL_SOCKET_IFNAME"));
+    agent_env_free(env);
+    agent_server_msg_free(&m);
+}
+
+static void agent_socket_ifname_of_the_user_is_kept(void **state)
+{
+    (void)state;
+    struct agent_server_msg m = parse_launch(NULL);
+    /* Either variable set where the agent was started: both are left as the user set them. */
+    char *base[] = {"NCCL_SOCKET_IFNAME=ib0", NULL};
+    char **env = build_ifname(&m, 0, base, "eth1");
+    expect(env, "NCCL_SOCKET_IFNAME", "ib0");
+    assert_null(agent_env_get(env, "GLOO_SOCKET_IFNAME"));
+    agent_env_free(env);
+    char *base2[] = {"GLOO_SOCKET_IFNAME=lo", NULL};
+    env = build_ifname(&m, 0, base2, "eth1");
+    expect(env, "GLOO_SOCKET_IFNAME", "lo");
+    assert_null(agent_env_get(env, "NCCL_SOCKET_IFNAME"));
+    agent_env_free(env);
+    agent_server_msg_free(&m);
+}
+
+static void agent_socket_ifname_of_the_job_wins(void **state)
+{
+    (void)state;
+    struct agent_server_msg m = parse_launch("\"env\":{\"GLOO_SOCKET_IFNAME\":\"eth9\"}");
+    char **env = build_ifname(&m, 0, NULL, "eth1");
+    expect(env, "GLOO_SOCKET_IFNAME", "eth9");
+    expect(env, "NCCL_SOCKET_IFNAME", "eth1");
+    agent_env_free(env);
+    agent_server_msg_free(&m);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(agent_worker_gets_torch_distributed_variables),
     cmocka_unit_test(agent_worker_gets_trainyard_variables),
@@ -220,5 +272,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(agent_pythonpath_starts_with_the_sdk_directory),
     cmocka_unit_test(agent_pythonpath_of_the_job_keeps_the_sdk_first),
     cmocka_unit_test(agent_absent_config_is_json_null),
+    cmocka_unit_test(agent_socket_ifname_is_set_for_gloo_and_nccl),
+    cmocka_unit_test(agent_socket_ifname_of_the_user_is_kept),
+    cmocka_unit_test(agent_socket_ifname_of_the_job_wins),
 };
 TY_TEST_MAIN(tests)

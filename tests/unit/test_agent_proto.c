@@ -1,12 +1,13 @@
-/* Unit tests for worker/agent/proto.c: parsing what the server sends (launch validation names
- * the bad field) and building what the agent sends (docs/agent-protocol.md). */
+/* Unit tests for common/agent_proto.c, the agent protocol shared by agent and server
+ * (docs/agent-protocol.md): every message built then parsed gives back what was built, and every
+ * malformed message is refused with a reason naming the field. */
 #include "ty_test.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent.h"
+#include "agent_proto.h"
 
 #define LAUNCH_HEAD                                                                                \
     "{\"type\":\"launch\",\"job_id\":\"j-1\",\"attempt\":0,\"world_size\":2,\"num_nodes\":1,"      \
@@ -224,16 +225,23 @@ static void agent_proto_register_carries_node_and_workers(void **state)
                                 .labels = labels,
                                 .port_lo = 29500,
                                 .port_hi = 29999};
-    json_t *workers = load("[{\"job_id\":\"j\",\"attempt\":0,\"rank\":0,\"pid\":5,"
-                           "\"status\":\"RUNNING\",\"exit_code\":null,\"signal\":null}]");
-    char *s = agent_msg_register(&n, "tok", workers);
+    struct agent_worker_event workers[] = {
+        {.seq = -1,
+         .job_id = "j",
+         .attempt = 0,
+         .rank = 0,
+         .pid = 5,
+         .exit_code = -1,
+         .signal = -1},
+    };
+    char *s = agent_msg_register(&n, "tok", workers, 1);
     json_t *got = load(s);
     json_t *want = load(
         "{\"type\":\"register\",\"token\":\"tok\",\"node\":{\"id\":\"n-1\",\"hostname\":\"h\","
         "\"address\":\"10.0.0.2\",\"resources\":{\"CPU\":8,\"memory_mb\":1024,\"GPU\":[0,1],"
         "\"tpu\":4},\"gpu_type\":\"H100\",\"labels\":{\"zone\":\"a\"},\"version\":\"0.1.0\","
         "\"port_range\":[29500,29999]},\"workers\":[{\"job_id\":\"j\",\"attempt\":0,\"rank\":0,"
-        "\"pid\":5,\"status\":\"RUNNING\",\"exit_code\":null,\"signal\":null}]}");
+        "\"pid\":5,\"status\":\"RUNNING\",\"exit_code\":null,\"signal\":null,\"error\":null}]}");
     if (!json_equal(got, want))
         fail_msg("register: %s", s);
     free(s);
@@ -244,7 +252,7 @@ static void agent_proto_register_carries_node_and_workers(void **state)
     n.n_gpus = 0;
     n.custom = NULL;
     n.labels = NULL;
-    s = agent_msg_register(&n, NULL, NULL);
+    s = agent_msg_register(&n, NULL, NULL, 0);
     got = load(s);
     assert_true(json_is_null(json_object_get(got, "token")));
     json_t *node = json_object_get(got, "node");
@@ -256,7 +264,6 @@ static void agent_proto_register_carries_node_and_workers(void **state)
     json_decref(got);
     json_decref(custom);
     json_decref(labels);
-    json_decref(workers);
 }
 
 static void agent_proto_worker_events(void **state)
@@ -325,6 +332,452 @@ static void agent_proto_job_id_must_be_a_safe_path_component(void **state)
     assert_int_equal(agent_job_id_valid("a b"), -1);
 }
 
+/* ---- build then parse: server -> agent ---------------------------------------------------- */
+
+static struct agent_server_msg server_parse_ok(char *text)
+{
+    assert_non_null(text);
+    struct agent_server_msg m;
+    char err[256] = "";
+    if (agent_server_msg_parse(text, strlen(text), &m, err, sizeof(err)) != 0)
+        fail_msg("refused (%s): %s", err, text);
+    free(text);
+    return m;
+}
+
+static void agent_proto_server_control_messages_round_trip(void **state)
+{
+    (void)state;
+    struct agent_server_msg m = server_parse_ok(agent_msg_registered("n-1", 7));
+    assert_int_equal(m.type, AGENT_MSG_REGISTERED);
+    assert_string_equal(m.node_id, "n-1");
+    assert_int_equal(m.heartbeat_interval_s, 7);
+    agent_server_msg_free(&m);
+
+    m = server_parse_ok(agent_msg_error("unknown cluster join token"));
+    assert_int_equal(m.type, AGENT_MSG_ERROR);
+    assert_string_equal(m.message, "unknown cluster join token");
+    agent_server_msg_free(&m);
+
+    m = server_parse_ok(agent_msg_ack(INT64_C(1) << 40));
+    assert_int_equal(m.type, AGENT_MSG_ACK);
+    assert_true(m.seq == INT64_C(1) << 40);
+    agent_server_msg_free(&m);
+
+    m = server_parse_ok(agent_msg_stop("42", 3, 10));
+    assert_int_equal(m.type, AGENT_MSG_STOP);
+    assert_string_equal(m.job_id, "42");
+    assert_int_equal(m.attempt, 3);
+    assert_int_equal(m.grace_s, 10);
+    agent_server_msg_free(&m);
+
+    m = server_parse_ok(agent_msg_stop("42", -1, -1));
+    assert_int_equal(m.attempt, -1);
+    assert_int_equal(m.grace_s, -1);
+    agent_server_msg_free(&m);
+}
+
+static void agent_proto_launch_round_trips(void **state)
+{
+    (void)state;
+    json_t *ep = load("[\"python3\",\"-u\",\"train.py\"]");
+    json_t *env = load("{\"A\":\"1\",\"B\":\"two\"}");
+    json_t *config = load("{\"lr\":0.25,\"layers\":[1,2]}");
+    int g0[] = {1, 3};
+    struct agent_launch_worker ws[] = {{.rank = 2, .local_rank = 0, .gpus = g0, .n_gpus = 2},
+                                       {.rank = 3, .local_rank = 1}};
+    const char *addrs[] = {"10.0.0.1", "10.0.0.1", "10.0.0.2", "10.0.0.2"};
+    struct agent_launch in = {
+        .job_id = "17",
+        .attempt = 2,
+        .backend = "tensorflow",
+        .entrypoint = ep,
+        .working_dir = "/w",
+        .env = env,
+        .config = config,
+        .world_size = 4,
+        .num_nodes = 2,
+        .node_rank = 1,
+        .local_world_size = 2,
+        .master_addr = "10.0.0.1",
+        .master_port = 29510,
+        .checkpoint_dir = "/ck/3",
+        .rank_addresses = addrs,
+        .workers = ws,
+        .n_workers = 2,
+    };
+    struct agent_server_msg m = server_parse_ok(agent_msg_launch(&in));
+    assert_int_equal(m.type, AGENT_MSG_LAUNCH);
+    const struct agent_launch *l = &m.launch;
+    assert_string_equal(l->job_id, "17");
+    assert_int_equal(l->attempt, 2);
+    assert_string_equal(l->backend, "tensorflow");
+    assert_true(json_equal((json_t *)l->entrypoint, ep));
+    assert_string_equal(l->argv[0], "python3");
+    assert_string_equal(l->argv[2], "train.py");
+    assert_null(l->argv[3]);
+    assert_string_equal(l->working_dir, "/w");
+    assert_true(json_equal((json_t *)l->env, env));
+    assert_true(json_equal((json_t *)l->config, config));
+    json_t *cfg = load(l->config_json);
+    assert_true(json_equal(cfg, config));
+    json_decref(cfg);
+    assert_int_equal(l->world_size, 4);
+    assert_int_equal(l->num_nodes, 2);
+    assert_int_equal(l->node_rank, 1);
+    assert_int_equal(l->local_world_size, 2);
+    assert_string_equal(l->master_addr, "10.0.0.1");
+    assert_int_equal(l->master_port, 29510);
+    assert_string_equal(l->checkpoint_dir, "/ck/3");
+    assert_non_null(l->rank_addresses);
+    for (size_t i = 0; i < 4; i++)
+        assert_string_equal(l->rank_addresses[i], addrs[i]);
+    assert_int_equal(l->n_workers, 2);
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(l->workers[i].rank, ws[i].rank);
+        assert_int_equal(l->workers[i].local_rank, ws[i].local_rank);
+        assert_int_equal(l->workers[i].n_gpus, ws[i].n_gpus);
+        for (size_t g = 0; g < ws[i].n_gpus; g++)
+            assert_int_equal(l->workers[i].gpus[g], ws[i].gpus[g]);
+    }
+    agent_server_msg_free(&m);
+
+    /* Optional fields left out come back as the agent's defaults. */
+    json_t *sh = json_string("echo hi");
+    struct agent_launch bare = {.job_id = "5",
+                                .entrypoint = sh,
+                                .env = env,
+                                .world_size = 1,
+                                .num_nodes = 1,
+                                .local_world_size = 1,
+                                .master_addr = "h",
+                                .master_port = 1,
+                                .workers = ws + 1,
+                                .n_workers = 1};
+    ws[1].rank = 0;
+    ws[1].local_rank = 0;
+    m = server_parse_ok(agent_msg_launch(&bare));
+    assert_string_equal(m.launch.backend, "torch");
+    assert_string_equal(m.launch.argv[0], "/bin/sh");
+    assert_string_equal(m.launch.argv[2], "echo hi");
+    assert_null(m.launch.working_dir);
+    assert_null(m.launch.checkpoint_dir);
+    assert_null(m.launch.rank_addresses);
+    assert_string_equal(m.launch.config_json, "null");
+    agent_server_msg_free(&m);
+    json_decref(sh);
+    json_decref(ep);
+    json_decref(env);
+    json_decref(config);
+}
+
+static void agent_proto_launch_refuses_bad_rank_addresses(void **state)
+{
+    (void)state;
+    const char *w = ",\"entrypoint\":\"x\",\"workers\":[{\"rank\":0,\"local_rank\":0}]";
+    char tail[512];
+    snprintf(tail, sizeof(tail), "%s,\"rank_addresses\":[\"a\"]}", w);
+    expect_refused(tail, "rank_addresses");
+    snprintf(tail, sizeof(tail), "%s,\"rank_addresses\":[\"a\",\"\"]}", w);
+    expect_refused(tail, "rank_addresses[1]");
+    snprintf(tail, sizeof(tail), "%s,\"rank_addresses\":\"a\"}", w);
+    expect_refused(tail, "rank_addresses");
+}
+
+/* ---- build then parse: agent -> server ---------------------------------------------------- */
+
+static struct agent_node_msg node_parse_ok(char *text)
+{
+    assert_non_null(text);
+    struct agent_node_msg m;
+    char err[256] = "";
+    if (agent_node_msg_parse(text, strlen(text), &m, err, sizeof(err)) != 0)
+        fail_msg("refused (%s): %s", err, text);
+    free(text);
+    return m;
+}
+
+static void expect_same_worker(const struct agent_worker_event *got,
+                               const struct agent_worker_event *want)
+{
+    assert_int_equal(got->seq, want->seq);
+    assert_string_equal(got->job_id, want->job_id);
+    assert_int_equal(got->attempt, want->attempt);
+    assert_int_equal(got->rank, want->rank);
+    assert_int_equal(got->pid, want->pid);
+    assert_int_equal(got->exited, want->exited);
+    assert_int_equal(got->exit_code, want->exit_code);
+    assert_int_equal(got->signal, want->signal);
+    if (want->error)
+        assert_string_equal(got->error, want->error);
+    else
+        assert_null(got->error);
+}
+
+static void agent_proto_register_round_trips(void **state)
+{
+    (void)state;
+    int gpus[] = {0, 2};
+    json_t *custom = load("{\"tpu\":4,\"fpga\":0.5}");
+    json_t *labels = load("{\"zone\":\"a\"}");
+    struct agent_node_info n = {.id = "n-1",
+                                .hostname = "host-1",
+                                .address = "10.0.0.2",
+                                .gpu_type = "H100",
+                                .version = "0.1.0",
+                                .cpus = 8,
+                                .memory_mb = 1024,
+                                .gpus = gpus,
+                                .n_gpus = 2,
+                                .custom = custom,
+                                .labels = labels,
+                                .port_lo = 30000,
+                                .port_hi = 30099};
+    struct agent_worker_event ws[] = {
+        {.seq = -1,
+         .job_id = "7",
+         .attempt = 1,
+         .rank = 0,
+         .pid = 99,
+         .exit_code = -1,
+         .signal = -1},
+        {.seq = -1,
+         .job_id = "7",
+         .attempt = 1,
+         .rank = 1,
+         .pid = 100,
+         .exited = true,
+         .exit_code = -1,
+         .signal = 9},
+        {.seq = -1,
+         .job_id = "8",
+         .attempt = 0,
+         .rank = 0,
+         .pid = -1,
+         .exited = true,
+         .exit_code = 127,
+         .signal = -1,
+         .error = "cannot execute x"},
+    };
+    struct agent_node_msg m = node_parse_ok(agent_msg_register(&n, "tok", ws, 3));
+    assert_int_equal(m.type, AGENT_MSG_REGISTER);
+    assert_string_equal(m.token, "tok");
+    const struct agent_node_info *g = &m.node;
+    assert_string_equal(g->id, "n-1");
+    assert_string_equal(g->hostname, "host-1");
+    assert_string_equal(g->address, "10.0.0.2");
+    assert_string_equal(g->gpu_type, "H100");
+    assert_string_equal(g->version, "0.1.0");
+    assert_int_equal(g->cpus, 8);
+    assert_int_equal(g->memory_mb, 1024);
+    assert_int_equal(g->n_gpus, 2);
+    assert_int_equal(g->gpus[0], 0);
+    assert_int_equal(g->gpus[1], 2);
+    assert_true(json_equal((json_t *)g->custom, custom));
+    assert_true(json_equal((json_t *)g->labels, labels));
+    assert_int_equal(g->port_lo, 30000);
+    assert_int_equal(g->port_hi, 30099);
+    assert_true(json_is_object(m.resources));
+    assert_int_equal(m.n_workers, 3);
+    for (size_t i = 0; i < 3; i++)
+        expect_same_worker(&m.workers[i], &ws[i]);
+    agent_node_msg_free(&m);
+
+    /* Without the optional parts: no token, no GPU type, no workers. */
+    n.gpu_type = NULL;
+    n.custom = NULL;
+    n.labels = NULL;
+    m = node_parse_ok(agent_msg_register(&n, NULL, NULL, 0));
+    assert_null(m.token);
+    assert_null(m.node.gpu_type);
+    assert_int_equal(json_object_size(m.node.custom), 0);
+    assert_int_equal(m.n_workers, 0);
+    agent_node_msg_free(&m);
+    json_decref(custom);
+    json_decref(labels);
+}
+
+static void agent_proto_register_defaults_hostname_and_port_range(void **state)
+{
+    (void)state;
+    const char *text = "{\"type\":\"register\",\"node\":{\"id\":\"n\",\"address\":\"a\","
+                       "\"resources\":{}}}";
+    struct agent_node_msg m;
+    char err[256];
+    assert_int_equal(agent_node_msg_parse(text, strlen(text), &m, err, sizeof(err)), 0);
+    assert_string_equal(m.node.hostname, "n");
+    assert_int_equal(m.node.port_lo, AGENT_PROTO_DEFAULT_PORT_LO);
+    assert_int_equal(m.node.port_hi, AGENT_PROTO_DEFAULT_PORT_HI);
+    assert_null(m.node.labels);
+    agent_node_msg_free(&m);
+}
+
+static void agent_proto_worker_events_round_trip(void **state)
+{
+    (void)state;
+    struct agent_node_msg m = node_parse_ok(agent_msg_worker_started(7, "12", 1, 2, 4242));
+    assert_int_equal(m.type, AGENT_MSG_WORKER_STARTED);
+    expect_same_worker(&m.event, &(struct agent_worker_event){.seq = 7,
+                                                              .job_id = "12",
+                                                              .attempt = 1,
+                                                              .rank = 2,
+                                                              .pid = 4242,
+                                                              .exit_code = -1,
+                                                              .signal = -1});
+    agent_node_msg_free(&m);
+
+    m = node_parse_ok(agent_msg_worker_exited(8, "12", 1, 2, 3, -1, NULL));
+    assert_int_equal(m.type, AGENT_MSG_WORKER_EXITED);
+    expect_same_worker(&m.event, &(struct agent_worker_event){.seq = 8,
+                                                              .job_id = "12",
+                                                              .attempt = 1,
+                                                              .rank = 2,
+                                                              .pid = -1,
+                                                              .exited = true,
+                                                              .exit_code = 3,
+                                                              .signal = -1});
+    agent_node_msg_free(&m);
+
+    m = node_parse_ok(agent_msg_worker_exited(9, "12", 1, 2, -1, 15, "launch failed"));
+    assert_int_equal(m.event.exit_code, -1);
+    assert_int_equal(m.event.signal, 15);
+    assert_string_equal(m.event.error, "launch failed");
+    agent_node_msg_free(&m);
+
+    m = node_parse_ok(agent_msg_heartbeat());
+    assert_int_equal(m.type, AGENT_MSG_HEARTBEAT);
+    agent_node_msg_free(&m);
+
+    json_t *metrics = load("{\"loss\":0.5}");
+    json_t *body = agent_report_body("12", 1, 0, 4, metrics, 100, "2024-01-02T03:04:05.006Z", NULL);
+    m = node_parse_ok(agent_msg_report(31, body));
+    assert_int_equal(m.type, AGENT_MSG_REPORT);
+    assert_int_equal(m.seq, 31);
+    assert_true(json_equal(json_object_get(m.root, "metrics"), metrics));
+    agent_node_msg_free(&m);
+    json_decref(body);
+    json_decref(metrics);
+}
+
+/* The agent message `text` must be refused with a reason containing `field`; `seq` is what the
+ * refused message still reports (to ack it), `type` its type. */
+static void expect_node_refused(const char *text, const char *field, int64_t seq,
+                                enum agent_msg_type type)
+{
+    struct agent_node_msg m;
+    char err[256] = "";
+    if (agent_node_msg_parse(text, strlen(text), &m, err, sizeof(err)) == 0) {
+        agent_node_msg_free(&m);
+        fail_msg("accepted: %s", text);
+    }
+    if (!strstr(err, field))
+        fail_msg("%s: reason '%s' does not name '%s'", text, err, field);
+    assert_int_equal(m.seq, seq);
+    assert_int_equal(m.type, type);
+    assert_null(m.root);
+}
+
+#define REG(node) "{\"type\":\"register\",\"node\":" node "}"
+#define NODE_OK "\"id\":\"n\",\"address\":\"a\""
+
+static void agent_proto_refuses_malformed_agent_messages(void **state)
+{
+    (void)state;
+    const enum agent_msg_type R = AGENT_MSG_REGISTER, S = AGENT_MSG_WORKER_STARTED,
+                              X = AGENT_MSG_WORKER_EXITED;
+    expect_node_refused("{\"type\":", "JSON", -1, AGENT_MSG_UNKNOWN);
+    expect_node_refused("[]", "object", -1, AGENT_MSG_UNKNOWN);
+    expect_node_refused("{\"seq\":3}", "type", 3, AGENT_MSG_UNKNOWN);
+    expect_node_refused("{\"type\":\"register\"}", "node", -1, R);
+    expect_node_refused(REG("{\"address\":\"a\",\"resources\":{}}"), "id", -1, R);
+    expect_node_refused(REG("{\"id\":\"n\",\"resources\":{}}"), "address", -1, R);
+    expect_node_refused(REG("{\"id\":7,\"address\":\"a\",\"resources\":{}}"), "id", -1, R);
+    char long_id[400];
+    snprintf(long_id, sizeof(long_id),
+             REG("{\"id\":\"%0129d\",\"address\":\"a\",\"resources\":{}}"), 0);
+    expect_node_refused(long_id, "node.id", -1, R);
+    expect_node_refused(REG("{" NODE_OK "}"), "node.resources", -1, R);
+    expect_node_refused(REG("{" NODE_OK ",\"resources\":[]}"), "node.resources", -1, R);
+    expect_node_refused(REG("{" NODE_OK ",\"resources\":{\"CPU\":\"8\"}}"), "resources.CPU", -1, R);
+    expect_node_refused(REG("{" NODE_OK ",\"resources\":{\"GPU\":[0,-1]}}"), "GPU[1]", -1, R);
+    expect_node_refused(REG("{" NODE_OK ",\"resources\":{\"GPU\":2}}"), "GPU", -1, R);
+    expect_node_refused(REG("{" NODE_OK ",\"resources\":{},\"port_range\":[10,5]}"), "port_range",
+                        -1, R);
+    expect_node_refused(REG("{" NODE_OK ",\"resources\":{},\"port_range\":[1,70000]}"),
+                        "port_range", -1, R);
+    expect_node_refused(REG("{" NODE_OK ",\"resources\":{},\"labels\":[]}"), "labels", -1, R);
+    expect_node_refused("{\"type\":\"register\",\"token\":5,\"node\":{" NODE_OK
+                        ",\"resources\":{}}}",
+                        "token", -1, R);
+    expect_node_refused("{\"type\":\"register\",\"node\":{" NODE_OK ",\"resources\":{}},"
+                        "\"workers\":{}}",
+                        "workers", -1, R);
+    expect_node_refused("{\"type\":\"register\",\"node\":{" NODE_OK ",\"resources\":{}},"
+                        "\"workers\":[{\"job_id\":\"1\",\"attempt\":0,\"rank\":0,"
+                        "\"status\":\"ZOMBIE\"}]}",
+                        "workers[0]: 'status'", -1, R);
+    expect_node_refused("{\"type\":\"register\",\"node\":{" NODE_OK ",\"resources\":{}},"
+                        "\"workers\":[{\"job_id\":\"1\",\"attempt\":0,\"status\":\"RUNNING\"}]}",
+                        "workers[0]: 'rank'", -1, R);
+    expect_node_refused("{\"type\":\"worker_started\",\"job_id\":\"1\",\"attempt\":0,\"rank\":0,"
+                        "\"pid\":5}",
+                        "seq", -1, S);
+    expect_node_refused("{\"type\":\"worker_started\",\"seq\":4,\"job_id\":\"1\",\"attempt\":0,"
+                        "\"rank\":0}",
+                        "pid", 4, S);
+    expect_node_refused("{\"type\":\"worker_started\",\"seq\":4,\"job_id\":1,\"attempt\":0,"
+                        "\"rank\":0,\"pid\":5}",
+                        "job_id", 4, S);
+    expect_node_refused("{\"type\":\"worker_started\",\"seq\":4,\"job_id\":\"../x\","
+                        "\"attempt\":0,\"rank\":0,\"pid\":5}",
+                        "job_id", 4, S);
+    expect_node_refused("{\"type\":\"worker_exited\",\"seq\":5,\"job_id\":\"1\",\"attempt\":0,"
+                        "\"rank\":-2,\"exit_code\":0}",
+                        "rank", 5, X);
+    expect_node_refused("{\"type\":\"worker_exited\",\"seq\":5,\"job_id\":\"1\",\"attempt\":0,"
+                        "\"rank\":0,\"exit_code\":\"0\"}",
+                        "exit_code", 5, X);
+    expect_node_refused("{\"type\":\"worker_exited\",\"seq\":5,\"job_id\":\"1\",\"attempt\":0,"
+                        "\"rank\":0,\"exit_code\":null,\"signal\":null,\"error\":3}",
+                        "error", 5, X);
+}
+
+static void agent_proto_refuses_messages_over_the_size_limit(void **state)
+{
+    (void)state;
+    size_t len = AGENT_PROTO_MAX_MESSAGE + 1;
+    char *big = malloc(len);
+    assert_non_null(big);
+    memset(big, ' ', len);
+    memcpy(big, "{\"type\":\"heartbeat\"}", 20);
+    char err[256] = "";
+    struct agent_node_msg m;
+    assert_int_equal(agent_node_msg_parse(big, len, &m, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "limit"));
+    struct agent_server_msg s;
+    err[0] = '\0';
+    assert_int_equal(agent_server_msg_parse(big, len, &s, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "limit"));
+    /* The same message within the limit is accepted. */
+    assert_int_equal(agent_node_msg_parse(big, len - 1, &m, err, sizeof(err)), 0);
+    assert_int_equal(m.type, AGENT_MSG_HEARTBEAT);
+    agent_node_msg_free(&m);
+    free(big);
+}
+
+static void agent_proto_unknown_agent_message_is_not_refused(void **state)
+{
+    (void)state;
+    const char *text = "{\"type\":\"checkpoint_uploaded\",\"seq\":3}";
+    struct agent_node_msg m;
+    char err[256];
+    assert_int_equal(agent_node_msg_parse(text, strlen(text), &m, err, sizeof(err)), 0);
+    assert_int_equal(m.type, AGENT_MSG_UNKNOWN);
+    assert_string_equal(m.type_name, "checkpoint_uploaded");
+    assert_int_equal(m.seq, 3);
+    agent_node_msg_free(&m);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(agent_proto_parses_a_launch),
     cmocka_unit_test(agent_proto_string_entrypoint_runs_under_sh),
@@ -337,5 +790,14 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(agent_proto_report_adds_type_and_seq),
     cmocka_unit_test(agent_proto_time_is_rfc3339_utc_with_millis),
     cmocka_unit_test(agent_proto_job_id_must_be_a_safe_path_component),
+    cmocka_unit_test(agent_proto_server_control_messages_round_trip),
+    cmocka_unit_test(agent_proto_launch_round_trips),
+    cmocka_unit_test(agent_proto_launch_refuses_bad_rank_addresses),
+    cmocka_unit_test(agent_proto_register_round_trips),
+    cmocka_unit_test(agent_proto_register_defaults_hostname_and_port_range),
+    cmocka_unit_test(agent_proto_worker_events_round_trip),
+    cmocka_unit_test(agent_proto_refuses_malformed_agent_messages),
+    cmocka_unit_test(agent_proto_unknown_agent_message_is_not_refused),
+    cmocka_unit_test(agent_proto_refuses_messages_over_the_size_limit),
 };
 TY_TEST_MAIN(tests)

@@ -2,16 +2,19 @@
  * agent.h — trainyard-agent internals shared across its files (prefix agent_, internal
  * cross-file symbols agent__).
  *
+ * The protocol's messages (builders, parsers, limits) are in common/agent_proto.h, shared with
+ * the server.
+ *
  * Layout (pure logic first, I/O last):
  *   config.c      the option table (flag, TRAINYARD_* variable, default) and its loader
  *   parse.c       pure parsers: server URL, port range, GPU list, labels, custom resources
  *   backoff.c     pure reconnect delay (0.2 s doubling to 10 s, ±50 % jitter)
- *   proto.c       pure agent-protocol messages: builders and the server-message parser
- *   env.c         pure worker environment (DESIGN §3, TF_CONFIG, PYTHONPATH)
+ *   env.c         pure worker environment (DESIGN §3, TF_CONFIG, PYTHONPATH, gloo/NCCL interface)
  *   checkpoint.c  taking over checkpoint directories (<data>/checkpoints), merging local ranks
  *   resources.c   node identity and resources: node-id file, CPUs, memory, NVML (dlopen)
  *   events.c      the outgoing event queue (seq, kept until acked) and the worker table
- *   supervise.c   fork/exec/setsid of workers, reaping, stopping process groups
+ *   supervise.c   starting workers (posix_spawn, each in its own process group), reaping,
+ *                 stopping process groups
  *   logs.c        per-rank log files
  *   spool.c       durable report spool (<data>/spool)
  *   report.c      the unix report socket (<data>/report.sock), adopted into the lws loop
@@ -28,10 +31,9 @@
 
 #include <jansson.h>
 
-#define AGENT_SUBPROTOCOL "trainyard-agent.v1"
-#define AGENT_MAX_MESSAGE (16u * 1024u * 1024u)
+#include "agent_proto.h"
+
 #define AGENT_VERSION "0.1.0"
-#define AGENT_MAX_GPUS 1024
 
 /* ------------------------------------------------------------------------------------------ */
 /* Configuration (config.c, parse.c)                                                           */
@@ -103,114 +105,18 @@ void agent_gpu_type_from_name(const char *name, char *out, size_t outlen);
 int64_t agent_backoff_delay_ms(unsigned attempt, double u);
 
 /* ------------------------------------------------------------------------------------------ */
-/* Protocol (proto.c)                                                                          */
-/* ------------------------------------------------------------------------------------------ */
-
-struct agent_launch_worker {
-    int64_t rank;
-    int64_t local_rank;
-    int *gpus;
-    size_t n_gpus;
-};
-
-/* A parsed `launch`. Strings are borrowed from `root`, which the struct holds a reference to. */
-struct agent_launch {
-    json_t *root;
-    const char *job_id;
-    int64_t attempt;
-    const char *backend;
-    const char **argv;       /* NULL-terminated; for a string entrypoint: /bin/sh -c STRING */
-    const char *working_dir; /* NULL: the agent's working directory */
-    const json_t *env;       /* object of strings, never NULL */
-    char *config_json;       /* compact JSON of `config` ("null" when absent) */
-    int64_t world_size, num_nodes, node_rank, local_world_size;
-    const char *master_addr;
-    int64_t master_port;
-    const char *checkpoint_dir;  /* NULL: none */
-    const char **rank_addresses; /* world_size entries or NULL (all on master_addr) */
-    struct agent_launch_worker *workers;
-    size_t n_workers;
-};
-void agent_launch_free(struct agent_launch *l);
-
-enum agent_msg_type {
-    AGENT_MSG_UNKNOWN = 0,
-    AGENT_MSG_REGISTERED,
-    AGENT_MSG_ERROR,
-    AGENT_MSG_ACK,
-    AGENT_MSG_LAUNCH,
-    AGENT_MSG_STOP,
-};
-
-struct agent_server_msg {
-    enum agent_msg_type type;
-    const char *type_name; /* borrowed from root */
-    json_t *root;
-    /* registered */
-    const char *node_id;
-    int64_t heartbeat_interval_s; /* 0 when absent */
-    /* error */
-    const char *message;
-    /* ack */
-    int64_t seq;
-    /* stop */
-    const char *job_id;
-    int64_t attempt; /* -1: every attempt */
-    int64_t grace_s; /* -1: the agent's --stop-grace-s */
-    /* launch */
-    struct agent_launch launch;
-};
-
-/* Parses one server message. Returns 0 with *out filled (free with agent_server_msg_free), or -1
- * with a reason naming the bad field in err (malformed JSON, missing type, invalid launch...). An
- * unknown type is not an error: type is AGENT_MSG_UNKNOWN. */
-int agent_server_msg_parse(const char *text, size_t len, struct agent_server_msg *out, char *err,
-                           size_t errlen);
-void agent_server_msg_free(struct agent_server_msg *m);
-
-/* Checks a job id that will become a path component. 0 or -1. */
-int agent_job_id_valid(const char *job_id);
-
-/* Message builders: each returns a malloc'd compact JSON string (caller frees) or NULL. */
-struct agent_node_info {
-    const char *id, *hostname, *address, *gpu_type, *version;
-    int64_t cpus, memory_mb;
-    const int *gpus;
-    size_t n_gpus;
-    const json_t *custom; /* object or NULL */
-    const json_t *labels; /* object or NULL */
-    int port_lo, port_hi;
-};
-/* workers: array of worker states (borrowed). token may be NULL. */
-char *agent_msg_register(const struct agent_node_info *node, const char *token,
-                         const json_t *workers);
-char *agent_msg_heartbeat(void);
-char *agent_msg_worker_started(int64_t seq, const char *job_id, int64_t attempt, int64_t rank,
-                               long pid);
-/* exit_code/signal < 0 mean null; error NULL means null. */
-char *agent_msg_worker_exited(int64_t seq, const char *job_id, int64_t attempt, int64_t rank,
-                              int exit_code, int signal, const char *error);
-/* body: a spooled report (job_id, attempt, rank, report_seq, metrics, step, time,
- * checkpoint_dir); returns it with type and seq added. */
-char *agent_msg_report(int64_t seq, const json_t *body);
-/* A spooled report body (new object) from a worker's report. step < 0: null. */
-json_t *agent_report_body(const char *job_id, int64_t attempt, int64_t rank, int64_t report_seq,
-                          const json_t *metrics, int64_t step, const char *time_rfc3339,
-                          const char *checkpoint_dir);
-/* RFC 3339 UTC time with milliseconds of `ms` (since the epoch) into out (>= 32 bytes). */
-void agent_format_time(int64_t ms, char *out, size_t outlen);
-
-/* ------------------------------------------------------------------------------------------ */
 /* Worker environment (env.c)                                                                  */
 /* ------------------------------------------------------------------------------------------ */
 
-/* Builds the environment of one worker: `base` (the agent's environment, may be NULL), then the
- * DESIGN §3 variables, then the job's env; PYTHONPATH gets python_path first (also in front of a
- * PYTHONPATH the job sets). Returns a malloc'd NULL-terminated "K=V" array (agent_env_free) or
- * NULL when out of memory. */
+/* Builds the environment of one worker: `base` (the agent's environment, may be NULL), then
+ * GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME = socket_ifname when it is given and `base` sets
+ * neither (the user's choice wins), then the DESIGN §3 variables, then the job's env (which may
+ * override any of them); PYTHONPATH gets python_path first (also in front of a PYTHONPATH the job
+ * sets). Returns a malloc'd NULL-terminated "K=V" array (agent_env_free) or NULL when out of
+ * memory. */
 char **agent_env_build(char *const *base, const struct agent_launch *l,
                        const struct agent_launch_worker *w, const char *python_path,
-                       const char *report_socket);
+                       const char *report_socket, const char *socket_ifname);
 void agent_env_free(char **env);
 /* The value of `name` in env, or NULL. */
 const char *agent_env_get(char *const *env, const char *name);
@@ -276,8 +182,8 @@ struct agent {
     char *node_id;
     char hostname[256];
     char address[1100];
-    bool ifname_checked;   /* the user's GLOO_/NCCL_SOCKET_IFNAME were looked at */
-    bool ifname_from_user; /* the agent was started with them set: leave them alone */
+    char socket_ifname[64]; /* the interface holding `address` ("" unknown): gloo and NCCL
+                             * of the workers bind to it (agent_env_build) */
     char *gpu_type;
     int64_t cpus, memory_mb;
     int *gpus;
@@ -319,8 +225,9 @@ int64_t agent_now_ms(void);
 int64_t agent_wall_ms(void);
 
 /* events.c */
-/* Queues an event with the next seq; `build` makes its text from the seq. Takes ownership of
- * spool_path. Returns the event or NULL (OOM). Wakes the writer when registered. */
+/* Queues an event: `text` (taken over; NULL counts as out of memory) is the message as sent,
+ * built with `seq` from agent__next_seq(). Takes ownership of spool_path. Returns the event or NULL
+ * (OOM). Wakes the writer when registered. */
 struct agent_event *agent__event_push(struct agent *a, enum agent_event_kind kind, char *text,
                                       int64_t seq, char *spool_path);
 int64_t agent__next_seq(struct agent *a);
@@ -332,8 +239,9 @@ void agent__events_reset_sent(struct agent *a);
 /* The first event not yet sent on this connection, or NULL. */
 struct agent_event *agent__events_next_unsent(struct agent *a);
 void agent__events_free_all(struct agent *a);
-/* Worker states for `register` (new array). */
-json_t *agent__workers_state(const struct agent *a);
+/* Worker states for `register`: a malloc'd array of *n entries borrowing the workers' strings
+ * (valid until the worker table changes), or NULL when there are none or out of memory. */
+struct agent_worker_event *agent__workers_state(const struct agent *a, size_t *n);
 struct agent_worker *agent__worker_find(struct agent *a, const char *job_id, int64_t attempt,
                                         int64_t rank);
 void agent__workers_free_all(struct agent *a);

@@ -130,7 +130,7 @@ static char *prepend_path(const char *python_path, const char *rest)
 
 char **agent_env_build(char *const *base, const struct agent_launch *l,
                        const struct agent_launch_worker *w, const char *python_path,
-                       const char *report_socket)
+                       const char *report_socket, const char *socket_ifname)
 {
     struct envb b = {0};
     b.v = calloc(1, sizeof(char *));
@@ -149,6 +149,11 @@ char **agent_env_build(char *const *base, const struct agent_launch *l,
         name[nl] = '\0';
         envb_set(&b, name, eq + 1);
     }
+    if (socket_ifname && *socket_ifname && !envb_get(&b, "GLOO_SOCKET_IFNAME") &&
+        !envb_get(&b, "NCCL_SOCKET_IFNAME")) {
+        envb_set(&b, "GLOO_SOCKET_IFNAME", socket_ifname);
+        envb_set(&b, "NCCL_SOCKET_IFNAME", socket_ifname);
+    }
     envb_set_int(&b, "RANK", w->rank);
     envb_set_int(&b, "WORLD_SIZE", l->world_size);
     envb_set_int(&b, "LOCAL_RANK", w->local_rank);
@@ -156,7 +161,7 @@ char **agent_env_build(char *const *base, const struct agent_launch *l,
     envb_set_int(&b, "NODE_RANK", l->node_rank);
     envb_set(&b, "MASTER_ADDR", l->master_addr);
     envb_set_int(&b, "MASTER_PORT", l->master_port);
-    char gpus[AGENT_MAX_GPUS * 6];
+    char gpus[AGENT_PROTO_MAX_GPUS * 6];
     gpu_list_text(w, gpus, sizeof(gpus));
     envb_set(&b, "CUDA_VISIBLE_DEVICES", gpus);
     if (strcmp(l->backend, "tensorflow") == 0) {

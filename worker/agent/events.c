@@ -122,20 +122,26 @@ void agent__events_free_all(struct agent *a)
     a->events_tail = NULL;
 }
 
-json_t *agent__workers_state(const struct agent *a)
+struct agent_worker_event *agent__workers_state(const struct agent *a, size_t *n)
 {
-    json_t *arr = json_array();
-    for (const struct agent_worker *w = a->workers; arr && w; w = w->next) {
-        json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:s, s:o, s:o}", "job_id", w->job_id, "attempt",
-                              (json_int_t)w->attempt, "rank", (json_int_t)w->rank, "pid",
-                              (json_int_t)w->pid, "status",
-                              w->status == AGENT_WORKER_RUNNING ? "RUNNING" : "EXITED", "exit_code",
-                              w->exit_code >= 0 ? json_integer(w->exit_code) : json_null(),
-                              "signal", w->signal >= 0 ? json_integer(w->signal) : json_null());
-        if (o)
-            json_array_append_new(arr, o);
-    }
-    return arr;
+    size_t count = 0;
+    *n = 0;
+    for (const struct agent_worker *w = a->workers; w; w = w->next)
+        count++;
+    struct agent_worker_event *states = count ? calloc(count, sizeof(*states)) : NULL;
+    for (const struct agent_worker *w = a->workers; states && w; w = w->next)
+        states[(*n)++] = (struct agent_worker_event){
+            .seq = -1,
+            .job_id = w->job_id,
+            .attempt = w->attempt,
+            .rank = w->rank,
+            .pid = w->pid,
+            .exited = w->status != AGENT_WORKER_RUNNING,
+            .exit_code = w->exit_code,
+            .signal = w->signal,
+            .error = w->error,
+        };
+    return states;
 }
 
 struct agent_worker *agent__worker_find(struct agent *a, const char *job_id, int64_t attempt,

@@ -121,7 +121,7 @@ size_t agent__detect_gpus(int **gpus, char **type)
         goto out;
     }
     unsigned c = 0;
-    if (count(&c) != 0 || c == 0 || c > AGENT_MAX_GPUS) {
+    if (count(&c) != 0 || c == 0 || c > AGENT_PROTO_MAX_GPUS) {
         c = 0;
     } else {
         *gpus = calloc(c, sizeof(int));

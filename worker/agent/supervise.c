@@ -266,7 +266,8 @@ static struct agent_worker *start_one(struct agent *a, const struct agent_launch
         return NULL;
     }
     free(log_path);
-    char **env = agent_env_build(environ, l, lw, a->cfg->python_path, a->report_socket);
+    char **env = agent_env_build(environ, l, lw, a->cfg->python_path, a->report_socket,
+                                 a->socket_ifname[0] ? a->socket_ifname : NULL);
     if (!env) {
         start_failed(a, w, logfd, "cannot prepare", "the worker's environment", ENOMEM);
         close(logfd);

@@ -46,8 +46,8 @@ static void connect_now(lws_sorted_usec_list_t *sul)
     ci.path = a->cfg->url_path;
     ci.host = a->cfg->url_host;
     ci.origin = a->cfg->url_host;
-    ci.protocol = AGENT_SUBPROTOCOL;
-    ci.local_protocol_name = AGENT_SUBPROTOCOL;
+    ci.protocol = AGENT_PROTO_SUBPROTOCOL;
+    ci.local_protocol_name = AGENT_PROTO_SUBPROTOCOL;
     ci.ssl_connection = a->cfg->url_tls ? LCCSCF_USE_SSL : 0;
     ci.pwsi = &a->wsi;
     TY_DEBUG("ws", "connecting to %s", a->cfg->server);
@@ -167,20 +167,15 @@ static int on_writeable(struct agent *a, struct lws *wsi)
 /* Incoming                                                                                     */
 /* ------------------------------------------------------------------------------------------ */
 
-/* Points gloo and NCCL at the interface holding the advertised address (workers inherit the
- * agent's environment): by default they bind to whatever the host name resolves to, often a
- * loopback address that other nodes cannot reach. A job's own env still overrides them. */
+/* Finds the interface holding the advertised address, for the workers' gloo and NCCL
+ * (agent_env_build): by default they bind to whatever the host name resolves to, often a
+ * loopback address that other nodes cannot reach. */
 static void learn_address_only(struct agent *a, struct lws *wsi);
 
-static void set_socket_ifname(struct agent *a)
+static void learn_socket_ifname(struct agent *a)
 {
-    if (!a->ifname_checked) {
-        a->ifname_checked = true;
-        a->ifname_from_user = getenv("GLOO_SOCKET_IFNAME") || getenv("NCCL_SOCKET_IFNAME");
-    }
-    if (a->ifname_from_user)
-        return;
     struct ifaddrs *ifs = NULL;
+    a->socket_ifname[0] = '\0';
     if (getifaddrs(&ifs) != 0)
         return;
     for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
@@ -189,9 +184,8 @@ static void set_socket_ifname(struct agent *a)
         char host[NI_MAXHOST];
         if (getnameinfo(i->ifa_addr, sizeof(struct sockaddr_in), host, sizeof(host), NULL, 0,
                         NI_NUMERICHOST) == 0 &&
-            strcmp(host, a->address) == 0) {
-            setenv("GLOO_SOCKET_IFNAME", i->ifa_name, 1);
-            setenv("NCCL_SOCKET_IFNAME", i->ifa_name, 1);
+            strcmp(host, a->address) == 0 && strlen(i->ifa_name) < sizeof(a->socket_ifname)) {
+            snprintf(a->socket_ifname, sizeof(a->socket_ifname), "%s", i->ifa_name);
             TY_INFO("ws", "workers use interface %s (%s) for gloo and NCCL", i->ifa_name,
                     a->address);
             break;
@@ -204,7 +198,7 @@ static void set_socket_ifname(struct agent *a)
 static void learn_address(struct agent *a, struct lws *wsi)
 {
     learn_address_only(a, wsi);
-    set_socket_ifname(a);
+    learn_socket_ifname(a);
 }
 
 static void learn_address_only(struct agent *a, struct lws *wsi)
@@ -229,7 +223,8 @@ static void learn_address_only(struct agent *a, struct lws *wsi)
 
 static void send_register(struct agent *a)
 {
-    json_t *workers = agent__workers_state(a);
+    size_t n_workers;
+    struct agent_worker_event *workers = agent__workers_state(a, &n_workers);
     struct agent_node_info n = {
         .id = a->node_id,
         .hostname = a->hostname,
@@ -245,8 +240,8 @@ static void send_register(struct agent *a)
         .port_lo = a->cfg->port_lo,
         .port_hi = a->cfg->port_hi,
     };
-    agent__ws_send_ctl(a, agent_msg_register(&n, a->cfg->token, workers));
-    json_decref(workers);
+    agent__ws_send_ctl(a, agent_msg_register(&n, a->cfg->token, workers, n_workers));
+    free(workers);
 }
 
 /* A launch the parser refused still names its job and ranks most of the time: answer each rank
@@ -322,7 +317,7 @@ static int on_message(struct agent *a, const char *text, size_t len)
     case AGENT_MSG_STOP:
         agent__stop(a, m.job_id, m.attempt, m.grace_s >= 0 ? m.grace_s : a->cfg->stop_grace_s);
         break;
-    case AGENT_MSG_UNKNOWN:
+    default: /* the parser gives an agent->server type as UNKNOWN */
         TY_WARN("ws", "ignoring server message of unknown type '%s'", m.type_name);
         break;
     }
@@ -334,8 +329,8 @@ static int on_message(struct agent *a, const char *text, size_t len)
 static int on_receive(struct agent *a, struct lws *wsi, const void *in, size_t len)
 {
     if (!a->rx_too_big) {
-        if (a->rx_len + len > AGENT_MAX_MESSAGE) {
-            TY_BAD_PEER("ws", "server message above %u bytes dropped", AGENT_MAX_MESSAGE);
+        if (a->rx_len + len > AGENT_PROTO_MAX_MESSAGE) {
+            TY_BAD_PEER("ws", "server message above %u bytes dropped", AGENT_PROTO_MAX_MESSAGE);
             a->rx_too_big = true;
             TY_FREE(a->rx);
             a->rx_len = a->rx_cap = 0;
@@ -428,7 +423,7 @@ int agent__children_callback(struct lws *wsi, enum lws_callback_reasons reason, 
                              void *in, size_t len);
 
 static const struct lws_protocols protocols[] = {
-    {AGENT_SUBPROTOCOL, ws_callback, 0, 65536, 0, NULL, 0},
+    {AGENT_PROTO_SUBPROTOCOL, ws_callback, 0, 65536, 0, NULL, 0},
     {"trainyard-report", agent__report_callback, 0, 0, 0, NULL, 0},
     {"trainyard-children", agent__children_callback, 0, 0, 0, NULL, 0},
     {NULL, NULL, 0, 0, 0, NULL, 0},

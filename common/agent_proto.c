@@ -1,6 +1,6 @@
-/* The agent protocol (docs/agent-protocol.md) as pure functions: builders for what the agent
- * sends, a validating parser for what the server sends. No I/O, no globals. */
-#include "agent.h"
+/* The agent protocol (docs/agent-protocol.md) as pure functions (agent_proto.h): a builder and a
+ * validating parser for every message, in both directions. No I/O, no globals. */
+#include "agent_proto.h"
 
 #include "util.h"
 
@@ -10,6 +10,8 @@
 #include <time.h>
 
 #define ERR(...) (snprintf(err, errlen, __VA_ARGS__), -1)
+/* Frees a json value on a failed step and nulls the pointer. */
+#define DROP(o) (json_decref(o), (o) = NULL)
 
 /* ------------------------------------------------------------------------------------------ */
 /* Builders                                                                                     */
@@ -35,7 +37,18 @@ static json_t *str_or_null(const char *s)
     return s ? json_string(s) : json_null();
 }
 
-char *agent_msg_register(const struct agent_node_info *n, const char *token, const json_t *workers)
+/* A worker state of `register` (new object), or NULL. */
+static json_t *worker_state(const struct agent_worker_event *w)
+{
+    return json_pack("{s:s, s:I, s:I, s:I, s:s, s:o, s:o, s:o}", "job_id", w->job_id, "attempt",
+                     (json_int_t)w->attempt, "rank", (json_int_t)w->rank, "pid", (json_int_t)w->pid,
+                     "status", w->exited ? "EXITED" : "RUNNING", "exit_code",
+                     int_or_null(w->exit_code), "signal", int_or_null(w->signal), "error",
+                     str_or_null(w->error));
+}
+
+char *agent_msg_register(const struct agent_node_info *n, const char *token,
+                         const struct agent_worker_event *workers, size_t n_workers)
 {
     json_t *gpus = json_array();
     for (size_t i = 0; gpus && i < n->n_gpus; i++)
@@ -47,13 +60,22 @@ char *agent_msg_register(const struct agent_node_info *n, const char *token, con
     if (n->custom)
         json_object_update_missing(res, (json_t *)n->custom);
     json_t *labels = n->labels ? json_deep_copy(n->labels) : json_object();
-    json_t *node = json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:s, s:[i,i]}", "id", n->id,
+    json_t *node = json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:[i,i]}", "id", n->id,
                              "hostname", n->hostname, "address", n->address, "resources", res,
                              "gpu_type", str_or_null(n->gpu_type), "labels", labels, "version",
-                             n->version, "port_range", n->port_lo, n->port_hi);
+                             str_or_null(n->version), "port_range", n->port_lo, n->port_hi);
     if (!node)
         return NULL;
-    json_t *ws = workers ? json_deep_copy(workers) : json_array();
+    json_t *ws = json_array();
+    for (size_t i = 0; ws && i < n_workers; i++)
+        if (json_array_append_new(ws, worker_state(&workers[i])) != 0) {
+            json_decref(ws);
+            ws = NULL;
+        }
+    if (!ws) {
+        json_decref(node);
+        return NULL;
+    }
     return dump_steal(json_pack("{s:s, s:o, s:o, s:o}", "type", "register", "token",
                                 str_or_null(token), "node", node, "workers", ws));
 }
@@ -115,12 +137,89 @@ void agent_format_time(int64_t ms, char *out, size_t outlen)
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* Builders: server -> agent                                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+char *agent_msg_registered(const char *node_id, int64_t heartbeat_interval_s)
+{
+    return dump_steal(json_pack("{s:s, s:s, s:I}", "type", "registered", "node_id", node_id,
+                                "heartbeat_interval_s", (json_int_t)heartbeat_interval_s));
+}
+
+char *agent_msg_error(const char *message)
+{
+    return dump_steal(json_pack("{s:s, s:s}", "type", "error", "message", message));
+}
+
+char *agent_msg_ack(int64_t seq)
+{
+    return dump_steal(json_pack("{s:s, s:I}", "type", "ack", "seq", (json_int_t)seq));
+}
+
+char *agent_msg_stop(const char *job_id, int64_t attempt, int64_t grace_s)
+{
+    json_t *o = json_pack("{s:s, s:s}", "type", "stop", "job_id", job_id);
+    if (o && attempt >= 0 && json_object_set_new(o, "attempt", json_integer(attempt)) != 0)
+        DROP(o);
+    if (o && grace_s >= 0 && json_object_set_new(o, "grace_s", json_integer(grace_s)) != 0)
+        DROP(o);
+    return dump_steal(o);
+}
+
+/* [{"rank", "local_rank", "gpus"}...] of a launch (new array), or NULL. */
+static json_t *launch_workers(const struct agent_launch *l)
+{
+    json_t *ws = json_array();
+    for (size_t i = 0; ws && i < l->n_workers; i++) {
+        const struct agent_launch_worker *w = &l->workers[i];
+        json_t *gpus = json_array();
+        for (size_t g = 0; gpus && g < w->n_gpus; g++)
+            if (json_array_append_new(gpus, json_integer(w->gpus[g])) != 0)
+                DROP(gpus);
+        json_t *o = json_pack("{s:I, s:I, s:o}", "rank", (json_int_t)w->rank, "local_rank",
+                              (json_int_t)w->local_rank, "gpus", gpus);
+        if (json_array_append_new(ws, o) != 0 || o == NULL)
+            DROP(ws);
+    }
+    return ws;
+}
+
+char *agent_msg_launch(const struct agent_launch *l)
+{
+    json_t *ra = NULL;
+    if (l->rank_addresses) {
+        ra = json_array();
+        for (int64_t r = 0; ra && r < l->world_size; r++)
+            if (json_array_append_new(ra, json_string(l->rank_addresses[r])) != 0)
+                DROP(ra);
+        if (!ra)
+            return NULL;
+    }
+    json_t *workers = launch_workers(l);
+    if (!workers) {
+        json_decref(ra);
+        return NULL;
+    }
+    return dump_steal(json_pack(
+        "{s:s, s:s, s:I, s:s?, s:O, s:o, s:O?, s:O?, s:I, s:I, s:I, s:I, s:s, s:I, s:o, s:o?, "
+        "s:o}",
+        "type", "launch", "job_id", l->job_id, "attempt", (json_int_t)l->attempt, "backend",
+        l->backend, "entrypoint", (json_t *)l->entrypoint, "working_dir",
+        str_or_null(l->working_dir), "env", (json_t *)l->env, "config", (json_t *)l->config,
+        "world_size", (json_int_t)l->world_size, "num_nodes", (json_int_t)l->num_nodes, "node_rank",
+        (json_int_t)l->node_rank, "local_world_size", (json_int_t)l->local_world_size,
+        "master_addr", l->master_addr, "master_port", (json_int_t)l->master_port, "checkpoint_dir",
+        str_or_null(l->checkpoint_dir), "rank_addresses", ra, "workers", workers));
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* Parser                                                                                       */
 /* ------------------------------------------------------------------------------------------ */
 
 int agent_job_id_valid(const char *id)
 {
-    if (!id || !*id || strlen(id) > 200 || strcmp(id, ".") == 0 || strcmp(id, "..") == 0)
+    if (!id || !*id || strlen(id) > AGENT_PROTO_MAX_JOB_ID || strcmp(id, ".") == 0 ||
+        strcmp(id, "..") == 0)
         return -1;
     for (const char *p = id; *p; p++) {
         char c = *p;
@@ -213,7 +312,7 @@ static int parse_launch_workers(const json_t *root, struct agent_launch *l, char
                 return ERR("workers[%zu]: rank %lld appears twice", i, (long long)lw->rank);
         json_t *g = json_object_get(w, "gpus");
         if (g && !json_is_null(g)) {
-            if (!json_is_array(g) || json_array_size(g) > AGENT_MAX_GPUS)
+            if (!json_is_array(g) || json_array_size(g) > AGENT_PROTO_MAX_GPUS)
                 return ERR("workers[%zu]: 'gpus' must be an array of GPU indices", i);
             lw->n_gpus = json_array_size(g);
             lw->gpus = calloc(lw->n_gpus ? lw->n_gpus : 1, sizeof(int));
@@ -222,7 +321,7 @@ static int parse_launch_workers(const json_t *root, struct agent_launch *l, char
             for (size_t j = 0; j < lw->n_gpus; j++) {
                 json_t *x = json_array_get(g, j);
                 if (!json_is_integer(x) || json_integer_value(x) < 0 ||
-                    json_integer_value(x) >= AGENT_MAX_GPUS)
+                    json_integer_value(x) >= AGENT_PROTO_MAX_GPUS)
                     return ERR("workers[%zu]: 'gpus[%zu]' must be a GPU index", i, j);
                 lw->gpus[j] = (int)json_integer_value(x);
             }
@@ -250,6 +349,7 @@ static int parse_launch(json_t *root, struct agent_launch *l, char *err, size_t 
         return ERR("'backend' must be torch, tensorflow, native or none");
 
     json_t *ep = json_object_get(root, "entrypoint");
+    l->entrypoint = ep;
     if (json_is_string(ep)) {
         if (json_string_length(ep) == 0)
             return ERR("'entrypoint' must not be empty");
@@ -299,6 +399,7 @@ static int parse_launch(json_t *root, struct agent_launch *l, char *err, size_t 
         l->env = e;
     }
     json_t *cfg = json_object_get(root, "config");
+    l->config = cfg;
     l->config_json = cfg ? json_dumps(cfg, JSON_COMPACT | JSON_ENCODE_ANY) : strdup("null");
     if (!l->config_json)
         return ERR("out of memory");
@@ -336,6 +437,8 @@ int agent_server_msg_parse(const char *text, size_t len, struct agent_server_msg
                            size_t errlen)
 {
     memset(out, 0, sizeof(*out));
+    if (len > AGENT_PROTO_MAX_MESSAGE)
+        return ERR("message of %zu bytes is over the limit of %u", len, AGENT_PROTO_MAX_MESSAGE);
     json_error_t je;
     json_t *root = json_loadb(text, len, 0, &je);
     if (!root)
@@ -400,4 +503,235 @@ void agent_server_msg_free(struct agent_server_msg *m)
         agent_launch_free(&m->launch);
     json_decref(m->root);
     memset(m, 0, sizeof(*m));
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Parser: agent -> server                                                                      */
+/* ------------------------------------------------------------------------------------------ */
+
+/* An integer or null field into *out (-1 for null or absent). */
+static int get_int_or_null(const json_t *o, const char *name, int64_t max, int *out, char *err,
+                           size_t errlen)
+{
+    int64_t v = -1;
+    if (get_int(o, name, false, 0, max, &v, err, errlen) != 0)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* The fields shared by worker events and worker states: job_id, attempt, rank. */
+static int parse_worker_ids(const json_t *o, struct agent_worker_event *w, char *err, size_t errlen)
+{
+    if (get_str(o, "job_id", true, true, &w->job_id, err, errlen) != 0)
+        return -1;
+    if (agent_job_id_valid(w->job_id) != 0)
+        return ERR("'job_id' must be 1-%d characters of [A-Za-z0-9._-]", AGENT_PROTO_MAX_JOB_ID);
+    return get_int(o, "attempt", true, 0, INT32_MAX, &w->attempt, err, errlen) != 0 ||
+                   get_int(o, "rank", true, 0, INT32_MAX, &w->rank, err, errlen) != 0
+               ? -1
+               : 0;
+}
+
+/* worker_exited's result fields (also in an EXITED worker state). */
+static int parse_exit(const json_t *o, struct agent_worker_event *w, char *err, size_t errlen)
+{
+    w->exited = true;
+    return get_int_or_null(o, "exit_code", 255, &w->exit_code, err, errlen) != 0 ||
+                   get_int_or_null(o, "signal", 255, &w->signal, err, errlen) != 0 ||
+                   get_str(o, "error", false, false, &w->error, err, errlen) != 0
+               ? -1
+               : 0;
+}
+
+/* One worker state of `register`: {job_id, attempt, rank, pid, status, exit_code, signal}. */
+static int parse_worker_state(const json_t *o, struct agent_worker_event *w, char *err,
+                              size_t errlen)
+{
+    *w = (struct agent_worker_event){.seq = -1, .pid = -1, .exit_code = -1, .signal = -1};
+    if (!json_is_object(o))
+        return ERR("must be an object");
+    const char *status;
+    if (parse_worker_ids(o, w, err, errlen) != 0 ||
+        get_int(o, "pid", false, -1, INT32_MAX, &w->pid, err, errlen) != 0 ||
+        get_str(o, "status", true, true, &status, err, errlen) != 0)
+        return -1;
+    if (strcmp(status, "EXITED") == 0)
+        return parse_exit(o, w, err, errlen);
+    if (strcmp(status, "RUNNING") != 0)
+        return ERR("'status' must be RUNNING or EXITED");
+    return 0;
+}
+
+/* node.resources: CPU and memory_mb numbers, GPU an array of indices; the rest is custom. */
+static int parse_resources(struct agent_node_msg *m, const json_t *res, char *err, size_t errlen)
+{
+    struct agent_node_info *n = &m->node;
+    m->node_custom = json_object();
+    if (!m->node_custom)
+        return ERR("out of memory");
+    n->custom = m->node_custom;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)res, k, v)
+    {
+        if (strcmp(k, "GPU") == 0) {
+            if (!json_is_array(v) || json_array_size(v) > AGENT_PROTO_MAX_GPUS)
+                return ERR("'node.resources.GPU' must be an array of GPU indices");
+            m->node_gpus = calloc(json_array_size(v) + 1, sizeof(int));
+            if (!m->node_gpus)
+                return ERR("out of memory");
+            for (size_t i = 0; i < json_array_size(v); i++) {
+                json_t *g = json_array_get(v, i);
+                if (!json_is_integer(g) || json_integer_value(g) < 0 ||
+                    json_integer_value(g) >= AGENT_PROTO_MAX_GPUS)
+                    return ERR("'node.resources.GPU[%zu]' must be a GPU index", i);
+                m->node_gpus[i] = (int)json_integer_value(g);
+            }
+            n->gpus = m->node_gpus;
+            n->n_gpus = json_array_size(v);
+        } else if (!json_is_number(v) || json_number_value(v) < 0) {
+            return ERR("'node.resources.%s' must be a number >= 0", k);
+        } else if (strcmp(k, "CPU") == 0) {
+            n->cpus = (int64_t)json_number_value(v);
+        } else if (strcmp(k, "memory_mb") == 0) {
+            n->memory_mb = (int64_t)json_number_value(v);
+        } else if (json_object_set(m->node_custom, k, v) != 0) {
+            return ERR("out of memory");
+        }
+    }
+    return 0;
+}
+
+static int parse_register(struct agent_node_msg *m, char *err, size_t errlen)
+{
+    struct agent_node_info *n = &m->node;
+    json_t *node = json_object_get(m->root, "node");
+    if (get_str(m->root, "token", false, false, &m->token, err, errlen) != 0)
+        return -1;
+    if (!json_is_object(node))
+        return ERR("'node' must be an object");
+    char sub[200];
+    if (get_str(node, "id", true, true, &n->id, sub, sizeof(sub)) != 0 ||
+        get_str(node, "address", true, true, &n->address, sub, sizeof(sub)) != 0 ||
+        get_str(node, "hostname", false, false, &n->hostname, sub, sizeof(sub)) != 0 ||
+        get_str(node, "gpu_type", false, false, &n->gpu_type, sub, sizeof(sub)) != 0 ||
+        get_str(node, "version", false, false, &n->version, sub, sizeof(sub)) != 0)
+        return ERR("node: %s", sub);
+    if (strlen(n->id) > AGENT_PROTO_MAX_NODE_ID)
+        return ERR("'node.id' must be 1 to %d bytes", AGENT_PROTO_MAX_NODE_ID);
+    if (!n->hostname || !*n->hostname)
+        n->hostname = n->id;
+    m->resources = json_object_get(node, "resources");
+    if (!json_is_object(m->resources))
+        return ERR("'node.resources' must be an object");
+    if (parse_resources(m, m->resources, err, errlen) != 0)
+        return -1;
+    n->labels = json_object_get(node, "labels");
+    if (n->labels && json_is_null(n->labels))
+        n->labels = NULL;
+    if (n->labels && !json_is_object(n->labels))
+        return ERR("'node.labels' must be an object");
+    n->port_lo = AGENT_PROTO_DEFAULT_PORT_LO;
+    n->port_hi = AGENT_PROTO_DEFAULT_PORT_HI;
+    json_t *range = json_object_get(node, "port_range");
+    if (range && !json_is_null(range)) {
+        json_t *lo = json_array_get(range, 0), *hi = json_array_get(range, 1);
+        if (!json_is_array(range) || json_array_size(range) != 2 || !json_is_integer(lo) ||
+            !json_is_integer(hi) || json_integer_value(lo) < 1 || json_integer_value(hi) > 65535 ||
+            json_integer_value(lo) > json_integer_value(hi))
+            return ERR("'node.port_range' must be [lo, hi] within 1..65535");
+        n->port_lo = (int)json_integer_value(lo);
+        n->port_hi = (int)json_integer_value(hi);
+    }
+    json_t *ws = json_object_get(m->root, "workers");
+    if (!ws || json_is_null(ws))
+        return 0;
+    if (!json_is_array(ws))
+        return ERR("'workers' must be an array");
+    m->workers = calloc(json_array_size(ws) + 1, sizeof(*m->workers));
+    if (!m->workers)
+        return ERR("out of memory");
+    for (size_t i = 0; i < json_array_size(ws); i++, m->n_workers++)
+        if (parse_worker_state(json_array_get(ws, i), &m->workers[i], sub, sizeof(sub)) != 0)
+            return ERR("workers[%zu]: %s", i, sub);
+    return 0;
+}
+
+static int parse_worker_event(struct agent_node_msg *m, char *err, size_t errlen)
+{
+    struct agent_worker_event *e = &m->event;
+    *e = (struct agent_worker_event){.seq = m->seq, .pid = -1, .exit_code = -1, .signal = -1};
+    if (get_int(m->root, "seq", true, 0, INT64_MAX, &e->seq, err, errlen) != 0 ||
+        parse_worker_ids(m->root, e, err, errlen) != 0)
+        return -1;
+    if (m->type == AGENT_MSG_WORKER_STARTED)
+        return get_int(m->root, "pid", true, 1, INT32_MAX, &e->pid, err, errlen);
+    return parse_exit(m->root, e, err, errlen);
+}
+
+int agent_node_msg_parse(const char *text, size_t len, struct agent_node_msg *out, char *err,
+                         size_t errlen)
+{
+    memset(out, 0, sizeof(*out));
+    out->seq = -1;
+    if (len > AGENT_PROTO_MAX_MESSAGE)
+        return ERR("message of %zu bytes is over the limit of %u", len, AGENT_PROTO_MAX_MESSAGE);
+    json_error_t je;
+    json_t *root = json_loadb(text, len, 0, &je);
+    if (!root)
+        return ERR("invalid JSON: %s", je.text);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return ERR("not a JSON object");
+    }
+    out->root = root;
+    json_t *seq = json_object_get(root, "seq");
+    if (json_is_integer(seq) && json_integer_value(seq) >= 0)
+        out->seq = json_integer_value(seq);
+    json_t *t = json_object_get(root, "type");
+    if (!json_is_string(t)) {
+        snprintf(err, errlen, "'type' is missing or not a string");
+        goto fail;
+    }
+    out->type_name = json_string_value(t);
+    static const struct {
+        const char *name;
+        enum agent_msg_type type;
+    } types[] = {
+        {"register", AGENT_MSG_REGISTER},
+        {"heartbeat", AGENT_MSG_HEARTBEAT},
+        {"worker_started", AGENT_MSG_WORKER_STARTED},
+        {"worker_exited", AGENT_MSG_WORKER_EXITED},
+        {"report", AGENT_MSG_REPORT},
+    };
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+        if (strcmp(out->type_name, types[i].name) == 0)
+            out->type = types[i].type;
+    int rc = 0;
+    if (out->type == AGENT_MSG_REGISTER)
+        rc = parse_register(out, err, errlen);
+    else if (out->type == AGENT_MSG_WORKER_STARTED || out->type == AGENT_MSG_WORKER_EXITED)
+        rc = parse_worker_event(out, err, errlen);
+    if (rc == 0)
+        return 0;
+fail:;
+    int64_t keep_seq = out->seq;
+    enum agent_msg_type keep_type = out->type;
+    agent_node_msg_free(out);
+    out->seq = keep_seq;
+    out->type = keep_type;
+    return -1;
+}
+
+void agent_node_msg_free(struct agent_node_msg *m)
+{
+    if (!m)
+        return;
+    free(m->workers);
+    free(m->node_gpus);
+    json_decref(m->node_custom);
+    json_decref(m->root);
+    memset(m, 0, sizeof(*m));
+    m->seq = -1;
 }

@@ -1,0 +1,204 @@
+/*
+ * agent_proto.h — the agent protocol (docs/agent-protocol.md): every message trainyard-agent and
+ * trainyard-server exchange over the agent websocket, as C structs with one builder and one
+ * validating parser per direction, plus the protocol's names and limits. Shared by both ends
+ * (worker/agent and server/control_agent.c, server/launch.c), so they cannot drift apart.
+ *
+ * Pure: no I/O, no globals. Builders return a malloc'd compact JSON text (caller frees) or NULL
+ * when out of memory. Parsers return 0 with the struct filled, or -1 with a reason naming the
+ * field at fault in `err`; a parsed struct borrows its strings from `root`, which it holds a
+ * reference to, and is freed with its _free function.
+ *
+ * Prefix agent_ (the agent protocol); AGENT_PROTO_ for its constants.
+ */
+#ifndef TY_AGENT_PROTO_H
+#define TY_AGENT_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+/* The websocket subprotocol of the agent endpoint: the only place the name is written. */
+#define AGENT_PROTO_SUBPROTOCOL "trainyard-agent.v1"
+/* Largest message either end accepts (a launch of a big job is the largest). */
+#define AGENT_PROTO_MAX_MESSAGE (16u * 1024u * 1024u)
+/* GPU indices are below this; a node has at most this many GPUs. */
+#define AGENT_PROTO_MAX_GPUS 1024
+/* node.id in register: 1 to this many bytes. */
+#define AGENT_PROTO_MAX_NODE_ID 128
+/* job_id: 1 to this many bytes of [A-Za-z0-9._-] (it becomes a directory name). */
+#define AGENT_PROTO_MAX_JOB_ID 200
+/* node.port_range when register leaves it out. */
+#define AGENT_PROTO_DEFAULT_PORT_LO 29500
+#define AGENT_PROTO_DEFAULT_PORT_HI 29999
+
+enum agent_msg_type {
+    AGENT_MSG_UNKNOWN = 0,
+    /* server -> agent */
+    AGENT_MSG_REGISTERED,
+    AGENT_MSG_ERROR,
+    AGENT_MSG_ACK,
+    AGENT_MSG_LAUNCH,
+    AGENT_MSG_STOP,
+    /* agent -> server */
+    AGENT_MSG_REGISTER,
+    AGENT_MSG_HEARTBEAT,
+    AGENT_MSG_WORKER_STARTED,
+    AGENT_MSG_WORKER_EXITED,
+    AGENT_MSG_REPORT,
+};
+
+/* Checks a job id that will become a path component. 0 or -1. */
+int agent_job_id_valid(const char *job_id);
+
+/* ------------------------------------------------------------------------------------------ */
+/* launch (server -> agent)                                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+struct agent_launch_worker {
+    int64_t rank;
+    int64_t local_rank;
+    int *gpus; /* n_gpus entries; parsed: malloc'd, built: borrowed */
+    size_t n_gpus;
+};
+
+/* A `launch`: start these workers of this attempt on this node. Parsed: strings borrowed from
+ * `root`. To build one, fill the wire fields (entrypoint, env, config, scalars, workers) and
+ * leave root, argv and config_json NULL. */
+struct agent_launch {
+    json_t *root;
+    const char *job_id;
+    int64_t attempt;
+    const char *backend;      /* NULL when building: left out (the agent then uses torch) */
+    const json_t *entrypoint; /* array of strings, or a string run with /bin/sh -c */
+    const char **argv;        /* parsed: NULL-terminated; a string entrypoint: /bin/sh -c STRING */
+    const char *working_dir;  /* NULL: the agent's working directory */
+    const json_t *env;        /* object of strings; parsed: never NULL */
+    const json_t *config;     /* train_loop_config, any JSON; NULL: absent */
+    char *config_json;        /* parsed: compact JSON of `config` ("null" when absent) */
+    int64_t world_size, num_nodes, node_rank, local_world_size;
+    const char *master_addr;
+    int64_t master_port;
+    const char *checkpoint_dir;  /* NULL: none */
+    const char **rank_addresses; /* world_size entries (the node address of each rank), or NULL:
+                                  * all on master_addr */
+    struct agent_launch_worker *workers;
+    size_t n_workers;
+};
+void agent_launch_free(struct agent_launch *l);
+char *agent_msg_launch(const struct agent_launch *l);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Server -> agent                                                                             */
+/* ------------------------------------------------------------------------------------------ */
+
+struct agent_server_msg {
+    enum agent_msg_type type;
+    const char *type_name; /* borrowed from root */
+    json_t *root;
+    /* registered */
+    const char *node_id;
+    int64_t heartbeat_interval_s; /* 0 when absent */
+    /* error */
+    const char *message;
+    /* ack */
+    int64_t seq;
+    /* stop */
+    const char *job_id;
+    int64_t attempt; /* -1: every attempt */
+    int64_t grace_s; /* -1: the agent's --stop-grace-s */
+    /* launch */
+    struct agent_launch launch;
+};
+
+/* Parses one server message. Returns 0 with *out filled (free with agent_server_msg_free), or -1
+ * with a reason naming the bad field in err (malformed JSON, missing type, invalid launch...). An
+ * unknown type is not an error: type is AGENT_MSG_UNKNOWN. A message of an agent->server type is
+ * UNKNOWN here too. */
+int agent_server_msg_parse(const char *text, size_t len, struct agent_server_msg *out, char *err,
+                           size_t errlen);
+void agent_server_msg_free(struct agent_server_msg *m);
+
+char *agent_msg_registered(const char *node_id, int64_t heartbeat_interval_s);
+char *agent_msg_error(const char *message);
+char *agent_msg_ack(int64_t seq);
+/* attempt < 0: left out (every attempt); grace_s < 0: left out (the agent's default). */
+char *agent_msg_stop(const char *job_id, int64_t attempt, int64_t grace_s);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Agent -> server                                                                             */
+/* ------------------------------------------------------------------------------------------ */
+
+/* A node as `register` describes it. Parsed: strings borrowed from the message, gpus and custom
+ * owned by the message struct. */
+struct agent_node_info {
+    const char *id, *hostname, *address, *gpu_type, *version; /* gpu_type, version may be NULL */
+    int64_t cpus, memory_mb;
+    const int *gpus;
+    size_t n_gpus;
+    const json_t *custom; /* object of the other resources, or NULL */
+    const json_t *labels; /* object or NULL */
+    int port_lo, port_hi;
+};
+
+/* A worker event (worker_started, worker_exited) or a worker's state in `register`. */
+struct agent_worker_event {
+    int64_t seq; /* events only; -1 in a worker state */
+    const char *job_id;
+    int64_t attempt, rank;
+    int64_t pid;       /* worker_started and states; -1: none */
+    bool exited;       /* worker_exited, or a state with status EXITED */
+    int exit_code;     /* -1: null */
+    int signal;        /* -1: null */
+    const char *error; /* NULL: null (the worker could not be started when set) */
+};
+
+/* A parsed agent message. */
+struct agent_node_msg {
+    enum agent_msg_type type;
+    const char *type_name; /* borrowed from root */
+    json_t *root;
+    /* register */
+    const char *token;           /* NULL: none */
+    struct agent_node_info node; /* hostname defaults to the id, port_range to the defaults */
+    const json_t *resources;     /* node.resources as sent (an object) */
+    struct agent_worker_event *workers; /* register: n_workers states (malloc'd) */
+    size_t n_workers;
+    json_t *node_custom; /* owned storage behind node.custom */
+    int *node_gpus;      /* owned storage behind node.gpus */
+    /* worker_started, worker_exited */
+    struct agent_worker_event event;
+    /* report: only type and seq are read here (the server validates the rest) */
+    int64_t seq; /* -1 when absent or not an integer */
+};
+
+/* Parses one agent message. Returns 0 with *out filled (free with agent_node_msg_free), or -1
+ * with the reason in err; then only out->type (UNKNOWN when the type itself is missing) and
+ * out->seq (the message's integer `seq`, or -1) are kept, so that a malformed event can be acked
+ * and dropped and a malformed register answered. An unknown type is not an error. */
+int agent_node_msg_parse(const char *text, size_t len, struct agent_node_msg *out, char *err,
+                         size_t errlen);
+void agent_node_msg_free(struct agent_node_msg *m);
+
+/* workers: n worker states (seq ignored). token may be NULL. */
+char *agent_msg_register(const struct agent_node_info *node, const char *token,
+                         const struct agent_worker_event *workers, size_t n_workers);
+char *agent_msg_heartbeat(void);
+char *agent_msg_worker_started(int64_t seq, const char *job_id, int64_t attempt, int64_t rank,
+                               long pid);
+/* exit_code/signal < 0 mean null; error NULL means null. */
+char *agent_msg_worker_exited(int64_t seq, const char *job_id, int64_t attempt, int64_t rank,
+                              int exit_code, int signal, const char *error);
+/* body: a spooled report (job_id, attempt, rank, report_seq, metrics, step, time,
+ * checkpoint_dir); returns it with type and seq added. */
+char *agent_msg_report(int64_t seq, const json_t *body);
+/* A spooled report body (new object) from a worker's report. step < 0: null. */
+json_t *agent_report_body(const char *job_id, int64_t attempt, int64_t rank, int64_t report_seq,
+                          const json_t *metrics, int64_t step, const char *time_rfc3339,
+                          const char *checkpoint_dir);
+/* RFC 3339 UTC time with milliseconds of `ms` (since the epoch) into out (>= 32 bytes). */
+void agent_format_time(int64_t ms, char *out, size_t outlen);
+
+#endif

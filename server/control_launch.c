@@ -1,0 +1,75 @@
+/* Launch orders: the PLACED workers of an attempt (store_launch_rows) and, when the job resumes
+ * from a checkpoint, each node's copy of it (store_checkpoint_launch_dirs) become one `launch`
+ * per node (launch.c, pure), sent to the nodes that are connected. */
+#include "control_internal.h"
+
+#include "launch.h"
+#include "log.h"
+#include "store.h"
+
+#include <stdlib.h>
+
+/* The resume points of the launch's nodes (resume_from_checkpoint): 0 with *dirs (NULL when the
+ * job starts fresh), or -1 when the lookup failed (logged): then nothing is launched. */
+static int resume_dirs(struct control *ctl, int64_t job, int attempt,
+                       const struct srv_launch_rows *rows, struct srv_resume_dir **dirs,
+                       size_t *n_dirs)
+{
+    *dirs = NULL;
+    *n_dirs = 0;
+    int64_t ckpt = srv_launch_resume_from(rows->spec_json);
+    if (ckpt <= 0)
+        return 0;
+    size_t n_nodes;
+    const char **nodes = srv_launch_nodes(rows, &n_nodes);
+    int qs = nodes ? store_checkpoint_launch_dirs(ctl->db, ckpt, job, attempt, nodes, n_nodes, dirs,
+                                                  n_dirs)
+                   : DB_HARD_ERROR;
+    free(nodes);
+    if (qs <= 0) {
+        TY_ERROR("control",
+                 "job %lld attempt %d: cannot look up checkpoint %lld to resume from; "
+                 "not launching",
+                 (long long)job, attempt, (long long)ckpt);
+        return -1;
+    }
+    for (size_t i = 0; i < *n_dirs; i++)
+        if ((*dirs)[i].message)
+            TY_WARN("control", "job %lld attempt %d: %s", (long long)job, attempt,
+                    (*dirs)[i].message);
+    return 0;
+}
+
+void ctl__send_launches(struct control *ctl, int64_t job, int attempt, const char *node_id)
+{
+    struct srv_launch_rows rows;
+    if (store_launch_rows(ctl->db, job, attempt, node_id, &rows) <= 0)
+        return;
+    struct srv_resume_dir *dirs = NULL;
+    size_t n_dirs = 0, n_msgs = 0;
+    struct srv_launch_msg *msgs = NULL;
+    char err[256];
+    if (resume_dirs(ctl, job, attempt, &rows, &dirs, &n_dirs) != 0)
+        goto out;
+    if (srv_launch_build(job, attempt, &rows, dirs, n_dirs, &msgs, &n_msgs, err, sizeof(err)) !=
+        0) {
+        TY_ERROR("control", "attempt %d not launched: %s", attempt, err);
+        goto out;
+    }
+    for (size_t k = 0; k < n_msgs; k++) {
+        struct ctl_node *n = ctl__node_by_id(ctl, msgs[k].node_id);
+        if (n && n->conn) {
+            ctl__send_text(ctl, n->conn, msgs[k].text);
+            msgs[k].text = NULL;
+        } else {
+            TY_WARN("control",
+                    "node %s is not connected: job %lld will launch there when it "
+                    "registers again",
+                    msgs[k].node_id, (long long)job);
+        }
+    }
+out:
+    srv_launch_msgs_free(msgs, n_msgs);
+    srv_resume_dirs_free(dirs, n_dirs);
+    srv_launch_rows_free(&rows);
+}

@@ -1,0 +1,149 @@
+/* Launch orders from typed store rows (launch.h): pure, the message itself is built by the
+ * shared protocol module (common/agent_proto.c). */
+#include "launch.h"
+
+#include "agent_proto.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void srv_launch_rows_free(struct srv_launch_rows *r)
+{
+    if (r == NULL)
+        return;
+    for (size_t i = 0; r->workers && i < r->n_workers; i++) {
+        free(r->workers[i].node_id);
+        free(r->workers[i].gpus);
+    }
+    free(r->workers);
+    for (int64_t i = 0; r->rank_addresses && i < r->world_size; i++)
+        free(r->rank_addresses[i]);
+    free(r->rank_addresses);
+    free(r->spec_json);
+    free(r->master_addr);
+    memset(r, 0, sizeof(*r));
+}
+
+void srv_resume_dirs_free(struct srv_resume_dir *dirs, size_t n)
+{
+    for (size_t i = 0; dirs && i < n; i++) {
+        free(dirs[i].node_id);
+        free(dirs[i].path);
+        free(dirs[i].message);
+    }
+    free(dirs);
+}
+
+const char **srv_launch_nodes(const struct srv_launch_rows *rows, size_t *n)
+{
+    *n = 0;
+    const char **ids = rows->n_workers ? calloc(rows->n_workers, sizeof(*ids)) : NULL;
+    for (size_t i = 0; ids && i < rows->n_workers; i++)
+        if (*n == 0 || strcmp(ids[*n - 1], rows->workers[i].node_id) != 0)
+            ids[(*n)++] = rows->workers[i].node_id;
+    return ids;
+}
+
+int64_t srv_launch_resume_from(const char *spec_json)
+{
+    json_t *spec = json_loads(spec_json, 0, NULL);
+    json_int_t ckpt = json_integer_value(json_object_get(spec, "resume_from_checkpoint"));
+    json_decref(spec);
+    return ckpt > 0 ? ckpt : 0;
+}
+
+void srv_launch_msgs_free(struct srv_launch_msg *msgs, size_t n)
+{
+    for (size_t i = 0; msgs && i < n; i++)
+        free(msgs[i].text);
+    free(msgs);
+}
+
+/* The launch of the workers [first, last) of the rows, all on one node. */
+static char *node_launch(struct agent_launch *l, const struct srv_launch_rows *rows, size_t first,
+                         size_t last, const char *checkpoint_dir)
+{
+    const struct srv_launch_worker *w0 = &rows->workers[first];
+    struct agent_launch_worker *ws = calloc(last - first, sizeof(*ws));
+    if (ws == NULL)
+        return NULL;
+    for (size_t i = first; i < last; i++)
+        ws[i - first] = (struct agent_launch_worker){
+            .rank = rows->workers[i].rank,
+            .local_rank = rows->workers[i].local_rank,
+            .gpus = rows->workers[i].gpus,
+            .n_gpus = rows->workers[i].n_gpus,
+        };
+    l->node_rank = w0->node_rank;
+    l->local_world_size = w0->local_world_size;
+    l->checkpoint_dir = checkpoint_dir;
+    l->workers = ws;
+    l->n_workers = last - first;
+    char *text = agent_msg_launch(l);
+    free(ws);
+    l->workers = NULL;
+    return text;
+}
+
+int srv_launch_build(int64_t job, int attempt, const struct srv_launch_rows *rows,
+                     const struct srv_resume_dir *dirs, size_t n_dirs, struct srv_launch_msg **out,
+                     size_t *n, char *err, size_t errlen)
+{
+    *out = NULL;
+    *n = 0;
+    json_t *spec = json_loads(rows->spec_json ? rows->spec_json : "", 0, NULL);
+    json_t *entrypoint = json_object_get(spec, "entrypoint");
+    if (!json_is_object(spec) || entrypoint == NULL) {
+        json_decref(spec);
+        snprintf(err, errlen, "job %lld: its spec does not parse or has no entrypoint",
+                 (long long)job);
+        return -1;
+    }
+    char job_text[32];
+    snprintf(job_text, sizeof(job_text), "%lld", (long long)job);
+    struct agent_launch l = {
+        .job_id = job_text,
+        .attempt = attempt,
+        .backend = json_string_value(json_object_get(spec, "backend")),
+        .entrypoint = entrypoint,
+        .working_dir = json_string_value(json_object_get(spec, "working_dir")),
+        .env = json_object_get(spec, "env"),
+        .config = json_object_get(spec, "train_loop_config"),
+        .world_size = rows->world_size,
+        .num_nodes = rows->num_nodes,
+        .master_addr = rows->master_addr,
+        .master_port = rows->master_port,
+        .rank_addresses = (const char **)rows->rank_addresses,
+    };
+    json_t *empty_env = l.env ? NULL : json_object();
+    if (empty_env)
+        l.env = empty_env;
+    struct srv_launch_msg *msgs = calloc(rows->n_workers + 1, sizeof(*msgs));
+    int rc = msgs && l.env ? 0 : -1;
+    size_t k = 0;
+    for (size_t i = 0; rc == 0 && i < rows->n_workers; k++) {
+        size_t first = i;
+        const char *node = rows->workers[first].node_id;
+        while (i < rows->n_workers && strcmp(rows->workers[i].node_id, node) == 0)
+            i++;
+        const char *dir =
+            dirs && k < n_dirs && dirs[k].node_id && strcmp(dirs[k].node_id, node) == 0
+                ? dirs[k].path
+                : NULL;
+        msgs[k] = (struct srv_launch_msg){node, node_launch(&l, rows, first, i, dir)};
+        if (msgs[k].text == NULL)
+            rc = -1;
+    }
+    json_decref(empty_env);
+    json_decref(spec);
+    if (rc != 0) {
+        srv_launch_msgs_free(msgs, k);
+        snprintf(err, errlen, "job %lld: out of memory building its launch", (long long)job);
+        return -1;
+    }
+    *out = msgs;
+    *n = k;
+    return 0;
+}
