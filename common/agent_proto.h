@@ -2,7 +2,8 @@
  * agent_proto.h — the agent protocol (docs/agent-protocol.md): every message trainyard-agent and
  * trainyard-server exchange over the agent websocket, as C structs with one builder and one
  * validating parser per direction, plus the protocol's names and limits. Shared by both ends
- * (worker/agent and server/control_agent.c, server/launch.c), so they cannot drift apart.
+ * (worker/agent and server/control/control_agent.c, server/control/launch.c), so they cannot drift
+ * apart.
  *
  * Pure: no I/O, no globals. Builders return a malloc'd compact JSON text (caller frees) or NULL
  * when out of memory. Parsers return 0 with the struct filled, or -1 with a reason naming the

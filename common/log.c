@@ -7,36 +7,36 @@
 #include <string.h>
 #include <time.h>
 
-enum ty_log_level ty_log_threshold = TY_LOG_INFO;
+enum log_level log_threshold = TY_LOG_INFO;
 
 static char debug_subsystems[256];
 static bool debug_all;
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
-void ty_log_set_level(enum ty_log_level level)
+void log_set_level(enum log_level level)
 {
-    ty_log_threshold = level;
+    log_threshold = level;
 }
 
-int ty_log_level_from_string(const char *name, enum ty_log_level *out)
+int log_level_from_string(const char *name, enum log_level *out)
 {
     for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
         if (strcmp(name, level_names[i]) == 0) {
-            *out = (enum ty_log_level)i;
+            *out = (enum log_level)i;
             return 0;
         }
     }
     return -1;
 }
 
-void ty_log_set_debug(const char *subsystems)
+void log_set_debug(const char *subsystems)
 {
     snprintf(debug_subsystems, sizeof(debug_subsystems), ",%s,", subsystems ? subsystems : "");
     debug_all = strstr(debug_subsystems, ",all,") != NULL;
 }
 
-bool ty_log_debug_enabled(const char *subsystem)
+bool log_debug_enabled(const char *subsystem)
 {
     if (debug_all)
         return true;
@@ -47,7 +47,7 @@ bool ty_log_debug_enabled(const char *subsystem)
     return strstr(debug_subsystems, key) != NULL;
 }
 
-void ty_log_write(enum ty_log_level level, const char *subsystem, const char *fmt, ...)
+void log_write(enum log_level level, const char *subsystem, const char *fmt, ...)
 {
     char msg[2048];
     va_list ap;

@@ -2,7 +2,7 @@
  *
  * TY_LOG(level, subsystem, fmt, ...) prints one line to stderr with a UTC timestamp, the level and
  * the subsystem. The arguments are not evaluated when the level is off (Redis serverLog).
- * Debug output is enabled per subsystem (Slurm's log_flag): ty_log_set_debug("db,http") or
+ * Debug output is enabled per subsystem (Slurm's log_flag): log_set_debug("db,http") or
  * TRAINYARD_DEBUG=db,http.
  *
  * Two kinds of warnings keep "our bug" apart from "the peer's fault" (Taler's GNUNET_break vs
@@ -14,23 +14,23 @@
 
 #include <stdbool.h>
 
-enum ty_log_level { TY_LOG_ERROR = 0, TY_LOG_WARN = 1, TY_LOG_INFO = 2, TY_LOG_DEBUG = 3 };
+enum log_level { TY_LOG_ERROR = 0, TY_LOG_WARN = 1, TY_LOG_INFO = 2, TY_LOG_DEBUG = 3 };
 
-extern enum ty_log_level ty_log_threshold;
+extern enum log_level log_threshold;
 
-void ty_log_set_level(enum ty_log_level level);
+void log_set_level(enum log_level level);
 /* Parses "error|warn|info|debug"; returns 0 or -1 when the name is unknown. */
-int ty_log_level_from_string(const char *name, enum ty_log_level *out);
+int log_level_from_string(const char *name, enum log_level *out);
 /* Comma separated subsystem names whose debug lines are printed ("all" for every one). */
-void ty_log_set_debug(const char *subsystems);
-bool ty_log_debug_enabled(const char *subsystem);
-void ty_log_write(enum ty_log_level level, const char *subsystem, const char *fmt, ...)
+void log_set_debug(const char *subsystems);
+bool log_debug_enabled(const char *subsystem);
+void log_write(enum log_level level, const char *subsystem, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 #define TY_LOG(level, subsys, ...)                                                                 \
     do {                                                                                           \
-        if ((level) <= ty_log_threshold)                                                           \
-            ty_log_write((level), (subsys), __VA_ARGS__);                                          \
+        if ((level) <= log_threshold)                                                              \
+            log_write((level), (subsys), __VA_ARGS__);                                             \
     } while (0)
 
 #define TY_ERROR(subsys, ...) TY_LOG(TY_LOG_ERROR, subsys, __VA_ARGS__)
@@ -38,13 +38,13 @@ void ty_log_write(enum ty_log_level level, const char *subsystem, const char *fm
 #define TY_INFO(subsys, ...) TY_LOG(TY_LOG_INFO, subsys, __VA_ARGS__)
 #define TY_DEBUG(subsys, ...)                                                                      \
     do {                                                                                           \
-        if (ty_log_debug_enabled(subsys))                                                          \
-            ty_log_write(TY_LOG_DEBUG, (subsys), __VA_ARGS__);                                     \
+        if (log_debug_enabled(subsys))                                                             \
+            log_write(TY_LOG_DEBUG, (subsys), __VA_ARGS__);                                        \
     } while (0)
 
 #define TY_BUG(subsys, ...)                                                                        \
-    ty_log_write(TY_LOG_ERROR, (subsys), "internal error at %s:%d", __FILE__, __LINE__),           \
-        ty_log_write(TY_LOG_ERROR, (subsys), __VA_ARGS__)
+    log_write(TY_LOG_ERROR, (subsys), "internal error at %s:%d", __FILE__, __LINE__),              \
+        log_write(TY_LOG_ERROR, (subsys), __VA_ARGS__)
 #define TY_BAD_PEER(subsys, ...) TY_LOG(TY_LOG_WARN, subsys, "bad input from peer: " __VA_ARGS__)
 
 #endif

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void ty_options_usage(const struct ty_option *opts, size_t n, const char *prog, FILE *out)
+void options_usage(const struct option_def *opts, size_t n, const char *prog, FILE *out)
 {
     fprintf(out, "usage: %s [OPTIONS]\n\nOptions (flag, environment variable, default):\n", prog);
     for (size_t i = 0; i < n; i++)
@@ -14,7 +14,7 @@ void ty_options_usage(const struct ty_option *opts, size_t n, const char *prog, 
     fprintf(out, "  --%-22s print this help\n", "help");
 }
 
-static int set_option(const struct ty_option *o, void *dst, const char *value, const char *prog,
+static int set_option(const struct option_def *o, void *dst, const char *value, const char *prog,
                       const char *source)
 {
     char *base = (char *)dst + o->offset;
@@ -25,7 +25,7 @@ static int set_option(const struct ty_option *o, void *dst, const char *value, c
         return *slot ? 0 : -1;
     }
     int64_t v;
-    if (ty_parse_int64(value, o->min, o->max, &v) != 0) {
+    if (util_parse_int64(value, o->min, o->max, &v) != 0) {
         fprintf(stderr, "%s: %s: '%s' is not an integer in [%lld, %lld]\n", prog, source, value,
                 (long long)o->min, (long long)o->max);
         return -1;
@@ -34,8 +34,8 @@ static int set_option(const struct ty_option *o, void *dst, const char *value, c
     return 0;
 }
 
-static const struct ty_option *find_flag(const struct ty_option *opts, size_t n, const char *name,
-                                         size_t nlen)
+static const struct option_def *find_flag(const struct option_def *opts, size_t n, const char *name,
+                                          size_t nlen)
 {
     for (size_t i = 0; i < n; i++)
         if (strlen(opts[i].flag) == nlen && strncmp(opts[i].flag, name, nlen) == 0)
@@ -43,8 +43,8 @@ static const struct ty_option *find_flag(const struct ty_option *opts, size_t n,
     return NULL;
 }
 
-int ty_options_load(const struct ty_option *opts, size_t n, void *dst, const char *prog, int argc,
-                    char **argv)
+int options_load(const struct option_def *opts, size_t n, void *dst, const char *prog, int argc,
+                 char **argv)
 {
     for (size_t i = 0; i < n; i++) {
         const char *env = getenv(opts[i].env);
@@ -55,8 +55,8 @@ int ty_options_load(const struct ty_option *opts, size_t n, void *dst, const cha
     for (int a = 1; a < argc; a++) {
         const char *arg = argv[a];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-            ty_options_usage(opts, n, prog, stdout);
-            ty_options_free(opts, n, dst);
+            options_usage(opts, n, prog, stdout);
+            options_free(opts, n, dst);
             return 1;
         }
         if (strncmp(arg, "--", 2) != 0) {
@@ -65,7 +65,7 @@ int ty_options_load(const struct ty_option *opts, size_t n, void *dst, const cha
         }
         const char *name = arg + 2;
         const char *eq = strchr(name, '=');
-        const struct ty_option *o =
+        const struct option_def *o =
             find_flag(opts, n, name, eq ? (size_t)(eq - name) : strlen(name));
         if (o == NULL) {
             fprintf(stderr, "%s: unknown option '%s' (see --help)\n", prog, arg);
@@ -81,16 +81,16 @@ int ty_options_load(const struct ty_option *opts, size_t n, void *dst, const cha
     }
     return 0;
 fail:
-    ty_options_free(opts, n, dst);
+    options_free(opts, n, dst);
     return -1;
 }
 
-void ty_options_free(const struct ty_option *opts, size_t n, void *dst)
+void options_free(const struct option_def *opts, size_t n, void *dst)
 {
     for (size_t i = 0; i < n; i++) {
         if (opts[i].type == TY_OPT_STRING) {
             char **slot = (char **)((char *)dst + opts[i].offset);
-            TY_FREE(*slot);
+            UTIL_FREE(*slot);
         }
     }
 }

@@ -10,7 +10,7 @@
 
 enum ty_opt_type { TY_OPT_STRING, TY_OPT_INT };
 
-struct ty_option {
+struct option_def {
     const char *flag; /* without the leading "--" */
     const char *env;
     enum ty_opt_type type;
@@ -27,11 +27,11 @@ struct ty_option {
 /* Fills the struct at `dst` (zeroed first) from the table, the environment and argv. Returns 0;
  * 1 when --help was asked for (printed to stdout); -1 when a value is out of bounds, a flag is
  * unknown or lacks its value (the problem printed to stderr, prefixed by `prog`). On 1 and -1
- * the strings are already freed. Free a loaded struct with ty_options_free(). */
-int ty_options_load(const struct ty_option *opts, size_t n, void *dst, const char *prog, int argc,
-                    char **argv);
-void ty_options_usage(const struct ty_option *opts, size_t n, const char *prog, FILE *out);
+ * the strings are already freed. Free a loaded struct with options_free(). */
+int options_load(const struct option_def *opts, size_t n, void *dst, const char *prog, int argc,
+                 char **argv);
+void options_usage(const struct option_def *opts, size_t n, const char *prog, FILE *out);
 /* Frees the struct's string options and sets them to NULL. */
-void ty_options_free(const struct ty_option *opts, size_t n, void *dst);
+void options_free(const struct option_def *opts, size_t n, void *dst);
 
 #endif

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-int ty_parse_int64(const char *s, int64_t min, int64_t max, int64_t *out)
+int util_parse_int64(const char *s, int64_t min, int64_t max, int64_t *out)
 {
     if (s == NULL || *s == '\0')
         return -1;
@@ -25,7 +25,7 @@ int ty_parse_int64(const char *s, int64_t min, int64_t max, int64_t *out)
     return 0;
 }
 
-int ty_parse_double(const char *s, double min, double max, double *out)
+int util_parse_double(const char *s, double min, double max, double *out)
 {
     if (s == NULL || *s == '\0')
         return -1;
@@ -38,7 +38,7 @@ int ty_parse_double(const char *s, double min, double max, double *out)
     return 0;
 }
 
-void ty_sha256_hex(const void *data, size_t len, char hex[65])
+void util_sha256_hex(const void *data, size_t len, char hex[65])
 {
     unsigned char md[32];
     unsigned int mdlen = 0;
@@ -47,12 +47,12 @@ void ty_sha256_hex(const void *data, size_t len, char hex[65])
         snprintf(hex + 2 * i, 3, "%02x", md[i]);
 }
 
-int ty_random_bytes(void *buf, size_t len)
+int util_random_bytes(void *buf, size_t len)
 {
     return RAND_bytes(buf, (int)len) == 1 ? 0 : -1;
 }
 
-char *ty_read_file(const char *path, size_t *len_out)
+char *util_read_file(const char *path, size_t *len_out)
 {
     FILE *f = fopen(path, "rb");
     if (f == NULL)
@@ -88,7 +88,7 @@ char *ty_read_file(const char *path, size_t *len_out)
     return buf;
 }
 
-int ty_mkdir_p(const char *path, unsigned mode)
+int util_mkdir_p(const char *path, unsigned mode)
 {
     char tmp[PATH_MAX];
     if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp)) {
@@ -108,7 +108,7 @@ int ty_mkdir_p(const char *path, unsigned mode)
     return 0;
 }
 
-int ty_write_all(int fd, const void *buf, size_t len)
+int util_write_all(int fd, const void *buf, size_t len)
 {
     const char *p = buf;
     while (len > 0) {
@@ -124,7 +124,7 @@ int ty_write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
-int ty_fsync_dir(const char *dir)
+int util_fsync_dir(const char *dir)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
@@ -134,7 +134,7 @@ int ty_fsync_dir(const char *dir)
     return rc;
 }
 
-int ty_write_file_durable(const char *path, const void *data, size_t len, unsigned mode)
+int util_write_file_durable(const char *path, const void *data, size_t len, unsigned mode)
 {
     char tmp[PATH_MAX], dir[PATH_MAX];
     if (snprintf(tmp, sizeof(tmp), "%s.ty-tmp", path) >= (int)sizeof(tmp)) {
@@ -149,7 +149,7 @@ int ty_write_file_durable(const char *path, const void *data, size_t len, unsign
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, (mode_t)mode);
     if (fd < 0)
         return -1;
-    int ok = ty_write_all(fd, data, len) == 0 && fdatasync(fd) == 0;
+    int ok = util_write_all(fd, data, len) == 0 && fdatasync(fd) == 0;
     int saved = errno;
     if (close(fd) != 0 && ok) {
         ok = 0;
@@ -164,5 +164,5 @@ int ty_write_file_durable(const char *path, const void *data, size_t len, unsign
         errno = saved;
         return -1;
     }
-    return ty_fsync_dir(dir);
+    return util_fsync_dir(dir);
 }

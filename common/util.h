@@ -1,40 +1,41 @@
-/* Small helpers shared by every Trainyard program: checked number parsing, hashing, files. */
-#ifndef TY_UTIL_H
-#define TY_UTIL_H
+/* Small helpers shared by every Trainyard program: checked number parsing, hashing, files. Names
+ * carry the util_ prefix; ty_ belongs to the SDK (trainyard.h). */
+#ifndef COMMON_UTIL_H
+#define COMMON_UTIL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 /* Parses the whole of `s` as a base-10 integer within [min, max]. Returns 0, or -1 when `s` is
  * empty, has trailing characters, or is out of range. */
-int ty_parse_int64(const char *s, int64_t min, int64_t max, int64_t *out);
-int ty_parse_double(const char *s, double min, double max, double *out);
+int util_parse_int64(const char *s, int64_t min, int64_t max, int64_t *out);
+int util_parse_double(const char *s, double min, double max, double *out);
 
 /* Writes the lowercase hex SHA-256 of `data` into `hex` (65 bytes with the terminator). */
-void ty_sha256_hex(const void *data, size_t len, char hex[65]);
+void util_sha256_hex(const void *data, size_t len, char hex[65]);
 
 /* Fills `buf` with `len` cryptographically random bytes. Returns 0 or -1. */
-int ty_random_bytes(void *buf, size_t len);
+int util_random_bytes(void *buf, size_t len);
 
 /* Reads a whole file into a NUL-terminated malloc'd buffer (caller frees). Returns NULL and sets
  * errno on failure. `len_out` may be NULL. */
-char *ty_read_file(const char *path, size_t *len_out);
+char *util_read_file(const char *path, size_t *len_out);
 
 /* Creates `path` and its parents with `mode` (like mkdir -p). Returns 0 or -1 with errno. */
-int ty_mkdir_p(const char *path, unsigned mode);
+int util_mkdir_p(const char *path, unsigned mode);
 
 /* Writes all `len` bytes to fd, retrying short writes and EINTR. Returns 0 or -1 with errno. */
-int ty_write_all(int fd, const void *buf, size_t len);
+int util_write_all(int fd, const void *buf, size_t len);
 
 /* fsync()s a directory, so that the entries created or renamed in it are durable. 0 or -1. */
-int ty_fsync_dir(const char *dir);
+int util_fsync_dir(const char *dir);
 
 /* Replaces `path` durably with `len` bytes of `data` (file mode `mode`): written to a temporary
  * file beside it, synced, renamed over `path`, and the directory synced. A crash leaves the old
  * file or the new one, never a torn one. Returns 0, or -1 with errno (the temporary removed). */
-int ty_write_file_durable(const char *path, const void *data, size_t len, unsigned mode);
+int util_write_file_durable(const char *path, const void *data, size_t len, unsigned mode);
 
-#define TY_FREE(p)                                                                                 \
+#define UTIL_FREE(p)                                                                               \
     do {                                                                                           \
         free(p);                                                                                   \
         (p) = NULL;                                                                                \

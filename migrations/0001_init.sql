@@ -1,5 +1,5 @@
 -- Trainyard's first schema: tokens, nodes, jobs and their attempts, workers, events, metrics,
--- checkpoints. Applied by the server at start (server/db_migrate.c); never edited once released.
+-- checkpoints. Applied by the server at start (server/store/db_migrate.c); never edited once released.
 
 CREATE TABLE api_tokens (
     id          bigserial PRIMARY KEY,

@@ -13,7 +13,7 @@
 #define S(field) TY_OPT_S(struct srv_config, field)
 #define I(field) TY_OPT_I(struct srv_config, field)
 
-static const struct ty_option options[] = {
+static const struct option_def options[] = {
     {"http-host", "TRAINYARD_HTTP_HOST", S(http_host), "0.0.0.0", 0, 0,
      "address the REST API and the websocket port listen on"},
     {"http-port", "TRAINYARD_HTTP_PORT", I(http_port), "8080", 1, 65535, "REST API port"},
@@ -54,7 +54,7 @@ static const struct ty_option options[] = {
 int srv_config_load(struct srv_config *cfg, int argc, char **argv)
 {
     memset(cfg, 0, sizeof(*cfg));
-    int rc = ty_options_load(options, N_OPTIONS, cfg, "trainyard-server", argc, argv);
+    int rc = options_load(options, N_OPTIONS, cfg, "trainyard-server", argc, argv);
     if (rc == 1)
         exit(0);
     if (rc != 0)
@@ -68,15 +68,15 @@ int srv_config_load(struct srv_config *cfg, int argc, char **argv)
                 cfg->auth);
         goto fail;
     }
-    enum ty_log_level lvl;
-    if (ty_log_level_from_string(cfg->log_level, &lvl) != 0) {
+    enum log_level lvl;
+    if (log_level_from_string(cfg->log_level, &lvl) != 0) {
         fprintf(stderr, "trainyard-server: --log-level must be error, warn, info or debug\n");
         goto fail;
     }
-    ty_log_set_level(lvl);
-    ty_log_set_debug(cfg->debug);
+    log_set_level(lvl);
+    log_set_debug(cfg->debug);
     if (cfg->database_url && cfg->database_url[0] == '\0')
-        TY_FREE(cfg->database_url);
+        UTIL_FREE(cfg->database_url);
     return 0;
 fail:
     srv_config_free(cfg);
@@ -85,5 +85,5 @@ fail:
 
 void srv_config_free(struct srv_config *cfg)
 {
-    ty_options_free(options, N_OPTIONS, cfg);
+    options_free(options, N_OPTIONS, cfg);
 }

@@ -75,7 +75,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     int rc = 1;
-    if (ty_mkdir_p(srv.cfg.data_dir, 0700) != 0) {
+    if (util_mkdir_p(srv.cfg.data_dir, 0700) != 0) {
         TY_ERROR("main", "cannot create data directory %s: %s", srv.cfg.data_dir, strerror(errno));
         goto out;
     }

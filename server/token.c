@@ -24,13 +24,13 @@ int srv_token_format(const char *prefix, const unsigned char *raw, size_t n, cha
 int srv_token_mint(const char *prefix, char *token, size_t size, char hash[65])
 {
     unsigned char raw[SRV_TOKEN_RANDOM_BYTES];
-    if (ty_random_bytes(raw, sizeof(raw)) != 0)
+    if (util_random_bytes(raw, sizeof(raw)) != 0)
         return -1;
     int len = srv_token_format(prefix, raw, sizeof(raw), token, size);
     memset(raw, 0, sizeof(raw));
     if (len < 0)
         return -1;
     if (hash)
-        ty_sha256_hex(token, (size_t)len, hash);
+        util_sha256_hex(token, (size_t)len, hash);
     return 0;
 }

@@ -1,13 +1,13 @@
 # The server's pure modules, each compiled into its test directly so the test needs nothing else
 # of the server: the scheduler snapshot built from the store's rows (control_snapshot.c; its
-# header names the store's row types, so libpq's headers are on the include path, but nothing
-# of libpq is linked or called), and token minting and role names (token.c, identity.c).
+# header names the store's row types, but nothing of libpq is linked or called), and token
+# minting and role names (token.c, identity.c).
 ty_add_unit_tests(test_control_snapshot
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_control_snapshot.c
-          ${CMAKE_SOURCE_DIR}/server/control_snapshot.c
+          ${CMAKE_SOURCE_DIR}/server/control/control_snapshot.c
   LIBS tysched tycommon m)
 target_include_directories(test_control_snapshot PRIVATE ${CMAKE_SOURCE_DIR}/server
-  ${CMAKE_SOURCE_DIR} ${PQ_INCLUDE_DIRS})
+  ${CMAKE_SOURCE_DIR}/server/control ${CMAKE_SOURCE_DIR}/server/store ${CMAKE_SOURCE_DIR})
 
 ty_add_unit_tests(test_token
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_token.c ${CMAKE_SOURCE_DIR}/server/token.c

@@ -1,5 +1,6 @@
-/* Unit tests for server/launch.c: the `launch` messages the server builds from the typed rows of
- * an attempt (one per node, parsed back here with the agent's parser, common/agent_proto.c). */
+/* Unit tests for server/control/launch.c: the `launch` messages the server builds from the typed
+ * rows of an attempt (one per node, parsed back here with the agent's parser,
+ * common/agent_proto.c). */
 #include "ty_test.h"
 
 #include <stdio.h>

@@ -1,6 +1,6 @@
-/* Unit tests for server/control_snapshot.c: the scheduler snapshot built from the store's rows.
- * Each test builds rows as store_sched_snapshot would return them, builds the snapshot, runs one
- * scheduler pass and checks the decision: the snapshot itself is opaque. */
+/* Unit tests for server/control/control_snapshot.c: the scheduler snapshot built from the store's
+ * rows. Each test builds rows as store_sched_snapshot would return them, builds the snapshot, runs
+ * one scheduler pass and checks the decision: the snapshot itself is opaque. */
 #include "ty_test.h"
 
 #include <stdio.h>

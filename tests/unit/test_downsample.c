@@ -1,4 +1,4 @@
-/* Unit tests for server/downsample.c: Largest-Triangle-Three-Buckets metric downsampling. */
+/* Unit tests for server/store/downsample.c: Largest-Triangle-Three-Buckets metric downsampling. */
 #include "ty_test.h"
 
 #include <math.h>

@@ -46,7 +46,7 @@ static void token_mint_hash_is_the_sha256_of_the_token(void **state)
     (void)state;
     char token[SRV_TOKEN_MAX], hash[65], want[65];
     assert_int_equal(srv_token_mint("ty_", token, sizeof(token), hash), 0);
-    ty_sha256_hex(token, strlen(token), want);
+    util_sha256_hex(token, strlen(token), want);
     assert_string_equal(hash, want);
 }
 

@@ -1,4 +1,4 @@
-/* common/util.c: ty_write_file_durable replaces a file whole, with the requested mode, leaves no
+/* common/util.c: util_write_file_durable replaces a file whole, with the requested mode, leaves no
  * temporary behind, and reports a failure with errno. */
 #include "ty_test.h"
 
@@ -20,10 +20,10 @@ static void durable_write_replaces_the_file_whole(void **state)
     snprintf(path, sizeof(path), "%s/token", dir);
     snprintf(tmp, sizeof(tmp), "%s.ty-tmp", path);
 
-    assert_int_equal(ty_write_file_durable(path, "first version\n", 14, 0600), 0);
-    assert_int_equal(ty_write_file_durable(path, "second\n", 7, 0600), 0);
+    assert_int_equal(util_write_file_durable(path, "first version\n", 14, 0600), 0);
+    assert_int_equal(util_write_file_durable(path, "second\n", 7, 0600), 0);
     size_t len = 0;
-    char *text = ty_read_file(path, &len);
+    char *text = util_read_file(path, &len);
     assert_non_null(text);
     assert_int_equal(len, 7);
     assert_string_equal(text, "second\n");
@@ -41,7 +41,7 @@ static void durable_write_into_a_missing_directory_fails_with_errno(void **state
 {
     (void)state;
     errno = 0;
-    assert_int_equal(ty_write_file_durable("/nonexistent-ty-dir/file", "x", 1, 0600), -1);
+    assert_int_equal(util_write_file_durable("/nonexistent-ty-dir/file", "x", 1, 0600), -1);
     assert_int_equal(errno, ENOENT);
 }
 

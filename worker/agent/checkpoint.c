@@ -133,7 +133,7 @@ static int copy_file(struct merge *m, const char *from, const char *to, mode_t m
         }
         if (n == 0)
             break;
-        if (ty_write_all(out, buf, (size_t)n) != 0) {
+        if (util_write_all(out, buf, (size_t)n) != 0) {
             snprintf(m->err, m->errlen, "cannot write '%s': %s", tmp, strerror(errno));
             rc = -1;
             break;
@@ -219,7 +219,7 @@ static int merge_dir(struct merge *m, const char *src, const char *dst, const ch
         rc = -1;
     }
     closedir(d);
-    if (rc == 0 && ty_fsync_dir(dst) != 0) {
+    if (rc == 0 && util_fsync_dir(dst) != 0) {
         snprintf(m->err, m->errlen, "cannot sync '%s': %s", dst, strerror(errno));
         rc = -1;
     }
@@ -259,7 +259,7 @@ static int owners_save(struct merge *m, const char *path)
         snprintf(m->err, m->errlen, "out of memory");
         return -1;
     }
-    int rc = ty_write_file_durable(path, text, strlen(text), 0600);
+    int rc = util_write_file_durable(path, text, strlen(text), 0600);
     if (rc != 0)
         snprintf(m->err, m->errlen, "cannot write '%s': %s", path, strerror(errno));
     free(text);
@@ -280,11 +280,11 @@ int agent_checkpoint_merge(const char *src, const char *dest, int64_t rank, int6
         goto out;
     }
     snprintf(owners_path, on, "%s.owners.json", dest);
-    if (ty_mkdir_p(dest, 0755) != 0) {
+    if (util_mkdir_p(dest, 0755) != 0) {
         snprintf(err, errlen, "cannot create '%s': %s", dest, strerror(errno));
         goto out;
     }
-    if (ty_fsync_dir(parent) != 0) {
+    if (util_fsync_dir(parent) != 0) {
         snprintf(err, errlen, "cannot sync '%s': %s", parent, strerror(errno));
         goto out;
     }

@@ -18,7 +18,7 @@
 #define S(field) TY_OPT_S(struct agent_config, field)
 #define I(field) TY_OPT_I(struct agent_config, field)
 
-static const struct ty_option options[] = {
+static const struct option_def options[] = {
     {"server", "TRAINYARD_AGENT_SERVER", S(server), "ws://127.0.0.1:8081", 0, 0,
      "server websocket URL (ws://host:port); the agent connects to /agent"},
     {"token", "TRAINYARD_CLUSTER_TOKEN", S(token), NULL, 0, 0,
@@ -95,20 +95,20 @@ static int derive(struct agent_config *cfg)
         fprintf(stderr, "trainyard-agent: --data-dir must not be empty\n");
         return -1;
     }
-    enum ty_log_level lvl;
-    if (ty_log_level_from_string(cfg->log_level, &lvl) != 0) {
+    enum log_level lvl;
+    if (log_level_from_string(cfg->log_level, &lvl) != 0) {
         fprintf(stderr, "trainyard-agent: --log-level must be error, warn, info or debug\n");
         return -1;
     }
-    ty_log_set_level(lvl);
-    ty_log_set_debug(cfg->debug);
+    log_set_level(lvl);
+    log_set_debug(cfg->debug);
     return 0;
 }
 
 int agent_config_load(struct agent_config *cfg, int argc, char **argv)
 {
     memset(cfg, 0, sizeof(*cfg));
-    int rc = ty_options_load(options, N_OPTIONS, cfg, "trainyard-agent", argc, argv);
+    int rc = options_load(options, N_OPTIONS, cfg, "trainyard-agent", argc, argv);
     if (rc != 0)
         return rc;
     if (derive(cfg) != 0)
@@ -121,10 +121,10 @@ fail:
 
 void agent_config_free(struct agent_config *cfg)
 {
-    ty_options_free(options, N_OPTIONS, cfg);
-    TY_FREE(cfg->url_host);
-    TY_FREE(cfg->url_path);
-    TY_FREE(cfg->gpu_list);
+    options_free(options, N_OPTIONS, cfg);
+    UTIL_FREE(cfg->url_host);
+    UTIL_FREE(cfg->url_path);
+    UTIL_FREE(cfg->gpu_list);
     cfg->n_gpus = 0;
     json_decref(cfg->resources_json);
     cfg->resources_json = NULL;

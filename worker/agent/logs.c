@@ -14,7 +14,7 @@ char *agent__log_path(const struct agent *a, const char *job_id, int64_t attempt
     int n = snprintf(dir, sizeof(dir), "%s/logs/%s/%lld", a->data_dir, job_id, (long long)attempt);
     if (n < 0 || (size_t)n >= sizeof(dir))
         return NULL;
-    if (create_dir && ty_mkdir_p(dir, 0755) != 0)
+    if (create_dir && util_mkdir_p(dir, 0755) != 0)
         return NULL;
     size_t len = (size_t)n + 40;
     char *path = malloc(len);

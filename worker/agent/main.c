@@ -77,7 +77,7 @@ static void lws_log_emit(int level, const char *line)
 static int agent_setup(struct agent *a)
 {
     const struct agent_config *cfg = a->cfg;
-    if (ty_mkdir_p(cfg->data_dir, 0755) != 0) {
+    if (util_mkdir_p(cfg->data_dir, 0755) != 0) {
         TY_ERROR("agent", "cannot create --data-dir %s: %s", cfg->data_dir, strerror(errno));
         return -1;
     }
@@ -88,12 +88,12 @@ static int agent_setup(struct agent *a)
     }
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/logs", a->data_dir);
-    if (ty_mkdir_p(path, 0755) != 0) {
+    if (util_mkdir_p(path, 0755) != 0) {
         TY_ERROR("agent", "cannot create %s: %s", path, strerror(errno));
         return -1;
     }
     snprintf(path, sizeof(path), "%s/spool", a->data_dir);
-    if (ty_mkdir_p(path, 0700) != 0 || !(a->spool_dir = strdup(path))) {
+    if (util_mkdir_p(path, 0700) != 0 || !(a->spool_dir = strdup(path))) {
         TY_ERROR("agent", "cannot create %s: %s", path, strerror(errno));
         return -1;
     }
@@ -139,12 +139,12 @@ static void agent_free(struct agent *a)
 {
     agent__events_free_all(a);
     agent__workers_free_all(a);
-    TY_FREE(a->data_dir);
-    TY_FREE(a->node_id);
-    TY_FREE(a->gpu_type);
-    TY_FREE(a->gpus);
-    TY_FREE(a->report_socket);
-    TY_FREE(a->spool_dir);
+    UTIL_FREE(a->data_dir);
+    UTIL_FREE(a->node_id);
+    UTIL_FREE(a->gpu_type);
+    UTIL_FREE(a->gpus);
+    UTIL_FREE(a->report_socket);
+    UTIL_FREE(a->spool_dir);
 }
 
 int main(int argc, char **argv)

@@ -55,14 +55,14 @@ int agent_parse_server_url(const char *url, char **host, int *port, char **path,
             return ERR("'%s': bad port", url);
         memcpy(buf, colon + 1, n);
         buf[n] = '\0';
-        if (ty_parse_int64(buf, 1, 65535, &portv) != 0)
+        if (util_parse_int64(buf, 1, 65535, &portv) != 0)
             return ERR("'%s': port '%s' is not in 1-65535", url, buf);
     }
     *host = strndup(hs, (size_t)(he - hs));
     *path = strdup(slash && strcmp(slash, "/") != 0 ? slash : "/agent");
     if (!*host || !*path) {
-        TY_FREE(*host);
-        TY_FREE(*path);
+        UTIL_FREE(*host);
+        UTIL_FREE(*path);
         return ERR("out of memory");
     }
     *port = (int)portv;
@@ -85,7 +85,7 @@ int agent_parse_port_range(const char *s, int *lo, int *hi, char *err, size_t er
     memcpy(b, dash + 1, nb + 1);
     int64_t l, h;
     if (!isdigit((unsigned char)a[0]) || !isdigit((unsigned char)b[0]) ||
-        ty_parse_int64(a, 1, 65535, &l) != 0 || ty_parse_int64(b, 1, 65535, &h) != 0)
+        util_parse_int64(a, 1, 65535, &l) != 0 || util_parse_int64(b, 1, 65535, &h) != 0)
         return ERR("'%s': ports must be integers in 1-65535", s);
     if (l > h)
         return ERR("'%s': the low port is above the high port", s);
@@ -133,7 +133,7 @@ int agent_parse_gpu_list(const char *s, int **out, size_t *n, char *err, size_t 
         }
         memcpy(buf, p, len);
         buf[len] = '\0';
-        if (ty_parse_int64(buf, 0, AGENT_PROTO_MAX_GPUS - 1, &idx) != 0) {
+        if (util_parse_int64(buf, 0, AGENT_PROTO_MAX_GPUS - 1, &idx) != 0) {
             free(v);
             return ERR("'%s': GPU index '%s' is not an integer in 0-%d", s, buf,
                        AGENT_PROTO_MAX_GPUS - 1);

@@ -19,7 +19,7 @@ char *agent__node_id_load(const char *data_dir, const char *declared)
         return strdup(declared);
     char path[4096];
     snprintf(path, sizeof(path), "%s/node-id", data_dir);
-    char *text = ty_read_file(path, NULL);
+    char *text = util_read_file(path, NULL);
     if (text) {
         text[strcspn(text, "\r\n \t")] = '\0';
         if (agent_job_id_valid(text) == 0)
@@ -31,7 +31,7 @@ char *agent__node_id_load(const char *data_dir, const char *declared)
         return NULL;
     }
     unsigned char rnd[8];
-    if (ty_random_bytes(rnd, sizeof(rnd)) != 0) {
+    if (util_random_bytes(rnd, sizeof(rnd)) != 0) {
         TY_ERROR("agent", "no random bytes for a node id");
         return NULL;
     }
@@ -66,7 +66,7 @@ int64_t agent__detect_cpus(void)
 
 int64_t agent__detect_memory_mb(void)
 {
-    char *text = ty_read_file("/proc/meminfo", NULL);
+    char *text = util_read_file("/proc/meminfo", NULL);
     if (!text)
         return 0;
     int64_t mb = 0;

@@ -52,7 +52,7 @@ char *agent__spool_write(struct agent *a, const json_t *body, bool *dup)
     }
     size_t len = strlen(text);
     text[len] = '\n'; /* one line per file */
-    int rc = ty_write_file_durable(path, text, len + 1, 0600);
+    int rc = util_write_file_durable(path, text, len + 1, 0600);
     text[len] = '\0';
     if (rc != 0) {
         TY_ERROR("report", "cannot write %s: %s", path, strerror(errno));

@@ -332,7 +332,7 @@ static int on_receive(struct agent *a, struct lws *wsi, const void *in, size_t l
         if (a->rx_len + len > AGENT_PROTO_MAX_MESSAGE) {
             TY_BAD_PEER("ws", "server message above %u bytes dropped", AGENT_PROTO_MAX_MESSAGE);
             a->rx_too_big = true;
-            TY_FREE(a->rx);
+            UTIL_FREE(a->rx);
             a->rx_len = a->rx_cap = 0;
         } else {
             if (a->rx_len + len + 1 > a->rx_cap) {
@@ -357,7 +357,7 @@ static int on_receive(struct agent *a, struct lws *wsi, const void *in, size_t l
     a->rx_len = 0;
     a->rx_too_big = false;
     if (a->rx_cap > 1024 * 1024) { /* give a huge buffer back */
-        TY_FREE(a->rx);
+        UTIL_FREE(a->rx);
         a->rx_cap = 0;
     }
     return rc;
@@ -457,13 +457,13 @@ void agent__ws_fini(struct agent *a)
         lws_sul_cancel(&t->heartbeat);
     }
     ctl_clear(a);
-    TY_FREE(a->ctl);
+    UTIL_FREE(a->ctl);
     a->cap_ctl = 0;
-    TY_FREE(a->rx);
+    UTIL_FREE(a->rx);
     a->rx_cap = a->rx_len = 0;
 }
 
 void agent__ws_free_timers(struct agent *a)
 {
-    TY_FREE(a->timers);
+    UTIL_FREE(a->timers);
 }

@@ -88,7 +88,7 @@ int srv_auth_check(struct srv_request *req, enum MHD_Result *denied)
         return -1;
     }
     char hash[65];
-    ty_sha256_hex(h + 7, strlen(h + 7), hash);
+    util_sha256_hex(h + 7, strlen(h + 7), hash);
     int qs = lookup_token(req->srv, hash, &req->who);
     if (qs < 0) {
         *denied = srv_reply_problem(req, SRV_P_DATABASE_UNAVAILABLE, NULL,
@@ -125,7 +125,7 @@ static int bootstrap_locked(struct srv *srv, struct db_conn *c)
     snprintf(path, sizeof(path), "%s/admin.token", srv->cfg.data_dir);
     char line[64];
     int len = snprintf(line, sizeof(line), "%s\n", token);
-    if (ty_write_file_durable(path, line, (size_t)len, 0600) != 0) {
+    if (util_write_file_durable(path, line, (size_t)len, 0600) != 0) {
         TY_ERROR("auth", "cannot write %s: %s", path, strerror(errno));
         return -1;
     }

@@ -248,7 +248,7 @@ static int load_cluster_token(struct control *ctl)
     } else {
         char path[4096];
         snprintf(path, sizeof(path), "%s/cluster.token", srv->cfg.data_dir);
-        char *text = ty_read_file(path, NULL);
+        char *text = util_read_file(path, NULL);
         if (text) {
             snprintf(token, sizeof(token), "%s", text);
             token[strcspn(token, "\r\n")] = '\0';
@@ -258,7 +258,7 @@ static int load_cluster_token(struct control *ctl)
                 return -1;
             char line[64];
             int len = snprintf(line, sizeof(line), "%s\n", token);
-            if (ty_write_file_durable(path, line, (size_t)len, 0600) != 0) {
+            if (util_write_file_durable(path, line, (size_t)len, 0600) != 0) {
                 TY_ERROR("control", "cannot write %s: %s", path, strerror(errno));
                 return -1;
             }
@@ -266,7 +266,7 @@ static int load_cluster_token(struct control *ctl)
         }
     }
     char hash[65];
-    ty_sha256_hex(token, strlen(token), hash);
+    util_sha256_hex(token, strlen(token), hash);
     ctl->cluster_token_hash = strdup(hash);
     return ctl->cluster_token_hash ? 0 : -1;
 }

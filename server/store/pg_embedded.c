@@ -202,7 +202,7 @@ static int choose_home(const struct pg_embedded *pg, const char *abs, const char
     char location_file[PATH_MAX + 32];
     snprintf(location_file, sizeof(location_file), "%s/postgres.location", abs);
     size_t len;
-    char *recorded = ty_read_file(location_file, &len);
+    char *recorded = util_read_file(location_file, &len);
     if (recorded != NULL) {
         recorded[strcspn(recorded, "\n")] = '\0';
         int n = snprintf(home, home_len, "%s", recorded);
@@ -217,7 +217,7 @@ static int choose_home(const struct pg_embedded *pg, const char *abs, const char
         if (access(home, F_OK) != 0)
             TY_WARN("pg", "%s names %s, which is gone: a new, empty database is made there",
                     location_file, home);
-        if (ty_mkdir_p(home, 0711) != 0)
+        if (util_mkdir_p(home, 0711) != 0)
             return -1;
         TY_INFO("pg", "the embedded PostgreSQL lives in %s (recorded in %s)", home, location_file);
         return 0;
@@ -241,7 +241,7 @@ static int choose_home(const struct pg_embedded *pg, const char *abs, const char
         return -1;
     }
     char fallback_blocked[PATH_MAX];
-    if (ty_mkdir_p(fallback, 0755) != 0 ||
+    if (util_mkdir_p(fallback, 0755) != 0 ||
         postgres_can_reach(pg, fallback, fallback_blocked, sizeof(fallback_blocked)) != 1) {
         TY_ERROR("pg",
                  "the postgres user cannot reach the data directory %s (%s is not searchable by "
@@ -257,7 +257,7 @@ static int choose_home(const struct pg_embedded *pg, const char *abs, const char
     }
     char line[PATH_MAX + 1];
     int n = snprintf(line, sizeof(line), "%s\n", home);
-    if (ty_write_file_durable(location_file, line, (size_t)n, 0600) != 0) {
+    if (util_write_file_durable(location_file, line, (size_t)n, 0600) != 0) {
         TY_ERROR("pg", "cannot write %s: %s", location_file, strerror(errno));
         rmdir(home);
         return -1;
@@ -395,7 +395,7 @@ int pg_embedded_start(const char *data_dir, const char *bin_dir, const char *fal
     }
     if (pg->as_postgres && strcmp(home, abs) != 0)
         chmod(home, 0711);
-    if (ty_mkdir_p(pg->sockdir, 0700) != 0 || give_to_postgres(pg, pg->sockdir) != 0)
+    if (util_mkdir_p(pg->sockdir, 0700) != 0 || give_to_postgres(pg, pg->sockdir) != 0)
         goto fail;
     int lfd = open(pg->logfile, O_WRONLY | O_CREAT | O_APPEND, 0600);
     if (lfd >= 0)
@@ -407,7 +407,7 @@ int pg_embedded_start(const char *data_dir, const char *bin_dir, const char *fal
     snprintf(version_file, sizeof(version_file), "%s/PG_VERSION", pg->pgdata);
     if (access(version_file, F_OK) != 0) {
         TY_INFO("pg", "initialising the embedded PostgreSQL cluster in %s", pg->pgdata);
-        if (ty_mkdir_p(pg->pgdata, 0700) != 0 || give_to_postgres(pg, pg->pgdata) != 0)
+        if (util_mkdir_p(pg->pgdata, 0700) != 0 || give_to_postgres(pg, pg->pgdata) != 0)
             goto fail;
         const char *initdb[] = {"initdb", "-D", pg->pgdata, "-U",          "trainyard", "-A",
                                 "trust",  "-E", "UTF8",     "--no-locale", NULL};

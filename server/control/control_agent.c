@@ -19,7 +19,7 @@ int64_t ctl__job_id(json_t *msg)
     if (json_is_integer(v))
         return json_integer_value(v);
     int64_t id = 0;
-    if (json_is_string(v) && ty_parse_int64(json_string_value(v), 1, INT64_MAX, &id) == 0)
+    if (json_is_string(v) && util_parse_int64(json_string_value(v), 1, INT64_MAX, &id) == 0)
         return id;
     return 0;
 }
@@ -119,7 +119,7 @@ static int apply_exit(struct control *ctl, int64_t job, int attempt, int rank, i
 static int64_t job_of(const struct agent_worker_event *e)
 {
     int64_t id = 0;
-    return ty_parse_int64(e->job_id, 1, INT64_MAX, &id) == 0 ? id : 0;
+    return util_parse_int64(e->job_id, 1, INT64_MAX, &id) == 0 ? id : 0;
 }
 
 /* Whether `register` listed worker (job, attempt, rank). */
@@ -174,7 +174,7 @@ static bool token_ok(const struct control *ctl, const char *token)
     char hash[65];
     if (token == NULL)
         return false;
-    ty_sha256_hex(token, strlen(token), hash);
+    util_sha256_hex(token, strlen(token), hash);
     return strcmp(hash, ctl->cluster_token_hash) == 0;
 }
 

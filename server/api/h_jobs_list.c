@@ -63,10 +63,10 @@ enum MHD_Result h_jobs_list(struct srv_request *req)
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "status", detail);
     }
     int64_t limit = 50, cursor = 0;
-    if (limit_s && ty_parse_int64(limit_s, 1, 1000, &limit) != 0)
+    if (limit_s && util_parse_int64(limit_s, 1, 1000, &limit) != 0)
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "limit",
                                        "must be an integer from 1 to 1000");
-    if (cursor_s && ty_parse_int64(cursor_s, 1, INT64_MAX, &cursor) != 0)
+    if (cursor_s && util_parse_int64(cursor_s, 1, INT64_MAX, &cursor) != 0)
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "cursor",
                                        "is not a cursor returned by this endpoint");
     struct job_list a = {status ? statuses : NULL, cursor, (int)limit, NULL, 0};

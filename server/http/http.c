@@ -316,7 +316,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             size_t want = req->body_len + *upload_size;
             if ((int64_t)want > req->srv->cfg.max_body_bytes) {
                 req->body_too_large = true;
-                TY_FREE(req->body);
+                UTIL_FREE(req->body);
                 req->body_len = 0;
             } else {
                 char *grown = realloc(req->body, want + 1);

@@ -225,7 +225,7 @@ static int count_of(struct db_conn *c, const struct db_stmt *st)
     char *text = NULL;
     int qs = db_exec_text(c, st, NULL, &text);
     int64_t n = 0;
-    if (qs > 0 && (text == NULL || ty_parse_int64(text, 0, INT32_MAX, &n) != 0))
+    if (qs > 0 && (text == NULL || util_parse_int64(text, 0, INT32_MAX, &n) != 0))
         qs = DB_HARD_ERROR;
     free(text);
     return qs < 0 ? qs : (int)n;

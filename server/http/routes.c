@@ -1,5 +1,5 @@
 /* The routing table: every endpoint of the REST API, with the least role that may call it.
- * tests/integration/test_openapi.py checks this table and server/openapi.json against each
+ * tests/integration/test_openapi.py checks this table and server/api/openapi.json against each
  * other (via `trainyard-server --print-routes`). */
 #include "handlers.h"
 

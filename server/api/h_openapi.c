@@ -1,4 +1,4 @@
-/* GET /api/v1/openapi.json: the OpenAPI 3.1 document (server/openapi.json, compiled in). */
+/* GET /api/v1/openapi.json: the OpenAPI 3.1 document (server/api/openapi.json, compiled in). */
 #include "embed.h"
 #include "handlers.h"
 

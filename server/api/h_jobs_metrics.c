@@ -65,13 +65,13 @@ enum MHD_Result h_jobs_metrics(struct srv_request *req)
     if (names && names_valid(names, detail, sizeof(detail)) != 0)
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "name", detail);
     int64_t rank = -1, attempt = 0, max_points = 1000;
-    if (rank_s && ty_parse_int64(rank_s, 0, INT32_MAX, &rank) != 0)
+    if (rank_s && util_parse_int64(rank_s, 0, INT32_MAX, &rank) != 0)
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "rank",
                                        "must be an integer rank, 0 or more");
-    if (attempt_s && ty_parse_int64(attempt_s, 1, INT32_MAX, &attempt) != 0)
+    if (attempt_s && util_parse_int64(attempt_s, 1, INT32_MAX, &attempt) != 0)
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "attempt",
                                        "must be an attempt number, 1 or more");
-    if (max_s && ty_parse_int64(max_s, 1, 10000, &max_points) != 0)
+    if (max_s && util_parse_int64(max_s, 1, 10000, &max_points) != 0)
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "max_points",
                                        "must be an integer from 1 to 10000");
     struct store_metrics_query q = {names, rank, attempt, (size_t)max_points};
