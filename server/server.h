@@ -3,6 +3,7 @@
 #define SRV_SERVER_H
 
 #include "config.h"
+#include "telemetry.h"
 
 struct db;
 struct pg_embedded;
@@ -15,9 +16,10 @@ struct srv {
     struct db *db;
     struct pg_embedded *pg; /* NULL with --database-url */
     struct MHD_Daemon *http;
-    struct control *control;   /* agents, scheduling, lifecycle */
-    struct cache *job_cache;   /* GET /api/v1/jobs/{id} bodies */
-    struct cache *token_cache; /* token hash -> identity */
+    struct control *control;        /* agents, scheduling, lifecycle */
+    struct cache *job_cache;        /* GET /api/v1/jobs/{id} bodies */
+    struct cache *token_cache;      /* token hash -> identity */
+    struct srv_telemetry telemetry; /* GET /metrics */
 };
 
 #endif
