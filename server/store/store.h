@@ -194,27 +194,29 @@ int store_job_events(struct db_conn *c, int64_t job, char **json_out);
 int store_job_attempts(struct db_conn *c, int64_t job, char **json_out);
 
 /* ---- metrics: reports and series (store_metrics.c) ---- */
-/* A validated report (agent message `report`); strings borrowed. metrics_json: an object of
- * numbers only; step NULL when absent; checkpoint_dir NULL when none; time RFC 3339. */
+/* A validated report (agent message `report`); strings and numbers borrowed. numbers: an object
+ * of numbers only; step NULL when absent; checkpoint_dir NULL when none; time RFC 3339. */
 struct store_report {
     int64_t job, seq;
     int attempt, rank;
     const int64_t *step;
-    const char *checkpoint_dir, *node_id, *time, *metrics_json;
+    const char *checkpoint_dir, *node_id, *time;
+    const json_t *numbers;
 };
 struct store_report_outcome {
-    bool known_worker;   /* false: no such worker on that node; nothing was stored */
-    bool duplicate;      /* stored before (a resend): nothing changed */
-    int metrics_stored;  /* metrics rows inserted */
-    bool result_updated; /* jobs.last_metrics now holds this report */
-    bool round_complete; /* this report completed round `seq` (every rank has reported it) */
-    bool refused;        /* DB_HARD_ERROR caused by the data (SQLSTATE class 22/23) */
-    char sqlstate[6];
+    bool known_worker;  /* false: no such worker on that node; nothing was stored */
+    bool duplicate;     /* stored before (a resend, or earlier in the batch): nothing changed */
+    int metrics_stored; /* metrics rows inserted */
+    bool round_ready;   /* stored now, and its round k is complete (every rank has reported k)
+                         * with a checkpoint_dir among the round's reports */
 };
-/* Commits the report row, its numbers and (rank 0, newer) the job's result in one transaction.
- * Resends are no-ops. Returns a db_qs; *outcome is filled on success and on refusal. */
-int store_report_insert(struct db_conn *c, const struct store_report *report,
-                        struct store_report_outcome *outcome);
+/* Commits n reports in one transaction (migration 0010, ty_report_ingest_batch): each one's
+ * report row, its numbers, one `report` row in its job's stream, and (rank 0, newer) the job's
+ * result. Resends are no-ops. Returns n, or a db_qs error and then nothing is stored; on
+ * DB_HARD_ERROR sqlstate gets the SQLSTATE (class 22 or 23: the data is refused, a retry of the
+ * same reports fails the same way). outcome[0..n) is filled on success. */
+int store_reports_insert(struct db_conn *c, const struct store_report *reports, size_t n,
+                         struct store_report_outcome *outcome, char sqlstate[6]);
 struct store_metrics_query {
     const char *names; /* comma separated, or NULL for every name */
     int64_t rank;      /* < 0: every rank */

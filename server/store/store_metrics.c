@@ -1,5 +1,6 @@
-/* Metric queries: committing a worker's report (its numbers, its report row, the job's result),
- * and reading metric series back, downsampled per (name, rank) by downsample.c. */
+/* Metric queries: committing batches of workers' reports (their numbers, their report rows, their
+ * stream rows, the jobs' results), and reading metric series back, downsampled per (name, rank)
+ * by downsample.c. */
 #include "store.h"
 
 #include "db_query.h"
@@ -16,99 +17,85 @@
 /* ------------------------------------------------------------------------------------------ */
 
 struct report_txn {
-    const struct store_report *in;
+    const char *batch_json;
+    size_t n;
     struct store_report_outcome *out;
+    char *sqlstate;
 };
 
-/* One statement, so the report row, every number and the job's result commit together:
- *   w: the worker exists, in that attempt, on the node that relays its report (else nothing);
- *   r: the report row; ON CONFLICT makes a resent report insert nothing, and so nothing below;
- *   m: one metrics row per number;
- *   j: jobs.last_metrics = rank 0's numbers plus "step", when this report is newer (by attempt,
- *      then seq) than the one held;
- * and the last two columns tell whether round k (report seq of every rank) is now complete:
- * `reports` is read from the statement's snapshot, which does not hold r's row, hence + r. */
-static int report_body(struct db_conn *c, void *arg)
+/* The batch as ty_report_ingest_batch takes it (migration 0010): a JSON array of objects. NULL on
+ * OOM. */
+static char *batch_json(const struct store_report *r, size_t n)
 {
-    static const struct db_stmt st = {
-        "report_insert",
-        "WITH w AS (SELECT 1 FROM workers WHERE job_id = $1::bigint AND attempt = $2::int "
-        "             AND rank = $3::int AND node_id = $7::text), "
-        "     r AS (INSERT INTO reports (job_id, attempt, rank, seq, step, checkpoint_dir, "
-        "                                node_id, reported_at) "
-        "           SELECT $1::bigint, $2::int, $3::int, $4::bigint, $5::bigint, $6::text, "
-        "                  $7::text, $8::timestamptz FROM w "
-        "           ON CONFLICT DO NOTHING "
-        "           RETURNING job_id, attempt, rank, seq, step, reported_at), "
-        "     m AS (INSERT INTO metrics (job_id, attempt, rank, seq, name, step, value, "
-        "                                reported_at) "
-        "           SELECT r.job_id, r.attempt, r.rank, r.seq, e.key, r.step, "
-        "                  e.value::double precision, r.reported_at "
-        "             FROM r, jsonb_each($9::jsonb) e "
-        "           ON CONFLICT DO NOTHING RETURNING 1), "
-        "     j AS (UPDATE jobs SET last_metrics = CASE WHEN r.step IS NULL THEN $9::jsonb "
-        "                          ELSE $9::jsonb || jsonb_build_object('step', r.step) END, "
-        "                          last_metrics_attempt = r.attempt, last_metrics_seq = r.seq "
-        "             FROM r WHERE jobs.id = r.job_id AND r.rank = 0 "
-        "              AND (r.attempt, r.seq) > (coalesce(jobs.last_metrics_attempt, -1), "
-        "                                        coalesce(jobs.last_metrics_seq, -1)) "
-        "           RETURNING 1) "
-        "SELECT (SELECT count(*) FROM w), (SELECT count(*) FROM r), (SELECT count(*) FROM m), "
-        "       (SELECT count(*) FROM j), "
-        "       (SELECT count(*) FROM reports x WHERE x.job_id = $1::bigint "
-        "          AND x.attempt = $2::int AND x.seq = $4::bigint) + (SELECT count(*) FROM r), "
-        "       (SELECT world_size FROM attempts WHERE job_id = $1::bigint AND attempt = $2::int)",
-        9, false};
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++) {
+        json_t *o = json_pack(
+            "{s:I, s:I, s:i, s:i, s:I, s:o, s:o, s:s, s:s, s:O}", "i", (json_int_t)i, "job_id",
+            (json_int_t)r[i].job, "attempt", r[i].attempt, "rank", r[i].rank, "seq",
+            (json_int_t)r[i].seq, "step", r[i].step ? json_integer(*r[i].step) : json_null(),
+            "checkpoint_dir", r[i].checkpoint_dir ? json_string(r[i].checkpoint_dir) : json_null(),
+            "node_id", r[i].node_id, "time", r[i].time, "metrics", (json_t *)r[i].numbers);
+        if (o == NULL || json_array_append_new(a, o) != 0) {
+            json_decref(a);
+            a = NULL;
+        }
+    }
+    char *text = a ? json_dumps(a, JSON_COMPACT) : NULL;
+    json_decref(a);
+    return text;
+}
+
+/* One statement: ty_report_ingest_batch stores every report, its numbers, its stream row and the
+ * jobs' results, and says what happened to each. */
+static int report_batch_body(struct db_conn *c, void *arg)
+{
+    static const struct db_stmt st = {"report_ingest_batch",
+                                      "SELECT i, known, fresh, metrics_stored, round_ready "
+                                      "  FROM ty_report_ingest_batch($1::jsonb)",
+                                      1, false};
     struct report_txn *t = arg;
-    const struct store_report *in = t->in;
-    struct store_report_outcome *out = t->out;
-    memset(out, 0, sizeof(*out));
-    char job[32], attempt[32], rank[32], seq[32], step[32];
-    STORE_NUM(job, in->job);
-    STORE_NUM(attempt, in->attempt);
-    STORE_NUM(rank, in->rank);
-    STORE_NUM(seq, in->seq);
-    if (in->step)
-        STORE_NUM(step, *in->step);
-    const char *p[] = {job,
-                       attempt,
-                       rank,
-                       seq,
-                       in->step ? step : NULL,
-                       in->checkpoint_dir,
-                       in->node_id,
-                       in->time,
-                       in->metrics_json};
+    const char *p[] = {t->batch_json};
     PGresult *res = NULL;
     int qs = db_exec(c, &st, p, &res);
-    if (qs == DB_HARD_ERROR) {
-        /* Class 22 (data exception: a time or number PostgreSQL will not take) and 23
-         * (integrity: the job was deleted meanwhile) come from the message itself, so a
-         * resend would fail the same way. Read now: the ROLLBACK clears the SQLSTATE. */
-        const char *state = db_last_sqlstate(c);
-        out->refused = strncmp(state, "22", 2) == 0 || strncmp(state, "23", 2) == 0;
-        snprintf(out->sqlstate, sizeof(out->sqlstate), "%s", state);
-    }
-    if (qs <= 0) {
-        PQclear(res); /* db_exec hands over a result even with zero rows */
+    if (qs == DB_HARD_ERROR) /* read now: the ROLLBACK clears it */
+        snprintf(t->sqlstate, 6, "%s", db_last_sqlstate(c));
+    if (qs < 0)
         return qs;
+    if ((size_t)qs != t->n) {
+        PQclear(res);
+        snprintf(t->sqlstate, 6, "XX000");
+        return DB_HARD_ERROR; /* our bug: the function answers one row per report */
     }
-    out->known_worker = strtol(PQgetvalue(res, 0, 0), NULL, 10) > 0;
-    out->duplicate = out->known_worker && strtol(PQgetvalue(res, 0, 1), NULL, 10) == 0;
-    out->metrics_stored = (int)strtol(PQgetvalue(res, 0, 2), NULL, 10);
-    out->result_updated = strtol(PQgetvalue(res, 0, 3), NULL, 10) > 0;
-    long reported = strtol(PQgetvalue(res, 0, 4), NULL, 10);
-    long world = PQgetisnull(res, 0, 5) ? 0 : strtol(PQgetvalue(res, 0, 5), NULL, 10);
-    out->round_complete = !out->duplicate && out->known_worker && world > 0 && reported >= world;
+    for (int row = 0; row < qs; row++) {
+        long i = strtol(PQgetvalue(res, row, 0), NULL, 10);
+        if (i < 0 || (size_t)i >= t->n)
+            continue;
+        struct store_report_outcome *o = &t->out[i];
+        o->known_worker = PQgetvalue(res, row, 1)[0] == 't';
+        o->duplicate = o->known_worker && PQgetvalue(res, row, 2)[0] != 't';
+        o->metrics_stored = (int)strtol(PQgetvalue(res, row, 3), NULL, 10);
+        o->round_ready = PQgetvalue(res, row, 4)[0] == 't';
+    }
     PQclear(res);
     return qs;
 }
 
-int store_report_insert(struct db_conn *c, const struct store_report *report,
-                        struct store_report_outcome *outcome)
+int store_reports_insert(struct db_conn *c, const struct store_report *reports, size_t n,
+                         struct store_report_outcome *outcome, char sqlstate[6])
 {
-    struct report_txn t = {report, outcome};
-    return db_run_txn(c, report_body, &t);
+    sqlstate[0] = '\0';
+    memset(outcome, 0, n * sizeof(*outcome));
+    if (n == 0)
+        return 0;
+    char *text = batch_json(reports, n);
+    if (text == NULL) {
+        snprintf(sqlstate, 6, "53200"); /* out of memory */
+        return DB_HARD_ERROR;
+    }
+    struct report_txn t = {text, n, outcome, sqlstate};
+    int qs = db_run_txn(c, report_batch_body, &t);
+    free(text);
+    return qs;
 }
 
 /* ------------------------------------------------------------------------------------------ */
