@@ -235,6 +235,7 @@ static void *control_thread(void *arg)
             ctl->last_pass = ctl__now();
             ctl__schedule(ctl);
             ctl->last_pass_cost = ctl__now() - ctl->last_pass;
+            srv_histogram_observe(&ctl->srv->telemetry.sched_pass, ctl->last_pass_cost);
         }
     }
     return NULL;

@@ -6,6 +6,7 @@
 
 #include "db.h"
 #include "identity.h"
+#include "job_status.h"
 #include "launch.h"
 
 #include <jansson.h>
@@ -19,6 +20,18 @@
 /* ---- health (store_health.c) ---- */
 /* A trivial query: 1 when the database answers, else an error. */
 int store_ping(struct db_conn *c);
+
+/* ---- cluster figures for GET /metrics (store_stats.c) ---- */
+struct store_cluster_stats {
+    int64_t jobs_by_status[JOB_STATUS_COUNT];
+    int64_t queue_length;    /* PENDING jobs */
+    double oldest_pending_s; /* age of the oldest PENDING job; 0 when none */
+    int64_t nodes_alive, nodes_draining, nodes_lost; /* alive excludes draining */
+    double cpus_total, cpus_allocated; /* of ALIVE nodes; held by PLACED or RUNNING workers */
+    int64_t gpus_total, gpus_allocated;
+};
+/* Reads them in one statement. Returns 1 or an error. */
+int store_cluster_stats(struct db_conn *c, struct store_cluster_stats *out);
 
 /* ---- tokens (store_tokens.c) ---- */
 int store_token_lookup(struct db_conn *c, const char *hash, struct srv_identity *who);
