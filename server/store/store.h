@@ -234,11 +234,14 @@ struct store_metrics_query {
     const char *names; /* comma separated, or NULL for every name */
     int64_t rank;      /* < 0: every rank */
     int64_t attempt;   /* 0: every attempt */
-    size_t max_points; /* per (name, rank) series, >= 1 */
+    size_t max_points; /* per (name, rank) series, >= 1: points, or buckets of a band */
+    bool band;         /* min/max band buckets instead of LTTB points */
 };
 /* *json_out = JSON array of {name, rank, attempt, step, value, time}, ordered by name, rank,
- * time, each (name, rank) series downsampled (downsample.h). Returns 0 when the job does not
- * exist, 1 with the array, or an error. */
+ * time, each (name, rank) series downsampled by LTTB (downsample.h); with q->band, of buckets
+ * {name, rank, attempt, count, start, end, step_first, step_last, first, last, min, max} instead.
+ * Points (buckets: whose last point) of an attempt older than the job's current one carry
+ * "superseded": true. Returns 0 when the job does not exist, 1 with the array, or an error. */
 int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metrics_query *q,
                          char **json_out);
 

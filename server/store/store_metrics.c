@@ -152,9 +152,17 @@ static void format_time(int64_t us, char *out, size_t outlen)
     snprintf(out, outlen, "%s.%06lldZ", date, (long long)frac);
 }
 
-/* Appends row i as {"name","rank","attempt","step","value","time"}; name_json is the series'
- * name already encoded as a JSON string. */
-static void append_point(struct buf *b, const PGresult *res, int i, const char *name_json)
+/* Appends ,"superseded":true when row i belongs to an attempt older than the job's current one. */
+static void append_superseded(struct buf *b, const PGresult *res, int i, long current_attempt)
+{
+    if (strtol(PQgetvalue(res, i, COL_ATTEMPT), NULL, 10) < current_attempt)
+        buf_puts(b, ",\"superseded\":true");
+}
+
+/* Appends row i as {"name","rank","attempt","step","value","time"[,"superseded"]}; name_json is
+ * the series' name already encoded as a JSON string. */
+static void append_point(struct buf *b, const PGresult *res, int i, const char *name_json,
+                         long current_attempt)
 {
     char head[160], time_text[48];
     const char *value = PQgetvalue(res, i, COL_VALUE);
@@ -172,7 +180,47 @@ static void append_point(struct buf *b, const PGresult *res, int i, const char *
     buf_puts(b, isfinite(v) ? value : "null");
     buf_puts(b, ",\"time\":\"");
     buf_puts(b, time_text);
-    buf_puts(b, "\"}");
+    buf_puts(b, "\"");
+    append_superseded(b, res, i, current_attempt);
+    buf_puts(b, "}");
+}
+
+/* Appends ,"<key>":<value of row i> (null when not finite). */
+static void append_value(struct buf *b, const char *key, const PGresult *res, int i)
+{
+    const char *value = PQgetvalue(res, i, COL_VALUE);
+    buf_puts(b, ",\"");
+    buf_puts(b, key);
+    buf_puts(b, "\":");
+    buf_puts(b, isfinite(strtod(value, NULL)) ? value : "null");
+}
+
+/* Appends one bucket of a band, rows first..last of the result (`base` + the band's indices):
+ * {"name","rank","attempt" (of its last point),"count","start","end" (times of its first and last
+ * points),"step_first","step_last","first","last","min","max"[,"superseded"]}. */
+static void append_band(struct buf *b, const PGresult *res, int base, const struct srv_band *band,
+                        const char *name_json, long current_attempt)
+{
+    int first = base + (int)band->first, last = base + (int)band->last;
+    char head[200], start[48], end[48];
+    format_time(strtoll(PQgetvalue(res, first, COL_TIME_US), NULL, 10), start, sizeof(start));
+    format_time(strtoll(PQgetvalue(res, last, COL_TIME_US), NULL, 10), end, sizeof(end));
+    buf_puts(b, "{\"name\":");
+    buf_puts(b, name_json);
+    snprintf(head, sizeof(head),
+             ",\"rank\":%s,\"attempt\":%s,\"count\":%zu,\"start\":\"%s\",\"end\":\"%s\","
+             "\"step_first\":%s,\"step_last\":%s",
+             PQgetvalue(res, last, COL_RANK), PQgetvalue(res, last, COL_ATTEMPT), band->count,
+             start, end,
+             PQgetisnull(res, first, COL_STEP) ? "null" : PQgetvalue(res, first, COL_STEP),
+             PQgetisnull(res, last, COL_STEP) ? "null" : PQgetvalue(res, last, COL_STEP));
+    buf_puts(b, head);
+    append_value(b, "first", res, first);
+    append_value(b, "last", res, last);
+    append_value(b, "min", res, base + (int)band->min);
+    append_value(b, "max", res, base + (int)band->max);
+    append_superseded(b, res, last, current_attempt);
+    buf_puts(b, "}");
 }
 
 /* True when rows a and b belong to the same (name, rank) series. */
@@ -182,17 +230,18 @@ static bool same_series(const PGresult *res, int a, int b)
            strcmp(PQgetvalue(res, a, COL_NAME), PQgetvalue(res, b, COL_NAME)) == 0;
 }
 
-/* Downsamples each series of `res` to max_points and returns the JSON array of the points kept
- * (malloc'd), or NULL on OOM. */
-static char *points_json(const PGresult *res, size_t max_points)
+/* Downsamples each series of `res` to max_points (points by LTTB, or buckets of a band) and
+ * returns the JSON array of what is kept (malloc'd), or NULL on OOM. */
+static char *points_json(const PGresult *res, size_t max_points, bool band, long current_attempt)
 {
     int nrows = PQntuples(res);
     size_t cap = (size_t)nrows + 1;
     double *x = malloc(cap * sizeof(double));
     double *y = malloc(cap * sizeof(double));
     size_t *idx = malloc(cap * sizeof(size_t));
+    struct srv_band *bands = band ? malloc(cap * sizeof(*bands)) : NULL;
     struct buf b = {malloc(4096), 0, 4096};
-    if (x == NULL || y == NULL || idx == NULL || b.text == NULL)
+    if (x == NULL || y == NULL || idx == NULL || b.text == NULL || (band && bands == NULL))
         goto fail;
     for (int i = 0; i < nrows; i++) {
         x[i] = (double)strtoll(PQgetvalue(res, i, COL_TIME_US), NULL, 10) / 1e6;
@@ -208,13 +257,17 @@ static char *points_json(const PGresult *res, size_t max_points)
         json_decref(name);
         if (name_json == NULL)
             goto fail;
-        size_t n =
-            srv_downsample_lttb(x + start, y + start, (size_t)(end - start), max_points, idx);
+        size_t n = band ? srv_downsample_band(y + start, (size_t)(end - start), max_points, bands)
+                        : srv_downsample_lttb(x + start, y + start, (size_t)(end - start),
+                                              max_points, idx);
         for (size_t k = 0; k < n; k++) {
             if (!first)
                 buf_puts(&b, ",");
             first = false;
-            append_point(&b, res, start + (int)idx[k], name_json);
+            if (band)
+                append_band(&b, res, start, &bands[k], name_json, current_attempt);
+            else
+                append_point(&b, res, start + (int)idx[k], name_json, current_attempt);
         }
         free(name_json);
     }
@@ -222,11 +275,13 @@ static char *points_json(const PGresult *res, size_t max_points)
     free(x);
     free(y);
     free(idx);
+    free(bands);
     return b.text;
 fail:
     free(x);
     free(y);
     free(idx);
+    free(bands);
     free(b.text);
     return NULL;
 }
@@ -234,8 +289,8 @@ fail:
 int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metrics_query *q,
                          char **json_out)
 {
-    static const struct db_stmt exists = {"metrics_job_exists",
-                                          "SELECT 1 FROM jobs WHERE id = $1::bigint", 1, true};
+    static const struct db_stmt exists = {
+        "metrics_job_attempt", "SELECT attempt FROM jobs WHERE id = $1::bigint", 1, true};
     /* Raw rows, each series' points together, oldest first; the time as integer microseconds
      * (exact, and cheaper than formatting every row in SQL when most are downsampled away). */
     static const struct db_stmt series = {
@@ -255,15 +310,19 @@ int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metr
     STORE_NUM(rank, q->rank);
     STORE_NUM(attempt, q->attempt);
     const char *p1[] = {j};
-    int qs = db_exec(c, &exists, p1, NULL);
+    char *current = NULL;
+    int qs = db_exec_text(c, &exists, p1, &current);
     if (qs <= 0)
         return qs;
+    long current_attempt = current ? strtol(current, NULL, 10) : 0;
+    free(current);
     const char *p2[] = {j, q->names, q->rank >= 0 ? rank : NULL, q->attempt > 0 ? attempt : NULL};
     PGresult *res = NULL;
     qs = db_exec(c, &series, p2, &res);
     if (qs < 0)
         return qs;
-    *json_out = points_json(res, q->max_points); /* PQntuples(NULL) is 0 */
+    *json_out =
+        points_json(res, q->max_points, q->band, current_attempt); /* PQntuples(NULL) is 0 */
     PQclear(res);
     return *json_out ? DB_ONE_RESULT : DB_HARD_ERROR;
 }
