@@ -102,10 +102,10 @@ void ctl__flush_started(struct control *ctl);
  * and a reference to m->root); a full batch is committed first. The caller must call
  * ctl__flush_reports() once the hub queue is drained and before any other message or event. */
 void ctl__queue_report(struct control *ctl, uint64_t conn, struct agent_node_msg *m);
-/* Commits the queued reports in one transaction, registers their checkpoints, and acks them
- * (one ack per connection). When the transaction fails, applies them one by one: a report the
- * database refuses is acked and dropped; one that cannot be committed closes its connection, so
- * that the agent resends what was not acked. */
+/* Commits the queued reports in one transaction, registers their checkpoints, and acks them. When
+ * the transaction fails, applies them one by one: a report the database refuses is acked and
+ * dropped; one that cannot be committed closes its connection, so that the agent resends what was
+ * not acked. */
 void ctl__flush_reports(struct control *ctl);
 
 /* control_specs.c: the parsed spec of a pending job, or NULL if not cached yet. */

@@ -174,24 +174,14 @@ static void one_by_one(struct control *ctl, struct ctl_reports *b)
     }
 }
 
-/* Sends one ack per connection: the highest seq of its reports that may be acked (acks are
- * cumulative, and each connection's reports are queued in its order). */
+/* Acks every report that may be acked, in order, one ack each: the agent forgets exactly the
+ * event whose seq an ack names (worker/agent/events.c). Reports of a connection closed meanwhile
+ * are not acked; the agent resends them. */
 static void send_acks(struct control *ctl, struct ctl_reports *b)
 {
-    for (size_t i = 0; i < b->n; i++) {
-        if (!b->items[i].acked || b->items[i].conn == 0)
-            continue;
-        uint64_t conn = b->items[i].conn;
-        int64_t seq = b->items[i].r.seq;
-        for (size_t k = i + 1; k < b->n; k++)
-            if (b->items[k].conn == conn) {
-                if (b->items[k].acked && b->items[k].r.seq > seq)
-                    seq = b->items[k].r.seq;
-                b->items[k].conn = 0; /* done with this connection */
-            }
-        if (ctl__node_by_conn(ctl, conn) != NULL)
-            ctl__send_text(ctl, conn, agent_msg_ack(seq));
-    }
+    for (size_t i = 0; i < b->n; i++)
+        if (b->items[i].acked && ctl__node_by_conn(ctl, b->items[i].conn) != NULL)
+            ctl__send_text(ctl, b->items[i].conn, agent_msg_ack(b->items[i].r.seq));
 }
 
 void ctl__flush_reports(struct control *ctl)
