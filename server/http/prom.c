@@ -78,8 +78,8 @@ static void put_value(struct prom_buf *b, double v)
         snprintf(num, sizeof(num), v > 0 ? "+Inf" : "-Inf");
     else if (v == floor(v) && fabs(v) < 1e15)
         snprintf(num, sizeof(num), "%.0f", v);
-    else
-        snprintf(num, sizeof(num), "%.17g", v);
+    else if (snprintf(num, sizeof(num), "%.15g", v), strtod(num, NULL) != v)
+        snprintf(num, sizeof(num), "%.17g", v); /* the shortest of the two that reads back */
     puts_(b, num);
 }
 
