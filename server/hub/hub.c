@@ -12,6 +12,8 @@
 #include <string.h>
 
 #define HUB_MAX_MESSAGE AGENT_PROTO_MAX_MESSAGE
+#define HUB_BATCH_MAX 256           /* messages in one write to a subscriber, at most */
+#define HUB_BATCH_BYTES (64 * 1024) /* bytes in one write to a subscriber (beyond one message) */
 
 enum hub_kind { HUB_AGENT = 0, HUB_STREAM = 1 };
 
@@ -60,6 +62,8 @@ struct hub {
     struct sink sinks[2]; /* by enum hub_kind; guarded by lock */
     bool stream_on;       /* guarded by lock: subscribers are accepted */
     size_t stream_queue_max;
+    unsigned char *scratch; /* lws thread only: batched frames being written (write_some) */
+    size_t scratch_cap;
 };
 
 /* ------------------------------------------------------------------ messages */
@@ -212,6 +216,86 @@ static bool accept_handshake(struct hub *hub, struct lws *wsi, enum hub_kind kin
     return stream_path && on;
 }
 
+/* The bytes of a server websocket frame (header and payload) for a payload of len. */
+static size_t frame_size(size_t len)
+{
+    return len + (len < 126 ? 2 : len < 65536 ? 4 : 10);
+}
+
+/* Writes a FIN text frame header for a payload of len at out; returns its size. */
+static size_t frame_header(unsigned char *out, size_t len)
+{
+    out[0] = 0x81;
+    if (len < 126) {
+        out[1] = (unsigned char)len;
+        return 2;
+    }
+    if (len < 65536) {
+        out[1] = 126;
+        out[2] = (unsigned char)(len >> 8);
+        out[3] = (unsigned char)len;
+        return 4;
+    }
+    out[1] = 127;
+    for (int i = 0; i < 8; i++)
+        out[2 + i] = (unsigned char)((uint64_t)len >> (56 - 8 * i));
+    return 10;
+}
+
+/* Writes what c has queued, from its WRITEABLE callback: one message, or for a subscriber as
+ * many as fit in HUB_BATCH_BYTES, framed here and handed to lws in one raw write (one send()
+ * instead of one per message and one poll round each: a subscriber of a busy job gets thousands
+ * a second). lws buffers what the socket does not take and calls WRITEABLE again only once that
+ * is out. *more: messages remain; *close_now: the connection is to be closed now. Returns 0, or
+ * -1 when the write failed. */
+static int write_some(struct hub *hub, struct conn *c, struct lws *wsi, bool *more, bool *close_now)
+{
+    struct hub_msg *batch[HUB_BATCH_MAX];
+    size_t n = 0, bytes = 0;
+    pthread_mutex_lock(&hub->lock);
+    while (c->len > 0 && n < (c->kind == HUB_STREAM ? HUB_BATCH_MAX : 1)) {
+        size_t size = frame_size(c->ring[c->head]->len);
+        if (n > 0 && bytes + size > HUB_BATCH_BYTES)
+            break;
+        batch[n++] = ring_pop(c);
+        bytes += size;
+    }
+    *more = c->len > 0;
+    *close_now = !*more && c->close_after;
+    bool drained = c->watching && c->len <= c->watch_mark;
+    if (drained)
+        c->watching = false;
+    pthread_mutex_unlock(&hub->lock);
+    if (drained)
+        push_event(hub, c->kind, HUB_DRAINED, c->id, NULL, 0, NULL);
+    int rc = 0;
+    if (n == 1) {
+        if (lws_write(wsi, batch[0]->buf + LWS_PRE, batch[0]->len, LWS_WRITE_TEXT) < 0)
+            rc = -1;
+    } else if (n > 1) {
+        if (hub->scratch_cap < LWS_PRE + bytes) {
+            unsigned char *grown = realloc(hub->scratch, LWS_PRE + bytes);
+            if (grown == NULL) {
+                rc = -1;
+            } else {
+                hub->scratch = grown;
+                hub->scratch_cap = LWS_PRE + bytes;
+            }
+        }
+        size_t at = LWS_PRE;
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            at += frame_header(hub->scratch + at, batch[i]->len);
+            memcpy(hub->scratch + at, batch[i]->buf + LWS_PRE, batch[i]->len);
+            at += batch[i]->len;
+        }
+        if (rc == 0 && lws_write(wsi, hub->scratch + LWS_PRE, bytes, LWS_WRITE_RAW) < 0)
+            rc = -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        hub_msg_unref(batch[i]);
+    return rc;
+}
+
 static int on_conn(struct lws *wsi, enum hub_kind kind, enum lws_callback_reasons reason,
                    void *user, void *in, size_t len)
 {
@@ -260,22 +344,9 @@ static int on_conn(struct lws *wsi, enum hub_kind kind, enum lws_callback_reason
         break;
     }
     case LWS_CALLBACK_SERVER_WRITEABLE: {
-        pthread_mutex_lock(&hub->lock);
-        struct hub_msg *m = ring_pop(c);
-        bool more = c->len > 0;
-        bool close_now = !more && c->close_after;
-        bool drained = c->watching && c->len <= c->watch_mark;
-        if (drained)
-            c->watching = false;
-        pthread_mutex_unlock(&hub->lock);
-        if (drained)
-            push_event(hub, kind, HUB_DRAINED, c->id, NULL, 0, NULL);
-        if (m) {
-            int n = lws_write(wsi, m->buf + LWS_PRE, m->len, LWS_WRITE_TEXT);
-            hub_msg_unref(m);
-            if (n < 0)
-                return -1;
-        }
+        bool more = false, close_now = false;
+        if (write_some(hub, c, wsi, &more, &close_now) < 0)
+            return -1;
         if (close_now) {
             lws_close_reason(wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION, NULL, 0);
             return -1;
@@ -415,6 +486,7 @@ void hub_stop(struct hub *hub)
     while (hub_next_stream_event(hub, &ev))
         free(ev.text);
     pthread_mutex_destroy(&hub->lock);
+    free(hub->scratch);
     free(hub);
 }
 
