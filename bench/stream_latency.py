@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Report → subscriber latency of the live stream (/stream, docs/streams.md).
 
-Starts PostgreSQL (harness-style external cluster; --durable turns fsync and synchronous_commit
-back on) and one trainyard-server, submits --jobs jobs (no agent: they stay PENDING, their
+Starts PostgreSQL (--db external: a harness-style cluster with fsync off, the default; --db
+embedded: the server's own, durable, as deployed) and one trainyard-server, submits --jobs jobs (no agent: they stay PENDING, their
 streams exist), then runs build/bench/stream_latency: one thread appends report rows with
 ty_stream_append_batch at --points metric points per second (--metrics numbers per report, one
 batch every --batch-ms), spread over the jobs, while --subscribers websocket clients (spread
@@ -13,12 +13,13 @@ transaction and is not the subject here.
 
     /usr/bin/python3 bench/stream_latency.py                         # 100 subs, 10 jobs, 100k pts/s
     /usr/bin/python3 bench/stream_latency.py --jobs 1                # all 100 on one job
-    /usr/bin/python3 bench/stream_latency.py --durable --seconds 60
+    /usr/bin/python3 bench/stream_latency.py --db embedded --seconds 60
 
 Prints the figures. Not a test.
 """
 import argparse
 import os
+import re
 import subprocess
 import sys
 
@@ -37,23 +38,24 @@ def main():
     ap.add_argument("--batch-ms", type=int, default=10)
     ap.add_argument("--seconds", type=float, default=30)
     ap.add_argument("--warmup", type=float, default=5)
-    ap.add_argument("--durable", action="store_true")
+    ap.add_argument("--db", choices=("external", "embedded"), default="external")
     ap.add_argument("--server-arg", action="append", default=[])
     a = ap.parse_args()
     lc.use_build(a.build)
     binary = os.path.join(os.path.abspath(a.build), "bench", "stream_latency")
-    cluster = lc.Cluster(db="external", server_args=a.server_arg)
+    cluster = lc.Cluster(db=a.db, server_args=a.server_arg)
     with cluster:
-        if a.durable:
-            cluster.pg.psql("ALTER SYSTEM SET fsync = on; ")
-            cluster.pg.psql("ALTER SYSTEM SET synchronous_commit = on")
-            cluster.pg.psql("SELECT pg_reload_conf()")
         srv = cluster.server
+        if a.db == "external":
+            conninfo = cluster.pg.url(cluster.dbname)
+        else:
+            sock = re.search(r"embedded PostgreSQL running \(socket in (\S+),", srv.log_text())
+            conninfo = f"host={sock.group(1)} dbname=trainyard user=trainyard"
         jobs = [srv.submit({"name": f"bench-{i}", "entrypoint": ["true"]})["id"]
                 for i in range(a.jobs)]
         cpu0 = lc.service_cpu(cluster)
         out = subprocess.run(
-            [binary, "--conninfo", cluster.pg.url(cluster.dbname), "--ws",
+            [binary, "--conninfo", conninfo, "--ws",
              f"127.0.0.1:{srv.ws_port}", "--token", srv.admin_token, "--jobs",
              ",".join(map(str, jobs)), "--subscribers", str(a.subscribers), "--points",
              str(a.points), "--metrics", str(a.metrics), "--batch-ms", str(a.batch_ms),
@@ -61,7 +63,7 @@ def main():
             check=True, stdout=subprocess.PIPE, text=True).stdout.strip()
         cpu = lc.service_cpu(cluster) - cpu0
         print(f"# {lc.machine_caveats()}")
-        print(f"# durable={a.durable} server+postgres CPU seconds during the run: {cpu:.1f}")
+        print(f"# db={a.db} server+postgres CPU seconds during the run: {cpu:.1f}")
         print(out)
 
 
