@@ -63,6 +63,11 @@ static void wake(void *arg)
     pthread_mutex_unlock(&ctl->lock);
 }
 
+struct hub *control_hub(struct control *ctl)
+{
+    return ctl->hub;
+}
+
 void control_kick(struct control *ctl)
 {
     if (ctl == NULL)
@@ -182,6 +187,8 @@ static void handle_event(struct control *ctl, struct hub_event *ev)
         }
         break;
     }
+    case HUB_DRAINED: /* subscribers only */
+        break;
     }
     free(ev->text);
 }
