@@ -39,6 +39,10 @@ static const struct option_def options[] = {
      "seconds without a heartbeat before a node is marked LOST"},
     {"stop-grace-s", "TRAINYARD_STOP_GRACE_S", I(stop_grace_s), "10", 0, 3600,
      "seconds between SIGTERM and SIGKILL when workers are stopped"},
+    {"max-log-bytes-per-job", "TRAINYARD_MAX_LOG_BYTES_PER_JOB", I(max_log_bytes_per_job),
+     "268435456", 0, INT64_C(1) << 50,
+     "workers' output kept per job; past it the oldest log lines go (down to 90 %) and a "
+     "log_dropped note says how many bytes (0: no cap)"},
     {"cluster-token", "TRAINYARD_CLUSTER_TOKEN", S(cluster_token), NULL, 0, 0,
      "token agents join with (default: made on first start, in <data-dir>/cluster.token)"},
     {"log-level", "TRAINYARD_LOG_LEVEL", S(log_level), "info", 0, 0, "error, warn, info or debug"},

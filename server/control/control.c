@@ -163,8 +163,10 @@ static void drive_stopping_jobs(struct control *ctl)
 
 static void handle_event(struct control *ctl, struct hub_event *ev)
 {
-    if (ev->kind != HUB_MESSAGE)
-        ctl__flush_started(ctl); /* events stay in order */
+    if (ev->kind != HUB_MESSAGE) { /* events stay in order */
+        ctl__flush_started(ctl);
+        ctl__flush_logs(ctl);
+    }
     switch (ev->kind) {
     case HUB_CONNECTED:
         TY_DEBUG("control", "connection %llu from %s", (unsigned long long)ev->conn, ev->peer);
@@ -218,6 +220,7 @@ static void *control_thread(void *arg)
         while (hub_next_event(ctl->hub, &ev))
             handle_event(ctl, &ev);
         ctl__flush_started(ctl);
+        ctl__flush_logs(ctl);
         if (ctl__now() - ctl->last_tick >= CTL_TICK_MS / 1000.0) {
             ctl->last_tick = ctl__now();
             check_heartbeats(ctl);
@@ -324,6 +327,7 @@ void control_stop(struct control *ctl)
         free(s);
     }
     ctl__specs_free(&ctl->specs);
+    json_decref(ctl->logs.rows);
     free(ctl->cluster_token_hash);
     pthread_mutex_destroy(&ctl->lock);
     pthread_cond_destroy(&ctl->cond);

@@ -279,9 +279,12 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
                     (unsigned long long)conn, err);
         return;
     }
-    /* Every other message is applied after the worker starts queued before it. */
-    if (m.type != AGENT_MSG_WORKER_STARTED)
+    /* Every other message is applied after the worker starts queued before it, and a change of
+     * a job's state after the log chunks queued before it. */
+    if (m.type != AGENT_MSG_WORKER_STARTED && m.type != AGENT_MSG_LOG)
         ctl__flush_started(ctl);
+    if (m.type == AGENT_MSG_REGISTER || m.type == AGENT_MSG_WORKER_EXITED)
+        ctl__flush_logs(ctl);
     struct ctl_node *node = ctl__node_by_conn(ctl, conn);
     if (m.type == AGENT_MSG_REGISTER) {
         if (ok) {
@@ -305,6 +308,8 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
         int rc = 0;
         if (m.type == AGENT_MSG_WORKER_STARTED || m.type == AGENT_MSG_WORKER_EXITED)
             rc = on_worker_event(ctl, node, conn, &m);
+        else if (m.type == AGENT_MSG_LOG)
+            ctl__on_log(ctl, node, conn, &m);
         else if (m.type == AGENT_MSG_REPORT)
             ctl__on_report(ctl, conn, m.root);
         else if (m.type != AGENT_MSG_HEARTBEAT) /* heartbeat: last_seen updated above */

@@ -3,6 +3,7 @@
 #ifndef SRV_CONTROL_INTERNAL_H
 #define SRV_CONTROL_INTERNAL_H
 
+#include "agent_proto.h"
 #include "control.h"
 #include "db.h"
 #include "hub.h"
@@ -39,6 +40,16 @@ struct ctl_started {
     bool has_seq[CTL_STARTED_MAX];
 };
 
+/* log messages received but not yet committed (control_logs.c): all of them are committed in one
+ * transaction once the hub queue is drained (or the batch is full), then acked. */
+#define CTL_LOGS_MAX 1024
+struct ctl_logs {
+    size_t n;
+    json_t *rows; /* array of ty_log_append_batch rows */
+    uint64_t conn[CTL_LOGS_MAX];
+    int64_t seq[CTL_LOGS_MAX];
+};
+
 /* Parsed specs of pending jobs (control_specs.c). */
 struct ctl_spec;
 struct ctl_specs {
@@ -66,6 +77,7 @@ struct control {
     struct ctl_stop_sent *stops;
     struct ctl_specs specs;
     struct ctl_started started;
+    struct ctl_logs logs;
 };
 
 double ctl__now(void);
@@ -87,6 +99,12 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
  * applies them one by one as before: each that fails closes its connection, so that the agent
  * resends what was not acked. */
 void ctl__flush_started(struct control *ctl);
+/* control_logs.c: agent message `log`, queued (ctl->logs); ctl__flush_logs commits the queue in
+ * one transaction and acks it. The caller flushes once the hub queue is drained and before a
+ * message that changes a job's state (worker_exited, register, a closed connection). */
+void ctl__on_log(struct control *ctl, struct ctl_node *node, uint64_t conn,
+                 const struct agent_node_msg *m);
+void ctl__flush_logs(struct control *ctl);
 /* control_report.c: agent message `report`; commits it, then acks its seq. */
 void ctl__on_report(struct control *ctl, uint64_t conn, json_t *msg);
 
