@@ -2,6 +2,7 @@
 stored by the server and read back through GET /api/v1/jobs/{id}/logs, line by line; long lines
 are split, invalid UTF-8 replaced; the per-job cap keeps the newest; neither a server nor an agent
 killed with SIGKILL loses or repeats a line."""
+import codecs
 import os
 import signal
 import sys
@@ -16,12 +17,15 @@ PY = sys.executable
 LINE_MAX = 16384
 
 
+codecs.register_error("ty_each_byte", lambda e: ("\ufffd" * (e.end - e.start), e.end))
+
+
 def expected_lines(raw, line_max=LINE_MAX):
     """The lines the agent cuts `raw` into (agent_log_cut), for output that ends with '\\n'."""
     out = []
     for line in raw.split(b"\n")[:-1]:
         pieces = [line[i:i + line_max] for i in range(0, len(line), line_max)] or [b""]
-        out += [p.decode("utf-8", "replace").replace("\x00", "\ufffd") for p in pieces]
+        out += [p.decode("utf-8", "ty_each_byte").replace("\x00", "\ufffd") for p in pieces]
     return out
 
 
@@ -51,16 +55,15 @@ def wait_lines(server, job, rank, count, timeout=60):
 def printer(n, prefix="line", stderr_every=0, gate=None):
     """A worker printing n numbered lines (every stderr_every-th to stderr), optionally waiting
     for the file `gate` halfway."""
-    return ["/bin/sh", "-c",
-            f"exec {PY} -c '\n"
-            "import os, sys, time\n"
-            "r = os.environ[\"RANK\"]\n"
-            f"for i in range({n}):\n"
-            f"    if i == {n // 2} and {gate!r}:\n"
-            f"        while not os.path.exists({gate!r}): time.sleep(0.05)\n"
-            f"    f = sys.stderr if {stderr_every} and i % {stderr_every or 1} == 0 else sys.stdout\n"
-            f"    f.write(\"{prefix} %s %d \\x1b[32mgreen\\x1b[0m\\n\" % (r, i)); f.flush()\n"
-            "'"]
+    script = ("import os, sys, time\n"
+              "r = os.environ['RANK']\n"
+              f"for i in range({n}):\n"
+              f"    if i == {n // 2} and {gate!r}:\n"
+              f"        while not os.path.exists({gate!r}): time.sleep(0.05)\n"
+              f"    f = sys.stderr if {stderr_every} and i % {stderr_every or 1} == 0 "
+              "else sys.stdout\n"
+              f"    f.write('{prefix} %s %d \\x1b[32mgreen\\x1b[0m\\n' % (r, i)); f.flush()\n")
+    return [PY, "-c", script]
 
 
 def printed(n, rank, prefix="line"):
@@ -122,14 +125,13 @@ def test_binary_garbage_and_a_10_mib_line_are_replaced_and_split(server, one_age
               "o.write(b'after\\n'); o.flush()\n")
     job = server.submit({"name": "garbage", "entrypoint": [PY, "-c", script]})["id"]
     assert server.wait_job(job, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
-    raw = one_agent.worker_log(job, 0).encode("utf-8", "surrogateescape") if False else None
     with open(os.path.join(one_agent.data_dir, "logs", str(job), "1", "rank-0.log"), "rb") as f:
         raw = f.read()
     want = expected_lines(raw)
     assert len(want) == 4 + 640 + 1
     got = wait_lines(server, job, 0, len(want), timeout=120)
     assert got[:4] == want[:4]
-    assert got[1].startswith("\ufffd") and "\x1b" in got[1] and "\ufffd" * 128 in got[2]
+    assert got[1].startswith("\ufffd") and "\x1b" in got[2] and "\ufffd" * 128 in got[2]
     assert got[3] == "café \ufffd\ufffd half \ufffd\ufffd"
     assert got == want
 
