@@ -101,6 +101,16 @@ def test_what_two_ranks_print_is_what_get_logs_returns(server, one_agent):
     assert [json.loads(l)["line"] for l in r.text.splitlines()] == printed(500, 0)[-2:]
     assert rank_lines(server, job, 0, grep="line%200%2042%20") == [printed(500, 0)[42]]
     assert rank_lines(server, job, 0, attempt=2) == []
+    # The CLI prints the same.
+    r = harness.run_cli(server, "logs", str(job), "--rank", "1", "--tail", "2")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "".join(l + "\n" for l in printed(500, 1)[-2:])
+    r = harness.run_cli(server, "logs", str(job), "--grep", " 7 ")
+    assert r.returncode == 0, r.stderr
+    assert sorted(r.stdout.splitlines()) == [f"[rank 0] {printed(500, 0)[7]}",
+                                             f"[rank 1] {printed(500, 1)[7]}"]
+    r = harness.run_cli(server, "logs", "999999")
+    assert r.returncode == 1 and "999999" in r.stderr
 
 
 def test_bad_log_parameters_are_named_and_unknown_jobs_are_404(server):
