@@ -162,10 +162,10 @@ struct agent_worker_event {
 struct agent_log_chunk {
     const char *job_id;
     int64_t attempt, rank;
-    int64_t offset;       /* byte offset of the chunk in the rank's output of that attempt */
-    int64_t bytes;        /* bytes of output the chunk covers (>= 1) */
-    int64_t dropped;      /* bytes skipped just before `offset` (agent backlog over its cap) */
-    const json_t *lines;  /* array of strings (valid UTF-8, no newline) */
+    int64_t offset;      /* byte offset of the chunk in the rank's output of that attempt */
+    int64_t bytes;       /* bytes of output the chunk covers (>= 1) */
+    int64_t dropped;     /* bytes skipped just before `offset` (agent backlog over its cap) */
+    const json_t *lines; /* array of strings (valid UTF-8, no newline) */
 };
 /* Most lines one `log` message may carry. */
 #define AGENT_PROTO_MAX_LOG_LINES (1 << 20)

@@ -23,7 +23,7 @@ struct srv_config {
     int64_t heartbeat_timeout_s;
     int64_t stop_grace_s;
     int64_t max_log_bytes_per_job; /* 0: no cap */
-    char *cluster_token; /* NULL: <data_dir>/cluster.token */
+    char *cluster_token;           /* NULL: <data_dir>/cluster.token */
     char *log_level;
     char *debug;
 };

@@ -91,9 +91,9 @@ static char *render(const struct logs_read *a, bool jsonl, bool prefix, size_t *
         const struct store_log_line *l = &a->lines[i];
         int rc = 0;
         if (jsonl) {
-            json_t *o = json_pack("{s:I, s:I, s:I, s:s}", "rank", (json_int_t)l->rank, "attempt",
-                                  (json_int_t)l->attempt, "offset", (json_int_t)l->offset, "line",
-                                  l->line);
+            json_t *o =
+                json_pack("{s:I, s:I, s:I, s:s}", "rank", (json_int_t)l->rank, "attempt",
+                          (json_int_t)l->attempt, "offset", (json_int_t)l->offset, "line", l->line);
             char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
             json_decref(o);
             rc = s ? put(&buf, len, &cap, s, strlen(s)) : -1;
@@ -171,7 +171,6 @@ enum MHD_Result h_jobs_logs(struct srv_request *req)
     store_log_lines_free(a.lines, a.n);
     if (!body)
         return srv_reply_db_error(req, DB_HARD_ERROR);
-    return srv_reply_steal(req, 200,
-                           jsonl ? "application/x-ndjson" : "text/plain; charset=utf-8", body, len,
-                           NULL);
+    return srv_reply_steal(req, 200, jsonl ? "application/x-ndjson" : "text/plain; charset=utf-8",
+                           body, len, NULL);
 }

@@ -33,12 +33,12 @@ void ctl__on_log(struct control *ctl, struct ctl_node *node, uint64_t conn,
     json_t *body = json_pack("{s:I, s:I, s:I, s:I, s:O}", "rank", (json_int_t)c->rank, "attempt",
                              (json_int_t)c->attempt, "offset", (json_int_t)c->offset, "bytes",
                              (json_int_t)c->bytes, "lines", (json_t *)c->lines);
-    json_t *row = body ? json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "job_id",
-                                   (json_int_t)job, "attempt", (json_int_t)c->attempt, "rank",
-                                   (json_int_t)c->rank, "log_offset", (json_int_t)c->offset,
-                                   "log_bytes", (json_int_t)c->bytes, "dropped",
-                                   (json_int_t)c->dropped, "body", body)
-                       : NULL;
+    json_t *row =
+        body ? json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "job_id", (json_int_t)job,
+                         "attempt", (json_int_t)c->attempt, "rank", (json_int_t)c->rank,
+                         "log_offset", (json_int_t)c->offset, "log_bytes", (json_int_t)c->bytes,
+                         "dropped", (json_int_t)c->dropped, "body", body)
+             : NULL;
     if (!row || json_array_append_new(b->rows, row) != 0)
         goto oom;
     b->conn[b->n] = conn;
@@ -66,8 +66,9 @@ void ctl__flush_logs(struct control *ctl)
         SRV_COUNT(t, log_lines_ingested, (uint_fast64_t)out.lines);
         SRV_COUNT(t, log_bytes_ingested, (uint_fast64_t)out.bytes);
         SRV_COUNT(t, log_bytes_dropped, (uint_fast64_t)out.dropped);
-        TY_DEBUG("control", "%zu log chunk(s): %lld line(s) stored, %lld byte(s) dropped by the cap",
-                 b->n, (long long)out.lines, (long long)out.dropped);
+        TY_DEBUG("control",
+                 "%zu log chunk(s): %lld line(s) stored, %lld byte(s) dropped by the cap", b->n,
+                 (long long)out.lines, (long long)out.dropped);
     } else {
         TY_WARN("control", "could not store %zu log chunk(s); reconnecting their agents", b->n);
     }

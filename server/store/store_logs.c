@@ -47,8 +47,8 @@ int store_logs_append(struct db_conn *c, const char *rows_json, int64_t cap,
 int store_logs_read(struct db_conn *c, int64_t job, const struct store_logs_query *q,
                     struct store_log_line **lines, size_t *n, char *sqlstate)
 {
-    static const struct db_stmt job_st = {"logs_job_attempt",
-                                          "SELECT attempt FROM jobs WHERE id = $1::bigint", 1, true};
+    static const struct db_stmt job_st = {
+        "logs_job_attempt", "SELECT attempt FROM jobs WHERE id = $1::bigint", 1, true};
     /* Lines of the attempt, oldest first; with a tail, the newest `tail` (read backwards). */
     static const struct db_stmt lines_st = {
         "logs_lines",

@@ -781,7 +781,9 @@ static void agent_proto_unknown_agent_message_is_not_refused(void **state)
 static void agent_proto_log_round_trip(void **state)
 {
     (void)state;
-    json_t *lines = json_pack("[s, s, s]", "one", "", "\x1b[32mgr\xc3\xa9" "en\x1b[0m");
+    json_t *lines = json_pack("[s, s, s]", "one", "",
+                              "\x1b[32mgr\xc3\xa9"
+                              "en\x1b[0m");
     struct agent_log_chunk c = {"17", 2, 3, 4096, 30, 0, lines};
     char *text = agent_msg_log(9, &c);
     assert_non_null(text);
@@ -840,9 +842,8 @@ static void agent_proto_refuses_malformed_log_messages(void **state)
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct agent_node_msg m;
         char err[256] = "";
-        assert_int_equal(agent_node_msg_parse(bad[i].text, strlen(bad[i].text), &m, err,
-                                              sizeof(err)),
-                         -1);
+        assert_int_equal(
+            agent_node_msg_parse(bad[i].text, strlen(bad[i].text), &m, err, sizeof(err)), -1);
         assert_int_equal(m.type, AGENT_MSG_LOG);
         if (!strstr(err, bad[i].field))
             fail_msg("case %zu: '%s' does not name %s", i, err, bad[i].field);

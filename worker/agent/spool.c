@@ -182,10 +182,10 @@ char *agent__spool_exit(struct agent *a, const struct agent_worker *w)
     if (agent_job_id_valid(w->job_id) != 0)
         return NULL;
     char *path = exit_path(a, w->job_id, w->attempt, w->rank);
-    json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:s?}", "job_id", w->job_id, "attempt",
-                          (json_int_t)w->attempt, "rank", (json_int_t)w->rank, "exit_code",
-                          (json_int_t)w->exit_code, "signal", (json_int_t)w->signal, "error",
-                          w->error);
+    json_t *o =
+        json_pack("{s:s, s:I, s:I, s:I, s:I, s:s?}", "job_id", w->job_id, "attempt",
+                  (json_int_t)w->attempt, "rank", (json_int_t)w->rank, "exit_code",
+                  (json_int_t)w->exit_code, "signal", (json_int_t)w->signal, "error", w->error);
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     if (!path || !text || util_write_file_durable(path, text, strlen(text), 0600) != 0) {

@@ -41,13 +41,13 @@ struct agent_tail {
     int64_t attempt, rank;
     char *path, *cursor_path;
     int fd, cursor_fd;
-    int64_t acked;          /* every byte before it is stored on the server (or was dropped) */
-    int64_t pos;            /* the next byte to read */
-    int64_t dropped;        /* bytes skipped before `pos`, to announce with the next chunk */
-    int64_t partial_since;  /* monotonic ms since a partial last line waits; 0: none */
+    int64_t acked;           /* every byte before it is stored on the server (or was dropped) */
+    int64_t pos;             /* the next byte to read */
+    int64_t dropped;         /* bytes skipped before `pos`, to announce with the next chunk */
+    int64_t partial_since;   /* monotonic ms since a partial last line waits; 0: none */
     struct tail_chunk *sent; /* unacked chunks in offset order */
     size_t n_sent;
-    bool done;              /* the worker exited: a partial last line is sent as it is */
+    bool done; /* the worker exited: a partial last line is sent as it is */
 };
 
 /* ------------------------------------------------------------------------------------------ */
@@ -75,7 +75,8 @@ static void journal_acked(struct agent_tail *t)
 {
     char line[48];
     int n = snprintf(line, sizeof(line), "a %lld\n", (long long)t->acked);
-    if (t->cursor_fd >= 0 && t->sent == NULL && lseek(t->cursor_fd, 0, SEEK_END) > AGENT_TAIL_JOURNAL_MAX &&
+    if (t->cursor_fd >= 0 && t->sent == NULL &&
+        lseek(t->cursor_fd, 0, SEEK_END) > AGENT_TAIL_JOURNAL_MAX &&
         ftruncate(t->cursor_fd, 0) != 0)
         TY_WARN("logs", "cannot truncate %s: %s", t->cursor_path, strerror(errno));
     journal_write(t, line, (size_t)n);
@@ -152,8 +153,8 @@ static int send_chunk(struct agent *a, struct agent_tail *t, json_t *lines, int6
         json_decref(lines);
         return -1;
     }
-    struct agent_log_chunk lc = {t->job_id, t->attempt, t->rank, offset, end - offset, dropped,
-                                 lines};
+    struct agent_log_chunk lc = {t->job_id,    t->attempt, t->rank, offset,
+                                 end - offset, dropped,    lines};
     c->seq = agent__next_seq(a);
     c->offset = offset;
     c->end = end;
@@ -200,8 +201,8 @@ static void tail_pump(struct agent *a, struct agent_tail *t)
     while (t->n_sent < AGENT_TAIL_WINDOW && t->pos < size) {
         if (!buf && !(buf = malloc(AGENT_TAIL_CHUNK)))
             break;
-        size_t want = (size_t)(size - t->pos) < AGENT_TAIL_CHUNK ? (size_t)(size - t->pos)
-                                                                  : AGENT_TAIL_CHUNK;
+        size_t want =
+            (size_t)(size - t->pos) < AGENT_TAIL_CHUNK ? (size_t)(size - t->pos) : AGENT_TAIL_CHUNK;
         ssize_t n = pread(t->fd, buf, want, t->pos);
         if (n <= 0)
             break;
