@@ -1,12 +1,17 @@
 -- Worker logs (docs/streams.md): log chunks sent by agents are stored as job_stream rows of kind
 -- 'log' through ty_stream_append_batch (0007); this adds the per-job log cap.
 
+-- Log chunks are big bodies written once: lz4 compresses them several times faster than pglz.
+-- (Measured: bench/log_throughput.py, docs/bench-streams.md.)
+ALTER TABLE job_stream ALTER COLUMN body SET COMPRESSION lz4;
+
 ALTER TABLE jobs ADD COLUMN log_bytes bigint NOT NULL DEFAULT 0;
 COMMENT ON COLUMN jobs.log_bytes IS 'Bytes of worker output the job''s stored log chunks cover (kept by ty_log_append_batch, for the log cap).';
 
--- Appends a batch of log chunks. p_rows: a JSON array of {job_id, attempt, rank, log_offset,
--- log_bytes, dropped, body} (body: {rank, attempt, offset, bytes, lines}). A chunk already
--- stored, or repeated in the batch, is skipped; one announcing `dropped` > 0 bytes skipped by its
+-- Appends a batch of log chunks. p_rows: a JSON array of {job_id, node_id, attempt, rank,
+-- log_offset, log_bytes, dropped, body} (body: {rank, attempt, offset, bytes, lines}). A chunk of
+-- a worker that node_id does not run (or of a deleted job), already stored, or repeated in the
+-- batch, is skipped; one announcing `dropped` > 0 bytes skipped by its
 -- agent is preceded by a log_dropped row. Then every job whose log passes p_cap bytes (p_cap > 0)
 -- loses its oldest chunks down to 90 % of the cap, and a log_dropped row says how many bytes.
 -- Returns the lines and bytes appended and the bytes removed by the cap.
@@ -29,7 +34,9 @@ BEGIN
         ORDER BY job_id, attempt, rank, log_offset, ord
     ), f AS (
         SELECT * FROM once o
-        WHERE EXISTS (SELECT 1 FROM jobs WHERE id = o.job_id)
+        WHERE EXISTS (SELECT 1 FROM workers w
+                      WHERE w.job_id = o.job_id AND w.attempt = o.attempt AND w.rank = o.rank
+                        AND w.node_id = o.e->>'node_id')
           AND NOT EXISTS (SELECT 1 FROM job_stream s
                           WHERE s.job_id = o.job_id AND s.attempt = o.attempt AND s.rank = o.rank
                             AND s.log_offset = o.log_offset AND s.kind = 'log')

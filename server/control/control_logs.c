@@ -1,8 +1,9 @@
 /* Agent message `log` (docs/agent-protocol.md): chunks of workers' output. Every log message the
  * control thread takes from the hub queue in one go is committed in one transaction
  * (store_logs_append: ty_log_append_batch, which skips chunks already stored, so agents may
- * resend freely) and acked after the commit. When the commit fails, the connections of the batch
- * are closed unacked: their agents reconnect and resend from their last acked offset. */
+ * resend freely, and chunks of workers the sending node does not run) and acked after the commit.
+ * When the commit fails, the connections of the batch are closed unacked: their agents reconnect
+ * and resend from their last acked offset. */
 #include "control_internal.h"
 
 #include "agent_proto.h"
@@ -34,10 +35,10 @@ void ctl__on_log(struct control *ctl, struct ctl_node *node, uint64_t conn,
                              (json_int_t)c->attempt, "offset", (json_int_t)c->offset, "bytes",
                              (json_int_t)c->bytes, "lines", (json_t *)c->lines);
     json_t *row =
-        body ? json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "job_id", (json_int_t)job,
-                         "attempt", (json_int_t)c->attempt, "rank", (json_int_t)c->rank,
-                         "log_offset", (json_int_t)c->offset, "log_bytes", (json_int_t)c->bytes,
-                         "dropped", (json_int_t)c->dropped, "body", body)
+        body ? json_pack("{s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:o}", "job_id", (json_int_t)job,
+                         "node_id", node->id, "attempt", (json_int_t)c->attempt, "rank",
+                         (json_int_t)c->rank, "log_offset", (json_int_t)c->offset, "log_bytes",
+                         (json_int_t)c->bytes, "dropped", (json_int_t)c->dropped, "body", body)
              : NULL;
     if (!row || json_array_append_new(b->rows, row) != 0)
         goto oom;

@@ -266,8 +266,9 @@ struct store_log_outcome {
     int64_t dropped;      /* bytes removed by the log cap */
 };
 /* Appends a batch of log chunks in one transaction (ty_log_append_batch): rows_json is a JSON
- * array of {job_id, attempt, rank, log_offset, log_bytes, dropped, body}; chunks already stored
- * are skipped; cap > 0 keeps each job's log under cap bytes (oldest chunks removed first). */
+ * array of {job_id, node_id, attempt, rank, log_offset, log_bytes, dropped, body}; chunks already
+ * stored, and chunks of a worker node_id does not run, are skipped; cap > 0 keeps each job's log
+ * under cap bytes (oldest chunks removed first). */
 int store_logs_append(struct db_conn *c, const char *rows_json, int64_t cap,
                       struct store_log_outcome *out);
 

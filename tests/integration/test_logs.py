@@ -111,6 +111,9 @@ def test_what_two_ranks_print_is_what_get_logs_returns(server, one_agent):
                                              f"[rank 1] {printed(500, 1)[7]}"]
     r = harness.run_cli(server, "logs", "999999")
     assert r.returncode == 1 and "999999" in r.stderr
+    # Deleting the job deletes its logs.
+    assert server.request("DELETE", f"/api/v1/jobs/{job}").status in (200, 204)
+    assert server.request("GET", f"/api/v1/jobs/{job}/logs").status == 404
 
 
 def test_bad_log_parameters_are_named_and_unknown_jobs_are_404(server):

@@ -51,7 +51,7 @@ static const struct option_def options[] = {
     {"log-line-max", "TRAINYARD_AGENT_LOG_LINE_MAX", I(log_line_max), "16384", 64, 1048576,
      "workers' output lines longer than this many bytes are split"},
     {"log-backlog-max-bytes", "TRAINYARD_AGENT_LOG_BACKLOG_MAX_BYTES", I(log_backlog_max),
-     "67108864", 1048576, INT64_C(1) << 40,
+     "268435456", 1048576, INT64_C(1) << 40,
      "unacked bytes of one worker's log before the oldest are skipped (a log_dropped note says "
      "how many)"},
     {"log-flush-ms", "TRAINYARD_AGENT_LOG_FLUSH_MS", I(log_flush_ms), "500", 0, 60000,

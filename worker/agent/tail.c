@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #define AGENT_TAIL_CHUNK (256 * 1024) /* most bytes read for one `log` message */
-#define AGENT_TAIL_WINDOW 4           /* most unacked `log` messages per file */
+#define AGENT_TAIL_WINDOW 8           /* most unacked `log` messages per file */
 #define AGENT_TAIL_JOURNAL_MAX 65536  /* the journal is rewritten once past this size */
 
 struct tail_chunk {
