@@ -13,7 +13,8 @@ COMMENT ON COLUMN jobs.log_bytes IS 'Bytes of worker output the job''s stored lo
 -- a worker that node_id does not run (or of a deleted job), already stored, or repeated in the
 -- batch, is skipped; one announcing `dropped` > 0 bytes skipped by its
 -- agent is preceded by a log_dropped row. Then every job whose log passes p_cap bytes (p_cap > 0)
--- loses its oldest chunks down to 90 % of the cap, and a log_dropped row says how many bytes.
+-- loses its oldest chunks down to 90 % of the cap (its newest chunk always stays, even when it
+-- alone is over the cap), and a log_dropped row says how many bytes.
 -- Returns the lines and bytes appended and the bytes removed by the cap.
 CREATE FUNCTION ty_log_append_batch(p_rows jsonb, p_cap bigint,
                                     OUT lines bigint, OUT bytes bigint, OUT dropped bigint)
@@ -75,7 +76,7 @@ BEGIN
         last_seq := 0;
         FOR r IN SELECT seq, log_bytes FROM job_stream
                  WHERE job_id = j.id AND kind = 'log' ORDER BY seq LOOP
-            EXIT WHEN j.log_bytes - freed <= p_cap * 9 / 10;
+            EXIT WHEN j.log_bytes - freed <= p_cap * 9 / 10 OR j.log_bytes - freed = r.log_bytes;
             freed := freed + r.log_bytes;
             last_seq := r.seq;
         END LOOP;

@@ -151,12 +151,13 @@ def test_binary_garbage_and_a_10_mib_line_are_replaced_and_split(server, one_age
 
 def test_log_cap_keeps_the_newest_lines_and_says_what_was_dropped(server_factory, agent_factory,
                                                                    pg):
-    cap = 200_000
+    cap = 1_500_000  # several chunks (the agent sends at most 256 KiB in one)
+    n = 150_000  # about 4.5 MB
     server = server_factory(extra_args=["--max-log-bytes-per-job", str(cap)])
     agent_factory(server, cpus=2)
-    job = server.submit({"name": "capped", "entrypoint": printer(20000)})["id"]
+    job = server.submit({"name": "capped", "entrypoint": printer(n)})["id"]
     assert server.wait_job(job, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
-    want = printed(20000, 0)
+    want = printed(n, 0)
     deadline = time.time() + 60
     while time.time() < deadline:
         got = rank_lines(server, job, 0)
