@@ -219,3 +219,44 @@ def test_agent_killed_and_restarted_loses_no_line_and_its_exits_land(server_fact
     while any(f.endswith(".exit") for f in os.listdir(spool)):  # acked, hence deleted
         assert time.time() < deadline, os.listdir(spool)
         time.sleep(0.05)
+
+
+def test_agent_backlog_over_its_cap_skips_ahead_and_says_so(server_factory, agent_factory,
+                                                             tmp_path, pg):
+    server = server_factory()
+    agent = agent_factory(server, cpus=2, extra_args=["--log-backlog-max-bytes", "1048576"])
+    gate = str(tmp_path / "go")
+    n = 400_000  # about 12 MB, all but the first 1000 lines printed while the server is down
+    job = server.submit({"name": "backlog", "entrypoint": printer(n, gate=gate)})["id"]
+    want = printed(n, 0)
+    server.stop(sig=signal.SIGKILL)
+    open(gate, "w").close()
+    spool = os.path.join(agent.data_dir, "spool")
+    deadline = time.time() + 120
+    while f"{job}.1.0.exit" not in os.listdir(spool):
+        assert time.time() < deadline
+        time.sleep(0.05)
+    server.start()
+    assert server.wait_job(job, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        got = rank_lines(server, job, 0)
+        if got and got[-1] == want[-1]:
+            break
+        time.sleep(0.2)
+    # What is stored: the lines in order, with gaps (the agent skipped ahead whenever its
+    # backlog passed the cap, also while the server was up but slower than the worker), and a
+    # log_dropped row for each gap, saying how many bytes.
+    p, skipped, gaps = 0, 0, 0
+    for line in got:
+        start = p
+        while want[p] != line:
+            skipped += len(want[p].encode()) + 1
+            p += 1
+        gaps += p > start
+        p += 1
+    assert p == len(want) and gaps >= 1 and skipped >= 1048576 // 2
+    rows = pg.psql(f"SELECT count(*) || ' ' || sum((body->>'bytes')::bigint) || ' ' || "
+                   f"string_agg(DISTINCT body->>'reason', ';') FROM job_stream "
+                   f"WHERE job_id = {job} AND kind = 'log_dropped'", db=db_name(server))
+    assert rows == f"{gaps} {skipped} the agent's backlog was over its cap"
