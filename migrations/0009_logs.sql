@@ -10,8 +10,9 @@ COMMENT ON COLUMN jobs.log_bytes IS 'Bytes of worker output the job''s stored lo
 
 -- Appends a batch of log chunks. p_rows: a JSON array of {job_id, node_id, attempt, rank,
 -- log_offset, log_bytes, dropped, body} (body: {rank, attempt, offset, bytes, lines}). A chunk of
--- a worker that node_id does not run (or of a deleted job), already stored, or repeated in the
--- batch, is skipped; one announcing `dropped` > 0 bytes skipped by its
+-- a worker that node_id does not run (or of a deleted job), already stored, older than a chunk
+-- of its rank already stored (a resend of one the cap removed: agents send each rank's chunks in
+-- offset order), or repeated in the batch, is skipped; one announcing `dropped` > 0 bytes skipped by its
 -- agent is preceded by a log_dropped row. Then every job whose log passes p_cap bytes (p_cap > 0)
 -- loses its oldest chunks down to 90 % of the cap (its newest chunk always stays, even when it
 -- alone is over the cap), and a log_dropped row says how many bytes.
@@ -40,7 +41,7 @@ BEGIN
                         AND w.node_id = o.e->>'node_id')
           AND NOT EXISTS (SELECT 1 FROM job_stream s
                           WHERE s.job_id = o.job_id AND s.attempt = o.attempt AND s.rank = o.rank
-                            AND s.log_offset = o.log_offset AND s.kind = 'log')
+                            AND s.log_offset >= o.log_offset AND s.kind = 'log')
     ), x AS (
         SELECT ord, 0 AS k, jsonb_build_object(
                    'job_id', job_id, 'kind', 'log_dropped', 'attempt', attempt, 'rank', rank,
