@@ -123,6 +123,55 @@ static void logcut_gives_the_same_lines_for_the_same_bytes(void **state)
     json_decref(b);
 }
 
+static void journal_empty_or_missing_means_nothing_acked(void **state)
+{
+    (void)state;
+    struct agent_log_journal j;
+    agent_log_journal_parse(NULL, &j);
+    assert_int_equal(j.acked, 0);
+    assert_int_equal(j.n, 0);
+    agent_log_journal_parse("", &j);
+    assert_int_equal(j.n, 0);
+}
+
+static void journal_keeps_the_chunks_sent_after_the_last_ack(void **state)
+{
+    (void)state;
+    struct agent_log_journal j;
+    agent_log_journal_parse("c 0 100 0\nc 100 250 0\nc 250 300 0\na 100\nc 300 400 0\n"
+                            "a 250\nc 900 1000 500\n",
+                            &j);
+    assert_int_equal(j.acked, 250);
+    assert_int_equal(j.n, 3);
+    assert_int_equal(j.start[0], 250);
+    assert_int_equal(j.end[0], 300);
+    assert_int_equal(j.start[1], 300);
+    assert_int_equal(j.end[2], 1000);
+    assert_int_equal(j.dropped[2], 500); /* skipped before it: 400..900 */
+}
+
+static void journal_ignores_torn_and_malformed_records(void **state)
+{
+    (void)state;
+    struct agent_log_journal j;
+    agent_log_journal_parse("a 10\nc 10 20 0\nc 5 8 0\nc 30 20 0\nc x 1 0\na -4\n"
+                            "c 20 30 0 junk\nc 20 30",
+                            &j);
+    assert_int_equal(j.acked, 10);
+    assert_int_equal(j.n, 1); /* only "c 10 20 0"; the torn last record does not count */
+    assert_int_equal(j.start[0], 10);
+    assert_int_equal(j.end[0], 20);
+}
+
+static void journal_ack_of_everything_leaves_nothing_to_resend(void **state)
+{
+    (void)state;
+    struct agent_log_journal j;
+    agent_log_journal_parse("c 0 10 0\nc 10 20 0\na 20\n", &j);
+    assert_int_equal(j.acked, 20);
+    assert_int_equal(j.n, 0);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(logcut_splits_at_newlines_and_drops_them),
     cmocka_unit_test(logcut_holds_a_partial_last_line_until_final),
@@ -131,5 +180,9 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(logcut_replaces_invalid_utf8_and_nul_byte_by_byte),
     cmocka_unit_test(logcut_keeps_ansi_colours_carriage_returns_and_valid_utf8),
     cmocka_unit_test(logcut_gives_the_same_lines_for_the_same_bytes),
+    cmocka_unit_test(journal_empty_or_missing_means_nothing_acked),
+    cmocka_unit_test(journal_keeps_the_chunks_sent_after_the_last_ack),
+    cmocka_unit_test(journal_ignores_torn_and_malformed_records),
+    cmocka_unit_test(journal_ack_of_everything_leaves_nothing_to_resend),
 };
 TY_TEST_MAIN(tests)

@@ -121,6 +121,21 @@ int64_t agent_backoff_delay_ms(unsigned attempt, double u);
  * bytes always give the same lines. */
 size_t agent_log_cut(const char *buf, size_t len, size_t line_max, bool final, json_t *lines);
 
+/* A log file's journal (<rank>.cursor, written by tail.c): "c START END DROPPED\n" when a chunk
+ * [START, END) is sent (DROPPED: bytes skipped just before it), "a END\n" when every byte before
+ * END is acked. */
+#define AGENT_LOG_JOURNAL_MAX 64
+struct agent_log_journal {
+    int64_t acked; /* the last acked end (0: none) */
+    size_t n;      /* chunks sent after it, in order: */
+    int64_t start[AGENT_LOG_JOURNAL_MAX], end[AGENT_LOG_JOURNAL_MAX];
+    int64_t dropped[AGENT_LOG_JOURNAL_MAX];
+};
+/* Reads a journal's text (NUL-terminated; NULL: empty) into *j: the acked end and the chunks sent
+ * after it that are not acked, to be resent as they were. A torn or malformed record, and a chunk
+ * that does not follow the previous one, are ignored. */
+void agent_log_journal_parse(const char *text, struct agent_log_journal *j);
+
 /* ------------------------------------------------------------------------------------------ */
 /* Worker environment (env.c)                                                                  */
 /* ------------------------------------------------------------------------------------------ */

@@ -1,6 +1,8 @@
-/* Cutting a worker's output into log lines (pure): agent_log_cut, declared in agent.h. */
+/* Cutting a worker's output into log lines, and reading a log file's journal (pure):
+ * agent_log_cut and agent_log_journal_parse, declared in agent.h. */
 #include "agent.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,4 +105,55 @@ size_t agent_log_cut(const char *buf, size_t len, size_t line_max, bool final, j
         used += take;
     }
     return used;
+}
+
+/* Reads a non-negative decimal at *p (then past it and one following space). 0 or -1. */
+static int journal_number(const char **p, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(*p, &end, 10);
+    if (end == *p || errno != 0 || v < 0)
+        return -1;
+    *out = v;
+    *p = *end == ' ' ? end + 1 : end;
+    return 0;
+}
+
+void agent_log_journal_parse(const char *text, struct agent_log_journal *j)
+{
+    memset(j, 0, sizeof(*j));
+    for (const char *line = text; line && *line;) {
+        const char *eol = strchr(line, '\n');
+        if (!eol)
+            break; /* a torn last record */
+        const char *p = line + 2;
+        int64_t x, y, z;
+        if (line[0] == 'a' && line[1] == ' ' && journal_number(&p, &x) == 0 && p == eol) {
+            j->acked = x;
+            size_t k = 0; /* the chunks up to x are acked; those after it are not */
+            for (size_t i = 0; i < j->n; i++)
+                if (j->end[i] > x) {
+                    j->start[k] = j->start[i];
+                    j->end[k] = j->end[i];
+                    j->dropped[k] = j->dropped[i];
+                    k++;
+                }
+            j->n = k;
+        } else if (line[0] == 'c' && line[1] == ' ' && journal_number(&p, &x) == 0 &&
+                   journal_number(&p, &y) == 0 && journal_number(&p, &z) == 0 && p == eol &&
+                   y > x && x >= j->acked && (j->n == 0 || x >= j->end[j->n - 1])) {
+            if (j->n == AGENT_LOG_JOURNAL_MAX) { /* cannot happen with the window: keep the last */
+                memmove(j->start, j->start + 1, (j->n - 1) * sizeof(*j->start));
+                memmove(j->end, j->end + 1, (j->n - 1) * sizeof(*j->end));
+                memmove(j->dropped, j->dropped + 1, (j->n - 1) * sizeof(*j->dropped));
+                j->n--;
+            }
+            j->start[j->n] = x;
+            j->end[j->n] = y;
+            j->dropped[j->n] = z;
+            j->n++;
+        }
+        line = eol + 1;
+    }
 }

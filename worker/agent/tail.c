@@ -313,57 +313,32 @@ static void tail_resume(struct agent *a, const char *job_id, int64_t attempt, in
         return;
     t->done = true; /* not our child: the restarted agent cannot tell when it ends */
     char *text = util_read_file(t->cursor_path, NULL);
-    int64_t starts[AGENT_TAIL_WINDOW * 4], ends[AGENT_TAIL_WINDOW * 4],
-        drops[AGENT_TAIL_WINDOW * 4];
-    size_t n = 0;
-    for (char *line = text; line && *line;) {
-        char *eol = strchr(line, '\n');
-        if (!eol)
-            break; /* a torn last record */
-        *eol = '\0';
-        long long x = 0, y = 0, z = 0;
-        if (sscanf(line, "a %lld", &x) == 1) {
-            t->acked = t->pos = x;
-            size_t k = 0; /* the chunks up to x are acked; those after it are not */
-            for (size_t i = 0; i < n; i++)
-                if (ends[i] > x) {
-                    starts[k] = starts[i];
-                    ends[k] = ends[i];
-                    drops[k] = drops[i];
-                    k++;
-                }
-            n = k;
-        } else if (sscanf(line, "c %lld %lld %lld", &x, &y, &z) == 3 && y > x && x >= t->acked) {
-            if (n == sizeof(starts) / sizeof(starts[0])) {
-                memmove(starts, starts + 1, (n - 1) * sizeof(*starts));
-                memmove(ends, ends + 1, (n - 1) * sizeof(*ends));
-                memmove(drops, drops + 1, (n - 1) * sizeof(*drops));
-                n--;
-            }
-            starts[n] = x;
-            ends[n] = y;
-            drops[n] = z;
-            n++;
-        }
-        line = eol + 1;
+    struct agent_log_journal *j = malloc(sizeof(*j));
+    if (!j) {
+        free(text);
+        return;
     }
+    agent_log_journal_parse(text, j);
     free(text);
+    t->acked = t->pos = j->acked;
     char *buf = malloc(AGENT_TAIL_CHUNK);
-    for (size_t i = 0; buf && i < n; i++) {
-        if (ends[i] - starts[i] > AGENT_TAIL_CHUNK ||
-            pread(t->fd, buf, (size_t)(ends[i] - starts[i]), starts[i]) != ends[i] - starts[i])
+    for (size_t i = 0; buf && i < j->n; i++) {
+        int64_t start = j->start[i], end = j->end[i];
+        if (end - start > AGENT_TAIL_CHUNK ||
+            pread(t->fd, buf, (size_t)(end - start), start) != end - start)
             break;
-        size_t len = (size_t)(ends[i] - starts[i]);
+        size_t len = (size_t)(end - start);
         json_t *lines = json_array();
         if (!lines || agent_log_cut(buf, len, (size_t)a->cfg->log_line_max, true, lines) != len) {
             json_decref(lines);
             break;
         }
-        if (send_chunk(a, t, lines, starts[i], ends[i], drops[i]) != 0)
+        if (send_chunk(a, t, lines, start, end, j->dropped[i]) != 0)
             break;
-        t->pos = ends[i];
+        t->pos = end;
     }
     free(buf);
+    free(j);
     TY_INFO("logs", "resuming %s from byte %lld (%zu chunk(s) resent)", t->path,
             (long long)t->acked, t->n_sent);
 }
