@@ -169,7 +169,7 @@ static int send_chunk(struct agent *a, struct agent_tail *t, json_t *lines, int6
     return 0;
 }
 
-/* Skips the backlog of t down to half of --log-backlog-max-bytes when it is over it: `next`
+/* Skips the backlog of t down to half of --log-backlog-max-bytes when it is over it: `pos`
  * moves to the first line start after size - max/2. */
 static void skip_backlog(struct agent *a, struct agent_tail *t, int64_t size)
 {
