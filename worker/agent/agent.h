@@ -15,8 +15,10 @@
  *   events.c      the outgoing event queue (seq, kept until acked) and the worker table
  *   supervise.c   starting workers (posix_spawn, each in its own process group), reaping,
  *                 stopping process groups
+ *   logcut.c      pure: cutting output into log lines, reading a log file's journal
  *   logs.c        per-rank log files
- *   spool.c       durable report spool (<data>/spool)
+ *   tail.c        streaming the log files to the server as `log` events (rank-R.cursor journal)
+ *   spool.c       durable report and worker-exit spool (<data>/spool)
  *   report.c      the unix report socket (<data>/report.sock), adopted into the lws loop
  *   ws.c          the libwebsockets client: connect, reconnect, rx/tx, heartbeats
  *   main.c        start-up, signals, the event loop, shutdown
