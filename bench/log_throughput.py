@@ -13,6 +13,10 @@ and the lines-per-second equivalents printed side by side. Not a test: nothing i
 
     /usr/bin/python3 bench/log_throughput.py --build build            # 200,000 lines, 1 rank
     /usr/bin/python3 bench/log_throughput.py --build build --ranks 4 --lines 100000
+    /usr/bin/python3 bench/log_throughput.py --build build --latency 100
+
+--latency N: instead, one worker prints N lines 100 ms apart, each holding its wall-clock time,
+and a client polls GET /logs?tail=1 every 2 ms: printed -> readable latency (p50, p99, max).
 """
 import argparse
 import os
@@ -56,6 +60,30 @@ def dd_rate(paths, sync):
     return total
 
 
+def latency(server, n):
+    script = ("import sys, time\n"
+              f"for i in range({n}):\n"
+              "    time.sleep(0.1)\n"
+              "    sys.stdout.write('%d %.6f\\n' % (i, time.time())); sys.stdout.flush()\n")
+    job = server.submit({"name": "loglatency",
+                         "entrypoint": ["/usr/bin/python3", "-c", script]})["id"]
+    seen, lat = -1, []
+    while seen < n - 1:
+        line = last_line(server, job, 0)
+        now = time.time()
+        if line:
+            i, t = line.split()
+            if int(i) > seen:
+                if int(i) == seen + 1:  # a line seen the moment it became readable
+                    lat.append((now - float(t)) * 1000)
+                seen = int(i)
+        time.sleep(0.002)
+    lat.sort()
+    print(f"latency printed -> readable through GET /logs, {len(lat)} lines: "
+          f"p50 {lat[len(lat) // 2]:.1f} ms, p99 {lat[int(len(lat) * 0.99)]:.1f} ms, "
+          f"max {lat[-1]:.1f} ms")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=launch_cluster.default_build())
@@ -64,10 +92,14 @@ def main():
     ap.add_argument("--lines", type=int, default=200000)
     ap.add_argument("--width", type=int, default=100, help="bytes per line, newline included")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--latency", type=int, default=0, metavar="N")
     a = ap.parse_args()
     launch_cluster.use_build(a.build)
     with launch_cluster.Cluster(db=a.db, agent_cpus=max(a.ranks, 1)) as c:
         server, agent = c.server, c.agent
+        if a.latency:
+            latency(server, a.latency)
+            return
         for run in range(a.runs):
             t0 = time.perf_counter()
             job = server.submit({"name": f"logbench-{run}",

@@ -242,6 +242,7 @@ struct agent {
     struct agent_event *events, *events_tail;
     struct agent_worker *workers;
     struct agent_tail *tails; /* tail.c: log files being streamed */
+    int inotify_fd;           /* tail.c: writes to those files (-1: none; the poll timer reads) */
 
     /* report socket */
     int report_listen_fd;
@@ -314,6 +315,9 @@ void agent__tail_acked(struct agent *a, int64_t seq);
 /* Start-up: resumes every log file whose journal shows unacked bytes. */
 void agent__tails_reload(struct agent *a);
 void agent__tails_free_all(struct agent *a);
+/* Adopts an inotify descriptor into the event loop, so that a write to a log file is read at once
+ * (else the poll timer reads it within 50 ms). Call before any tail starts. 0, or -1 (logged). */
+int agent__tails_watch(struct agent *a);
 
 /* resources.c */
 /* Reads or creates <data>/node-id. Returns malloc'd id or NULL (logged). */

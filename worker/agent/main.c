@@ -171,6 +171,7 @@ int main(int argc, char **argv)
     memset(&a, 0, sizeof(a));
     a.cfg = &cfg;
     a.report_listen_fd = -1;
+    a.inotify_fd = -1;
     int status = 1;
     struct poll_timer pt = {.a = &a};
 
@@ -200,6 +201,7 @@ int main(int argc, char **argv)
     if (agent__report_listen(&a) != 0)
         goto out;
     agent__children_watch(&a);
+    agent__tails_watch(&a);
     agent__spool_reload(&a);
     agent__spool_reload_exits(&a);
     agent__tails_reload(&a);

@@ -9,8 +9,10 @@
  * those it has) and continues after them. Its writes are not fsync'ed: they survive the agent,
  * not the machine.
  *
- * Reading happens on the poll timer (main.c, every 50 ms), when an ack frees the window, and
- * when a worker exits (its last partial line goes out before its worker_exited). */
+ * Reading happens when inotify says a file was written (the inotify descriptor is adopted into
+ * the lws loop), when an ack frees the window, when a worker exits (its last partial line goes
+ * out before its worker_exited), and on the poll timer (main.c, every 50 ms: partial lines
+ * waiting for --log-flush-ms, and everything should inotify be unavailable). */
 #include "agent.h"
 
 #include "log.h"
@@ -22,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <libwebsockets.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,6 +45,8 @@ struct agent_tail {
     int64_t attempt, rank;
     char *path, *cursor_path;
     int fd, cursor_fd;
+    int wd;                  /* inotify watch of the log file, or -1 */
+    int inotify_fd;          /* the agent's inotify descriptor (-1: none), for removing wd */
     int64_t acked;           /* every byte before it is stored on the server (or was dropped) */
     int64_t pos;             /* the next byte to read */
     int64_t dropped;         /* bytes skipped before `pos`, to announce with the next chunk */
@@ -95,6 +101,8 @@ static void tail_free(struct agent_tail *t)
     }
     if (t->fd >= 0)
         close(t->fd);
+    if (t->wd >= 0 && t->inotify_fd >= 0)
+        inotify_rm_watch(t->inotify_fd, t->wd);
     if (t->cursor_fd >= 0)
         close(t->cursor_fd);
     free(t->job_id);
@@ -119,7 +127,8 @@ static struct agent_tail *tail_new(struct agent *a, const char *job_id, int64_t 
     struct agent_tail *t = calloc(1, sizeof(*t));
     if (!t)
         return NULL;
-    t->fd = t->cursor_fd = -1;
+    t->fd = t->cursor_fd = t->wd = -1;
+    t->inotify_fd = a->inotify_fd;
     t->attempt = attempt;
     t->rank = rank;
     t->job_id = strdup(job_id);
@@ -189,8 +198,36 @@ static void skip_backlog(struct agent *a, struct agent_tail *t, int64_t size)
     t->partial_since = 0;
 }
 
+/* Watches t's file with inotify while nothing of it is in flight, so that the first write after
+ * a quiet spell is read at once; while chunks are in flight, acks drive the reading and a watch
+ * would only wake the loop on every write of the worker (measured: a quarter of the throughput).
+ * Returns true when a watch was just added (the caller reads again: a write may have come in
+ * between). */
+static bool tail_watch(struct agent *a, struct agent_tail *t)
+{
+    if (a->inotify_fd < 0 || t->done)
+        return false;
+    if (t->n_sent > 0 && t->wd >= 0) {
+        inotify_rm_watch(a->inotify_fd, t->wd);
+        t->wd = -1;
+    } else if (t->n_sent == 0 && t->wd < 0) {
+        t->wd = inotify_add_watch(a->inotify_fd, t->path, IN_MODIFY);
+        return t->wd >= 0;
+    }
+    return false;
+}
+
+static void tail_read(struct agent *a, struct agent_tail *t);
+
 /* Reads what is new in t's file and queues it, within the window. */
 static void tail_pump(struct agent *a, struct agent_tail *t)
+{
+    do
+        tail_read(a, t);
+    while (tail_watch(a, t));
+}
+
+static void tail_read(struct agent *a, struct agent_tail *t)
 {
     struct stat st;
     if (fstat(t->fd, &st) != 0)
@@ -399,6 +436,59 @@ void agent__tails_free_all(struct agent *a)
     while (a->tails) {
         struct agent_tail *t = a->tails;
         a->tails = t->next;
+        t->inotify_fd = -1; /* closed with the lws context, and its watches with it */
         tail_free(t);
     }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* inotify                                                                                      */
+/* ------------------------------------------------------------------------------------------ */
+
+int agent__tails_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                          size_t len)
+{
+    (void)user;
+    (void)in;
+    (void)len;
+    if (reason != LWS_CALLBACK_RAW_RX_FILE)
+        return 0;
+    struct agent *a = lws_context_user(lws_get_context(wsi));
+    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    ssize_t n;
+    while ((n = read(a->inotify_fd, buf, sizeof(buf))) > 0) {
+        for (char *p = buf; p < buf + n;) {
+            const struct inotify_event *ev = (const struct inotify_event *)p;
+            for (struct agent_tail *t = a->tails; t; t = t->next)
+                if (t->wd == ev->wd) {
+                    tail_pump(a, t);
+                    break;
+                }
+            p += sizeof(*ev) + ev->len;
+        }
+    }
+    return 0;
+}
+
+int agent__tails_watch(struct agent *a)
+{
+    a->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (a->inotify_fd < 0) {
+        TY_WARN("logs", "inotify: %s; log files are read on the poll timer", strerror(errno));
+        return -1;
+    }
+    lws_adopt_desc_t ad;
+    memset(&ad, 0, sizeof(ad));
+    ad.vh = lws_get_vhost_by_name(a->ctx, "default");
+    ad.type = LWS_ADOPT_RAW_FILE_DESC;
+    ad.fd.filefd = a->inotify_fd;
+    ad.vh_prot_name = "trainyard-logs";
+    if (!ad.vh || !lws_adopt_descriptor_vhost_via_info(&ad)) {
+        TY_WARN("logs", "cannot watch log files in the event loop; they are read on the poll "
+                        "timer");
+        close(a->inotify_fd);
+        a->inotify_fd = -1;
+        return -1;
+    }
+    return 0;
 }
