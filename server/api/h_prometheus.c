@@ -24,7 +24,7 @@ static int read_stats(struct db_conn *c, void *arg)
     return store_cluster_stats(c, arg);
 }
 
-static void cluster_figures(struct prom_buf *b, const struct store_cluster_stats *s)
+static void cluster_figures(struct textbuf *b, const struct store_cluster_stats *s)
 {
     prom_family(b, "trainyard_jobs", "gauge", "Jobs by status.");
     for (int i = 0; i < JOB_STATUS_COUNT; i++) {
@@ -52,13 +52,13 @@ static void cluster_figures(struct prom_buf *b, const struct store_cluster_stats
     prom_sample(b, "trainyard_gpus_allocated", NULL, (double)s->gpus_allocated);
 }
 
-static void counter(struct prom_buf *b, const char *name, const char *help, double v)
+static void counter(struct textbuf *b, const char *name, const char *help, double v)
 {
     prom_family(b, name, "counter", help);
     prom_sample(b, name, NULL, v);
 }
 
-static void ingest_figures(struct prom_buf *b, struct srv_telemetry *t)
+static void ingest_figures(struct textbuf *b, struct srv_telemetry *t)
 {
     counter(b, "trainyard_reports_ingested_total", "Reports committed (resends not counted).",
             LOAD(t->reports_ingested));
@@ -78,7 +78,7 @@ static void ingest_figures(struct prom_buf *b, struct srv_telemetry *t)
             LOAD(t->stream_events_sent));
 }
 
-static void http_figures(struct prom_buf *b, struct srv_telemetry *t)
+static void http_figures(struct textbuf *b, struct srv_telemetry *t)
 {
     static const char *const classes[6] = {"other", "1xx", "2xx", "3xx", "4xx", "5xx"};
     prom_family(b, "trainyard_http_requests_total", "counter",
@@ -117,8 +117,8 @@ enum MHD_Result h_prometheus(struct srv_request *req)
     struct srv *srv = req->srv;
     struct store_cluster_stats stats;
     bool db_up = db_with_conn(srv->db, read_stats, &stats) >= 0;
-    struct prom_buf b;
-    prom_init(&b);
+    struct textbuf b;
+    textbuf_init(&b, 8192);
     prom_family(&b, "trainyard_database_up", "gauge",
                 "1 when the database answered this scrape's query, else 0.");
     prom_sample(&b, "trainyard_database_up", NULL, db_up ? 1 : 0);

@@ -4,6 +4,7 @@
 #include "store.h"
 
 #include "db_query.h"
+#include "textbuf.h"
 #include "downsample.h"
 
 #include <math.h>
@@ -105,37 +106,6 @@ int store_reports_insert(struct db_conn *c, const struct store_report *reports, 
 /* Columns of the series query: the raw row, so that only the points kept are formatted. */
 enum { COL_NAME, COL_RANK, COL_ATTEMPT, COL_STEP, COL_VALUE, COL_TIME_US };
 
-/* A growing text buffer; on OOM `text` becomes NULL and further appends do nothing. */
-struct buf {
-    char *text;
-    size_t len, cap;
-};
-
-static void buf_append(struct buf *b, const char *s, size_t n)
-{
-    if (b->text == NULL)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap * 2 > b->len + n + 1 ? b->cap * 2 : b->len + n + 1;
-        char *t = realloc(b->text, cap);
-        if (t == NULL) {
-            free(b->text);
-            b->text = NULL;
-            return;
-        }
-        b->text = t;
-        b->cap = cap;
-    }
-    memcpy(b->text + b->len, s, n);
-    b->len += n;
-    b->text[b->len] = '\0';
-}
-
-static void buf_puts(struct buf *b, const char *s)
-{
-    buf_append(b, s, strlen(s));
-}
-
 /* RFC 3339 UTC text of `us` microseconds since the epoch, as ty_ts() writes times. */
 static void format_time(int64_t us, char *out, size_t outlen)
 {
@@ -153,60 +123,60 @@ static void format_time(int64_t us, char *out, size_t outlen)
 }
 
 /* Appends ,"superseded":true when row i belongs to an attempt older than the job's current one. */
-static void append_superseded(struct buf *b, const PGresult *res, int i, long current_attempt)
+static void append_superseded(struct textbuf *b, const PGresult *res, int i, long current_attempt)
 {
     if (strtol(PQgetvalue(res, i, COL_ATTEMPT), NULL, 10) < current_attempt)
-        buf_puts(b, ",\"superseded\":true");
+        textbuf_puts(b, ",\"superseded\":true");
 }
 
 /* Appends row i as {"name","rank","attempt","step","value","time"[,"superseded"]}; name_json is
  * the series' name already encoded as a JSON string. */
-static void append_point(struct buf *b, const PGresult *res, int i, const char *name_json,
+static void append_point(struct textbuf *b, const PGresult *res, int i, const char *name_json,
                          long current_attempt)
 {
     char head[160], time_text[48];
     const char *value = PQgetvalue(res, i, COL_VALUE);
     double v = strtod(value, NULL);
     format_time(strtoll(PQgetvalue(res, i, COL_TIME_US), NULL, 10), time_text, sizeof(time_text));
-    buf_puts(b, "{\"name\":");
-    buf_puts(b, name_json);
+    textbuf_puts(b, "{\"name\":");
+    textbuf_puts(b, name_json);
     snprintf(head, sizeof(head),
              ",\"rank\":%s,\"attempt\":%s,\"step\":%s,\"value\":", PQgetvalue(res, i, COL_RANK),
              PQgetvalue(res, i, COL_ATTEMPT),
              PQgetisnull(res, i, COL_STEP) ? "null" : PQgetvalue(res, i, COL_STEP));
-    buf_puts(b, head);
+    textbuf_puts(b, head);
     /* PostgreSQL writes float8 as the shortest text that reads back exactly, a JSON number for
      * every finite value; only numbers are stored, so null is for rows written by other means. */
-    buf_puts(b, isfinite(v) ? value : "null");
-    buf_puts(b, ",\"time\":\"");
-    buf_puts(b, time_text);
-    buf_puts(b, "\"");
+    textbuf_puts(b, isfinite(v) ? value : "null");
+    textbuf_puts(b, ",\"time\":\"");
+    textbuf_puts(b, time_text);
+    textbuf_puts(b, "\"");
     append_superseded(b, res, i, current_attempt);
-    buf_puts(b, "}");
+    textbuf_puts(b, "}");
 }
 
 /* Appends ,"<key>":<value of row i> (null when not finite). */
-static void append_value(struct buf *b, const char *key, const PGresult *res, int i)
+static void append_value(struct textbuf *b, const char *key, const PGresult *res, int i)
 {
     const char *value = PQgetvalue(res, i, COL_VALUE);
-    buf_puts(b, ",\"");
-    buf_puts(b, key);
-    buf_puts(b, "\":");
-    buf_puts(b, isfinite(strtod(value, NULL)) ? value : "null");
+    textbuf_puts(b, ",\"");
+    textbuf_puts(b, key);
+    textbuf_puts(b, "\":");
+    textbuf_puts(b, isfinite(strtod(value, NULL)) ? value : "null");
 }
 
 /* Appends one bucket of a band, rows first..last of the result (`base` + the band's indices):
  * {"name","rank","attempt" (of its last point),"count","start","end" (times of its first and last
  * points),"step_first","step_last","first","last","min","max"[,"superseded"]}. */
-static void append_band(struct buf *b, const PGresult *res, int base, const struct srv_band *band,
-                        const char *name_json, long current_attempt)
+static void append_band(struct textbuf *b, const PGresult *res, int base,
+                        const struct srv_band *band, const char *name_json, long current_attempt)
 {
     int first = base + (int)band->first, last = base + (int)band->last;
     char head[200], start[48], end[48];
     format_time(strtoll(PQgetvalue(res, first, COL_TIME_US), NULL, 10), start, sizeof(start));
     format_time(strtoll(PQgetvalue(res, last, COL_TIME_US), NULL, 10), end, sizeof(end));
-    buf_puts(b, "{\"name\":");
-    buf_puts(b, name_json);
+    textbuf_puts(b, "{\"name\":");
+    textbuf_puts(b, name_json);
     snprintf(head, sizeof(head),
              ",\"rank\":%s,\"attempt\":%s,\"count\":%zu,\"start\":\"%s\",\"end\":\"%s\","
              "\"step_first\":%s,\"step_last\":%s",
@@ -214,13 +184,13 @@ static void append_band(struct buf *b, const PGresult *res, int base, const stru
              start, end,
              PQgetisnull(res, first, COL_STEP) ? "null" : PQgetvalue(res, first, COL_STEP),
              PQgetisnull(res, last, COL_STEP) ? "null" : PQgetvalue(res, last, COL_STEP));
-    buf_puts(b, head);
+    textbuf_puts(b, head);
     append_value(b, "first", res, first);
     append_value(b, "last", res, last);
     append_value(b, "min", res, base + (int)band->min);
     append_value(b, "max", res, base + (int)band->max);
     append_superseded(b, res, last, current_attempt);
-    buf_puts(b, "}");
+    textbuf_puts(b, "}");
 }
 
 /* True when rows a and b belong to the same (name, rank) series. */
@@ -240,14 +210,15 @@ static char *points_json(const PGresult *res, size_t max_points, bool band, long
     double *y = malloc(cap * sizeof(double));
     size_t *idx = malloc(cap * sizeof(size_t));
     struct srv_band *bands = band ? malloc(cap * sizeof(*bands)) : NULL;
-    struct buf b = {malloc(4096), 0, 4096};
+    struct textbuf b;
+    textbuf_init(&b, 4096);
     if (x == NULL || y == NULL || idx == NULL || b.text == NULL || (band && bands == NULL))
         goto fail;
     for (int i = 0; i < nrows; i++) {
         x[i] = (double)strtoll(PQgetvalue(res, i, COL_TIME_US), NULL, 10) / 1e6;
         y[i] = strtod(PQgetvalue(res, i, COL_VALUE), NULL);
     }
-    buf_puts(&b, "[");
+    textbuf_puts(&b, "[");
     bool first = true;
     for (int start = 0, end; start < nrows; start = end) {
         for (end = start + 1; end < nrows && same_series(res, start, end); end++)
@@ -262,7 +233,7 @@ static char *points_json(const PGresult *res, size_t max_points, bool band, long
                                               max_points, idx);
         for (size_t k = 0; k < n; k++) {
             if (!first)
-                buf_puts(&b, ",");
+                textbuf_puts(&b, ",");
             first = false;
             if (band)
                 append_band(&b, res, start, &bands[k], name_json, current_attempt);
@@ -271,7 +242,7 @@ static char *points_json(const PGresult *res, size_t max_points, bool band, long
         }
         free(name_json);
     }
-    buf_puts(&b, "]");
+    textbuf_puts(&b, "]");
     free(x);
     free(y);
     free(idx);

@@ -20,5 +20,5 @@ target_include_directories(test_token PRIVATE ${CMAKE_SOURCE_DIR}/server)
 ty_add_unit_tests(test_prom
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_prom.c ${CMAKE_SOURCE_DIR}/server/http/prom.c
           ${CMAKE_SOURCE_DIR}/server/telemetry.c
-  LIBS m)
+  LIBS tycommon m)
 target_include_directories(test_prom PRIVATE ${CMAKE_SOURCE_DIR}/server ${CMAKE_SOURCE_DIR}/server/http)

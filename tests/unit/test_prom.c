@@ -11,8 +11,8 @@
 static void prom_family_and_samples_in_text_format(void **state)
 {
     (void)state;
-    struct prom_buf b;
-    prom_init(&b);
+    struct textbuf b;
+    textbuf_init(&b, 8192);
     prom_family(&b, "ty_jobs", "gauge", "Jobs by status.\nSecond line \\ here.");
     const char *l[] = {"status", "RUNNING", NULL};
     prom_sample(&b, "ty_jobs", l, 3);
@@ -37,8 +37,8 @@ static void prom_family_and_samples_in_text_format(void **state)
 static void prom_label_values_are_escaped(void **state)
 {
     (void)state;
-    struct prom_buf b;
-    prom_init(&b);
+    struct textbuf b;
+    textbuf_init(&b, 8192);
     const char *l[] = {"route", "/a/{id}", "x", "say \"hi\"\\\n", NULL};
     prom_sample(&b, "m", l, 1);
     assert_string_equal(b.text, "m{route=\"/a/{id}\",x=\"say \\\"hi\\\"\\\\\\n\"} 1\n");
@@ -54,8 +54,8 @@ static void prom_histogram_buckets_are_cumulative_and_agree_with_count(void **st
     srv_histogram_observe(&h, 0.0005); /* on the bound: in it */
     srv_histogram_observe(&h, 0.003);  /* <= 0.005 */
     srv_histogram_observe(&h, 60);     /* +Inf */
-    struct prom_buf b;
-    prom_init(&b);
+    struct textbuf b;
+    textbuf_init(&b, 8192);
     const char *l[] = {"route", "/r", NULL};
     prom_histogram(&b, "lat", l, &h);
     assert_non_null(strstr(b.text, "lat_bucket{route=\"/r\",le=\"0.0005\"} 2\n"));
@@ -74,8 +74,8 @@ static void prom_histogram_without_labels(void **state)
     (void)state;
     struct srv_histogram h;
     memset(&h, 0, sizeof(h));
-    struct prom_buf b;
-    prom_init(&b);
+    struct textbuf b;
+    textbuf_init(&b, 8192);
     prom_histogram(&b, "pass", NULL, &h);
     assert_non_null(strstr(b.text, "pass_bucket{le=\"+Inf\"} 0\npass_sum 0\npass_count 0\n"));
     free(b.text);
