@@ -1,5 +1,6 @@
 /* POST /api/v1/jobs: validate the spec, check that the checkpoint it resumes from exists, commit
  * the job, answer 201 with the job. */
+#include "auth.h"
 #include "control.h"
 #include "db.h"
 #include "handlers.h"
@@ -12,24 +13,35 @@
 #include <string.h>
 
 struct job_submit {
+    const struct srv_identity *who;
     const char *owner;
     const json_t *spec;
-    json_int_t resume_from; /* 0: starts fresh */
-    bool no_checkpoint;     /* out: resume_from does not exist; nothing was inserted */
+    json_int_t resume_from;  /* 0: starts fresh */
+    bool no_checkpoint;      /* out: resume_from does not exist; nothing was inserted */
+    bool foreign_checkpoint; /* out: resume_from is another user's; nothing was inserted */
     int64_t id;
     char *job;
 };
 
-/* Checks the checkpoint to resume from, then inserts the job. Returns a db_qs. */
+/* Checks the checkpoint to resume from (it exists, and is the submitter's own unless the
+ * submitter is an admin: a checkpoint holds its job's weights and data), then inserts the job.
+ * Returns a db_qs. */
 static int job_submit(struct db_conn *c, void *arg)
 {
     struct job_submit *a = arg;
     /* A checkpoint removed between this check and the launch is the launch's to report. */
     if (a->resume_from > 0) {
-        int qs = store_checkpoint_exists(c, a->resume_from);
+        char *owner = NULL;
+        int qs = store_checkpoint_owner(c, a->resume_from, &owner);
         if (qs <= 0) {
             a->no_checkpoint = qs == 0;
             return qs;
+        }
+        bool mine = owner && srv_auth_may_modify(a->who, owner);
+        free(owner);
+        if (!mine) {
+            a->foreign_checkpoint = true;
+            return 0;
         }
     }
     return store_job_insert(c, a->owner, a->spec, &a->id, &a->job);
@@ -56,6 +68,7 @@ enum MHD_Result h_jobs_submit(struct srv_request *req)
                                  json_string_value(json_object_get(first, "detail")));
     }
     struct job_submit a = {
+        .who = &req->who,
         .owner = req->who.name,
         .spec = spec,
         .resume_from = json_integer_value(json_object_get(spec, "resume_from_checkpoint")),
@@ -67,6 +80,13 @@ enum MHD_Result h_jobs_submit(struct srv_request *req)
         snprintf(detail, sizeof(detail), "checkpoint %lld does not exist",
                  (long long)a.resume_from);
         return srv_reply_field_problem(req, SRV_P_CHECKPOINT_NOT_FOUND, "resume_from_checkpoint",
+                                       detail);
+    }
+    if (a.foreign_checkpoint) {
+        char detail[96];
+        snprintf(detail, sizeof(detail), "checkpoint %lld belongs to another user's job",
+                 (long long)a.resume_from);
+        return srv_reply_field_problem(req, SRV_P_CHECKPOINT_FORBIDDEN, "resume_from_checkpoint",
                                        detail);
     }
     if (qs <= 0)

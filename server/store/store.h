@@ -94,9 +94,20 @@ struct store_live_worker {
 int store_node_live_workers(struct db_conn *c, const char *id, struct store_live_worker **out,
                             size_t *n);
 
-int store_worker_started(struct db_conn *c, int64_t job, int attempt, int rank, int64_t pid);
-/* One worker_started event. */
+/* Records a worker start (ty_worker_started) sent by node `node`: applied only when the worker
+ * is placed on that node (another node's event changes nothing). Returns a db_qs. */
+/* Node credentials (store_node_auth.c). *hash_out = the SHA-256 hex of node `id`'s credential
+ * (malloc'd; NULL when none was minted), *alive = the node is ALIVE. Returns 1, 0 when there is
+ * no such node, or an error. */
+int store_node_auth(struct db_conn *c, const char *id, char **hash_out, bool *alive);
+/* Replaces node `id`'s credential hash (after store_node_register). Returns a db_qs. */
+int store_node_set_credential(struct db_conn *c, const char *id, const char *hash);
+
+int store_worker_started(struct db_conn *c, const char *node, int64_t job, int attempt, int rank,
+                         int64_t pid);
+/* One worker_started event, sent by `node` (borrowed; [A-Za-z0-9._-]). */
 struct store_worker_start {
+    const char *node;
     int64_t job;
     int attempt, rank;
     int64_t pid;
@@ -112,9 +123,10 @@ enum store_exit_outcome {
     STORE_EXIT_STOP_OTHERS, /* the job is STOPPING: its other workers must be stopped */
     STORE_EXIT_SETTLED,     /* that was its last worker: the job just finished */
 };
-/* Records a worker exit (ty_worker_exited: a failure fails the job, the last exit settles it).
+/* Records a worker exit (ty_worker_exited: a failure fails the job, the last exit settles it)
+ * sent by node `node`: applied only when the worker is placed on that node, else ignored.
  * exit_code, signal, error: NULL when absent. Returns a db_qs; *outcome is set on success. */
-int store_worker_exited(struct db_conn *c, int64_t job, int attempt, int rank,
+int store_worker_exited(struct db_conn *c, const char *node, int64_t job, int attempt, int rank,
                         const int64_t *exit_code, const int64_t *signal, const char *error,
                         enum store_exit_outcome *outcome);
 
@@ -248,8 +260,9 @@ int store_checkpoint_round(struct db_conn *c, const struct store_checkpoint_roun
  * size_bytes, location, created_at}, by attempt then index. Returns 0 when the job does not
  * exist, 1 with the array, or an error. */
 int store_checkpoint_list(struct db_conn *c, int64_t job, char **json_out);
-/* Whether checkpoint `ckpt` exists (is COMMITTED): 1, 0, or an error. One primary-key lookup. */
-int store_checkpoint_exists(struct db_conn *c, int64_t ckpt);
+/* The owner of the job that wrote checkpoint `ckpt` (malloc'd into *owner_out) when the
+ * checkpoint exists (is COMMITTED): 1, 0, or an error. Two primary-key lookups. */
+int store_checkpoint_owner(struct db_conn *c, int64_t ckpt, char **owner_out);
 /* The directories to resume attempt `attempt` of `job` from checkpoint `ckpt` (its
  * resume_from_checkpoint), for the n_nodes nodes `node_ids`: *out gets one entry per node, in
  * that order (srv_resume_dirs_free). path: the checkpoint's location entry on that node, or NULL

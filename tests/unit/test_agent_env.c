@@ -33,7 +33,7 @@ static char **build_ifname(struct agent_server_msg *m, size_t worker, char *cons
                            const char *ifname)
 {
     char **env = agent_env_build(base, &m->launch, &m->launch.workers[worker], "/opt/ty/python",
-                                 "/data/report.sock", ifname);
+                                 "/data/report.sock", ifname, NULL);
     assert_non_null(env);
     return env;
 }

@@ -348,7 +348,7 @@ static struct agent_server_msg server_parse_ok(char *text)
 static void agent_proto_server_control_messages_round_trip(void **state)
 {
     (void)state;
-    struct agent_server_msg m = server_parse_ok(agent_msg_registered("n-1", 7));
+    struct agent_server_msg m = server_parse_ok(agent_msg_registered("n-1", 7, NULL));
     assert_int_equal(m.type, AGENT_MSG_REGISTERED);
     assert_string_equal(m.node_id, "n-1");
     assert_int_equal(m.heartbeat_interval_s, 7);

@@ -1,0 +1,38 @@
+-- Issue 14 (security): secret environment values hidden from the API, node credentials, and
+-- submissions made idempotent by a client key.
+
+-- The spec as the API shows it: secret_env keeps its names, never its values.
+CREATE FUNCTION ty_spec_public(spec jsonb) RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN jsonb_typeof(spec->'secret_env') = 'object'
+                THEN jsonb_set(spec, '{secret_env}',
+                               coalesce((SELECT jsonb_object_agg(k, '<redacted>')
+                                           FROM jsonb_object_keys(spec->'secret_env') k),
+                                        '{}'::jsonb))
+                ELSE spec END
+$$;
+COMMENT ON FUNCTION ty_spec_public(jsonb) IS 'A job spec with the values of secret_env replaced by "<redacted>": what the REST API returns.';
+
+CREATE OR REPLACE FUNCTION ty_job_json(j jobs) RETURNS jsonb LANGUAGE sql STABLE AS $$
+    SELECT jsonb_build_object(
+        'id', j.id, 'name', j.name, 'owner', j.owner, 'status', j.status,
+        'status_message', j.status_message, 'priority', j.priority, 'attempt', j.attempt,
+        'spec', ty_spec_public(j.spec), 'created_at', ty_ts(j.created_at),
+        'started_at', ty_ts(j.started_at), 'finished_at', ty_ts(j.finished_at),
+        'result', jsonb_build_object('metrics', j.last_metrics, 'error', j.error,
+            'latest_checkpoint', (SELECT jsonb_build_object('id', c.id, 'step', c.step, 'metrics', c.metrics)
+                                    FROM checkpoints c WHERE c.job_id = j.id AND c.status = 'COMMITTED'
+                                    ORDER BY c.attempt DESC, c.idx DESC LIMIT 1),
+            'best_checkpoint', NULL))
+$$;
+COMMENT ON FUNCTION ty_job_json(jobs) IS 'The job object of the REST API (GET /api/v1/jobs/{id}); secret_env values redacted.';
+
+-- The collective rendezvous of an attempt is bound to its workers by a secret the server makes
+-- and sends only in that attempt's launch messages (TRAINYARD_RENDEZVOUS_SECRET).
+ALTER TABLE attempts ADD COLUMN rendezvous_secret text NOT NULL
+    DEFAULT replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', '');
+COMMENT ON COLUMN attempts.rendezvous_secret IS 'Random hex; sent in the launch of the attempt, put in every worker''s environment, checked by rank 0 in the collective rendezvous handshake.';
+
+-- Each node has a credential of its own: minted by the server when the node joins with the
+-- cluster token, kept by its agent, and required to register that node id again while it is ALIVE.
+ALTER TABLE nodes ADD COLUMN credential_hash text;
+COMMENT ON COLUMN nodes.credential_hash IS 'Lowercase hex SHA-256 of the node''s credential (NULL: none minted yet); a register naming this node id must carry the credential while the node is ALIVE.';
