@@ -16,9 +16,11 @@ struct job_submit {
     const struct srv_identity *who;
     const char *owner;
     const json_t *spec;
-    json_int_t resume_from;  /* 0: starts fresh */
-    bool no_checkpoint;      /* out: resume_from does not exist; nothing was inserted */
-    bool foreign_checkpoint; /* out: resume_from is another user's; nothing was inserted */
+    json_int_t resume_from;       /* 0: starts fresh */
+    bool no_checkpoint;           /* out: resume_from does not exist; nothing was inserted */
+    bool foreign_checkpoint;      /* out: resume_from is another user's; nothing was inserted */
+    const char *key;              /* Idempotency-Key, or NULL */
+    enum store_once_outcome once; /* out, with a key */
     int64_t id;
     char *job;
 };
@@ -44,11 +46,29 @@ static int job_submit(struct db_conn *c, void *arg)
             return 0;
         }
     }
+    if (a->key)
+        return store_job_insert_once(c, a->owner, a->spec, a->key, &a->id, &a->job, &a->once);
     return store_job_insert(c, a->owner, a->spec, &a->id, &a->job);
+}
+
+/* Whether an Idempotency-Key header value is acceptable: 1 to 255 printable ASCII bytes. */
+static bool key_valid(const char *k)
+{
+    size_t n = strlen(k);
+    if (n == 0 || n > 255)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (k[i] < 0x21 || k[i] > 0x7e)
+            return false;
+    return true;
 }
 
 enum MHD_Result h_jobs_submit(struct srv_request *req)
 {
+    const char *key = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "Idempotency-Key");
+    if (key && !key_valid(key))
+        return srv_reply_problem(req, SRV_P_BAD_REQUEST, NULL,
+                                 "Idempotency-Key must be 1 to 255 printable ASCII characters");
     enum MHD_Result ret;
     json_t *in = srv_body_json(req, &ret);
     if (in == NULL)
@@ -70,6 +90,7 @@ enum MHD_Result h_jobs_submit(struct srv_request *req)
     struct job_submit a = {
         .who = &req->who,
         .owner = req->who.name,
+        .key = key,
         .spec = spec,
         .resume_from = json_integer_value(json_object_get(spec, "resume_from_checkpoint")),
     };
@@ -91,9 +112,18 @@ enum MHD_Result h_jobs_submit(struct srv_request *req)
     }
     if (qs <= 0)
         return srv_reply_db_error(req, qs < 0 ? qs : DB_HARD_ERROR);
-    control_kick(req->srv->control);
     char location[64];
     snprintf(location, sizeof(location), "/api/v1/jobs/%lld", (long long)a.id);
+    if (key && a.once == STORE_ONCE_CONFLICT) {
+        free(a.job);
+        return srv_reply_problem(req, SRV_P_IDEMPOTENCY_CONFLICT, NULL,
+                                 "Idempotency-Key '%s' already created job %lld with another spec",
+                                 key, (long long)a.id);
+    }
+    if (key && a.once == STORE_ONCE_REPLAYED) /* a retry: the job the first request created */
+        return srv_reply_steal(req, MHD_HTTP_OK, "application/json", a.job, strlen(a.job),
+                               location);
+    control_kick(req->srv->control);
     return srv_reply_steal(req, MHD_HTTP_CREATED, "application/json", a.job, strlen(a.job),
                            location);
 }

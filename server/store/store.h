@@ -44,6 +44,17 @@ int store_job_get(struct db_conn *c, int64_t id, char **json_out);
  * before_id: 0 or the cursor. *json_out = JSON array text; *min_id_out = smallest id listed. */
 int store_job_list(struct db_conn *c, const char *statuses, int64_t before_id, int limit,
                    char **json_out, int64_t *min_id_out);
+/* What store_job_insert_once did. */
+enum store_once_outcome {
+    STORE_ONCE_CREATED,  /* a new job */
+    STORE_ONCE_REPLAYED, /* the owner's job with that key, submitted with the same spec */
+    STORE_ONCE_CONFLICT, /* the owner's job with that key has another spec; nothing inserted */
+};
+/* store_job_insert with an Idempotency-Key (ty_job_submit_once): the owner's job with `key` when
+ * there is one, else a new job. *id_out and *json_out (malloc'd) are that job in every outcome.
+ * Returns a db_qs. */
+int store_job_insert_once(struct db_conn *c, const char *owner, const json_t *spec, const char *key,
+                          int64_t *id_out, char **json_out, enum store_once_outcome *outcome);
 /* *owner_out = the name that submitted job `id` (malloc'd). Returns 1, 0 when there is no such
  * job, or an error. Handlers decide with it whether the requester may change the job (auth.h);
  * the store functions below apply what they are asked to. */

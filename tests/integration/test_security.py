@@ -56,7 +56,7 @@ def wait_for(pred, timeout=30, what="condition"):
 
 VICTIM = textwrap.dedent("""
     import os, time
-    with open(os.path.join(os.environ["TMPDIR"], "victim-secret"), "w") as f:
+    with open(os.path.join(os.environ.get("TMPDIR", "/tmp"), "victim-secret"), "w") as f:
         f.write("victim data")
     print("victim started", flush=True)
     time.sleep(600)
@@ -407,3 +407,108 @@ def test_a_long_status_filter_is_answered(server):
     r = server.request("GET", f"/api/v1/jobs?status={q}")
     assert r.status == 200, r
     assert [j["id"] for j in r.json["jobs"]] == [job]
+
+
+def test_idempotency_key_gives_the_same_job(server):
+    alice = server.create_token("alice", "user")
+    bob = server.create_token("bob", "user")
+    spec = {"name": "once", "entrypoint": "true"}
+    key = {"Idempotency-Key": "k-123"}
+    first = server.request("POST", "/api/v1/jobs", spec, token=alice, headers=key)
+    again = server.request("POST", "/api/v1/jobs", spec, token=alice, headers=key)
+    assert first.status == 201 and again.status == 200, (first, again)
+    assert again.json["id"] == first.json["id"]
+    other = server.request("POST", "/api/v1/jobs", spec, token=bob, headers=key)
+    assert other.status == 201 and other.json["id"] != first.json["id"]
+    changed = server.request("POST", "/api/v1/jobs", dict(spec, name="twice"), token=alice,
+                             headers=key)
+    assert changed.status == 409 and changed.json["code"] == "idempotency-key-reused", changed
+    jobs = server.request("GET", "/api/v1/jobs").json["jobs"]
+    assert sorted(j["id"] for j in jobs) == sorted([first.json["id"], other.json["id"]])
+
+
+class DropFirstReplyProxy:
+    """A TCP proxy to `target` that forwards the first request it gets, then closes that
+    connection without passing on the reply (a connection lost after the server got it); later
+    connections are relayed both ways."""
+
+    def __init__(self, target):
+        import threading
+        self.target = target
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        import threading
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            up = socket.create_connection(self.target)
+            if self.connections == 1:
+                threading.Thread(target=self._drop, args=(c, up), daemon=True).start()
+            else:
+                for a, b in ((c, up), (up, c)):
+                    threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(a, b):
+        try:
+            while True:
+                d = a.recv(65536)
+                if not d:
+                    break
+                b.sendall(d)
+        except OSError:
+            pass
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    @staticmethod
+    def _drop(c, up):
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += c.recv(65536)
+        head, body = data.split(b"\r\n\r\n", 1)
+        length = 0
+        for line in head.split(b"\r\n"):
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":")[1])
+        while len(body) < length:
+            body += c.recv(65536)
+        up.sendall(head + b"\r\n\r\n" + body)
+        reply = b""
+        while b"\r\n\r\n" not in reply:
+            chunk = up.recv(65536)
+            if not chunk:
+                break
+            reply += chunk
+        c.close()  # the reply is lost
+        up.close()
+
+    def close(self):
+        self.sock.close()
+
+
+def test_submit_retries_a_lost_submission_once(server, tmp_path):
+    proxy = DropFirstReplyProxy(("127.0.0.1", server.port))
+    spec = tmp_path / "job.json"
+    spec.write_text(json.dumps({"name": "retried", "entrypoint": "true"}))
+    try:
+        r = harness.run_cli(server, "--server", f"http://127.0.0.1:{proxy.port}", "submit",
+                            str(spec))
+    finally:
+        proxy.close()
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert proxy.connections >= 2
+    jobs = server.request("GET", "/api/v1/jobs").json["jobs"]
+    assert [j["id"] for j in jobs] == [int(r.stdout.strip())], jobs

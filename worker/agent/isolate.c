@@ -10,6 +10,7 @@
 #include "log.h"
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -188,6 +189,31 @@ static void remove_tree(const char *path)
     nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* Removes every /tmp/trainyard-JOB.* directory owned by uid: those of the job's workers the
+ * agent already forgot (their exits were acknowledged) included. */
+static void remove_job_tmp_dirs(const char *job_id, uid_t uid)
+{
+    char prefix[300];
+    int n = snprintf(prefix, sizeof(prefix), "trainyard-%s.", job_id);
+    DIR *d = opendir("/tmp");
+    if (!d || n < 0 || (size_t)n >= sizeof(prefix)) {
+        if (d)
+            closedir(d);
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char path[600];
+        struct stat st;
+        if (strncmp(e->d_name, prefix, (size_t)n) != 0 ||
+            (size_t)snprintf(path, sizeof(path), "/tmp/%s", e->d_name) >= sizeof(path) ||
+            lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid)
+            continue;
+        remove_tree(path);
+    }
+    closedir(d);
+}
+
 int agent__worker_tmp_dir(struct agent_worker *w)
 {
     char tmpl[512];
@@ -270,6 +296,7 @@ void agent__isolation_worker_done(struct agent *a, struct agent_worker *w)
      * and no file of this one. Only then is it safe to remove (as root) what the uid wrote. */
     uid_t uid = w->uid;
     kill_uid(uid);
+    remove_job_tmp_dirs(w->job_id, uid);
     for (struct agent_worker *o = a->workers; o; o = o->next) {
         if (o->uid != uid || o->status == AGENT_WORKER_RUNNING)
             continue;
