@@ -62,3 +62,12 @@ BEGIN
     RETURN QUERY SELECT j, true, true;
 END $$;
 COMMENT ON FUNCTION ty_job_submit_once(text, text, integer, jsonb, text) IS 'ty_job_submit under an idempotency key: the owner''s job with that key when there is one (created false; same_spec says whether it was submitted with this spec), else a new job.';
+
+-- Jobs are owned by token name, so two live tokens may not share a name (a second "alice" would
+-- own the first one's jobs). Duplicates from before get their id appended, oldest keeps the name.
+UPDATE api_tokens t SET name = left(t.name, 100) || '#' || t.id
+ WHERE t.revoked_at IS NULL
+   AND EXISTS (SELECT 1 FROM api_tokens o
+                WHERE o.name = t.name AND o.revoked_at IS NULL AND o.id < t.id);
+CREATE UNIQUE INDEX api_tokens_live_name ON api_tokens (name) WHERE revoked_at IS NULL;
+COMMENT ON INDEX api_tokens_live_name IS 'A name (the owner of the jobs submitted with it) belongs to one live token at a time; a revoked token''s name may be given again (rotation keeps the jobs).';

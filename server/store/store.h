@@ -23,6 +23,8 @@ int store_ping(struct db_conn *c);
 /* ---- tokens (store_tokens.c) ---- */
 int store_token_lookup(struct db_conn *c, const char *hash, struct srv_identity *who);
 /* Inserts a token; *json_out gets {"id","name","role","created_at"} text. */
+/* Whether a live (not revoked) token already has `name`: 1, 0, or an error. */
+int store_token_name_taken(struct db_conn *c, const char *name);
 int store_token_insert(struct db_conn *c, const char *name, const char *role, const char *hash,
                        char **json_out);
 int store_token_list(struct db_conn *c, char **json_out);

@@ -512,3 +512,20 @@ def test_submit_retries_a_lost_submission_once(server, tmp_path):
     assert proxy.connections >= 2
     jobs = server.request("GET", "/api/v1/jobs").json["jobs"]
     assert [j["id"] for j in jobs] == [int(r.stdout.strip())], jobs
+
+
+def test_two_live_tokens_cannot_share_a_name(server):
+    alice = server.create_token("alice", "user")
+    job = server.submit({"name": "mine", "entrypoint": "sleep 600"}, token=alice)["id"]
+    r = server.request("POST", "/api/v1/tokens", {"name": "alice", "role": "user"})
+    assert r.status == 409 and r.json["code"] == "token-name-taken", r
+    assert r.json["errors"][0]["field"] == "name"
+    # Without a second "alice", nobody else owns alice's job.
+    mallory = server.create_token("mallory", "user")
+    assert server.request("POST", f"/api/v1/jobs/{job}/stop", token=mallory).status == 403
+    # A revoked name may be given again (token rotation keeps the jobs).
+    [tok] = [t for t in server.request("GET", "/api/v1/tokens").json["tokens"]
+             if t["name"] == "alice"]
+    assert server.request("DELETE", f"/api/v1/tokens/{tok['id']}").status == 204
+    again = server.create_token("alice", "user")
+    assert server.request("POST", f"/api/v1/jobs/{job}/stop", token=again).status in (200, 202)

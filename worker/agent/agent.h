@@ -43,7 +43,7 @@
 struct agent_config {
     /* Raw option values, filled from the table in config.c. */
     char *server;
-    char *token; /* from --token, or read from --token_file */
+    char *token; /* from --token, or read from --token-file */
     char *token_file;
     char *data_dir;
     char *run_as;      /* auto, uids, none, or a user name (isolate.c) */
