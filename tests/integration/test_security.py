@@ -9,7 +9,6 @@ real processes (server, agents, workers, a rogue client) and checks that it is r
   * resuming from another user's checkpoint, secret_env values in the API, log file modes;
   * GET /jobs?status= with many entries.
 """
-import glob
 import json
 import os
 import socket
@@ -63,7 +62,7 @@ VICTIM = textwrap.dedent("""
 """)
 
 ATTACKER = textwrap.dedent("""
-    import glob, json, os, signal, sys
+    import json, os, signal, sys
     targets = json.loads(sys.argv[1])
     out = {}
     def attempt(name, fn):
@@ -79,7 +78,7 @@ ATTACKER = textwrap.dedent("""
     attempt("cluster_token_file", lambda: read(targets["cluster_token"]))
     attempt("victim_log", lambda: read(targets["victim_log"]))
     attempt("agent_data_dir", lambda: os.listdir(targets["agent_data"]))
-    attempt("victim_tmp", lambda: read(glob.glob(targets["victim_tmp"])[0]))
+    attempt("victim_tmp", lambda: read(targets["victim_tmp"]))
     attempt("kill_victim", lambda: os.kill(targets["victim_pid"], signal.SIGKILL))
     leaked = [k for k in os.environ if k.startswith("TRAINYARD_CLUSTER") or
               os.environ[k] == targets["cluster_token_value"]]
@@ -100,13 +99,14 @@ def test_a_job_cannot_reach_the_cluster_or_another_job(server_factory, agent_fac
     server.wait_job(victim, {"RUNNING"})
     wait_for(lambda: "victim started" in open(log_path(agent, victim)).read(), what="victim")
     [w] = server.request("GET", f"/api/v1/jobs/{victim}/workers").json["workers"]
+    tmp = proc_env(w["pid"])["TMPDIR"]  # job ids repeat across the test servers run in parallel
     targets = {
         "admin_token": os.path.join(server.data_dir, "admin.token"),
         "cluster_token": os.path.join(server.data_dir, "cluster.token"),
         "cluster_token_value": token,
         "victim_log": log_path(agent, victim),
         "agent_data": agent.data_dir,
-        "victim_tmp": f"/tmp/trainyard-{victim}.1.0-*/victim-secret",
+        "victim_tmp": os.path.join(tmp, "victim-secret"),
         "victim_pid": w["pid"],
     }
     attacker = server.submit({"name": "attacker", "working_dir": "/tmp",
@@ -124,29 +124,20 @@ def test_a_job_cannot_reach_the_cluster_or_another_job(server_factory, agent_fac
     assert server.request("GET", f"/api/v1/jobs/{victim}").json["status"] == "RUNNING"
     # Private files: the log is the agent's alone, the temporary directory the job's alone.
     assert stat.S_IMODE(os.stat(log_path(agent, victim)).st_mode) == 0o600
-    [tmp] = glob.glob(f"/tmp/trainyard-{victim}.1.0-*")
+    assert tmp.startswith(f"/tmp/trainyard-{victim}.1.0-")
     st = os.stat(tmp)
-    assert stat.S_IMODE(st.st_mode) == 0o700 and st.st_uid == w_uid(victim, agent)
+    assert stat.S_IMODE(st.st_mode) == 0o700 and st.st_uid == os.stat(f"/proc/{w['pid']}").st_uid
     server.request("POST", f"/api/v1/jobs/{victim}/stop")
     server.wait_job(victim, {"STOPPED"})
     # Once the job is gone, nothing of it stays behind.
-    wait_for(lambda: not glob.glob(f"/tmp/trainyard-{victim}.1.0-*"), what="tmp dir removed")
+    wait_for(lambda: not os.path.exists(tmp), what="tmp dir removed")
 
 
-def w_uid(job, agent):
-    """The uid the job's rank 0 runs as, from /proc (the worker's pid is in its log's owner's
-    process table: find the process whose environment names the job)."""
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                env = f.read().split(b"\0")
-        except OSError:
-            continue
-        if f"TRAINYARD_JOB_ID={job}".encode() in env:
-            return os.stat(f"/proc/{pid}").st_uid
-    raise AssertionError(f"no process of job {job}")
+def proc_env(pid):
+    """The environment of process `pid`, from /proc."""
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        pairs = [kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv]
+    return {k.decode(): v.decode() for k, v in pairs}
 
 
 def test_an_isolated_job_resumes_and_reports_checkpoints(server, agent_factory):
