@@ -313,8 +313,10 @@ class Agent:
         self.netns = netns
         self.server_addr = server_addr
         # Workers run as the agent (root here) unless a test asks for isolation: most tests hand
-        # jobs directories under their own temporary paths.
-        self.env = dict(os.environ, **{"TRAINYARD_AGENT_RUN_AS": "none", **(env or {})})
+        # jobs directories under their own temporary paths. TY_TEST_RUN_AS=auto runs the whole
+        # suite with workers under uids of their own.
+        run_as = os.environ.get("TY_TEST_RUN_AS", "none")
+        self.env = dict(os.environ, **{"TRAINYARD_AGENT_RUN_AS": run_as, **(env or {})})
         self.proc = None
         self.log = None
         self.log_start = 0
