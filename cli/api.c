@@ -5,9 +5,11 @@
 
 #include "output.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int api_send(struct cli_ctx *ctx, const char *method, const char *path, const char *body,
              size_t body_len, bool quiet_unreachable, struct http_response *resp, char *err,
@@ -50,6 +52,47 @@ int api_json(struct cli_ctx *ctx, const char *method, const char *path, const ch
         }
     }
     http_response_free(&resp);
+    return rc;
+}
+
+int api_json_idempotent(struct cli_ctx *ctx, const char *path, const char *body, size_t body_len,
+                        json_t **out)
+{
+    unsigned char raw[16];
+    char header[64];
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    bool random = fd >= 0 && read(fd, raw, sizeof raw) == (ssize_t)sizeof raw;
+    if (fd >= 0)
+        close(fd);
+    if (!random) /* no key: one plain request, as before */
+        return api_json(ctx, "POST", path, body, body_len, out);
+    int n = snprintf(header, sizeof header, "Idempotency-Key: ");
+    for (size_t i = 0; i < sizeof raw; i++)
+        n += snprintf(header + n, sizeof header - (size_t)n, "%02x", raw[i]);
+    if (http_client_set_header(ctx->http, header) != 0)
+        return api_json(ctx, "POST", path, body, body_len, out);
+    int rc = CLI_EXIT_UNREACHABLE;
+    for (int attempt = 1; attempt <= API_SUBMIT_TRIES && rc == CLI_EXIT_UNREACHABLE; attempt++) {
+        struct http_response resp;
+        char why[HTTP_ERROR_MAX];
+        bool last = attempt == API_SUBMIT_TRIES;
+        rc = api_send(ctx, "POST", path, body, body_len, !last, &resp, why, sizeof why);
+        if (rc == CLI_EXIT_UNREACHABLE && !last) {
+            fprintf(stderr, "warning: %s: %s; retrying with the same Idempotency-Key\n", path, why);
+            sleep(1);
+            continue;
+        }
+        if (rc == CLI_EXIT_OK) {
+            json_error_t jerr;
+            *out = resp.len ? json_loadb(resp.body, resp.len, JSON_DECODE_ANY, &jerr) : NULL;
+            if (!*out) {
+                out_odd_reply(&resp, resp.len ? "body is not JSON" : "empty body");
+                rc = CLI_EXIT_FAILED;
+            }
+            http_response_free(&resp);
+        }
+    }
+    http_client_set_header(ctx->http, NULL);
     return rc;
 }
 

@@ -28,6 +28,17 @@ int api_send(struct cli_ctx *ctx, const char *method, const char *path, const ch
  * with no JSON where one is expected is reported and gives CLI_EXIT_FAILED. out may be NULL when
  * no body is wanted (204 replies).
  */
+/* How often api_json_idempotent sends a submission whose reply was lost. */
+#define API_SUBMIT_TRIES 3
+
+/*
+ * POSTs body to path like api_json, with a random Idempotency-Key header; when no reply comes
+ * back (the connection was lost, the server restarted) it sends the same request with the same
+ * key again, up to API_SUBMIT_TRIES times a second apart, so the server creates the job once.
+ */
+int api_json_idempotent(struct cli_ctx *ctx, const char *path, const char *body, size_t body_len,
+                        json_t **out);
+
 /*
  * GETs `path` and finds the array `key` in the reply object. Returns CLI_EXIT_OK with *reply
  * (the caller json_decref's it) and *list borrowed from it; otherwise an exit code, with the

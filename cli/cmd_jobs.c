@@ -114,7 +114,7 @@ int cmd_submit(struct cli_ctx *ctx, const struct cli_args *args)
         return rc;
     }
     json_t *job = NULL;
-    rc = api_json(ctx, "POST", "/api/v1/jobs", sb_str(&spec), spec.len, &job);
+    rc = api_json_idempotent(ctx, "/api/v1/jobs", sb_str(&spec), spec.len, &job);
     sb_free(&spec);
     if (rc != CLI_EXIT_OK)
         return rc;

@@ -19,7 +19,8 @@
 struct http_client {
     CURL *curl;
     char *base;
-    char *auth_header; /* "Authorization: Bearer ..." or NULL */
+    char *auth_header;  /* "Authorization: Bearer ..." or NULL */
+    char *extra_header; /* http_client_set_header, or NULL */
     long connect_timeout_s;
     long request_timeout_s;
 };
@@ -45,6 +46,7 @@ struct http_client *http_client_create(const char *base_url, const char *token,
     c->curl = curl;
     c->base = xstrdup(base_url);
     c->auth_header = NULL;
+    c->extra_header = NULL;
     if (token) {
         struct strbuf sb = STRBUF_INIT;
         sb_printf(&sb, "Authorization: Bearer %s", token);
@@ -61,6 +63,7 @@ void http_client_free(struct http_client *c)
         return;
     curl_easy_cleanup(c->curl);
     free(c->base);
+    free(c->extra_header);
     if (c->auth_header) {
         /* The header holds a secret: wipe it before handing the memory back. */
         explicit_bzero(c->auth_header, strlen(c->auth_header));
@@ -155,6 +158,8 @@ int http_request(struct http_client *c, const char *method, const char *path, co
     headers = curl_slist_append(headers, "Expect:");
     if (c->auth_header)
         headers = curl_slist_append(headers, c->auth_header);
+    if (c->extra_header)
+        headers = curl_slist_append(headers, c->extra_header);
     if (strcmp(method, "GET") == 0) {
         curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
     } else {
@@ -191,6 +196,16 @@ int http_request(struct http_client *c, const char *method, const char *path, co
     out->body = sb_steal(&cap.body);
     out->content_type = cap.content_type;
     out->location = cap.location;
+    return 0;
+}
+
+int http_client_set_header(struct http_client *c, const char *header)
+{
+    char *copy = header ? strdup(header) : NULL;
+    if (header && !copy)
+        return -1;
+    free(c->extra_header);
+    c->extra_header = copy;
     return 0;
 }
 

@@ -46,6 +46,10 @@ const char *http_client_base(const struct http_client *c);
 int http_request(struct http_client *c, const char *method, const char *path, const char *body,
                  size_t body_len, struct http_response *out, char *err, size_t errlen);
 
+/* Sends `header` ("Name: value", copied) with every later request; NULL stops. 0, or -1 when out
+ * of memory. */
+int http_client_set_header(struct http_client *c, const char *header);
+
 /* Frees what r owns and zeroes it. */
 void http_response_free(struct http_response *r);
 

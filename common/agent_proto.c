@@ -77,8 +77,9 @@ char *agent_msg_register(const struct agent_node_info *n, const char *token,
         json_decref(node);
         return NULL;
     }
-    return dump_steal(json_pack("{s:s, s:o, s:o, s:o}", "type", "register", "token",
-                                str_or_null(token), "node", node, "workers", ws));
+    return dump_steal(json_pack("{s:s, s:o, s:o, s:o, s:s*}", "type", "register", "token",
+                                str_or_null(token), "node", node, "workers", ws, "credential",
+                                n->credential));
 }
 
 char *agent_msg_heartbeat(void)
@@ -152,10 +153,12 @@ void agent_format_time(int64_t ms, char *out, size_t outlen)
 /* Builders: server -> agent                                                                    */
 /* ------------------------------------------------------------------------------------------ */
 
-char *agent_msg_registered(const char *node_id, int64_t heartbeat_interval_s)
+char *agent_msg_registered(const char *node_id, int64_t heartbeat_interval_s,
+                           const char *credential)
 {
-    return dump_steal(json_pack("{s:s, s:s, s:I}", "type", "registered", "node_id", node_id,
-                                "heartbeat_interval_s", (json_int_t)heartbeat_interval_s));
+    return dump_steal(json_pack("{s:s, s:s, s:I, s:s*}", "type", "registered", "node_id", node_id,
+                                "heartbeat_interval_s", (json_int_t)heartbeat_interval_s,
+                                "credential", credential));
 }
 
 char *agent_msg_error(const char *message)
@@ -214,14 +217,15 @@ char *agent_msg_launch(const struct agent_launch *l)
     }
     return dump_steal(json_pack(
         "{s:s, s:s, s:I, s:s?, s:O, s:o, s:O?, s:O?, s:I, s:I, s:I, s:I, s:s, s:I, s:o, s:o?, "
-        "s:o}",
+        "s:o, s:s?}",
         "type", "launch", "job_id", l->job_id, "attempt", (json_int_t)l->attempt, "backend",
         l->backend, "entrypoint", (json_t *)l->entrypoint, "working_dir",
         str_or_null(l->working_dir), "env", (json_t *)l->env, "config", (json_t *)l->config,
         "world_size", (json_int_t)l->world_size, "num_nodes", (json_int_t)l->num_nodes, "node_rank",
         (json_int_t)l->node_rank, "local_world_size", (json_int_t)l->local_world_size,
         "master_addr", l->master_addr, "master_port", (json_int_t)l->master_port, "checkpoint_dir",
-        str_or_null(l->checkpoint_dir), "rank_addresses", ra, "workers", workers));
+        str_or_null(l->checkpoint_dir), "rank_addresses", ra, "workers", workers,
+        "rendezvous_secret", l->rendezvous_secret));
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -423,8 +427,11 @@ static int parse_launch(json_t *root, struct agent_launch *l, char *err, size_t 
                 errlen) != 0 ||
         get_str(root, "master_addr", true, true, &l->master_addr, err, errlen) != 0 ||
         get_int(root, "master_port", true, 1, 65535, &l->master_port, err, errlen) != 0 ||
-        get_str(root, "checkpoint_dir", false, false, &l->checkpoint_dir, err, errlen) != 0)
+        get_str(root, "checkpoint_dir", false, false, &l->checkpoint_dir, err, errlen) != 0 ||
+        get_str(root, "rendezvous_secret", false, true, &l->rendezvous_secret, err, errlen) != 0)
         return -1;
+    if (l->rendezvous_secret && strlen(l->rendezvous_secret) > AGENT_PROTO_MAX_SECRET)
+        return ERR("'rendezvous_secret' is longer than %d bytes", AGENT_PROTO_MAX_SECRET);
     if (l->checkpoint_dir && !*l->checkpoint_dir)
         l->checkpoint_dir = NULL;
 
@@ -471,8 +478,13 @@ int agent_server_msg_parse(const char *text, size_t len, struct agent_server_msg
         out->type = AGENT_MSG_REGISTERED;
         if (get_str(root, "node_id", false, false, &out->node_id, err, errlen) != 0 ||
             get_int(root, "heartbeat_interval_s", false, 1, 3600, &out->heartbeat_interval_s, err,
-                    errlen) != 0)
+                    errlen) != 0 ||
+            get_str(root, "credential", false, true, &out->credential, err, errlen) != 0)
             goto fail;
+        if (out->credential && strlen(out->credential) > AGENT_PROTO_MAX_SECRET) {
+            snprintf(err, errlen, "'credential' is longer than %d bytes", AGENT_PROTO_MAX_SECRET);
+            goto fail;
+        }
     } else if (strcmp(type, "error") == 0) {
         out->type = AGENT_MSG_ERROR;
         if (get_str(root, "message", false, false, &out->message, err, errlen) != 0)
@@ -619,8 +631,11 @@ static int parse_register(struct agent_node_msg *m, char *err, size_t errlen)
 {
     struct agent_node_info *n = &m->node;
     json_t *node = json_object_get(m->root, "node");
-    if (get_str(m->root, "token", false, false, &m->token, err, errlen) != 0)
+    if (get_str(m->root, "token", false, false, &m->token, err, errlen) != 0 ||
+        get_str(m->root, "credential", false, true, &n->credential, err, errlen) != 0)
         return -1;
+    if (n->credential && strlen(n->credential) > AGENT_PROTO_MAX_SECRET)
+        return ERR("'credential' is longer than %d bytes", AGENT_PROTO_MAX_SECRET);
     if (!json_is_object(node))
         return ERR("'node' must be an object");
     char sub[200];
@@ -630,8 +645,14 @@ static int parse_register(struct agent_node_msg *m, char *err, size_t errlen)
         get_str(node, "gpu_type", false, false, &n->gpu_type, sub, sizeof(sub)) != 0 ||
         get_str(node, "version", false, false, &n->version, sub, sizeof(sub)) != 0)
         return ERR("node: %s", sub);
-    if (strlen(n->id) > AGENT_PROTO_MAX_NODE_ID)
-        return ERR("'node.id' must be 1 to %d bytes", AGENT_PROTO_MAX_NODE_ID);
+    if (strlen(n->id) > AGENT_PROTO_MAX_NODE_ID || agent_job_id_valid(n->id) != 0)
+        return ERR("'node.id' must be 1 to %d bytes of [A-Za-z0-9._-]", AGENT_PROTO_MAX_NODE_ID);
+    if (strlen(n->address) > AGENT_PROTO_MAX_ADDRESS ||
+        (n->hostname && strlen(n->hostname) > AGENT_PROTO_MAX_ADDRESS))
+        return ERR("'node.address' and 'node.hostname' must be at most %d bytes",
+                   AGENT_PROTO_MAX_ADDRESS);
+    if ((n->gpu_type && strlen(n->gpu_type) > 64) || (n->version && strlen(n->version) > 64))
+        return ERR("'node.gpu_type' and 'node.version' must be at most 64 bytes");
     if (!n->hostname || !*n->hostname)
         n->hostname = n->id;
     m->resources = json_object_get(node, "resources");

@@ -31,6 +31,10 @@
 #define AGENT_PROTO_MAX_NODE_ID 128
 /* job_id: 1 to this many bytes of [A-Za-z0-9._-] (it becomes a directory name). */
 #define AGENT_PROTO_MAX_JOB_ID 200
+/* Secrets (rendezvous_secret in launch, the node credential): at most this many bytes. */
+#define AGENT_PROTO_MAX_SECRET 128
+/* node.address in register: at most this many bytes (a host name or an IP address). */
+#define AGENT_PROTO_MAX_ADDRESS 255
 /* node.port_range when register leaves it out. */
 #define AGENT_PROTO_DEFAULT_PORT_LO 29500
 #define AGENT_PROTO_DEFAULT_PORT_HI 29999
@@ -83,9 +87,10 @@ struct agent_launch {
     int64_t world_size, num_nodes, node_rank, local_world_size;
     const char *master_addr;
     int64_t master_port;
-    const char *checkpoint_dir;  /* NULL: none */
-    const char **rank_addresses; /* world_size entries (the node address of each rank), or NULL:
-                                  * all on master_addr */
+    const char *checkpoint_dir;    /* NULL: none */
+    const char **rank_addresses;   /* world_size entries (the node address of each rank), or NULL:
+                                    * all on master_addr */
+    const char *rendezvous_secret; /* the attempt's collective rendezvous secret; NULL: none */
     struct agent_launch_worker *workers;
     size_t n_workers;
 };
@@ -103,6 +108,7 @@ struct agent_server_msg {
     /* registered */
     const char *node_id;
     int64_t heartbeat_interval_s; /* 0 when absent */
+    const char *credential;       /* a node credential minted at this join; NULL: keep yours */
     /* error */
     const char *message;
     /* ack */
@@ -123,7 +129,10 @@ int agent_server_msg_parse(const char *text, size_t len, struct agent_server_msg
                            size_t errlen);
 void agent_server_msg_free(struct agent_server_msg *m);
 
-char *agent_msg_registered(const char *node_id, int64_t heartbeat_interval_s);
+/* credential: the node credential minted at this join (the agent keeps it and sends it in every
+ * later register), or NULL. */
+char *agent_msg_registered(const char *node_id, int64_t heartbeat_interval_s,
+                           const char *credential);
 char *agent_msg_error(const char *message);
 char *agent_msg_ack(int64_t seq);
 /* attempt < 0: left out (every attempt); grace_s < 0: left out (the agent's default). */
@@ -143,6 +152,7 @@ struct agent_node_info {
     const json_t *custom; /* object of the other resources, or NULL */
     const json_t *labels; /* object or NULL */
     int port_lo, port_hi;
+    const char *credential; /* register: the node credential the server gave it, or NULL */
 };
 
 /* A worker event (worker_started, worker_exited) or a worker's state in `register`. */

@@ -48,6 +48,23 @@ bool log_debug_enabled(const char *subsystem)
     return strstr(debug_subsystems, key) != NULL;
 }
 
+bool log_throttle_allow(struct log_throttle *t, unsigned limit_per_s, unsigned *suppressed)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    long long now = (long long)ts.tv_sec;
+    long long seen = __atomic_load_n(&t->window, __ATOMIC_ACQUIRE);
+    if (seen != now && __atomic_compare_exchange_n(&t->window, &seen, now, false, __ATOMIC_ACQ_REL,
+                                                   __ATOMIC_ACQUIRE))
+        __atomic_store_n(&t->count, 0, __ATOMIC_RELEASE);
+    if (__atomic_add_fetch(&t->count, 1, __ATOMIC_ACQ_REL) > limit_per_s) {
+        __atomic_add_fetch(&t->suppressed, 1, __ATOMIC_ACQ_REL);
+        return false;
+    }
+    *suppressed = __atomic_exchange_n(&t->suppressed, 0, __ATOMIC_ACQ_REL);
+    return true;
+}
+
 void log_write(enum log_level level, const char *subsystem, const char *fmt, ...)
 {
     char msg[2048];

@@ -45,6 +45,28 @@ void log_write(enum log_level level, const char *subsystem, const char *fmt, ...
 #define TY_BUG(subsys, ...)                                                                        \
     log_write(TY_LOG_ERROR, (subsys), "internal error at %s:%d", __FILE__, __LINE__),              \
         log_write(TY_LOG_ERROR, (subsys), __VA_ARGS__)
-#define TY_BAD_PEER(subsys, ...) TY_LOG(TY_LOG_WARN, subsys, "bad input from peer: " __VA_ARGS__)
+/* Per call site: at most LOG_BAD_PEER_PER_S lines a second, so a peer that keeps sending garbage
+ * cannot flood the log; the next line that gets through says how many were left out. */
+#define LOG_BAD_PEER_PER_S 10
+struct log_throttle {
+    long long window; /* the monotonic second being counted */
+    unsigned count, suppressed;
+};
+/* Whether a line of this call site may be written now (thread-safe); *suppressed = lines left
+ * out since the last one that was written (0 when none). */
+bool log_throttle_allow(struct log_throttle *t, unsigned limit_per_s, unsigned *suppressed);
+
+#define TY_BAD_PEER(subsys, ...)                                                                   \
+    do {                                                                                           \
+        static struct log_throttle ty_thr_;                                                        \
+        unsigned ty_sup_ = 0;                                                                      \
+        if (TY_LOG_WARN <= log_threshold &&                                                        \
+            log_throttle_allow(&ty_thr_, LOG_BAD_PEER_PER_S, &ty_sup_)) {                          \
+            if (ty_sup_)                                                                           \
+                log_write(TY_LOG_WARN, (subsys),                                                   \
+                          "bad input from peer: %u similar lines suppressed", ty_sup_);            \
+            log_write(TY_LOG_WARN, (subsys), "bad input from peer: " __VA_ARGS__);                 \
+        }                                                                                          \
+    } while (0)
 
 #endif

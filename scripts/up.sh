@@ -66,7 +66,7 @@ TRAINYARD_TOKEN=$(cat "$state/server/admin.token")
 export TRAINYARD_TOKEN
 
 build/worker/agent/trainyard-agent --server "ws://127.0.0.1:$ws_port" \
-  --token "$(cat "$state/server/cluster.token")" --data-dir "$state/agent" \
+  --token-file "$state/server/cluster.token" --data-dir "$state/agent" \
   >>"$state/agent.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 100); do

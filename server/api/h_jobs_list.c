@@ -6,16 +6,18 @@
 #include "store.h"
 #include "util.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Turns "RUNNING,pending" into the array literal "{RUNNING,PENDING}". Returns 0, or -1 naming
- * the unknown status in `bad`. */
+/* Turns "RUNNING,pending,running" into the array literal "{PENDING,RUNNING}": each status once,
+ * in lifecycle order, so the literal is bounded by the number of statuses however long the
+ * query is (out needs 128 bytes). Returns 0, or -1 naming the unknown status in `bad` (always
+ * set on -1). */
 static int statuses_to_array(const char *in, char *out, size_t outlen, char *bad, size_t badlen)
 {
-    size_t used = 0;
-    out[used++] = '{';
+    bool seen[JOB_STATUS_COUNT] = {false};
     const char *p = in;
     while (*p) {
         const char *comma = strchr(p, ',');
@@ -25,11 +27,22 @@ static int statuses_to_array(const char *in, char *out, size_t outlen, char *bad
             snprintf(bad, badlen, "%.*s", (int)(len > 32 ? 32 : len), p);
             return -1;
         }
-        used += (size_t)snprintf(out + used, outlen - used, "%s%s", used > 1 ? "," : "",
-                                 job_status_name(s));
+        seen[s] = true;
         p += len + (comma ? 1 : 0);
-        if (used + 16 >= outlen)
+    }
+    size_t used = 0;
+    out[used++] = '{';
+    out[used] = '\0';
+    for (int s = 0; s < JOB_STATUS_COUNT; s++) {
+        if (!seen[s])
+            continue;
+        int n = snprintf(out + used, outlen - used, "%s%s", used > 1 ? "," : "",
+                         job_status_name((enum job_status)s));
+        if (n < 0 || (size_t)n >= outlen - used - 1) {
+            snprintf(bad, badlen, "(too long)");
             return -1;
+        }
+        used += (size_t)n;
     }
     snprintf(out + used, outlen - used, "}");
     return 0;

@@ -1,5 +1,6 @@
 /* POST /api/v1/jobs: validate the spec, check that the checkpoint it resumes from exists, commit
  * the job, answer 201 with the job. */
+#include "auth.h"
 #include "control.h"
 #include "db.h"
 #include "handlers.h"
@@ -12,31 +13,62 @@
 #include <string.h>
 
 struct job_submit {
+    const struct srv_identity *who;
     const char *owner;
     const json_t *spec;
-    json_int_t resume_from; /* 0: starts fresh */
-    bool no_checkpoint;     /* out: resume_from does not exist; nothing was inserted */
+    json_int_t resume_from;       /* 0: starts fresh */
+    bool no_checkpoint;           /* out: resume_from does not exist; nothing was inserted */
+    bool foreign_checkpoint;      /* out: resume_from is another user's; nothing was inserted */
+    const char *key;              /* Idempotency-Key, or NULL */
+    enum store_once_outcome once; /* out, with a key */
     int64_t id;
     char *job;
 };
 
-/* Checks the checkpoint to resume from, then inserts the job. Returns a db_qs. */
+/* Checks the checkpoint to resume from (it exists, and is the submitter's own unless the
+ * submitter is an admin: a checkpoint holds its job's weights and data), then inserts the job.
+ * Returns a db_qs. */
 static int job_submit(struct db_conn *c, void *arg)
 {
     struct job_submit *a = arg;
     /* A checkpoint removed between this check and the launch is the launch's to report. */
     if (a->resume_from > 0) {
-        int qs = store_checkpoint_exists(c, a->resume_from);
+        char *owner = NULL;
+        int qs = store_checkpoint_owner(c, a->resume_from, &owner);
         if (qs <= 0) {
             a->no_checkpoint = qs == 0;
             return qs;
         }
+        bool mine = owner && srv_auth_may_modify(a->who, owner);
+        free(owner);
+        if (!mine) {
+            a->foreign_checkpoint = true;
+            return 0;
+        }
     }
+    if (a->key)
+        return store_job_insert_once(c, a->owner, a->spec, a->key, &a->id, &a->job, &a->once);
     return store_job_insert(c, a->owner, a->spec, &a->id, &a->job);
+}
+
+/* Whether an Idempotency-Key header value is acceptable: 1 to 255 printable ASCII bytes. */
+static bool key_valid(const char *k)
+{
+    size_t n = strlen(k);
+    if (n == 0 || n > 255)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (k[i] < 0x21 || k[i] > 0x7e)
+            return false;
+    return true;
 }
 
 enum MHD_Result h_jobs_submit(struct srv_request *req)
 {
+    const char *key = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "Idempotency-Key");
+    if (key && !key_valid(key))
+        return srv_reply_problem(req, SRV_P_BAD_REQUEST, NULL,
+                                 "Idempotency-Key must be 1 to 255 printable ASCII characters");
     enum MHD_Result ret;
     json_t *in = srv_body_json(req, &ret);
     if (in == NULL)
@@ -56,7 +88,9 @@ enum MHD_Result h_jobs_submit(struct srv_request *req)
                                  json_string_value(json_object_get(first, "detail")));
     }
     struct job_submit a = {
+        .who = &req->who,
         .owner = req->who.name,
+        .key = key,
         .spec = spec,
         .resume_from = json_integer_value(json_object_get(spec, "resume_from_checkpoint")),
     };
@@ -69,11 +103,27 @@ enum MHD_Result h_jobs_submit(struct srv_request *req)
         return srv_reply_field_problem(req, SRV_P_CHECKPOINT_NOT_FOUND, "resume_from_checkpoint",
                                        detail);
     }
+    if (a.foreign_checkpoint) {
+        char detail[96];
+        snprintf(detail, sizeof(detail), "checkpoint %lld belongs to another user's job",
+                 (long long)a.resume_from);
+        return srv_reply_field_problem(req, SRV_P_CHECKPOINT_FORBIDDEN, "resume_from_checkpoint",
+                                       detail);
+    }
     if (qs <= 0)
         return srv_reply_db_error(req, qs < 0 ? qs : DB_HARD_ERROR);
-    control_kick(req->srv->control);
     char location[64];
     snprintf(location, sizeof(location), "/api/v1/jobs/%lld", (long long)a.id);
+    if (key && a.once == STORE_ONCE_CONFLICT) {
+        free(a.job);
+        return srv_reply_problem(req, SRV_P_IDEMPOTENCY_CONFLICT, NULL,
+                                 "Idempotency-Key '%s' already created job %lld with another spec",
+                                 key, (long long)a.id);
+    }
+    if (key && a.once == STORE_ONCE_REPLAYED) /* a retry: the job the first request created */
+        return srv_reply_steal(req, MHD_HTTP_OK, "application/json", a.job, strlen(a.job),
+                               location);
+    control_kick(req->srv->control);
     return srv_reply_steal(req, MHD_HTTP_CREATED, "application/json", a.job, strlen(a.job),
                            location);
 }

@@ -16,11 +16,18 @@ struct token_query {
     const char *name, *role, *hash;
     int64_t id;
     char *json;
+    bool name_taken; /* out of token_insert: nothing was inserted */
 };
 
+/* Inserts the token unless a live token has its name (jobs are owned by name). */
 static int token_insert(struct db_conn *c, void *arg)
 {
     struct token_query *a = arg;
+    int qs = store_token_name_taken(c, a->name);
+    if (qs != 0) {
+        a->name_taken = qs > 0;
+        return qs > 0 ? 0 : qs;
+    }
     return store_token_insert(c, a->name, a->role, a->hash, &a->json);
 }
 
@@ -70,6 +77,14 @@ enum MHD_Result h_tokens_create(struct srv_request *req)
     int qs = DB_HARD_ERROR;
     if (srv_token_mint("ty_", token, sizeof(token), hash) == 0)
         qs = db_with_conn(req->srv->db, token_insert, &a);
+    if (a.name_taken) {
+        json_t *errs = json_pack("[{s:s, s:s}]", "field", "name", "detail",
+                                 "a live token already has this name (it owns that name's jobs)");
+        enum MHD_Result r = srv_reply_problem(req, SRV_P_TOKEN_NAME_TAKEN, errs,
+                                              "a live token is already named '%s'", a.name);
+        json_decref(in); /* a.name points into it */
+        return r;
+    }
     json_decref(in);
     if (qs <= 0)
         return srv_reply_db_error(req, qs < 0 ? qs : DB_HARD_ERROR);

@@ -41,13 +41,14 @@ static void reconnect_to_resend(struct control *ctl, struct ctl_node *node, uint
 /* ------------------------------------------------------------------------------------------ */
 
 /* Queues a worker_started of a registered node; a full batch is committed first. */
-static void queue_started(struct control *ctl, uint64_t conn, const struct agent_worker_event *e,
-                          int64_t job)
+static void queue_started(struct control *ctl, struct ctl_node *node, uint64_t conn,
+                          const struct agent_worker_event *e, int64_t job)
 {
     struct ctl_started *b = &ctl->started;
     if (b->n == CTL_STARTED_MAX)
         ctl__flush_started(ctl);
     b->rows[b->n] = (struct store_worker_start){
+        .node = node->id,
         .job = job,
         .attempt = (int)e->attempt,
         .rank = (int)e->rank,
@@ -75,7 +76,8 @@ void ctl__flush_started(struct control *ctl)
         if (node == NULL)
             continue;
         const struct store_worker_start *r = &b->rows[i];
-        if (!one_txn && store_worker_started(ctl->db, r->job, r->attempt, r->rank, r->pid) < 0) {
+        if (!one_txn &&
+            store_worker_started(ctl->db, node->id, r->job, r->attempt, r->rank, r->pid) < 0) {
             reconnect_to_resend(ctl, node, b->conn[i], "worker_started");
             continue;
         }
@@ -85,14 +87,15 @@ void ctl__flush_started(struct control *ctl)
     b->n = 0;
 }
 
-/* Applies a worker exit (exit_code, signal: -1 for null); stops the job's other workers when it
- * failed. Returns 0 or -1. */
-static int apply_exit(struct control *ctl, int64_t job, int attempt, int rank, int exit_code,
-                      int signal, const char *error)
+/* Applies a worker exit reported by node `node` (exit_code, signal: -1 for null); stops the
+ * job's other workers when it failed. The store ignores it unless the worker is on that node.
+ * Returns 0 or -1. */
+static int apply_exit(struct control *ctl, const char *node, int64_t job, int attempt, int rank,
+                      int exit_code, int signal, const char *error)
 {
     int64_t c = exit_code, s = signal;
     enum store_exit_outcome outcome = STORE_EXIT_IGNORED;
-    int qs = store_worker_exited(ctl->db, job, attempt, rank, exit_code >= 0 ? &c : NULL,
+    int qs = store_worker_exited(ctl->db, node, job, attempt, rank, exit_code >= 0 ? &c : NULL,
                                  signal >= 0 ? &s : NULL, error, &outcome);
     if (qs < 0)
         return -1;
@@ -145,7 +148,8 @@ static void reconcile(struct control *ctl, const char *node_id, const struct age
             last_job = job;
             last_attempt = attempt;
         } else {
-            apply_exit(ctl, job, attempt, rank, -1, -1, "was lost: its agent restarted without it");
+            apply_exit(ctl, node_id, job, attempt, rank, -1, -1,
+                       "was lost: its agent restarted without it");
         }
     }
     free(live);
@@ -154,18 +158,6 @@ static void reconcile(struct control *ctl, const char *node_id, const struct age
 /* ------------------------------------------------------------------------------------------ */
 /* register                                                                                     */
 /* ------------------------------------------------------------------------------------------ */
-
-/* Whether the register carries the cluster join token (always, without --auth). */
-static bool token_ok(const struct control *ctl, const char *token)
-{
-    if (ctl->cluster_token_hash == NULL)
-        return true;
-    char hash[65];
-    if (token == NULL)
-        return false;
-    util_sha256_hex(token, strlen(token), hash);
-    return strcmp(hash, ctl->cluster_token_hash) == 0;
-}
 
 /* Records the node in the database. Returns a db_qs. */
 static int record_node(struct control *ctl, const struct agent_node_msg *reg)
@@ -206,14 +198,16 @@ static struct ctl_node *attach_node(struct control *ctl, const char *id, uint64_
 
 static void on_register(struct control *ctl, uint64_t conn, const struct agent_node_msg *reg)
 {
-    if (!token_ok(ctl, reg->token)) {
-        TY_WARN("control", "agent on connection %llu sent a wrong cluster token",
-                (unsigned long long)conn);
-        send_error_and_close(ctl, conn, "unknown cluster join token");
+    char minted[CTL_CREDENTIAL_MAX], minted_hash[65], why[300];
+    if (ctl__enrol(ctl, reg, minted, minted_hash, why, sizeof(why)) != 0) {
+        TY_BAD_PEER("control", "agent on connection %llu refused: %s", (unsigned long long)conn,
+                    why);
+        send_error_and_close(ctl, conn, why);
         return;
     }
     const char *id = reg->node.id;
-    if (record_node(ctl, reg) < 0) {
+    if (record_node(ctl, reg) < 0 ||
+        (minted[0] && store_node_set_credential(ctl->db, id, minted_hash) < 0)) {
         send_error_and_close(ctl, conn, "the server could not record the node; retry");
         return;
     }
@@ -221,11 +215,13 @@ static void on_register(struct control *ctl, uint64_t conn, const struct agent_n
         return;
     TY_INFO("control", "node %s registered (%s)", id, reg->node.address);
     int64_t timeout = ctl->srv->cfg.heartbeat_timeout_s;
-    ctl__send_text(ctl, conn, agent_msg_registered(id, timeout >= 4 ? timeout / 4 : 1));
+    ctl__send_text(
+        ctl, conn,
+        agent_msg_registered(id, timeout >= 4 ? timeout / 4 : 1, minted[0] ? minted : NULL));
     for (size_t i = 0; i < reg->n_workers; i++) {
         const struct agent_worker_event *w = &reg->workers[i];
         if (w->exited)
-            apply_exit(ctl, job_of(w), (int)w->attempt, (int)w->rank, w->exit_code, w->signal,
+            apply_exit(ctl, id, job_of(w), (int)w->attempt, (int)w->rank, w->exit_code, w->signal,
                        w->error);
     }
     reconcile(ctl, id, reg);
@@ -249,10 +245,11 @@ static int on_worker_event(struct control *ctl, struct ctl_node *node, uint64_t 
         return 0;
     }
     if (m->type == AGENT_MSG_WORKER_STARTED) {
-        queue_started(ctl, conn, e, job);
+        queue_started(ctl, node, conn, e, job);
         return 0;
     }
-    if (apply_exit(ctl, job, (int)e->attempt, (int)e->rank, e->exit_code, e->signal, e->error) < 0)
+    if (apply_exit(ctl, node->id, job, (int)e->attempt, (int)e->rank, e->exit_code, e->signal,
+                   e->error) < 0)
         return -1;
     ack_seq(ctl, conn, e->seq);
     return 0;

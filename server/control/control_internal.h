@@ -97,6 +97,17 @@ struct control {
 double ctl__now(void);
 struct ctl_node *ctl__node_by_conn(struct control *ctl, uint64_t conn);
 struct ctl_node *ctl__node_by_id(struct control *ctl, const char *id);
+
+/* control_enrol.c */
+#define CTL_CREDENTIAL_MAX 48 /* a minted node credential ("tyn_" + 40 hex) and its NUL */
+struct agent_node_msg;
+/* Decides whether `reg` may register its node id: with that node's credential, or with the
+ * cluster token when the node is new, LOST or has none; then a new credential is minted into
+ * minted (its SHA-256 hex into minted_hash) for the caller to store and send. Both are "" when
+ * nothing was minted (the credential was proven, or --auth none). Returns 0, or -1 with the
+ * reason for the agent in why. */
+int ctl__enrol(struct control *ctl, const struct agent_node_msg *reg,
+               char minted[CTL_CREDENTIAL_MAX], char minted_hash[65], char *why, size_t whylen);
 /* Sends a message built by common/agent_proto.c to a connection (text taken over; NULL, out of
  * memory while building it, is logged and dropped). */
 void ctl__send_text(struct control *ctl, uint64_t conn, char *text);

@@ -18,6 +18,7 @@ void srv_launch_rows_free(struct srv_launch_rows *r)
         free(r->workers[i].gpus);
     }
     free(r->workers);
+    free(r->rendezvous_secret);
     for (int64_t i = 0; r->rank_addresses && i < r->world_size; i++)
         free(r->rank_addresses[i]);
     free(r->rank_addresses);
@@ -116,10 +117,19 @@ int srv_launch_build(int64_t job, int attempt, const struct srv_launch_rows *row
         .master_addr = rows->master_addr,
         .master_port = rows->master_port,
         .rank_addresses = (const char **)rows->rank_addresses,
+        .rendezvous_secret = rows->rendezvous_secret,
     };
-    json_t *empty_env = l.env ? NULL : json_object();
-    if (empty_env)
-        l.env = empty_env;
+    /* The workers get env and secret_env together (secret_env wins); only the API hides the
+     * secret values. */
+    json_t *worker_env = json_object();
+    if (worker_env) {
+        if (l.env)
+            json_object_update(worker_env, (json_t *)l.env);
+        json_t *secret = json_object_get(spec, "secret_env");
+        if (json_is_object(secret))
+            json_object_update(worker_env, secret);
+    }
+    l.env = worker_env;
     struct srv_launch_msg *msgs = calloc(rows->n_workers + 1, sizeof(*msgs));
     int rc = msgs && l.env ? 0 : -1;
     size_t k = 0;
@@ -136,7 +146,7 @@ int srv_launch_build(int64_t job, int attempt, const struct srv_launch_rows *row
         if (msgs[k].text == NULL)
             rc = -1;
     }
-    json_decref(empty_env);
+    json_decref(worker_env);
     json_decref(spec);
     if (rc != 0) {
         srv_launch_msgs_free(msgs, k);

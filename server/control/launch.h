@@ -23,7 +23,8 @@ struct srv_launch_rows {
     char *spec_json; /* the job's spec (JSON text) */
     char *master_addr;
     int64_t master_port, world_size, num_nodes;
-    char **rank_addresses; /* world_size entries: the address of each rank's node */
+    char **rank_addresses;   /* world_size entries: the address of each rank's node */
+    char *rendezvous_secret; /* the attempt's (attempts.rendezvous_secret); NULL: none */
     struct srv_launch_worker *workers;
     size_t n_workers;
 };

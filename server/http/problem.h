@@ -25,7 +25,11 @@
     X(UNSUPPORTED_MEDIA_TYPE, 415, "unsupported-media-type", "Unsupported content type")           \
     X(CHECKPOINT_NOT_FOUND, 422, "checkpoint-not-found", "Checkpoint not found")                   \
     X(INTERNAL, 500, "internal", "Internal server error")                                          \
-    X(DATABASE_UNAVAILABLE, 503, "database-unavailable", "Database unavailable")
+    X(DATABASE_UNAVAILABLE, 503, "database-unavailable", "Database unavailable")                   \
+    X(CHECKPOINT_FORBIDDEN, 403, "checkpoint-forbidden", "Checkpoint of another user's job")       \
+    X(IDEMPOTENCY_CONFLICT, 409, "idempotency-key-reused",                                         \
+      "Idempotency-Key already used for another job spec")                                         \
+    X(TOKEN_NAME_TAKEN, 409, "token-name-taken", "Token name already in use")
 
 enum srv_problem {
 #define X(name, status, slug, title) SRV_P_##name,

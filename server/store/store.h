@@ -36,6 +36,8 @@ int store_cluster_stats(struct db_conn *c, struct store_cluster_stats *out);
 /* ---- tokens (store_tokens.c) ---- */
 int store_token_lookup(struct db_conn *c, const char *hash, struct srv_identity *who);
 /* Inserts a token; *json_out gets {"id","name","role","created_at"} text. */
+/* Whether a live (not revoked) token already has `name`: 1, 0, or an error. */
+int store_token_name_taken(struct db_conn *c, const char *name);
 int store_token_insert(struct db_conn *c, const char *name, const char *role, const char *hash,
                        char **json_out);
 int store_token_list(struct db_conn *c, char **json_out);
@@ -57,6 +59,17 @@ int store_job_get(struct db_conn *c, int64_t id, char **json_out);
  * before_id: 0 or the cursor. *json_out = JSON array text; *min_id_out = smallest id listed. */
 int store_job_list(struct db_conn *c, const char *statuses, int64_t before_id, int limit,
                    char **json_out, int64_t *min_id_out);
+/* What store_job_insert_once did. */
+enum store_once_outcome {
+    STORE_ONCE_CREATED,  /* a new job */
+    STORE_ONCE_REPLAYED, /* the owner's job with that key, submitted with the same spec */
+    STORE_ONCE_CONFLICT, /* the owner's job with that key has another spec; nothing inserted */
+};
+/* store_job_insert with an Idempotency-Key (ty_job_submit_once): the owner's job with `key` when
+ * there is one, else a new job. *id_out and *json_out (malloc'd) are that job in every outcome.
+ * Returns a db_qs. */
+int store_job_insert_once(struct db_conn *c, const char *owner, const json_t *spec, const char *key,
+                          int64_t *id_out, char **json_out, enum store_once_outcome *outcome);
 /* *owner_out = the name that submitted job `id` (malloc'd). Returns 1, 0 when there is no such
  * job, or an error. Handlers decide with it whether the requester may change the job (auth.h);
  * the store functions below apply what they are asked to. */
@@ -107,9 +120,20 @@ struct store_live_worker {
 int store_node_live_workers(struct db_conn *c, const char *id, struct store_live_worker **out,
                             size_t *n);
 
-int store_worker_started(struct db_conn *c, int64_t job, int attempt, int rank, int64_t pid);
-/* One worker_started event. */
+/* Records a worker start (ty_worker_started) sent by node `node`: applied only when the worker
+ * is placed on that node (another node's event changes nothing). Returns a db_qs. */
+/* Node credentials (store_node_auth.c). *hash_out = the SHA-256 hex of node `id`'s credential
+ * (malloc'd; NULL when none was minted), *alive = the node is ALIVE. Returns 1, 0 when there is
+ * no such node, or an error. */
+int store_node_auth(struct db_conn *c, const char *id, char **hash_out, bool *alive);
+/* Replaces node `id`'s credential hash (after store_node_register). Returns a db_qs. */
+int store_node_set_credential(struct db_conn *c, const char *id, const char *hash);
+
+int store_worker_started(struct db_conn *c, const char *node, int64_t job, int attempt, int rank,
+                         int64_t pid);
+/* One worker_started event, sent by `node` (borrowed; [A-Za-z0-9._-]). */
 struct store_worker_start {
+    const char *node;
     int64_t job;
     int attempt, rank;
     int64_t pid;
@@ -125,9 +149,10 @@ enum store_exit_outcome {
     STORE_EXIT_STOP_OTHERS, /* the job is STOPPING: its other workers must be stopped */
     STORE_EXIT_SETTLED,     /* that was its last worker: the job just finished */
 };
-/* Records a worker exit (ty_worker_exited: a failure fails the job, the last exit settles it).
+/* Records a worker exit (ty_worker_exited: a failure fails the job, the last exit settles it)
+ * sent by node `node`: applied only when the worker is placed on that node, else ignored.
  * exit_code, signal, error: NULL when absent. Returns a db_qs; *outcome is set on success. */
-int store_worker_exited(struct db_conn *c, int64_t job, int attempt, int rank,
+int store_worker_exited(struct db_conn *c, const char *node, int64_t job, int attempt, int rank,
                         const int64_t *exit_code, const int64_t *signal, const char *error,
                         enum store_exit_outcome *outcome);
 
@@ -266,8 +291,9 @@ int store_checkpoint_round(struct db_conn *c, const struct store_checkpoint_roun
  * size_bytes, location, created_at}, by attempt then index. Returns 0 when the job does not
  * exist, 1 with the array, or an error. */
 int store_checkpoint_list(struct db_conn *c, int64_t job, char **json_out);
-/* Whether checkpoint `ckpt` exists (is COMMITTED): 1, 0, or an error. One primary-key lookup. */
-int store_checkpoint_exists(struct db_conn *c, int64_t ckpt);
+/* The owner of the job that wrote checkpoint `ckpt` (malloc'd into *owner_out) when the
+ * checkpoint exists (is COMMITTED): 1, 0, or an error. Two primary-key lookups. */
+int store_checkpoint_owner(struct db_conn *c, int64_t ckpt, char **owner_out);
 /* The directories to resume attempt `attempt` of `job` from checkpoint `ckpt` (its
  * resume_from_checkpoint), for the n_nodes nodes `node_ids`: *out gets one entry per node, in
  * that order (srv_resume_dirs_free). path: the checkpoint's location entry on that node, or NULL

@@ -149,15 +149,17 @@ int store_checkpoint_list(struct db_conn *c, int64_t job, char **json_out)
 /* Resuming (resume_from_checkpoint)                                                            */
 /* ------------------------------------------------------------------------------------------ */
 
-int store_checkpoint_exists(struct db_conn *c, int64_t ckpt)
+int store_checkpoint_owner(struct db_conn *c, int64_t ckpt, char **owner_out)
 {
     static const struct db_stmt st = {
-        "checkpoint_exists",
-        "SELECT 1 FROM checkpoints WHERE id = $1::bigint AND status = 'COMMITTED'", 1, true};
+        "checkpoint_owner",
+        "SELECT j.owner FROM checkpoints c JOIN jobs j ON j.id = c.job_id "
+        "WHERE c.id = $1::bigint AND c.status = 'COMMITTED'",
+        1, true};
     char id[32];
     STORE_NUM(id, ckpt);
     const char *p[] = {id};
-    return db_exec(c, &st, p, NULL);
+    return db_exec_text(c, &st, p, owner_out);
 }
 
 /* One statement: n pairs each launched node (in the order of nodes_json) with the path of the

@@ -3,6 +3,7 @@
  * so each event is one atomic statement. */
 #include "store.h"
 
+#include "agent_proto.h"
 #include "db_query.h"
 #include "job_status.h"
 #include "log.h"
@@ -131,17 +132,25 @@ int store_node_live_workers(struct db_conn *c, const char *id, struct store_live
     return qs;
 }
 
-int store_worker_started(struct db_conn *c, int64_t job, int attempt, int rank, int64_t pid)
+/* Events are applied only when the worker is placed on the node that sends them. */
+#define STORE_WORKER_ON_NODE(job, attempt, rank, node)                                             \
+    "EXISTS (SELECT 1 FROM workers w WHERE w.job_id = " job " AND w.attempt = " attempt            \
+    " AND w.rank = " rank " AND w.node_id = " node ")"
+
+int store_worker_started(struct db_conn *c, const char *node, int64_t job, int attempt, int rank,
+                         int64_t pid)
 {
     static const struct db_stmt st = {
-        "worker_started", "SELECT ty_worker_started($1::bigint, $2::int, $3::int, $4::int)", 4,
-        false};
+        "worker_started",
+        "SELECT ty_worker_started($1::bigint, $2::int, $3::int, $4::int) WHERE " //
+        STORE_WORKER_ON_NODE("$1::bigint", "$2::int", "$3::int", "$5"),
+        5, false};
     char j[32], a[16], r[16], p[32];
     STORE_NUM(j, job);
     STORE_NUM(a, attempt);
     STORE_NUM(r, rank);
     STORE_NUM(p, pid);
-    const char *params[] = {j, a, r, p};
+    const char *params[] = {j, a, r, p, node};
     return db_exec(c, &st, params, NULL);
 }
 
@@ -151,41 +160,50 @@ int store_workers_started(struct db_conn *c, const struct store_worker_start *w,
     static const struct db_stmt st = {
         "workers_started",
         "SELECT ty_worker_started(e.job, e.attempt, e.rank, e.pid)"
-        "  FROM unnest($1::bigint[], $2::int[], $3::int[], $4::int[]) WITH ORDINALITY"
-        "       AS e(job, attempt, rank, pid, i)"
+        "  FROM unnest($1::bigint[], $2::int[], $3::int[], $4::int[], $5::text[]) WITH ORDINALITY"
+        "       AS e(job, attempt, rank, pid, node, i)"
+        " WHERE " STORE_WORKER_ON_NODE("e.job", "e.attempt", "e.rank", "e.node") //
         " ORDER BY e.i",
-        4, false};
+        5, false};
     if (n == 0)
         return 0;
-    /* Four array literals {v0,v1,...}: job, attempt, rank, pid. */
-    size_t cap = 3 + n * 21;
-    char *arrays[4] = {malloc(cap), malloc(cap), malloc(cap), malloc(cap)};
+    /* Five array literals {v0,v1,...}: job, attempt, rank, pid, node (node ids are
+     * [A-Za-z0-9._-], agent_proto.c, so they need no quoting beyond the double quotes). */
+    size_t cap = 3 + n * 21, ncap = 3 + n * (AGENT_PROTO_MAX_NODE_ID + 3);
+    char *arrays[5] = {malloc(cap), malloc(cap), malloc(cap), malloc(cap), malloc(ncap)};
     int qs = DB_HARD_ERROR;
-    if (arrays[0] && arrays[1] && arrays[2] && arrays[3]) {
-        size_t len[4] = {0, 0, 0, 0};
+    if (arrays[0] && arrays[1] && arrays[2] && arrays[3] && arrays[4]) {
+        size_t len[5] = {0, 0, 0, 0, 0};
         for (size_t i = 0; i < n; i++) {
             long long v[4] = {w[i].job, w[i].attempt, w[i].rank, w[i].pid};
             for (size_t k = 0; k < 4; k++)
                 len[k] += (size_t)snprintf(arrays[k] + len[k], cap - len[k], "%c%lld",
                                            i ? ',' : '{', v[k]);
+            len[4] += (size_t)snprintf(arrays[4] + len[4], ncap - len[4], "%c\"%s\"", i ? ',' : '{',
+                                       w[i].node);
         }
         for (size_t k = 0; k < 4; k++)
             snprintf(arrays[k] + len[k], cap - len[k], "}");
-        const char *params[] = {arrays[0], arrays[1], arrays[2], arrays[3]};
+        snprintf(arrays[4] + len[4], ncap - len[4], "}");
+        const char *params[] = {arrays[0], arrays[1], arrays[2], arrays[3], arrays[4]};
         qs = db_exec(c, &st, params, NULL);
+        if (qs >= 0)
+            qs = (int)n;
     }
-    for (size_t k = 0; k < 4; k++)
+    for (size_t k = 0; k < 5; k++)
         free(arrays[k]);
     return qs;
 }
 
-int store_worker_exited(struct db_conn *c, int64_t job, int attempt, int rank,
+int store_worker_exited(struct db_conn *c, const char *node, int64_t job, int attempt, int rank,
                         const int64_t *exit_code, const int64_t *signal, const char *error,
                         enum store_exit_outcome *outcome)
 {
     static const struct db_stmt st = {
         "worker_exited",
-        "SELECT ty_worker_exited($1::bigint, $2::int, $3::int, $4::int, $5::int, $6)", 6, false};
+        "SELECT ty_worker_exited($1::bigint, $2::int, $3::int, $4::int, $5::int, $6) WHERE " //
+        STORE_WORKER_ON_NODE("$1::bigint", "$2::int", "$3::int", "$7"),
+        7, false};
     char j[32], a[16], r[16], code[32], sig[32];
     STORE_NUM(j, job);
     STORE_NUM(a, attempt);
@@ -194,7 +212,7 @@ int store_worker_exited(struct db_conn *c, int64_t job, int attempt, int rank,
         STORE_NUM(code, *exit_code);
     if (signal)
         STORE_NUM(sig, *signal);
-    const char *params[] = {j, a, r, exit_code ? code : NULL, signal ? sig : NULL, error};
+    const char *params[] = {j, a, r, exit_code ? code : NULL, signal ? sig : NULL, error, node};
     char *after = NULL; /* the job's status after the exit; NULL: nothing recorded */
     int qs = db_exec_text(c, &st, params, &after);
     enum job_status s = JOB_STATUS_COUNT;
@@ -482,9 +500,10 @@ static int launch_attempt(PGresult *res, struct srv_launch_rows *out)
     out->master_port = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
     out->world_size = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
     out->num_nodes = strtoll(PQgetvalue(res, 0, 4), NULL, 10);
+    out->rendezvous_secret = strdup(PQgetvalue(res, 0, 12));
     json_t *addrs = json_loads(PQgetvalue(res, 0, 5), 0, NULL);
-    if (out->spec_json == NULL || out->master_addr == NULL || !json_is_array(addrs) ||
-        (int64_t)json_array_size(addrs) != out->world_size) {
+    if (out->spec_json == NULL || out->master_addr == NULL || out->rendezvous_secret == NULL ||
+        !json_is_array(addrs) || (int64_t)json_array_size(addrs) != out->world_size) {
         json_decref(addrs);
         return -1;
     }
@@ -511,7 +530,7 @@ int store_launch_rows(struct db_conn *c, int64_t job, int attempt, const char *n
         "       (SELECT count(DISTINCT node_id) FROM aw), "
         "       (SELECT jsonb_agg(address ORDER BY rank) FROM aw)::text, "
         "       w.node_id, w.node_rank, w.rank, w.local_rank, array_to_string(w.gpus, ','), "
-        "       (SELECT count(*) FROM aw WHERE aw.node_id = w.node_id) "
+        "       (SELECT count(*) FROM aw WHERE aw.node_id = w.node_id), a.rendezvous_secret "
         "FROM workers w JOIN attempts a USING (job_id, attempt) JOIN jobs j ON j.id = w.job_id "
         "WHERE w.job_id = $1::bigint AND w.attempt = $2::int AND w.status = 'PLACED' "
         "  AND ($3::text IS NULL OR w.node_id = $3) "

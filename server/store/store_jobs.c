@@ -37,6 +37,35 @@ int store_job_insert(struct db_conn *c, const char *owner, const json_t *spec, i
     return qs;
 }
 
+int store_job_insert_once(struct db_conn *c, const char *owner, const json_t *spec, const char *key,
+                          int64_t *id_out, char **json_out, enum store_once_outcome *outcome)
+{
+    static const struct db_stmt st = {
+        "job_insert_once",
+        "SELECT (r.job).id, ty_job_json(r.job)::text, r.created, r.same_spec "
+        "FROM ty_job_submit_once($1, $2, $3::int, $4::jsonb, $5) r",
+        5, false};
+    char *spec_text = json_dumps(spec, JSON_COMPACT);
+    if (spec_text == NULL)
+        return DB_HARD_ERROR;
+    char prio[32];
+    STORE_NUM(prio, json_integer_value(json_object_get(spec, "priority")));
+    const char *params[] = {json_string_value(json_object_get(spec, "name")), owner, prio,
+                            spec_text, key};
+    PGresult *res = NULL;
+    int qs = db_exec(c, &st, params, &res);
+    free(spec_text);
+    if (qs <= 0)
+        return qs;
+    *id_out = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    *json_out = strdup(PQgetvalue(res, 0, 1));
+    *outcome = strcmp(PQgetvalue(res, 0, 2), "t") == 0   ? STORE_ONCE_CREATED
+               : strcmp(PQgetvalue(res, 0, 3), "t") == 0 ? STORE_ONCE_REPLAYED
+                                                         : STORE_ONCE_CONFLICT;
+    PQclear(res);
+    return *json_out ? qs : DB_HARD_ERROR;
+}
+
 int store_job_get(struct db_conn *c, int64_t id, char **json_out)
 {
     static const struct db_stmt st = {

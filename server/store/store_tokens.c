@@ -39,6 +39,15 @@ int store_token_insert(struct db_conn *c, const char *name, const char *role, co
     return db_exec_text(c, &st, params, json_out);
 }
 
+int store_token_name_taken(struct db_conn *c, const char *name)
+{
+    static const struct db_stmt st = {
+        "token_name_taken", "SELECT 1 FROM api_tokens WHERE name = $1 AND revoked_at IS NULL", 1,
+        true};
+    const char *params[] = {name};
+    return db_exec(c, &st, params, NULL);
+}
+
 int store_token_list(struct db_conn *c, char **json_out)
 {
     static const struct db_stmt st = {

@@ -312,7 +312,11 @@ class Agent:
         self.port_range = self.args[self.args.index("--port-range") + 1]
         self.netns = netns
         self.server_addr = server_addr
-        self.env = dict(os.environ, **(env or {}))
+        # Workers run as the agent (root here) unless a test asks for isolation: most tests hand
+        # jobs directories under their own temporary paths. TY_TEST_RUN_AS=auto runs the whole
+        # suite with workers under uids of their own.
+        run_as = os.environ.get("TY_TEST_RUN_AS", "none")
+        self.env = dict(os.environ, **{"TRAINYARD_AGENT_RUN_AS": run_as, **(env or {})})
         self.proc = None
         self.log = None
         self.log_start = 0
@@ -328,7 +332,12 @@ class Agent:
         cmd = [*(["ip", "netns", "exec", self.netns] if self.netns else []), *AGENT_WRAPPER,
                AGENT_BIN, "--server", ws, "--data-dir", self.data_dir, *self.args]
         if token:
-            cmd += ["--token", token]
+            # A token file, never argv: every local user can read a command line (ps).
+            token_file = os.path.join(make_tmpdir("ty-token-"), "cluster.token")
+            fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(token + "\n")
+            cmd += ["--token-file", token_file]
         self.log = open(self.log_path, "ab")
         self.log_start = self.log.tell()
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=self.env)

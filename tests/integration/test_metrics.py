@@ -49,6 +49,7 @@ class FakeAgent:
         token_file = os.path.join(self.server.data_dir, "cluster.token")
         token = open(token_file).read().strip() if os.path.exists(token_file) else None
         self.ws.send_json({"type": "register", "token": token, "workers": list(workers),
+                           "credential": getattr(self, "credential", None),
                            "node": {"id": self.node_id, "hostname": self.node_id,
                                     "address": "127.0.0.1",
                                     "resources": {"CPU": self.cpus, "memory_mb": 8192, "GPU": []},
@@ -56,6 +57,7 @@ class FakeAgent:
                                     "port_range": [29500, 29999]}})
         reply = self.ws.wait_for(lambda m: m["type"] in ("registered", "error"))
         assert reply["type"] == "registered", reply
+        self.credential = reply.get("credential") or getattr(self, "credential", None)
         return self
 
     def send_event(self, msg):

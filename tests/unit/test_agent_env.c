@@ -33,7 +33,7 @@ static char **build_ifname(struct agent_server_msg *m, size_t worker, char *cons
                            const char *ifname)
 {
     char **env = agent_env_build(base, &m->launch, &m->launch.workers[worker], "/opt/ty/python",
-                                 "/data/report.sock", ifname);
+                                 "/data/report.sock", ifname, NULL);
     assert_non_null(env);
     return env;
 }
@@ -173,6 +173,48 @@ static void agent_job_env_is_applied_last(void **state)
     agent_server_msg_free(&m);
 }
 
+static void agent_environment_is_scrubbed(void **state)
+{
+    (void)state;
+    struct agent_server_msg m = parse_launch(NULL);
+    char *base[] = {"TRAINYARD_CLUSTER_TOKEN=tyc_secret",
+                    "TRAINYARD_TOKEN=ty_admin",
+                    "AWS_SECRET_ACCESS_KEY=x",
+                    "SSH_AUTH_SOCK=/tmp/agent",
+                    "PATH=/usr/bin",
+                    "LC_ALL=C.UTF-8",
+                    "NCCL_IB_HCA=mlx5",
+                    NULL};
+    char **env = build(&m, 0, base);
+    assert_null(agent_env_get(env, "TRAINYARD_CLUSTER_TOKEN"));
+    assert_null(agent_env_get(env, "TRAINYARD_TOKEN"));
+    assert_null(agent_env_get(env, "AWS_SECRET_ACCESS_KEY"));
+    assert_null(agent_env_get(env, "SSH_AUTH_SOCK"));
+    expect(env, "PATH", "/usr/bin");
+    expect(env, "LC_ALL", "C.UTF-8");
+    expect(env, "NCCL_IB_HCA", "mlx5");
+    agent_env_free(env);
+    agent_server_msg_free(&m);
+}
+
+static void agent_private_variables_are_set(void **state)
+{
+    (void)state;
+    struct agent_server_msg m = parse_launch("\"rendezvous_secret\":\"rv-1\"");
+    char *base[] = {"HOME=/root", "USER=root", NULL};
+    struct agent_env_private priv = {"rep-1", "/tmp/trainyard-j-7.2.2-abc", "trainyard-2000000001"};
+    char **env = agent_env_build(base, &m.launch, &m.launch.workers[0], "/opt/ty/python",
+                                 "/data/report.sock", NULL, &priv);
+    assert_non_null(env);
+    expect(env, "TRAINYARD_REPORT_SECRET", "rep-1");
+    expect(env, "TRAINYARD_RENDEZVOUS_SECRET", "rv-1");
+    expect(env, "TMPDIR", "/tmp/trainyard-j-7.2.2-abc");
+    expect(env, "HOME", "/tmp/trainyard-j-7.2.2-abc");
+    expect(env, "USER", "trainyard-2000000001");
+    agent_env_free(env);
+    agent_server_msg_free(&m);
+}
+
 static void agent_pythonpath_starts_with_the_sdk_directory(void **state)
 {
     (void)state;
@@ -269,6 +311,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(agent_tensorflow_backend_gets_tf_config),
     cmocka_unit_test(agent_tf_config_uses_rank_addresses_when_given),
     cmocka_unit_test(agent_job_env_is_applied_last),
+    cmocka_unit_test(agent_environment_is_scrubbed),
+    cmocka_unit_test(agent_private_variables_are_set),
     cmocka_unit_test(agent_pythonpath_starts_with_the_sdk_directory),
     cmocka_unit_test(agent_pythonpath_of_the_job_keeps_the_sdk_first),
     cmocka_unit_test(agent_absent_config_is_json_null),

@@ -348,10 +348,15 @@ static struct agent_server_msg server_parse_ok(char *text)
 static void agent_proto_server_control_messages_round_trip(void **state)
 {
     (void)state;
-    struct agent_server_msg m = server_parse_ok(agent_msg_registered("n-1", 7));
+    struct agent_server_msg m = server_parse_ok(agent_msg_registered("n-1", 7, NULL));
     assert_int_equal(m.type, AGENT_MSG_REGISTERED);
     assert_string_equal(m.node_id, "n-1");
     assert_int_equal(m.heartbeat_interval_s, 7);
+    assert_null(m.credential);
+    agent_server_msg_free(&m);
+
+    m = server_parse_ok(agent_msg_registered("n-1", 7, "tyn_abc"));
+    assert_string_equal(m.credential, "tyn_abc");
     agent_server_msg_free(&m);
 
     m = server_parse_ok(agent_msg_error("unknown cluster join token"));
@@ -403,6 +408,7 @@ static void agent_proto_launch_round_trips(void **state)
         .master_port = 29510,
         .checkpoint_dir = "/ck/3",
         .rank_addresses = addrs,
+        .rendezvous_secret = "rv-secret",
         .workers = ws,
         .n_workers = 2,
     };
@@ -429,6 +435,7 @@ static void agent_proto_launch_round_trips(void **state)
     assert_string_equal(l->master_addr, "10.0.0.1");
     assert_int_equal(l->master_port, 29510);
     assert_string_equal(l->checkpoint_dir, "/ck/3");
+    assert_string_equal(l->rendezvous_secret, "rv-secret");
     assert_non_null(l->rank_addresses);
     for (size_t i = 0; i < 4; i++)
         assert_string_equal(l->rank_addresses[i], addrs[i]);
@@ -463,6 +470,7 @@ static void agent_proto_launch_round_trips(void **state)
     assert_null(m.launch.working_dir);
     assert_null(m.launch.checkpoint_dir);
     assert_null(m.launch.rank_addresses);
+    assert_null(m.launch.rendezvous_secret);
     assert_string_equal(m.launch.config_json, "null");
     agent_server_msg_free(&m);
     json_decref(sh);
@@ -590,9 +598,36 @@ static void agent_proto_register_round_trips(void **state)
     m = node_parse_ok(agent_msg_register(&n, NULL, NULL, 0));
     assert_null(m.token);
     assert_null(m.node.gpu_type);
+    assert_null(m.node.credential);
     assert_int_equal(json_object_size(m.node.custom), 0);
     assert_int_equal(m.n_workers, 0);
     agent_node_msg_free(&m);
+
+    /* The node credential travels; node ids and addresses are bounded. */
+    n.credential = "tyn_0123";
+    m = node_parse_ok(agent_msg_register(&n, NULL, NULL, 0));
+    assert_string_equal(m.node.credential, "tyn_0123");
+    agent_node_msg_free(&m);
+    n.credential = NULL;
+    char err[256];
+    const char *bad_ids[] = {"has space", "a/b", ".."};
+    for (size_t i = 0; i < 3; i++) {
+        n.id = bad_ids[i];
+        char *text = agent_msg_register(&n, NULL, NULL, 0);
+        assert_int_equal(agent_node_msg_parse(text, strlen(text), &m, err, sizeof(err)), -1);
+        agent_node_msg_free(&m);
+        free(text);
+    }
+    n.id = "n-1";
+    char long_addr[300];
+    memset(long_addr, 'a', sizeof(long_addr) - 1);
+    long_addr[sizeof(long_addr) - 1] = '\0';
+    n.address = long_addr;
+    char *text = agent_msg_register(&n, NULL, NULL, 0);
+    assert_int_equal(agent_node_msg_parse(text, strlen(text), &m, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "address"));
+    agent_node_msg_free(&m);
+    free(text);
     json_decref(custom);
     json_decref(labels);
 }

@@ -423,6 +423,21 @@ static void invalid_env_name_names_env_key(void **state)
     expect_error("{'entrypoint':'x','env':{'A-B':'v'}}", "env.A-B", "valid variable name");
 }
 
+static void secret_env_kept_apart_and_checked_like_env(void **state)
+{
+    (void)state;
+    json_t *out = accept("{'entrypoint':'x','secret_env':{'API_KEY':'k'}}");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(out, "secret_env"), "API_KEY")), "k");
+    assert_int_equal(json_object_size(json_object_get(out, "env")), 0);
+    json_decref(out);
+    out = accept("{'entrypoint':'x'}");
+    assert_null(json_object_get(out, "secret_env"));
+    json_decref(out);
+    expect_error("{'entrypoint':'x','secret_env':{'RANK':'0'}}", "secret_env.RANK", "reserved");
+    expect_error("{'entrypoint':'x','secret_env':{'A':1}}", "secret_env.A", "string");
+}
+
 static void reserved_env_name_rejected(void **state)
 {
     (void)state;
@@ -1002,6 +1017,7 @@ static void allocation_failure_while_reporting_is_nomem(void **state)
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(defaults_filled_for_minimal_spec),
+    cmocka_unit_test(secret_env_kept_apart_and_checked_like_env),
     cmocka_unit_test(entrypoint_array_kept_as_given),
     cmocka_unit_test(null_fields_take_defaults),
     cmocka_unit_test(empty_sections_take_defaults),

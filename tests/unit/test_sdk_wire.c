@@ -138,14 +138,21 @@ static void wire_messages_build_and_validate(void **state)
 {
     (void)state;
     char err[128];
-    json_t *h = ty_wire_hello_new("job-9", 2, 5, 1234);
+    json_t *h = ty_wire_hello_new("job-9", 2, 5, 1234, NULL);
     struct ty_wire_hello hv;
     assert_int_equal(ty_wire_parse_hello(h, &hv, err, sizeof err), 0);
     assert_string_equal(hv.job_id, "job-9");
     assert_int_equal(hv.attempt, 2);
     assert_int_equal(hv.rank, 5);
     assert_int_equal(hv.pid, 1234);
+    assert_null(hv.secret);
     assert_int_equal(ty_wire_type_of(h), TY_WIRE_HELLO);
+    json_decref(h);
+    h = ty_wire_hello_new("job-9", 2, 5, 1234, "s3cret");
+    assert_int_equal(ty_wire_parse_hello(h, &hv, err, sizeof err), 0);
+    assert_string_equal(hv.secret, "s3cret");
+    json_object_set_new(h, "secret", json_integer(7));
+    assert_int_equal(ty_wire_parse_hello(h, &hv, err, sizeof err), TY_EPROTO);
     json_decref(h);
 
     json_t *metrics = json_pack("{s:f, s:i}", "loss", 0.5, "step", 10);

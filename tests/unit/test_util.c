@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "util.h"
 
 static void durable_write_replaces_the_file_whole(void **state)
@@ -45,7 +46,29 @@ static void durable_write_into_a_missing_directory_fails_with_errno(void **state
     assert_int_equal(errno, ENOENT);
 }
 
+/* A burst of bad-peer lines from one call site: about LOG_BAD_PEER_PER_S a second get through
+ * (two windows at most, should the burst straddle a second), the rest are counted and reported
+ * by the next line that is written. */
+static void bad_peer_lines_are_throttled(void **state)
+{
+    (void)state;
+    struct log_throttle t = {0};
+    unsigned allowed = 0, suppressed = 0, reported = 0;
+    for (int i = 0; i < 1000; i++) {
+        if (log_throttle_allow(&t, LOG_BAD_PEER_PER_S, &suppressed)) {
+            allowed++;
+            reported += suppressed;
+        }
+    }
+    assert_true(allowed >= LOG_BAD_PEER_PER_S && allowed <= 2 * LOG_BAD_PEER_PER_S);
+    assert_true(reported <= 1000 - allowed);
+    t.window -= 5; /* a later second: lines get through again, with the count of those left out */
+    assert_true(log_throttle_allow(&t, LOG_BAD_PEER_PER_S, &suppressed));
+    assert_int_equal(reported + suppressed, 1000 - allowed);
+}
+
 static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(bad_peer_lines_are_throttled),
     cmocka_unit_test(durable_write_replaces_the_file_whole),
     cmocka_unit_test(durable_write_into_a_missing_directory_fails_with_errno),
 };

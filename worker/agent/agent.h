@@ -13,8 +13,9 @@
  *   checkpoint.c  taking over checkpoint directories (<data>/checkpoints), merging local ranks
  *   resources.c   node identity and resources: node-id file, CPUs, memory, NVML (dlopen)
  *   events.c      the outgoing event queue (seq, kept until acked) and the worker table
- *   supervise.c   starting workers (posix_spawn, each in its own process group), reaping,
- *                 stopping process groups
+ *   supervise.c   starting workers (posix_spawn, or fork + setuid under --run-as, each in its
+ *                 own process group), reaping, stopping process groups
+ *   isolate.c     what workers run as, their private TMPDIR, data-directory modes, clean-up
  *   logcut.c      pure: cutting output into log lines, reading a log file's journal
  *   logs.c        per-rank log files
  *   tail.c        streaming the log files to the server as `log` events (rank-R.cursor journal)
@@ -44,8 +45,11 @@
 struct agent_config {
     /* Raw option values, filled from the table in config.c. */
     char *server;
-    char *token;
+    char *token; /* from --token, or read from --token-file */
+    char *token_file;
     char *data_dir;
+    char *run_as;      /* auto, uids, none, or a user name (isolate.c) */
+    char *worker_uids; /* "LO-HI": the uids of --run-as uids */
     char *node_id;
     char *address;
     int64_t cpus;      /* 0: detect */
@@ -142,15 +146,29 @@ void agent_log_journal_parse(const char *text, struct agent_log_journal *j);
 /* Worker environment (env.c)                                                                  */
 /* ------------------------------------------------------------------------------------------ */
 
-/* Builds the environment of one worker: `base` (the agent's environment, may be NULL), then
- * GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME = socket_ifname when it is given and `base` sets
- * neither (the user's choice wins), then the DESIGN §3 variables, then the job's env (which may
- * override any of them); PYTHONPATH gets python_path first (also in front of a PYTHONPATH the job
- * sets). Returns a malloc'd NULL-terminated "K=V" array (agent_env_free) or NULL when out of
- * memory. */
+/* What the agent makes private to one worker (NULL fields: not given). */
+struct agent_env_private {
+    const char *report_secret; /* TRAINYARD_REPORT_SECRET: proves the worker in `hello` */
+    const char *tmp_dir;       /* TMPDIR: the worker's private temporary directory */
+    const char *user;          /* set when it runs under a uid of its own: USER and LOGNAME,
+                                * and HOME = tmp_dir */
+};
+
+/* Builds the environment of one worker: the variables of `base` (the agent's environment, may be
+ * NULL) that agent_env_inherited() lets through, then the private ones of `priv` (may be NULL),
+ * then GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME = socket_ifname when it is given and `base`
+ * sets neither (the user's choice wins), then the DESIGN §3 variables, the report secret and the
+ * launch's rendezvous secret, then the job's env (which may override any of them); PYTHONPATH
+ * gets python_path first (also in front of a PYTHONPATH the job sets). Returns a malloc'd
+ * NULL-terminated "K=V" array (agent_env_free) or NULL when out of memory. */
 char **agent_env_build(char *const *base, const struct agent_launch *l,
                        const struct agent_launch_worker *w, const char *python_path,
-                       const char *report_socket, const char *socket_ifname);
+                       const char *report_socket, const char *socket_ifname,
+                       const struct agent_env_private *priv);
+/* Whether a variable of the agent's own environment is passed to workers (a fixed list: PATH,
+ * HOME, the locale, LD_LIBRARY_PATH, PYTHONPATH, NCCL_*, GLOO_*, CUDA_*, ...); never TRAINYARD_*
+ * or anything else the agent holds. */
+bool agent_env_inherited(const char *name);
 void agent_env_free(char **env);
 /* The value of `name` in env, or NULL. */
 const char *agent_env_get(char *const *env, const char *name);
@@ -174,12 +192,20 @@ int agent_checkpoint_check_src(const char *src, char *err, size_t errlen);
  * (files copied so far stay). Blocking: runs in the caller's thread. */
 int agent_checkpoint_merge(const char *src, const char *dest, int64_t rank, int64_t *bytes,
                            char *err, size_t errlen);
+/* agent_checkpoint_merge taking only what uid `owner` owns (-1: anything): a worker running under
+ * a uid of its own cannot have the agent copy a file it could not read itself. A directory or
+ * file of another owner fails the merge. Staged files are 0600, directories 0700. */
+int agent_checkpoint_merge_as(const char *src, const char *dest, int64_t rank, long long owner,
+                              int64_t *bytes, char *err, size_t errlen);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Runtime state (events.c, supervise.c, ...)                                                  */
 /* ------------------------------------------------------------------------------------------ */
 
 enum agent_worker_status { AGENT_WORKER_RUNNING, AGENT_WORKER_EXITED };
+
+/* A worker's uid when it runs as the agent's own user. */
+#define AGENT_NO_UID ((uid_t)-1)
 
 struct agent_worker {
     struct agent_worker *next;
@@ -192,6 +218,11 @@ struct agent_worker {
     char *error;        /* launch failure, or NULL */
     int64_t kill_at_ms; /* SIGKILL the group at this monotonic time; 0: not stopping */
     int64_t exit_seq;   /* seq of its worker_exited event; 0 until it exited */
+    uid_t uid;          /* what it runs as; AGENT_NO_UID: the agent's own user */
+    gid_t gid;
+    char *tmp_dir;   /* its private TMPDIR; NULL once removed */
+    char *grant_dir; /* a checkpoint directory its gid was given read access to, or NULL */
+    char secret[65]; /* TRAINYARD_REPORT_SECRET: proves it on the report socket */
 };
 
 enum agent_event_kind { AGENT_EV_STARTED, AGENT_EV_EXITED, AGENT_EV_REPORT, AGENT_EV_LOG };
@@ -215,6 +246,7 @@ struct agent {
     struct lws_context *ctx;
     char *data_dir; /* absolute */
     char *node_id;
+    char *node_credential; /* from <data>/node.credential; NULL: join with the cluster token */
     char hostname[256];
     char address[1100];
     char socket_ifname[64]; /* the interface holding `address` ("" unknown): gloo and NCCL
@@ -223,7 +255,10 @@ struct agent {
     int64_t cpus, memory_mb;
     int *gpus;
     size_t n_gpus;
-    char *report_socket; /* <data>/report.sock */
+    char *report_socket;  /* <data>/report.sock */
+    uid_t uid_lo, uid_hi; /* the uids workers run under; AGENT_NO_UID: the agent's own */
+    gid_t run_as_gid;     /* --run-as USER: that user's group */
+    char run_as_user[64]; /* --run-as USER: its name; "" otherwise */
     char *spool_dir;
 
     /* websocket */
@@ -298,6 +333,30 @@ void agent__supervise_poll(struct agent *a);
  * rather than on the next poll tick. 0, or -1 (the poll timer still reaps). */
 int agent__children_watch(struct agent *a);
 
+/* isolate.c */
+/* Decides what workers run as (--run-as, --worker-uids) and sets the modes of the data directory
+ * (0711: workers reach report.sock and nothing else) and of logs/ and checkpoints/. 0, or -1
+ * (logged) for a bad option or a --run-as that needs root. */
+int agent__isolation_init(struct agent *a);
+/* Picks w's uid and gid: the uid of a running worker of the same job, else the lowest free one of
+ * the range (AGENT_NO_UID when workers run as the agent). 0, or -1 with errno EAGAIN when every
+ * uid of the range is taken. */
+int agent__worker_credentials(struct agent *a, struct agent_worker *w);
+/* The user name a worker with its own uid sees in USER (written into buf when made up), or
+ * NULL when it runs as the agent. */
+const char *agent__worker_user(const struct agent *a, const struct agent_worker *w, char *buf,
+                               size_t len);
+/* Creates w's private temporary directory (/tmp/trainyard-JOB.ATTEMPT.RANK-XXXXXX, 0700, owned
+ * by its uid) into w->tmp_dir. 0, or -1 with errno. */
+int agent__worker_tmp_dir(struct agent_worker *w);
+/* Lets w's group read the checkpoint directory `dir` it resumes from when that is under
+ * <data>/checkpoints (taken back once the uid is free). 0, or -1 when out of memory. */
+int agent__grant_checkpoint(struct agent *a, struct agent_worker *w, const char *dir);
+/* After w exited: once no running worker has its uid, kills every process left under the uid,
+ * removes the temporary directories of its exited workers and takes back their grants. */
+void agent__isolation_worker_done(struct agent *a, struct agent_worker *w);
+void agent__worker_free(struct agent_worker *w);
+
 /* logs.c */
 /* The log path of a rank (malloc'd), creating its directory. NULL with errno on failure. */
 char *agent__log_path(const struct agent *a, const char *job_id, int64_t attempt, int64_t rank,
@@ -320,6 +379,10 @@ void agent__tails_free_all(struct agent *a);
 int agent__tails_watch(struct agent *a);
 
 /* resources.c */
+/* <data>/node.credential (0600): the credential the server gave this node, or NULL. */
+char *agent__credential_load(const char *data_dir);
+/* Keeps a credential the server minted (durably, 0600) and uses it from now on. 0 or -1. */
+int agent__credential_save(struct agent *a, const char *credential);
 /* Reads or creates <data>/node-id. Returns malloc'd id or NULL (logged). */
 char *agent__node_id_load(const char *data_dir, const char *declared);
 int64_t agent__detect_cpus(void);

@@ -34,7 +34,8 @@
 
 struct merge {
     int64_t rank;
-    json_t *owners; /* relative path -> rank */
+    long long owner; /* only files and directories of this uid are taken; -1: any */
+    json_t *owners;  /* relative path -> rank */
     bool owners_changed;
     char *err;
     size_t errlen;
@@ -113,7 +114,15 @@ static int copy_file(struct merge *m, const char *from, const char *to, mode_t m
         free(tmp);
         return -1;
     }
-    int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, (mode & 0777) | 0600);
+    struct stat ist;
+    if (m->owner >= 0 && (fstat(in, &ist) != 0 || (long long)ist.st_uid != m->owner)) {
+        snprintf(m->err, m->errlen, "'%s' is not the worker's own file", from);
+        close(in);
+        free(tmp);
+        return -1;
+    }
+    (void)mode; /* staging is private to the agent, whatever the worker's modes */
+    int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (out < 0) {
         snprintf(m->err, m->errlen, "cannot create '%s': %s", tmp, strerror(errno));
         close(in);
@@ -184,9 +193,12 @@ static int merge_dir(struct merge *m, const char *src, const char *dst, const ch
             rc = -1;
         } else if (S_ISLNK(st.st_mode)) {
             TY_WARN("report", "checkpoint: skipping symbolic link %s", s);
+        } else if (m->owner >= 0 && (long long)st.st_uid != m->owner) {
+            snprintf(m->err, m->errlen, "'%s' is not the worker's own", s);
+            rc = -1;
         } else if (S_ISDIR(st.st_mode)) {
             struct stat dt;
-            if (mkdir(t, 0755) != 0 &&
+            if (mkdir(t, 0700) != 0 &&
                 (errno != EEXIST || lstat(t, &dt) != 0 || !S_ISDIR(dt.st_mode))) {
                 snprintf(m->err, m->errlen, "cannot create directory '%s': %s", t,
                          errno == EEXIST ? "a file of another rank has that name"
@@ -269,7 +281,13 @@ static int owners_save(struct merge *m, const char *path)
 int agent_checkpoint_merge(const char *src, const char *dest, int64_t rank, int64_t *bytes,
                            char *err, size_t errlen)
 {
-    struct merge m = {rank, NULL, false, err, errlen};
+    return agent_checkpoint_merge_as(src, dest, rank, -1, bytes, err, errlen);
+}
+
+int agent_checkpoint_merge_as(const char *src, const char *dest, int64_t rank, long long owner,
+                              int64_t *bytes, char *err, size_t errlen)
+{
+    struct merge m = {rank, owner, NULL, false, err, errlen};
     *bytes = 0;
     char *parent = parent_of(dest);
     size_t on = strlen(dest) + 16;
@@ -280,7 +298,7 @@ int agent_checkpoint_merge(const char *src, const char *dest, int64_t rank, int6
         goto out;
     }
     snprintf(owners_path, on, "%s.owners.json", dest);
-    if (util_mkdir_p(dest, 0755) != 0) {
+    if (util_mkdir_p(dest, 0700) != 0) {
         snprintf(err, errlen, "cannot create '%s': %s", dest, strerror(errno));
         goto out;
     }

@@ -6,6 +6,7 @@
 #include "options.h"
 #include "util.h"
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,9 +23,16 @@ static const struct option_def options[] = {
     {"server", "TRAINYARD_AGENT_SERVER", S(server), "ws://127.0.0.1:8081", 0, 0,
      "server websocket URL (ws://host:port); the agent connects to /agent"},
     {"token", "TRAINYARD_CLUSTER_TOKEN", S(token), NULL, 0, 0,
-     "cluster join token (ignored by a server running --auth none)"},
+     "cluster join token (ignored by a server running --auth none); prefer --token-file"},
+    {"token-file", "TRAINYARD_CLUSTER_TOKEN_FILE", S(token_file), NULL, 0, 0,
+     "file holding the cluster join token (keeps it off the command line); wins over --token"},
     {"data-dir", "TRAINYARD_AGENT_DATA_DIR", S(data_dir), "./trainyard-agent-data", 0, 0,
      "state directory: node-id file, worker logs, report spool, report.sock"},
+    {"run-as", "TRAINYARD_AGENT_RUN_AS", S(run_as), "auto", 0, 0,
+     "what workers run as: auto (a uid per job from --worker-uids when the agent is root, else "
+     "the agent's user), uids, none (the agent's user), or a user name (all jobs share it)"},
+    {"worker-uids", "TRAINYARD_AGENT_WORKER_UIDS", S(worker_uids), "2000000000-2000009999", 0, 0,
+     "LO-HI: the uids --run-as uids gives jobs (no passwd entry needed; keep them unused)"},
     {"node-id", "TRAINYARD_NODE_ID", S(node_id), NULL, 0, 0,
      "node id (default: generated once and kept in <data-dir>/node-id)"},
     {"address", "TRAINYARD_AGENT_ADDRESS", S(address), NULL, 0, 0,
@@ -66,6 +74,33 @@ static const struct option_def options[] = {
 
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
 
+/* Replaces cfg->token with the contents of cfg->token_file, surrounding white space removed.
+ * 0, or -1 with the problem printed (unreadable or empty file). */
+static int load_token_file(struct agent_config *cfg)
+{
+    char *text = util_read_file(cfg->token_file, NULL);
+    if (!text) {
+        fprintf(stderr, "trainyard-agent: --token-file %s: %s\n", cfg->token_file, strerror(errno));
+        return -1;
+    }
+    char *b = text;
+    while (*b == ' ' || *b == '\t' || *b == '\n' || *b == '\r')
+        b++;
+    size_t n = strlen(b);
+    while (n > 0 && (b[n - 1] == ' ' || b[n - 1] == '\t' || b[n - 1] == '\n' || b[n - 1] == '\r'))
+        n--;
+    if (n == 0) {
+        fprintf(stderr, "trainyard-agent: --token-file %s is empty\n", cfg->token_file);
+        free(text);
+        return -1;
+    }
+    memmove(text, b, n);
+    text[n] = '\0';
+    free(cfg->token);
+    cfg->token = text;
+    return 0;
+}
+
 /* Derives the parsed fields from the raw strings. 0, or -1 with the problem printed. */
 static int derive(struct agent_config *cfg)
 {
@@ -75,6 +110,8 @@ static int derive(struct agent_config *cfg)
         fprintf(stderr, "trainyard-agent: --server: %s\n", err);
         return -1;
     }
+    if (cfg->token_file && load_token_file(cfg) != 0)
+        return -1;
     if (agent_parse_port_range(cfg->port_range, &cfg->port_lo, &cfg->port_hi, err, sizeof(err)) !=
         0) {
         fprintf(stderr, "trainyard-agent: --port-range: %s\n", err);

@@ -128,9 +128,44 @@ static char *prepend_path(const char *python_path, const char *rest)
     return s;
 }
 
+/* Variables of the agent's environment a worker inherits: the locale, the search paths, and
+ * the tuning of the libraries a training program uses (NCCL, gloo, CUDA, OpenMP, the
+ * sanitizers). Everything else stays with the agent: TRAINYARD_* (the cluster token), database
+ * URLs, cloud credentials, SSH agent sockets. */
+static const char *const inherited_names[] = {
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TERM",
+    "LD_LIBRARY_PATH",
+    "PYTHONPATH",
+    "PYTHONDONTWRITEBYTECODE",
+    "PYTHONUNBUFFERED",
+};
+static const char *const inherited_prefixes[] = {
+    "LC_", "NCCL_", "GLOO_", "CUDA_", "NVIDIA_", "OMP_", "MKL_", "ASAN_", "LSAN_", "UBSAN_",
+};
+
+bool agent_env_inherited(const char *name)
+{
+    for (size_t i = 0; i < sizeof(inherited_names) / sizeof(inherited_names[0]); i++)
+        if (strcmp(name, inherited_names[i]) == 0)
+            return true;
+    for (size_t i = 0; i < sizeof(inherited_prefixes) / sizeof(inherited_prefixes[0]); i++)
+        if (strncmp(name, inherited_prefixes[i], strlen(inherited_prefixes[i])) == 0)
+            return true;
+    return false;
+}
+
 char **agent_env_build(char *const *base, const struct agent_launch *l,
                        const struct agent_launch_worker *w, const char *python_path,
-                       const char *report_socket, const char *socket_ifname)
+                       const char *report_socket, const char *socket_ifname,
+                       const struct agent_env_private *priv)
 {
     struct envb b = {0};
     b.v = calloc(1, sizeof(char *));
@@ -147,7 +182,16 @@ char **agent_env_build(char *const *base, const struct agent_launch *l,
             continue;
         memcpy(name, base[i], nl);
         name[nl] = '\0';
-        envb_set(&b, name, eq + 1);
+        if (agent_env_inherited(name))
+            envb_set(&b, name, eq + 1);
+    }
+    if (priv && priv->tmp_dir) {
+        envb_set(&b, "TMPDIR", priv->tmp_dir);
+        if (priv->user) { /* a uid of its own: its home is its private directory */
+            envb_set(&b, "HOME", priv->tmp_dir);
+            envb_set(&b, "USER", priv->user);
+            envb_set(&b, "LOGNAME", priv->user);
+        }
     }
     if (socket_ifname && *socket_ifname && !envb_get(&b, "GLOO_SOCKET_IFNAME") &&
         !envb_get(&b, "NCCL_SOCKET_IFNAME")) {
@@ -178,6 +222,10 @@ char **agent_env_build(char *const *base, const struct agent_launch *l,
     envb_set(&b, "TRAINYARD_CHECKPOINT_DIR", l->checkpoint_dir ? l->checkpoint_dir : "");
     envb_set(&b, "TRAINYARD_REPORT_SOCKET", report_socket ? report_socket : "");
     envb_set(&b, "TRAINYARD_BACKEND", l->backend);
+    if (priv && priv->report_secret)
+        envb_set(&b, "TRAINYARD_REPORT_SECRET", priv->report_secret);
+    if (l->rendezvous_secret)
+        envb_set(&b, "TRAINYARD_RENDEZVOUS_SECRET", l->rendezvous_secret);
 
     const char *k;
     json_t *v;

@@ -68,9 +68,7 @@ static void forget_acked_worker(struct agent *a, int64_t seq)
         struct agent_worker *w = *pp;
         if (w->status == AGENT_WORKER_EXITED && w->exit_seq == seq) {
             *pp = w->next;
-            free(w->job_id);
-            free(w->error);
-            free(w);
+            agent__worker_free(w);
             return;
         }
     }
@@ -169,8 +167,6 @@ void agent__workers_free_all(struct agent *a)
     while (a->workers) {
         struct agent_worker *w = a->workers;
         a->workers = w->next;
-        free(w->job_id);
-        free(w->error);
-        free(w);
+        agent__worker_free(w);
     }
 }

@@ -103,8 +103,11 @@ static int agent_setup(struct agent *a)
         return -1;
     if (strlen(path) >= 108)
         TY_WARN("agent", "%s is too long for a unix socket; reports will fail", path);
+    if (agent__isolation_init(a) != 0)
+        return -1;
     if (!(a->node_id = agent__node_id_load(a->data_dir, cfg->node_id)))
         return -1;
+    a->node_credential = agent__credential_load(a->data_dir);
     if (gethostname(a->hostname, sizeof(a->hostname) - 1) != 0)
         snprintf(a->hostname, sizeof(a->hostname), "localhost");
     snprintf(a->address, sizeof(a->address), "%s", cfg->address ? cfg->address : a->hostname);
@@ -143,6 +146,7 @@ static void agent_free(struct agent *a)
     agent__tails_free_all(a);
     UTIL_FREE(a->data_dir);
     UTIL_FREE(a->node_id);
+    UTIL_FREE(a->node_credential);
     UTIL_FREE(a->gpu_type);
     UTIL_FREE(a->gpus);
     UTIL_FREE(a->report_socket);

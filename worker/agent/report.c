@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -29,6 +30,8 @@ struct agent_report_conn {
     struct agent *a;
     struct lws *wsi;
     int fd;
+    pid_t peer_pid; /* SO_PEERCRED of the connecting process; peer_uid -1: unknown */
+    long long peer_uid;
     ty_wire_decoder dec;
     bool hello;
     char *job_id;
@@ -99,6 +102,24 @@ static int conn_flush(struct agent_report_conn *c)
 /* Messages                                                                                     */
 /* ------------------------------------------------------------------------------------------ */
 
+/* Why connection c may not speak for worker w (a message for the log and the peer), or NULL
+ * when it may: the peer must run under w's uid (SO_PEERCRED; the agent's own uid when w has
+ * none) and know w's secret (TRAINYARD_REPORT_SECRET, compared in constant time). */
+static const char *peer_refusal(const struct agent_report_conn *c, const struct agent_worker *w,
+                                const char *secret)
+{
+    long long want = w->uid != AGENT_NO_UID ? (long long)w->uid : (long long)geteuid();
+    if (c->peer_uid != want && c->peer_uid != 0)
+        return "the connecting process does not run as that worker";
+    size_t n = strlen(w->secret);
+    if (!secret || strlen(secret) != n)
+        return "wrong or missing report secret";
+    unsigned char diff = 0;
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned char)(secret[i] ^ w->secret[i]);
+    return diff ? "wrong or missing report secret" : NULL;
+}
+
 static void on_hello(struct agent_report_conn *c, const json_t *m)
 {
     struct ty_wire_hello h;
@@ -119,6 +140,16 @@ static void on_hello(struct agent_report_conn *c, const json_t *m)
         snprintf(msg, sizeof(msg), "job %s attempt %d rank %d is not a worker of this agent",
                  h.job_id, h.attempt, h.rank);
         TY_BAD_PEER("report", "%s", msg);
+        conn_send(c, ty_wire_error_new(0, msg));
+        c->close_after_write = true;
+        return;
+    }
+    const char *why = peer_refusal(c, w, h.secret);
+    if (why) {
+        char msg[512];
+        snprintf(msg, sizeof(msg), "hello for job %s attempt %d rank %d refused: %s", h.job_id,
+                 h.attempt, h.rank, why);
+        TY_BAD_PEER("report", "%s (pid %ld, uid %lld)", msg, (long)c->peer_pid, c->peer_uid);
         conn_send(c, ty_wire_error_new(0, msg));
         c->close_after_write = true;
         return;
@@ -166,9 +197,11 @@ static void on_report(struct agent_report_conn *c, const json_t *m)
             return;
         }
         bool taken = agent__spool_has(c->a, c->job_id, c->attempt, c->rank, r.seq);
+        struct agent_worker *w = agent__worker_find(c->a, c->job_id, c->attempt, c->rank);
+        long long owner = w && w->uid != AGENT_NO_UID ? (long long)w->uid : -1;
         if (!taken && agent_checkpoint_check_src(r.checkpoint_dir, cerr, sizeof(cerr)) == 0)
-            taken = agent_checkpoint_merge(r.checkpoint_dir, owned, c->rank, &bytes, cerr,
-                                           sizeof(cerr)) == 0;
+            taken = agent_checkpoint_merge_as(r.checkpoint_dir, owned, c->rank, owner, &bytes, cerr,
+                                              sizeof(cerr)) == 0;
         if (!taken) {
             TY_WARN("report", "worker %s/%lld/%lld report %lld: %s", c->job_id,
                     (long long)c->attempt, (long long)c->rank, (long long)r.seq, cerr);
@@ -284,6 +317,13 @@ static void accept_all(struct agent *a, struct lws *lwsi)
         }
         c->a = a;
         c->fd = fd;
+        struct ucred cred;
+        socklen_t clen = sizeof(cred);
+        c->peer_uid = -1;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0) {
+            c->peer_pid = cred.pid;
+            c->peer_uid = (long long)cred.uid;
+        }
         ty_wire_decoder_init(&c->dec);
         lws_adopt_desc_t ad;
         memset(&ad, 0, sizeof(ad));
@@ -350,7 +390,9 @@ int agent__report_listen(struct agent *a)
         return -1;
     }
     unlink(a->report_socket); /* left over by an earlier agent */
-    if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0 || listen(fd, 128) != 0) {
+    /* Anyone local may connect (workers run under other uids); hello proves who it is. */
+    if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0 || chmod(a->report_socket, 0666) != 0 ||
+        listen(fd, 128) != 0) {
         TY_ERROR("report", "cannot listen on %s: %s", a->report_socket, strerror(errno));
         close(fd);
         return -1;

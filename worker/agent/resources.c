@@ -13,6 +13,50 @@
 #include <string.h>
 #include <unistd.h>
 
+char *agent__credential_load(const char *data_dir)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/node.credential", data_dir);
+    char *text = util_read_file(path, NULL);
+    if (!text) {
+        if (errno != ENOENT)
+            TY_WARN("agent", "cannot read %s: %s; joining with the cluster token", path,
+                    strerror(errno));
+        return NULL;
+    }
+    text[strcspn(text, "\r\n \t")] = '\0';
+    if (!*text || strlen(text) > AGENT_PROTO_MAX_SECRET) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+int agent__credential_save(struct agent *a, const char *credential)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/node.credential", a->data_dir);
+    size_t len = strlen(credential);
+    char *line = malloc(len + 2);
+    if (!line)
+        return -1;
+    memcpy(line, credential, len);
+    memcpy(line + len, "\n", 2);
+    int rc = util_write_file_durable(path, line, len + 1, 0600);
+    free(line);
+    if (rc != 0) {
+        TY_ERROR("agent", "cannot keep the node credential in %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char *copy = strdup(credential);
+    if (!copy)
+        return -1;
+    free(a->node_credential);
+    a->node_credential = copy;
+    TY_INFO("agent", "the server gave this node a credential (kept in %s)", path);
+    return 0;
+}
+
 char *agent__node_id_load(const char *data_dir, const char *declared)
 {
     if (declared)

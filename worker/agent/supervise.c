@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -100,6 +101,78 @@ static char *resolve_program(const char *file, char *const *env, const char *wor
     return NULL;
 }
 
+/* The child half of spawn_as: only async-signal-safe calls (the agent may have other threads).
+ * Returns the errno of the failed step; on success it does not return. */
+static int child_exec(const char *program, char *const *argv, const struct agent_launch *l,
+                      char *const *env, int logfd, int errfd, uid_t uid, gid_t gid)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    static const int dfl[] = {SIGPIPE, SIGINT, SIGTERM, SIGCHLD, SIGHUP, SIGQUIT};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_DFL;
+    for (size_t i = 0; i < sizeof(dfl) / sizeof(dfl[0]); i++)
+        sigaction(dfl[i], &sa, NULL);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (setpgid(0, 0) != 0 || dup2(logfd, STDOUT_FILENO) < 0 || dup2(logfd, STDERR_FILENO) < 0)
+        return errno;
+    int nul = open("/dev/null", O_RDONLY);
+    if (nul < 0 || (nul != STDIN_FILENO && dup2(nul, STDIN_FILENO) < 0))
+        return errno;
+    /* Every other fd of the agent goes; errfd (close-on-exec) stays to report a failure. */
+    if (errfd > STDERR_FILENO + 1)
+        syscall(SYS_close_range, STDERR_FILENO + 1, errfd - 1, 0);
+    syscall(SYS_close_range, errfd + 1, ~0U, 0);
+    /* Raw system calls: glibc's wrappers would try to change every thread of the process. */
+    if (syscall(SYS_setgroups, 0, NULL) != 0 || syscall(SYS_setresgid, gid, gid, gid) != 0 ||
+        syscall(SYS_setresuid, uid, uid, uid) != 0)
+        return errno;
+    if (l->working_dir && chdir(l->working_dir) != 0)
+        return errno;
+    execve(program, argv, env);
+    return errno;
+}
+
+/* spawn_worker for a worker with a uid of its own: posix_spawn cannot change the uid, so fork,
+ * drop every privilege (supplementary groups, gid, uid) and exec. Like posix_spawn, it returns
+ * once the child has exec'd (a close-on-exec pipe carries the errno of a failed step). Returns
+ * 0 and *pid, or that errno. */
+static int spawn_as(pid_t *pid, const char *program, char *const *argv,
+                    const struct agent_launch *l, char *const *env, int logfd, uid_t uid, gid_t gid)
+{
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC) != 0)
+        return errno;
+    pid_t p = fork();
+    if (p < 0) {
+        int e = errno;
+        close(pfd[0]);
+        close(pfd[1]);
+        return e;
+    }
+    if (p == 0) {
+        close(pfd[0]);
+        int err = child_exec(program, argv, l, env, logfd, pfd[1], uid, gid);
+        ssize_t r = write(pfd[1], &err, sizeof(err));
+        (void)r;
+        _exit(127);
+    }
+    close(pfd[1]);
+    int err = 0;
+    ssize_t n;
+    while ((n = read(pfd[0], &err, sizeof(err))) < 0 && errno == EINTR)
+        ;
+    close(pfd[0]);
+    if (n == (ssize_t)sizeof(err)) {
+        while (waitpid(p, NULL, 0) < 0 && errno == EINTR)
+            ;
+        return err;
+    }
+    *pid = p;
+    return 0;
+}
+
 /* Starts argv in its own process group (not its own session: with sched_autogroup a new session
  * is a new scheduling group, and the ranks of a job then stall each other; measured: 40 %
  * slower DDP epochs on this kernel), every signal unblocked and the usual ones at their default,
@@ -109,8 +182,11 @@ static char *resolve_program(const char *file, char *const *env, const char *wor
  * exists for kill(-pid). Returns 0 and *pid, or the errno of the failed step (the chdir or the
  * exec). */
 static int spawn_worker(pid_t *pid, const char *program, char *const *argv,
-                        const struct agent_launch *l, char *const *env, int logfd)
+                        const struct agent_launch *l, char *const *env, int logfd,
+                        const struct agent_worker *w)
 {
+    if (w->uid != AGENT_NO_UID)
+        return spawn_as(pid, program, argv, l, env, logfd, w->uid, w->gid);
     posix_spawnattr_t attr;
     posix_spawn_file_actions_t fa;
     int rc = posix_spawnattr_init(&attr);
@@ -158,7 +234,7 @@ static int spawn_worker(pid_t *pid, const char *program, char *const *argv,
 
 /* Runs `program` (a file the kernel cannot execute) as `/bin/sh program args…`. */
 static int spawn_script(pid_t *pid, const char *program, const struct agent_launch *l,
-                        char *const *env, int logfd)
+                        char *const *env, int logfd, const struct agent_worker *w)
 {
     size_t argc = 0;
     while (l->argv[argc])
@@ -170,7 +246,7 @@ static int spawn_script(pid_t *pid, const char *program, const struct agent_laun
     argv[1] = program;
     for (size_t i = 1; i < argc; i++)
         argv[i + 1] = l->argv[i];
-    int err = spawn_worker(pid, "/bin/sh", (char *const *)argv, l, env, logfd);
+    int err = spawn_worker(pid, "/bin/sh", (char *const *)argv, l, env, logfd, w);
     free(argv);
     return err;
 }
@@ -191,6 +267,7 @@ static struct agent_worker *worker_new(struct agent *a, const char *job_id, int6
     w->rank = rank;
     w->exit_code = -1;
     w->signal = -1;
+    w->uid = w->gid = AGENT_NO_UID;
     w->next = a->workers;
     a->workers = w;
     return w;
@@ -209,6 +286,7 @@ static void worker_exited(struct agent *a, struct agent_worker *w, int exit_code
     /* Its last output goes first, then the exit, spooled so that an agent restart resends it. */
     agent__tail_finish(a, w->job_id, w->attempt, w->rank);
     char *spooled = agent__spool_exit(a, w);
+    agent__isolation_worker_done(a, w);
     int64_t seq = agent__next_seq(a);
     w->exit_seq = seq;
     agent__event_push(
@@ -237,6 +315,42 @@ static void start_failed(struct agent *a, struct agent_worker *w, int logfd, con
     worker_exited(a, w, 127, -1, msg);
 }
 
+/* What makes w private before it starts (its uid, TMPDIR, report secret, read access to the
+ * checkpoint it resumes from) and its environment. Returns the environment (agent_env_free),
+ * or NULL after queuing w's worker_exited. */
+static char **worker_env(struct agent *a, struct agent_worker *w, const struct agent_launch *l,
+                         const struct agent_launch_worker *lw, int logfd)
+{
+    unsigned char raw[24];
+    if (util_random_bytes(raw, sizeof(raw)) != 0) {
+        start_failed(a, w, logfd, "cannot make", "the report secret", errno);
+        return NULL;
+    }
+    for (size_t i = 0; i < sizeof(raw); i++)
+        snprintf(w->secret + 2 * i, 3, "%02x", raw[i]);
+    if (agent__worker_credentials(a, w) != 0) {
+        start_failed(a, w, logfd, "cannot pick", "a uid for the worker (--worker-uids full)",
+                     errno);
+        return NULL;
+    }
+    if (agent__worker_tmp_dir(w) != 0) {
+        start_failed(a, w, logfd, "cannot create", "the worker's temporary directory", errno);
+        return NULL;
+    }
+    if (agent__grant_checkpoint(a, w, l->checkpoint_dir) != 0) {
+        start_failed(a, w, logfd, "cannot open", "the checkpoint to resume from", ENOMEM);
+        return NULL;
+    }
+    char user[64];
+    struct agent_env_private priv = {w->secret, w->tmp_dir,
+                                     agent__worker_user(a, w, user, sizeof(user))};
+    char **env = agent_env_build(environ, l, lw, a->cfg->python_path, a->report_socket,
+                                 a->socket_ifname[0] ? a->socket_ifname : NULL, &priv);
+    if (!env)
+        start_failed(a, w, logfd, "cannot prepare", "the worker's environment", ENOMEM);
+    return env;
+}
+
 /* Starts one worker. Returns it when it is running (its worker_started not queued yet); NULL
  * when it was already launched or could not start (then its worker_exited is queued). */
 static struct agent_worker *start_one(struct agent *a, const struct agent_launch *l,
@@ -262,7 +376,8 @@ static struct agent_worker *start_one(struct agent *a, const struct agent_launch
         start_failed(a, w, -1, "cannot create", "the log directory", errno);
         return NULL;
     }
-    int logfd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    /* Private: only the agent reads it (the worker writes to the descriptor it inherits). */
+    int logfd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (logfd < 0) {
         start_failed(a, w, -1, "cannot open log file", log_path, errno);
         free(log_path);
@@ -270,18 +385,17 @@ static struct agent_worker *start_one(struct agent *a, const struct agent_launch
     }
     free(log_path);
     agent__tail_start(a, l->job_id, l->attempt, lw->rank);
-    char **env = agent_env_build(environ, l, lw, a->cfg->python_path, a->report_socket,
-                                 a->socket_ifname[0] ? a->socket_ifname : NULL);
+    char **env = worker_env(a, w, l, lw, logfd);
     if (!env) {
-        start_failed(a, w, logfd, "cannot prepare", "the worker's environment", ENOMEM);
         close(logfd);
         return NULL;
     }
     pid_t pid = -1;
     char *program = resolve_program(l->argv[0], env, l->working_dir);
-    int err = program ? spawn_worker(&pid, program, (char *const *)l->argv, l, env, logfd) : errno;
+    int err =
+        program ? spawn_worker(&pid, program, (char *const *)l->argv, l, env, logfd, w) : errno;
     if (err == ENOEXEC) /* a script without "#!": execvp runs it with /bin/sh, and so do we */
-        err = spawn_script(&pid, program, l, env, logfd);
+        err = spawn_script(&pid, program, l, env, logfd, w);
     free(program);
     agent_env_free(env);
     if (err != 0) {

@@ -239,6 +239,7 @@ static void send_register(struct agent *a)
         .labels = a->cfg->labels_json,
         .port_lo = a->cfg->port_lo,
         .port_hi = a->cfg->port_hi,
+        .credential = a->node_credential,
     };
     agent__ws_send_ctl(a, agent_msg_register(&n, a->cfg->token, workers, n_workers));
     free(workers);
@@ -296,6 +297,8 @@ static int on_message(struct agent *a, const char *text, size_t len)
         a->heartbeat_interval_s = a->cfg->heartbeat_interval_s > 0 ? a->cfg->heartbeat_interval_s
                                   : m.heartbeat_interval_s > 0     ? m.heartbeat_interval_s
                                                                    : 5;
+        if (m.credential)
+            agent__credential_save(a, m.credential);
         if (m.node_id && strcmp(m.node_id, a->node_id) != 0)
             TY_WARN("ws", "server calls this node '%s', not '%s'", m.node_id, a->node_id);
         TY_INFO("ws", "registered with %s as %s (heartbeat every %llds)", a->cfg->server,

@@ -183,15 +183,17 @@ class TrainContext:
             s.close()
             raise TrainyardError(f"cannot reach the agent at {self.report_socket}: {e}") from None
         self._sock = s
-        self._send(
-            {
-                "type": "hello",
-                "job_id": self.job_id,
-                "attempt": self.attempt,
-                "rank": self.world_rank,
-                "pid": os.getpid(),
-            }
-        )
+        hello = {
+            "type": "hello",
+            "job_id": self.job_id,
+            "attempt": self.attempt,
+            "rank": self.world_rank,
+            "pid": os.getpid(),
+        }
+        secret = os.environ.get("TRAINYARD_REPORT_SECRET")
+        if secret:
+            hello["secret"] = secret
+        self._send(hello)
 
     def _close(self):
         if self._sock is not None:

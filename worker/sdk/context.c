@@ -47,6 +47,8 @@ int ty_finish(ty_ctx **pc)
     free(c->master_addr);
     free(c->checkpoint_dir);
     free(c->report_socket);
+    free(c->report_secret);
+    free(c->rendezvous_secret);
     json_decref(c->config);
     free(c);
     *pc = NULL;

@@ -183,6 +183,12 @@ int ty__ctx_from_env(ty_ctx *c, int *argc, char ***argv, char *err, size_t errle
         const char *sock = getenv("TRAINYARD_REPORT_SOCKET");
         if ((rc = env_dup(&c->report_socket, sock && *sock ? sock : NULL)) < 0)
             return rc;
+        const char *secret = getenv("TRAINYARD_REPORT_SECRET");
+        if ((rc = env_dup(&c->report_secret, secret && *secret ? secret : NULL)) < 0)
+            return rc;
+        secret = getenv("TRAINYARD_RENDEZVOUS_SECRET");
+        if ((rc = env_dup(&c->rendezvous_secret, secret && *secret ? secret : NULL)) < 0)
+            return rc;
     }
     if (c->local_rank < 0)
         c->local_rank = c->rank;

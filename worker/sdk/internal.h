@@ -41,6 +41,8 @@ struct ty_ctx {
     json_t *config;
     char *checkpoint_dir;
     char *report_socket;
+    char *report_secret;     /* TRAINYARD_REPORT_SECRET, sent in hello; NULL when unset */
+    char *rendezvous_secret; /* TRAINYARD_RENDEZVOUS_SECRET, checked in the rendezvous; NULL */
     int64_t coll_timeout_ms;
     int64_t report_timeout_ms;
 

@@ -11,6 +11,12 @@
  *    predecessor's LINK on its listener.
  * All messages are fixed-layout big-endian; every wait is bounded by one deadline
  * (the collective timeout).
+ *
+ * Under Trainyard every message ends with an 8-byte tag: SipHash-2-4 of the message, keyed by
+ * the attempt's TRAINYARD_RENDEZVOUS_SECRET (which the server makes per attempt and sends only
+ * to the agents running it). A HELLO, TABLE or LINK with a wrong tag is dropped, so a process
+ * that does not know the secret can neither take a rank nor pose as rank 0; the secret itself
+ * never crosses the network. Without the variable (a local run) the tag is 0 and not checked.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -27,8 +33,11 @@
 #define RV_MAGIC_TABLE 0x54595254u /* "TYRT" */
 #define RV_MAGIC_LINK 0x5459524cu  /* "TYRL" */
 #define RV_ADDR_LEN 20             /* family u16, port u16, 16 address bytes */
-#define RV_HELLO_LEN (4 + 4 + 4 + 4 + 8 + RV_ADDR_LEN)
-#define RV_LINK_LEN (4 + 4 + 4 + 8)
+#define RV_TAG_LEN 8
+#define RV_HELLO_LEN (4 + 4 + 4 + 4 + 8 + RV_ADDR_LEN + RV_TAG_LEN)
+#define RV_LINK_LEN (4 + 4 + 4 + 8 + RV_TAG_LEN)
+/* A TABLE of `world` addresses, tag included. */
+#define RV_TABLE_LEN(world) (8 + (size_t)(world)*RV_ADDR_LEN + RV_TAG_LEN)
 
 /* FNV-1a of the job id and attempt: tells this job's connections from stale ones. */
 static uint64_t rv_job_hash(const ty_ctx *c)
@@ -38,6 +47,82 @@ static uint64_t rv_job_hash(const ty_ctx *c)
         h = (h ^ (unsigned char)*p) * 1099511628211ull;
     h = (h ^ (uint64_t)c->attempt) * 1099511628211ull;
     return h;
+}
+
+/* ---- message tags: SipHash-2-4 (Aumasson and Bernstein) keyed by the rendezvous secret ---- */
+
+#define RV_ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define RV_SIPROUND                                                                                \
+    do {                                                                                           \
+        v0 += v1;                                                                                  \
+        v1 = RV_ROTL(v1, 13);                                                                      \
+        v1 ^= v0;                                                                                  \
+        v0 = RV_ROTL(v0, 32);                                                                      \
+        v2 += v3;                                                                                  \
+        v3 = RV_ROTL(v3, 16);                                                                      \
+        v3 ^= v2;                                                                                  \
+        v0 += v3;                                                                                  \
+        v3 = RV_ROTL(v3, 21);                                                                      \
+        v3 ^= v0;                                                                                  \
+        v2 += v1;                                                                                  \
+        v1 = RV_ROTL(v1, 17);                                                                      \
+        v1 ^= v2;                                                                                  \
+        v2 = RV_ROTL(v2, 32);                                                                      \
+    } while (0)
+
+static uint64_t rv_siphash(uint64_t k0, uint64_t k1, const unsigned char *m, size_t len)
+{
+    uint64_t v0 = k0 ^ 0x736f6d6570736575ull, v1 = k1 ^ 0x646f72616e646f6dull;
+    uint64_t v2 = k0 ^ 0x6c7967656e657261ull, v3 = k1 ^ 0x7465646279746573ull;
+    uint64_t b = (uint64_t)len << 56;
+    size_t full = len & ~(size_t)7;
+    for (size_t i = 0; i < full; i += 8) {
+        uint64_t w = 0;
+        for (int k = 7; k >= 0; k--)
+            w = (w << 8) | m[i + (size_t)k];
+        v3 ^= w;
+        RV_SIPROUND;
+        RV_SIPROUND;
+        v0 ^= w;
+    }
+    for (size_t i = full; i < len; i++)
+        b |= (uint64_t)m[i] << (8 * (i - full));
+    v3 ^= b;
+    RV_SIPROUND;
+    RV_SIPROUND;
+    v0 ^= b;
+    v2 ^= 0xff;
+    RV_SIPROUND;
+    RV_SIPROUND;
+    RV_SIPROUND;
+    RV_SIPROUND;
+    return v0 ^ v1 ^ v2 ^ v3;
+}
+
+/* The tag of the len bytes at m (0 without a secret). */
+static uint64_t rv_tag(const ty_ctx *c, const unsigned char *m, size_t len)
+{
+    const char *s = c->rendezvous_secret;
+    if (!s)
+        return 0;
+    size_t n = strlen(s);
+    /* The key: two SipHashes of the secret under fixed keys, so any secret text will do. */
+    uint64_t k0 = rv_siphash(0x747261696e796172ull, 1, (const unsigned char *)s, n);
+    uint64_t k1 = rv_siphash(0x747261696e796172ull, 2, (const unsigned char *)s, n);
+    return rv_siphash(k0, k1, m, len);
+}
+
+/* Writes the tag of the message's first len - RV_TAG_LEN bytes into its last RV_TAG_LEN. */
+static void rv_seal(const ty_ctx *c, unsigned char *m, size_t len)
+{
+    ty__put_u64(m + len - RV_TAG_LEN, rv_tag(c, m, len - RV_TAG_LEN));
+}
+
+/* Whether a received message carries the right tag (always without a secret). */
+static bool rv_sealed(const ty_ctx *c, const unsigned char *m, size_t len)
+{
+    return !c->rendezvous_secret ||
+           ty__get_u64(m + len - RV_TAG_LEN) == rv_tag(c, m, len - RV_TAG_LEN);
 }
 
 static void rv_put_addr(unsigned char *p, const struct sockaddr_storage *ss)
@@ -183,8 +268,9 @@ static int rv_serve(ty_ctx *c, int64_t deadline, unsigned char *table, int *list
         unsigned char h[RV_HELLO_LEN];
         if (ty__recv_all(fd, h, sizeof h, deadline) < 0 || ty__get_u32(h) != RV_MAGIC_HELLO ||
             ty__get_u32(h + 8) != (uint32_t)c->world ||
-            ty__get_u32(h + 12) != (uint32_t)c->attempt || ty__get_u64(h + 16) != job) {
-            close(fd); /* a stranger or a stale attempt: ignore it */
+            ty__get_u32(h + 12) != (uint32_t)c->attempt || ty__get_u64(h + 16) != job ||
+            !rv_sealed(c, h, sizeof h)) {
+            close(fd); /* a stranger, an intruder or a stale attempt: ignore it */
             continue;
         }
         uint32_t r = ty__get_u32(h + 4);
@@ -208,7 +294,8 @@ static int rv_serve(ty_ctx *c, int64_t deadline, unsigned char *table, int *list
     }
     ty__put_u32(table, RV_MAGIC_TABLE);
     ty__put_u32(table + 4, (uint32_t)c->world);
-    size_t tlen = 8 + (size_t)c->world * RV_ADDR_LEN;
+    size_t tlen = RV_TABLE_LEN(c->world);
+    rv_seal(c, table, tlen);
     rc = 0;
     for (int r = 1; r < c->world && rc == 0; r++)
         rc = ty__send_all(fds[r], table, tlen, deadline);
@@ -250,13 +337,19 @@ static int rv_join(ty_ctx *c, int64_t deadline, unsigned char *table, int *liste
     ty__put_u32(h + 12, (uint32_t)c->attempt);
     ty__put_u64(h + 16, rv_job_hash(c));
     rv_put_addr(h + 24, &mine);
-    size_t tlen = 8 + (size_t)c->world * RV_ADDR_LEN;
+    rv_seal(c, h, sizeof h);
+    size_t tlen = RV_TABLE_LEN(c->world);
     rc = ty__send_all(fd, h, sizeof h, deadline);
     if (rc == 0)
         rc = ty__recv_all(fd, table, tlen, deadline);
     if (rc == 0 &&
         (ty__get_u32(table) != RV_MAGIC_TABLE || ty__get_u32(table + 4) != (uint32_t)c->world))
         rc = TY_EPROTO;
+    if (rc == 0 && !rv_sealed(c, table, tlen)) {
+        fprintf(stderr, "trainyard: the rendezvous at MASTER_ADDR:MASTER_PORT is not this job's "
+                        "rank 0 (wrong TRAINYARD_RENDEZVOUS_SECRET)\n");
+        rc = TY_EPROTO;
+    }
     close(fd);
     if (rc < 0) {
         close(*listener);
@@ -283,6 +376,7 @@ static int rv_link(ty_ctx *c, const unsigned char *table, int listener, int64_t 
     ty__put_u32(l + 4, (uint32_t)c->rank);
     ty__put_u32(l + 8, (uint32_t)c->world);
     ty__put_u64(l + 12, job);
+    rv_seal(c, l, sizeof l);
     int rc = ty__send_all(out, l, sizeof l, deadline);
     if (rc < 0) {
         close(out);
@@ -297,7 +391,7 @@ static int rv_link(ty_ctx *c, const unsigned char *table, int listener, int64_t 
         unsigned char p[RV_LINK_LEN];
         if (ty__recv_all(in, p, sizeof p, deadline) == 0 && ty__get_u32(p) == RV_MAGIC_LINK &&
             ty__get_u32(p + 4) == (uint32_t)prev && ty__get_u32(p + 8) == (uint32_t)c->world &&
-            ty__get_u64(p + 12) == job) {
+            ty__get_u64(p + 12) == job && rv_sealed(c, p, sizeof p)) {
             ty__tune_link(in, c->ring_sockbuf);
             c->send_fd = out;
             c->recv_fd = in;
@@ -314,8 +408,7 @@ int ty__rendezvous(ty_ctx *c)
         return TY_ECONFIG;
     }
     int64_t deadline = ty__now_ms() + c->coll_timeout_ms;
-    size_t tlen = 8 + (size_t)c->world * RV_ADDR_LEN;
-    unsigned char *table = calloc(1, tlen);
+    unsigned char *table = calloc(1, RV_TABLE_LEN(c->world));
     if (!table)
         return TY_ENOMEM;
     int listener = -1;

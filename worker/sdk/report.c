@@ -39,7 +39,8 @@ static int report_connect(ty_ctx *c)
         close(fd);
         return (e == ENOENT || e == ECONNREFUSED) ? TY_EPEER : TY_EIO;
     }
-    json_t *hello = ty_wire_hello_new(c->job_id, c->attempt, c->rank, (long)getpid());
+    json_t *hello =
+        ty_wire_hello_new(c->job_id, c->attempt, c->rank, (long)getpid(), c->report_secret);
     if (!hello) {
         close(fd);
         return TY_ENOMEM;

@@ -261,12 +261,12 @@ ty_wire_type ty_wire_type_of(const json_t *msg)
     return TY_WIRE_UNKNOWN;
 }
 
-json_t *ty_wire_hello_new(const char *job_id, int attempt, int rank, long pid)
+json_t *ty_wire_hello_new(const char *job_id, int attempt, int rank, long pid, const char *secret)
 {
     if (!job_id || !*job_id || attempt < 0 || rank < 0 || pid <= 0)
         return NULL;
-    return json_pack("{s:s, s:s, s:i, s:i, s:I}", "type", "hello", "job_id", job_id, "attempt",
-                     attempt, "rank", rank, "pid", (json_int_t)pid);
+    return json_pack("{s:s, s:s, s:i, s:i, s:I, s:s*}", "type", "hello", "job_id", job_id,
+                     "attempt", attempt, "rank", rank, "pid", (json_int_t)pid, "secret", secret);
 }
 
 json_t *ty_wire_report_new(int64_t seq, const json_t *metrics, bool has_step, int64_t step,
@@ -361,6 +361,12 @@ int ty_wire_parse_hello(const json_t *msg, struct ty_wire_hello *out, char *err,
         (rc = wire_int_field(msg, "rank", 0, INT32_MAX, &rank, err, errlen)) < 0 ||
         (rc = wire_int_field(msg, "pid", 1, INT64_MAX, &pid, err, errlen)) < 0)
         return rc;
+    json_t *secret = json_object_get(msg, "secret");
+    if (secret && !json_is_string(secret)) {
+        ERRF("field 'secret' must be a string");
+        return TY_EPROTO;
+    }
+    out->secret = secret ? json_string_value(secret) : NULL;
     out->job_id = job;
     out->attempt = (int)attempt;
     out->rank = (int)rank;

@@ -73,7 +73,8 @@ typedef enum {
 ty_wire_type ty_wire_type_of(const json_t *msg);
 
 /* Builders return a new object or NULL (out of memory / invalid arguments). */
-json_t *ty_wire_hello_new(const char *job_id, int attempt, int rank, long pid);
+/* secret: the worker's TRAINYARD_REPORT_SECRET, or NULL (left out). */
+json_t *ty_wire_hello_new(const char *job_id, int attempt, int rank, long pid, const char *secret);
 /* metrics: copied, except a "step" key (pass it as has_step/step). checkpoint_dir: absolute
  * path or NULL. */
 json_t *ty_wire_report_new(int64_t seq, const json_t *metrics, bool has_step, int64_t step,
@@ -88,6 +89,7 @@ struct ty_wire_hello {
     int attempt;
     int rank;
     long pid;
+    const char *secret; /* NULL when absent */
 };
 int ty_wire_parse_hello(const json_t *msg, struct ty_wire_hello *out, char *err, size_t errlen);
 
