@@ -78,10 +78,23 @@ echo "Trainyard is up:"
 echo "  REST API   $server_url/api/v1   (admin token: $state/server/admin.token)"
 echo "  logs       $state/server.log, $state/agent.log"
 echo
+# As root the agent runs each job's workers under a uid of their own, which cannot read a clone
+# under /root (mode 0700). Until a job's files travel with it, the example's files are then
+# copied where every user can read them.
+workdir=$root
+if [[ $(id -u) -eq 0 ]] && ! setpriv --reuid=65534 --regid=65534 --clear-groups \
+    test -r "$root/examples/torch_fashion_mnist/train.py" 2>/dev/null; then
+  workdir=/var/lib/trainyard/example
+  rm -rf "$workdir"
+  mkdir -p "$workdir/examples"
+  cp -r examples/torch_fashion_mnist "$workdir/examples/"
+  chmod -R go+rX /var/lib/trainyard/example
+  echo "the example's files are copied to $workdir (workers cannot read $root)"
+fi
 spec=$(python3 -c 'import json, sys
 spec = json.load(open("examples/torch_fashion_mnist/job.json"))
 spec["working_dir"] = sys.argv[1]
-print(json.dumps(spec))' "$root")
+print(json.dumps(spec))' "$workdir")
 job=$(printf '%s' "$spec" | build/cli/trainyard submit -)
 echo "example job $job submitted: PyTorch DDP, 2 workers, Fashion-MNIST"
 status=0

@@ -56,6 +56,67 @@ static void set_mode(const char *path, mode_t mode)
         TY_WARN("agent", "cannot chmod %s to %o: %s", path, (unsigned)mode, strerror(errno));
 }
 
+/* Copies the regular files and directories under src into dest (created 0755, files 0644), for
+ * workers that cannot read src. Returns 0, or -1 (logged). */
+static int copy_tree_public(const char *src, const char *dest)
+{
+    if (util_mkdir_p(dest, 0755) != 0 || chmod(dest, 0755) != 0) {
+        TY_ERROR("agent", "cannot create %s: %s", dest, strerror(errno));
+        return -1;
+    }
+    DIR *d = opendir(src);
+    if (!d) {
+        TY_ERROR("agent", "cannot read %s: %s", src, strerror(errno));
+        return -1;
+    }
+    int rc = 0;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char from[4200], to[4200];
+        struct stat st;
+        snprintf(from, sizeof(from), "%s/%s", src, e->d_name);
+        snprintf(to, sizeof(to), "%s/%s", dest, e->d_name);
+        if (lstat(from, &st) != 0)
+            continue;
+        if (S_ISDIR(st.st_mode)) {
+            rc = copy_tree_public(from, to);
+        } else if (S_ISREG(st.st_mode)) {
+            size_t len;
+            char *data = util_read_file(from, &len);
+            if (!data || util_write_file_durable(to, data, len, 0644) != 0) {
+                TY_ERROR("agent", "cannot copy %s to %s: %s", from, to, strerror(errno));
+                rc = -1;
+            }
+            free(data);
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+/* Workers under uids of their own may not be able to read --python-path (a clone under /root):
+ * the agent publishes a copy in <data>/python (readable by all; the data directory is 0711) and
+ * puts that on the workers' PYTHONPATH instead. */
+static int publish_python_path(struct agent *a)
+{
+    const char *src = a->cfg->python_path;
+    if (!src || !*src)
+        return 0;
+    char dest[4200];
+    snprintf(dest, sizeof(dest), "%s/python", a->data_dir);
+    if (copy_tree_public(src, dest) != 0)
+        return -1;
+    char *copy = strdup(dest);
+    if (!copy)
+        return -1;
+    free(a->cfg->python_path);
+    a->cfg->python_path = copy;
+    TY_INFO("agent", "workers import trainyard from %s (a copy of %s)", dest, src);
+    return 0;
+}
+
 int agent__isolation_init(struct agent *a)
 {
     const char *run_as = a->cfg->run_as ? a->cfg->run_as : "auto";
@@ -97,7 +158,7 @@ int agent__isolation_init(struct agent *a)
         return -1;
     }
     set_mode(path, 0711);
-    return 0;
+    return a->uid_lo == AGENT_NO_UID ? 0 : publish_python_path(a);
 }
 
 /* ------------------------------------------------------------------------------------------ */
