@@ -62,7 +62,6 @@ int cmd_delete(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_wait(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_workers(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_metrics(struct cli_ctx *ctx, const struct cli_args *args);
-int cmd_events(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_nodes(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_drain(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_token_create(struct cli_ctx *ctx, const struct cli_args *args);
@@ -90,6 +89,9 @@ int cli_wait_finish(struct cli_ctx *ctx, long id, const json_t *job, const char 
 
 /* ----- cmd_follow.c: following a job's stream (docs/streams.md) ------------------------------ */
 
+/* `events ID [--follow]`: status changes, worker changes, checkpoints, one line each. */
+int cmd_events(struct cli_ctx *ctx, const struct cli_args *args);
+
 /*
  * `wait --follow` / `submit --wait --follow`: prints the job's log lines ("[rank R] line") and
  * rank-0 reports ("[report] step S name=value ...") on stdout as they arrive, status changes on
@@ -102,9 +104,10 @@ int cli_follow_wait(struct cli_ctx *ctx, long id, long timeout_s, bool print_sta
 int cli_follow_metrics(struct cli_ctx *ctx, long id, const char *name, long rank);
 
 /*
- * `logs ID --follow`: the job's log lines from the first on, "[rank R] line", until the job ends
- * (exit 0). rank and attempt (-1: all) filter; grep (POSIX extended regex, or NULL) keeps the
- * matching lines. A bad regex is a usage error.
+ * `logs ID --follow`: the job's log lines from the first on, until the job ends (exit 0):
+ * "[rank R] line" for every rank, or one rank's lines as they are when rank >= 0 (as `logs`
+ * prints them). rank and attempt (-1: all) filter; grep (POSIX extended regex, or NULL) keeps
+ * the matching lines. A bad regex is a usage error.
  */
 int cli_follow_logs(struct cli_ctx *ctx, long id, long rank, long attempt, const char *grep);
 

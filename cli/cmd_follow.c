@@ -62,8 +62,9 @@ static long long row_attempt(const struct stream_msg *m)
     return json_is_integer(a) ? json_integer_value(a) : m->attempt;
 }
 
-/* Prints the lines of a `log` row, "[rank R] line", keeping those that match re (if any). */
-static void print_log_lines(const struct stream_msg *m, const regex_t *re)
+/* Prints the lines of a `log` row ("[rank R] line", or bare without prefix), keeping those
+ * that match re (if any). */
+static void print_log_lines(const struct stream_msg *m, const regex_t *re, bool prefix)
 {
     const json_t *lines = json_object_get(m->data, "lines");
     size_t i;
@@ -74,9 +75,36 @@ static void print_log_lines(const struct stream_msg *m, const regex_t *re)
         const char *text = json_string_value(line);
         if (!text || (re && regexec(re, text, 0, NULL, 0) != 0))
             continue;
-        printf("[rank %lld] ", rank);
+        if (prefix)
+            printf("[rank %lld] ", rank);
         fwrite(text, 1, json_string_length(line), stdout);
         fputc('\n', stdout);
+    }
+}
+
+/*
+ * Prints the lines of a `log` row as JSON lines {rank, attempt, offset, line}, as `logs -o json`
+ * does; offset counts each line's bytes and its newline from the chunk's offset.
+ */
+static void print_log_json(const struct stream_msg *m, const regex_t *re)
+{
+    const json_t *lines = json_object_get(m->data, "lines");
+    const json_t *off = json_object_get(m->data, "offset");
+    json_int_t offset = json_is_integer(off) ? json_integer_value(off) : 0;
+    size_t i;
+    json_t *line;
+    json_array_foreach(lines, i, line)
+    {
+        const char *text = json_string_value(line);
+        if (!text)
+            continue;
+        if (!re || regexec(re, text, 0, NULL, 0) == 0) {
+            json_t *o = json_pack("{s:I, s:I, s:I, s:O}", "rank", row_rank(m), "attempt",
+                                  row_attempt(m), "offset", offset, "line", line);
+            print_raw(o);
+            json_decref(o);
+        }
+        offset += (json_int_t)json_string_length(line) + 1;
     }
 }
 
@@ -171,10 +199,12 @@ static enum stream_verdict logs_row(void *ud, const struct stream_msg *m, const 
     bool dropped = m->kind && strcmp(m->kind, "log_dropped") == 0;
     if ((is_log || dropped) && (st->attempt < 0 || row_attempt(m) == st->attempt) &&
         (st->rank < 0 || row_rank(m) == st->rank || (dropped && row_rank(m) < 0))) {
-        if (st->json)
+        if (st->json && is_log)
+            print_log_json(m, st->re);
+        else if (st->json)
             print_raw(raw);
         else if (is_log)
-            print_log_lines(m, st->re);
+            print_log_lines(m, st->re, st->rank < 0);
         else
             print_log_dropped(m);
     }
@@ -220,7 +250,7 @@ static enum stream_verdict wait_row(void *ud, const struct stream_msg *m, const 
         if ((m->kind && strcmp(m->kind, "log") == 0) || follow_format_rank0_report(&sb, m))
             print_raw(raw);
     } else if (m->kind && strcmp(m->kind, "log") == 0) {
-        print_log_lines(m, NULL);
+        print_log_lines(m, NULL, true);
     } else if (follow_format_rank0_report(&sb, m)) {
         print_line(&sb);
     } else if (m->kind && strcmp(m->kind, "log_dropped") == 0) {

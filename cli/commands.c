@@ -15,6 +15,11 @@
 
 static const struct cli_flag no_flags[] = {{NULL, NULL, NULL, false}};
 
+static const struct cli_flag events_flags[] = {
+    {"follow", NULL, "keep printing as they happen, until the job ends", false},
+    {NULL, NULL, NULL, false},
+};
+
 static const struct cli_flag submit_flags[] = {
     {"wait", NULL, "wait until the job finishes; exit 0 only if it SUCCEEDED", false},
     {"wait-timeout", "S", "with --wait, give up after S seconds (exit 5); default: no limit",
@@ -41,11 +46,6 @@ static const struct cli_flag metrics_flags[] = {
     {"name", "N", "only the metric called N", false},
     {"rank", "R", "only metrics reported by this rank", false},
     {"follow", NULL, "print a line per report as it arrives, until the job ends", false},
-    {NULL, NULL, NULL, false},
-};
-
-static const struct cli_flag events_flags[] = {
-    {"follow", NULL, "keep printing as they happen, until the job ends", false},
     {NULL, NULL, NULL, false},
 };
 
@@ -76,17 +76,15 @@ static const struct cli_command commands[] = {
      "1 FAILED, 4 STOPPED, 5 timed out. With --follow, log lines ('[rank R] ...') and\n"
      "rank-0 reports ('[report] step S ...') go to stdout as they arrive.",
      1, 1, wait_flags, cmd_wait},
-    {NULL, "workers", "ID", "list a job's workers: rank, node, pid, GPUs, exit code", NULL, 1, 1,
-     no_flags, cmd_workers},
-    {NULL, "metrics", "ID", "list the metrics a job reported",
-     "With --follow: one line per report, 'TIME rank R step S name=value ...', from the\n"
-     "first report on, as they arrive; exits 0 when the job ends.",
-     1, 1, metrics_flags, cmd_metrics},
     {NULL, "events", "ID", "a job's status changes, worker changes and checkpoints",
      "One line each: 'TIME status S (attempt N): message', 'TIME worker rank R S ...',\n"
      "'TIME checkpoint I S ...'. Read from the live stream (-o json: one stream message per\n"
      "line); with --follow it keeps going and exits 0 when the job ends.",
      1, 1, events_flags, cmd_events},
+    {NULL, "workers", "ID", "list a job's workers: rank, node, pid, GPUs, exit code", NULL, 1, 1,
+     no_flags, cmd_workers},
+    {NULL, "metrics", "ID", "list the metrics a job reported", NULL, 1, 1, metrics_flags,
+     cmd_metrics},
     {NULL, "nodes", "", "list cluster nodes and their free resources", NULL, 0, 0, no_flags,
      cmd_nodes},
     {NULL, "drain", "NODE", "stop placing new workers on a node", NULL, 1, 1, no_flags, cmd_drain},
