@@ -3,8 +3,13 @@
 First against a scripted stand-in (fakestream.py) for what a real server will not do on demand —
 drop the connection at a chosen row, resend rows, send `closing`, fragment a message around a
 ping, refuse a token; then against the real server, agent and jobs."""
+import json
+import os
 import re
+import signal
 import socket
+import subprocess
+import time
 import types
 
 import pytest
@@ -221,3 +226,184 @@ def test_wait_follow_times_out_with_exit_5(fake_factory):
     r = run(fake, "wait", str(JOB), "--follow", "--timeout", "1")
     assert r.returncode == 5
     assert "timed out" in r.stderr and "RUNNING" in r.stderr
+
+
+# --- against the real server, agent and jobs ----------------------------------------------------
+
+PYTHON = "/usr/bin/python3"
+
+# Each rank prints N numbered lines, slowly enough for a server restart to land in the middle.
+COUNTING = ("import os, sys, time\n"
+            "r = os.environ['RANK']\n"
+            "for i in range(int(sys.argv[1])):\n"
+            "    print(f'rank {r} line {i}', flush=True)\n"
+            "    time.sleep(float(sys.argv[2]))\n")
+
+
+def restartable(database, **kw):
+    """A server this test may SIGKILL and start again on the same ports, data dir and database."""
+    return harness.Server(database_url=database, **kw).start()
+
+
+def restart(server):
+    again = harness.Server.__new__(harness.Server)
+    again.__dict__.update(server.__dict__)
+    again.proc = None
+    return again.start()
+
+
+def popen_cli(server, *args, env=None):
+    e = dict(os.environ, TRAINYARD_SERVER=server.url, TRAINYARD_TOKEN=server.admin_token,
+             **(env or {}))
+    return subprocess.Popen([harness.CLI_BIN, *args], env=e, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+
+
+def statuses_of(server, job_id):
+    """The job's status changes as GET /events lists them, consecutive repeats (warnings) kept."""
+    return [e["status"] for e in server.request("GET", f"/api/v1/jobs/{job_id}/events").json["events"]]
+
+
+def printed_statuses(stdout):
+    return [m.group(1) for m in re.finditer(r" status ([A-Z]+)", stdout)]
+
+
+def require_stream(server):
+    if "stream" not in server.request("GET", "/api/v1/version").json:
+        pytest.skip("this server has no /stream yet")
+
+
+@pytest.fixture
+def need_stream(server):
+    require_stream(server)
+
+
+def test_events_follow_prints_status_changes_in_order_and_exits_when_the_job_ends(
+        server, need_stream, agent_factory, cli):
+    agent_factory().wait_node()
+    job = server.submit({"name": "short", "entrypoint": "sleep 1"})["id"]
+    r = cli("events", str(job), "--follow", timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert server.request("GET", f"/api/v1/jobs/{job}").json["status"] == "SUCCEEDED"
+    printed = printed_statuses(r.stdout)
+    assert printed == statuses_of(server, job)
+    assert printed[0] == "PENDING" and printed[-1] == "SUCCEEDED"
+    assert "RUNNING" in printed
+    assert re.search(r" worker rank 0 EXITED .*exit_code 0", r.stdout), r.stdout
+
+
+@pytest.mark.parametrize("entrypoint, code, final", [
+    ("echo all good", 0, "SUCCEEDED"),
+    ("echo going down; exit 3", 1, "FAILED"),
+])
+def test_submit_wait_follow_exits_by_the_jobs_outcome(server, need_stream, agent_factory, cli,
+                                                       tmp_path, entrypoint, code, final):
+    agent_factory().wait_node()
+    spec = tmp_path / "job.json"
+    spec.write_text(json.dumps({"name": "outcome", "entrypoint": entrypoint}))
+    r = cli("submit", str(spec), "--wait", "--follow", timeout=120)
+    assert r.returncode == code, r.stderr
+    job_id = int(r.stdout.splitlines()[0])
+    assert server.request("GET", f"/api/v1/jobs/{job_id}").json["status"] == final
+    assert f"job {job_id} {final}" in r.stderr
+
+
+def test_submit_wait_follow_exits_4_when_the_job_is_stopped(server, need_stream, agent_factory,
+                                                             tmp_path):
+    agent_factory().wait_node()
+    spec = tmp_path / "job.json"
+    spec.write_text(json.dumps({"name": "long", "entrypoint": "sleep 60"}))
+    p = popen_cli(server, "submit", str(spec), "--wait", "--follow")
+    job_id = int(p.stdout.readline())
+    server.wait_job(job_id, {"RUNNING"})
+    assert server.request("POST", f"/api/v1/jobs/{job_id}/stop").status in (200, 202)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 4, err
+    assert f"job {job_id} STOPPED" in err
+
+
+def test_submit_wait_follow_times_out_with_exit_5(server, need_stream, cli, tmp_path):
+    spec = tmp_path / "job.json"
+    spec.write_text(json.dumps({"name": "never-placed", "entrypoint": "true"}))  # no agent
+    r = cli("submit", str(spec), "--wait", "--follow", "--wait-timeout", "2")
+    assert r.returncode == 5, r.stderr
+    assert "timed out" in r.stderr and "PENDING" in r.stderr
+
+
+def test_wait_follow_exits_3_when_the_server_dies_for_good(database, agent_factory):
+    server = restartable(database)
+    try:
+        require_stream(server)
+        agent_factory(server).wait_node()
+        job = server.submit({"name": "orphan", "entrypoint": "sleep 60"})["id"]
+        server.wait_job(job, {"RUNNING"})
+        p = popen_cli(server, "--reconnect-timeout", "3", "wait", str(job), "--follow")
+        time.sleep(0.5)
+        server.stop(signal.SIGKILL)
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 3, err
+        assert "cannot reach" in err
+    finally:
+        server.stop(signal.SIGKILL)
+
+
+def two_ranks_counting(lines, pause):
+    return {"name": "counting", "entrypoint": [PYTHON, "-c", COUNTING, str(lines), str(pause)],
+            "scaling_config": {"num_workers": 2}}
+
+
+def test_events_follow_across_a_server_sigkill_prints_each_change_once(database, agent_factory):
+    server = restartable(database)
+    again = None
+    try:
+        require_stream(server)
+        agent_factory(server).wait_node()
+        job = server.submit(two_ranks_counting(60, 0.1))["id"]
+        p = popen_cli(server, "events", str(job), "--follow")
+        server.wait_job(job, {"RUNNING"})
+        time.sleep(1)
+        server.stop(signal.SIGKILL)
+        again = restart(server)
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        assert printed_statuses(out) == statuses_of(again, job)
+        assert printed_statuses(out)[-1] == "SUCCEEDED"
+        for rank in (0, 1):
+            assert len(re.findall(rf" worker rank {rank} EXITED ", out)) == 1, out
+        assert "resuming after seq" in err
+    finally:
+        server.stop(signal.SIGKILL)
+        if again:
+            assert again.stop() == 0, again.log_text()
+
+
+def test_wait_follow_across_a_server_sigkill_prints_each_log_line_once(database, agent_factory,
+                                                                         tmp_path):
+    server = restartable(database)
+    again = None
+    try:
+        require_stream(server)
+        agent_factory(server).wait_node()
+        spec = tmp_path / "job.json"
+        lines = 60
+        spec.write_text(json.dumps(two_ranks_counting(lines, 0.1)))
+        p = popen_cli(server, "submit", str(spec), "--wait", "--follow")
+        job = int(p.stdout.readline())
+        server.wait_job(job, {"RUNNING"})
+        if server.request("GET", f"/api/v1/jobs/{job}/logs").status != 200:
+            p.kill()
+            p.communicate()
+            pytest.skip("this server stores no logs yet")
+        time.sleep(2)
+        server.stop(signal.SIGKILL)
+        again = restart(server)
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        for rank in (0, 1):
+            got = [line for line in out.splitlines() if line.startswith(f"[rank {rank}] ")]
+            assert got == [f"[rank {rank}] rank {rank} line {i}" for i in range(lines)], err
+        assert "resuming after seq" in err
+    finally:
+        server.stop(signal.SIGKILL)
+        if again:
+            assert again.stop() == 0, again.log_text()
