@@ -24,6 +24,8 @@ static int outcome_exit(enum stream_outcome o)
         return CLI_EXIT_TIMEOUT;
     case STREAM_UNREACHABLE:
         return CLI_EXIT_UNREACHABLE;
+    case STREAM_BAD_URL:
+        return CLI_EXIT_USAGE;
     case STREAM_REFUSED:
         break;
     }

@@ -45,6 +45,12 @@ static int resolve_url(struct cli_ctx *ctx, char *url, size_t len, enum stream_o
 {
     char err[512];
     if (ctx->cfg.stream_url) {
+        struct ws_url parsed;
+        if (ws_url_parse(ctx->cfg.stream_url, &parsed, err, sizeof err) != 0) {
+            fprintf(stderr, "error: --stream-url / TRAINYARD_STREAM_URL: %s\n", err);
+            *why = STREAM_BAD_URL;
+            return -1;
+        }
         snprintf(url, len, "%s", ctx->cfg.stream_url);
         return 0;
     }

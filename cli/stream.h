@@ -27,6 +27,7 @@ enum stream_outcome {
     STREAM_TIMED_OUT,   /* the deadline passed (nothing printed about it) */
     STREAM_UNREACHABLE, /* no connection for --reconnect-timeout seconds (reported on stderr) */
     STREAM_REFUSED,     /* the server refused (bad token, unknown job, no /stream): reported */
+    STREAM_BAD_URL,     /* --stream-url is not a ws:// URL: reported */
 };
 
 struct stream_follow_opts {

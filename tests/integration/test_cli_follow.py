@@ -183,6 +183,12 @@ def test_unreachable_stream_exits_3_after_the_reconnect_timeout():
     assert "cannot reach the stream" in r.stderr
 
 
+def test_stream_url_that_is_not_ws_is_a_usage_error():
+    r = run(None, "events", str(JOB), env={"TRAINYARD_STREAM_URL": "wss://example.org/stream"})
+    assert r.returncode == 2
+    assert "TRAINYARD_STREAM_URL" in r.stderr and "wss://" in r.stderr
+
+
 def test_wait_follow_on_an_unreachable_server_exits_3():
     fake = types.SimpleNamespace(url=f"http://127.0.0.1:{unused_port()}", admin_token=None)
     r = harness.run_cli(fake, "wait", str(JOB), "--follow", token=None)
