@@ -139,6 +139,12 @@ static int on_message(struct follow *f, const char *text, size_t len)
             end = SESSION_DONE;
         break;
     case STREAM_MSG_ERROR:
+        if (stream_error_is_transient(m.text)) {
+            fprintf(stderr, "warning: the stream server cannot serve now (%s%s%s); retrying\n",
+                    m.text, m.detail ? ": " : "", m.detail ? m.detail : "");
+            end = SESSION_DROPPED;
+            break;
+        }
         fprintf(stderr, "error: the stream server refused: %s%s%s\n", m.text ? m.text : "error",
                 m.detail ? ": " : "", m.detail ? m.detail : "");
         end = SESSION_REFUSED;

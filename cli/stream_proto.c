@@ -80,6 +80,11 @@ enum stream_msg_type stream_msg_parse(const json_t *msg, struct stream_msg *out)
     return out->type;
 }
 
+bool stream_error_is_transient(const char *code)
+{
+    return code && (strcmp(code, "unavailable") == 0 || strcmp(code, "too_many_clients") == 0);
+}
+
 /* Dumps obj compactly and drops the reference; exits like xmalloc when out of memory. */
 static char *dump_steal(json_t *obj)
 {

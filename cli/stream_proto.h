@@ -48,6 +48,12 @@ struct stream_msg {
  */
 enum stream_msg_type stream_msg_parse(const json_t *msg, struct stream_msg *out);
 
+/*
+ * Whether an `error` code says "not now" rather than "no" (docs/streams.md): `unavailable` (the
+ * server's database is out of reach) and `too_many_clients`; the follower reconnects after them.
+ */
+bool stream_error_is_transient(const char *code);
+
 /* The auth message for token, as JSON text (free() it). */
 char *stream_auth_message(const char *token);
 

@@ -176,6 +176,23 @@ def test_refused_token_exits_1_with_the_servers_reason(fake_factory):
     assert "unknown token" in r.stderr
 
 
+def test_unavailable_database_is_retried_and_the_follow_resumes(fake_factory):
+    def first(c):
+        handshake(c, 0)
+        c.send(status(JOB, 1, "RUNNING"))
+        c.send({"type": "error", "code": "unavailable", "detail": "database unreachable"})
+
+    def second(c):
+        handshake(c, 1)
+        c.send(status(JOB, 2, "SUCCEEDED"))
+
+    fake = fake_factory([first, second])
+    r = run(fake, "events", str(JOB), "--follow")
+    assert r.returncode == 0, r.stderr
+    assert printed_statuses(r.stdout) == ["RUNNING", "SUCCEEDED"]
+    assert "database unreachable" in r.stderr
+
+
 def test_unreachable_stream_exits_3_after_the_reconnect_timeout():
     r = run(None, "--reconnect-timeout", "1", "events", str(JOB), "--follow",
             env={"TRAINYARD_STREAM_URL": f"ws://127.0.0.1:{unused_port()}/stream"})

@@ -93,6 +93,17 @@ static void control_messages_are_read(void **state)
     json_decref(v);
 }
 
+static void only_unavailable_and_too_many_clients_are_retried(void **state)
+{
+    (void)state;
+    assert_true(stream_error_is_transient("unavailable"));
+    assert_true(stream_error_is_transient("too_many_clients"));
+    assert_false(stream_error_is_transient("bad_token"));
+    assert_false(stream_error_is_transient("unknown_job"));
+    assert_false(stream_error_is_transient("not_authenticated"));
+    assert_false(stream_error_is_transient(NULL));
+}
+
 static void auth_and_subscribe_messages_follow_the_protocol(void **state)
 {
     (void)state;
@@ -336,6 +347,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(event_with_null_rank_reads_as_minus_one),
     cmocka_unit_test(event_without_seq_or_kind_is_bad),
     cmocka_unit_test(control_messages_are_read),
+    cmocka_unit_test(only_unavailable_and_too_many_clients_are_retried),
     cmocka_unit_test(auth_and_subscribe_messages_follow_the_protocol),
     cmocka_unit_test(stream_url_takes_the_servers_host_and_the_streams_port),
     cmocka_unit_test(stream_url_is_refused_without_a_stream_or_over_https),
