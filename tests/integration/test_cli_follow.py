@@ -430,3 +430,20 @@ def test_wait_follow_across_a_server_sigkill_prints_each_log_line_once(database,
         server.stop(signal.SIGKILL)
         if again:
             assert again.stop() == 0, again.log_text()
+
+
+def test_logs_follow_prints_each_ranks_lines_once_then_exits_when_the_job_ends(
+        server, need_stream, agent_factory, cli):
+    if "--follow" not in harness.run_cli(server, "logs", "--help").stdout:
+        pytest.skip("`trainyard logs` has no --follow yet (wired when the logs command merges)")
+    agent_factory().wait_node()
+    job = server.submit(two_ranks_counting(20, 0.05))["id"]
+    r = cli("logs", str(job), "--follow", timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert server.request("GET", f"/api/v1/jobs/{job}").json["status"] == "SUCCEEDED"
+    for rank in (0, 1):
+        got = [line for line in r.stdout.splitlines() if line.startswith(f"[rank {rank}] ")]
+        assert got == [f"[rank {rank}] rank {rank} line {i}" for i in range(20)], r.stdout
+    one = cli("logs", str(job), "--follow", "--rank", "1", "--grep", "line 1[0-9]$")
+    assert one.returncode == 0, one.stderr
+    assert one.stdout.splitlines() == [f"rank 1 line {i}" for i in range(10, 20)]
