@@ -1,6 +1,7 @@
 /* The agent protocol (docs/agent-protocol.md) as pure functions (agent_proto.h): a builder and a
  * validating parser for every message, in both directions. No I/O, no globals. */
 #include "agent_proto.h"
+#include "agent_proto_internal.h"
 
 #include "util.h"
 
@@ -713,6 +714,8 @@ int agent_node_msg_parse(const char *text, size_t len, struct agent_node_msg *ou
         rc = parse_register(out, err, errlen);
     else if (out->type == AGENT_MSG_WORKER_STARTED || out->type == AGENT_MSG_WORKER_EXITED)
         rc = parse_worker_event(out, err, errlen);
+    else if (out->type == AGENT_MSG_REPORT)
+        rc = agent__parse_report(out->root, &out->report, err, errlen);
     if (rc == 0)
         return 0;
 fail:;
@@ -730,6 +733,7 @@ void agent_node_msg_free(struct agent_node_msg *m)
         return;
     free(m->workers);
     free(m->node_gpus);
+    json_decref(m->report.numbers);
     json_decref(m->node_custom);
     json_decref(m->root);
     memset(m, 0, sizeof(*m));

@@ -156,6 +156,28 @@ struct agent_worker_event {
     const char *error; /* NULL: null (the worker could not be started when set) */
 };
 
+/* A worker's report as the server reads it (agent message `report`, docs/agent-protocol.md).
+ * Strings are borrowed from the message; `numbers` is owned (agent_node_msg_free drops it). */
+#define AGENT_PROTO_MAX_METRIC_NAME 256
+#define AGENT_PROTO_MAX_CHECKPOINT_PATH 4096
+struct agent_report {
+    int64_t seq;                /* the agent's event seq (>= 1), to ack */
+    int64_t job;                /* the server's job id (>= 1): a decimal string or an integer */
+    int64_t attempt, rank;      /* 0 .. INT32_MAX */
+    int64_t report_seq;         /* k, >= 1: the rank's report number within the attempt */
+    int64_t step;               /* -1: null or absent */
+    const char *time;           /* RFC 3339 date-time (agent_rfc3339_valid) */
+    const char *checkpoint_dir; /* NULL: none; else 1 to AGENT_PROTO_MAX_CHECKPOINT_PATH bytes */
+    int64_t checkpoint_bytes;   /* -1: null or absent (only read when checkpoint_dir is set) */
+    json_t *numbers;            /* the metrics that are numbers with a 1..256-byte name */
+    size_t skipped;             /* metrics left out of `numbers` (not numbers, bad names) */
+};
+
+/* True when `s` is an RFC 3339 date-time: YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM), 'T', 't'
+ * or ' ' between date and time, fields within their ranges. Calendar errors (Feb 30) pass: the
+ * server leaves them to PostgreSQL, which refuses them. */
+bool agent_rfc3339_valid(const char *s);
+
 /* A parsed agent message. */
 struct agent_node_msg {
     enum agent_msg_type type;
@@ -171,7 +193,8 @@ struct agent_node_msg {
     int *node_gpus;      /* owned storage behind node.gpus */
     /* worker_started, worker_exited */
     struct agent_worker_event event;
-    /* report: only type and seq are read here (the server validates the rest) */
+    /* report */
+    struct agent_report report;
     int64_t seq; /* -1 when absent or not an integer */
 };
 

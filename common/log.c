@@ -1,3 +1,4 @@
+/* See log.h for what this module does and its contract. */
 #include "log.h"
 
 #include <pthread.h>

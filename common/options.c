@@ -1,3 +1,4 @@
+/* See options.h for what this module does and its contract. */
 #include "options.h"
 
 #include "util.h"

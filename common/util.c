@@ -1,3 +1,4 @@
+/* See util.h for what this module does and its contract. */
 #include "util.h"
 
 #include <errno.h>

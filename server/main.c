@@ -1,5 +1,6 @@
 /* trainyard-server: REST API, embedded or external PostgreSQL, migrations, auth.
- * Start-up order: config → data dir → database → migrations → admin token → HTTP.
+ * Start-up order: config → data dir → database → migrations → admin token → control (and the
+ * websocket hub) → streams → HTTP.
  * Shutdown (SIGINT/SIGTERM) runs it backwards and joins every thread. */
 #include "auth.h"
 #include "cache.h"
@@ -11,6 +12,7 @@
 #include "log.h"
 #include "pg_embedded.h"
 #include "server.h"
+#include "stream.h"
 #include "util.h"
 #include "version.h"
 
@@ -99,7 +101,10 @@ int main(int argc, char **argv)
     if (db_migrate(srv.db, srv_migrations) < 0 || srv_auth_bootstrap(&srv) != 0)
         goto out;
     srv.control = control_start(&srv);
-    if (srv.control == NULL || srv_http_start(&srv) != 0)
+    if (srv.control == NULL)
+        goto out;
+    srv.stream = stream_start(&srv, control_hub(srv.control));
+    if (srv.stream == NULL || srv_http_start(&srv) != 0)
         goto out;
     TY_INFO("main", "trainyard-server %s ready", TRAINYARD_VERSION);
 
@@ -109,6 +114,7 @@ int main(int argc, char **argv)
     rc = 0;
 out:
     srv_http_stop(&srv);
+    stream_stop(srv.stream); /* before the hub, which control_stop stops */
     control_stop(srv.control);
     db_destroy(srv.db);
     cache_destroy(srv.job_cache);

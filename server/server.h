@@ -9,6 +9,7 @@ struct db;
 struct pg_embedded;
 struct MHD_Daemon;
 struct control;
+struct stream;
 struct cache;
 
 struct srv {
@@ -17,6 +18,7 @@ struct srv {
     struct pg_embedded *pg; /* NULL with --database-url */
     struct MHD_Daemon *http;
     struct control *control;        /* agents, scheduling, lifecycle */
+    struct stream *stream;          /* /stream subscribers */
     struct cache *job_cache;        /* GET /api/v1/jobs/{id} bodies */
     struct cache *token_cache;      /* token hash -> identity */
     struct srv_telemetry telemetry; /* GET /metrics */

@@ -1,6 +1,9 @@
-/* GET /api/v1/jobs/{id}/metrics?name=a,b&rank=R&attempt=N&max_points=M
+/* GET /api/v1/jobs/{id}/metrics?name=a,b&rank=R&attempt=N&max_points=M&mode=points|band
  * Reported metrics as points {name, rank, attempt, step, value, time}, ordered by name, rank,
- * time; each (name, rank) series cut to at most max_points (default 1000) by downsample.c. */
+ * time; each (name, rank) series cut to at most max_points (default 1000) by downsample.c. With
+ * mode=band, each series is cut into at most max_points buckets of first, last, min and max
+ * (downsample_band.c) instead. Points of attempts older than the job's current one are marked
+ * "superseded": true. */
 #include "db.h"
 #include "handlers.h"
 #include "server.h"
@@ -61,6 +64,7 @@ enum MHD_Result h_jobs_metrics(struct srv_request *req)
     const char *rank_s = srv_query(req, "rank");
     const char *attempt_s = srv_query(req, "attempt");
     const char *max_s = srv_query(req, "max_points");
+    const char *mode = srv_query(req, "mode");
     char detail[120];
     if (names && names_valid(names, detail, sizeof(detail)) != 0)
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "name", detail);
@@ -74,7 +78,11 @@ enum MHD_Result h_jobs_metrics(struct srv_request *req)
     if (max_s && util_parse_int64(max_s, 1, 10000, &max_points) != 0)
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "max_points",
                                        "must be an integer from 1 to 10000");
-    struct store_metrics_query q = {names, rank, attempt, (size_t)max_points};
+    if (mode && strcmp(mode, "points") != 0 && strcmp(mode, "band") != 0)
+        return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "mode",
+                                       "must be points or band");
+    bool band = mode && strcmp(mode, "band") == 0;
+    struct store_metrics_query q = {names, rank, attempt, (size_t)max_points, band};
     struct metrics_series a = {id, &q, NULL};
     int qs = db_with_conn(req->srv->db, metrics_series, &a);
     if (qs < 0)

@@ -24,5 +24,6 @@ enum MHD_Result h_nodes_undrain(struct srv_request *req);
 enum MHD_Result h_tokens_create(struct srv_request *req);
 enum MHD_Result h_tokens_list(struct srv_request *req);
 enum MHD_Result h_tokens_delete(struct srv_request *req);
+enum MHD_Result h_prometheus(struct srv_request *req);
 
 #endif

@@ -63,6 +63,11 @@ static void wake(void *arg)
     pthread_mutex_unlock(&ctl->lock);
 }
 
+struct hub *control_hub(struct control *ctl)
+{
+    return ctl->hub;
+}
+
 void control_kick(struct control *ctl)
 {
     if (ctl == NULL)
@@ -163,8 +168,10 @@ static void drive_stopping_jobs(struct control *ctl)
 
 static void handle_event(struct control *ctl, struct hub_event *ev)
 {
-    if (ev->kind != HUB_MESSAGE)
-        ctl__flush_started(ctl); /* events stay in order */
+    if (ev->kind != HUB_MESSAGE) { /* events stay in order */
+        ctl__flush_started(ctl);
+        ctl__flush_reports(ctl);
+    }
     switch (ev->kind) {
     case HUB_CONNECTED:
         TY_DEBUG("control", "connection %llu from %s", (unsigned long long)ev->conn, ev->peer);
@@ -180,6 +187,8 @@ static void handle_event(struct control *ctl, struct hub_event *ev)
         }
         break;
     }
+    case HUB_DRAINED: /* subscribers only */
+        break;
     }
     free(ev->text);
 }
@@ -213,11 +222,13 @@ static void *control_thread(void *arg)
         if (db_ensure(ctl->db) != 0)
             continue; /* events stay queued until the database is back */
         /* The worker_started messages among these (an agent sends those of a launch together)
-         * are committed in one transaction: one commit instead of one per worker. */
+         * are committed in one transaction: one commit instead of one per worker; so are the
+         * reports among them. */
         struct hub_event ev;
         while (hub_next_event(ctl->hub, &ev))
             handle_event(ctl, &ev);
         ctl__flush_started(ctl);
+        ctl__flush_reports(ctl);
         if (ctl__now() - ctl->last_tick >= CTL_TICK_MS / 1000.0) {
             ctl->last_tick = ctl__now();
             check_heartbeats(ctl);
@@ -231,6 +242,7 @@ static void *control_thread(void *arg)
             ctl->last_pass = ctl__now();
             ctl__schedule(ctl);
             ctl->last_pass_cost = ctl__now() - ctl->last_pass;
+            srv_histogram_observe(&ctl->srv->telemetry.sched_pass, ctl->last_pass_cost);
         }
     }
     return NULL;

@@ -7,11 +7,14 @@
 
 struct srv;
 struct control;
+struct hub;
 
 /* Starts the websocket hub and the control thread. Returns NULL (logged) on failure. */
 struct control *control_start(struct srv *srv);
 /* Stops the thread and the hub; joins both. NULL is a no-op. */
 void control_stop(struct control *ctl);
+/* The websocket hub the control thread started (the stream thread attaches to it). */
+struct hub *control_hub(struct control *ctl);
 /* Asks for a scheduling pass soon (after a submit, stop or drain). Thread-safe; NULL is a no-op. */
 void control_kick(struct control *ctl);
 

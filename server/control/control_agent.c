@@ -13,17 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int64_t ctl__job_id(json_t *msg)
-{
-    json_t *v = json_object_get(msg, "job_id");
-    if (json_is_integer(v))
-        return json_integer_value(v);
-    int64_t id = 0;
-    if (json_is_string(v) && util_parse_int64(json_string_value(v), 1, INT64_MAX, &id) == 0)
-        return id;
-    return 0;
-}
-
 static void send_error_and_close(struct control *ctl, uint64_t conn, const char *message)
 {
     ctl__send_text(ctl, conn, agent_msg_error(message));
@@ -279,9 +268,12 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
                     (unsigned long long)conn, err);
         return;
     }
-    /* Every other message is applied after the worker starts queued before it. */
+    /* Every message is applied after the worker starts and the reports queued before it (at
+     * most one of the two queues holds anything). */
     if (m.type != AGENT_MSG_WORKER_STARTED)
         ctl__flush_started(ctl);
+    if (m.type != AGENT_MSG_REPORT || !ok)
+        ctl__flush_reports(ctl);
     struct ctl_node *node = ctl__node_by_conn(ctl, conn);
     if (m.type == AGENT_MSG_REGISTER) {
         if (ok) {
@@ -306,7 +298,7 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
         if (m.type == AGENT_MSG_WORKER_STARTED || m.type == AGENT_MSG_WORKER_EXITED)
             rc = on_worker_event(ctl, node, conn, &m);
         else if (m.type == AGENT_MSG_REPORT)
-            ctl__on_report(ctl, conn, m.root);
+            ctl__queue_report(ctl, conn, &m);
         else if (m.type != AGENT_MSG_HEARTBEAT) /* heartbeat: last_seen updated above */
             TY_DEBUG("control", "node %s: ignoring message type '%s'", node->id, m.type_name);
         if (rc < 0)

@@ -3,6 +3,7 @@
 #ifndef SRV_CONTROL_INTERNAL_H
 #define SRV_CONTROL_INTERNAL_H
 
+#include "agent_proto.h"
 #include "control.h"
 #include "db.h"
 #include "hub.h"
@@ -39,6 +40,19 @@ struct ctl_started {
     bool has_seq[CTL_STARTED_MAX];
 };
 
+/* Reports received but not yet committed (control_report.c): committed together, then acked. */
+#define CTL_REPORTS_MAX 512
+struct ctl_report_item {
+    uint64_t conn;
+    json_t *root;          /* the message: r's strings point into it */
+    struct agent_report r; /* r.numbers owned */
+    bool acked;            /* may be acked once the batch is done */
+};
+struct ctl_reports {
+    size_t n;
+    struct ctl_report_item items[CTL_REPORTS_MAX];
+};
+
 /* Parsed specs of pending jobs (control_specs.c). */
 struct ctl_spec;
 struct ctl_specs {
@@ -66,6 +80,7 @@ struct control {
     struct ctl_stop_sent *stops;
     struct ctl_specs specs;
     struct ctl_started started;
+    struct ctl_reports reports;
 };
 
 double ctl__now(void);
@@ -75,10 +90,6 @@ struct ctl_node *ctl__node_by_id(struct control *ctl, const char *id);
  * memory while building it, is logged and dropped). */
 void ctl__send_text(struct control *ctl, uint64_t conn, char *text);
 
-/* The job id of an agent message: a decimal string (the protocol's form) or an integer.
- * Returns 0 when missing or malformed. */
-int64_t ctl__job_id(json_t *msg);
-
 /* control_agent.c */
 /* Handles one agent message. A worker_started is only queued (ctl->started): the caller must
  * call ctl__flush_started() once the hub queue is drained and before any other hub event. */
@@ -87,8 +98,15 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
  * applies them one by one as before: each that fails closes its connection, so that the agent
  * resends what was not acked. */
 void ctl__flush_started(struct control *ctl);
-/* control_report.c: agent message `report`; commits it, then acks its seq. */
-void ctl__on_report(struct control *ctl, uint64_t conn, json_t *msg);
+/* control_report.c: agent message `report`, parsed. Queues it (taking over m->report.numbers
+ * and a reference to m->root); a full batch is committed first. The caller must call
+ * ctl__flush_reports() once the hub queue is drained and before any other message or event. */
+void ctl__queue_report(struct control *ctl, uint64_t conn, struct agent_node_msg *m);
+/* Commits the queued reports in one transaction, registers their checkpoints, and acks them. When
+ * the transaction fails, applies them one by one: a report the database refuses is acked and
+ * dropped; one that cannot be committed closes its connection, so that the agent resends what was
+ * not acked. */
+void ctl__flush_reports(struct control *ctl);
 
 /* control_specs.c: the parsed spec of a pending job, or NULL if not cached yet. */
 const struct jobspec *ctl__spec_get(struct ctl_specs *t, int64_t id);

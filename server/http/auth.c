@@ -45,8 +45,10 @@ static int lookup_in_store(struct db_conn *c, void *arg)
     return store_token_lookup(c, q->hash, q->who);
 }
 
-/* Token hash → identity, through the token cache. Returns a db_qs (1 found, 0 unknown). */
-static int lookup_token(struct srv *srv, const char *hash, struct srv_identity *who)
+/* Token hash → identity, through the token cache; on `c`, or on a pooled connection when c is
+ * NULL. Returns a db_qs (1 found, 0 unknown). */
+static int lookup_token(struct srv *srv, struct db_conn *c, const char *hash,
+                        struct srv_identity *who)
 {
     uint64_t gen = db_generation(srv->db);
     size_t len;
@@ -60,7 +62,8 @@ static int lookup_token(struct srv *srv, const char *hash, struct srv_identity *
         free(hit);
         return 1;
     }
-    int qs = db_with_conn(srv->db, lookup_in_store, &(struct token_query){hash, who});
+    struct token_query q = {hash, who};
+    int qs = c ? lookup_in_store(c, &q) : db_with_conn(srv->db, lookup_in_store, &q);
     if (qs == 1) {
         char value[200];
         int n = snprintf(value, sizeof(value), "%d %lld %s", (int)who->role,
@@ -68,6 +71,13 @@ static int lookup_token(struct srv *srv, const char *hash, struct srv_identity *
         cache_put(srv->token_cache, hash, gen, value, (size_t)n);
     }
     return qs;
+}
+
+int srv_auth_token(struct srv *srv, struct db_conn *c, const char *token, struct srv_identity *who)
+{
+    char hash[65];
+    util_sha256_hex(token, strlen(token), hash);
+    return lookup_token(srv, c, hash, who);
 }
 
 int srv_auth_check(struct srv_request *req, enum MHD_Result *denied)
@@ -87,9 +97,7 @@ int srv_auth_check(struct srv_request *req, enum MHD_Result *denied)
                                     "send an API token as 'Authorization: Bearer <token>'");
         return -1;
     }
-    char hash[65];
-    util_sha256_hex(h + 7, strlen(h + 7), hash);
-    int qs = lookup_token(req->srv, hash, &req->who);
+    int qs = srv_auth_token(req->srv, NULL, h + 7, &req->who);
     if (qs < 0) {
         *denied = srv_reply_problem(req, SRV_P_DATABASE_UNAVAILABLE, NULL,
                                     "cannot check the token: the database is unavailable");

@@ -10,11 +10,16 @@ struct srv;
  * replies 401/403/503 and returns -1 with the MHD result in *denied. */
 int srv_auth_check(struct srv_request *req, enum MHD_Result *denied);
 
+struct db_conn;
+/* Who API token `token` stands for, as srv_auth_check decides it (through the token cache):
+ * fills *who and returns 1, 0 for an unknown or revoked token, or an error. Runs on `c`, or on a
+ * pooled connection when c is NULL. For callers other than HTTP requests (the stream thread). */
+int srv_auth_token(struct srv *srv, struct db_conn *c, const char *token, struct srv_identity *who);
+
 /* True when `who` may change a job owned by `owner` (admins: any job; users: their own). */
 bool srv_auth_may_modify(const struct srv_identity *who, const char *owner);
 
 enum srv_job_access { SRV_JOB_NOT_FOUND, SRV_JOB_FORBIDDEN, SRV_JOB_ALLOWED };
-struct db_conn;
 /* Whether `who` may change job `id`: looks up its owner and applies srv_auth_may_modify.
  * Returns a db_qs; *access is set when it is not negative. */
 int srv_auth_job_access(struct db_conn *c, const struct srv_identity *who, int64_t id,

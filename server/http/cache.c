@@ -1,3 +1,4 @@
+/* See cache.h for what this module does and its contract. */
 #include "cache.h"
 
 #include <pthread.h>

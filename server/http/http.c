@@ -12,6 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+static double monotonic_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 /* ------------------------------------------------------------------ replies */
 
@@ -33,6 +41,7 @@ enum MHD_Result srv_reply_steal(struct srv_request *req, unsigned status, const 
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"trainyard\"");
     enum MHD_Result ret = MHD_queue_response(req->conn, status, r);
     MHD_destroy_response(r);
+    req->status = status;
     return ret;
 }
 
@@ -103,6 +112,7 @@ static enum MHD_Result reply_problem_v(struct srv_request *req, enum srv_problem
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
     enum MHD_Result ret = MHD_queue_response(req->conn, srv_problem_status(p), r);
     MHD_destroy_response(r);
+    req->status = srv_problem_status(p);
     return ret;
 }
 
@@ -302,6 +312,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         req->conn = conn;
         req->method = method;
         req->url = url;
+        req->started = monotonic_s();
         *con_cls = req;
         /* An announced body over the cap is drained, not stored, so that the client reads
          * the 413 instead of a reset connection. */
@@ -334,6 +345,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return dispatch(req);
 }
 
+/* Counts a finished request under its route (GET /metrics): its status class and how long it
+ * took from its arrival to its completion. */
+static void count_request(const struct srv_request *req)
+{
+    size_t i = SRV_TELEMETRY_MAX_ROUTES;
+    if (req->route != NULL && (size_t)(req->route - srv_routes) < SRV_TELEMETRY_MAX_ROUTES)
+        i = (size_t)(req->route - srv_routes);
+    struct srv_route_stats *st = &req->srv->telemetry.http.routes[i];
+    unsigned cls = req->status / 100;
+    atomic_fetch_add_explicit(&st->by_class[cls >= 2 && cls <= 5 ? cls : 0], 1,
+                              memory_order_relaxed);
+    srv_histogram_observe(&st->latency, monotonic_s() - req->started);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
@@ -343,6 +368,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     struct srv_request *req = *con_cls;
     if (req == NULL)
         return;
+    count_request(req);
     free(req->body);
     free(req->path_copy);
     free(req);

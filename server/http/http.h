@@ -29,6 +29,8 @@ struct srv_request {
     size_t body_len;
     bool body_too_large;
     struct srv_identity who;
+    double started;  /* monotonic seconds when the request arrived */
+    unsigned status; /* the status of the reply queued, 0 before one */
 };
 
 typedef enum MHD_Result (*srv_handler)(struct srv_request *req);

@@ -1,3 +1,4 @@
+/* See problem.h for what this module does and its contract. */
 #include "problem.h"
 
 static const struct {

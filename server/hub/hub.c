@@ -1,4 +1,5 @@
-/* libwebsockets server thread and the locked queues between it and the control thread. */
+/* libwebsockets server thread and the locked queues between it and the control and stream
+ * threads. See hub.h. */
 #include "hub.h"
 
 #include "agent_proto.h"
@@ -6,13 +7,18 @@
 
 #include <libwebsockets.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define HUB_MAX_MESSAGE AGENT_PROTO_MAX_MESSAGE
+#define HUB_BATCH_MAX 256           /* messages in one write to a subscriber, at most */
+#define HUB_BATCH_BYTES (64 * 1024) /* bytes in one write to a subscriber (beyond one message) */
 
-struct out_msg {
-    struct out_msg *next;
+enum hub_kind { HUB_AGENT = 0, HUB_STREAM = 1 };
+
+struct hub_msg {
+    atomic_int refs;
     size_t len;
     unsigned char buf[]; /* LWS_PRE bytes of headroom, then the message */
 };
@@ -21,16 +27,29 @@ struct conn {
     struct conn *next;
     uint64_t id;
     struct lws *wsi;
-    struct out_msg *head, *tail; /* guarded by hub->lock */
-    bool want_write;             /* guarded by hub->lock */
-    bool close_after;            /* guarded by hub->lock */
-    char *in;                    /* lws thread only: fragments of the message being received */
+    enum hub_kind kind;
+    /* Messages waiting to be written, a ring; guarded by hub->lock like the flags below. */
+    struct hub_msg **ring;
+    size_t cap, head, len;
+    size_t watch_mark;
+    bool watching;
+    bool want_write;
+    bool close_after;
+    bool timeout_set; /* lws thread only: the close grace is running */
+    char *in;         /* lws thread only: fragments of the message being received */
     size_t inlen;
 };
 
 struct queued_event {
     struct queued_event *next;
     struct hub_event ev;
+};
+
+/* One consumer of events: the control thread (agents) or the stream thread (subscribers). */
+struct sink {
+    struct queued_event *head, *tail;
+    void (*wake)(void *);
+    void *wake_arg;
 };
 
 struct hub {
@@ -40,13 +59,91 @@ struct hub {
     pthread_mutex_t lock;
     struct conn *conns;
     uint64_t next_id;
-    struct queued_event *ev_head, *ev_tail;
-    void (*wake)(void *);
-    void *wake_arg;
+    struct sink sinks[2]; /* by enum hub_kind; guarded by lock */
+    bool stream_on;       /* guarded by lock: subscribers are accepted */
+    size_t stream_queue_max;
+    unsigned char *scratch; /* lws thread only: batched frames being written (write_some) */
+    size_t scratch_cap;
 };
 
-static void push_event(struct hub *hub, enum hub_event_kind kind, uint64_t conn, char *text,
-                       size_t len, const char *peer)
+/* ------------------------------------------------------------------ messages */
+
+struct hub_msg *hub_msg_new(const char *text, size_t len)
+{
+    struct hub_msg *m = malloc(sizeof(*m) + LWS_PRE + len);
+    if (m == NULL)
+        return NULL;
+    atomic_init(&m->refs, 1);
+    m->len = len;
+    memcpy(m->buf + LWS_PRE, text, len);
+    return m;
+}
+
+struct hub_msg *hub_msg_steal(char *text)
+{
+    if (text == NULL)
+        return NULL;
+    struct hub_msg *m = hub_msg_new(text, strlen(text));
+    free(text);
+    return m;
+}
+
+void hub_msg_unref(struct hub_msg *m)
+{
+    if (m && atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) == 1)
+        free(m);
+}
+
+static void msg_ref(struct hub_msg *m)
+{
+    atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
+}
+
+/* Appends m (reference taken over) to c's ring. Under hub->lock. Returns 0 or -1 (OOM). */
+static int ring_push(struct conn *c, struct hub_msg *m)
+{
+    if (c->len == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 16;
+        struct hub_msg **ring = malloc(cap * sizeof(*ring));
+        if (ring == NULL)
+            return -1;
+        for (size_t i = 0; i < c->len; i++)
+            ring[i] = c->ring[(c->head + i) % c->cap];
+        free(c->ring);
+        c->ring = ring;
+        c->cap = cap;
+        c->head = 0;
+    }
+    c->ring[(c->head + c->len) % c->cap] = m;
+    c->len++;
+    return 0;
+}
+
+/* Takes the oldest queued message of c, or NULL. Under hub->lock. */
+static struct hub_msg *ring_pop(struct conn *c)
+{
+    if (c->len == 0)
+        return NULL;
+    struct hub_msg *m = c->ring[c->head];
+    c->head = (c->head + 1) % c->cap;
+    c->len--;
+    return m;
+}
+
+static void ring_free(struct conn *c)
+{
+    struct hub_msg *m;
+    while ((m = ring_pop(c)) != NULL)
+        hub_msg_unref(m);
+    free(c->ring);
+    c->ring = NULL;
+    c->cap = c->head = c->len = 0;
+}
+
+/* ------------------------------------------------------------------ events */
+
+static void push_event(struct hub *hub, enum hub_kind to, enum hub_event_kind kind, uint64_t conn,
+                       char *text, size_t len, const char *peer)
 {
     struct queued_event *q = calloc(1, sizeof(*q));
     if (q == NULL) {
@@ -59,38 +156,162 @@ static void push_event(struct hub *hub, enum hub_event_kind kind, uint64_t conn,
     q->ev.len = len;
     if (peer)
         snprintf(q->ev.peer, sizeof(q->ev.peer), "%s", peer);
+    struct sink *s = &hub->sinks[to];
     pthread_mutex_lock(&hub->lock);
-    if (hub->ev_tail)
-        hub->ev_tail->next = q;
+    if (s->tail)
+        s->tail->next = q;
     else
-        hub->ev_head = q;
-    hub->ev_tail = q;
+        s->head = q;
+    s->tail = q;
+    /* Under the lock, so that a consumer that detached (and freed wake_arg) is never called. */
+    if (s->wake)
+        s->wake(s->wake_arg);
     pthread_mutex_unlock(&hub->lock);
-    if (hub->wake)
-        hub->wake(hub->wake_arg);
 }
 
-static void free_out(struct conn *c)
+static bool next_event(struct hub *hub, enum hub_kind from, struct hub_event *ev)
 {
-    while (c->head) {
-        struct out_msg *m = c->head;
-        c->head = m->next;
-        free(m);
+    struct sink *s = &hub->sinks[from];
+    pthread_mutex_lock(&hub->lock);
+    struct queued_event *q = s->head;
+    if (q) {
+        s->head = q->next;
+        if (s->head == NULL)
+            s->tail = NULL;
     }
-    c->tail = NULL;
+    pthread_mutex_unlock(&hub->lock);
+    if (q == NULL)
+        return false;
+    *ev = q->ev;
+    free(q);
+    return true;
+}
+
+bool hub_next_event(struct hub *hub, struct hub_event *ev)
+{
+    return next_event(hub, HUB_AGENT, ev);
+}
+
+bool hub_next_stream_event(struct hub *hub, struct hub_event *ev)
+{
+    return next_event(hub, HUB_STREAM, ev);
 }
 
 /* ------------------------------------------------------------------ lws callback */
 
-static int on_agent(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
-                    size_t len)
+/* Whether a handshake for `kind` may go on: subscribers only on HUB_STREAM_PATH and only while
+ * the stream thread is attached; agents anywhere else. */
+static bool accept_handshake(struct hub *hub, struct lws *wsi, enum hub_kind kind)
+{
+    char uri[256] = "";
+    if (lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI) < 0)
+        uri[0] = '\0';
+    uri[strcspn(uri, "?")] = '\0';
+    bool stream_path = strcmp(uri, HUB_STREAM_PATH) == 0;
+    if (kind == HUB_AGENT)
+        return !stream_path;
+    pthread_mutex_lock(&hub->lock);
+    bool on = hub->stream_on;
+    pthread_mutex_unlock(&hub->lock);
+    return stream_path && on;
+}
+
+/* The bytes of a server websocket frame (header and payload) for a payload of len. */
+static size_t frame_size(size_t len)
+{
+    return len + (len < 126 ? 2 : len < 65536 ? 4 : 10);
+}
+
+/* Writes a FIN text frame header for a payload of len at out; returns its size. */
+static size_t frame_header(unsigned char *out, size_t len)
+{
+    out[0] = 0x81;
+    if (len < 126) {
+        out[1] = (unsigned char)len;
+        return 2;
+    }
+    if (len < 65536) {
+        out[1] = 126;
+        out[2] = (unsigned char)(len >> 8);
+        out[3] = (unsigned char)len;
+        return 4;
+    }
+    out[1] = 127;
+    for (int i = 0; i < 8; i++)
+        out[2 + i] = (unsigned char)((uint64_t)len >> (56 - 8 * i));
+    return 10;
+}
+
+/* Writes what c has queued, from its WRITEABLE callback: one message, or for a subscriber as
+ * many as fit in HUB_BATCH_BYTES, framed here and handed to lws in one raw write (one send()
+ * instead of one per message and one poll round each: a subscriber of a busy job gets thousands
+ * a second). lws buffers what the socket does not take and calls WRITEABLE again only once that
+ * is out. *more: messages remain; *close_now: the connection is to be closed now. Returns 0, or
+ * -1 when the write failed. */
+static int write_some(struct hub *hub, struct conn *c, struct lws *wsi, bool *more, bool *close_now)
+{
+    struct hub_msg *batch[HUB_BATCH_MAX];
+    size_t n = 0, bytes = 0;
+    pthread_mutex_lock(&hub->lock);
+    while (c->len > 0 && n < (c->kind == HUB_STREAM ? HUB_BATCH_MAX : 1)) {
+        size_t size = frame_size(c->ring[c->head]->len);
+        if (n > 0 && bytes + size > HUB_BATCH_BYTES)
+            break;
+        batch[n++] = ring_pop(c);
+        bytes += size;
+    }
+    *more = c->len > 0;
+    *close_now = !*more && c->close_after;
+    bool drained = c->watching && c->len <= c->watch_mark;
+    if (drained)
+        c->watching = false;
+    pthread_mutex_unlock(&hub->lock);
+    if (drained)
+        push_event(hub, c->kind, HUB_DRAINED, c->id, NULL, 0, NULL);
+    int rc = 0;
+    if (n == 1) {
+        if (lws_write(wsi, batch[0]->buf + LWS_PRE, batch[0]->len, LWS_WRITE_TEXT) < 0)
+            rc = -1;
+    } else if (n > 1) {
+        if (hub->scratch_cap < LWS_PRE + bytes) {
+            unsigned char *grown = realloc(hub->scratch, LWS_PRE + bytes);
+            if (grown == NULL) {
+                rc = -1;
+            } else {
+                hub->scratch = grown;
+                hub->scratch_cap = LWS_PRE + bytes;
+            }
+        }
+        size_t at = LWS_PRE;
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            at += frame_header(hub->scratch + at, batch[i]->len);
+            memcpy(hub->scratch + at, batch[i]->buf + LWS_PRE, batch[i]->len);
+            at += batch[i]->len;
+        }
+        if (rc == 0 && lws_write(wsi, hub->scratch + LWS_PRE, bytes, LWS_WRITE_RAW) < 0)
+            rc = -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        hub_msg_unref(batch[i]);
+    return rc;
+}
+
+static int on_conn(struct lws *wsi, enum hub_kind kind, enum lws_callback_reasons reason,
+                   void *user, void *in, size_t len)
 {
     struct hub *hub = lws_context_user(lws_get_context(wsi));
     struct conn *c = user;
     switch (reason) {
+    case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+        if (!accept_handshake(hub, wsi, kind)) {
+            TY_DEBUG("hub", "refused a %s handshake", kind == HUB_AGENT ? "agent" : "stream");
+            return -1;
+        }
+        break;
     case LWS_CALLBACK_ESTABLISHED: {
         memset(c, 0, sizeof(*c));
         c->wsi = wsi;
+        c->kind = kind;
         char peer[64] = "";
         lws_get_peer_simple(wsi, peer, sizeof(peer));
         pthread_mutex_lock(&hub->lock);
@@ -98,13 +319,14 @@ static int on_agent(struct lws *wsi, enum lws_callback_reasons reason, void *use
         c->next = hub->conns;
         hub->conns = c;
         pthread_mutex_unlock(&hub->lock);
-        push_event(hub, HUB_CONNECTED, c->id, NULL, 0, peer);
+        push_event(hub, kind, HUB_CONNECTED, c->id, NULL, 0, peer);
         break;
     }
     case LWS_CALLBACK_RECEIVE: {
-        if (c->inlen + len > HUB_MAX_MESSAGE) {
-            TY_BAD_PEER("hub", "connection %llu sent a message over %u bytes; closing",
-                        (unsigned long long)c->id, HUB_MAX_MESSAGE);
+        size_t max = kind == HUB_AGENT ? HUB_MAX_MESSAGE : HUB_STREAM_MAX_IN;
+        if (c->inlen + len > max) {
+            TY_BAD_PEER("hub", "connection %llu sent a message over %zu bytes; closing",
+                        (unsigned long long)c->id, max);
             return -1;
         }
         char *grown = realloc(c->in, c->inlen + len + 1);
@@ -115,29 +337,16 @@ static int on_agent(struct lws *wsi, enum lws_callback_reasons reason, void *use
         c->inlen += len;
         c->in[c->inlen] = '\0';
         if (lws_is_final_fragment(wsi) && lws_remaining_packet_payload(wsi) == 0) {
-            push_event(hub, HUB_MESSAGE, c->id, c->in, c->inlen, NULL);
+            push_event(hub, kind, HUB_MESSAGE, c->id, c->in, c->inlen, NULL);
             c->in = NULL;
             c->inlen = 0;
         }
         break;
     }
     case LWS_CALLBACK_SERVER_WRITEABLE: {
-        pthread_mutex_lock(&hub->lock);
-        struct out_msg *m = c->head;
-        if (m) {
-            c->head = m->next;
-            if (c->head == NULL)
-                c->tail = NULL;
-        }
-        bool more = c->head != NULL;
-        bool close_now = !more && c->close_after;
-        pthread_mutex_unlock(&hub->lock);
-        if (m) {
-            int n = lws_write(wsi, m->buf + LWS_PRE, m->len, LWS_WRITE_TEXT);
-            free(m);
-            if (n < 0)
-                return -1;
-        }
+        bool more = false, close_now = false;
+        if (write_some(hub, c, wsi, &more, &close_now) < 0)
+            return -1;
         if (close_now) {
             lws_close_reason(wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION, NULL, 0);
             return -1;
@@ -154,20 +363,25 @@ static int on_agent(struct lws *wsi, enum lws_callback_reasons reason, void *use
                 break;
             }
         }
-        free_out(c);
+        ring_free(c);
         pthread_mutex_unlock(&hub->lock);
         free(c->in);
         c->in = NULL;
-        push_event(hub, HUB_CLOSED, c->id, NULL, 0, NULL);
+        push_event(hub, kind, HUB_CLOSED, c->id, NULL, 0, NULL);
         break;
     }
     case LWS_CALLBACK_EVENT_WAIT_CANCELLED: {
-        /* Another thread queued messages: ask for WRITEABLE on those connections. */
+        /* Another thread queued messages: ask for WRITEABLE on those connections. A subscriber
+         * being closed gets a deadline, so one that never reads cannot hold its queue for ever. */
         pthread_mutex_lock(&hub->lock);
         for (struct conn *k = hub->conns; k; k = k->next) {
             if (k->want_write) {
                 k->want_write = false;
                 lws_callback_on_writable(k->wsi);
+            }
+            if (k->close_after && k->kind == HUB_STREAM && !k->timeout_set) {
+                k->timeout_set = true;
+                lws_set_timeout(k->wsi, PENDING_TIMEOUT_USER_OK, HUB_CLOSE_GRACE_S);
             }
         }
         pthread_mutex_unlock(&hub->lock);
@@ -179,8 +393,25 @@ static int on_agent(struct lws *wsi, enum lws_callback_reasons reason, void *use
     return 0;
 }
 
+static int on_agent(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                    size_t len)
+{
+    return on_conn(wsi, HUB_AGENT, reason, user, in, len);
+}
+
+static int on_stream(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                     size_t len)
+{
+    /* EVENT_WAIT_CANCELLED reaches every protocol: the agents' callback handles it for all. */
+    if (reason == LWS_CALLBACK_EVENT_WAIT_CANCELLED)
+        return 0;
+    return on_conn(wsi, HUB_STREAM, reason, user, in, len);
+}
+
+/* The first protocol is the default for a handshake that names none: agents. */
 static const struct lws_protocols protocols[] = {
-    {AGENT_PROTO_SUBPROTOCOL, on_agent, sizeof(struct conn), 65536, 0, NULL, 0},
+    {AGENT_PROTO_SUBPROTOCOL, on_agent, sizeof(struct conn), 65536, HUB_AGENT, NULL, 0},
+    {HUB_STREAM_SUBPROTOCOL, on_stream, sizeof(struct conn), 4096, HUB_STREAM, NULL, 0},
     {NULL, NULL, 0, 0, 0, NULL, 0},
 };
 
@@ -208,8 +439,8 @@ struct hub *hub_start(const char *host, int port, void (*wake)(void *), void *wa
     if (hub == NULL)
         return NULL;
     pthread_mutex_init(&hub->lock, NULL);
-    hub->wake = wake;
-    hub->wake_arg = wake_arg;
+    hub->sinks[HUB_AGENT].wake = wake;
+    hub->sinks[HUB_AGENT].wake_arg = wake_arg;
     lws_set_log_level(LLL_ERR | LLL_WARN, lws_to_log);
     struct lws_context_creation_info info;
     memset(&info, 0, sizeof(info));
@@ -232,8 +463,8 @@ struct hub *hub_start(const char *host, int port, void (*wake)(void *), void *wa
         free(hub);
         return NULL;
     }
-    TY_INFO("hub", "websockets on ws://%s:%d (agents: subprotocol %s)", host, port,
-            AGENT_PROTO_SUBPROTOCOL);
+    TY_INFO("hub", "websockets on ws://%s:%d (agents: subprotocol %s; streams: %s, %s)", host, port,
+            AGENT_PROTO_SUBPROTOCOL, HUB_STREAM_PATH, HUB_STREAM_SUBPROTOCOL);
     return hub;
 }
 
@@ -244,31 +475,22 @@ void hub_stop(struct hub *hub)
     hub->stopping = 1;
     lws_cancel_service(hub->ctx);
     pthread_join(hub->thread, NULL);
-    hub->wake = NULL;
+    pthread_mutex_lock(&hub->lock);
+    for (int k = 0; k < 2; k++)
+        hub->sinks[k].wake = NULL;
+    pthread_mutex_unlock(&hub->lock);
     lws_context_destroy(hub->ctx); /* runs CLOSED for every connection */
     struct hub_event ev;
     while (hub_next_event(hub, &ev))
         free(ev.text);
+    while (hub_next_stream_event(hub, &ev))
+        free(ev.text);
     pthread_mutex_destroy(&hub->lock);
+    free(hub->scratch);
     free(hub);
 }
 
-bool hub_next_event(struct hub *hub, struct hub_event *ev)
-{
-    pthread_mutex_lock(&hub->lock);
-    struct queued_event *q = hub->ev_head;
-    if (q) {
-        hub->ev_head = q->next;
-        if (hub->ev_head == NULL)
-            hub->ev_tail = NULL;
-    }
-    pthread_mutex_unlock(&hub->lock);
-    if (q == NULL)
-        return false;
-    *ev = q->ev;
-    free(q);
-    return true;
-}
+/* ------------------------------------------------------------------ sending */
 
 static struct conn *find_conn(struct hub *hub, uint64_t id)
 {
@@ -280,24 +502,16 @@ static struct conn *find_conn(struct hub *hub, uint64_t id)
 
 int hub_send(struct hub *hub, uint64_t conn, const char *text, size_t len)
 {
-    struct out_msg *m = malloc(sizeof(*m) + LWS_PRE + len);
+    struct hub_msg *m = hub_msg_new(text, len);
     if (m == NULL)
         return -1;
-    m->next = NULL;
-    m->len = len;
-    memcpy(m->buf + LWS_PRE, text, len);
     pthread_mutex_lock(&hub->lock);
     struct conn *c = find_conn(hub, conn);
-    if (c == NULL) {
+    if (c == NULL || ring_push(c, m) != 0) {
         pthread_mutex_unlock(&hub->lock);
-        free(m);
+        hub_msg_unref(m);
         return -1;
     }
-    if (c->tail)
-        c->tail->next = m;
-    else
-        c->head = m;
-    c->tail = m;
     c->want_write = true;
     pthread_mutex_unlock(&hub->lock);
     lws_cancel_service(hub->ctx);
@@ -313,5 +527,100 @@ void hub_close(struct hub *hub, uint64_t conn)
         c->want_write = true;
     }
     pthread_mutex_unlock(&hub->lock);
+    lws_cancel_service(hub->ctx);
+}
+
+void hub_stream_attach(struct hub *hub, void (*wake)(void *), void *wake_arg, size_t queue_max)
+{
+    pthread_mutex_lock(&hub->lock);
+    hub->sinks[HUB_STREAM].wake = wake;
+    hub->sinks[HUB_STREAM].wake_arg = wake_arg;
+    hub->stream_queue_max = queue_max;
+    hub->stream_on = true;
+    pthread_mutex_unlock(&hub->lock);
+}
+
+void hub_stream_detach(struct hub *hub)
+{
+    pthread_mutex_lock(&hub->lock);
+    hub->stream_on = false;
+    hub->sinks[HUB_STREAM].wake = NULL;
+    for (struct conn *c = hub->conns; c; c = c->next) {
+        if (c->kind == HUB_STREAM) {
+            c->close_after = true;
+            c->want_write = true;
+        }
+    }
+    pthread_mutex_unlock(&hub->lock);
+    lws_cancel_service(hub->ctx);
+}
+
+int hub_stream_send(struct hub *hub, uint64_t conn, struct hub_msg *const *msgs, size_t n,
+                    size_t *depth)
+{
+    int queued = 0;
+    pthread_mutex_lock(&hub->lock);
+    struct conn *c = find_conn(hub, conn);
+    if (c == NULL || c->kind != HUB_STREAM || c->close_after) {
+        pthread_mutex_unlock(&hub->lock);
+        return -1;
+    }
+    for (size_t i = 0; i < n && c->len < hub->stream_queue_max; i++) {
+        if (ring_push(c, msgs[i]) != 0)
+            break;
+        msg_ref(msgs[i]);
+        queued++;
+    }
+    if (queued > 0)
+        c->want_write = true;
+    if (depth)
+        *depth = c->len;
+    pthread_mutex_unlock(&hub->lock);
+    return queued;
+}
+
+int hub_stream_send_last(struct hub *hub, uint64_t conn, struct hub_msg *msg)
+{
+    pthread_mutex_lock(&hub->lock);
+    struct conn *c = find_conn(hub, conn);
+    if (c == NULL || c->kind != HUB_STREAM) {
+        pthread_mutex_unlock(&hub->lock);
+        return -1;
+    }
+    if (!c->close_after && ring_push(c, msg) == 0)
+        msg_ref(msg);
+    c->close_after = true;
+    c->want_write = true;
+    pthread_mutex_unlock(&hub->lock);
+    return 0;
+}
+
+void hub_stream_watch(struct hub *hub, uint64_t conn, size_t mark)
+{
+    bool now = false;
+    pthread_mutex_lock(&hub->lock);
+    struct conn *c = find_conn(hub, conn);
+    if (c && c->kind == HUB_STREAM) {
+        now = c->len <= mark;
+        c->watching = !now;
+        c->watch_mark = mark;
+    }
+    pthread_mutex_unlock(&hub->lock);
+    if (now)
+        push_event(hub, HUB_STREAM, HUB_DRAINED, conn, NULL, 0, NULL);
+}
+
+bool hub_stream_idle(struct hub *hub)
+{
+    bool idle = true;
+    pthread_mutex_lock(&hub->lock);
+    for (struct conn *c = hub->conns; c && idle; c = c->next)
+        idle = c->kind != HUB_STREAM || c->len == 0;
+    pthread_mutex_unlock(&hub->lock);
+    return idle;
+}
+
+void hub_flush(struct hub *hub)
+{
     lws_cancel_service(hub->ctx);
 }

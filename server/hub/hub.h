@@ -1,11 +1,21 @@
 /* The websocket hub: a libwebsockets server on --ws-port, served by its own thread.
  *
- * The lws thread never blocks and never touches the database. Messages from peers are queued
- * for the control thread (control.c), which takes them with hub_next_event(); the control thread
- * queues replies with hub_send(), which wakes the lws thread with lws_cancel_service(); the lws
+ * Two subprotocols share the port and never mix: agents (AGENT_PROTO_SUBPROTOCOL, any path but
+ * /stream) and live-stream subscribers (HUB_STREAM_SUBPROTOCOL on HUB_STREAM_PATH,
+ * docs/streams.md). Each kind has its own event queue and its own consumer thread: agents' events
+ * go to the control thread (control.c, hub_next_event), subscribers' to the stream thread
+ * (stream.c, hub_next_stream_event) once it has attached.
+ *
+ * The lws thread never blocks and never touches the database. Consumers queue replies with
+ * hub_send() / hub_stream_send(), which wake the lws thread with lws_cancel_service(); the lws
  * thread writes them in the WRITEABLE callback, one per callback (libwebsockets'
  * minimal-ws-server-threads pattern). Connections are named by an id that is never reused, so a
- * message for a connection that has closed is dropped rather than sent to a stranger. */
+ * message for a connection that has closed is dropped rather than sent to a stranger.
+ *
+ * A subscriber's queue is bounded (hub_stream_attach's queue_max): hub_stream_send queues only
+ * what fits and says so, and the stream thread decides what to do with a subscriber that falls
+ * behind; nothing a subscriber does can make the lws thread, an agent or another subscriber
+ * wait. */
 #ifndef SRV_HUB_H
 #define SRV_HUB_H
 
@@ -13,9 +23,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define HUB_STREAM_SUBPROTOCOL "trainyard-stream.v1"
+#define HUB_STREAM_PATH "/stream"
+/* Largest message a subscriber may send (theirs are a few dozen bytes). */
+#define HUB_STREAM_MAX_IN 65536
+/* Seconds a subscriber being closed may take to read what was queued before the close. */
+#define HUB_CLOSE_GRACE_S 60
+
 struct hub;
 
-enum hub_event_kind { HUB_CONNECTED, HUB_MESSAGE, HUB_CLOSED };
+enum hub_event_kind {
+    HUB_CONNECTED,
+    HUB_MESSAGE,
+    HUB_CLOSED,
+    HUB_DRAINED, /* subscribers only: the queue went down to the mark of hub_stream_watch() */
+};
 
 struct hub_event {
     enum hub_event_kind kind;
@@ -26,16 +48,60 @@ struct hub_event {
 };
 
 /* Starts the hub on host:port in its own thread. Returns NULL (logged) on failure. `wake` is
- * called (from the lws thread) after each queued event. */
+ * called (from the lws thread, under the hub's lock: it must not call the hub) after each queued
+ * agent event. Subscribers are refused until hub_stream_attach(). */
 struct hub *hub_start(const char *host, int port, void (*wake)(void *), void *wake_arg);
 /* Stops the lws thread, closes every connection, frees queued messages. */
 void hub_stop(struct hub *hub);
 
-/* Takes the oldest event into *ev; returns false when none is queued. */
+/* ---- agents (the control thread) ---- */
+
+/* Takes the oldest agent event into *ev; returns false when none is queued. */
 bool hub_next_event(struct hub *hub, struct hub_event *ev);
-/* Queues `text` (copied) for connection `conn`. Returns -1 if the connection is gone. */
+/* Queues `text` (copied) for connection `conn` and wakes the lws thread. No bound. Returns -1 if
+ * the connection is gone. */
 int hub_send(struct hub *hub, uint64_t conn, const char *text, size_t len);
 /* Closes the connection after its queued messages are written. */
 void hub_close(struct hub *hub, uint64_t conn);
+
+/* ---- subscribers of /stream (the stream thread) ---- */
+
+/* A message text that can be queued to many connections without a copy per connection:
+ * reference counted, freed by the last hub_msg_unref (any thread). */
+struct hub_msg;
+/* Copies text into a new message with one reference. NULL when out of memory. */
+struct hub_msg *hub_msg_new(const char *text, size_t len);
+/* Takes over `text` (malloc'd), frees it, and returns the message, or NULL (text freed) when
+ * out of memory or text is NULL. */
+struct hub_msg *hub_msg_steal(char *text);
+void hub_msg_unref(struct hub_msg *m);
+
+/* Starts accepting subscribers: their events go to hub_next_stream_event(), and `wake` is called
+ * (as hub_start's) after each one is queued. Each subscriber may have at most queue_max
+ * messages waiting to be written. */
+void hub_stream_attach(struct hub *hub, void (*wake)(void *), void *wake_arg, size_t queue_max);
+/* Refuses new subscribers and closes the open ones (after a grace for what they were sent).
+ * Their HUB_CLOSED events are still queued; nothing wakes anyone any more. */
+void hub_stream_detach(struct hub *hub);
+/* Takes the oldest subscriber event into *ev; returns false when none is queued. */
+bool hub_next_stream_event(struct hub *hub, struct hub_event *ev);
+/* Queues msgs[0..n) to subscriber `conn`, in order, as far as its queue has room (each queued
+ * message gains a reference; the caller keeps its own). Does not wake the lws thread: call
+ * hub_flush() after a round of sends. Returns how many were queued (fewer than n: the queue is
+ * full), or -1 when the connection is gone or closing. *depth (when non-NULL) receives the
+ * queue's length afterwards. */
+int hub_stream_send(struct hub *hub, uint64_t conn, struct hub_msg *const *msgs, size_t n,
+                    size_t *depth);
+/* Queues `msg` after everything already queued, whatever the bound, and closes the connection
+ * once it is written (or after HUB_CLOSE_GRACE_S). Later sends to it are refused. Returns 0, or
+ * -1 when the connection is gone. Does not wake: call hub_flush(). */
+int hub_stream_send_last(struct hub *hub, uint64_t conn, struct hub_msg *msg);
+/* Asks for one HUB_DRAINED event once subscriber `conn` has at most `mark` messages queued
+ * (at once if it has no more already). */
+void hub_stream_watch(struct hub *hub, uint64_t conn, size_t mark);
+/* True when no subscriber has messages waiting to be written. */
+bool hub_stream_idle(struct hub *hub);
+/* Wakes the lws thread to write what hub_stream_send* queued. */
+void hub_flush(struct hub *hub);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define DB_MAX_PREPARED 128
@@ -29,6 +30,8 @@ struct db {
     int size;
     struct db_conn *conns;
     uint64_t generation; /* atomic */
+    uint64_t waits;      /* atomic: db_acquire calls that found every connection in use */
+    uint64_t wait_us;    /* atomic: microseconds they waited, in all */
 };
 
 struct db *db_create(const char *conninfo, int size)
@@ -107,6 +110,7 @@ struct db_conn *db_acquire(struct db *db)
 {
     pthread_mutex_lock(&db->lock);
     struct db_conn *c = NULL;
+    struct timespec t0 = {0, 0};
     for (;;) {
         /* Prefer a connection that is already open. */
         for (int i = 0; i < db->size && c == NULL; i++)
@@ -117,10 +121,19 @@ struct db_conn *db_acquire(struct db *db)
                 c = &db->conns[i];
         if (c)
             break;
+        if (t0.tv_sec == 0 && t0.tv_nsec == 0)
+            clock_gettime(CLOCK_MONOTONIC, &t0);
         pthread_cond_wait(&db->freed, &db->lock);
     }
     c->in_use = true;
     pthread_mutex_unlock(&db->lock);
+    if (t0.tv_sec != 0 || t0.tv_nsec != 0) {
+        struct timespec t1;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        int64_t us = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000;
+        __atomic_add_fetch(&db->waits, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&db->wait_us, (uint64_t)(us > 0 ? us : 0), __ATOMIC_RELAXED);
+    }
     if (conn_ensure(db, c) != 0) {
         db_release(db, c);
         return NULL;
@@ -299,4 +312,10 @@ int db_run_txn(struct db_conn *c, db_txn_fn fn, void *arg)
             return qs;
     }
     return qs;
+}
+
+void db_pool_waits(struct db *db, uint64_t *waits, uint64_t *wait_us)
+{
+    *waits = __atomic_load_n(&db->waits, __ATOMIC_RELAXED);
+    *wait_us = __atomic_load_n(&db->wait_us, __ATOMIC_RELAXED);
 }

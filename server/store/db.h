@@ -45,6 +45,10 @@ int db_ensure(struct db_conn *c);
  * (cache.h) can tell that what they hold may be stale. */
 uint64_t db_generation(struct db *db);
 
+/* Pool contention, for GET /metrics: how many db_acquire calls had to wait for a free
+ * connection, and for how many microseconds in all (both only grow). */
+void db_pool_waits(struct db *db, uint64_t *waits, uint64_t *wait_us);
+
 /* Body of a transaction: returns a db_qs; a negative value rolls back. */
 typedef int (*db_txn_fn)(struct db_conn *c, void *arg);
 

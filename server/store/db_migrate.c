@@ -1,3 +1,4 @@
+/* See db_migrate.h for what this module does and its contract. */
 #include "db_migrate.h"
 
 #include "db_query.h"

@@ -6,6 +6,7 @@
 
 #include "db.h"
 #include "identity.h"
+#include "job_status.h"
 #include "launch.h"
 
 #include <jansson.h>
@@ -19,6 +20,18 @@
 /* ---- health (store_health.c) ---- */
 /* A trivial query: 1 when the database answers, else an error. */
 int store_ping(struct db_conn *c);
+
+/* ---- cluster figures for GET /metrics (store_stats.c) ---- */
+struct store_cluster_stats {
+    int64_t jobs_by_status[JOB_STATUS_COUNT];
+    int64_t queue_length;    /* PENDING jobs */
+    double oldest_pending_s; /* age of the oldest PENDING job; 0 when none */
+    int64_t nodes_alive, nodes_draining, nodes_lost; /* alive excludes draining */
+    double cpus_total, cpus_allocated; /* of ALIVE nodes; held by PLACED or RUNNING workers */
+    int64_t gpus_total, gpus_allocated;
+};
+/* Reads them in one statement. Returns 1 or an error. */
+int store_cluster_stats(struct db_conn *c, struct store_cluster_stats *out);
 
 /* ---- tokens (store_tokens.c) ---- */
 int store_token_lookup(struct db_conn *c, const char *hash, struct srv_identity *who);
@@ -194,36 +207,41 @@ int store_job_events(struct db_conn *c, int64_t job, char **json_out);
 int store_job_attempts(struct db_conn *c, int64_t job, char **json_out);
 
 /* ---- metrics: reports and series (store_metrics.c) ---- */
-/* A validated report (agent message `report`); strings borrowed. metrics_json: an object of
- * numbers only; step NULL when absent; checkpoint_dir NULL when none; time RFC 3339. */
+/* A validated report (agent message `report`); strings and numbers borrowed. numbers: an object
+ * of numbers only; step NULL when absent; checkpoint_dir NULL when none; time RFC 3339. */
 struct store_report {
     int64_t job, seq;
     int attempt, rank;
     const int64_t *step;
-    const char *checkpoint_dir, *node_id, *time, *metrics_json;
+    const char *checkpoint_dir, *node_id, *time;
+    const json_t *numbers;
 };
 struct store_report_outcome {
-    bool known_worker;   /* false: no such worker on that node; nothing was stored */
-    bool duplicate;      /* stored before (a resend): nothing changed */
-    int metrics_stored;  /* metrics rows inserted */
-    bool result_updated; /* jobs.last_metrics now holds this report */
-    bool round_complete; /* this report completed round `seq` (every rank has reported it) */
-    bool refused;        /* DB_HARD_ERROR caused by the data (SQLSTATE class 22/23) */
-    char sqlstate[6];
+    bool known_worker;  /* false: no such worker on that node; nothing was stored */
+    bool duplicate;     /* stored before (a resend, or earlier in the batch): nothing changed */
+    int metrics_stored; /* metrics rows inserted */
+    bool round_ready;   /* stored now, and its round k is complete (every rank has reported k)
+                         * with a checkpoint_dir among the round's reports */
 };
-/* Commits the report row, its numbers and (rank 0, newer) the job's result in one transaction.
- * Resends are no-ops. Returns a db_qs; *outcome is filled on success and on refusal. */
-int store_report_insert(struct db_conn *c, const struct store_report *report,
-                        struct store_report_outcome *outcome);
+/* Commits n reports in one transaction (migration 0010, ty_report_ingest_batch): each one's
+ * report row, its numbers, one `report` row in its job's stream, and (rank 0, newer) the job's
+ * result. Resends are no-ops. Returns n, or a db_qs error and then nothing is stored; on
+ * DB_HARD_ERROR sqlstate gets the SQLSTATE (class 22 or 23: the data is refused, a retry of the
+ * same reports fails the same way). outcome[0..n) is filled on success. */
+int store_reports_insert(struct db_conn *c, const struct store_report *reports, size_t n,
+                         struct store_report_outcome *outcome, char sqlstate[6]);
 struct store_metrics_query {
     const char *names; /* comma separated, or NULL for every name */
     int64_t rank;      /* < 0: every rank */
     int64_t attempt;   /* 0: every attempt */
-    size_t max_points; /* per (name, rank) series, >= 1 */
+    size_t max_points; /* per (name, rank) series, >= 1: points, or buckets of a band */
+    bool band;         /* min/max band buckets instead of LTTB points */
 };
 /* *json_out = JSON array of {name, rank, attempt, step, value, time}, ordered by name, rank,
- * time, each (name, rank) series downsampled (downsample.h). Returns 0 when the job does not
- * exist, 1 with the array, or an error. */
+ * time, each (name, rank) series downsampled by LTTB (downsample.h); with q->band, of buckets
+ * {name, rank, attempt, count, start, end, step_first, step_last, first, last, min, max} instead.
+ * Points (buckets: whose last point) of an attempt older than the job's current one carry
+ * "superseded": true. Returns 0 when the job does not exist, 1 with the array, or an error. */
 int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metrics_query *q,
                          char **json_out);
 

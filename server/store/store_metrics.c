@@ -1,5 +1,6 @@
-/* Metric queries: committing a worker's report (its numbers, its report row, the job's result),
- * and reading metric series back, downsampled per (name, rank) by downsample.c. */
+/* Metric queries: committing batches of workers' reports (their numbers, their report rows, their
+ * stream rows, the jobs' results), and reading metric series back, downsampled per (name, rank)
+ * by downsample.c. */
 #include "store.h"
 
 #include "db_query.h"
@@ -16,99 +17,85 @@
 /* ------------------------------------------------------------------------------------------ */
 
 struct report_txn {
-    const struct store_report *in;
+    const char *batch_json;
+    size_t n;
     struct store_report_outcome *out;
+    char *sqlstate;
 };
 
-/* One statement, so the report row, every number and the job's result commit together:
- *   w: the worker exists, in that attempt, on the node that relays its report (else nothing);
- *   r: the report row; ON CONFLICT makes a resent report insert nothing, and so nothing below;
- *   m: one metrics row per number;
- *   j: jobs.last_metrics = rank 0's numbers plus "step", when this report is newer (by attempt,
- *      then seq) than the one held;
- * and the last two columns tell whether round k (report seq of every rank) is now complete:
- * `reports` is read from the statement's snapshot, which does not hold r's row, hence + r. */
-static int report_body(struct db_conn *c, void *arg)
+/* The batch as ty_report_ingest_batch takes it (migration 0010): a JSON array of objects. NULL on
+ * OOM. */
+static char *batch_json(const struct store_report *r, size_t n)
 {
-    static const struct db_stmt st = {
-        "report_insert",
-        "WITH w AS (SELECT 1 FROM workers WHERE job_id = $1::bigint AND attempt = $2::int "
-        "             AND rank = $3::int AND node_id = $7::text), "
-        "     r AS (INSERT INTO reports (job_id, attempt, rank, seq, step, checkpoint_dir, "
-        "                                node_id, reported_at) "
-        "           SELECT $1::bigint, $2::int, $3::int, $4::bigint, $5::bigint, $6::text, "
-        "                  $7::text, $8::timestamptz FROM w "
-        "           ON CONFLICT DO NOTHING "
-        "           RETURNING job_id, attempt, rank, seq, step, reported_at), "
-        "     m AS (INSERT INTO metrics (job_id, attempt, rank, seq, name, step, value, "
-        "                                reported_at) "
-        "           SELECT r.job_id, r.attempt, r.rank, r.seq, e.key, r.step, "
-        "                  e.value::double precision, r.reported_at "
-        "             FROM r, jsonb_each($9::jsonb) e "
-        "           ON CONFLICT DO NOTHING RETURNING 1), "
-        "     j AS (UPDATE jobs SET last_metrics = CASE WHEN r.step IS NULL THEN $9::jsonb "
-        "                          ELSE $9::jsonb || jsonb_build_object('step', r.step) END, "
-        "                          last_metrics_attempt = r.attempt, last_metrics_seq = r.seq "
-        "             FROM r WHERE jobs.id = r.job_id AND r.rank = 0 "
-        "              AND (r.attempt, r.seq) > (coalesce(jobs.last_metrics_attempt, -1), "
-        "                                        coalesce(jobs.last_metrics_seq, -1)) "
-        "           RETURNING 1) "
-        "SELECT (SELECT count(*) FROM w), (SELECT count(*) FROM r), (SELECT count(*) FROM m), "
-        "       (SELECT count(*) FROM j), "
-        "       (SELECT count(*) FROM reports x WHERE x.job_id = $1::bigint "
-        "          AND x.attempt = $2::int AND x.seq = $4::bigint) + (SELECT count(*) FROM r), "
-        "       (SELECT world_size FROM attempts WHERE job_id = $1::bigint AND attempt = $2::int)",
-        9, false};
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++) {
+        json_t *o = json_pack(
+            "{s:I, s:I, s:i, s:i, s:I, s:o, s:o, s:s, s:s, s:O}", "i", (json_int_t)i, "job_id",
+            (json_int_t)r[i].job, "attempt", r[i].attempt, "rank", r[i].rank, "seq",
+            (json_int_t)r[i].seq, "step", r[i].step ? json_integer(*r[i].step) : json_null(),
+            "checkpoint_dir", r[i].checkpoint_dir ? json_string(r[i].checkpoint_dir) : json_null(),
+            "node_id", r[i].node_id, "time", r[i].time, "metrics", (json_t *)r[i].numbers);
+        if (o == NULL || json_array_append_new(a, o) != 0) {
+            json_decref(a);
+            a = NULL;
+        }
+    }
+    char *text = a ? json_dumps(a, JSON_COMPACT) : NULL;
+    json_decref(a);
+    return text;
+}
+
+/* One statement: ty_report_ingest_batch stores every report, its numbers, its stream row and the
+ * jobs' results, and says what happened to each. */
+static int report_batch_body(struct db_conn *c, void *arg)
+{
+    static const struct db_stmt st = {"report_ingest_batch",
+                                      "SELECT i, known, fresh, metrics_stored, round_ready "
+                                      "  FROM ty_report_ingest_batch($1::jsonb)",
+                                      1, false};
     struct report_txn *t = arg;
-    const struct store_report *in = t->in;
-    struct store_report_outcome *out = t->out;
-    memset(out, 0, sizeof(*out));
-    char job[32], attempt[32], rank[32], seq[32], step[32];
-    STORE_NUM(job, in->job);
-    STORE_NUM(attempt, in->attempt);
-    STORE_NUM(rank, in->rank);
-    STORE_NUM(seq, in->seq);
-    if (in->step)
-        STORE_NUM(step, *in->step);
-    const char *p[] = {job,
-                       attempt,
-                       rank,
-                       seq,
-                       in->step ? step : NULL,
-                       in->checkpoint_dir,
-                       in->node_id,
-                       in->time,
-                       in->metrics_json};
+    const char *p[] = {t->batch_json};
     PGresult *res = NULL;
     int qs = db_exec(c, &st, p, &res);
-    if (qs == DB_HARD_ERROR) {
-        /* Class 22 (data exception: a time or number PostgreSQL will not take) and 23
-         * (integrity: the job was deleted meanwhile) come from the message itself, so a
-         * resend would fail the same way. Read now: the ROLLBACK clears the SQLSTATE. */
-        const char *state = db_last_sqlstate(c);
-        out->refused = strncmp(state, "22", 2) == 0 || strncmp(state, "23", 2) == 0;
-        snprintf(out->sqlstate, sizeof(out->sqlstate), "%s", state);
-    }
-    if (qs <= 0) {
-        PQclear(res); /* db_exec hands over a result even with zero rows */
+    if (qs == DB_HARD_ERROR) /* read now: the ROLLBACK clears it */
+        snprintf(t->sqlstate, 6, "%s", db_last_sqlstate(c));
+    if (qs < 0)
         return qs;
+    if ((size_t)qs != t->n) {
+        PQclear(res);
+        snprintf(t->sqlstate, 6, "XX000");
+        return DB_HARD_ERROR; /* our bug: the function answers one row per report */
     }
-    out->known_worker = strtol(PQgetvalue(res, 0, 0), NULL, 10) > 0;
-    out->duplicate = out->known_worker && strtol(PQgetvalue(res, 0, 1), NULL, 10) == 0;
-    out->metrics_stored = (int)strtol(PQgetvalue(res, 0, 2), NULL, 10);
-    out->result_updated = strtol(PQgetvalue(res, 0, 3), NULL, 10) > 0;
-    long reported = strtol(PQgetvalue(res, 0, 4), NULL, 10);
-    long world = PQgetisnull(res, 0, 5) ? 0 : strtol(PQgetvalue(res, 0, 5), NULL, 10);
-    out->round_complete = !out->duplicate && out->known_worker && world > 0 && reported >= world;
+    for (int row = 0; row < qs; row++) {
+        long i = strtol(PQgetvalue(res, row, 0), NULL, 10);
+        if (i < 0 || (size_t)i >= t->n)
+            continue;
+        struct store_report_outcome *o = &t->out[i];
+        o->known_worker = PQgetvalue(res, row, 1)[0] == 't';
+        o->duplicate = o->known_worker && PQgetvalue(res, row, 2)[0] != 't';
+        o->metrics_stored = (int)strtol(PQgetvalue(res, row, 3), NULL, 10);
+        o->round_ready = PQgetvalue(res, row, 4)[0] == 't';
+    }
     PQclear(res);
     return qs;
 }
 
-int store_report_insert(struct db_conn *c, const struct store_report *report,
-                        struct store_report_outcome *outcome)
+int store_reports_insert(struct db_conn *c, const struct store_report *reports, size_t n,
+                         struct store_report_outcome *outcome, char sqlstate[6])
 {
-    struct report_txn t = {report, outcome};
-    return db_run_txn(c, report_body, &t);
+    sqlstate[0] = '\0';
+    memset(outcome, 0, n * sizeof(*outcome));
+    if (n == 0)
+        return 0;
+    char *text = batch_json(reports, n);
+    if (text == NULL) {
+        snprintf(sqlstate, 6, "53200"); /* out of memory */
+        return DB_HARD_ERROR;
+    }
+    struct report_txn t = {text, n, outcome, sqlstate};
+    int qs = db_run_txn(c, report_batch_body, &t);
+    free(text);
+    return qs;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -165,9 +152,17 @@ static void format_time(int64_t us, char *out, size_t outlen)
     snprintf(out, outlen, "%s.%06lldZ", date, (long long)frac);
 }
 
-/* Appends row i as {"name","rank","attempt","step","value","time"}; name_json is the series'
- * name already encoded as a JSON string. */
-static void append_point(struct buf *b, const PGresult *res, int i, const char *name_json)
+/* Appends ,"superseded":true when row i belongs to an attempt older than the job's current one. */
+static void append_superseded(struct buf *b, const PGresult *res, int i, long current_attempt)
+{
+    if (strtol(PQgetvalue(res, i, COL_ATTEMPT), NULL, 10) < current_attempt)
+        buf_puts(b, ",\"superseded\":true");
+}
+
+/* Appends row i as {"name","rank","attempt","step","value","time"[,"superseded"]}; name_json is
+ * the series' name already encoded as a JSON string. */
+static void append_point(struct buf *b, const PGresult *res, int i, const char *name_json,
+                         long current_attempt)
 {
     char head[160], time_text[48];
     const char *value = PQgetvalue(res, i, COL_VALUE);
@@ -185,7 +180,47 @@ static void append_point(struct buf *b, const PGresult *res, int i, const char *
     buf_puts(b, isfinite(v) ? value : "null");
     buf_puts(b, ",\"time\":\"");
     buf_puts(b, time_text);
-    buf_puts(b, "\"}");
+    buf_puts(b, "\"");
+    append_superseded(b, res, i, current_attempt);
+    buf_puts(b, "}");
+}
+
+/* Appends ,"<key>":<value of row i> (null when not finite). */
+static void append_value(struct buf *b, const char *key, const PGresult *res, int i)
+{
+    const char *value = PQgetvalue(res, i, COL_VALUE);
+    buf_puts(b, ",\"");
+    buf_puts(b, key);
+    buf_puts(b, "\":");
+    buf_puts(b, isfinite(strtod(value, NULL)) ? value : "null");
+}
+
+/* Appends one bucket of a band, rows first..last of the result (`base` + the band's indices):
+ * {"name","rank","attempt" (of its last point),"count","start","end" (times of its first and last
+ * points),"step_first","step_last","first","last","min","max"[,"superseded"]}. */
+static void append_band(struct buf *b, const PGresult *res, int base, const struct srv_band *band,
+                        const char *name_json, long current_attempt)
+{
+    int first = base + (int)band->first, last = base + (int)band->last;
+    char head[200], start[48], end[48];
+    format_time(strtoll(PQgetvalue(res, first, COL_TIME_US), NULL, 10), start, sizeof(start));
+    format_time(strtoll(PQgetvalue(res, last, COL_TIME_US), NULL, 10), end, sizeof(end));
+    buf_puts(b, "{\"name\":");
+    buf_puts(b, name_json);
+    snprintf(head, sizeof(head),
+             ",\"rank\":%s,\"attempt\":%s,\"count\":%zu,\"start\":\"%s\",\"end\":\"%s\","
+             "\"step_first\":%s,\"step_last\":%s",
+             PQgetvalue(res, last, COL_RANK), PQgetvalue(res, last, COL_ATTEMPT), band->count,
+             start, end,
+             PQgetisnull(res, first, COL_STEP) ? "null" : PQgetvalue(res, first, COL_STEP),
+             PQgetisnull(res, last, COL_STEP) ? "null" : PQgetvalue(res, last, COL_STEP));
+    buf_puts(b, head);
+    append_value(b, "first", res, first);
+    append_value(b, "last", res, last);
+    append_value(b, "min", res, base + (int)band->min);
+    append_value(b, "max", res, base + (int)band->max);
+    append_superseded(b, res, last, current_attempt);
+    buf_puts(b, "}");
 }
 
 /* True when rows a and b belong to the same (name, rank) series. */
@@ -195,17 +230,18 @@ static bool same_series(const PGresult *res, int a, int b)
            strcmp(PQgetvalue(res, a, COL_NAME), PQgetvalue(res, b, COL_NAME)) == 0;
 }
 
-/* Downsamples each series of `res` to max_points and returns the JSON array of the points kept
- * (malloc'd), or NULL on OOM. */
-static char *points_json(const PGresult *res, size_t max_points)
+/* Downsamples each series of `res` to max_points (points by LTTB, or buckets of a band) and
+ * returns the JSON array of what is kept (malloc'd), or NULL on OOM. */
+static char *points_json(const PGresult *res, size_t max_points, bool band, long current_attempt)
 {
     int nrows = PQntuples(res);
     size_t cap = (size_t)nrows + 1;
     double *x = malloc(cap * sizeof(double));
     double *y = malloc(cap * sizeof(double));
     size_t *idx = malloc(cap * sizeof(size_t));
+    struct srv_band *bands = band ? malloc(cap * sizeof(*bands)) : NULL;
     struct buf b = {malloc(4096), 0, 4096};
-    if (x == NULL || y == NULL || idx == NULL || b.text == NULL)
+    if (x == NULL || y == NULL || idx == NULL || b.text == NULL || (band && bands == NULL))
         goto fail;
     for (int i = 0; i < nrows; i++) {
         x[i] = (double)strtoll(PQgetvalue(res, i, COL_TIME_US), NULL, 10) / 1e6;
@@ -221,13 +257,17 @@ static char *points_json(const PGresult *res, size_t max_points)
         json_decref(name);
         if (name_json == NULL)
             goto fail;
-        size_t n =
-            srv_downsample_lttb(x + start, y + start, (size_t)(end - start), max_points, idx);
+        size_t n = band ? srv_downsample_band(y + start, (size_t)(end - start), max_points, bands)
+                        : srv_downsample_lttb(x + start, y + start, (size_t)(end - start),
+                                              max_points, idx);
         for (size_t k = 0; k < n; k++) {
             if (!first)
                 buf_puts(&b, ",");
             first = false;
-            append_point(&b, res, start + (int)idx[k], name_json);
+            if (band)
+                append_band(&b, res, start, &bands[k], name_json, current_attempt);
+            else
+                append_point(&b, res, start + (int)idx[k], name_json, current_attempt);
         }
         free(name_json);
     }
@@ -235,11 +275,13 @@ static char *points_json(const PGresult *res, size_t max_points)
     free(x);
     free(y);
     free(idx);
+    free(bands);
     return b.text;
 fail:
     free(x);
     free(y);
     free(idx);
+    free(bands);
     free(b.text);
     return NULL;
 }
@@ -247,8 +289,8 @@ fail:
 int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metrics_query *q,
                          char **json_out)
 {
-    static const struct db_stmt exists = {"metrics_job_exists",
-                                          "SELECT 1 FROM jobs WHERE id = $1::bigint", 1, true};
+    static const struct db_stmt exists = {
+        "metrics_job_attempt", "SELECT attempt FROM jobs WHERE id = $1::bigint", 1, true};
     /* Raw rows, each series' points together, oldest first; the time as integer microseconds
      * (exact, and cheaper than formatting every row in SQL when most are downsampled away). */
     static const struct db_stmt series = {
@@ -268,15 +310,19 @@ int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metr
     STORE_NUM(rank, q->rank);
     STORE_NUM(attempt, q->attempt);
     const char *p1[] = {j};
-    int qs = db_exec(c, &exists, p1, NULL);
+    char *current = NULL;
+    int qs = db_exec_text(c, &exists, p1, &current);
     if (qs <= 0)
         return qs;
+    long current_attempt = current ? strtol(current, NULL, 10) : 0;
+    free(current);
     const char *p2[] = {j, q->names, q->rank >= 0 ? rank : NULL, q->attempt > 0 ? attempt : NULL};
     PGresult *res = NULL;
     qs = db_exec(c, &series, p2, &res);
     if (qs < 0)
         return qs;
-    *json_out = points_json(res, q->max_points); /* PQntuples(NULL) is 0 */
+    *json_out =
+        points_json(res, q->max_points, q->band, current_attempt); /* PQntuples(NULL) is 0 */
     PQclear(res);
     return *json_out ? DB_ONE_RESULT : DB_HARD_ERROR;
 }

@@ -20,13 +20,20 @@ class Closed(Exception):
 
 
 class WebSocket:
-    def __init__(self, url, subprotocol="trainyard-agent.v1", timeout=10.0):
-        """Connects to ws://host:port/path and completes the opening handshake."""
+    def __init__(self, url, subprotocol="trainyard-agent.v1", timeout=10.0, rcvbuf=None):
+        """Connects to ws://host:port/path and completes the opening handshake. rcvbuf: a small
+        socket receive buffer (bytes), for a client meant to fall behind quickly."""
         assert url.startswith("ws://"), url
         rest = url[len("ws://"):]
         hostport, _, path = rest.partition("/")
         host, _, port = hostport.rpartition(":")
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        if rcvbuf:
+            self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+            self.sock.settimeout(timeout)
+            self.sock.connect((host, int(port)))
+        else:
+            self.sock = socket.create_connection((host, int(port)), timeout=timeout)
         self.sock.settimeout(timeout)
         self._buf = b""
         self.closed = False

@@ -14,3 +14,11 @@ ty_add_unit_tests(test_token
           ${CMAKE_SOURCE_DIR}/server/identity.c
   LIBS tycommon)
 target_include_directories(test_token PRIVATE ${CMAKE_SOURCE_DIR}/server)
+
+# The Prometheus text writer of GET /metrics (server/http/prom.c) and the histograms it reads
+# (server/telemetry.c).
+ty_add_unit_tests(test_prom
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_prom.c ${CMAKE_SOURCE_DIR}/server/http/prom.c
+          ${CMAKE_SOURCE_DIR}/server/telemetry.c
+  LIBS m)
+target_include_directories(test_prom PRIVATE ${CMAKE_SOURCE_DIR}/server ${CMAKE_SOURCE_DIR}/server/http)

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Sustained metric ingest: points per second from simulated agents into PostgreSQL through
+trainyard-server, beside PostgreSQL's own COPY into the same table in the same run (the ceiling).
+
+Each simulated agent is a process speaking the agent protocol (docs/agent-protocol.md) over a
+websocket, as a real agent relays its workers' reports from its spool: it registers a node, is
+sent the launch of its own job, reports its workers started, then sends reports (each with
+--metrics numbers) for every rank as fast as the server acks them, keeping at most --window
+events unacked. A point counts once the server has acked its report (acked = committed). Then the
+same number of rows is loaded into the same `metrics` table with COPY (psql \\copy from a CSV
+file), timed the same way. PostgreSQL is durable here (fsync and synchronous_commit on).
+
+Usage: bench/metrics_ingest.py [--agents 4] [--ranks 4] [--metrics 100] [--seconds 10]
+(builds nothing: run `cmake --build build` first; TY_BUILD_DIR picks another build).
+"""
+import argparse
+import json
+import multiprocessing
+import os
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
+import harness  # noqa: E402
+from wsclient import WebSocket  # noqa: E402
+
+
+class DurableCluster(harness.PostgresCluster):
+    """The harness's throw-away cluster, but durable: fsync and synchronous_commit on."""
+
+    def start(self):
+        os.makedirs(self.sockdir)
+        if self.as_postgres:
+            import pwd
+            pw = pwd.getpwnam("postgres")
+            for p in (self.root, self.sockdir):
+                os.chown(p, pw.pw_uid, pw.pw_gid)
+        self._run([os.path.join(self.bindir, "initdb"), "-D", self.pgdata, "-U", "trainyard",
+                   "-A", "trust", "-E", "UTF8", "--no-locale"])
+        self._run([os.path.join(self.bindir, "pg_ctl"), "start", "-D", self.pgdata, "-l",
+                   self.log, "-w", "-o",
+                   f"-k {self.sockdir} -c listen_addresses='' -c max_connections=100 "
+                   "-c shared_buffers=512MB -c max_wal_size=4GB"])
+        return self
+
+
+def send_raw(sock, text):
+    """A client text frame with a zero masking key (allowed by RFC 6455; XOR 0 costs nothing)."""
+    payload = text.encode()
+    n = len(payload)
+    if n < 126:
+        head = bytes([0x81, 0x80 | n])
+    elif n < 1 << 16:
+        head = bytes([0x81, 0x80 | 126]) + struct.pack("!H", n)
+    else:
+        head = bytes([0x81, 0x80 | 127]) + struct.pack("!Q", n)
+    sock.sendall(head + b"\0\0\0\0" + payload)
+
+
+def agent_main(ws_url, token, node_id, job, ranks, nmetrics, seconds, window, out):
+    """One simulated agent: reports for `ranks` ranks of `job` until `seconds` pass; puts
+    (reports acked, first send time, last ack time) on `out`."""
+    ws = WebSocket(ws_url + "/agent")
+    ws.send_json({"type": "register", "token": token, "workers": [],
+                  "node": {"id": node_id, "hostname": node_id, "address": "127.0.0.1",
+                           "resources": {"CPU": ranks, "memory_mb": 8192, "GPU": []},
+                           "gpu_type": None, "labels": {}, "version": "bench",
+                           "port_range": [29500, 29999]}})
+    ws.wait_for(lambda m: m["type"] == "registered", 30)
+    launch = ws.wait_for(lambda m: m["type"] == "launch" and str(m["job_id"]) == str(job), 60)
+    seq = 0
+    for w in launch["workers"]:
+        seq += 1
+        ws.send_json({"type": "worker_started", "seq": seq, "job_id": str(job),
+                      "attempt": launch["attempt"], "rank": w["rank"], "pid": 1000 + w["rank"]})
+    ws.wait_for(lambda m: m["type"] == "ack" and m["seq"] >= seq, 30)
+    names = [f"layer{i:03d}.grad_norm" for i in range(nmetrics)]
+    attempt = launch["attempt"]
+    first_report = seq + 1
+    acked = seq
+    k = 0
+    start = time.monotonic()
+    stop_at = start + seconds
+    last_ack = start
+    while True:
+        now = time.monotonic()
+        sending = now < stop_at
+        while sending and seq - acked < window:
+            k += 1
+            ms = int(time.time() * 1000)
+            t = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms / 1000)) + \
+                f".{ms % 1000:03d}Z"
+            for rank in range(ranks):
+                seq += 1
+                values = ",".join(f'"{n}":{(k * 7 + i + rank) % 1000 / 997.0}'
+                                  for i, n in enumerate(names))
+                send_raw(ws.sock, f'{{"type":"report","seq":{seq},"job_id":"{job}",'
+                                  f'"attempt":{attempt},"rank":{rank},"report_seq":{k},'
+                                  f'"metrics":{{{values}}},"step":{k},"time":"{t}",'
+                                  f'"checkpoint_dir":null}}')
+        if not sending and acked >= seq:
+            break
+        m = ws.recv_json(timeout=60)
+        if m.get("type") == "ack":
+            acked = max(acked, m["seq"])
+            last_ack = time.monotonic()
+    ws.close()
+    out.put((acked - first_report + 1, start, last_ack))
+
+
+def copy_ceiling(pg, db, job, rows, nmetrics, workdir):
+    """Seconds for psql \\copy of `rows` metrics rows (the same shape) into `metrics`."""
+    path = os.path.join(workdir, "metrics.csv")
+    with open(path, "w") as f:
+        per = max(1, rows // nmetrics)
+        for seq in range(1, per + 1):
+            for i in range(nmetrics):
+                f.write(f"{job},1,0,{seq},layer{i:03d}.grad_norm,{seq},{(seq * 7 + i) % 1000 / 997.0},"
+                        "2030-01-02 03:04:05+00\n")
+    os.chmod(path, 0o644)
+    t0 = time.monotonic()
+    subprocess.run(["psql", "-h", pg.sockdir, "-U", "trainyard", "-d", db, "-XAtq",
+                    "-v", "ON_ERROR_STOP=1", "-c",
+                    f"\\copy metrics (job_id, attempt, rank, seq, name, step, value, reported_at) "
+                    f"FROM '{path}' WITH (FORMAT csv)"], check=True)
+    return time.monotonic() - t0, per * nmetrics
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--agents", type=int, default=4)
+    ap.add_argument("--ranks", type=int, default=4, help="workers per agent (one job each)")
+    ap.add_argument("--metrics", type=int, default=100, help="numbers per report")
+    ap.add_argument("--seconds", type=float, default=10)
+    ap.add_argument("--window", type=int, default=2048, help="unacked events per agent")
+    a = ap.parse_args()
+    workdir = tempfile.mkdtemp(prefix="ty-bench-ingest-")
+    pg = DurableCluster().start()
+    srv = None
+    try:
+        db = pg.create_database()
+        srv = harness.Server(database_url=pg.url(db),
+                             extra_args=("--heartbeat-timeout-s", "600")).start()
+        token = open(os.path.join(srv.data_dir, "cluster.token")).read().strip()
+        jobs = [srv.submit({"name": f"ingest-{i}", "entrypoint": ["true"],
+                            "scaling_config": {"num_workers": a.ranks}})["id"]
+                for i in range(a.agents)]
+        out = multiprocessing.Queue()
+        procs = [multiprocessing.Process(target=agent_main,
+                                         args=(srv.ws_url, token, f"bench-{i}", jobs[i], a.ranks,
+                                               a.metrics, a.seconds, a.window, out))
+                 for i in range(a.agents)]
+        for p in procs:
+            p.start()
+        results = [out.get(timeout=a.seconds + 300) for _ in procs]
+        for p in procs:
+            p.join()
+        reports = sum(r[0] for r in results)
+        elapsed = max(r[2] for r in results) - min(r[1] for r in results)
+        points = reports * a.metrics
+        stored = int(pg.psql("SELECT count(*) FROM metrics", db=db))
+        streamed = int(pg.psql("SELECT count(*) FROM job_stream WHERE kind = 'report'", db=db))
+        assert stored == points, (stored, points)
+        assert streamed == reports, (streamed, reports)
+        server_rate = points / elapsed
+        # A job of its own (it stays PENDING: the agents' nodes are full) for the COPY rows.
+        copy_job = srv.submit({"name": "copy", "entrypoint": ["true"]})["id"]
+        copy_s, copy_rows = copy_ceiling(pg, db, copy_job, points, a.metrics, workdir)
+        copy_rate = copy_rows / copy_s
+        print(f"machine: {os.cpu_count()} cores; {a.agents} agents x {a.ranks} ranks, "
+              f"{a.metrics} metrics per report, {a.seconds:.0f} s, window {a.window}")
+        print(f"through trainyard-server: {points} points ({reports} reports) committed and acked "
+              f"in {elapsed:.2f} s = {server_rate:,.0f} points/s (goal >= 200,000)")
+        print(f"PostgreSQL COPY, same table: {copy_rows} rows in {copy_s:.2f} s = "
+              f"{copy_rate:,.0f} rows/s")
+        print(f"ratio server / COPY: {server_rate / copy_rate:.2f}")
+    finally:
+        if srv:
+            srv.stop()
+        pg.stop()
+        subprocess.run(["rm", "-rf", workdir])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,12 @@
+/* Shared by the files of the agent protocol module (agent_proto*.c) only. */
+#ifndef TY_AGENT_PROTO_INTERNAL_H
+#define TY_AGENT_PROTO_INTERNAL_H
+
+#include "agent_proto.h"
+
+/* Validates a `report` message (root: the whole message) into *r, whose strings are borrowed
+ * from root and whose `numbers` is a new object (freed by the caller, also on failure). Returns 0,
+ * or -1 with the reason, naming the field, in err. */
+int agent__parse_report(json_t *root, struct agent_report *r, char *err, size_t errlen);
+
+#endif

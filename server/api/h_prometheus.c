@@ -1,0 +1,144 @@
+/* GET /metrics: the server's figures in Prometheus text format 0.0.4 (docs/metrics.md), on the
+ * HTTP port beside the REST API. Who may read it: any token (viewer and up) once auth is on, as
+ * every other endpoint but health; with --auth none the server listens on loopback only, so
+ * anyone on that host. Prometheus sends the token with `authorization: {credentials: ...}` in
+ * its scrape config.
+ *
+ * The cluster figures (jobs, queue, nodes, CPUs, GPUs) come from one read-only query; when the
+ * database does not answer, they are left out, trainyard_database_up is 0, and the in-process
+ * counters are still served. */
+#include "db.h"
+#include "handlers.h"
+#include "job_status.h"
+#include "prom.h"
+#include "server.h"
+#include "store.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define LOAD(x) ((double)atomic_load_explicit(&(x), memory_order_relaxed))
+
+static int read_stats(struct db_conn *c, void *arg)
+{
+    return store_cluster_stats(c, arg);
+}
+
+static void cluster_figures(struct prom_buf *b, const struct store_cluster_stats *s)
+{
+    prom_family(b, "trainyard_jobs", "gauge", "Jobs by status.");
+    for (int i = 0; i < JOB_STATUS_COUNT; i++) {
+        const char *l[] = {"status", job_status_name((enum job_status)i), NULL};
+        prom_sample(b, "trainyard_jobs", l, (double)s->jobs_by_status[i]);
+    }
+    prom_family(b, "trainyard_queue_length", "gauge", "PENDING jobs.");
+    prom_sample(b, "trainyard_queue_length", NULL, (double)s->queue_length);
+    prom_family(b, "trainyard_queue_oldest_pending_seconds", "gauge",
+                "Age of the oldest PENDING job (0 when none).");
+    prom_sample(b, "trainyard_queue_oldest_pending_seconds", NULL, s->oldest_pending_s);
+    prom_family(b, "trainyard_nodes", "gauge", "Nodes by state (alive excludes draining).");
+    const char *alive[] = {"state", "alive", NULL}, *draining[] = {"state", "draining", NULL},
+               *lost[] = {"state", "lost", NULL};
+    prom_sample(b, "trainyard_nodes", alive, (double)s->nodes_alive);
+    prom_sample(b, "trainyard_nodes", draining, (double)s->nodes_draining);
+    prom_sample(b, "trainyard_nodes", lost, (double)s->nodes_lost);
+    prom_family(b, "trainyard_cpus_total", "gauge", "CPUs of alive nodes.");
+    prom_sample(b, "trainyard_cpus_total", NULL, s->cpus_total);
+    prom_family(b, "trainyard_cpus_allocated", "gauge", "CPUs held by placed or running workers.");
+    prom_sample(b, "trainyard_cpus_allocated", NULL, s->cpus_allocated);
+    prom_family(b, "trainyard_gpus_total", "gauge", "GPUs of alive nodes.");
+    prom_sample(b, "trainyard_gpus_total", NULL, (double)s->gpus_total);
+    prom_family(b, "trainyard_gpus_allocated", "gauge", "GPUs held by placed or running workers.");
+    prom_sample(b, "trainyard_gpus_allocated", NULL, (double)s->gpus_allocated);
+}
+
+static void counter(struct prom_buf *b, const char *name, const char *help, double v)
+{
+    prom_family(b, name, "counter", help);
+    prom_sample(b, name, NULL, v);
+}
+
+static void ingest_figures(struct prom_buf *b, struct srv_telemetry *t)
+{
+    counter(b, "trainyard_reports_ingested_total", "Reports committed (resends not counted).",
+            LOAD(t->reports_ingested));
+    counter(b, "trainyard_metric_points_ingested_total", "Metric points committed.",
+            LOAD(t->metric_points_ingested));
+    counter(b, "trainyard_log_lines_ingested_total", "Log lines committed.",
+            LOAD(t->log_lines_ingested));
+    counter(b, "trainyard_log_bytes_ingested_total", "Log bytes committed.",
+            LOAD(t->log_bytes_ingested));
+    counter(b, "trainyard_log_bytes_dropped_total", "Log bytes removed by the log cap.",
+            LOAD(t->log_bytes_dropped));
+    prom_family(b, "trainyard_stream_subscribers", "gauge", "Open /stream connections.");
+    prom_sample(b, "trainyard_stream_subscribers", NULL, LOAD(t->stream_subscribers));
+    counter(b, "trainyard_stream_dropped_subscribers_total",
+            "/stream connections closed for falling behind.", LOAD(t->stream_dropped));
+    counter(b, "trainyard_stream_events_sent_total", "Events queued to /stream subscribers.",
+            LOAD(t->stream_events_sent));
+}
+
+static void http_figures(struct prom_buf *b, struct srv_telemetry *t)
+{
+    static const char *const classes[6] = {"other", "1xx", "2xx", "3xx", "4xx", "5xx"};
+    prom_family(b, "trainyard_http_requests_total", "counter",
+                "HTTP requests by route (of the routing table) and status class.");
+    for (size_t i = 0; i <= SRV_TELEMETRY_MAX_ROUTES; i++) {
+        bool unmatched = i == SRV_TELEMETRY_MAX_ROUTES;
+        if (!unmatched && srv_routes[i].method == NULL) {
+            i = SRV_TELEMETRY_MAX_ROUTES - 1; /* next: the unmatched ones */
+            continue;
+        }
+        const char *method = unmatched ? "" : srv_routes[i].method;
+        const char *route = unmatched ? "unmatched" : srv_routes[i].pattern;
+        for (int c = 0; c < 6; c++) {
+            if (c == 1)
+                continue; /* no 1xx replies */
+            const char *l[] = {"method", method, "route", route, "code", classes[c], NULL};
+            prom_sample(b, "trainyard_http_requests_total", l, LOAD(t->http.routes[i].by_class[c]));
+        }
+    }
+    prom_family(b, "trainyard_http_request_duration_seconds", "histogram",
+                "HTTP request latency by route, from arrival to completion.");
+    for (size_t i = 0; i <= SRV_TELEMETRY_MAX_ROUTES; i++) {
+        bool unmatched = i == SRV_TELEMETRY_MAX_ROUTES;
+        if (!unmatched && srv_routes[i].method == NULL) {
+            i = SRV_TELEMETRY_MAX_ROUTES - 1;
+            continue;
+        }
+        const char *l[] = {"method", unmatched ? "" : srv_routes[i].method, "route",
+                           unmatched ? "unmatched" : srv_routes[i].pattern, NULL};
+        prom_histogram(b, "trainyard_http_request_duration_seconds", l, &t->http.routes[i].latency);
+    }
+}
+
+enum MHD_Result h_prometheus(struct srv_request *req)
+{
+    struct srv *srv = req->srv;
+    struct store_cluster_stats stats;
+    bool db_up = db_with_conn(srv->db, read_stats, &stats) >= 0;
+    struct prom_buf b;
+    prom_init(&b);
+    prom_family(&b, "trainyard_database_up", "gauge",
+                "1 when the database answered this scrape's query, else 0.");
+    prom_sample(&b, "trainyard_database_up", NULL, db_up ? 1 : 0);
+    if (db_up)
+        cluster_figures(&b, &stats);
+    ingest_figures(&b, &srv->telemetry);
+    http_figures(&b, &srv->telemetry);
+    uint64_t waits, wait_us;
+    db_pool_waits(srv->db, &waits, &wait_us);
+    counter(&b, "trainyard_db_pool_waits_total",
+            "Times a thread found every pooled database connection in use and waited.",
+            (double)waits);
+    counter(&b, "trainyard_db_pool_wait_seconds_total", "Time spent waiting for a connection.",
+            (double)wait_us / 1e6);
+    prom_family(&b, "trainyard_scheduling_pass_duration_seconds", "histogram",
+                "Duration of each scheduling pass of the control thread.");
+    prom_histogram(&b, "trainyard_scheduling_pass_duration_seconds", NULL,
+                   &srv->telemetry.sched_pass);
+    if (b.text == NULL)
+        return MHD_NO;
+    return srv_reply_steal(req, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", b.text,
+                           b.len, NULL);
+}

@@ -1,0 +1,183 @@
+/* Stream tables and their notifications (store_stream.h). */
+#include "store_stream.h"
+
+#include "db_query.h"
+#include "store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void store_stream_rows_free(struct store_stream_rows *rows)
+{
+    free(rows->rows);
+    if (rows->storage)
+        PQclear(rows->storage);
+    memset(rows, 0, sizeof(*rows));
+}
+
+/* Fills out from res (taken over): columns seq, kind, attempt, rank, at, body[, snapshot]. */
+static void rows_from_result(PGresult *res, struct store_stream_rows *out, bool with_snapshot)
+{
+    int n = PQntuples(res);
+    out->storage = res;
+    out->rows = calloc((size_t)n, sizeof(*out->rows));
+    if (out->rows == NULL)
+        return;
+    out->n = (size_t)n;
+    for (int i = 0; i < n; i++) {
+        struct store_stream_row *r = &out->rows[i];
+        r->seq = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+        r->kind = PQgetvalue(res, i, 1);
+        r->has_attempt = !PQgetisnull(res, i, 2);
+        r->attempt = r->has_attempt ? (int)strtol(PQgetvalue(res, i, 2), NULL, 10) : 0;
+        r->has_rank = !PQgetisnull(res, i, 3);
+        r->rank = r->has_rank ? (int)strtol(PQgetvalue(res, i, 3), NULL, 10) : 0;
+        r->at = PQgetvalue(res, i, 4);
+        r->body = PQgetvalue(res, i, 5);
+        r->body_len = (size_t)PQgetlength(res, i, 5);
+    }
+    if (with_snapshot && n > 0)
+        out->snapshot = PQgetvalue(res, 0, 6);
+}
+
+/* Runs a read and fills out. */
+static int read_rows(struct db_conn *c, const struct db_stmt *st, const char *const *params,
+                     struct store_stream_rows *out, bool with_snapshot)
+{
+    memset(out, 0, sizeof(*out));
+    PGresult *res = NULL;
+    int qs = db_exec(c, st, params, &res);
+    if (qs <= 0)
+        return qs;
+    rows_from_result(res, out, with_snapshot);
+    if (out->rows == NULL) {
+        store_stream_rows_free(out);
+        return DB_SOFT_ERROR;
+    }
+    return qs;
+}
+
+int store_job_stream_read(struct db_conn *c, int64_t job, int64_t after, int64_t upto, int limit,
+                          struct store_stream_rows *out)
+{
+    static const struct db_stmt st = {
+        "job_stream_read",
+        "SELECT seq, kind, attempt, rank, ty_ts(at), body::text FROM job_stream "
+        "WHERE job_id = $1 AND seq > $2 AND ($3::bigint < 0 OR seq <= $3::bigint) "
+        "ORDER BY seq LIMIT $4::int",
+        4, true};
+    char j[24], a[24], u[24], l[16];
+    STORE_NUM(j, job);
+    STORE_NUM(a, after);
+    STORE_NUM(u, upto);
+    STORE_NUM(l, limit);
+    const char *params[] = {j, a, u, l};
+    return read_rows(c, &st, params, out, false);
+}
+
+int store_cluster_stream_read(struct db_conn *c, int64_t after, int64_t upto, int limit,
+                              struct store_stream_rows *out)
+{
+    /* The snapshot is the statement's own (pg_current_snapshot: the active one), so the caller
+     * knows which transactions could still fill a hole among these rows. */
+    static const struct db_stmt st = {
+        "cluster_stream_read",
+        "SELECT seq, kind, NULL::int, NULL::int, ty_ts(at), body::text, "
+        "       pg_current_snapshot()::text FROM cluster_stream "
+        "WHERE seq > $1 AND ($2::bigint < 0 OR seq <= $2::bigint) ORDER BY seq LIMIT $3::int",
+        3, true};
+    char a[24], u[24], l[16];
+    STORE_NUM(a, after);
+    STORE_NUM(u, upto);
+    STORE_NUM(l, limit);
+    const char *params[] = {a, u, l};
+    return read_rows(c, &st, params, out, true);
+}
+
+int store_job_stream_head(struct db_conn *c, int64_t job, int64_t *head)
+{
+    static const struct db_stmt st = {"job_stream_head",
+                                      "SELECT stream_seq FROM jobs WHERE id = $1", 1, true};
+    char j[24];
+    STORE_NUM(j, job);
+    const char *params[] = {j};
+    char *text = NULL;
+    int qs = db_exec_text(c, &st, params, &text);
+    if (qs > 0)
+        *head = text ? strtoll(text, NULL, 10) : 0;
+    free(text);
+    return qs;
+}
+
+int store_cluster_stream_head(struct db_conn *c, int64_t *head, char **snapshot)
+{
+    static const struct db_stmt st = {
+        "cluster_stream_head",
+        "SELECT coalesce(max(seq), 0), pg_current_snapshot()::text FROM cluster_stream", 0, true};
+    PGresult *res = NULL;
+    int qs = db_exec(c, &st, NULL, &res);
+    if (qs <= 0)
+        return qs;
+    *head = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    *snapshot = strdup(PQgetvalue(res, 0, 1));
+    PQclear(res);
+    return *snapshot ? qs : DB_SOFT_ERROR;
+}
+
+int store_snapshot_running(struct db_conn *c, const char *snapshot, int64_t *running)
+{
+    static const struct db_stmt st = {"snapshot_running",
+                                      "SELECT count(*) FROM pg_snapshot_xip($1::pg_snapshot) AS x "
+                                      "WHERE pg_xact_status(x) = 'in progress'",
+                                      1, true};
+    const char *params[] = {snapshot};
+    char *text = NULL;
+    int qs = db_exec_text(c, &st, params, &text);
+    if (qs > 0)
+        *running = text ? strtoll(text, NULL, 10) : 0;
+    free(text);
+    return qs;
+}
+
+int store_stream_listen(struct db_conn *c)
+{
+    return db_exec_simple(c, "LISTEN ty_stream; LISTEN ty_cluster");
+}
+
+int store_stream_unlisten(struct db_conn *c)
+{
+    return db_exec_simple(c, "UNLISTEN *");
+}
+
+int store_stream_socket(struct db_conn *c)
+{
+    PGconn *pg = db_pg(c);
+    return pg && PQstatus(pg) == CONNECTION_OK ? PQsocket(pg) : -1;
+}
+
+bool store_stream_connected(struct db_conn *c)
+{
+    PGconn *pg = db_pg(c);
+    return pg && PQstatus(pg) == CONNECTION_OK;
+}
+
+int store_stream_notifications(struct db_conn *c, void (*fn)(void *arg, int64_t job), void *arg)
+{
+    PGconn *pg = db_pg(c);
+    if (pg == NULL || PQstatus(pg) != CONNECTION_OK || PQconsumeInput(pg) == 0)
+        return DB_SOFT_ERROR;
+    int n = 0;
+    PGnotify *note;
+    while ((note = PQnotifies(pg)) != NULL) {
+        int64_t job = 0;
+        if (strcmp(note->relname, "ty_stream") == 0)
+            job = strtoll(note->extra, NULL, 10);
+        if (job > 0 || strcmp(note->relname, "ty_cluster") == 0) {
+            fn(arg, job);
+            n++;
+        }
+        PQfreemem(note);
+    }
+    return n;
+}

@@ -1,0 +1,185 @@
+/* The stream thread's loop: its database connection (LISTEN), the hub's subscriber events, and
+ * the order of work in each turn. See stream.h. */
+#include "stream_internal.h"
+
+#include "db.h"
+#include "log.h"
+#include "server.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#define STREAM_RECONNECT_S 1.0
+#define STREAM_BACKOFF_S 0.5
+#define STREAM_IDLE_MS 1000
+#define STREAM_GOODBYE_WAIT_MS 1000
+
+double stream__now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void stream__db_failed(struct stream *st)
+{
+    st->backoff_until = stream__now() + STREAM_BACKOFF_S;
+}
+
+/* Called by the lws thread when it queued a subscriber event, and by stream_stop. */
+static void wake(void *arg)
+{
+    struct stream *st = arg;
+    uint64_t one = 1;
+    while (write(st->wake_fd, &one, sizeof(one)) < 0 && errno == EINTR)
+        ;
+}
+
+static void mark_dirty(void *arg, int64_t job)
+{
+    struct stream *st = arg;
+    struct stream_topic *t = stream__topic(st, job);
+    if (t)
+        t->dirty = true;
+}
+
+/* Reconnects (at most every STREAM_RECONNECT_S) and listens again; whatever was notified
+ * meanwhile is unknown, so every topic is read again. Returns true when connected. */
+static bool ensure_connected(struct stream *st)
+{
+    if (store_stream_connected(st->db))
+        return true;
+    double now = stream__now();
+    if (now < st->next_connect)
+        return false;
+    st->next_connect = now + STREAM_RECONNECT_S;
+    if (db_ensure(st->db) != 0 || store_stream_listen(st->db) < 0)
+        return false;
+    TY_INFO("stream", "listening for stream notifications again");
+    for (struct stream_topic *t = st->topics; t; t = t->next)
+        t->dirty = true;
+    st->cluster.dirty = true;
+    return true;
+}
+
+/* Takes the notifications received so far. Returns true when there were any. */
+static bool take_notifications(struct stream *st)
+{
+    int n = store_stream_notifications(st->db, mark_dirty, st);
+    if (n < 0)
+        TY_WARN("stream", "lost the database connection; reconnecting");
+    return n > 0;
+}
+
+static void say_goodbye(struct stream *st)
+{
+    for (struct stream_client *cl = st->clients; cl; cl = cl->next)
+        if (cl->counted)
+            stream__drop(st, cl, "shutdown");
+    hub_flush(st->hub);
+}
+
+static void *stream_thread(void *arg)
+{
+    struct stream *st = arg;
+    while (!atomic_load(&st->stopping)) {
+        bool connected = ensure_connected(st);
+        if (connected)
+            take_notifications(st);
+        struct hub_event ev;
+        while (hub_next_stream_event(st->hub, &ev))
+            stream__on_event(st, &ev);
+        bool busy = false;
+        if (store_stream_connected(st->db)) {
+            busy = stream__fan_out(st);
+            stream__cluster_wait(st);
+            busy = stream__catch_up(st) || busy;
+            /* Notifications that arrived while the queries ran are in libpq's buffer, where
+             * poll() cannot see them. */
+            busy = take_notifications(st) || busy;
+        }
+        if (st->flush) {
+            st->flush = false;
+            hub_flush(st->hub);
+        }
+        int timeout = STREAM_IDLE_MS;
+        if (st->cluster.wait_snapshot)
+            timeout = 20;
+        if (!store_stream_connected(st->db) || stream__now() < st->backoff_until)
+            timeout = 100;
+        if (busy)
+            timeout = 0;
+        struct pollfd pfd[2] = {{.fd = st->wake_fd, .events = POLLIN},
+                                {.fd = store_stream_socket(st->db), .events = POLLIN}};
+        if (poll(pfd, pfd[1].fd >= 0 ? 2 : 1, timeout) > 0 && (pfd[0].revents & POLLIN)) {
+            uint64_t count;
+            if (read(st->wake_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
+                TY_WARN("stream", "reading the wake-up counter: %s", strerror(errno));
+        }
+    }
+    say_goodbye(st);
+    return NULL;
+}
+
+struct stream *stream_start(struct srv *srv, struct hub *hub)
+{
+    struct stream *st = calloc(1, sizeof(*st));
+    if (st == NULL)
+        return NULL;
+    st->srv = srv;
+    st->hub = hub;
+    st->queue_max = (size_t)srv->cfg.stream_queue_max;
+    st->max_clients = (size_t)srv->cfg.max_stream_clients;
+    st->cluster.ready = false;
+    st->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (st->wake_fd < 0) {
+        TY_ERROR("stream", "eventfd: %s", strerror(errno));
+        free(st);
+        return NULL;
+    }
+    st->db = db_acquire(srv->db);
+    if (st->db == NULL || store_stream_listen(st->db) < 0) {
+        TY_ERROR("stream", "cannot listen for stream notifications");
+        goto fail;
+    }
+    hub_stream_attach(hub, wake, st, st->queue_max);
+    if (pthread_create(&st->thread, NULL, stream_thread, st) != 0) {
+        hub_stream_detach(hub);
+        goto fail;
+    }
+    return st;
+fail:
+    db_release(srv->db, st->db);
+    close(st->wake_fd);
+    free(st);
+    return NULL;
+}
+
+void stream_stop(struct stream *st)
+{
+    if (st == NULL)
+        return;
+    atomic_store(&st->stopping, true);
+    wake(st);
+    pthread_join(st->thread, NULL);
+    /* A moment for the `closing` messages to go out (a subscriber that does not read is not
+     * waited for long). */
+    for (int i = 0; i < STREAM_GOODBYE_WAIT_MS / 10 && !hub_stream_idle(st->hub); i++)
+        usleep(10000);
+    hub_stream_detach(st->hub);
+    struct hub_event ev;
+    while (hub_next_stream_event(st->hub, &ev))
+        free(ev.text);
+    stream__free_clients(st);
+    stream__free_topics(st);
+    if (store_stream_connected(st->db))
+        store_stream_unlisten(st->db);
+    db_release(st->srv->db, st->db);
+    close(st->wake_fd);
+    free(st);
+}
