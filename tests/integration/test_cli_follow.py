@@ -291,18 +291,8 @@ def printed_statuses(stdout):
     return [m.group(1) for m in re.finditer(r" status ([A-Z]+)", stdout)]
 
 
-def require_stream(server):
-    if "stream" not in server.request("GET", "/api/v1/version").json:
-        pytest.skip("this server has no /stream yet")
-
-
-@pytest.fixture
-def need_stream(server):
-    require_stream(server)
-
-
 def test_events_follow_prints_status_changes_in_order_and_exits_when_the_job_ends(
-        server, need_stream, agent_factory, cli):
+        server, agent_factory, cli):
     agent_factory().wait_node()
     job = server.submit({"name": "short", "entrypoint": "sleep 1"})["id"]
     r = cli("events", str(job), "--follow", timeout=120)
@@ -315,11 +305,30 @@ def test_events_follow_prints_status_changes_in_order_and_exits_when_the_job_end
     assert re.search(r" worker rank 0 EXITED .*exit_code 0", r.stdout), r.stdout
 
 
+REPORTING = ("import os, trainyard\n"
+             "rank = int(os.environ['RANK'])\n"
+             "for step in range(1, 4):\n"
+             "    print(f'rank {rank} at {step}', flush=True)\n"
+             "    trainyard.report({'loss': step + rank / 10, 'step': step * 10})\n")
+
+
+def test_submit_wait_follow_prints_one_line_per_rank0_report(server, agent_factory, cli,
+                                                             tmp_path):
+    agent_factory().wait_node()
+    spec = tmp_path / "job.json"
+    spec.write_text(json.dumps({"name": "reporting", "entrypoint": [PYTHON, "-c", REPORTING],
+                                "scaling_config": {"num_workers": 2}}))
+    r = cli("submit", str(spec), "--wait", "--follow", timeout=120)
+    assert r.returncode == 0, r.stderr
+    reports = [line for line in r.stdout.splitlines() if line.startswith("[report]")]
+    assert reports == [f"[report] step {s * 10} loss={float(s)}" for s in range(1, 4)], r.stdout
+
+
 @pytest.mark.parametrize("entrypoint, code, final", [
     ("echo all good", 0, "SUCCEEDED"),
     ("echo going down; exit 3", 1, "FAILED"),
 ])
-def test_submit_wait_follow_exits_by_the_jobs_outcome(server, need_stream, agent_factory, cli,
+def test_submit_wait_follow_exits_by_the_jobs_outcome(server, agent_factory, cli,
                                                        tmp_path, entrypoint, code, final):
     agent_factory().wait_node()
     spec = tmp_path / "job.json"
@@ -331,7 +340,7 @@ def test_submit_wait_follow_exits_by_the_jobs_outcome(server, need_stream, agent
     assert f"job {job_id} {final}" in r.stderr
 
 
-def test_submit_wait_follow_exits_4_when_the_job_is_stopped(server, need_stream, agent_factory,
+def test_submit_wait_follow_exits_4_when_the_job_is_stopped(server, agent_factory,
                                                              tmp_path):
     agent_factory().wait_node()
     spec = tmp_path / "job.json"
@@ -345,7 +354,7 @@ def test_submit_wait_follow_exits_4_when_the_job_is_stopped(server, need_stream,
     assert f"job {job_id} STOPPED" in err
 
 
-def test_submit_wait_follow_times_out_with_exit_5(server, need_stream, cli, tmp_path):
+def test_submit_wait_follow_times_out_with_exit_5(server, cli, tmp_path):
     spec = tmp_path / "job.json"
     spec.write_text(json.dumps({"name": "never-placed", "entrypoint": "true"}))  # no agent
     r = cli("submit", str(spec), "--wait", "--follow", "--wait-timeout", "2")
@@ -356,7 +365,6 @@ def test_submit_wait_follow_times_out_with_exit_5(server, need_stream, cli, tmp_
 def test_wait_follow_exits_3_when_the_server_dies_for_good(database, agent_factory):
     server = restartable(database)
     try:
-        require_stream(server)
         agent_factory(server).wait_node()
         job = server.submit({"name": "orphan", "entrypoint": "sleep 60"})["id"]
         server.wait_job(job, {"RUNNING"})
@@ -379,7 +387,6 @@ def test_events_follow_across_a_server_sigkill_prints_each_change_once(database,
     server = restartable(database)
     again = None
     try:
-        require_stream(server)
         agent_factory(server).wait_node()
         job = server.submit(two_ranks_counting(60, 0.1))["id"]
         p = popen_cli(server, "events", str(job), "--follow")
@@ -405,7 +412,6 @@ def test_wait_follow_across_a_server_sigkill_prints_each_log_line_once(database,
     server = restartable(database)
     again = None
     try:
-        require_stream(server)
         agent_factory(server).wait_node()
         spec = tmp_path / "job.json"
         lines = 60
@@ -433,8 +439,9 @@ def test_wait_follow_across_a_server_sigkill_prints_each_log_line_once(database,
 
 
 def test_logs_follow_prints_each_ranks_lines_once_then_exits_when_the_job_ends(
-        server, need_stream, agent_factory, cli):
-    if "--follow" not in harness.run_cli(server, "logs", "--help").stdout:
+        server, agent_factory, cli):
+    usage = harness.run_cli(server, "logs", "--help").stdout
+    if not re.search(r"Usage: trainyard logs .*--follow", usage):
         pytest.skip("`trainyard logs` has no --follow yet (wired when the logs command merges)")
     agent_factory().wait_node()
     job = server.submit(two_ranks_counting(20, 0.05))["id"]
