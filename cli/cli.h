@@ -62,6 +62,7 @@ int cmd_delete(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_wait(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_workers(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_metrics(struct cli_ctx *ctx, const struct cli_args *args);
+int cmd_logs(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_nodes(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_drain(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_token_create(struct cli_ctx *ctx, const struct cli_args *args);

@@ -49,6 +49,15 @@ static const struct cli_flag metrics_flags[] = {
     {NULL, NULL, NULL, false},
 };
 
+static const struct cli_flag logs_flags[] = {
+    {"rank", "R", "only this rank's lines (default: every rank, each line prefixed by its rank)",
+     false},
+    {"attempt", "N", "this attempt (default: the job's current one)", false},
+    {"tail", "N", "only the last N lines", false},
+    {"grep", "RE", "only lines matching the regular expression RE (PostgreSQL syntax)", false},
+    {NULL, NULL, NULL, false},
+};
+
 static const struct cli_flag token_create_flags[] = {
     {"name", "N", "who or what the token is for", true},
     {"role", "R", "viewer, user or admin", true},
@@ -85,6 +94,10 @@ static const struct cli_command commands[] = {
      no_flags, cmd_workers},
     {NULL, "metrics", "ID", "list the metrics a job reported", NULL, 1, 1, metrics_flags,
      cmd_metrics},
+    {NULL, "logs", "ID", "print what a job's workers wrote to stdout and stderr",
+     "Lines as the server stored them, one rank's as they are, several ranks' prefixed by\n"
+     "'[rank R] '; -o json prints JSON lines {rank, attempt, offset, line}.",
+     1, 1, logs_flags, cmd_logs},
     {NULL, "nodes", "", "list cluster nodes and their free resources", NULL, 0, 0, no_flags,
      cmd_nodes},
     {NULL, "drain", "NODE", "stop placing new workers on a node", NULL, 1, 1, no_flags, cmd_drain},

@@ -103,6 +103,17 @@ char *agent_msg_worker_exited(int64_t seq, const char *job_id, int64_t attempt, 
         int_or_null(exit_code), "signal", int_or_null(signal), "error", str_or_null(error)));
 }
 
+char *agent_msg_log(int64_t seq, const struct agent_log_chunk *c)
+{
+    json_t *o = json_pack("{s:s, s:I, s:s, s:I, s:I, s:I, s:I, s:O}", "type", "log", "seq",
+                          (json_int_t)seq, "job_id", c->job_id, "attempt", (json_int_t)c->attempt,
+                          "rank", (json_int_t)c->rank, "offset", (json_int_t)c->offset, "bytes",
+                          (json_int_t)c->bytes, "lines", (json_t *)c->lines);
+    if (o && c->dropped > 0 && json_object_set_new(o, "dropped", json_integer(c->dropped)) != 0)
+        DROP(o);
+    return dump_steal(o);
+}
+
 json_t *agent_report_body(const char *job_id, int64_t attempt, int64_t rank, int64_t report_seq,
                           const json_t *metrics, int64_t step, const char *time_rfc3339,
                           const char *checkpoint_dir)
@@ -671,6 +682,34 @@ static int parse_worker_event(struct agent_node_msg *m, char *err, size_t errlen
     return parse_exit(m->root, e, err, errlen);
 }
 
+/* log: seq, job_id, attempt, rank, offset >= 0, bytes >= 1, dropped >= 0 (optional), lines: an
+ * array of strings without NUL bytes. */
+static int parse_log(struct agent_node_msg *m, char *err, size_t errlen)
+{
+    struct agent_log_chunk *c = &m->log;
+    struct agent_worker_event ids = {0};
+    memset(c, 0, sizeof(*c));
+    if (get_int(m->root, "seq", true, 0, INT64_MAX, &m->seq, err, errlen) != 0 ||
+        parse_worker_ids(m->root, &ids, err, errlen) != 0 ||
+        get_int(m->root, "offset", true, 0, INT64_MAX, &c->offset, err, errlen) != 0 ||
+        get_int(m->root, "bytes", true, 1, AGENT_PROTO_MAX_MESSAGE, &c->bytes, err, errlen) != 0 ||
+        get_int(m->root, "dropped", false, 0, INT64_MAX, &c->dropped, err, errlen) != 0)
+        return -1;
+    c->job_id = ids.job_id;
+    c->attempt = ids.attempt;
+    c->rank = ids.rank;
+    json_t *lines = json_object_get(m->root, "lines");
+    if (!json_is_array(lines) || json_array_size(lines) > AGENT_PROTO_MAX_LOG_LINES)
+        return ERR("'lines' must be an array of at most %d strings", AGENT_PROTO_MAX_LOG_LINES);
+    for (size_t i = 0; i < json_array_size(lines); i++) {
+        json_t *l = json_array_get(lines, i);
+        if (!json_is_string(l) || strlen(json_string_value(l)) != json_string_length(l))
+            return ERR("'lines[%zu]' must be a string without NUL bytes", i);
+    }
+    c->lines = lines;
+    return 0;
+}
+
 int agent_node_msg_parse(const char *text, size_t len, struct agent_node_msg *out, char *err,
                          size_t errlen)
 {
@@ -705,6 +744,7 @@ int agent_node_msg_parse(const char *text, size_t len, struct agent_node_msg *ou
         {"worker_started", AGENT_MSG_WORKER_STARTED},
         {"worker_exited", AGENT_MSG_WORKER_EXITED},
         {"report", AGENT_MSG_REPORT},
+        {"log", AGENT_MSG_LOG},
     };
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
         if (strcmp(out->type_name, types[i].name) == 0)
@@ -716,6 +756,8 @@ int agent_node_msg_parse(const char *text, size_t len, struct agent_node_msg *ou
         rc = parse_worker_event(out, err, errlen);
     else if (out->type == AGENT_MSG_REPORT)
         rc = agent__parse_report(out->root, &out->report, err, errlen);
+    else if (out->type == AGENT_MSG_LOG)
+        rc = parse_log(out, err, errlen);
     if (rc == 0)
         return 0;
 fail:;

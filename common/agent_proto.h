@@ -49,6 +49,7 @@ enum agent_msg_type {
     AGENT_MSG_WORKER_STARTED,
     AGENT_MSG_WORKER_EXITED,
     AGENT_MSG_REPORT,
+    AGENT_MSG_LOG,
 };
 
 /* Checks a job id that will become a path component. 0 or -1. */
@@ -178,6 +179,19 @@ struct agent_report {
  * server leaves them to PostgreSQL, which refuses them. */
 bool agent_rfc3339_valid(const char *s);
 
+/* A `log` message: a chunk of one worker's output (stdout and stderr, as its log file holds
+ * them), cut into lines by agent_log_cut. Parsed: strings and `lines` borrowed from the message. */
+struct agent_log_chunk {
+    const char *job_id;
+    int64_t attempt, rank;
+    int64_t offset;      /* byte offset of the chunk in the rank's output of that attempt */
+    int64_t bytes;       /* bytes of output the chunk covers (>= 1) */
+    int64_t dropped;     /* bytes skipped just before `offset` (agent backlog over its cap) */
+    const json_t *lines; /* array of strings (valid UTF-8, no newline) */
+};
+/* Most lines one `log` message may carry. */
+#define AGENT_PROTO_MAX_LOG_LINES (1 << 20)
+
 /* A parsed agent message. */
 struct agent_node_msg {
     enum agent_msg_type type;
@@ -193,6 +207,8 @@ struct agent_node_msg {
     int *node_gpus;      /* owned storage behind node.gpus */
     /* worker_started, worker_exited */
     struct agent_worker_event event;
+    /* log */
+    struct agent_log_chunk log;
     /* report */
     struct agent_report report;
     int64_t seq; /* -1 when absent or not an integer */
@@ -215,6 +231,8 @@ char *agent_msg_worker_started(int64_t seq, const char *job_id, int64_t attempt,
 /* exit_code/signal < 0 mean null; error NULL means null. */
 char *agent_msg_worker_exited(int64_t seq, const char *job_id, int64_t attempt, int64_t rank,
                               int exit_code, int signal, const char *error);
+/* A `log` message (the chunk's lines are copied). */
+char *agent_msg_log(int64_t seq, const struct agent_log_chunk *c);
 /* body: a spooled report (job_id, attempt, rank, report_seq, metrics, step, time,
  * checkpoint_dir); returns it with type and seq added. */
 char *agent_msg_report(int64_t seq, const json_t *body);

@@ -43,6 +43,10 @@ static const struct option_def options[] = {
      "messages queued for one /stream subscriber before it is closed as too slow (it may resume)"},
     {"max-stream-clients", "TRAINYARD_MAX_STREAM_CLIENTS", I(max_stream_clients), "1000", 1,
      1000000, "open /stream connections at most; more are refused with an error"},
+    {"max-log-bytes-per-job", "TRAINYARD_MAX_LOG_BYTES_PER_JOB", I(max_log_bytes_per_job),
+     "268435456", 0, INT64_C(1) << 50,
+     "workers' output kept per job; past it the oldest log lines go (down to 90 %) and a "
+     "log_dropped note says how many bytes (0: no cap)"},
     {"cluster-token", "TRAINYARD_CLUSTER_TOKEN", S(cluster_token), NULL, 0, 0,
      "token agents join with (default: made on first start, in <data-dir>/cluster.token)"},
     {"log-level", "TRAINYARD_LOG_LEVEL", S(log_level), "info", 0, 0, "error, warn, info or debug"},

@@ -22,9 +22,10 @@ struct srv_config {
     enum srv_auth_mode auth_mode;
     int64_t heartbeat_timeout_s;
     int64_t stop_grace_s;
-    int64_t stream_queue_max;   /* messages waiting for one /stream subscriber, at most */
-    int64_t max_stream_clients; /* open /stream connections, at most */
-    char *cluster_token;        /* NULL: <data_dir>/cluster.token */
+    int64_t stream_queue_max;      /* messages waiting for one /stream subscriber, at most */
+    int64_t max_stream_clients;    /* open /stream connections, at most */
+    int64_t max_log_bytes_per_job; /* 0: no cap */
+    char *cluster_token;           /* NULL: <data_dir>/cluster.token */
     char *log_level;
     char *debug;
 };

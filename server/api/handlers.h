@@ -16,6 +16,7 @@ enum MHD_Result h_jobs_workers(struct srv_request *req);
 enum MHD_Result h_jobs_events(struct srv_request *req);
 enum MHD_Result h_jobs_attempts(struct srv_request *req);
 enum MHD_Result h_jobs_metrics(struct srv_request *req);
+enum MHD_Result h_jobs_logs(struct srv_request *req);
 enum MHD_Result h_jobs_checkpoints(struct srv_request *req);
 enum MHD_Result h_nodes_list(struct srv_request *req);
 enum MHD_Result h_nodes_get(struct srv_request *req);

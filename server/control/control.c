@@ -171,6 +171,7 @@ static void handle_event(struct control *ctl, struct hub_event *ev)
     if (ev->kind != HUB_MESSAGE) { /* events stay in order */
         ctl__flush_started(ctl);
         ctl__flush_reports(ctl);
+        ctl__flush_logs(ctl);
     }
     switch (ev->kind) {
     case HUB_CONNECTED:
@@ -229,6 +230,7 @@ static void *control_thread(void *arg)
             handle_event(ctl, &ev);
         ctl__flush_started(ctl);
         ctl__flush_reports(ctl);
+        ctl__flush_logs(ctl);
         if (ctl__now() - ctl->last_tick >= CTL_TICK_MS / 1000.0) {
             ctl->last_tick = ctl__now();
             check_heartbeats(ctl);
@@ -336,6 +338,7 @@ void control_stop(struct control *ctl)
         free(s);
     }
     ctl__specs_free(&ctl->specs);
+    json_decref(ctl->logs.rows);
     free(ctl->cluster_token_hash);
     pthread_mutex_destroy(&ctl->lock);
     pthread_cond_destroy(&ctl->cond);

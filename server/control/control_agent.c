@@ -268,12 +268,15 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
                     (unsigned long long)conn, err);
         return;
     }
-    /* Every message is applied after the worker starts and the reports queued before it (at
-     * most one of the two queues holds anything). */
-    if (m.type != AGENT_MSG_WORKER_STARTED)
+    /* Every other message is applied after the worker starts queued before it, a change of a
+     * job's state after the log chunks queued before it, and every message but a report after
+     * the reports queued before it (so a worker's exit follows its reports and its output). */
+    if (m.type != AGENT_MSG_WORKER_STARTED && m.type != AGENT_MSG_LOG)
         ctl__flush_started(ctl);
-    if (m.type != AGENT_MSG_REPORT || !ok)
+    if ((m.type != AGENT_MSG_REPORT && m.type != AGENT_MSG_LOG) || !ok)
         ctl__flush_reports(ctl);
+    if (m.type == AGENT_MSG_REGISTER || m.type == AGENT_MSG_WORKER_EXITED)
+        ctl__flush_logs(ctl);
     struct ctl_node *node = ctl__node_by_conn(ctl, conn);
     if (m.type == AGENT_MSG_REGISTER) {
         if (ok) {
@@ -297,6 +300,8 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
         int rc = 0;
         if (m.type == AGENT_MSG_WORKER_STARTED || m.type == AGENT_MSG_WORKER_EXITED)
             rc = on_worker_event(ctl, node, conn, &m);
+        else if (m.type == AGENT_MSG_LOG)
+            ctl__on_log(ctl, node, conn, &m);
         else if (m.type == AGENT_MSG_REPORT)
             ctl__queue_report(ctl, conn, &m);
         else if (m.type != AGENT_MSG_HEARTBEAT) /* heartbeat: last_seen updated above */

@@ -53,6 +53,16 @@ struct ctl_reports {
     struct ctl_report_item items[CTL_REPORTS_MAX];
 };
 
+/* log messages received but not yet committed (control_logs.c): all of them are committed in one
+ * transaction once the hub queue is drained (or the batch is full), then acked. */
+#define CTL_LOGS_MAX 1024
+struct ctl_logs {
+    size_t n;
+    json_t *rows; /* array of ty_log_append_batch rows */
+    uint64_t conn[CTL_LOGS_MAX];
+    int64_t seq[CTL_LOGS_MAX];
+};
+
 /* Parsed specs of pending jobs (control_specs.c). */
 struct ctl_spec;
 struct ctl_specs {
@@ -81,6 +91,7 @@ struct control {
     struct ctl_specs specs;
     struct ctl_started started;
     struct ctl_reports reports;
+    struct ctl_logs logs;
 };
 
 double ctl__now(void);
@@ -107,6 +118,12 @@ void ctl__queue_report(struct control *ctl, uint64_t conn, struct agent_node_msg
  * dropped; one that cannot be committed closes its connection, so that the agent resends what was
  * not acked. */
 void ctl__flush_reports(struct control *ctl);
+/* control_logs.c: agent message `log`, queued (ctl->logs); ctl__flush_logs commits the queue in
+ * one transaction and acks it. The caller flushes once the hub queue is drained and before a
+ * message that changes a job's state (worker_exited, register, a closed connection). */
+void ctl__on_log(struct control *ctl, struct ctl_node *node, uint64_t conn,
+                 const struct agent_node_msg *m);
+void ctl__flush_logs(struct control *ctl);
 
 /* control_specs.c: the parsed spec of a pending job, or NULL if not cached yet. */
 const struct jobspec *ctl__spec_get(struct ctl_specs *t, int64_t id);

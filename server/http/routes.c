@@ -16,6 +16,7 @@ const struct srv_route srv_routes[] = {
     {"GET", "/api/v1/jobs/{id}/events", h_jobs_events, SRV_ROLE_VIEWER},
     {"GET", "/api/v1/jobs/{id}/attempts", h_jobs_attempts, SRV_ROLE_VIEWER},
     {"GET", "/api/v1/jobs/{id}/metrics", h_jobs_metrics, SRV_ROLE_VIEWER},
+    {"GET", "/api/v1/jobs/{id}/logs", h_jobs_logs, SRV_ROLE_VIEWER},
     {"GET", "/api/v1/jobs/{id}/checkpoints", h_jobs_checkpoints, SRV_ROLE_VIEWER},
     {"GET", "/api/v1/nodes", h_nodes_list, SRV_ROLE_VIEWER},
     {"GET", "/api/v1/nodes/{id}", h_nodes_get, SRV_ROLE_VIEWER},

@@ -278,4 +278,34 @@ int store_checkpoint_launch_dirs(struct db_conn *c, int64_t ckpt, int64_t job, i
                                  const char *const *node_ids, size_t n_nodes,
                                  struct srv_resume_dir **out, size_t *n);
 
+/* ---- logs (store_logs.c) ---- */
+struct store_log_outcome {
+    int64_t lines, bytes; /* appended (resent chunks not counted) */
+    int64_t dropped;      /* bytes removed by the log cap */
+};
+/* Appends a batch of log chunks in one transaction (ty_log_append_batch): rows_json is a JSON
+ * array of {job_id, node_id, attempt, rank, log_offset, log_bytes, dropped, body}; chunks already
+ * stored, and chunks of a worker node_id does not run, are skipped; cap > 0 keeps each job's log
+ * under cap bytes (oldest chunks removed first). */
+int store_logs_append(struct db_conn *c, const char *rows_json, int64_t cap,
+                      struct store_log_outcome *out);
+
+struct store_logs_query {
+    int64_t attempt;   /* 0: the job's current attempt */
+    const char *ranks; /* "{0,2}" (a PostgreSQL int array) or NULL: every rank */
+    int64_t offset;    /* chunks at or after this byte offset */
+    int64_t tail;      /* > 0: only the last `tail` lines */
+    const char *grep;  /* regular expression (PostgreSQL ~) or NULL */
+};
+struct store_log_line {
+    int64_t rank, attempt, offset; /* offset: the byte offset of the chunk holding the line */
+    char *line;
+};
+/* A job's log lines in order. Returns 0 when the job does not exist, 1 with *lines (n entries,
+ * free with store_log_lines_free), or an error; sqlstate (6 bytes) then holds the SQLSTATE
+ * (2201B: the grep expression is invalid). */
+int store_logs_read(struct db_conn *c, int64_t job, const struct store_logs_query *q,
+                    struct store_log_line **lines, size_t *n, char *sqlstate);
+void store_log_lines_free(struct store_log_line *lines, size_t n);
+
 #endif

@@ -778,6 +778,79 @@ static void agent_proto_unknown_agent_message_is_not_refused(void **state)
     agent_node_msg_free(&m);
 }
 
+static void agent_proto_log_round_trip(void **state)
+{
+    (void)state;
+    json_t *lines = json_pack("[s, s, s]", "one", "",
+                              "\x1b[32mgr\xc3\xa9"
+                              "en\x1b[0m");
+    struct agent_log_chunk c = {"17", 2, 3, 4096, 30, 0, lines};
+    char *text = agent_msg_log(9, &c);
+    assert_non_null(text);
+    assert_null(strstr(text, "dropped"));
+    struct agent_node_msg m;
+    char err[256];
+    assert_int_equal(agent_node_msg_parse(text, strlen(text), &m, err, sizeof(err)), 0);
+    assert_int_equal(m.type, AGENT_MSG_LOG);
+    assert_int_equal(m.seq, 9);
+    assert_string_equal(m.log.job_id, "17");
+    assert_int_equal(m.log.attempt, 2);
+    assert_int_equal(m.log.rank, 3);
+    assert_int_equal(m.log.offset, 4096);
+    assert_int_equal(m.log.bytes, 30);
+    assert_int_equal(m.log.dropped, 0);
+    assert_true(json_equal((json_t *)m.log.lines, lines));
+    agent_node_msg_free(&m);
+    free(text);
+    c.dropped = 12345;
+    text = agent_msg_log(10, &c);
+    assert_int_equal(agent_node_msg_parse(text, strlen(text), &m, err, sizeof(err)), 0);
+    assert_int_equal(m.log.dropped, 12345);
+    agent_node_msg_free(&m);
+    free(text);
+    json_decref(lines);
+}
+
+static void agent_proto_refuses_malformed_log_messages(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text, *field;
+    } bad[] = {
+        {"{\"type\":\"log\",\"job_id\":\"1\",\"attempt\":1,\"rank\":0,\"offset\":0,\"bytes\":1,"
+         "\"lines\":[]}",
+         "seq"},
+        {"{\"type\":\"log\",\"seq\":1,\"attempt\":1,\"rank\":0,\"offset\":0,\"bytes\":1,"
+         "\"lines\":[]}",
+         "job_id"},
+        {"{\"type\":\"log\",\"seq\":1,\"job_id\":\"1\",\"attempt\":1,\"rank\":0,\"offset\":-1,"
+         "\"bytes\":1,\"lines\":[]}",
+         "offset"},
+        {"{\"type\":\"log\",\"seq\":1,\"job_id\":\"1\",\"attempt\":1,\"rank\":0,\"offset\":0,"
+         "\"bytes\":0,\"lines\":[]}",
+         "bytes"},
+        {"{\"type\":\"log\",\"seq\":1,\"job_id\":\"1\",\"attempt\":1,\"rank\":0,\"offset\":0,"
+         "\"bytes\":1,\"lines\":\"x\"}",
+         "lines"},
+        {"{\"type\":\"log\",\"seq\":1,\"job_id\":\"1\",\"attempt\":1,\"rank\":0,\"offset\":0,"
+         "\"bytes\":1,\"lines\":[1]}",
+         "lines[0]"},
+        {"{\"type\":\"log\",\"seq\":1,\"job_id\":\"1\",\"attempt\":1,\"rank\":0,\"offset\":0,"
+         "\"bytes\":1,\"dropped\":-5,\"lines\":[]}",
+         "dropped"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct agent_node_msg m;
+        char err[256] = "";
+        assert_int_equal(
+            agent_node_msg_parse(bad[i].text, strlen(bad[i].text), &m, err, sizeof(err)), -1);
+        assert_int_equal(m.type, AGENT_MSG_LOG);
+        if (!strstr(err, bad[i].field))
+            fail_msg("case %zu: '%s' does not name %s", i, err, bad[i].field);
+        agent_node_msg_free(&m);
+    }
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(agent_proto_parses_a_launch),
     cmocka_unit_test(agent_proto_string_entrypoint_runs_under_sh),
@@ -799,5 +872,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(agent_proto_refuses_malformed_agent_messages),
     cmocka_unit_test(agent_proto_unknown_agent_message_is_not_refused),
     cmocka_unit_test(agent_proto_refuses_messages_over_the_size_limit),
+    cmocka_unit_test(agent_proto_log_round_trip),
+    cmocka_unit_test(agent_proto_refuses_malformed_log_messages),
 };
 TY_TEST_MAIN(tests)

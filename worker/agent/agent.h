@@ -15,8 +15,10 @@
  *   events.c      the outgoing event queue (seq, kept until acked) and the worker table
  *   supervise.c   starting workers (posix_spawn, each in its own process group), reaping,
  *                 stopping process groups
+ *   logcut.c      pure: cutting output into log lines, reading a log file's journal
  *   logs.c        per-rank log files
- *   spool.c       durable report spool (<data>/spool)
+ *   tail.c        streaming the log files to the server as `log` events (rank-R.cursor journal)
+ *   spool.c       durable report and worker-exit spool (<data>/spool)
  *   report.c      the unix report socket (<data>/report.sock), adopted into the lws loop
  *   ws.c          the libwebsockets client: connect, reconnect, rx/tx, heartbeats
  *   main.c        start-up, signals, the event loop, shutdown
@@ -58,6 +60,9 @@ struct agent_config {
     int64_t heartbeat_interval_s; /* 0: the server's */
     char *log_level;
     char *debug;
+    int64_t log_line_max;    /* longer output lines are split (bytes) */
+    int64_t log_backlog_max; /* unacked bytes of one log file before the oldest are skipped */
+    int64_t log_flush_ms;    /* a partial last line is sent after waiting this long */
 
     /* Derived by agent_config_load. */
     char *url_host;
@@ -103,6 +108,35 @@ void agent_gpu_type_from_name(const char *name, char *out, size_t outlen);
 /* Delay before reconnect attempt number `attempt` (0 for the first retry): the base doubles
  * from 200 ms up to 10 s, then jitter scales it by 0.5 + u, u in [0, 1). */
 int64_t agent_backoff_delay_ms(unsigned attempt, double u);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Log lines (logcut.c)                                                                        */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Cuts buf[0..len), a piece of a worker's output that starts at the beginning of a line, into
+ * lines appended to the array `lines` as JSON strings: each ends at '\n' (dropped); a line
+ * longer than line_max bytes is split into pieces of at most line_max bytes (moved back a little
+ * so as not to split a UTF-8 character); invalid UTF-8 and NUL bytes become U+FFFD, byte by byte;
+ * everything else, ANSI escape sequences and '\r' included, is kept. A partial last line (no
+ * '\n', not over line_max) is left for later unless `final`. Returns the number of bytes cut
+ * (the next call starts there); less than len means a partial line, or out of memory. The same
+ * bytes always give the same lines. */
+size_t agent_log_cut(const char *buf, size_t len, size_t line_max, bool final, json_t *lines);
+
+/* A log file's journal (<rank>.cursor, written by tail.c): "c START END DROPPED\n" when a chunk
+ * [START, END) is sent (DROPPED: bytes skipped just before it), "a END\n" when every byte before
+ * END is acked. */
+#define AGENT_LOG_JOURNAL_MAX 64
+struct agent_log_journal {
+    int64_t acked; /* the last acked end (0: none) */
+    size_t n;      /* chunks sent after it, in order: */
+    int64_t start[AGENT_LOG_JOURNAL_MAX], end[AGENT_LOG_JOURNAL_MAX];
+    int64_t dropped[AGENT_LOG_JOURNAL_MAX];
+};
+/* Reads a journal's text (NUL-terminated; NULL: empty) into *j: the acked end and the chunks sent
+ * after it that are not acked, to be resent as they were. A torn or malformed record, and a chunk
+ * that does not follow the previous one, are ignored. */
+void agent_log_journal_parse(const char *text, struct agent_log_journal *j);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Worker environment (env.c)                                                                  */
@@ -160,7 +194,7 @@ struct agent_worker {
     int64_t exit_seq;   /* seq of its worker_exited event; 0 until it exited */
 };
 
-enum agent_event_kind { AGENT_EV_STARTED, AGENT_EV_EXITED, AGENT_EV_REPORT };
+enum agent_event_kind { AGENT_EV_STARTED, AGENT_EV_EXITED, AGENT_EV_REPORT, AGENT_EV_LOG };
 
 struct agent_event {
     struct agent_event *next;
@@ -168,10 +202,11 @@ struct agent_event {
     enum agent_event_kind kind;
     char *text;       /* the message as sent */
     bool sent;        /* sent on the current connection */
-    char *spool_path; /* reports: the spool file to delete on ack */
+    char *spool_path; /* reports, worker exits: the spool file to delete on ack */
 };
 
 struct agent_report_conn;
+struct agent_tail;
 struct lws_context;
 struct lws;
 
@@ -206,6 +241,8 @@ struct agent {
     int64_t next_seq;
     struct agent_event *events, *events_tail;
     struct agent_worker *workers;
+    struct agent_tail *tails; /* tail.c: log files being streamed */
+    int inotify_fd;           /* tail.c: writes to those files (-1: none; the poll timer reads) */
 
     /* report socket */
     int report_listen_fd;
@@ -266,6 +303,22 @@ int agent__children_watch(struct agent *a);
 char *agent__log_path(const struct agent *a, const char *job_id, int64_t attempt, int64_t rank,
                       bool create_dir);
 
+/* tail.c: streaming log files as `log` events */
+/* Starts streaming the rank's log file (once; the file must exist). */
+void agent__tail_start(struct agent *a, const char *job_id, int64_t attempt, int64_t rank);
+/* The worker exited: queues what its file holds now, a partial last line included. */
+void agent__tail_finish(struct agent *a, const char *job_id, int64_t attempt, int64_t rank);
+/* Reads what is new in every file (poll timer) and frees finished tails. */
+void agent__tails_poll(struct agent *a);
+/* The server acked `log` event seq: moves its file's acked offset, reads on. */
+void agent__tail_acked(struct agent *a, int64_t seq);
+/* Start-up: resumes every log file whose journal shows unacked bytes. */
+void agent__tails_reload(struct agent *a);
+void agent__tails_free_all(struct agent *a);
+/* Adopts an inotify descriptor into the event loop, so that a write to a log file is read at once
+ * (else the poll timer reads it within 50 ms). Call before any tail starts. 0, or -1 (logged). */
+int agent__tails_watch(struct agent *a);
+
 /* resources.c */
 /* Reads or creates <data>/node-id. Returns malloc'd id or NULL (logged). */
 char *agent__node_id_load(const char *data_dir, const char *declared);
@@ -284,6 +337,13 @@ bool agent__spool_has(struct agent *a, const char *job_id, int64_t attempt, int6
                       int64_t report_seq);
 /* Queues every spooled report as a report event (start-up). */
 void agent__spool_reload(struct agent *a);
+/* Writes a worker's exit durably (<data>/spool/<job>.<attempt>.<rank>.exit) before its
+ * worker_exited is queued. Returns the malloc'd path (the event deletes it when acked), or NULL
+ * (logged: the exit then lives in memory only). */
+char *agent__spool_exit(struct agent *a, const struct agent_worker *w);
+/* Start-up: puts every spooled exit back into the worker table (EXITED, so that `register` lists
+ * it) and queues its worker_exited again. */
+void agent__spool_reload_exits(struct agent *a);
 
 /* report.c */
 int agent__report_listen(struct agent *a);

@@ -82,6 +82,7 @@ void agent__events_ack(struct agent *a, int64_t seq)
     for (struct agent_event *e = a->events; e; prev = e, e = e->next) {
         if (e->seq != seq)
             continue;
+        enum agent_event_kind kind = e->kind;
         if (prev)
             prev->next = e->next;
         else
@@ -93,6 +94,8 @@ void agent__events_ack(struct agent *a, int64_t seq)
         if (e->kind == AGENT_EV_EXITED)
             forget_acked_worker(a, seq);
         event_free(e);
+        if (kind == AGENT_EV_LOG)
+            agent__tail_acked(a, seq);
         return;
     }
     TY_DEBUG("ws", "ack of unknown or already acked event %lld", (long long)seq);

@@ -39,6 +39,7 @@ static void poll_tick(lws_sorted_usec_list_t *sul)
     struct poll_timer *pt = lws_container_of(sul, struct poll_timer, sul);
     struct agent *a = pt->a;
     agent__supervise_poll(a);
+    agent__tails_poll(a);
     if (stop_requested && !a->shutting_down) {
         TY_INFO("agent", "signal %d: stopping %zu worker(s), then exiting", (int)stop_requested,
                 agent__workers_running(a));
@@ -139,6 +140,7 @@ static void agent_free(struct agent *a)
 {
     agent__events_free_all(a);
     agent__workers_free_all(a);
+    agent__tails_free_all(a);
     UTIL_FREE(a->data_dir);
     UTIL_FREE(a->node_id);
     UTIL_FREE(a->gpu_type);
@@ -169,6 +171,7 @@ int main(int argc, char **argv)
     memset(&a, 0, sizeof(a));
     a.cfg = &cfg;
     a.report_listen_fd = -1;
+    a.inotify_fd = -1;
     int status = 1;
     struct poll_timer pt = {.a = &a};
 
@@ -198,7 +201,10 @@ int main(int argc, char **argv)
     if (agent__report_listen(&a) != 0)
         goto out;
     agent__children_watch(&a);
+    agent__tails_watch(&a);
     agent__spool_reload(&a);
+    agent__spool_reload_exits(&a);
+    agent__tails_reload(&a);
     if (agent__ws_init(&a) != 0)
         goto out;
     lws_sul_schedule(a.ctx, 0, &pt.sul, poll_tick, AGENT_POLL_US);

@@ -161,3 +161,102 @@ void agent__spool_reload(struct agent *a)
     }
     free(v);
 }
+
+/* ------------------------------------------------------------------------------------------ */
+/* Worker exits                                                                                 */
+/* ------------------------------------------------------------------------------------------ */
+
+/* <spool>/<job>.<attempt>.<rank>.exit (malloc'd), or NULL. */
+static char *exit_path(const struct agent *a, const char *job_id, int64_t attempt, int64_t rank)
+{
+    size_t plen = strlen(a->spool_dir) + strlen(job_id) + 80;
+    char *path = malloc(plen);
+    if (path)
+        snprintf(path, plen, "%s/%s.%lld.%lld.exit", a->spool_dir, job_id, (long long)attempt,
+                 (long long)rank);
+    return path;
+}
+
+char *agent__spool_exit(struct agent *a, const struct agent_worker *w)
+{
+    if (agent_job_id_valid(w->job_id) != 0)
+        return NULL;
+    char *path = exit_path(a, w->job_id, w->attempt, w->rank);
+    json_t *o =
+        json_pack("{s:s, s:I, s:I, s:I, s:I, s:s?}", "job_id", w->job_id, "attempt",
+                  (json_int_t)w->attempt, "rank", (json_int_t)w->rank, "exit_code",
+                  (json_int_t)w->exit_code, "signal", (json_int_t)w->signal, "error", w->error);
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!path || !text || util_write_file_durable(path, text, strlen(text), 0600) != 0) {
+        TY_ERROR("proc", "cannot spool the exit of job %s attempt %lld rank %lld: %s", w->job_id,
+                 (long long)w->attempt, (long long)w->rank, strerror(errno));
+        free(path);
+        path = NULL;
+    }
+    free(text);
+    return path;
+}
+
+/* Re-queues one spooled exit (path taken over). */
+static void reload_exit(struct agent *a, char *path)
+{
+    json_t *o = json_load_file(path, 0, NULL);
+    const char *job = json_string_value(json_object_get(o, "job_id"));
+    json_t *att = json_object_get(o, "attempt"), *rank = json_object_get(o, "rank");
+    if (!job || agent_job_id_valid(job) != 0 || !json_is_integer(att) || !json_is_integer(rank)) {
+        TY_WARN("proc", "ignoring unreadable spooled exit %s", path);
+        json_decref(o);
+        free(path);
+        return;
+    }
+    struct agent_worker *w = calloc(1, sizeof(*w));
+    const char *error = json_string_value(json_object_get(o, "error"));
+    if (!w || !(w->job_id = strdup(job)) || (error && !(w->error = strdup(error)))) {
+        if (w)
+            free(w->job_id);
+        free(w);
+        json_decref(o);
+        free(path);
+        return;
+    }
+    w->attempt = json_integer_value(att);
+    w->rank = json_integer_value(rank);
+    w->status = AGENT_WORKER_EXITED;
+    w->exit_code = (int)json_integer_value(json_object_get(o, "exit_code"));
+    w->signal = (int)json_integer_value(json_object_get(o, "signal"));
+    if (!json_is_integer(json_object_get(o, "exit_code")))
+        w->exit_code = -1;
+    if (!json_is_integer(json_object_get(o, "signal")))
+        w->signal = -1;
+    w->exit_seq = agent__next_seq(a);
+    w->next = a->workers;
+    a->workers = w;
+    json_decref(o);
+    TY_INFO("proc", "resending the exit of job %s attempt %lld rank %lld", w->job_id,
+            (long long)w->attempt, (long long)w->rank);
+    agent__event_push(a, AGENT_EV_EXITED,
+                      agent_msg_worker_exited(w->exit_seq, w->job_id, w->attempt, w->rank,
+                                              w->exit_code, w->signal, w->error),
+                      w->exit_seq, path);
+}
+
+void agent__spool_reload_exits(struct agent *a)
+{
+    DIR *d = opendir(a->spool_dir);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (de->d_name[0] == '.' || len <= 5 || strcmp(de->d_name + len - 5, ".exit") != 0)
+            continue;
+        size_t plen = strlen(a->spool_dir) + len + 2;
+        char *path = malloc(plen);
+        if (!path)
+            break;
+        snprintf(path, plen, "%s/%s", a->spool_dir, de->d_name);
+        reload_exit(a, path);
+    }
+    closedir(d);
+}

@@ -206,12 +206,15 @@ static void worker_exited(struct agent *a, struct agent_worker *w, int exit_code
     w->kill_at_ms = 0;
     if (error && !w->error)
         w->error = strdup(error);
+    /* Its last output goes first, then the exit, spooled so that an agent restart resends it. */
+    agent__tail_finish(a, w->job_id, w->attempt, w->rank);
+    char *spooled = agent__spool_exit(a, w);
     int64_t seq = agent__next_seq(a);
     w->exit_seq = seq;
     agent__event_push(
         a, AGENT_EV_EXITED,
         agent_msg_worker_exited(seq, w->job_id, w->attempt, w->rank, exit_code, sig, w->error), seq,
-        NULL);
+        spooled);
 }
 
 /* A worker that could not start: the reason goes to its log (when open) and to the server as a
@@ -266,6 +269,7 @@ static struct agent_worker *start_one(struct agent *a, const struct agent_launch
         return NULL;
     }
     free(log_path);
+    agent__tail_start(a, l->job_id, l->attempt, lw->rank);
     char **env = agent_env_build(environ, l, lw, a->cfg->python_path, a->report_socket,
                                  a->socket_ifname[0] ? a->socket_ifname : NULL);
     if (!env) {

@@ -422,10 +422,15 @@ int agent__report_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
 int agent__children_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
                              void *in, size_t len);
 
+/* tail.c: the inotify descriptor of the log files (agent__tails_watch). */
+int agent__tails_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                          size_t len);
+
 static const struct lws_protocols protocols[] = {
     {AGENT_PROTO_SUBPROTOCOL, ws_callback, 0, 65536, 0, NULL, 0},
     {"trainyard-report", agent__report_callback, 0, 0, 0, NULL, 0},
     {"trainyard-children", agent__children_callback, 0, 0, 0, NULL, 0},
+    {"trainyard-logs", agent__tails_callback, 0, 0, 0, NULL, 0},
     {NULL, NULL, 0, 0, 0, NULL, 0},
 };
 

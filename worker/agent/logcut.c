@@ -1,0 +1,159 @@
+/* Cutting a worker's output into log lines, and reading a log file's journal (pure):
+ * agent_log_cut and agent_log_journal_parse, declared in agent.h. */
+#include "agent.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Length of the valid UTF-8 sequence at p (at most n bytes available), or 0 when the bytes there
+ * are not one (bad lead byte, bad continuation, overlong form, surrogate, above U+10FFFF, or a
+ * sequence cut short by n). NUL counts as invalid: PostgreSQL's jsonb cannot hold it. */
+static size_t utf8_seq_len(const unsigned char *p, size_t n)
+{
+    unsigned char c = p[0];
+    if (c == 0)
+        return 0;
+    if (c < 0x80)
+        return 1;
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xBF; /* range of the second byte */
+    if (c >= 0xC2 && c <= 0xDF) {
+        len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        if (c == 0xE0)
+            lo = 0xA0; /* overlong */
+        else if (c == 0xED)
+            hi = 0x9F; /* surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        if (c == 0xF0)
+            lo = 0x90; /* overlong */
+        else if (c == 0xF4)
+            hi = 0x8F; /* above U+10FFFF */
+    } else {
+        return 0;
+    }
+    if (n < len || p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (p[i] < 0x80 || p[i] > 0xBF)
+            return 0;
+    return len;
+}
+
+/* Appends raw[0..n) to `lines` as one string, each invalid byte replaced by U+FFFD. 0 or -1. */
+static int append_line(json_t *lines, const unsigned char *raw, size_t n)
+{
+    char *out = malloc(n * 3 + 1);
+    if (!out)
+        return -1;
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        size_t k = utf8_seq_len(raw + i, n - i);
+        if (k == 0) {
+            memcpy(out + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            i++;
+        } else {
+            memcpy(out + o, raw + i, k);
+            o += k;
+            i += k;
+        }
+    }
+    int rc = json_array_append_new(lines, json_stringn_nocheck(out, o));
+    free(out);
+    return rc;
+}
+
+/* Where to end a piece of a line longer than max that starts at p (n bytes available, n > max):
+ * at max bytes, moved back (by 3 bytes at most) so that a valid UTF-8 character is not split. */
+static size_t split_point(const unsigned char *p, size_t max)
+{
+    size_t cut = max;
+    for (size_t back = 0; back < 3 && cut > 1; back++) {
+        if ((p[cut] & 0xC0) != 0x80)
+            return cut; /* p[cut] starts a character (or is ASCII): cut before it */
+        cut--;
+    }
+    return max; /* not a valid sequence anyway: cut at max */
+}
+
+size_t agent_log_cut(const char *buf, size_t len, size_t line_max, bool final, json_t *lines)
+{
+    const unsigned char *p = (const unsigned char *)buf;
+    size_t used = 0;
+    if (line_max == 0)
+        line_max = 1;
+    while (used < len) {
+        size_t rest = len - used;
+        const unsigned char *nl = memchr(p + used, '\n', rest < line_max + 1 ? rest : line_max + 1);
+        size_t take, text;
+        if (nl) {
+            text = (size_t)(nl - (p + used));
+            take = text + 1;
+        } else if (rest > line_max) {
+            text = take = split_point(p + used, line_max);
+        } else if (final) {
+            text = take = rest;
+        } else {
+            break; /* a partial line: wait for its end */
+        }
+        if (append_line(lines, p + used, text) != 0)
+            break;
+        used += take;
+    }
+    return used;
+}
+
+/* Reads a non-negative decimal at *p (then past it and one following space). 0 or -1. */
+static int journal_number(const char **p, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(*p, &end, 10);
+    if (end == *p || errno != 0 || v < 0)
+        return -1;
+    *out = v;
+    *p = *end == ' ' ? end + 1 : end;
+    return 0;
+}
+
+void agent_log_journal_parse(const char *text, struct agent_log_journal *j)
+{
+    memset(j, 0, sizeof(*j));
+    for (const char *line = text; line && *line;) {
+        const char *eol = strchr(line, '\n');
+        if (!eol)
+            break; /* a torn last record */
+        const char *p = line + 2;
+        int64_t x, y, z;
+        if (line[0] == 'a' && line[1] == ' ' && journal_number(&p, &x) == 0 && p == eol) {
+            j->acked = x;
+            size_t k = 0; /* the chunks up to x are acked; those after it are not */
+            for (size_t i = 0; i < j->n; i++)
+                if (j->end[i] > x) {
+                    j->start[k] = j->start[i];
+                    j->end[k] = j->end[i];
+                    j->dropped[k] = j->dropped[i];
+                    k++;
+                }
+            j->n = k;
+        } else if (line[0] == 'c' && line[1] == ' ' && journal_number(&p, &x) == 0 &&
+                   journal_number(&p, &y) == 0 && journal_number(&p, &z) == 0 && p == eol &&
+                   y > x && x >= j->acked && (j->n == 0 || x >= j->end[j->n - 1])) {
+            if (j->n == AGENT_LOG_JOURNAL_MAX) { /* cannot happen with the window: keep the last */
+                memmove(j->start, j->start + 1, (j->n - 1) * sizeof(*j->start));
+                memmove(j->end, j->end + 1, (j->n - 1) * sizeof(*j->end));
+                memmove(j->dropped, j->dropped + 1, (j->n - 1) * sizeof(*j->dropped));
+                j->n--;
+            }
+            j->start[j->n] = x;
+            j->end[j->n] = y;
+            j->dropped[j->n] = z;
+            j->n++;
+        }
+        line = eol + 1;
+    }
+}
