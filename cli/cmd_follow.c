@@ -86,7 +86,7 @@ static void print_log_lines(const struct stream_msg *m, const regex_t *re, bool 
 
 /*
  * Prints the lines of a `log` row as JSON lines {rank, attempt, offset, line}, as `logs -o json`
- * does; offset counts each line's bytes and its newline from the chunk's offset.
+ * does (offset: the byte offset of the chunk that holds the line).
  */
 static void print_log_json(const struct stream_msg *m, const regex_t *re)
 {
@@ -98,15 +98,12 @@ static void print_log_json(const struct stream_msg *m, const regex_t *re)
     json_array_foreach(lines, i, line)
     {
         const char *text = json_string_value(line);
-        if (!text)
+        if (!text || (re && regexec(re, text, 0, NULL, 0) != 0))
             continue;
-        if (!re || regexec(re, text, 0, NULL, 0) == 0) {
-            json_t *o = json_pack("{s:I, s:I, s:I, s:O}", "rank", row_rank(m), "attempt",
-                                  row_attempt(m), "offset", offset, "line", line);
-            print_raw(o);
-            json_decref(o);
-        }
-        offset += (json_int_t)json_string_length(line) + 1;
+        json_t *o = json_pack("{s:I, s:I, s:I, s:O}", "rank", row_rank(m), "attempt",
+                              row_attempt(m), "offset", offset, "line", line);
+        print_raw(o);
+        json_decref(o);
     }
 }
 

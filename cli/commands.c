@@ -55,6 +55,8 @@ static const struct cli_flag logs_flags[] = {
     {"attempt", "N", "this attempt (default: the job's current one)", false},
     {"tail", "N", "only the last N lines", false},
     {"grep", "RE", "only lines matching the regular expression RE (PostgreSQL syntax)", false},
+    {"follow", NULL,
+     "print lines as they arrive, from the first, until the job ends (not with --tail)", false},
     {NULL, NULL, NULL, false},
 };
 

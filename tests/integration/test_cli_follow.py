@@ -1,4 +1,5 @@
-"""`trainyard events|metrics --follow` and `wait|submit --wait --follow`: the CLI's /stream client.
+"""`trainyard events|metrics|logs --follow` and `wait|submit --wait --follow`: the CLI's /stream
+client.
 
 First against a scripted stand-in (fakestream.py) for what a real server will not do on demand —
 drop the connection at a chosen row, resend rows, send `closing`, fragment a message around a
@@ -419,10 +420,6 @@ def test_wait_follow_across_a_server_sigkill_prints_each_log_line_once(database,
         p = popen_cli(server, "submit", str(spec), "--wait", "--follow")
         job = int(p.stdout.readline())
         server.wait_job(job, {"RUNNING"})
-        if server.request("GET", f"/api/v1/jobs/{job}/logs").status != 200:
-            p.kill()
-            p.communicate()
-            pytest.skip("this server stores no logs yet")
         time.sleep(2)
         server.stop(signal.SIGKILL)
         again = restart(server)
@@ -440,9 +437,6 @@ def test_wait_follow_across_a_server_sigkill_prints_each_log_line_once(database,
 
 def test_logs_follow_prints_each_ranks_lines_once_then_exits_when_the_job_ends(
         server, agent_factory, cli):
-    usage = harness.run_cli(server, "logs", "--help").stdout
-    if not re.search(r"Usage: trainyard logs .*--follow", usage):
-        pytest.skip("`trainyard logs` has no --follow yet (wired when the logs command merges)")
     agent_factory().wait_node()
     job = server.submit(two_ranks_counting(20, 0.05))["id"]
     r = cli("logs", str(job), "--follow", timeout=120)
@@ -454,3 +448,16 @@ def test_logs_follow_prints_each_ranks_lines_once_then_exits_when_the_job_ends(
     one = cli("logs", str(job), "--follow", "--rank", "1", "--grep", "line 1[0-9]$")
     assert one.returncode == 0, one.stderr
     assert one.stdout.splitlines() == [f"rank 1 line {i}" for i in range(10, 20)]
+    as_json = cli("-o", "json", "logs", str(job), "--follow")
+    assert as_json.returncode == 0, as_json.stderr
+    stored = cli("-o", "json", "logs", str(job))
+    assert stored.returncode == 0, stored.stderr
+    key = lambda o: (o["rank"], o["offset"], o["line"])
+    assert sorted(map(json.loads, as_json.stdout.splitlines()), key=key) == \
+        sorted(map(json.loads, stored.stdout.splitlines()), key=key)
+
+
+def test_logs_follow_with_tail_is_a_usage_error():
+    r = run(None, "logs", "1", "--follow", "--tail", "5")
+    assert r.returncode == 2
+    assert "--tail" in r.stderr
