@@ -7,12 +7,18 @@
 #include "args.h"
 #include "config.h"
 
+#include <jansson.h>
+#include <stdbool.h>
+
 /* Process exit codes; part of the CLI's contract with scripts and CI. */
 enum cli_exit {
-    CLI_EXIT_OK = 0,          /* done */
-    CLI_EXIT_FAILED = 1,      /* the server said no (4xx/5xx), odd reply, or the job failed */
+    CLI_EXIT_OK = 0,          /* done; for --wait: the job SUCCEEDED */
+    CLI_EXIT_FAILED = 1,      /* the server said no (4xx/5xx), odd reply, or the job FAILED */
     CLI_EXIT_USAGE = 2,       /* bad command line or bad local input */
-    CLI_EXIT_UNREACHABLE = 3, /* no HTTP exchange with the server was possible */
+    CLI_EXIT_UNREACHABLE = 3, /* the server could not be reached (for --wait/--follow: for
+                                 --reconnect-timeout seconds) */
+    CLI_EXIT_STOPPED = 4,     /* --wait: the job was STOPPED */
+    CLI_EXIT_TIMEOUT = 5,     /* --wait: the time limit passed before the job finished */
 };
 
 struct http_client;
@@ -66,11 +72,44 @@ int cmd_health(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_version(struct cli_ctx *ctx, const struct cli_args *args);
 
 /*
- * Polls job `id` until it reaches a terminal status or timeout_s passes (0: no limit). Used by
- * `wait` and `submit --wait`. Status changes go to stderr; the final job goes to stdout as JSON in
- * json mode, and in table mode as the status word when print_status is set.
- * Returns CLI_EXIT_OK only when the job SUCCEEDED.
+ * Waits for job `id` to reach a terminal status or timeout_s to pass (0: no limit). Used by
+ * `wait` and `submit --wait`. Without follow it polls GET /jobs/{id}; with follow it reads the
+ * job's stream (cli_follow_wait). Status changes go to stderr; the final job goes to stdout as
+ * JSON in json mode, and in table mode as the status word when print_status is set.
+ * Returns CLI_EXIT_OK (SUCCEEDED), CLI_EXIT_FAILED (FAILED, or the server refused),
+ * CLI_EXIT_STOPPED, CLI_EXIT_TIMEOUT or CLI_EXIT_UNREACHABLE.
  */
-int cli_wait_for_job(struct cli_ctx *ctx, long id, long timeout_s, bool print_status);
+int cli_wait_for_job(struct cli_ctx *ctx, long id, long timeout_s, bool print_status, bool follow);
+
+/*
+ * Prints the outcome of a finished job (job: its GET reply, or NULL when it could not be read;
+ * status: its terminal status) and returns the exit code it stands for (see cli_wait_for_job).
+ */
+int cli_wait_finish(struct cli_ctx *ctx, long id, const json_t *job, const char *status,
+                    bool print_status);
+
+/* ----- cmd_follow.c: following a job's stream (docs/streams.md) ------------------------------ */
+
+/* `events ID [--follow]`: status changes, worker changes, checkpoints, one line each. */
+int cmd_events(struct cli_ctx *ctx, const struct cli_args *args);
+
+/*
+ * `wait --follow` / `submit --wait --follow`: prints the job's log lines ("[rank R] line") and
+ * rank-0 reports ("[report] step S name=value ...") on stdout as they arrive, status changes on
+ * stderr, until the job ends or timeout_s passes; then as cli_wait_for_job.
+ */
+int cli_follow_wait(struct cli_ctx *ctx, long id, long timeout_s, bool print_status);
+
+/* `metrics ID --follow`: a line per report (filtered by name and rank, -1 for all ranks) from
+ * the first one on, until the job ends (exit 0). */
+int cli_follow_metrics(struct cli_ctx *ctx, long id, const char *name, long rank);
+
+/*
+ * `logs ID --follow`: the job's log lines from the first on, until the job ends (exit 0):
+ * "[rank R] line" for every rank, or one rank's lines as they are when rank >= 0 (as `logs`
+ * prints them). rank and attempt (-1: all) filter; grep (POSIX extended regex, or NULL) keeps
+ * the matching lines. A bad regex is a usage error.
+ */
+int cli_follow_logs(struct cli_ctx *ctx, long id, long rank, long attempt, const char *grep);
 
 #endif

@@ -71,6 +71,8 @@ int cmd_metrics(struct cli_ctx *ctx, const struct cli_args *args)
     if ((rc = cli_parse_id(ctx, args->pos[0], "job id", &id)) != 0 ||
         (rc = cli_flag_long(ctx, args, "rank", 0, INT_MAX, &rank)) != 0)
         return rc;
+    if (args_flag(args, "follow"))
+        return cli_follow_metrics(ctx, id, args_flag(args, "name"), rank);
     char rank_text[32];
     snprintf(rank_text, sizeof rank_text, "%ld", rank);
     struct strbuf path = STRBUF_INIT;

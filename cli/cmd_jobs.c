@@ -105,8 +105,11 @@ int cmd_submit(struct cli_ctx *ctx, const struct cli_args *args)
     int rc;
     if ((rc = cli_flag_long(ctx, args, "wait-timeout", 1, LONG_MAX / 1000, &timeout_s)) != 0)
         return rc;
+    bool follow = args_flag(args, "follow") != NULL;
     if (args_flag(args, "wait-timeout") && !wait)
         return cli_usage_error(ctx, "--wait-timeout only makes sense with --wait");
+    if (follow && !wait)
+        return cli_usage_error(ctx, "--follow only makes sense with --wait");
 
     struct strbuf spec = STRBUF_INIT;
     if ((rc = read_spec(args->pos[0], &spec)) != 0 || (rc = check_spec(args->pos[0], &spec)) != 0) {
@@ -139,7 +142,7 @@ int cmd_submit(struct cli_ctx *ctx, const struct cli_args *args)
         printf("%ld\n", job_id);
         fflush(stdout); /* scripts and CI logs see the id before the wait */
     }
-    return cli_wait_for_job(ctx, job_id, timeout_s, false);
+    return cli_wait_for_job(ctx, job_id, timeout_s, false, follow);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 /*
- * cmd_logs.c - `trainyard logs ID [--rank R] [--attempt N] [--tail N] [--grep RE]`: a job's worker
- * output as stored by the server (GET /api/v1/jobs/{id}/logs), printed as it comes: the lines as
- * they are for one rank, "[rank R] line" for several; JSON lines with -o json.
+ * cmd_logs.c - `trainyard logs ID [--rank R] [--attempt N] [--tail N] [--grep RE] [--follow]`: a
+ * job's worker output as stored by the server (GET /api/v1/jobs/{id}/logs), printed as it comes:
+ * the lines as they are for one rank, "[rank R] line" for several; JSON lines with -o json. With
+ * --follow the lines come from the job's live stream instead (cli_follow_logs, cmd_follow.c),
+ * from the first, until the job ends; --grep is then matched here (POSIX extended syntax).
  *
  * Built in two steps so that a following mode can reuse the first: logs_request() turns the
  * command line into the query, logs_print_stored() prints what is stored.
@@ -66,5 +68,12 @@ int cmd_logs(struct cli_ctx *ctx, const struct cli_args *args)
 {
     struct logs_request r;
     int rc = logs_request(ctx, args, &r);
-    return rc != 0 ? rc : logs_print_stored(ctx, &r);
+    if (rc != 0)
+        return rc;
+    if (args_flag(args, "follow")) {
+        if (r.tail > 0)
+            return cli_usage_error(ctx, "--tail cannot be combined with --follow");
+        return cli_follow_logs(ctx, r.id, r.rank, r.attempt > 0 ? r.attempt : -1, r.grep);
+    }
+    return logs_print_stored(ctx, &r);
 }

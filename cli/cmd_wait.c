@@ -15,8 +15,6 @@
 /* Poll interval: starts short so quick jobs return quickly, then backs off. */
 #define POLL_FIRST_MS 250
 #define POLL_MAX_MS 2000
-/* How long the server may stay unreachable during a wait before we give up (exit 3). */
-#define UNREACHABLE_GRACE_MS 60000
 
 static long long now_ms(void)
 {
@@ -41,16 +39,16 @@ static bool is_terminal(const char *status)
     return job_status_from_string(status, &s) == 0 && job_status_is_terminal(s);
 }
 
-/* Prints the outcome of a finished job and returns the exit code it stands for. */
-static int finish(struct cli_ctx *ctx, long id, const json_t *job, const char *status,
-                  bool print_status)
+int cli_wait_finish(struct cli_ctx *ctx, long id, const json_t *job, const char *status,
+                    bool print_status)
 {
-    if (ctx->cfg.output == CLI_OUTPUT_JSON)
+    if (ctx->cfg.output == CLI_OUTPUT_JSON && job)
         api_print_json(job);
     else if (print_status)
         printf("%s\n", status);
     enum job_status s;
-    if (job_status_from_string(status, &s) == 0 && s == JOB_STATUS_SUCCEEDED)
+    bool known = job_status_from_string(status, &s) == 0;
+    if (known && s == JOB_STATUS_SUCCEEDED)
         return CLI_EXIT_OK;
 
     const json_t *why = json_object_get(json_object_get(job, "result"), "error");
@@ -64,11 +62,13 @@ static int finish(struct cli_ctx *ctx, long id, const json_t *job, const char *s
     }
     fprintf(stderr, "%s\n", sb_str(&sb));
     sb_free(&sb);
-    return CLI_EXIT_FAILED;
+    return known && s == JOB_STATUS_STOPPED ? CLI_EXIT_STOPPED : CLI_EXIT_FAILED;
 }
 
-int cli_wait_for_job(struct cli_ctx *ctx, long id, long timeout_s, bool print_status)
+int cli_wait_for_job(struct cli_ctx *ctx, long id, long timeout_s, bool print_status, bool follow)
 {
+    if (follow)
+        return cli_follow_wait(ctx, id, timeout_s, print_status);
     char path[64];
     snprintf(path, sizeof path, "/api/v1/jobs/%ld", id);
     long long start = now_ms();
@@ -87,9 +87,9 @@ int cli_wait_for_job(struct cli_ctx *ctx, long id, long timeout_s, bool print_st
                 lost_since = now;
                 fprintf(stderr, "warning: cannot reach the server at %s (%s); retrying\n",
                         http_client_base(ctx->http), why);
-            } else if (now - lost_since >= UNREACHABLE_GRACE_MS) {
-                fprintf(stderr, "error: cannot reach the server at %s for %d s (GET %s): %s\n",
-                        http_client_base(ctx->http), UNREACHABLE_GRACE_MS / 1000, path, why);
+            } else if (now - lost_since >= ctx->cfg.reconnect_s * 1000LL) {
+                fprintf(stderr, "error: cannot reach the server at %s for %ld s (GET %s): %s\n",
+                        http_client_base(ctx->http), ctx->cfg.reconnect_s, path, why);
                 return CLI_EXIT_UNREACHABLE;
             }
         } else if (rc != CLI_EXIT_OK) {
@@ -120,7 +120,7 @@ int cli_wait_for_job(struct cli_ctx *ctx, long id, long timeout_s, bool print_st
                 snprintf(last, sizeof last, "%s", status);
             }
             if (is_terminal(status)) {
-                rc = finish(ctx, id, job, status, print_status);
+                rc = cli_wait_finish(ctx, id, job, status, print_status);
                 json_decref(job);
                 return rc;
             }
@@ -129,7 +129,7 @@ int cli_wait_for_job(struct cli_ctx *ctx, long id, long timeout_s, bool print_st
         if (now >= deadline) {
             fprintf(stderr, "error: timed out after %ld s waiting for job %ld (last status %s)\n",
                     timeout_s, id, last[0] ? last : "unknown");
-            return CLI_EXIT_FAILED;
+            return CLI_EXIT_TIMEOUT;
         }
         sleep_ms(interval < deadline - now ? interval : deadline - now);
         interval = interval * 2 < POLL_MAX_MS ? interval * 2 : POLL_MAX_MS;
@@ -144,5 +144,5 @@ int cmd_wait(struct cli_ctx *ctx, const struct cli_args *args)
         return rc;
     if ((rc = cli_flag_long(ctx, args, "timeout", 1, LONG_MAX / 1000, &timeout_s)) != 0)
         return rc;
-    return cli_wait_for_job(ctx, id, timeout_s, true);
+    return cli_wait_for_job(ctx, id, timeout_s, true, args_flag(args, "follow") != NULL);
 }

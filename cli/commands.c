@@ -15,10 +15,16 @@
 
 static const struct cli_flag no_flags[] = {{NULL, NULL, NULL, false}};
 
+static const struct cli_flag events_flags[] = {
+    {"follow", NULL, "keep printing as they happen, until the job ends", false},
+    {NULL, NULL, NULL, false},
+};
+
 static const struct cli_flag submit_flags[] = {
     {"wait", NULL, "wait until the job finishes; exit 0 only if it SUCCEEDED", false},
-    {"wait-timeout", "S", "with --wait, give up after S seconds (exit 1); default: no limit",
+    {"wait-timeout", "S", "with --wait, give up after S seconds (exit 5); default: no limit",
      false},
+    {"follow", NULL, "with --wait, print log lines and rank-0 reports as they arrive", false},
     {NULL, NULL, NULL, false},
 };
 
@@ -31,13 +37,15 @@ static const struct cli_flag list_flags[] = {
 };
 
 static const struct cli_flag wait_flags[] = {
-    {"timeout", "S", "give up after S seconds (exit 1); default: no limit", false},
+    {"timeout", "S", "give up after S seconds (exit 5); default: no limit", false},
+    {"follow", NULL, "print log lines and rank-0 reports as they arrive", false},
     {NULL, NULL, NULL, false},
 };
 
 static const struct cli_flag metrics_flags[] = {
     {"name", "N", "only the metric called N", false},
     {"rank", "R", "only metrics reported by this rank", false},
+    {"follow", NULL, "print a line per report as it arrives, until the job ends", false},
     {NULL, NULL, NULL, false},
 };
 
@@ -47,6 +55,8 @@ static const struct cli_flag logs_flags[] = {
     {"attempt", "N", "this attempt (default: the job's current one)", false},
     {"tail", "N", "only the last N lines", false},
     {"grep", "RE", "only lines matching the regular expression RE (PostgreSQL syntax)", false},
+    {"follow", NULL,
+     "print lines as they arrive, from the first, until the job ends (not with --tail)", false},
     {NULL, NULL, NULL, false},
 };
 
@@ -63,7 +73,9 @@ static const struct cli_flag token_create_flags[] = {
 static const struct cli_command commands[] = {
     {NULL, "submit", "FILE|-", "submit a job spec (JSON file, or - for stdin); prints the job id",
      "The spec is checked locally for JSON syntax, then sent as is. With --wait the command\n"
-     "follows the job and exits 0 only if it SUCCEEDED (1 otherwise), for CI pipelines.",
+     "follows the job and exits with its outcome (0 SUCCEEDED, 1 FAILED, 4 STOPPED, 5 timed\n"
+     "out), for CI pipelines; --follow also prints its log lines ('[rank R] ...') and one\n"
+     "line per rank-0 report ('[report] step S name=value ...') as they arrive.",
      1, 1, submit_flags, cmd_submit},
     {NULL, "list", "", "list jobs, newest first", NULL, 0, 0, list_flags, cmd_list},
     {NULL, "get", "ID", "show one job: status, times, result", NULL, 1, 1, no_flags, cmd_get},
@@ -71,7 +83,15 @@ static const struct cli_command commands[] = {
     {NULL, "delete", "ID", "delete a finished job and its records", NULL, 1, 1, no_flags,
      cmd_delete},
     {NULL, "wait", "ID", "wait until a job finishes; exit 0 only if it SUCCEEDED",
-     "Prints status changes on stderr and the final status on stdout.", 1, 1, wait_flags, cmd_wait},
+     "Prints status changes on stderr and the final status on stdout; exits 0 SUCCEEDED,\n"
+     "1 FAILED, 4 STOPPED, 5 timed out. With --follow, log lines ('[rank R] ...') and\n"
+     "rank-0 reports ('[report] step S ...') go to stdout as they arrive.",
+     1, 1, wait_flags, cmd_wait},
+    {NULL, "events", "ID", "a job's status changes, worker changes and checkpoints",
+     "One line each: 'TIME status S (attempt N): message', 'TIME worker rank R S ...',\n"
+     "'TIME checkpoint I S ...'. Read from the live stream (-o json: one stream message per\n"
+     "line); with --follow it keeps going and exits 0 when the job ends.",
+     1, 1, events_flags, cmd_events},
     {NULL, "workers", "ID", "list a job's workers: rank, node, pid, GPUs, exit code", NULL, 1, 1,
      no_flags, cmd_workers},
     {NULL, "metrics", "ID", "list the metrics a job reported", NULL, 1, 1, metrics_flags,
@@ -141,8 +161,10 @@ static void print_command_row(FILE *f, const struct cli_command *c)
 
 static void print_exit_codes(FILE *f)
 {
-    fputs("Exit codes: 0 ok; 1 the server refused (4xx/5xx) or the job did not succeed;\n"
-          "            2 usage or local input error; 3 the server cannot be reached.\n",
+    fputs("Exit codes: 0 ok (--wait: the job SUCCEEDED); 1 the server refused (4xx/5xx)\n"
+          "            or the job FAILED; 2 usage or local input error; 3 the server cannot\n"
+          "            be reached (--wait/--follow: for --reconnect-timeout seconds);\n"
+          "            4 the job was STOPPED; 5 --wait timed out.\n",
           f);
 }
 

@@ -51,6 +51,13 @@ static const struct option_spec options[CLI_OPT_COUNT] = {
                                  OPT_SECONDS, 1, 3600, NULL,
                                  offsetof(struct cli_config, request_timeout_s), "S",
                                  "seconds one request may take in all"},
+    [CLI_OPT_STREAM_URL] = {"stream-url", 0, "TRAINYARD_STREAM_URL", NULL, OPT_STRING, 0, 0, NULL,
+                            offsetof(struct cli_config, stream_url), "URL",
+                            "ws:// URL of the live stream (default: from GET /api/v1/version)"},
+    [CLI_OPT_RECONNECT_TIMEOUT] = {"reconnect-timeout", 0, "TRAINYARD_RECONNECT_TIMEOUT", "60",
+                                   OPT_SECONDS, 1, 86400, NULL,
+                                   offsetof(struct cli_config, reconnect_s), "S",
+                                   "seconds --wait/--follow keep retrying a lost server (exit 3)"},
 };
 
 int config_find_flag(const char *name)

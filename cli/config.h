@@ -16,6 +16,8 @@ struct cli_config {
     int output;             /* enum cli_output */
     long connect_timeout_s; /* per-request connect timeout */
     long request_timeout_s; /* per-request total timeout */
+    char *stream_url;       /* ws:// URL of /stream, or NULL: ask GET /api/v1/version; owned */
+    long reconnect_s;       /* how long --wait/--follow retry an unreachable server */
 };
 
 /* Indices into the option table; args.c stores raw flag values by these. */
@@ -25,6 +27,8 @@ enum cli_option_id {
     CLI_OPT_OUTPUT,
     CLI_OPT_CONNECT_TIMEOUT,
     CLI_OPT_REQUEST_TIMEOUT,
+    CLI_OPT_STREAM_URL,
+    CLI_OPT_RECONNECT_TIMEOUT,
     CLI_OPT_COUNT
 };
 

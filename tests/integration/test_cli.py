@@ -275,12 +275,12 @@ def test_stop_finished_job_shows_server_message_and_exits_1(cli, server):
 
 # --- wait (without agents: only the outcomes that need no worker) -------------------------------
 
-def test_wait_on_stopped_job_prints_status_and_exits_1(cli, server):
+def test_wait_on_stopped_job_prints_status_and_exits_4(cli, server):
     job_id = server.submit(SPEC)["id"]
     server.request("POST", f"/api/v1/jobs/{job_id}/stop")
     server.wait_job(job_id, {"STOPPED"})
     r = cli("wait", str(job_id))
-    assert r.returncode == 1
+    assert r.returncode == 4
     assert r.stdout == "STOPPED\n"
     assert f"job {job_id} STOPPED" in r.stderr
 
@@ -288,13 +288,13 @@ def test_wait_on_stopped_job_prints_status_and_exits_1(cli, server):
 def test_wait_times_out_on_a_job_that_stays_pending(cli, server):
     job_id = server.submit(SPEC)["id"]
     r = cli("wait", str(job_id), "--timeout", "1")
-    assert r.returncode == 1
+    assert r.returncode == 5
     assert "timed out" in r.stderr and "PENDING" in r.stderr
 
 
-def test_submit_wait_prints_id_then_exits_1_when_wait_times_out(cli, server, tmp_path):
+def test_submit_wait_prints_id_then_exits_5_when_wait_times_out(cli, server, tmp_path):
     r = cli("submit", write_spec(tmp_path, SPEC), "--wait", "--wait-timeout", "1")
-    assert r.returncode == 1
+    assert r.returncode == 5
     assert re.fullmatch(r"\d+\n", r.stdout)
     assert "timed out" in r.stderr
 
@@ -388,7 +388,7 @@ def test_help_lists_every_command():
     r = run_without_server("--help")
     assert r.returncode == 0
     for cmd in ("submit", "list", "get", "stop", "delete", "wait", "workers", "metrics",
-                "nodes", "drain", "token create", "token list", "token delete", "health",
+                "events", "nodes", "drain", "token create", "token list", "token delete", "health",
                 "version"):
         assert f"  {cmd}" in r.stdout, cmd
     assert "TRAINYARD_SERVER" in r.stdout and "TRAINYARD_TOKEN" in r.stdout
@@ -415,6 +415,9 @@ def test_command_help_shows_its_options():
     (["--output", "xml", "list"], "xml"),
     (["submit"], "FILE"),
     (["submit", "x.json", "--wait-timeout", "5"], "--wait"),
+    (["submit", "x.json", "--follow"], "--wait"),
+    (["events"], "ID"),
+    (["--reconnect-timeout", "0", "events", "1"], "--reconnect-timeout"),
 ])
 def test_usage_errors_exit_2_naming_the_problem_and_pointing_at_help(args, named):
     r = run_without_server(*args)
