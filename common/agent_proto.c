@@ -452,20 +452,36 @@ static int parse_launch(json_t *root, struct agent_launch *l, char *err, size_t 
     return parse_launch_workers(root, l, err, errlen);
 }
 
+/* Parses one message: at most AGENT_PROTO_MAX_MESSAGE bytes of JSON holding an object. Returns
+ * the object (the caller owns it), or NULL with the reason in err. */
+static json_t *load_object(const char *text, size_t len, char *err, size_t errlen)
+{
+    if (len > AGENT_PROTO_MAX_MESSAGE) {
+        snprintf(err, errlen, "message of %zu bytes is over the limit of %u", len,
+                 AGENT_PROTO_MAX_MESSAGE);
+        return NULL;
+    }
+    json_error_t je;
+    json_t *root = json_loadb(text, len, 0, &je);
+    if (!root) {
+        snprintf(err, errlen, "invalid JSON: %s", je.text);
+        return NULL;
+    }
+    if (!json_is_object(root)) {
+        json_decref(root);
+        snprintf(err, errlen, "not a JSON object");
+        return NULL;
+    }
+    return root;
+}
+
 int agent_server_msg_parse(const char *text, size_t len, struct agent_server_msg *out, char *err,
                            size_t errlen)
 {
     memset(out, 0, sizeof(*out));
-    if (len > AGENT_PROTO_MAX_MESSAGE)
-        return ERR("message of %zu bytes is over the limit of %u", len, AGENT_PROTO_MAX_MESSAGE);
-    json_error_t je;
-    json_t *root = json_loadb(text, len, 0, &je);
+    json_t *root = load_object(text, len, err, errlen);
     if (!root)
-        return ERR("invalid JSON: %s", je.text);
-    if (!json_is_object(root)) {
-        json_decref(root);
-        return ERR("not a JSON object");
-    }
+        return -1;
     out->root = root;
     json_t *t = json_object_get(root, "type");
     if (!json_is_string(t)) {
@@ -736,16 +752,9 @@ int agent_node_msg_parse(const char *text, size_t len, struct agent_node_msg *ou
 {
     memset(out, 0, sizeof(*out));
     out->seq = -1;
-    if (len > AGENT_PROTO_MAX_MESSAGE)
-        return ERR("message of %zu bytes is over the limit of %u", len, AGENT_PROTO_MAX_MESSAGE);
-    json_error_t je;
-    json_t *root = json_loadb(text, len, 0, &je);
+    json_t *root = load_object(text, len, err, errlen);
     if (!root)
-        return ERR("invalid JSON: %s", je.text);
-    if (!json_is_object(root)) {
-        json_decref(root);
-        return ERR("not a JSON object");
-    }
+        return -1;
     out->root = root;
     json_t *seq = json_object_get(root, "seq");
     if (json_is_integer(seq) && json_integer_value(seq) >= 0)
