@@ -111,9 +111,9 @@ static int publish_python_path(struct agent *a)
     char *copy = strdup(dest);
     if (!copy)
         return -1;
+    TY_INFO("agent", "workers import trainyard from %s (a copy of %s)", dest, src);
     free(a->cfg->python_path);
     a->cfg->python_path = copy;
-    TY_INFO("agent", "workers import trainyard from %s (a copy of %s)", dest, src);
     return 0;
 }
 
