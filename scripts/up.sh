@@ -9,6 +9,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 state="$root/.trainyard"
+# As root the agent runs each job's workers under a uid of their own, which cannot enter a clone
+# under /root (mode 0700): then the agent's data directory (its report socket) and the example's
+# files go under /var/lib/trainyard, where workers can reach them.
+private=0
+agent_dir="$state/agent"
+workdir=$root
+if [[ $(id -u) -eq 0 ]] && ! setpriv --reuid=65534 --regid=65534 --clear-groups \
+    test -r "$root/examples/torch_fashion_mnist/train.py" 2>/dev/null; then
+  private=1
+  agent_dir=/var/lib/trainyard/agent
+  workdir=/var/lib/trainyard/example
+fi
 once=0
 case "${1:-}" in
   --once) once=1 ;;
@@ -25,6 +37,7 @@ case "${1:-}" in
       "${sudo_cmd[@]}" rm -rf -- "$(cat "$state/server/postgres.location")"
     fi
     "${sudo_cmd[@]}" rm -rf -- "$state"
+    ((private)) && rm -rf -- "$agent_dir" "$workdir"
     echo "removed $state"
     exit 0
     ;;
@@ -66,7 +79,7 @@ TRAINYARD_TOKEN=$(cat "$state/server/admin.token")
 export TRAINYARD_TOKEN
 
 build/worker/agent/trainyard-agent --server "ws://127.0.0.1:$ws_port" \
-  --token-file "$state/server/cluster.token" --data-dir "$state/agent" \
+  --token-file "$state/server/cluster.token" --data-dir "$agent_dir" \
   >>"$state/agent.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 100); do
@@ -78,17 +91,11 @@ echo "Trainyard is up:"
 echo "  REST API   $server_url/api/v1   (admin token: $state/server/admin.token)"
 echo "  logs       $state/server.log, $state/agent.log"
 echo
-# As root the agent runs each job's workers under a uid of their own, which cannot read a clone
-# under /root (mode 0700). Until a job's files travel with it, the example's files are then
-# copied where every user can read them.
-workdir=$root
-if [[ $(id -u) -eq 0 ]] && ! setpriv --reuid=65534 --regid=65534 --clear-groups \
-    test -r "$root/examples/torch_fashion_mnist/train.py" 2>/dev/null; then
-  workdir=/var/lib/trainyard/example
+if ((private)); then
   rm -rf "$workdir"
   mkdir -p "$workdir/examples"
   cp -r examples/torch_fashion_mnist "$workdir/examples/"
-  chmod -R go+rX /var/lib/trainyard/example
+  chmod -R go+rX "$workdir"
   echo "the example's files are copied to $workdir (workers cannot read $root)"
 fi
 spec=$(python3 -c 'import json, sys

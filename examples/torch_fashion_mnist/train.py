@@ -24,6 +24,8 @@ import torch.nn.functional as F
 try:
     import trainyard  # on PYTHONPATH inside Trainyard; optional when run by hand
 except ImportError:
+    if "TRAINYARD_JOB_ID" in os.environ:
+        raise  # inside Trainyard a missing SDK would silently lose every report
     trainyard = None
 
 DATA_DIR = "/usr/share/datasets/fashion-mnist"

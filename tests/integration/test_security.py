@@ -520,3 +520,22 @@ def test_two_live_tokens_cannot_share_a_name(server):
     assert server.request("DELETE", f"/api/v1/tokens/{tok['id']}").status == 204
     again = server.create_token("alice", "user")
     assert server.request("POST", f"/api/v1/jobs/{job}/stop", token=again).status in (200, 202)
+
+
+def test_an_isolating_agent_refuses_a_data_dir_its_workers_cannot_reach():
+    """Workers reach the report socket through the agent's data directory: an agent whose workers
+    could not (a data directory under a 0700 directory, as /root is) refuses to start, saying
+    which directory blocks them, instead of running jobs that silently cannot report."""
+    if os.geteuid() != 0:
+        assert not os.environ.get("CI"), "CI must run the suite as root"
+        pytest.skip("per-job uids need an agent running as root")
+    private = harness.make_tmpdir("ty-private-agent-")
+    os.chmod(private, 0o700)
+    data = os.path.join(private, "agent")
+    env = dict(os.environ, TRAINYARD_AGENT_RUN_AS="auto")
+    r = subprocess.run([harness.AGENT_BIN, "--server", "ws://127.0.0.1:9", "--token", "x",
+                        "--data-dir", data], env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=60)
+    assert r.returncode != 0, r.stdout
+    assert f"cannot reach the data directory {data} ({private} is not searchable" in r.stdout, \
+        r.stdout
