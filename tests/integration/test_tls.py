@@ -14,8 +14,8 @@ import pytest
 
 import harness
 
-# What libwebsockets says when the server's certificate does not verify.
-CERT_REFUSED = "SSL error"
+# What the agent logs when the server's certificate does not verify.
+CERT_REFUSED = "certificate did not verify"
 SPEC = {"name": "over-tls", "entrypoint": ["/bin/sh", "-c", "echo hello over tls"]}
 
 

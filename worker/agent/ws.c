@@ -419,15 +419,18 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
     (void)user;
     struct agent *a = lws_context_user(lws_get_context(wsi));
     switch (reason) {
-    case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
-        TY_WARN("ws", "cannot connect to %s: %s%s", a->cfg->server,
-                in ? (const char *)in : "unknown error",
-                a->cfg->url_tls ? " (wss://: is the server's certificate trusted by --ca-file, "
-                                  "and issued for this host name?)"
-                                : "");
+    case LWS_CALLBACK_CLIENT_CONNECTION_ERROR: {
+        const char *why = in ? (const char *)in : "unknown error";
+        bool tls_failed = a->cfg->url_tls && (strstr(why, "SSL") || strstr(why, "ssl") ||
+                                              strstr(why, "cert") || strstr(why, "tls"));
+        TY_WARN("ws", "cannot connect to %s: %s%s", a->cfg->server, why,
+                tls_failed ? " (the server's certificate did not verify: is it signed by a CA "
+                             "in --ca-file, and issued for this host name?)"
+                           : "");
         if (a->wsi == wsi || !a->connected)
             link_down(a);
         return 0;
+    }
     case LWS_CALLBACK_CLIENT_ESTABLISHED:
         if (!pin_matches(a, wsi))
             return -1; /* before register: the token is never sent to it */
