@@ -58,6 +58,10 @@ static const struct option_spec options[CLI_OPT_COUNT] = {
                                    OPT_SECONDS, 1, 86400, NULL,
                                    offsetof(struct cli_config, reconnect_s), "S",
                                    "seconds --wait/--follow keep retrying a lost server (exit 3)"},
+    [CLI_OPT_CA_FILE] = {"ca-file", 0, "TRAINYARD_CA_FILE", NULL, OPT_STRING, 0, 0, NULL,
+                         offsetof(struct cli_config, ca_file), "FILE",
+                         "https://: PEM file of the CA(s) the server's certificate must chain to "
+                         "(default: the system's)"},
 };
 
 int config_find_flag(const char *name)

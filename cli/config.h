@@ -18,6 +18,7 @@ struct cli_config {
     long request_timeout_s; /* per-request total timeout */
     char *stream_url;       /* ws:// URL of /stream, or NULL: ask GET /api/v1/version; owned */
     long reconnect_s;       /* how long --wait/--follow retry an unreachable server */
+    char *ca_file;          /* https://: PEM CA file to verify the server with, or NULL; owned */
 };
 
 /* Indices into the option table; args.c stores raw flag values by these. */
@@ -29,6 +30,7 @@ enum cli_option_id {
     CLI_OPT_REQUEST_TIMEOUT,
     CLI_OPT_STREAM_URL,
     CLI_OPT_RECONNECT_TIMEOUT,
+    CLI_OPT_CA_FILE,
     CLI_OPT_COUNT
 };
 

@@ -21,6 +21,7 @@ struct http_client {
     char *base;
     char *auth_header;  /* "Authorization: Bearer ..." or NULL */
     char *extra_header; /* http_client_set_header, or NULL */
+    char *ca_file;      /* http_client_set_ca_file, or NULL: libcurl's default CAs */
     long connect_timeout_s;
     long request_timeout_s;
 };
@@ -47,6 +48,7 @@ struct http_client *http_client_create(const char *base_url, const char *token,
     c->base = xstrdup(base_url);
     c->auth_header = NULL;
     c->extra_header = NULL;
+    c->ca_file = NULL;
     if (token) {
         struct strbuf sb = STRBUF_INIT;
         sb_printf(&sb, "Authorization: Bearer %s", token);
@@ -64,6 +66,7 @@ void http_client_free(struct http_client *c)
     curl_easy_cleanup(c->curl);
     free(c->base);
     free(c->extra_header);
+    free(c->ca_file);
     if (c->auth_header) {
         /* The header holds a secret: wipe it before handing the memory back. */
         explicit_bzero(c->auth_header, strlen(c->auth_header));
@@ -153,6 +156,8 @@ int http_request(struct http_client *c, const char *method, const char *path, co
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &cap);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &cap);
+    if (c->ca_file)
+        curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
 
     headers = curl_slist_append(headers, "Accept: application/json, application/problem+json, */*");
     headers = curl_slist_append(headers, "Expect:");
@@ -206,6 +211,16 @@ int http_client_set_header(struct http_client *c, const char *header)
         return -1;
     free(c->extra_header);
     c->extra_header = copy;
+    return 0;
+}
+
+int http_client_set_ca_file(struct http_client *c, const char *path)
+{
+    char *copy = path ? strdup(path) : NULL;
+    if (path && !copy)
+        return -1;
+    free(c->ca_file);
+    c->ca_file = copy;
     return 0;
 }
 

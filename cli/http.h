@@ -50,6 +50,10 @@ int http_request(struct http_client *c, const char *method, const char *path, co
  * of memory. */
 int http_client_set_header(struct http_client *c, const char *header);
 
+/* https://: verify the server against the PEM CA file `path` (copied) instead of the system's
+ * CAs; NULL: the system's. 0, or -1 when out of memory. */
+int http_client_set_ca_file(struct http_client *c, const char *path);
+
 /* Frees what r owns and zeroes it. */
 void http_response_free(struct http_response *r);
 

@@ -63,6 +63,11 @@ int main(int argc, char **argv)
     }
     ctx.http = http_client_create(ctx.cfg.server, ctx.cfg.token, ctx.cfg.connect_timeout_s,
                                   ctx.cfg.request_timeout_s, err, sizeof err);
+    if (ctx.http && http_client_set_ca_file(ctx.http, ctx.cfg.ca_file) != 0) {
+        http_client_free(ctx.http);
+        ctx.http = NULL;
+        snprintf(err, sizeof err, "out of memory");
+    }
     if (!ctx.http) {
         fprintf(stderr, "error: %s\n", err);
         rc = CLI_EXIT_UNREACHABLE;

@@ -133,8 +133,9 @@ int stream_url_from_version(const char *server_base, const json_t *version, char
     }
     if (strncasecmp(server_base, "http://", 7) != 0) {
         snprintf(err, errlen,
-                 "cannot derive a ws:// stream URL from %s (wss:// is not supported); "
-                 "set --stream-url",
+                 "%s: this client's live stream (--follow, --wait) speaks plain ws:// only, "
+                 "not TLS (wss://); poll without --follow/--wait, or set --stream-url to a "
+                 "plain ws:// endpoint",
                  server_base);
         return -1;
     }

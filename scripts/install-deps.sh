@@ -9,7 +9,8 @@ packages=(
   zlib1g-dev libopenblas-dev libcmocka-dev clang-format
   postgresql postgresql-client
   python3 python3-pytest python3-prometheus-client python3-torch dataset-fashion-mnist
-  iproute2 procps curl ca-certificates sudo
+  iproute2 procps curl ca-certificates sudo openssl
+  clang  # libFuzzer targets (-DTY_FUZZ=ON; docs/fuzzing.md)
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(wrk nginx-light bc libopenmpi-dev openmpi-bin python3-matplotlib)

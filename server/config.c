@@ -14,8 +14,9 @@
 #define I(field) TY_OPT_I(struct srv_config, field)
 
 static const struct option_def options[] = {
-    {"http-host", "TRAINYARD_HTTP_HOST", S(http_host), "0.0.0.0", 0, 0,
-     "address the REST API and the websocket port listen on"},
+    {"http-host", "TRAINYARD_HTTP_HOST", S(http_host), NULL, 0, 0,
+     "address the REST API and the websocket port listen on (default: 0.0.0.0; 127.0.0.1 "
+     "with --auth none)"},
     {"http-port", "TRAINYARD_HTTP_PORT", I(http_port), "8080", 1, 65535, "REST API port"},
     {"ws-port", "TRAINYARD_WS_PORT", I(ws_port), "8081", 1, 65535,
      "websocket port for agents and live streams"},
@@ -47,6 +48,9 @@ static const struct option_def options[] = {
      "268435456", 0, INT64_C(1) << 50,
      "workers' output kept per job; past it the oldest log lines go (down to 90 %) and a "
      "log_dropped note says how many bytes (0: no cap)"},
+    {"tls-cert", "TRAINYARD_TLS_CERT", S(tls_cert), NULL, 0, 0,
+     "PEM certificate (chain) file: serve https:// and wss:// on both ports (needs --tls-key)"},
+    {"tls-key", "TRAINYARD_TLS_KEY", S(tls_key), NULL, 0, 0, "PEM private key file of --tls-cert"},
     {"cluster-token", "TRAINYARD_CLUSTER_TOKEN", S(cluster_token), NULL, 0, 0,
      "token agents join with (default: made on first start, in <data-dir>/cluster.token)"},
     {"log-level", "TRAINYARD_LOG_LEVEL", S(log_level), "info", 0, 0, "error, warn, info or debug"},
@@ -58,6 +62,28 @@ static const struct option_def options[] = {
 #undef I
 
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
+
+int srv_config_resolve_host(struct srv_config *cfg)
+{
+    if (cfg->http_host && cfg->http_host[0] != '\0')
+        return 0;
+    free(cfg->http_host);
+    cfg->http_host = strdup(cfg->auth_mode == SRV_AUTH_NONE ? "127.0.0.1" : "0.0.0.0");
+    return cfg->http_host ? 0 : -1;
+}
+
+int srv_config_check_tls(struct srv_config *cfg)
+{
+    if (cfg->tls_cert && cfg->tls_cert[0] == '\0')
+        UTIL_FREE(cfg->tls_cert);
+    if (cfg->tls_key && cfg->tls_key[0] == '\0')
+        UTIL_FREE(cfg->tls_key);
+    if (!cfg->tls_cert != !cfg->tls_key) {
+        fprintf(stderr, "trainyard-server: --tls-cert and --tls-key go together\n");
+        return -1;
+    }
+    return 0;
+}
 
 int srv_config_load(struct srv_config *cfg, int argc, char **argv)
 {
@@ -85,6 +111,8 @@ int srv_config_load(struct srv_config *cfg, int argc, char **argv)
     log_set_debug(cfg->debug);
     if (cfg->database_url && cfg->database_url[0] == '\0')
         UTIL_FREE(cfg->database_url);
+    if (srv_config_resolve_host(cfg) != 0 || srv_config_check_tls(cfg) != 0)
+        goto fail;
     return 0;
 fail:
     srv_config_free(cfg);

@@ -25,6 +25,8 @@ struct srv_config {
     int64_t stream_queue_max;      /* messages waiting for one /stream subscriber, at most */
     int64_t max_stream_clients;    /* open /stream connections, at most */
     int64_t max_log_bytes_per_job; /* 0: no cap */
+    char *tls_cert;                /* NULL: plain http:// and ws:// */
+    char *tls_key;                 /* set exactly when tls_cert is */
     char *cluster_token;           /* NULL: <data_dir>/cluster.token */
     char *log_level;
     char *debug;
@@ -34,6 +36,15 @@ struct srv_config {
  * exits 0 when asked; prints the problem and returns -1 for a bad value or unknown flag.
  * Free with srv_config_free(). */
 int srv_config_load(struct srv_config *cfg, int argc, char **argv);
+/* Gives an unset or empty http_host its default: 127.0.0.1 under --auth none (an
+ * unauthenticated server is not offered to the network unless --http-host says so), 0.0.0.0
+ * otherwise. Needs auth_mode set. 0, or -1 out of memory. */
+int srv_config_resolve_host(struct srv_config *cfg);
+
+/* Empty --tls-cert/--tls-key count as unset; one without the other is an error (printed).
+ * 0 or -1. */
+int srv_config_check_tls(struct srv_config *cfg);
+
 void srv_config_free(struct srv_config *cfg);
 
 #endif

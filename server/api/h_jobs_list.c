@@ -2,51 +2,14 @@
 #include "db.h"
 #include "handlers.h"
 #include "job_status.h"
+#include "query.h"
 #include "server.h"
 #include "store.h"
 #include "util.h"
 
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Turns "RUNNING,pending,running" into the array literal "{PENDING,RUNNING}": each status once,
- * in lifecycle order, so the literal is bounded by the number of statuses however long the
- * query is (out needs 128 bytes). Returns 0, or -1 naming the unknown status in `bad` (always
- * set on -1). */
-static int statuses_to_array(const char *in, char *out, size_t outlen, char *bad, size_t badlen)
-{
-    bool seen[JOB_STATUS_COUNT] = {false};
-    const char *p = in;
-    while (*p) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        enum job_status s;
-        if (job_status_from_token(p, len, &s) != 0) {
-            snprintf(bad, badlen, "%.*s", (int)(len > 32 ? 32 : len), p);
-            return -1;
-        }
-        seen[s] = true;
-        p += len + (comma ? 1 : 0);
-    }
-    size_t used = 0;
-    out[used++] = '{';
-    out[used] = '\0';
-    for (int s = 0; s < JOB_STATUS_COUNT; s++) {
-        if (!seen[s])
-            continue;
-        int n = snprintf(out + used, outlen - used, "%s%s", used > 1 ? "," : "",
-                         job_status_name((enum job_status)s));
-        if (n < 0 || (size_t)n >= outlen - used - 1) {
-            snprintf(bad, badlen, "(too long)");
-            return -1;
-        }
-        used += (size_t)n;
-    }
-    snprintf(out + used, outlen - used, "}");
-    return 0;
-}
 
 struct job_list {
     const char *statuses;
@@ -68,7 +31,8 @@ enum MHD_Result h_jobs_list(struct srv_request *req)
     const char *limit_s = srv_query(req, "limit");
     const char *cursor_s = srv_query(req, "cursor");
     char statuses[256], bad[40];
-    if (status && statuses_to_array(status, statuses, sizeof(statuses), bad, sizeof(bad)) != 0) {
+    if (status &&
+        srv_query_statuses_array(status, statuses, sizeof(statuses), bad, sizeof(bad)) != 0) {
         char names[160], detail[240];
         job_status_names_text(names, sizeof(names));
         snprintf(detail, sizeof(detail), "unknown status '%s'; use %s (comma separated)", bad,

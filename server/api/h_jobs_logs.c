@@ -7,6 +7,7 @@
  * object per line, offset being the byte offset of the chunk that holds the line. */
 #include "db.h"
 #include "handlers.h"
+#include "query.h"
 #include "server.h"
 #include "store.h"
 #include "util.h"
@@ -15,37 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LOGS_MAX_RANKS 1024
 #define LOGS_MAX_GREP 1024
-
-/* "0,2,5" -> "{0,2,5}" in out; *count = the number of ranks. 0, or -1 when malformed. */
-static int ranks_array(const char *s, char *out, size_t outlen, int *count)
-{
-    size_t o = 0;
-    *count = 0;
-    out[o++] = '{';
-    for (const char *p = s;;) {
-        size_t n = strcspn(p, ",");
-        char num[16];
-        int64_t r;
-        if (n == 0 || n >= sizeof(num) || ++*count > LOGS_MAX_RANKS)
-            return -1;
-        memcpy(num, p, n);
-        num[n] = '\0';
-        if (util_parse_int64(num, 0, INT32_MAX, &r) != 0)
-            return -1;
-        int w = snprintf(out + o, outlen - o, "%s%lld", *count > 1 ? "," : "", (long long)r);
-        if (w < 0 || (size_t)w >= outlen - o - 1)
-            return -1;
-        o += (size_t)w;
-        if (p[n] == '\0')
-            break;
-        p += n + 1;
-    }
-    out[o++] = '}';
-    out[o] = '\0';
-    return 0;
-}
 
 struct logs_read {
     int64_t job;
@@ -128,9 +99,9 @@ enum MHD_Result h_jobs_logs(struct srv_request *req)
     const char *format = srv_query(req, "format");
     const char *accept = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "Accept");
     struct store_logs_query q = {0};
-    char ranks[LOGS_MAX_RANKS * 12 + 4];
+    char ranks[SRV_QUERY_RANKS_LEN];
     int n_ranks = 0;
-    if (rank_s && ranks_array(rank_s, ranks, sizeof(ranks), &n_ranks) != 0)
+    if (rank_s && srv_query_ranks_array(rank_s, ranks, sizeof(ranks), &n_ranks) != 0)
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "rank",
                                        "must be a rank (0 or more) or ranks separated by commas");
     if (attempt_s && util_parse_int64(attempt_s, 1, INT32_MAX, &q.attempt) != 0)

@@ -6,6 +6,7 @@
  * "superseded": true. */
 #include "db.h"
 #include "handlers.h"
+#include "query.h"
 #include "server.h"
 #include "store.h"
 #include "util.h"
@@ -13,35 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define METRICS_MAX_NAMES 100
-#define METRICS_MAX_NAME_LEN 256
-
-/* Checks a comma separated list of metric names: 1..METRICS_MAX_NAMES names, none empty or
- * longer than METRICS_MAX_NAME_LEN. Returns 0, or -1 with the reason in `detail`. */
-static int names_valid(const char *names, char *detail, size_t len)
-{
-    int count = 0;
-    const char *p = names;
-    for (;;) {
-        size_t n = strcspn(p, ",");
-        if (n == 0) {
-            snprintf(detail, len, "must be metric names separated by commas, none empty");
-            return -1;
-        }
-        if (n > METRICS_MAX_NAME_LEN) {
-            snprintf(detail, len, "a metric name is at most %d bytes", METRICS_MAX_NAME_LEN);
-            return -1;
-        }
-        if (++count > METRICS_MAX_NAMES) {
-            snprintf(detail, len, "at most %d names", METRICS_MAX_NAMES);
-            return -1;
-        }
-        if (p[n] == '\0')
-            return 0;
-        p += n + 1;
-    }
-}
 
 struct metrics_series {
     int64_t job;
@@ -66,7 +38,7 @@ enum MHD_Result h_jobs_metrics(struct srv_request *req)
     const char *max_s = srv_query(req, "max_points");
     const char *mode = srv_query(req, "mode");
     char detail[120];
-    if (names && names_valid(names, detail, sizeof(detail)) != 0)
+    if (names && srv_query_names_valid(names, detail, sizeof(detail)) != 0)
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "name", detail);
     int64_t rank = -1, attempt = 0, max_points = 1000;
     if (rank_s && util_parse_int64(rank_s, 0, INT32_MAX, &rank) != 0)

@@ -298,7 +298,8 @@ struct control *control_start(struct srv *srv)
     ctl->db = db_acquire(srv->db);
     if (ctl->db == NULL)
         goto fail;
-    ctl->hub = hub_start(srv->cfg.http_host, (int)srv->cfg.ws_port, wake, ctl);
+    ctl->hub = hub_start(srv->cfg.http_host, (int)srv->cfg.ws_port, srv->cfg.tls_cert,
+                         srv->cfg.tls_key, wake, ctl);
     if (ctl->hub == NULL)
         goto fail;
     if (pthread_create(&ctl->thread, NULL, control_thread, ctl) != 0) {

@@ -8,6 +8,7 @@
 #include "util.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -386,6 +387,31 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     TY_DEBUG("http", "%s", msg);
 }
 
+/* Reads --tls-cert and --tls-key into `cert` and `key` (PEM text, the caller frees both) and
+ * fills `opts` (room for 3) with the MHD options serving them, ending with MHD_OPTION_END;
+ * without TLS only the end. 0, or -1 with the problem logged (unreadable file). */
+static int tls_options(const struct srv_config *cfg, struct MHD_OptionItem *opts, char **cert,
+                       char **key)
+{
+    *cert = *key = NULL;
+    size_t n = 0;
+    if (cfg->tls_cert) {
+        *cert = util_read_file(cfg->tls_cert, NULL);
+        *key = util_read_file(cfg->tls_key, NULL);
+        if (*cert == NULL || *key == NULL) {
+            TY_ERROR("http", "cannot read --tls-cert %s or --tls-key %s: %s", cfg->tls_cert,
+                     cfg->tls_key, strerror(errno));
+            UTIL_FREE(*cert);
+            UTIL_FREE(*key);
+            return -1;
+        }
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, *cert};
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, *key};
+    }
+    opts[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    return 0;
+}
+
 int srv_http_start(struct srv *srv)
 {
     struct sockaddr_in addr;
@@ -396,19 +422,31 @@ int srv_http_start(struct srv *srv)
         TY_ERROR("http", "--http-host '%s' is not an IPv4 address", srv->cfg.http_host);
         return -1;
     }
+    struct MHD_OptionItem tls[3];
+    char *cert, *key;
+    if (tls_options(&srv->cfg, tls, &cert, &key) != 0)
+        return -1;
+    unsigned flags =
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    if (cert)
+        flags |= MHD_USE_TLS;
     srv->http = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG,
-        (uint16_t)srv->cfg.http_port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, &addr,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->cfg.http_threads, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, srv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
-        MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
+        flags, (uint16_t)srv->cfg.http_port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR,
+        &addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->cfg.http_threads,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
+        MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
+        MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+    /* GnuTLS copied the certificate and key while the daemon started. */
+    free(cert);
+    free(key);
     if (srv->http == NULL) {
-        TY_ERROR("http", "cannot listen on %s:%lld (port in use?)", srv->cfg.http_host,
-                 (long long)srv->cfg.http_port);
+        TY_ERROR("http", "cannot listen on %s:%lld (port in use, or a bad TLS certificate/key?)",
+                 srv->cfg.http_host, (long long)srv->cfg.http_port);
         return -1;
     }
-    TY_INFO("http", "REST API on http://%s:%lld/api/v1 (%lld threads)", srv->cfg.http_host,
-            (long long)srv->cfg.http_port, (long long)srv->cfg.http_threads);
+    TY_INFO("http", "REST API on %s://%s:%lld/api/v1 (%lld threads)",
+            srv->cfg.tls_cert ? "https" : "http", srv->cfg.http_host, (long long)srv->cfg.http_port,
+            (long long)srv->cfg.http_threads);
     return 0;
 }
 

@@ -433,7 +433,8 @@ static void *hub_thread(void *arg)
     return NULL;
 }
 
-struct hub *hub_start(const char *host, int port, void (*wake)(void *), void *wake_arg)
+struct hub *hub_start(const char *host, int port, const char *tls_cert, const char *tls_key,
+                      void (*wake)(void *), void *wake_arg)
 {
     struct hub *hub = calloc(1, sizeof(*hub));
     if (hub == NULL)
@@ -450,9 +451,17 @@ struct hub *hub_start(const char *host, int port, void (*wake)(void *), void *wa
     info.user = hub;
     info.options = LWS_SERVER_OPTION_DISABLE_IPV6 | LWS_SERVER_OPTION_VALIDATE_UTF8;
     info.ka_time = 0;
+    if (tls_cert) {
+        info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+        info.ssl_cert_filepath = tls_cert;
+        info.ssl_private_key_filepath = tls_key;
+    }
     hub->ctx = lws_create_context(&info);
     if (hub->ctx == NULL) {
-        TY_ERROR("hub", "cannot listen for websockets on %s:%d (port in use?)", host, port);
+        TY_ERROR("hub",
+                 "cannot listen for websockets on %s:%d (port in use, or a bad TLS "
+                 "certificate/key?)",
+                 host, port);
         pthread_mutex_destroy(&hub->lock);
         free(hub);
         return NULL;
@@ -463,8 +472,9 @@ struct hub *hub_start(const char *host, int port, void (*wake)(void *), void *wa
         free(hub);
         return NULL;
     }
-    TY_INFO("hub", "websockets on ws://%s:%d (agents: subprotocol %s; streams: %s, %s)", host, port,
-            AGENT_PROTO_SUBPROTOCOL, HUB_STREAM_PATH, HUB_STREAM_SUBPROTOCOL);
+    TY_INFO("hub", "websockets on %s://%s:%d (agents: subprotocol %s; streams: %s, %s)",
+            tls_cert ? "wss" : "ws", host, port, AGENT_PROTO_SUBPROTOCOL, HUB_STREAM_PATH,
+            HUB_STREAM_SUBPROTOCOL);
     return hub;
 }
 

@@ -47,10 +47,12 @@ struct hub_event {
     char peer[64]; /* HUB_CONNECTED: peer address */
 };
 
-/* Starts the hub on host:port in its own thread. Returns NULL (logged) on failure. `wake` is
+/* Starts the hub on host:port in its own thread, serving wss:// with the PEM files tls_cert and
+ * tls_key when tls_cert is not NULL. Returns NULL (logged) on failure. `wake` is
  * called (from the lws thread, under the hub's lock: it must not call the hub) after each queued
  * agent event. Subscribers are refused until hub_stream_attach(). */
-struct hub *hub_start(const char *host, int port, void (*wake)(void *), void *wake_arg);
+struct hub *hub_start(const char *host, int port, const char *tls_cert, const char *tls_key,
+                      void (*wake)(void *), void *wake_arg);
 /* Stops the lws thread, closes every connection, frees queued messages. */
 void hub_stop(struct hub *hub);
 

@@ -9,6 +9,7 @@ import pwd
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
@@ -174,7 +175,8 @@ class Response:
         return f"<Response {self.status} {self.text[:300]}>"
 
 
-def http(method, url, body=None, token=None, headers=None, timeout=30):
+def http(method, url, body=None, token=None, headers=None, timeout=30, cafile=None):
+    """cafile: for https:// URLs, the PEM CA file the server's certificate must chain to."""
     hdrs = dict(headers or {})
     data = None
     if body is not None:
@@ -186,8 +188,9 @@ def http(method, url, body=None, token=None, headers=None, timeout=30):
     if token:
         hdrs["Authorization"] = f"Bearer {token}"
     req = urllib.request.Request(url, data=data, method=method, headers=hdrs)
+    context = ssl.create_default_context(cafile=cafile) if url.startswith("https:") else None
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
+        with urllib.request.urlopen(req, timeout=timeout, context=context) as r:
             return Response(r.status, dict(r.headers), r.read())
     except urllib.error.HTTPError as e:
         return Response(e.code, dict(e.headers), e.read())
@@ -197,13 +200,20 @@ class Server:
     """A trainyard-server process."""
 
     def __init__(self, database_url=None, data_dir=None, auth="token", extra_args=(), env=None,
-                 host="127.0.0.1", cwd=None):
+                 host="127.0.0.1", cwd=None, tls=None, url_host="127.0.0.1"):
+        """host None: no --http-host (the server's default). tls: (cert, key, ca) PEM files:
+        serve https/wss with cert and key, and trust ca in request(). url_host: the name clients
+        use (a certificate's name)."""
         self.data_dir = data_dir or os.path.join(make_tmpdir("ty-srv-"), "data")
         self.port = free_port()
         self.ws_port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.ws_url = f"ws://127.0.0.1:{self.ws_port}"
-        self.args = [SERVER_BIN, "--http-host", host, "--http-port", str(self.port),
+        self.cafile = tls[2] if tls else None
+        scheme = "https" if tls else "http"
+        self.url = f"{scheme}://{url_host}:{self.port}"
+        self.ws_url = f"{'wss' if tls else 'ws'}://{url_host}:{self.ws_port}"
+        host_args = ["--http-host", host] if host else []
+        tls_args = ["--tls-cert", tls[0], "--tls-key", tls[1]] if tls else []
+        self.args = [SERVER_BIN, *host_args, *tls_args, "--http-port", str(self.port),
                      "--ws-port", str(self.ws_port), "--data-dir", self.data_dir, "--auth", auth,
                      "--http-threads", "4", *extra_args]
         if database_url:
@@ -228,7 +238,8 @@ class Server:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log_text()}")
             try:
-                if http("GET", self.url + "/api/v1/health", timeout=2).status == 200:
+                if http("GET", self.url + "/api/v1/health", timeout=2,
+                        cafile=self.cafile).status == 200:
                     token_file = os.path.join(self.data_dir, "admin.token")
                     if os.path.exists(token_file):
                         with open(token_file) as f:
@@ -250,7 +261,7 @@ class Server:
         if token == "admin":
             token = self.admin_token
         return http(method, self.url + path, body=body, token=token, headers=headers,
-                    timeout=timeout)
+                    timeout=timeout, cafile=self.cafile)
 
     def create_token(self, name, role):
         r = self.request("POST", "/api/v1/tokens", {"name": name, "role": role})

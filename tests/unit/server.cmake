@@ -22,3 +22,9 @@ ty_add_unit_tests(test_prom
           ${CMAKE_SOURCE_DIR}/server/telemetry.c
   LIBS tycommon m)
 target_include_directories(test_prom PRIVATE ${CMAKE_SOURCE_DIR}/server ${CMAKE_SOURCE_DIR}/server/http)
+
+# The parsers of query-string values (server/http/query.c).
+ty_add_unit_tests(test_query
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_query.c ${CMAKE_SOURCE_DIR}/server/http/query.c
+  LIBS tycommon)
+target_include_directories(test_query PRIVATE ${CMAKE_SOURCE_DIR}/server/http)

@@ -60,6 +60,39 @@ static void agent_port_range_parses_and_checks_bounds(void **state)
             fail_msg("accepted port range '%s'", bad[i]);
 }
 
+static void agent_fingerprint_parses_sha256_hex_with_or_without_colons(void **state)
+{
+    (void)state;
+    unsigned char fp[32];
+    char err[256];
+    const char *hex = "00112233445566778899aabbccddeeff00112233445566778899AABBCCDDEEFF";
+    char text[128];
+    snprintf(text, sizeof(text), "sha256:%s", hex);
+    assert_int_equal(agent_parse_fingerprint(text, fp, err, sizeof(err)), 0);
+    assert_int_equal(fp[0], 0x00);
+    assert_int_equal(fp[1], 0x11);
+    assert_int_equal(fp[15], 0xff);
+    assert_int_equal(fp[31], 0xff);
+    unsigned char fp2[32];
+    const char *openssl_form = "SHA256 Fingerprint=00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:"
+                               "FF:00:11:22:33:44:55:66:77:88:99:aa:bb:cc:dd:ee:ff";
+    assert_int_equal(agent_parse_fingerprint(openssl_form, fp2, err, sizeof(err)), 0);
+    assert_memory_equal(fp, fp2, sizeof(fp));
+    const char *bad[] = {
+        "",
+        hex, /* no sha256: */
+        "sha1:00112233445566778899aabbccddeeff00112233",
+        "sha256:0011",                                                               /* short */
+        "sha256:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff00", /* long */
+        "sha256:0g112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",   /* not hex */
+        "sha256:0112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",    /* odd */
+        "sha256:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff:", /* trailing : */
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (agent_parse_fingerprint(bad[i], fp, err, sizeof(err)) == 0)
+            fail_msg("accepted fingerprint '%s'", bad[i]);
+}
+
 static void agent_gpu_list_parses_sorted_unique_indices(void **state)
 {
     (void)state;
@@ -267,10 +300,29 @@ static void agent_config_rejects_bad_values(void **state)
     unsetenv("TRAINYARD_AGENT_CPUS");
 }
 
+static void agent_config_pins_need_wss(void **state)
+{
+    (void)state;
+    struct agent_config cfg;
+    const char *pin = "--server-fingerprint=sha256:"
+                      "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+    const char *plain[] = {"trainyard-agent", "--server", "ws://h:1", pin};
+    assert_int_equal(load(&cfg, 4, plain), -1);
+    const char *ca[] = {"trainyard-agent", "--server", "ws://h:1", "--ca-file", "/x.pem"};
+    assert_int_equal(load(&cfg, 5, ca), -1);
+    const char *tls[] = {"trainyard-agent", "--server", "wss://h:1", pin};
+    assert_int_equal(load(&cfg, 4, tls), 0);
+    assert_true(cfg.pinned);
+    assert_int_equal(cfg.pin[1], 0x11);
+    agent_config_free(&cfg);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(agent_backoff_doubles_from_200ms_to_10s),
     cmocka_unit_test(agent_backoff_jitter_stays_within_half),
     cmocka_unit_test(agent_port_range_parses_and_checks_bounds),
+    cmocka_unit_test(agent_fingerprint_parses_sha256_hex_with_or_without_colons),
+    cmocka_unit_test(agent_config_pins_need_wss),
     cmocka_unit_test(agent_gpu_list_parses_sorted_unique_indices),
     cmocka_unit_test(agent_server_url_parses_host_port_path),
     cmocka_unit_test(agent_labels_accept_json_or_pairs),

@@ -45,7 +45,9 @@
 struct agent_config {
     /* Raw option values, filled from the table in config.c. */
     char *server;
-    char *token; /* from --token, or read from --token-file */
+    char *ca_file;            /* NULL: the system's CAs (wss:// only) */
+    char *server_fingerprint; /* "sha256:HEX" or NULL */
+    char *token;              /* from --token, or read from --token-file */
     char *token_file;
     char *data_dir;
     char *run_as;      /* auto, uids, none, or a user name (isolate.c) */
@@ -73,6 +75,8 @@ struct agent_config {
     int url_port;
     char *url_path;
     bool url_tls;
+    bool pinned;           /* server_fingerprint given: pin[] holds it */
+    unsigned char pin[32]; /* SHA-256 of the server certificate's DER */
     int port_lo, port_hi;
     bool gpus_declared;
     int *gpu_list; /* n_gpus entries (declared) */
@@ -90,6 +94,10 @@ void agent_config_free(struct agent_config *cfg);
 /* Pure parsers (parse.c). Each returns 0, or -1 with a reason in err. */
 int agent_parse_server_url(const char *url, char **host, int *port, char **path, bool *tls,
                            char *err, size_t errlen);
+/* "sha256:" followed by 64 hex digits, optionally in pairs separated by ':' (as `openssl x509
+ * -fingerprint -sha256` prints them, its "SHA256 Fingerprint=" prefix accepted too) -> 32
+ * bytes in out. */
+int agent_parse_fingerprint(const char *text, unsigned char out[32], char *err, size_t errlen);
 int agent_parse_port_range(const char *s, int *lo, int *hi, char *err, size_t errlen);
 /* "0,1,3" -> ascending unique indices (caller frees *out; *out NULL when *n is 0). "" and
  * "none" mean no GPU. */

@@ -21,7 +21,12 @@
 
 static const struct option_def options[] = {
     {"server", "TRAINYARD_AGENT_SERVER", S(server), "ws://127.0.0.1:8081", 0, 0,
-     "server websocket URL (ws://host:port); the agent connects to /agent"},
+     "server websocket URL (ws://host:port, or wss:// for TLS); the agent connects to /agent"},
+    {"ca-file", "TRAINYARD_CA_FILE", S(ca_file), NULL, 0, 0,
+     "wss://: PEM file of the CA(s) the server's certificate must chain to (default: the "
+     "system's)"},
+    {"server-fingerprint", "TRAINYARD_SERVER_FINGERPRINT", S(server_fingerprint), NULL, 0, 0,
+     "wss://: sha256:HEX of the server's certificate (DER), pinned instead of a CA check"},
     {"token", "TRAINYARD_CLUSTER_TOKEN", S(token), NULL, 0, 0,
      "cluster join token (ignored by a server running --auth none); prefer --token-file"},
     {"token-file", "TRAINYARD_CLUSTER_TOKEN_FILE", S(token_file), NULL, 0, 0,
@@ -112,6 +117,20 @@ static int derive(struct agent_config *cfg)
     }
     if (cfg->token_file && load_token_file(cfg) != 0)
         return -1;
+    if (cfg->server_fingerprint && *cfg->server_fingerprint) {
+        if (agent_parse_fingerprint(cfg->server_fingerprint, cfg->pin, err, sizeof(err)) != 0) {
+            fprintf(stderr, "trainyard-agent: --server-fingerprint: %s\n", err);
+            return -1;
+        }
+        cfg->pinned = true;
+    }
+    if (cfg->ca_file && !*cfg->ca_file)
+        UTIL_FREE(cfg->ca_file);
+    if ((cfg->pinned || cfg->ca_file) && !cfg->url_tls) {
+        fprintf(stderr, "trainyard-agent: --ca-file and --server-fingerprint need a wss:// "
+                        "--server\n");
+        return -1;
+    }
     if (agent_parse_port_range(cfg->port_range, &cfg->port_lo, &cfg->port_hi, err, sizeof(err)) !=
         0) {
         fprintf(stderr, "trainyard-agent: --port-range: %s\n", err);

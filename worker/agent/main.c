@@ -195,8 +195,10 @@ int main(int argc, char **argv)
     info.user = &a;
     info.gid = (gid_t)-1;
     info.uid = (uid_t)-1;
-    if (cfg.url_tls)
+    if (cfg.url_tls) {
         info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+        info.client_ssl_ca_filepath = cfg.ca_file;
+    }
     a.ctx = lws_create_context(&info);
     if (!a.ctx) {
         TY_ERROR("agent", "cannot create the libwebsockets context");

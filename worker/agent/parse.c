@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define ERR(...) (snprintf(err, errlen, __VA_ARGS__), -1)
 
@@ -66,6 +67,45 @@ int agent_parse_server_url(const char *url, char **host, int *port, char **path,
         return ERR("out of memory");
     }
     *port = (int)portv;
+    return 0;
+}
+
+static int hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c = (char)tolower((unsigned char)c);
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+int agent_parse_fingerprint(const char *text, unsigned char out[32], char *err, size_t errlen)
+{
+    if (!text)
+        return ERR("empty fingerprint");
+    const char *p;
+    if (strncasecmp(text, "sha256:", 7) == 0)
+        p = text + 7;
+    else if (strncasecmp(text, "sha256 fingerprint=", 19) == 0)
+        p = text + 19;
+    else
+        return ERR("'%s' does not start with sha256:", text);
+    size_t n = 0;
+    while (*p) {
+        if (*p == ':' && n > 0 && p[1] != '\0') {
+            p++;
+            continue;
+        }
+        int hi = hex_value(p[0]);
+        int lo = hi < 0 ? -1 : hex_value(p[1]);
+        if (hi < 0 || lo < 0)
+            return ERR("'%s' is not hexadecimal", text);
+        if (n == 32)
+            return ERR("'%s' is longer than a SHA-256 digest (64 hex digits)", text);
+        out[n++] = (unsigned char)(hi * 16 + lo);
+        p += 2;
+    }
+    if (n != 32)
+        return ERR("'%s' is shorter than a SHA-256 digest (64 hex digits)", text);
     return 0;
 }
 

@@ -11,6 +11,9 @@
 #include <libwebsockets.h>
 
 #include <netdb.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -49,6 +52,10 @@ static void connect_now(lws_sorted_usec_list_t *sul)
     ci.protocol = AGENT_PROTO_SUBPROTOCOL;
     ci.local_protocol_name = AGENT_PROTO_SUBPROTOCOL;
     ci.ssl_connection = a->cfg->url_tls ? LCCSCF_USE_SSL : 0;
+    /* A pinned certificate replaces the CA and name checks: pin_matches() decides. */
+    if (a->cfg->pinned)
+        ci.ssl_connection |= LCCSCF_ALLOW_SELFSIGNED | LCCSCF_SKIP_SERVER_CERT_HOSTNAME_CHECK |
+                             LCCSCF_ALLOW_EXPIRED | LCCSCF_ALLOW_INSECURE;
     ci.pwsi = &a->wsi;
     TY_DEBUG("ws", "connecting to %s", a->cfg->server);
     if (!lws_client_connect_via_info(&ci)) {
@@ -381,19 +388,52 @@ static void link_down(struct agent *a)
     schedule_reconnect(a);
 }
 
+/* Whether the server's certificate on `wsi` has the SHA-256 (of its DER) given by
+ * --server-fingerprint; true when nothing is pinned. Logs the fingerprint seen on a mismatch. */
+static bool pin_matches(struct agent *a, struct lws *wsi)
+{
+    if (!a->cfg->pinned)
+        return true;
+    SSL *ssl = lws_get_ssl(wsi);
+    X509 *cert = ssl ? SSL_get1_peer_certificate(ssl) : NULL;
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    bool ok = cert && X509_digest(cert, EVP_sha256(), md, &n) == 1 && n == sizeof(a->cfg->pin) &&
+              memcmp(md, a->cfg->pin, n) == 0;
+    X509_free(cert);
+    if (!ok) {
+        char hex[2 * EVP_MAX_MD_SIZE + 1] = "";
+        for (unsigned int i = 0; i < n; i++)
+            snprintf(hex + 2 * i, 3, "%02x", md[i]);
+        TY_ERROR("ws",
+                 "refusing %s: its certificate's fingerprint sha256:%s is not the pinned "
+                 "--server-fingerprint",
+                 a->cfg->server, n ? hex : "(none)");
+    }
+    return ok;
+}
+
 static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
                        size_t len)
 {
     (void)user;
     struct agent *a = lws_context_user(lws_get_context(wsi));
     switch (reason) {
-    case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
-        TY_WARN("ws", "cannot connect to %s: %s", a->cfg->server,
-                in ? (const char *)in : "unknown error");
+    case LWS_CALLBACK_CLIENT_CONNECTION_ERROR: {
+        const char *why = in ? (const char *)in : "unknown error";
+        bool tls_failed = a->cfg->url_tls && (strstr(why, "SSL") || strstr(why, "ssl") ||
+                                              strstr(why, "cert") || strstr(why, "tls"));
+        TY_WARN("ws", "cannot connect to %s: %s%s", a->cfg->server, why,
+                tls_failed ? " (the server's certificate did not verify: is it signed by a CA "
+                             "in --ca-file, and issued for this host name?)"
+                           : "");
         if (a->wsi == wsi || !a->connected)
             link_down(a);
         return 0;
+    }
     case LWS_CALLBACK_CLIENT_ESTABLISHED:
+        if (!pin_matches(a, wsi))
+            return -1; /* before register: the token is never sent to it */
         a->wsi = wsi;
         a->connected = true;
         a->registered = false;
