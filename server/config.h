@@ -16,6 +16,10 @@ struct srv_config {
     int64_t http_max_connections;  /* open HTTP connections, at most */
     int64_t http_max_per_ip;       /* open HTTP connections from one address, at most */
     int64_t http_idle_timeout_s;   /* an HTTP connection silent this long is closed */
+    int64_t ws_max_connections;    /* open websocket connections, at most */
+    int64_t ws_max_preauth_per_ip; /* unauthenticated websocket connections from one address */
+    int64_t ws_preauth_max_bytes;  /* largest websocket message before authentication */
+    int64_t ws_auth_timeout_s;     /* seconds to register / authenticate before being closed */
     int64_t db_pool_size;          /* 0: http_threads + 4 */
     int64_t db_acquire_timeout_ms; /* wait for a pooled connection at most this long (503) */
     int64_t db_connect_timeout_s;  /* libpq connect_timeout */

@@ -301,6 +301,13 @@ struct control *control_start(struct srv *srv)
     ctl->hub = hub_start(srv->cfg.http_host, (int)srv->cfg.ws_port, wake, ctl);
     if (ctl->hub == NULL)
         goto fail;
+    struct hub_limits limits = {
+        .preauth_max_bytes = (size_t)srv->cfg.ws_preauth_max_bytes,
+        .max_conns = (int)srv->cfg.ws_max_connections,
+        .max_preauth_per_ip = (int)srv->cfg.ws_max_preauth_per_ip,
+        .auth_timeout_s = (int)srv->cfg.ws_auth_timeout_s,
+    };
+    hub_set_limits(ctl->hub, &limits);
     if (pthread_create(&ctl->thread, NULL, control_thread, ctl) != 0) {
         hub_stop(ctl->hub);
         goto fail;

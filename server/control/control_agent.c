@@ -213,6 +213,7 @@ static void on_register(struct control *ctl, uint64_t conn, const struct agent_n
     }
     if (attach_node(ctl, id, conn) == NULL)
         return;
+    hub_authenticated(ctl->hub, conn);
     TY_INFO("control", "node %s registered (%s)", id, reg->node.address);
     int64_t timeout = ctl->srv->cfg.heartbeat_timeout_s;
     ctl__send_text(

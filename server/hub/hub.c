@@ -14,6 +14,10 @@
 #define HUB_MAX_MESSAGE AGENT_PROTO_MAX_MESSAGE
 #define HUB_BATCH_MAX 256           /* messages in one write to a subscriber, at most */
 #define HUB_BATCH_BYTES (64 * 1024) /* bytes in one write to a subscriber (beyond one message) */
+#define HUB_DEFAULT_LIMITS                                                                         \
+    {                                                                                              \
+        65536, 1000, 32, 10                                                                        \
+    }
 
 enum hub_kind { HUB_AGENT = 0, HUB_STREAM = 1 };
 
@@ -35,8 +39,11 @@ struct conn {
     bool watching;
     bool want_write;
     bool close_after;
-    bool timeout_set; /* lws thread only: the close grace is running */
-    char *in;         /* lws thread only: fragments of the message being received */
+    bool timeout_set;  /* lws thread only: the close grace is running */
+    bool authed;       /* guarded by hub->lock: hub_authenticated() was called */
+    bool deadline_off; /* lws thread only: the pre-authentication deadline was lifted */
+    char peer[64];
+    char *in; /* lws thread only: fragments of the message being received */
     size_t inlen;
 };
 
@@ -62,7 +69,8 @@ struct hub {
     struct sink sinks[2]; /* by enum hub_kind; guarded by lock */
     bool stream_on;       /* guarded by lock: subscribers are accepted */
     size_t stream_queue_max;
-    unsigned char *scratch; /* lws thread only: batched frames being written (write_some) */
+    struct hub_limits limits; /* guarded by lock */
+    unsigned char *scratch;   /* lws thread only: batched frames being written (write_some) */
     size_t scratch_cap;
 };
 
@@ -216,6 +224,27 @@ static bool accept_handshake(struct hub *hub, struct lws *wsi, enum hub_kind kin
     return stream_path && on;
 }
 
+/* Whether one more connection from wsi's address fits the limits: connections in all, and
+ * unauthenticated ones from that address. */
+static bool within_limits(struct hub *hub, struct lws *wsi)
+{
+    char peer[64] = "";
+    lws_get_peer_simple(wsi, peer, sizeof(peer));
+    pthread_mutex_lock(&hub->lock);
+    int total = 0, same = 0;
+    for (struct conn *k = hub->conns; k; k = k->next) {
+        total++;
+        if (!k->authed && strcmp(k->peer, peer) == 0)
+            same++;
+    }
+    bool ok = total < hub->limits.max_conns && same < hub->limits.max_preauth_per_ip;
+    pthread_mutex_unlock(&hub->lock);
+    if (!ok)
+        TY_BAD_PEER("hub", "refused a connection from %s: %d open, %d unauthenticated from it",
+                    peer, total, same);
+    return ok;
+}
+
 /* The bytes of a server websocket frame (header and payload) for a payload of len. */
 static size_t frame_size(size_t len)
 {
@@ -307,23 +336,31 @@ static int on_conn(struct lws *wsi, enum hub_kind kind, enum lws_callback_reason
             TY_DEBUG("hub", "refused a %s handshake", kind == HUB_AGENT ? "agent" : "stream");
             return -1;
         }
+        if (!within_limits(hub, wsi))
+            return -1;
         break;
     case LWS_CALLBACK_ESTABLISHED: {
         memset(c, 0, sizeof(*c));
         c->wsi = wsi;
         c->kind = kind;
-        char peer[64] = "";
-        lws_get_peer_simple(wsi, peer, sizeof(peer));
+        lws_get_peer_simple(wsi, c->peer, sizeof(c->peer));
         pthread_mutex_lock(&hub->lock);
         c->id = ++hub->next_id;
         c->next = hub->conns;
         hub->conns = c;
+        int deadline = hub->limits.auth_timeout_s;
         pthread_mutex_unlock(&hub->lock);
-        push_event(hub, kind, HUB_CONNECTED, c->id, NULL, 0, peer);
+        /* Closed unless it authenticates in time (hub_authenticated lifts it). */
+        lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, deadline);
+        push_event(hub, kind, HUB_CONNECTED, c->id, NULL, 0, c->peer);
         break;
     }
     case LWS_CALLBACK_RECEIVE: {
         size_t max = kind == HUB_AGENT ? HUB_MAX_MESSAGE : HUB_STREAM_MAX_IN;
+        pthread_mutex_lock(&hub->lock);
+        if (!c->authed && hub->limits.preauth_max_bytes < max)
+            max = hub->limits.preauth_max_bytes;
+        pthread_mutex_unlock(&hub->lock);
         if (c->inlen + len > max) {
             TY_BAD_PEER("hub", "connection %llu sent a message over %zu bytes; closing",
                         (unsigned long long)c->id, max);
@@ -378,6 +415,10 @@ static int on_conn(struct lws *wsi, enum hub_kind kind, enum lws_callback_reason
             if (k->want_write) {
                 k->want_write = false;
                 lws_callback_on_writable(k->wsi);
+            }
+            if (k->authed && !k->deadline_off && !k->timeout_set) {
+                k->deadline_off = true;
+                lws_set_timeout(k->wsi, NO_PENDING_TIMEOUT, 0);
             }
             if (k->close_after && k->kind == HUB_STREAM && !k->timeout_set) {
                 k->timeout_set = true;
@@ -439,6 +480,7 @@ struct hub *hub_start(const char *host, int port, void (*wake)(void *), void *wa
     if (hub == NULL)
         return NULL;
     pthread_mutex_init(&hub->lock, NULL);
+    hub->limits = (struct hub_limits)HUB_DEFAULT_LIMITS;
     hub->sinks[HUB_AGENT].wake = wake;
     hub->sinks[HUB_AGENT].wake_arg = wake_arg;
     lws_set_log_level(LLL_ERR | LLL_WARN, lws_to_log);
@@ -525,6 +567,26 @@ void hub_close(struct hub *hub, uint64_t conn)
     if (c) {
         c->close_after = true;
         c->want_write = true;
+    }
+    pthread_mutex_unlock(&hub->lock);
+    lws_cancel_service(hub->ctx);
+}
+
+void hub_set_limits(struct hub *hub, const struct hub_limits *limits)
+{
+    pthread_mutex_lock(&hub->lock);
+    hub->limits = *limits;
+    pthread_mutex_unlock(&hub->lock);
+}
+
+void hub_authenticated(struct hub *hub, uint64_t conn)
+{
+    pthread_mutex_lock(&hub->lock);
+    for (struct conn *k = hub->conns; k; k = k->next) {
+        if (k->id == conn) {
+            k->authed = true;
+            break;
+        }
     }
     pthread_mutex_unlock(&hub->lock);
     lws_cancel_service(hub->ctx);

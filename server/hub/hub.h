@@ -32,6 +32,15 @@
 
 struct hub;
 
+/* Limits on peers that have not authenticated yet (an agent before its register is accepted, a
+ * subscriber before its auth), and on connections in all. */
+struct hub_limits {
+    size_t preauth_max_bytes; /* largest message before authentication */
+    int max_conns;            /* open websocket connections, at most */
+    int max_preauth_per_ip;   /* unauthenticated connections from one address, at most */
+    int auth_timeout_s;       /* an unauthenticated connection is closed after this long */
+};
+
 enum hub_event_kind {
     HUB_CONNECTED,
     HUB_MESSAGE,
@@ -53,6 +62,12 @@ struct hub_event {
 struct hub *hub_start(const char *host, int port, void (*wake)(void *), void *wake_arg);
 /* Stops the lws thread, closes every connection, frees queued messages. */
 void hub_stop(struct hub *hub);
+/* Replaces the limits (hub_start begins with HUB_DEFAULT_LIMITS); they apply to connections
+ * made afterwards and to messages received afterwards. */
+void hub_set_limits(struct hub *hub, const struct hub_limits *limits);
+/* Marks `conn` authenticated (a register accepted, a subscriber's auth): the pre-authentication
+ * message limit and deadline no longer apply, and it no longer counts against its address. */
+void hub_authenticated(struct hub *hub, uint64_t conn);
 
 /* ---- agents (the control thread) ---- */
 

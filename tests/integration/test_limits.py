@@ -6,12 +6,16 @@
     oversized message before authentication closes the connection.
   * quotas: the priority ceiling for non-admins.
 """
+import os
 import socket
+import struct
 import time
 
 import harness
+from wsclient import WebSocket
 
 N_IDLE = 500
+PY = "/usr/bin/python3"
 
 
 def wait_for(pred, timeout=30, what="condition"):
@@ -126,3 +130,56 @@ def test_exhausted_database_pool_answers_503_with_retry_after(database):
         assert r.headers.get("Retry-After") == "1", r.headers
     finally:
         assert srv.stop() == 0, srv.log_text()
+
+
+# ---- finding 5: websocket hub ----------------------------------------------------------------
+
+def open_idle_ws(url, n, subprotocol):
+    socks = []
+    for _ in range(n):
+        try:
+            socks.append(WebSocket(url, subprotocol=subprotocol, timeout=5))
+        except Exception:  # refused: over a cap
+            pass
+    return socks
+
+
+def test_idle_websockets_capped_while_agent_registers_and_job_runs(server_factory, agent_factory):
+    srv = server_factory(extra_args=("--ws-max-preauth-per-ip", "32", "--ws-auth-timeout-s", "3"))
+    idle = open_idle_ws(srv.ws_url, N_IDLE // 2, "trainyard-agent.v1")
+    idle += open_idle_ws(srv.ws_url + "/stream", N_IDLE // 2, "trainyard-stream.v1")
+    try:
+        # At most the per-address cap was accepted, and those are closed after the deadline.
+        assert len(idle) <= 32, len(idle)
+        wait_for(lambda: all(closed_by_peer(w.sock) for w in idle), 60,
+                 "silent websocket peers closed")
+        # Another round of idle peers while a real agent registers and a job runs.
+        idle += open_idle_ws(srv.ws_url, N_IDLE, "trainyard-agent.v1")
+        agent = agent_factory(srv=srv)
+        agent.wait_node(("ALIVE",), timeout=60)
+        job = srv.submit({"name": "under-siege", "entrypoint": [PY, "-c", "print('ok')"],
+                          "working_dir": "/tmp"})["id"]
+        done = srv.wait_job(job, {"SUCCEEDED", "FAILED"})
+        assert done["status"] == "SUCCEEDED", done
+    finally:
+        for w in idle:
+            w.sock.close()
+
+
+def send_fragment(ws, payload):
+    """Sends a masked text frame without FIN: the message is not complete."""
+    mask = os.urandom(4)
+    header = bytes([0x01, 0x80 | 126]) + struct.pack("!H", len(payload))
+    ws.sock.sendall(header + mask + bytes(b ^ mask[i & 3] for i, b in enumerate(payload)))
+
+
+def test_oversized_message_before_authentication_closes_connection(server_factory):
+    srv = server_factory(extra_args=("--ws-preauth-max-bytes", "4096"))
+    for url, proto in ((srv.ws_url, "trainyard-agent.v1"),
+                       (srv.ws_url + "/stream", "trainyard-stream.v1")):
+        ws = WebSocket(url, subprotocol=proto)
+        # The first 20 KiB fragment of a message (no FIN): under the old 16 MiB (agents) / 64 KiB
+        # (streams) limits it was buffered, waiting for the rest, and the connection kept open.
+        send_fragment(ws, ('{"type": "register", "pad": "' + "x" * 20000).encode())
+        wait_for(lambda: closed_by_peer(ws.sock), 30, "oversized pre-auth message refused")
+        ws.sock.close()
