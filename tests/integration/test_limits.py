@@ -174,7 +174,8 @@ def send_fragment(ws, payload):
 
 
 def test_oversized_message_before_authentication_closes_connection(server_factory):
-    srv = server_factory(extra_args=("--ws-preauth-max-bytes", "4096"))
+    srv = server_factory(extra_args=("--ws-preauth-max-bytes", "4096",
+                                     "--ws-auth-timeout-s", "600"))
     for url, proto in ((srv.ws_url, "trainyard-agent.v1"),
                        (srv.ws_url + "/stream", "trainyard-stream.v1")):
         ws = WebSocket(url, subprotocol=proto)
