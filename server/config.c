@@ -67,6 +67,8 @@ static const struct option_def options[] = {
      "268435456", 0, INT64_C(1) << 50,
      "workers' output kept per job; past it the oldest log lines go (down to 90 %) and a "
      "log_dropped note says how many bytes (0: no cap)"},
+    {"max-priority-user", "TRAINYARD_MAX_PRIORITY_USER", I(max_priority_user), "100", -1000, 1000,
+     "highest job priority a non-admin token may submit (admins: up to 1000)"},
     {"cluster-token", "TRAINYARD_CLUSTER_TOKEN", S(cluster_token), NULL, 0, 0,
      "token agents join with (default: made on first start, in <data-dir>/cluster.token)"},
     {"log-level", "TRAINYARD_LOG_LEVEL", S(log_level), "info", 0, 0, "error, warn, info or debug"},

@@ -35,6 +35,7 @@ struct srv_config {
     int64_t stream_queue_max;      /* messages waiting for one /stream subscriber, at most */
     int64_t max_stream_clients;    /* open /stream connections, at most */
     int64_t max_log_bytes_per_job; /* 0: no cap */
+    int64_t max_priority_user;     /* highest priority a non-admin may ask for */
     char *cluster_token;           /* NULL: <data_dir>/cluster.token */
     char *log_level;
     char *debug;

@@ -184,3 +184,17 @@ def test_oversized_message_before_authentication_closes_connection(server_factor
         send_fragment(ws, ('{"type": "register", "pad": "' + "x" * 20000).encode())
         wait_for(lambda: closed_by_peer(ws.sock), 30, "oversized pre-auth message refused")
         ws.sock.close()
+
+
+# ---- finding 10: quotas ----------------------------------------------------------------------
+
+def test_priority_ceiling_for_non_admins(server_factory):
+    srv = server_factory(extra_args=("--max-priority-user", "50"))
+    user = srv.create_token("prio-user", "user")
+    spec = {"name": "greedy", "entrypoint": [PY, "-c", "pass"], "working_dir": "/tmp"}
+    r = srv.request("POST", "/api/v1/jobs", dict(spec, priority=1000), token=user)
+    assert r.status == 400, r
+    assert r.json["errors"][0]["field"] == "priority", r.json
+    assert srv.request("POST", "/api/v1/jobs", dict(spec, priority=50), token=user).status == 201
+    # Admins may still go up to the spec's bound.
+    assert srv.request("POST", "/api/v1/jobs", dict(spec, priority=1000)).status == 201
