@@ -67,6 +67,11 @@ static const struct option_def options[] = {
      "268435456", 0, INT64_C(1) << 50,
      "workers' output kept per job; past it the oldest log lines go (down to 90 %) and a "
      "log_dropped note says how many bytes (0: no cap)"},
+    {"max-reports-per-worker", "TRAINYARD_MAX_REPORTS_PER_WORKER", I(max_reports_per_worker),
+     "10000000", 1, INT64_C(1) << 50,
+     "reports kept per worker and attempt (report_seq); later ones are acked and dropped"},
+    {"max-metrics-per-report", "TRAINYARD_MAX_METRICS_PER_REPORT", I(max_metrics_per_report),
+     "1000", 1, 1000000, "metrics kept per report; the others are dropped as skipped"},
     {"max-priority-user", "TRAINYARD_MAX_PRIORITY_USER", I(max_priority_user), "100", -1000, 1000,
      "highest job priority a non-admin token may submit (admins: up to 1000)"},
     {"cluster-token", "TRAINYARD_CLUSTER_TOKEN", S(cluster_token), NULL, 0, 0,

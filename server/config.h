@@ -32,11 +32,13 @@ struct srv_config {
     enum srv_auth_mode auth_mode;
     int64_t heartbeat_timeout_s;
     int64_t stop_grace_s;
-    int64_t stream_queue_max;      /* messages waiting for one /stream subscriber, at most */
-    int64_t max_stream_clients;    /* open /stream connections, at most */
-    int64_t max_log_bytes_per_job; /* 0: no cap */
-    int64_t max_priority_user;     /* highest priority a non-admin may ask for */
-    char *cluster_token;           /* NULL: <data_dir>/cluster.token */
+    int64_t stream_queue_max;       /* messages waiting for one /stream subscriber, at most */
+    int64_t max_stream_clients;     /* open /stream connections, at most */
+    int64_t max_log_bytes_per_job;  /* 0: no cap */
+    int64_t max_reports_per_worker; /* reports kept per worker attempt (report_seq) */
+    int64_t max_metrics_per_report; /* metrics kept per report */
+    int64_t max_priority_user;      /* highest priority a non-admin may ask for */
+    char *cluster_token;            /* NULL: <data_dir>/cluster.token */
     char *log_level;
     char *debug;
 };

@@ -198,3 +198,29 @@ def test_priority_ceiling_for_non_admins(server_factory):
     assert srv.request("POST", "/api/v1/jobs", dict(spec, priority=50), token=user).status == 201
     # Admins may still go up to the spec's bound.
     assert srv.request("POST", "/api/v1/jobs", dict(spec, priority=1000)).status == 201
+
+
+REPORT_FLOOD = """
+import trainyard
+for step in range(6):
+    trainyard.report({**{f"m{i:02d}": float(step) for i in range(20)}, "step": step})
+print("reported")
+"""
+
+
+def test_report_caps_per_worker_and_per_report(server_factory, agent_factory):
+    srv = server_factory(extra_args=("--max-reports-per-worker", "3",
+                                     "--max-metrics-per-report", "10"))
+    agent = agent_factory(srv=srv)
+    job = srv.submit({"name": "flood", "entrypoint": [PY, "-c", REPORT_FLOOD],
+                      "working_dir": "/tmp"})["id"]
+    done = srv.wait_job(job, {"SUCCEEDED", "FAILED"})
+    assert done["status"] == "SUCCEEDED", (done, agent.worker_log(job, 0))
+    # Every report is acked (the dropped ones too): the agent's spool empties.
+    spool = os.path.join(agent.data_dir, "spool")
+    wait_for(lambda: os.listdir(spool) == [], 30, "spool emptied")
+    points = srv.request("GET", f"/api/v1/jobs/{job}/metrics").json["metrics"]
+    names = {p["name"] for p in points}
+    assert len(names) == 10, names
+    steps = {p["step"] for p in points}
+    assert steps == {0, 1, 2}, steps
