@@ -72,6 +72,10 @@ static const struct option_def options[] = {
      "reports kept per worker and attempt (report_seq); later ones are acked and dropped"},
     {"max-metrics-per-report", "TRAINYARD_MAX_METRICS_PER_REPORT", I(max_metrics_per_report),
      "1000", 1, 1000000, "metrics kept per report; the others are dropped as skipped"},
+    {"max-metric-rows", "TRAINYARD_MAX_METRIC_ROWS", I(max_metric_rows), "2000000", 0,
+     INT64_C(1) << 40,
+     "metric rows one GET /jobs/{id}/metrics reads at most; past it 400 asks to narrow the "
+     "query (0: no bound)"},
     {"max-priority-user", "TRAINYARD_MAX_PRIORITY_USER", I(max_priority_user), "100", -1000, 1000,
      "highest job priority a non-admin token may submit (admins: up to 1000)"},
     {"cluster-token", "TRAINYARD_CLUSTER_TOKEN", S(cluster_token), NULL, 0, 0,

@@ -261,6 +261,8 @@ struct store_metrics_query {
     int64_t attempt;   /* 0: every attempt */
     size_t max_points; /* per (name, rank) series, >= 1: points, or buckets of a band */
     bool band;         /* min/max band buckets instead of LTTB points */
+    int64_t max_rows;  /* rows read from the database at most (0: no bound) */
+    bool *too_many;    /* out (when non-NULL): more than max_rows rows matched; nothing read */
 };
 /* *json_out = JSON array of {name, rank, attempt, step, value, time}, ordered by name, rank,
  * time, each (name, rank) series downsampled by LTTB (downsample.h); with q->band, of buckets

@@ -224,3 +224,10 @@ def test_report_caps_per_worker_and_per_report(server_factory, agent_factory):
     assert len(names) == 10, names
     steps = {p["step"] for p in points}
     assert steps == {0, 1, 2}, steps
+    # GET /metrics reads at most --max-metric-rows rows: beyond, it asks to narrow the query.
+    srv2 = server_factory(database_url=srv.args[srv.args.index("--database-url") + 1],
+                          extra_args=("--max-metric-rows", "25"))
+    r = srv2.request("GET", f"/api/v1/jobs/{job}/metrics", token=srv.admin_token)
+    assert r.status == 400 and "max-metric-rows" in r.json["detail"], r
+    r = srv2.request("GET", f"/api/v1/jobs/{job}/metrics?name=m00", token=srv.admin_token)
+    assert r.status == 200 and len(r.json["metrics"]) == 3, r
