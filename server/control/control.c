@@ -306,6 +306,8 @@ struct control *control_start(struct srv *srv)
         .max_conns = (int)srv->cfg.ws_max_connections,
         .max_preauth_per_ip = (int)srv->cfg.ws_max_preauth_per_ip,
         .auth_timeout_s = (int)srv->cfg.ws_auth_timeout_s,
+        .in_queue_max = (size_t)srv->cfg.ws_queue_max,
+        .out_queue_max = (size_t)srv->cfg.ws_queue_max,
     };
     hub_set_limits(ctl->hub, &limits);
     if (pthread_create(&ctl->thread, NULL, control_thread, ctl) != 0) {

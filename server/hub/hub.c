@@ -14,10 +14,8 @@
 #define HUB_MAX_MESSAGE AGENT_PROTO_MAX_MESSAGE
 #define HUB_BATCH_MAX 256           /* messages in one write to a subscriber, at most */
 #define HUB_BATCH_BYTES (64 * 1024) /* bytes in one write to a subscriber (beyond one message) */
-#define HUB_DEFAULT_LIMITS                                                                         \
-    {                                                                                              \
-        65536, 1000, 32, 10                                                                        \
-    }
+#define HUB_PING_S 30               /* a silent peer is pinged after this long */
+#define HUB_HANGUP_S 90 /* and closed when nothing, not even a pong, came for this long */
 
 enum hub_kind { HUB_AGENT = 0, HUB_STREAM = 1 };
 
@@ -42,6 +40,9 @@ struct conn {
     bool timeout_set;  /* lws thread only: the close grace is running */
     bool authed;       /* guarded by hub->lock: hub_authenticated() was called */
     bool deadline_off; /* lws thread only: the pre-authentication deadline was lifted */
+    bool rx_paused;    /* lws thread only: reading stopped while its consumer's queue is full */
+    bool kill;         /* guarded by hub->lock: close now (its output queue overflowed) */
+    bool killing;      /* lws thread only: the close was asked for */
     char peer[64];
     char *in; /* lws thread only: fragments of the message being received */
     size_t inlen;
@@ -55,6 +56,9 @@ struct queued_event {
 /* One consumer of events: the control thread (agents) or the stream thread (subscribers). */
 struct sink {
     struct queued_event *head, *tail;
+    size_t n;    /* events queued */
+    bool paused; /* some connection stopped reading because of this queue */
+    bool resume; /* the queue went down: the paused connections may read again */
     void (*wake)(void *);
     void *wake_arg;
 };
@@ -171,6 +175,7 @@ static void push_event(struct hub *hub, enum hub_kind to, enum hub_event_kind ki
     else
         s->head = q;
     s->tail = q;
+    s->n++;
     /* Under the lock, so that a consumer that detached (and freed wake_arg) is never called. */
     if (s->wake)
         s->wake(s->wake_arg);
@@ -182,12 +187,18 @@ static bool next_event(struct hub *hub, enum hub_kind from, struct hub_event *ev
     struct sink *s = &hub->sinks[from];
     pthread_mutex_lock(&hub->lock);
     struct queued_event *q = s->head;
+    bool wake_lws = false;
     if (q) {
         s->head = q->next;
         if (s->head == NULL)
             s->tail = NULL;
+        s->n--;
+        if (s->paused && !s->resume && s->n <= hub->limits.in_queue_max / 2)
+            s->resume = wake_lws = true;
     }
     pthread_mutex_unlock(&hub->lock);
+    if (wake_lws)
+        lws_cancel_service(hub->ctx);
     if (q == NULL)
         return false;
     *ev = q->ev;
@@ -377,6 +388,15 @@ static int on_conn(struct lws *wsi, enum hub_kind kind, enum lws_callback_reason
             push_event(hub, kind, HUB_MESSAGE, c->id, c->in, c->inlen, NULL);
             c->in = NULL;
             c->inlen = 0;
+            /* Backpressure: a consumer that falls behind stops the reading, not the memory. */
+            pthread_mutex_lock(&hub->lock);
+            struct sink *s = &hub->sinks[kind];
+            if (s->n >= hub->limits.in_queue_max) {
+                s->paused = true;
+                c->rx_paused = true;
+                lws_rx_flow_control(wsi, 0);
+            }
+            pthread_mutex_unlock(&hub->lock);
         }
         break;
     }
@@ -411,7 +431,21 @@ static int on_conn(struct lws *wsi, enum hub_kind kind, enum lws_callback_reason
         /* Another thread queued messages: ask for WRITEABLE on those connections. A subscriber
          * being closed gets a deadline, so one that never reads cannot hold its queue for ever. */
         pthread_mutex_lock(&hub->lock);
+        bool resume[2];
+        for (int i = 0; i < 2; i++) {
+            resume[i] = hub->sinks[i].resume;
+            if (resume[i])
+                hub->sinks[i].paused = hub->sinks[i].resume = false;
+        }
         for (struct conn *k = hub->conns; k; k = k->next) {
+            if (k->rx_paused && resume[k->kind]) {
+                k->rx_paused = false;
+                lws_rx_flow_control(k->wsi, 1);
+            }
+            if (k->kill && !k->killing) {
+                k->killing = true;
+                lws_set_timeout(k->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+            }
             if (k->want_write) {
                 k->want_write = false;
                 lws_callback_on_writable(k->wsi);
@@ -480,7 +514,12 @@ struct hub *hub_start(const char *host, int port, void (*wake)(void *), void *wa
     if (hub == NULL)
         return NULL;
     pthread_mutex_init(&hub->lock, NULL);
-    hub->limits = (struct hub_limits)HUB_DEFAULT_LIMITS;
+    hub->limits = (struct hub_limits){.preauth_max_bytes = 65536,
+                                      .max_conns = 2000,
+                                      .max_preauth_per_ip = 32,
+                                      .auth_timeout_s = 10,
+                                      .in_queue_max = 100000,
+                                      .out_queue_max = 100000};
     hub->sinks[HUB_AGENT].wake = wake;
     hub->sinks[HUB_AGENT].wake_arg = wake_arg;
     lws_set_log_level(LLL_ERR | LLL_WARN, lws_to_log);
@@ -492,6 +531,9 @@ struct hub *hub_start(const char *host, int port, void (*wake)(void *), void *wa
     info.user = hub;
     info.options = LWS_SERVER_OPTION_DISABLE_IPV6 | LWS_SERVER_OPTION_VALIDATE_UTF8;
     info.ka_time = 0;
+    static const lws_retry_bo_t idle_policy = {.secs_since_valid_ping = HUB_PING_S,
+                                               .secs_since_valid_hangup = HUB_HANGUP_S};
+    info.retry_and_idle_policy = &idle_policy;
     hub->ctx = lws_create_context(&info);
     if (hub->ctx == NULL) {
         TY_ERROR("hub", "cannot listen for websockets on %s:%d (port in use?)", host, port);
@@ -549,9 +591,18 @@ int hub_send(struct hub *hub, uint64_t conn, const char *text, size_t len)
         return -1;
     pthread_mutex_lock(&hub->lock);
     struct conn *c = find_conn(hub, conn);
-    if (c == NULL || ring_push(c, m) != 0) {
+    if (c != NULL && c->len >= hub->limits.out_queue_max && !c->kill) {
+        TY_BAD_PEER("hub", "connection %llu does not read (%zu messages waiting); closing",
+                    (unsigned long long)conn, c->len);
+        c->kill = true;
+        c->want_write = true;
+    }
+    if (c == NULL || c->kill || ring_push(c, m) != 0) {
+        bool wake_lws = c != NULL && c->kill;
         pthread_mutex_unlock(&hub->lock);
         hub_msg_unref(m);
+        if (wake_lws)
+            lws_cancel_service(hub->ctx);
         return -1;
     }
     c->want_write = true;
