@@ -79,6 +79,10 @@ static const struct option_def options[] = {
      INT64_C(1) << 40,
      "metric rows one GET /jobs/{id}/metrics reads at most; past it 400 asks to narrow the "
      "query (0: no bound)"},
+    {"max-workers-per-user", "TRAINYARD_MAX_WORKERS_PER_USER", I(max_workers_per_user), "0", 0,
+     1000000,
+     "placed or running workers of one user's jobs at most; more wait in the queue (0: no "
+     "quota)"},
     {"max-priority-user", "TRAINYARD_MAX_PRIORITY_USER", I(max_priority_user), "100", -1000, 1000,
      "highest job priority a non-admin token may submit (admins: up to 1000)"},
     {"cluster-token", "TRAINYARD_CLUSTER_TOKEN", S(cluster_token), NULL, 0, 0,

@@ -39,6 +39,7 @@ struct srv_config {
     int64_t max_reports_per_worker; /* reports kept per worker attempt (report_seq) */
     int64_t max_metrics_per_report; /* metrics kept per report */
     int64_t max_metric_rows;        /* rows GET /jobs/{id}/metrics reads at most (0: all) */
+    int64_t max_workers_per_user;   /* live workers of one owner's jobs (0: no quota) */
     int64_t max_priority_user;      /* highest priority a non-admin may ask for */
     char *cluster_token;            /* NULL: <data_dir>/cluster.token */
     char *log_level;

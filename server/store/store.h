@@ -179,11 +179,13 @@ struct store_sched_worker {
     const char *resources_json; /* its bundle, JSON object */
     const char *gpus_json;      /* JSON array of the node's GPU ids it holds */
     int64_t end_epoch;          /* its attempt's start + timeout_s (Unix seconds); -1: none */
+    const char *owner;          /* its job's owner */
 };
 struct store_sched_pending {
     int64_t id;
     int priority;
     int64_t created_epoch; /* Unix seconds */
+    const char *owner;
 };
 struct store_sched_rows {
     struct store_sched_node *nodes; /* by id */

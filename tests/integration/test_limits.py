@@ -231,3 +231,26 @@ def test_report_caps_per_worker_and_per_report(server_factory, agent_factory):
     assert r.status == 400 and "max-metric-rows" in r.json["detail"], r
     r = srv2.request("GET", f"/api/v1/jobs/{job}/metrics?name=m00", token=srv.admin_token)
     assert r.status == 200 and len(r.json["metrics"]) == 3, r
+
+
+def test_running_workers_quota_per_user(server_factory, agent_factory, tmp_path):
+    srv = server_factory(extra_args=("--max-workers-per-user", "1"))
+    agent_factory(srv=srv, cpus=4)
+    user = srv.create_token("quota-user", "user")
+    gate = tmp_path / "gate"
+    os.chmod(tmp_path, 0o777)
+    wait_gate = f"import os, time\nwhile not os.path.exists({str(gate)!r}): time.sleep(0.1)\n"
+    spec = {"entrypoint": [PY, "-c", wait_gate], "working_dir": "/tmp",
+            "scaling_config": {"resources_per_worker": {"CPU": 1}}}
+    first = srv.submit(dict(spec, name="first"), token=user)["id"]
+    srv.wait_job(first, {"RUNNING"})
+    second = srv.submit(dict(spec, name="second"), token=user)["id"]
+    # The second waits for the quota, although the node has room; another user's job runs.
+    other = srv.submit(dict(spec, name="other"))["id"]
+    srv.wait_job(other, {"RUNNING"})
+    job = wait_for(lambda: (lambda j: j if "quota" in (j.get("status_message") or "") else None)(
+        srv.request("GET", f"/api/v1/jobs/{second}").json), 30, "quota message")
+    assert job["status"] == "PENDING", job
+    gate.write_text("go")
+    for j in (first, second, other):
+        assert srv.wait_job(j, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"

@@ -22,3 +22,8 @@ ty_add_unit_tests(test_prom
           ${CMAKE_SOURCE_DIR}/server/telemetry.c
   LIBS tycommon m)
 target_include_directories(test_prom PRIVATE ${CMAKE_SOURCE_DIR}/server ${CMAKE_SOURCE_DIR}/server/http)
+
+# The per-user quota of running workers (server/control/quota.c).
+ty_add_unit_tests(test_quota
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_quota.c ${CMAKE_SOURCE_DIR}/server/control/quota.c)
+target_include_directories(test_quota PRIVATE ${CMAKE_SOURCE_DIR}/server/control)
