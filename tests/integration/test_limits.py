@@ -254,3 +254,33 @@ def test_running_workers_quota_per_user(server_factory, agent_factory, tmp_path)
     gate.write_text("go")
     for j in (first, second, other):
         assert srv.wait_job(j, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
+
+
+CHECKPOINTING = """
+import os, shutil, tempfile
+import trainyard
+d = tempfile.mkdtemp(prefix="ty-ck-")
+with open(os.path.join(d, "weights.bin"), "wb") as f:
+    f.write(b"x" * 1000)
+trainyard.report({"loss": 1.0, "step": 1}, checkpoint=d)
+shutil.rmtree(d)
+"""
+
+
+def test_deleting_a_job_removes_its_staging_on_the_agents(server_factory, agent_factory):
+    srv = server_factory()
+    agent = agent_factory(srv=srv)
+    job = srv.submit({"name": "staged", "entrypoint": [PY, "-c", CHECKPOINTING],
+                      "working_dir": "/tmp"})["id"]
+    done = srv.wait_job(job, {"SUCCEEDED", "FAILED"})
+    assert done["status"] == "SUCCEEDED", (done, agent.worker_log(job, 0))
+    staging = os.path.join(agent.data_dir, "checkpoints", str(job))
+    wait_for(lambda: os.path.isdir(staging), 30, "checkpoint staged on the agent")
+    keep = srv.submit({"name": "kept", "entrypoint": [PY, "-c", CHECKPOINTING],
+                       "working_dir": "/tmp"})["id"]
+    assert srv.wait_job(keep, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
+    kept = os.path.join(agent.data_dir, "checkpoints", str(keep))
+    wait_for(lambda: os.path.isdir(kept), 30, "second checkpoint staged")
+    assert srv.request("DELETE", f"/api/v1/jobs/{job}").status == 204
+    wait_for(lambda: not os.path.exists(staging), 30, "staging of the deleted job removed")
+    assert os.path.isdir(kept), "another job's staging must stay"
