@@ -181,6 +181,11 @@ char *agent_msg_stop(const char *job_id, int64_t attempt, int64_t grace_s)
     return dump_steal(o);
 }
 
+char *agent_msg_forget(const char *job_id)
+{
+    return dump_steal(json_pack("{s:s, s:s}", "type", "forget", "job_id", job_id));
+}
+
 /* [{"rank", "local_rank", "gpus"}...] of a launch (new array), or NULL. */
 static json_t *launch_workers(const struct agent_launch *l)
 {
@@ -519,6 +524,14 @@ int agent_server_msg_parse(const char *text, size_t len, struct agent_server_msg
             get_int(root, "attempt", false, 0, INT32_MAX, &out->attempt, err, errlen) != 0 ||
             get_int(root, "grace_s", false, 0, 86400, &out->grace_s, err, errlen) != 0)
             goto fail;
+    } else if (strcmp(type, "forget") == 0) {
+        out->type = AGENT_MSG_FORGET;
+        if (get_str(root, "job_id", true, true, &out->job_id, err, errlen) != 0)
+            goto fail;
+        if (agent_job_id_valid(out->job_id) != 0) {
+            snprintf(err, errlen, "'job_id' is not a valid job id");
+            goto fail;
+        }
     } else if (strcmp(type, "launch") == 0) {
         out->type = AGENT_MSG_LAUNCH;
         if (parse_launch(root, &out->launch, err, errlen) != 0) {

@@ -47,6 +47,7 @@ enum agent_msg_type {
     AGENT_MSG_ACK,
     AGENT_MSG_LAUNCH,
     AGENT_MSG_STOP,
+    AGENT_MSG_FORGET,
     /* agent -> server */
     AGENT_MSG_REGISTER,
     AGENT_MSG_HEARTBEAT,
@@ -113,7 +114,7 @@ struct agent_server_msg {
     const char *message;
     /* ack */
     int64_t seq;
-    /* stop */
+    /* stop, forget */
     const char *job_id;
     int64_t attempt; /* -1: every attempt */
     int64_t grace_s; /* -1: the agent's --stop-grace-s */
@@ -137,6 +138,8 @@ char *agent_msg_error(const char *message);
 char *agent_msg_ack(int64_t seq);
 /* attempt < 0: left out (every attempt); grace_s < 0: left out (the agent's default). */
 char *agent_msg_stop(const char *job_id, int64_t attempt, int64_t grace_s);
+/* forget: the job was deleted; the agent removes what it keeps of it (checkpoint staging). */
+char *agent_msg_forget(const char *job_id);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Agent -> server                                                                             */

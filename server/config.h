@@ -13,6 +13,17 @@ struct srv_config {
     int64_t http_port;
     int64_t ws_port;
     int64_t http_threads;
+    int64_t http_max_connections;  /* open HTTP connections, at most */
+    int64_t http_max_per_ip;       /* open HTTP connections from one address, at most */
+    int64_t http_idle_timeout_s;   /* an HTTP connection silent this long is closed */
+    int64_t ws_max_connections;    /* open websocket connections, at most */
+    int64_t ws_max_preauth_per_ip; /* unauthenticated websocket connections from one address */
+    int64_t ws_preauth_max_bytes;  /* largest websocket message before authentication */
+    int64_t ws_auth_timeout_s;     /* seconds to register / authenticate before being closed */
+    int64_t ws_queue_max;          /* websocket messages queued each way, at most */
+    int64_t db_pool_size;          /* 0: http_threads + 4 */
+    int64_t db_acquire_timeout_ms; /* wait for a pooled connection at most this long (503) */
+    int64_t db_connect_timeout_s;  /* libpq connect_timeout */
     int64_t max_body_bytes;
     char *data_dir;
     char *database_url;    /* NULL: run the embedded PostgreSQL under data_dir */
@@ -22,12 +33,17 @@ struct srv_config {
     enum srv_auth_mode auth_mode;
     int64_t heartbeat_timeout_s;
     int64_t stop_grace_s;
-    int64_t stream_queue_max;      /* messages waiting for one /stream subscriber, at most */
-    int64_t max_stream_clients;    /* open /stream connections, at most */
-    int64_t max_log_bytes_per_job; /* 0: no cap */
-    char *tls_cert;                /* NULL: plain http:// and ws:// */
-    char *tls_key;                 /* set exactly when tls_cert is */
-    char *cluster_token;           /* NULL: <data_dir>/cluster.token */
+    int64_t stream_queue_max;       /* messages waiting for one /stream subscriber, at most */
+    int64_t max_stream_clients;     /* open /stream connections, at most */
+    int64_t max_log_bytes_per_job;  /* 0: no cap */
+    int64_t max_reports_per_worker; /* reports kept per worker attempt (report_seq) */
+    int64_t max_metrics_per_report; /* metrics kept per report */
+    int64_t max_metric_rows;        /* rows GET /jobs/{id}/metrics reads at most (0: all) */
+    int64_t max_workers_per_user;   /* live workers of one owner's jobs (0: no quota) */
+    int64_t max_priority_user;      /* highest priority a non-admin may ask for */
+    char *tls_cert;                 /* NULL: plain http:// and ws:// */
+    char *tls_key;                  /* set exactly when tls_cert is */
+    char *cluster_token;            /* NULL: <data_dir>/cluster.token */
     char *log_level;
     char *debug;
 };

@@ -89,7 +89,11 @@ int main(int argc, char **argv)
         goto out;
     }
     /* One connection per HTTP thread, plus a few for the server's own loops. */
-    srv.db = db_create(conninfo, (int)srv.cfg.http_threads + 4);
+    int pool = srv.cfg.db_pool_size > 0 ? (int)srv.cfg.db_pool_size : (int)srv.cfg.http_threads + 4;
+    srv.db = db_create(conninfo, pool);
+    if (srv.db != NULL)
+        db_set_timeouts(srv.db, (int)srv.cfg.db_acquire_timeout_ms,
+                        (int)srv.cfg.db_connect_timeout_s);
     if (srv.db == NULL || wait_for_database(srv.db) != 0) {
         TY_ERROR("main", "cannot reach the database");
         goto out;

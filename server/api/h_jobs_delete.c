@@ -1,6 +1,7 @@
 /* DELETE /api/v1/jobs/{id}: only finished jobs (409 otherwise); removes its events, metrics,
  * workers and checkpoint records. Users may delete their own jobs, admins any. */
 #include "auth.h"
+#include "control.h"
 #include "db.h"
 #include "handlers.h"
 #include "server.h"
@@ -51,8 +52,10 @@ enum MHD_Result h_jobs_delete(struct srv_request *req)
                                 "job %lld is %s; stop it and wait until it has finished before "
                                 "deleting it",
                                 (long long)id, a.status ? a.status : "running");
-    else
+    else {
+        control_forget_job(req->srv->control, id);
         ret = srv_reply_empty(req, MHD_HTTP_NO_CONTENT);
+    }
     free(a.status);
     return ret;
 }

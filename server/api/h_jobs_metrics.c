@@ -54,7 +54,9 @@ enum MHD_Result h_jobs_metrics(struct srv_request *req)
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "mode",
                                        "must be points or band");
     bool band = mode && strcmp(mode, "band") == 0;
-    struct store_metrics_query q = {names, rank, attempt, (size_t)max_points, band};
+    bool too_many = false;
+    struct store_metrics_query q = {
+        names, rank, attempt, (size_t)max_points, band, req->srv->cfg.max_metric_rows, &too_many};
     struct metrics_series a = {id, &q, NULL};
     int qs = db_with_conn(req->srv->db, metrics_series, &a);
     if (qs < 0)
@@ -62,5 +64,13 @@ enum MHD_Result h_jobs_metrics(struct srv_request *req)
     if (qs == 0)
         return srv_reply_problem(req, SRV_P_JOB_NOT_FOUND, NULL, "there is no job %lld",
                                  (long long)id);
+    if (too_many) {
+        free(a.points);
+        return srv_reply_problem(
+            req, SRV_P_INVALID_PARAMETER, NULL,
+            "more than %lld metric rows match (--max-metric-rows); narrow the query with name=, "
+            "rank= or attempt=",
+            (long long)req->srv->cfg.max_metric_rows);
+    }
     return srv_reply_wrapped(req, "metrics", a.points);
 }

@@ -87,6 +87,14 @@ enum MHD_Result h_jobs_submit(struct srv_request *req)
                                  json_string_value(json_object_get(first, "field")),
                                  json_string_value(json_object_get(first, "detail")));
     }
+    json_int_t prio = json_integer_value(json_object_get(spec, "priority"));
+    if (req->who.role < SRV_ROLE_ADMIN && prio > req->srv->cfg.max_priority_user) {
+        json_decref(spec);
+        char detail[96];
+        snprintf(detail, sizeof(detail), "at most %lld for a non-admin token (--max-priority-user)",
+                 (long long)req->srv->cfg.max_priority_user);
+        return srv_reply_field_problem(req, SRV_P_INVALID_SPEC, "priority", detail);
+    }
     struct job_submit a = {
         .who = &req->who,
         .owner = req->who.name,

@@ -133,6 +133,9 @@ enum MHD_Result h_prometheus(struct srv_request *req)
             (double)waits);
     counter(&b, "trainyard_db_pool_wait_seconds_total", "Time spent waiting for a connection.",
             (double)wait_us / 1e6);
+    counter(&b, "trainyard_db_pool_timeouts_total",
+            "Times a thread gave up waiting for a pooled connection (answered 503).",
+            (double)db_pool_timeouts(srv->db));
     prom_family(&b, "trainyard_scheduling_pass_duration_seconds", "histogram",
                 "Duration of each scheduling pass of the control thread.");
     prom_histogram(&b, "trainyard_scheduling_pass_duration_seconds", NULL,

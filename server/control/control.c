@@ -2,6 +2,7 @@
  * jobs being stopped). See control.h. */
 #include "control_internal.h"
 
+#include "agent_proto.h"
 #include "log.h"
 #include "server.h"
 #include "store.h"
@@ -76,6 +77,45 @@ void control_kick(struct control *ctl)
     ctl->kicked = true;
     pthread_cond_signal(&ctl->cond);
     pthread_mutex_unlock(&ctl->lock);
+}
+
+void control_forget_job(struct control *ctl, int64_t id)
+{
+    if (ctl == NULL)
+        return;
+    pthread_mutex_lock(&ctl->lock);
+    if (ctl->nforget == ctl->forget_cap) {
+        size_t cap = ctl->forget_cap ? ctl->forget_cap * 2 : 16;
+        int64_t *grown = realloc(ctl->forget, cap * sizeof(*grown));
+        if (grown != NULL) {
+            ctl->forget = grown;
+            ctl->forget_cap = cap;
+        }
+    }
+    if (ctl->nforget < ctl->forget_cap)
+        ctl->forget[ctl->nforget++] = id;
+    ctl->kicked = true;
+    pthread_cond_signal(&ctl->cond);
+    pthread_mutex_unlock(&ctl->lock);
+}
+
+/* Sends `forget` for each job deleted since the last call to every connected agent. */
+static void send_forgets(struct control *ctl)
+{
+    pthread_mutex_lock(&ctl->lock);
+    int64_t *ids = ctl->forget;
+    size_t n = ctl->nforget;
+    ctl->forget = NULL;
+    ctl->nforget = ctl->forget_cap = 0;
+    pthread_mutex_unlock(&ctl->lock);
+    for (size_t i = 0; i < n; i++) {
+        char job[32];
+        snprintf(job, sizeof(job), "%lld", (long long)ids[i]);
+        for (struct ctl_node *node = ctl->nodes; node; node = node->next)
+            if (node->conn != 0)
+                ctl__send_text(ctl, node->conn, agent_msg_forget(job));
+    }
+    free(ids);
 }
 
 /* Loads the nodes the database believes alive, so that a node whose agent never comes back after
@@ -218,8 +258,10 @@ static void *control_thread(void *arg)
         pthread_mutex_unlock(&ctl->lock);
         if (stopping)
             break;
-        if (kicked)
+        if (kicked) {
             ctl->dirty = true;
+            send_forgets(ctl);
+        }
         if (db_ensure(ctl->db) != 0)
             continue; /* events stay queued until the database is back */
         /* The worker_started messages among these (an agent sends those of a launch together)
@@ -302,6 +344,15 @@ struct control *control_start(struct srv *srv)
                          srv->cfg.tls_key, wake, ctl);
     if (ctl->hub == NULL)
         goto fail;
+    struct hub_limits limits = {
+        .preauth_max_bytes = (size_t)srv->cfg.ws_preauth_max_bytes,
+        .max_conns = (int)srv->cfg.ws_max_connections,
+        .max_preauth_per_ip = (int)srv->cfg.ws_max_preauth_per_ip,
+        .auth_timeout_s = (int)srv->cfg.ws_auth_timeout_s,
+        .in_queue_max = (size_t)srv->cfg.ws_queue_max,
+        .out_queue_max = (size_t)srv->cfg.ws_queue_max,
+    };
+    hub_set_limits(ctl->hub, &limits);
     if (pthread_create(&ctl->thread, NULL, control_thread, ctl) != 0) {
         hub_stop(ctl->hub);
         goto fail;
@@ -343,5 +394,6 @@ void control_stop(struct control *ctl)
     free(ctl->cluster_token_hash);
     pthread_mutex_destroy(&ctl->lock);
     pthread_cond_destroy(&ctl->cond);
+    free(ctl->forget);
     free(ctl);
 }

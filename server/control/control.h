@@ -5,6 +5,8 @@
 #ifndef SRV_CONTROL_H
 #define SRV_CONTROL_H
 
+#include <stdint.h>
+
 struct srv;
 struct control;
 struct hub;
@@ -17,5 +19,9 @@ void control_stop(struct control *ctl);
 struct hub *control_hub(struct control *ctl);
 /* Asks for a scheduling pass soon (after a submit, stop or drain). Thread-safe; NULL is a no-op. */
 void control_kick(struct control *ctl);
+/* Tells every connected agent that job `id` was deleted (agent message `forget`: they remove its
+ * checkpoint staging). Any thread; the control thread sends it. An agent that is not connected
+ * then keeps the staging. */
+void control_forget_job(struct control *ctl, int64_t id);
 
 #endif

@@ -114,6 +114,51 @@ static int64_t job_of(const struct agent_worker_event *e)
     return util_parse_int64(e->job_id, 1, INT64_MAX, &id) == 0 ? id : 0;
 }
 
+/* Applies the report caps (the option table): keeps at most --max-metrics-per-report metrics
+ * of the report (the others count as skipped), and returns false for a report past
+ * --max-reports-per-worker of its worker's attempt, which is then dropped. */
+static bool within_report_caps(struct control *ctl, struct ctl_node *node, struct agent_node_msg *m)
+{
+    struct agent_report *r = &m->report;
+    if (r->report_seq > ctl->srv->cfg.max_reports_per_worker) {
+        TY_BAD_PEER("control",
+                    "node %s: job %lld rank %lld report %lld is past --max-reports-per-worker; "
+                    "dropped",
+                    node->id, (long long)r->job, (long long)r->rank, (long long)r->report_seq);
+        return false;
+    }
+    size_t cap = (size_t)ctl->srv->cfg.max_metrics_per_report;
+    if (r->numbers == NULL || json_object_size(r->numbers) <= cap)
+        return true;
+    size_t kept = 0, cut = 0;
+    const char *key;
+    json_t *value;
+    void *tmp;
+    json_object_foreach_safe(r->numbers, tmp, key, value)
+    {
+        if (kept < cap) {
+            kept++;
+            continue;
+        }
+        json_object_del(r->numbers, key);
+        cut++;
+    }
+    r->skipped += cut;
+    TY_BAD_PEER("control",
+                "node %s: job %lld report %lld: %zu metrics over --max-metrics-per-report",
+                node->id, (long long)r->job, (long long)r->report_seq, cut);
+    return true;
+}
+
+/* Acks a report dropped for a cap, after committing the reports queued before it (acks are
+ * cumulative: this one must not cover a report that is not committed yet). */
+static void drop_over_cap(struct control *ctl, uint64_t conn, int64_t seq)
+{
+    ctl__flush_reports(ctl);
+    if (seq >= 0 && ctl__node_by_conn(ctl, conn) != NULL)
+        ack_seq(ctl, conn, seq);
+}
+
 /* Whether `register` listed worker (job, attempt, rank). */
 static bool reported(const struct agent_node_msg *reg, int64_t job, int attempt, int rank)
 {
@@ -213,6 +258,7 @@ static void on_register(struct control *ctl, uint64_t conn, const struct agent_n
     }
     if (attach_node(ctl, id, conn) == NULL)
         return;
+    hub_authenticated(ctl->hub, conn);
     TY_INFO("control", "node %s registered (%s)", id, reg->node.address);
     int64_t timeout = ctl->srv->cfg.heartbeat_timeout_s;
     ctl__send_text(
@@ -263,6 +309,8 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
     if (!ok && m.type == AGENT_MSG_UNKNOWN) {
         TY_BAD_PEER("control", "connection %llu: not a JSON message with a type: %s",
                     (unsigned long long)conn, err);
+        if (ctl__node_by_conn(ctl, conn) == NULL)
+            send_error_and_close(ctl, conn, "send register first");
         return;
     }
     /* Every other message is applied after the worker starts queued before it, a change of a
@@ -299,6 +347,8 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
             rc = on_worker_event(ctl, node, conn, &m);
         else if (m.type == AGENT_MSG_LOG)
             ctl__on_log(ctl, node, conn, &m);
+        else if (m.type == AGENT_MSG_REPORT && !within_report_caps(ctl, node, &m))
+            drop_over_cap(ctl, conn, m.seq);
         else if (m.type == AGENT_MSG_REPORT)
             ctl__queue_report(ctl, conn, &m);
         else if (m.type != AGENT_MSG_HEARTBEAT) /* heartbeat: last_seen updated above */

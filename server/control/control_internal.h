@@ -78,7 +78,9 @@ struct control {
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    bool kicked;   /* guarded by lock */
+    bool kicked;     /* guarded by lock */
+    int64_t *forget; /* guarded by lock: deleted jobs to tell the agents about */
+    size_t nforget, forget_cap;
     bool stopping; /* guarded by lock */
     bool woken;    /* guarded by lock: the hub queued events */
     bool dirty;    /* a scheduling pass is due */

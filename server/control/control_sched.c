@@ -6,6 +6,7 @@
 #include "control_snapshot.h"
 #include "jobspec.h"
 #include "log.h"
+#include "quota.h"
 #include "scheduler/sched.h"
 #include "server.h"
 #include "store.h"
@@ -94,6 +95,49 @@ static void log_snapshot_note(void *arg, bool bug, const char *message)
         TY_WARN("control", "%s", message);
 }
 
+/* Leaves out of this pass (specs[i] = NULL) the pending jobs whose owner is at the quota of
+ * running workers (--max-workers-per-user, quota.h), with a waiting message saying so. */
+static void apply_quota(struct control *ctl, const struct store_sched_rows *rows,
+                        const struct jobspec **specs)
+{
+    int64_t quota = ctl->srv->cfg.max_workers_per_user;
+    size_t np = rows->npending, nr = rows->nworkers;
+    if (quota <= 0)
+        return;
+    const char **running = calloc(nr + 1, sizeof(*running));
+    const char **owners = calloc(np, sizeof(*owners));
+    int *mins = calloc(np, sizeof(*mins));
+    int *maxs = calloc(np, sizeof(*maxs));
+    bool *ok = calloc(np, sizeof(*ok));
+    if (running && owners && mins && maxs && ok) {
+        for (size_t i = 0; i < nr; i++)
+            running[i] = rows->workers[i].owner;
+        for (size_t i = 0; i < np; i++) {
+            owners[i] = rows->pending[i].owner;
+            mins[i] = specs[i] ? specs[i]->num_workers_min : 0;
+            maxs[i] = specs[i] ? specs[i]->num_workers_max : 0;
+        }
+        if (quota_admit(quota, running, nr, owners, mins, maxs, np, ok) == 0) {
+            for (size_t i = 0; i < np; i++) {
+                if (ok[i] || specs[i] == NULL)
+                    continue;
+                specs[i] = NULL;
+                char msg[160];
+                snprintf(msg, sizeof(msg),
+                         "waiting: %s is at the quota of %lld running workers per user", owners[i],
+                         (long long)quota);
+                if (ctl__spec_message_changed(&ctl->specs, rows->pending[i].id, msg))
+                    store_job_set_waiting_message(ctl->db, rows->pending[i].id, msg);
+            }
+        }
+    }
+    free(running);
+    free(owners);
+    free(mins);
+    free(maxs);
+    free(ok);
+}
+
 void ctl__schedule(struct control *ctl)
 {
     struct store_sched_rows rows;
@@ -114,6 +158,7 @@ void ctl__schedule(struct control *ctl)
         goto out;
     for (size_t i = 0; i < rows.npending; i++)
         specs[i] = ctl__spec_get(&ctl->specs, rows.pending[i].id);
+    apply_quota(ctl, &rows, specs);
     if (ctl_snapshot_build(&rows, specs, log_snapshot_note, NULL, &snap) != 0)
         goto out;
     if (sched_run_pass(snap.snap, (int64_t)time(NULL), &result) != 0)

@@ -15,6 +15,9 @@
 #include <string.h>
 #include <time.h>
 
+/* Seconds a 503 (database unavailable, pool exhausted) asks the client to wait. */
+#define SRV_RETRY_AFTER_S "1"
+
 static double monotonic_s(void)
 {
     struct timespec ts;
@@ -40,6 +43,8 @@ enum MHD_Result srv_reply_steal(struct srv_request *req, unsigned status, const 
         MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, location);
     if (status == MHD_HTTP_UNAUTHORIZED)
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"trainyard\"");
+    if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, SRV_RETRY_AFTER_S);
     enum MHD_Result ret = MHD_queue_response(req->conn, status, r);
     MHD_destroy_response(r);
     req->status = status;
@@ -111,6 +116,8 @@ static enum MHD_Result reply_problem_v(struct srv_request *req, enum srv_problem
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"trainyard\"");
     if (allow)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+    if (srv_problem_status(p) == MHD_HTTP_SERVICE_UNAVAILABLE)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, SRV_RETRY_AFTER_S);
     enum MHD_Result ret = MHD_queue_response(req->conn, srv_problem_status(p), r);
     MHD_destroy_response(r);
     req->status = srv_problem_status(p);
@@ -434,8 +441,10 @@ int srv_http_start(struct srv *srv)
         flags, (uint16_t)srv->cfg.http_port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR,
         &addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->cfg.http_threads,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
-        MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
-        MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->cfg.http_idle_timeout_s,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)srv->cfg.http_max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)srv->cfg.http_max_per_ip,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
     /* GnuTLS copied the certificate and key while the daemon started. */
     free(cert);
     free(key);

@@ -14,6 +14,8 @@
 #define HUB_MAX_MESSAGE AGENT_PROTO_MAX_MESSAGE
 #define HUB_BATCH_MAX 256           /* messages in one write to a subscriber, at most */
 #define HUB_BATCH_BYTES (64 * 1024) /* bytes in one write to a subscriber (beyond one message) */
+#define HUB_PING_S 30               /* a silent peer is pinged after this long */
+#define HUB_HANGUP_S 90 /* and closed when nothing, not even a pong, came for this long */
 
 enum hub_kind { HUB_AGENT = 0, HUB_STREAM = 1 };
 
@@ -35,8 +37,14 @@ struct conn {
     bool watching;
     bool want_write;
     bool close_after;
-    bool timeout_set; /* lws thread only: the close grace is running */
-    char *in;         /* lws thread only: fragments of the message being received */
+    bool timeout_set;  /* lws thread only: the close grace is running */
+    bool authed;       /* guarded by hub->lock: hub_authenticated() was called */
+    bool deadline_off; /* lws thread only: the pre-authentication deadline was lifted */
+    bool rx_paused;    /* lws thread only: reading stopped while its consumer's queue is full */
+    bool kill;         /* guarded by hub->lock: close now (its output queue overflowed) */
+    bool killing;      /* lws thread only: the close was asked for */
+    char peer[64];
+    char *in; /* lws thread only: fragments of the message being received */
     size_t inlen;
 };
 
@@ -48,6 +56,9 @@ struct queued_event {
 /* One consumer of events: the control thread (agents) or the stream thread (subscribers). */
 struct sink {
     struct queued_event *head, *tail;
+    size_t n;    /* events queued */
+    bool paused; /* some connection stopped reading because of this queue */
+    bool resume; /* the queue went down: the paused connections may read again */
     void (*wake)(void *);
     void *wake_arg;
 };
@@ -62,7 +73,8 @@ struct hub {
     struct sink sinks[2]; /* by enum hub_kind; guarded by lock */
     bool stream_on;       /* guarded by lock: subscribers are accepted */
     size_t stream_queue_max;
-    unsigned char *scratch; /* lws thread only: batched frames being written (write_some) */
+    struct hub_limits limits; /* guarded by lock */
+    unsigned char *scratch;   /* lws thread only: batched frames being written (write_some) */
     size_t scratch_cap;
 };
 
@@ -163,6 +175,7 @@ static void push_event(struct hub *hub, enum hub_kind to, enum hub_event_kind ki
     else
         s->head = q;
     s->tail = q;
+    s->n++;
     /* Under the lock, so that a consumer that detached (and freed wake_arg) is never called. */
     if (s->wake)
         s->wake(s->wake_arg);
@@ -174,12 +187,18 @@ static bool next_event(struct hub *hub, enum hub_kind from, struct hub_event *ev
     struct sink *s = &hub->sinks[from];
     pthread_mutex_lock(&hub->lock);
     struct queued_event *q = s->head;
+    bool wake_lws = false;
     if (q) {
         s->head = q->next;
         if (s->head == NULL)
             s->tail = NULL;
+        s->n--;
+        if (s->paused && !s->resume && s->n <= hub->limits.in_queue_max / 2)
+            s->resume = wake_lws = true;
     }
     pthread_mutex_unlock(&hub->lock);
+    if (wake_lws)
+        lws_cancel_service(hub->ctx);
     if (q == NULL)
         return false;
     *ev = q->ev;
@@ -214,6 +233,27 @@ static bool accept_handshake(struct hub *hub, struct lws *wsi, enum hub_kind kin
     bool on = hub->stream_on;
     pthread_mutex_unlock(&hub->lock);
     return stream_path && on;
+}
+
+/* Whether one more connection from wsi's address fits the limits: connections in all, and
+ * unauthenticated ones from that address. */
+static bool within_limits(struct hub *hub, struct lws *wsi)
+{
+    char peer[64] = "";
+    lws_get_peer_simple(wsi, peer, sizeof(peer));
+    pthread_mutex_lock(&hub->lock);
+    int total = 0, same = 0;
+    for (struct conn *k = hub->conns; k; k = k->next) {
+        total++;
+        if (!k->authed && strcmp(k->peer, peer) == 0)
+            same++;
+    }
+    bool ok = total < hub->limits.max_conns && same < hub->limits.max_preauth_per_ip;
+    pthread_mutex_unlock(&hub->lock);
+    if (!ok)
+        TY_BAD_PEER("hub", "refused a connection from %s: %d open, %d unauthenticated from it",
+                    peer, total, same);
+    return ok;
 }
 
 /* The bytes of a server websocket frame (header and payload) for a payload of len. */
@@ -307,23 +347,31 @@ static int on_conn(struct lws *wsi, enum hub_kind kind, enum lws_callback_reason
             TY_DEBUG("hub", "refused a %s handshake", kind == HUB_AGENT ? "agent" : "stream");
             return -1;
         }
+        if (!within_limits(hub, wsi))
+            return -1;
         break;
     case LWS_CALLBACK_ESTABLISHED: {
         memset(c, 0, sizeof(*c));
         c->wsi = wsi;
         c->kind = kind;
-        char peer[64] = "";
-        lws_get_peer_simple(wsi, peer, sizeof(peer));
+        lws_get_peer_simple(wsi, c->peer, sizeof(c->peer));
         pthread_mutex_lock(&hub->lock);
         c->id = ++hub->next_id;
         c->next = hub->conns;
         hub->conns = c;
+        int deadline = hub->limits.auth_timeout_s;
         pthread_mutex_unlock(&hub->lock);
-        push_event(hub, kind, HUB_CONNECTED, c->id, NULL, 0, peer);
+        /* Closed unless it authenticates in time (hub_authenticated lifts it). */
+        lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, deadline);
+        push_event(hub, kind, HUB_CONNECTED, c->id, NULL, 0, c->peer);
         break;
     }
     case LWS_CALLBACK_RECEIVE: {
         size_t max = kind == HUB_AGENT ? HUB_MAX_MESSAGE : HUB_STREAM_MAX_IN;
+        pthread_mutex_lock(&hub->lock);
+        if (!c->authed && hub->limits.preauth_max_bytes < max)
+            max = hub->limits.preauth_max_bytes;
+        pthread_mutex_unlock(&hub->lock);
         if (c->inlen + len > max) {
             TY_BAD_PEER("hub", "connection %llu sent a message over %zu bytes; closing",
                         (unsigned long long)c->id, max);
@@ -340,6 +388,15 @@ static int on_conn(struct lws *wsi, enum hub_kind kind, enum lws_callback_reason
             push_event(hub, kind, HUB_MESSAGE, c->id, c->in, c->inlen, NULL);
             c->in = NULL;
             c->inlen = 0;
+            /* Backpressure: a consumer that falls behind stops the reading, not the memory. */
+            pthread_mutex_lock(&hub->lock);
+            struct sink *s = &hub->sinks[kind];
+            if (s->n >= hub->limits.in_queue_max) {
+                s->paused = true;
+                c->rx_paused = true;
+                lws_rx_flow_control(wsi, 0);
+            }
+            pthread_mutex_unlock(&hub->lock);
         }
         break;
     }
@@ -374,10 +431,28 @@ static int on_conn(struct lws *wsi, enum hub_kind kind, enum lws_callback_reason
         /* Another thread queued messages: ask for WRITEABLE on those connections. A subscriber
          * being closed gets a deadline, so one that never reads cannot hold its queue for ever. */
         pthread_mutex_lock(&hub->lock);
+        bool resume[2];
+        for (int i = 0; i < 2; i++) {
+            resume[i] = hub->sinks[i].resume;
+            if (resume[i])
+                hub->sinks[i].paused = hub->sinks[i].resume = false;
+        }
         for (struct conn *k = hub->conns; k; k = k->next) {
+            if (k->rx_paused && resume[k->kind]) {
+                k->rx_paused = false;
+                lws_rx_flow_control(k->wsi, 1);
+            }
+            if (k->kill && !k->killing) {
+                k->killing = true;
+                lws_set_timeout(k->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+            }
             if (k->want_write) {
                 k->want_write = false;
                 lws_callback_on_writable(k->wsi);
+            }
+            if (k->authed && !k->deadline_off && !k->timeout_set) {
+                k->deadline_off = true;
+                lws_set_timeout(k->wsi, NO_PENDING_TIMEOUT, 0);
             }
             if (k->close_after && k->kind == HUB_STREAM && !k->timeout_set) {
                 k->timeout_set = true;
@@ -440,6 +515,12 @@ struct hub *hub_start(const char *host, int port, const char *tls_cert, const ch
     if (hub == NULL)
         return NULL;
     pthread_mutex_init(&hub->lock, NULL);
+    hub->limits = (struct hub_limits){.preauth_max_bytes = 65536,
+                                      .max_conns = 2000,
+                                      .max_preauth_per_ip = 32,
+                                      .auth_timeout_s = 10,
+                                      .in_queue_max = 100000,
+                                      .out_queue_max = 100000};
     hub->sinks[HUB_AGENT].wake = wake;
     hub->sinks[HUB_AGENT].wake_arg = wake_arg;
     lws_set_log_level(LLL_ERR | LLL_WARN, lws_to_log);
@@ -456,6 +537,9 @@ struct hub *hub_start(const char *host, int port, const char *tls_cert, const ch
         info.ssl_cert_filepath = tls_cert;
         info.ssl_private_key_filepath = tls_key;
     }
+    static const lws_retry_bo_t idle_policy = {.secs_since_valid_ping = HUB_PING_S,
+                                               .secs_since_valid_hangup = HUB_HANGUP_S};
+    info.retry_and_idle_policy = &idle_policy;
     hub->ctx = lws_create_context(&info);
     if (hub->ctx == NULL) {
         TY_ERROR("hub",
@@ -517,9 +601,18 @@ int hub_send(struct hub *hub, uint64_t conn, const char *text, size_t len)
         return -1;
     pthread_mutex_lock(&hub->lock);
     struct conn *c = find_conn(hub, conn);
-    if (c == NULL || ring_push(c, m) != 0) {
+    if (c != NULL && c->len >= hub->limits.out_queue_max && !c->kill) {
+        TY_BAD_PEER("hub", "connection %llu does not read (%zu messages waiting); closing",
+                    (unsigned long long)conn, c->len);
+        c->kill = true;
+        c->want_write = true;
+    }
+    if (c == NULL || c->kill || ring_push(c, m) != 0) {
+        bool wake_lws = c != NULL && c->kill;
         pthread_mutex_unlock(&hub->lock);
         hub_msg_unref(m);
+        if (wake_lws)
+            lws_cancel_service(hub->ctx);
         return -1;
     }
     c->want_write = true;
@@ -535,6 +628,26 @@ void hub_close(struct hub *hub, uint64_t conn)
     if (c) {
         c->close_after = true;
         c->want_write = true;
+    }
+    pthread_mutex_unlock(&hub->lock);
+    lws_cancel_service(hub->ctx);
+}
+
+void hub_set_limits(struct hub *hub, const struct hub_limits *limits)
+{
+    pthread_mutex_lock(&hub->lock);
+    hub->limits = *limits;
+    pthread_mutex_unlock(&hub->lock);
+}
+
+void hub_authenticated(struct hub *hub, uint64_t conn)
+{
+    pthread_mutex_lock(&hub->lock);
+    for (struct conn *k = hub->conns; k; k = k->next) {
+        if (k->id == conn) {
+            k->authed = true;
+            break;
+        }
     }
     pthread_mutex_unlock(&hub->lock);
     lws_cancel_service(hub->ctx);

@@ -32,6 +32,17 @@
 
 struct hub;
 
+/* Limits on peers that have not authenticated yet (an agent before its register is accepted, a
+ * subscriber before its auth), and on connections in all. */
+struct hub_limits {
+    size_t preauth_max_bytes; /* largest message before authentication */
+    int max_conns;            /* open websocket connections, at most */
+    int max_preauth_per_ip;   /* unauthenticated connections from one address, at most */
+    int auth_timeout_s;       /* an unauthenticated connection is closed after this long */
+    size_t in_queue_max;      /* events waiting for a consumer; past it reading pauses */
+    size_t out_queue_max;     /* messages waiting for one agent; past it the agent is closed */
+};
+
 enum hub_event_kind {
     HUB_CONNECTED,
     HUB_MESSAGE,
@@ -55,12 +66,20 @@ struct hub *hub_start(const char *host, int port, const char *tls_cert, const ch
                       void (*wake)(void *), void *wake_arg);
 /* Stops the lws thread, closes every connection, frees queued messages. */
 void hub_stop(struct hub *hub);
+/* Replaces the limits (hub_start begins with the option table's defaults); they apply to
+ * connections made afterwards and to messages received afterwards. */
+void hub_set_limits(struct hub *hub, const struct hub_limits *limits);
+/* Marks `conn` authenticated (a register accepted, a subscriber's auth): the pre-authentication
+ * message limit and deadline no longer apply, and it no longer counts against its address. */
+void hub_authenticated(struct hub *hub, uint64_t conn);
 
 /* ---- agents (the control thread) ---- */
 
 /* Takes the oldest agent event into *ev; returns false when none is queued. */
 bool hub_next_event(struct hub *hub, struct hub_event *ev);
-/* Queues `text` (copied) for connection `conn` and wakes the lws thread. No bound. Returns -1 if
+/* Queues `text` (copied) for connection `conn` and wakes the lws thread. Past out_queue_max
+ * waiting messages (an agent that does not read) the connection is closed instead (the agent
+ * reconnects and resends what was not acked) and -1 returned. Returns -1 if
  * the connection is gone. */
 int hub_send(struct hub *hub, uint64_t conn, const char *text, size_t len);
 /* Closes the connection after its queued messages are written. */

@@ -3,6 +3,7 @@
 
 #include "log.h"
 
+#include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -29,9 +30,12 @@ struct db {
     pthread_cond_t freed;
     int size;
     struct db_conn *conns;
-    uint64_t generation; /* atomic */
-    uint64_t waits;      /* atomic: db_acquire calls that found every connection in use */
-    uint64_t wait_us;    /* atomic: microseconds they waited, in all */
+    uint64_t generation;    /* atomic */
+    uint64_t waits;         /* atomic: db_acquire calls that found every connection in use */
+    uint64_t wait_us;       /* atomic: microseconds they waited, in all */
+    uint64_t timeouts;      /* atomic: db_acquire calls that gave up waiting */
+    int acquire_timeout_ms; /* 0: wait for ever */
+    int connect_timeout_s;  /* 0: libpq's default (none) */
 };
 
 struct db *db_create(const char *conninfo, int size)
@@ -51,8 +55,18 @@ struct db *db_create(const char *conninfo, int size)
     for (int i = 0; i < size; i++)
         db->conns[i].db = db;
     pthread_mutex_init(&db->lock, NULL);
-    pthread_cond_init(&db->freed, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&db->freed, &attr);
+    pthread_condattr_destroy(&attr);
     return db;
+}
+
+void db_set_timeouts(struct db *db, int acquire_timeout_ms, int connect_timeout_s)
+{
+    db->acquire_timeout_ms = acquire_timeout_ms;
+    db->connect_timeout_s = connect_timeout_s;
 }
 
 void db_destroy(struct db *db)
@@ -95,7 +109,13 @@ static int conn_ensure(struct db *db, struct db_conn *c)
         c->pg = NULL;
     }
     c->nprepared = 0;
-    c->pg = PQconnectdb(db->conninfo);
+    /* connect_timeout comes first so that a value in the connection string itself wins: libpq
+     * expands the dbname entry into its parameters and the last one given is used. */
+    char timeout[16];
+    snprintf(timeout, sizeof(timeout), "%d", db->connect_timeout_s);
+    const char *const keys[] = {"connect_timeout", "dbname", NULL};
+    const char *const values[] = {db->connect_timeout_s > 0 ? timeout : NULL, db->conninfo, NULL};
+    c->pg = PQconnectdbParams(keys, values, 1);
     if (PQstatus(c->pg) != CONNECTION_OK) {
         TY_ERROR("db", "cannot connect to the database: %s", PQerrorMessage(c->pg));
         PQfinish(c->pg);
@@ -123,7 +143,25 @@ struct db_conn *db_acquire(struct db *db)
             break;
         if (t0.tv_sec == 0 && t0.tv_nsec == 0)
             clock_gettime(CLOCK_MONOTONIC, &t0);
-        pthread_cond_wait(&db->freed, &db->lock);
+        if (db->acquire_timeout_ms <= 0) {
+            pthread_cond_wait(&db->freed, &db->lock);
+            continue;
+        }
+        struct timespec deadline = t0;
+        deadline.tv_sec += db->acquire_timeout_ms / 1000;
+        deadline.tv_nsec += (long)(db->acquire_timeout_ms % 1000) * 1000000L;
+        if (deadline.tv_nsec >= 1000000000L) {
+            deadline.tv_sec++;
+            deadline.tv_nsec -= 1000000000L;
+        }
+        if (pthread_cond_timedwait(&db->freed, &db->lock, &deadline) == ETIMEDOUT)
+            break;
+    }
+    if (c == NULL) {
+        pthread_mutex_unlock(&db->lock);
+        __atomic_add_fetch(&db->timeouts, 1, __ATOMIC_RELAXED);
+        TY_WARN("db", "no free database connection within %d ms", db->acquire_timeout_ms);
+        return NULL;
     }
     c->in_use = true;
     pthread_mutex_unlock(&db->lock);
@@ -318,4 +356,9 @@ void db_pool_waits(struct db *db, uint64_t *waits, uint64_t *wait_us)
 {
     *waits = __atomic_load_n(&db->waits, __ATOMIC_RELAXED);
     *wait_us = __atomic_load_n(&db->wait_us, __ATOMIC_RELAXED);
+}
+
+uint64_t db_pool_timeouts(struct db *db)
+{
+    return __atomic_load_n(&db->timeouts, __ATOMIC_RELAXED);
 }

@@ -23,11 +23,16 @@ struct db_conn;
 
 /* Creates a pool of at most `size` connections to `conninfo` (connected lazily). NULL on OOM. */
 struct db *db_create(const char *conninfo, int size);
+/* Bounds the waits: db_acquire gives up (NULL) after `acquire_timeout_ms` with every
+ * connection in use, and a new connection gives up after `connect_timeout_s`; 0 for either
+ * means no bound. Call before the pool is shared. */
+void db_set_timeouts(struct db *db, int acquire_timeout_ms, int connect_timeout_s);
 /* Closes every connection. All connections must have been released. */
 void db_destroy(struct db *db);
 
-/* Takes a connection from the pool, waiting while all are in use; (re)connects it if needed.
- * Returns NULL when the database cannot be reached. Give it back with db_release(). */
+/* Takes a connection from the pool, waiting while all are in use (at most the acquire timeout,
+ * db_set_timeouts); (re)connects it if needed. Returns NULL when none came free in time or the
+ * database cannot be reached. Give it back with db_release(). */
 struct db_conn *db_acquire(struct db *db);
 void db_release(struct db *db, struct db_conn *c);
 
@@ -48,6 +53,8 @@ uint64_t db_generation(struct db *db);
 /* Pool contention, for GET /metrics: how many db_acquire calls had to wait for a free
  * connection, and for how many microseconds in all (both only grow). */
 void db_pool_waits(struct db *db, uint64_t *waits, uint64_t *wait_us);
+/* How many db_acquire calls gave up waiting (the acquire timeout); only grows. */
+uint64_t db_pool_timeouts(struct db *db);
 
 /* Body of a transaction: returns a db_qs; a negative value rolls back. */
 typedef int (*db_txn_fn)(struct db_conn *c, void *arg);

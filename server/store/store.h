@@ -179,11 +179,13 @@ struct store_sched_worker {
     const char *resources_json; /* its bundle, JSON object */
     const char *gpus_json;      /* JSON array of the node's GPU ids it holds */
     int64_t end_epoch;          /* its attempt's start + timeout_s (Unix seconds); -1: none */
+    const char *owner;          /* its job's owner */
 };
 struct store_sched_pending {
     int64_t id;
     int priority;
     int64_t created_epoch; /* Unix seconds */
+    const char *owner;
 };
 struct store_sched_rows {
     struct store_sched_node *nodes; /* by id */
@@ -261,6 +263,8 @@ struct store_metrics_query {
     int64_t attempt;   /* 0: every attempt */
     size_t max_points; /* per (name, rank) series, >= 1: points, or buckets of a band */
     bool band;         /* min/max band buckets instead of LTTB points */
+    int64_t max_rows;  /* rows read from the database at most (0: no bound) */
+    bool *too_many;    /* out (when non-NULL): more than max_rows rows matched; nothing read */
 };
 /* *json_out = JSON array of {name, rank, attempt, step, value, time}, ordered by name, rank,
  * time, each (name, rank) series downsampled by LTTB (downsample.h); with q->band, of buckets

@@ -319,6 +319,7 @@ static int sched_rows_fill(struct store_sched_rows *rows, const struct sched_sto
             .resources_json = PQgetvalue(st->workers, r, 2),
             .gpus_json = PQgetvalue(st->workers, r, 3),
             .end_epoch = strtoll(PQgetvalue(st->workers, r, 4), NULL, 10),
+            .owner = PQgetvalue(st->workers, r, 5),
         };
     }
     for (size_t i = 0; i < np; i++) {
@@ -327,6 +328,7 @@ static int sched_rows_fill(struct store_sched_rows *rows, const struct sched_sto
             .id = strtoll(PQgetvalue(st->pending, r, 0), NULL, 10),
             .priority = (int)strtol(PQgetvalue(st->pending, r, 1), NULL, 10),
             .created_epoch = strtoll(PQgetvalue(st->pending, r, 2), NULL, 10),
+            .owner = PQgetvalue(st->pending, r, 3),
         };
     }
     rows->nnodes = nn;
@@ -347,13 +349,13 @@ int store_sched_snapshot(struct db_conn *c, struct store_sched_rows *out)
         "       CASE WHEN j.spec->>'timeout_s' IS NULL THEN -1 "
         "            ELSE (extract(epoch FROM a.created_at) + "
         "(j.spec->>'timeout_s')::float8)::bigint "
-        "       END "
+        "       END, j.owner "
         "FROM workers w JOIN attempts a USING (job_id, attempt) JOIN jobs j ON j.id = w.job_id "
         "WHERE w.status IN ('PLACED', 'RUNNING') ORDER BY w.job_id, w.node_id",
         0, true};
     static const struct db_stmt st_pending = {
         "sched_pending",
-        "SELECT id, priority, extract(epoch FROM created_at)::bigint FROM jobs "
+        "SELECT id, priority, extract(epoch FROM created_at)::bigint, owner FROM jobs "
         "WHERE status = 'PENDING' ORDER BY priority DESC, created_at, id",
         0, true};
     memset(out, 0, sizeof(*out));

@@ -273,11 +273,13 @@ int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metr
         "   AND ($2::text IS NULL OR m.name = ANY (string_to_array($2::text, ','))) "
         "   AND ($3::int IS NULL OR m.rank = $3::int) "
         "   AND ($4::int IS NULL OR m.attempt = $4::int) "
-        " ORDER BY m.name, m.rank, m.reported_at, m.attempt, m.seq",
-        4, true};
+        " ORDER BY m.name, m.rank, m.reported_at, m.attempt, m.seq"
+        " LIMIT $5::bigint",
+        5, true};
     *json_out = NULL;
-    char j[32], rank[32], attempt[32];
+    char j[32], rank[32], attempt[32], limit[32];
     STORE_NUM(j, job);
+    STORE_NUM(limit, q->max_rows + 1);
     STORE_NUM(rank, q->rank);
     STORE_NUM(attempt, q->attempt);
     const char *p1[] = {j};
@@ -287,11 +289,19 @@ int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metr
         return qs;
     long current_attempt = current ? strtol(current, NULL, 10) : 0;
     free(current);
-    const char *p2[] = {j, q->names, q->rank >= 0 ? rank : NULL, q->attempt > 0 ? attempt : NULL};
+    const char *p2[] = {j, q->names, q->rank >= 0 ? rank : NULL, q->attempt > 0 ? attempt : NULL,
+                        q->max_rows > 0 ? limit : NULL};
     PGresult *res = NULL;
     qs = db_exec(c, &series, p2, &res);
     if (qs < 0)
         return qs;
+    if (q->max_rows > 0 && res != NULL && PQntuples(res) > q->max_rows) {
+        PQclear(res);
+        if (q->too_many)
+            *q->too_many = true;
+        *json_out = strdup("[]");
+        return *json_out ? DB_ONE_RESULT : DB_HARD_ERROR;
+    }
     *json_out =
         points_json(res, q->max_points, q->band, current_attempt); /* PQntuples(NULL) is 0 */
     PQclear(res);

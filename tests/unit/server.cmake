@@ -28,3 +28,7 @@ ty_add_unit_tests(test_query
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_query.c ${CMAKE_SOURCE_DIR}/server/http/query.c
   LIBS tycommon)
 target_include_directories(test_query PRIVATE ${CMAKE_SOURCE_DIR}/server/http)
+# The per-user quota of running workers (server/control/quota.c).
+ty_add_unit_tests(test_quota
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_quota.c ${CMAKE_SOURCE_DIR}/server/control/quota.c)
+target_include_directories(test_quota PRIVATE ${CMAKE_SOURCE_DIR}/server/control)

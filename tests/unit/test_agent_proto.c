@@ -382,6 +382,20 @@ static void agent_proto_server_control_messages_round_trip(void **state)
     agent_server_msg_free(&m);
 }
 
+static void agent_proto_forget_round_trips_and_refuses_bad_job_ids(void **state)
+{
+    (void)state;
+    struct agent_server_msg m = server_parse_ok(agent_msg_forget("42"));
+    assert_int_equal(m.type, AGENT_MSG_FORGET);
+    assert_string_equal(m.job_id, "42");
+    agent_server_msg_free(&m);
+    char err[256];
+    const char *bad[] = {"{\"type\":\"forget\"}", "{\"type\":\"forget\",\"job_id\":\"../x\"}",
+                         "{\"type\":\"forget\",\"job_id\":7}"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(agent_server_msg_parse(bad[i], strlen(bad[i]), &m, err, sizeof(err)), -1);
+}
+
 static void agent_proto_launch_round_trips(void **state)
 {
     (void)state;
@@ -909,5 +923,6 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(agent_proto_refuses_messages_over_the_size_limit),
     cmocka_unit_test(agent_proto_log_round_trip),
     cmocka_unit_test(agent_proto_refuses_malformed_log_messages),
+    cmocka_unit_test(agent_proto_forget_round_trips_and_refuses_bad_job_ids),
 };
 TY_TEST_MAIN(tests)

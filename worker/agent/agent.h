@@ -334,6 +334,9 @@ void agent__launch(struct agent *a, const struct agent_launch *l);
 /* SIGTERM to the process group of each matching running worker; SIGKILL after grace_s. attempt
  * -1 matches every attempt; job_id NULL matches every job. */
 void agent__stop(struct agent *a, const char *job_id, int64_t attempt, int64_t grace_s);
+/* The job was deleted: removes its checkpoint staging (<data>/checkpoints/<job>/), unless one of
+ * its workers still runs here. */
+void agent__forget_job(struct agent *a, const char *job_id);
 /* Reaps exited workers (waitpid WNOHANG), queues worker_exited, and SIGKILLs groups whose grace
  * ran out. Called from the poll timer and whenever SIGCHLD arrives. */
 void agent__supervise_poll(struct agent *a);

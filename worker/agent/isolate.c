@@ -318,6 +318,22 @@ static void remove_tree(const char *path)
     nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+void agent__forget_job(struct agent *a, const char *job_id)
+{
+    for (struct agent_worker *w = a->workers; w; w = w->next) {
+        if (strcmp(w->job_id, job_id) == 0 && w->status != AGENT_WORKER_EXITED) {
+            TY_WARN("agent", "job %s deleted while a worker of it runs here; staging kept", job_id);
+            return;
+        }
+    }
+    char path[PATH_MAX];
+    if ((size_t)snprintf(path, sizeof(path), "%s/checkpoints/%s", a->data_dir, job_id) >=
+        sizeof(path))
+        return;
+    remove_tree(path);
+    TY_INFO("agent", "job %s deleted: its checkpoint staging removed", job_id);
+}
+
 /* Removes every /tmp/trainyard-JOB.* directory owned by uid: those of the job's workers the
  * agent already forgot (their exits were acknowledged) included. */
 static void remove_job_tmp_dirs(const char *job_id, uid_t uid)

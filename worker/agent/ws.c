@@ -327,6 +327,9 @@ static int on_message(struct agent *a, const char *text, size_t len)
     case AGENT_MSG_STOP:
         agent__stop(a, m.job_id, m.attempt, m.grace_s >= 0 ? m.grace_s : a->cfg->stop_grace_s);
         break;
+    case AGENT_MSG_FORGET:
+        agent__forget_job(a, m.job_id);
+        break;
     default: /* the parser gives an agent->server type as UNKNOWN */
         TY_WARN("ws", "ignoring server message of unknown type '%s'", m.type_name);
         break;
