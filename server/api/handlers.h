@@ -18,6 +18,10 @@ enum MHD_Result h_jobs_attempts(struct srv_request *req);
 enum MHD_Result h_jobs_metrics(struct srv_request *req);
 enum MHD_Result h_jobs_logs(struct srv_request *req);
 enum MHD_Result h_jobs_checkpoints(struct srv_request *req);
+/* h_checkpoint_parts.c: agents' uploads of checkpoint parts (node credential). */
+enum MHD_Result h_checkpoint_part_status(struct srv_request *req);
+enum MHD_Result h_checkpoint_part_put(struct srv_request *req);
+enum MHD_Result h_checkpoint_part_complete(struct srv_request *req);
 enum MHD_Result h_nodes_list(struct srv_request *req);
 enum MHD_Result h_nodes_get(struct srv_request *req);
 enum MHD_Result h_nodes_drain(struct srv_request *req);

@@ -29,7 +29,10 @@
     X(CHECKPOINT_FORBIDDEN, 403, "checkpoint-forbidden", "Checkpoint of another user's job")       \
     X(IDEMPOTENCY_CONFLICT, 409, "idempotency-key-reused",                                         \
       "Idempotency-Key already used for another job spec")                                         \
-    X(TOKEN_NAME_TAKEN, 409, "token-name-taken", "Token name already in use")
+    X(TOKEN_NAME_TAKEN, 409, "token-name-taken", "Token name already in use")                      \
+    X(UPLOAD_OFFSET, 409, "upload-offset", "Upload offset is not where the stored bytes end")      \
+    X(UPLOAD_CORRUPT, 422, "upload-corrupt", "Uploaded bytes do not match their SHA-256")          \
+    X(ARTIFACT_STORE_FAILED, 507, "artifact-store-failed", "The artifact store could not write")
 
 enum srv_problem {
 #define X(name, status, slug, title) SRV_P_##name,

@@ -270,6 +270,32 @@ struct store_metrics_query {
 int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metrics_query *q,
                          char **json_out);
 
+/* ---- checkpoint parts in the artifact store (store_artifacts.c) ---- */
+/* One node's part of checkpoint idx of an attempt; node borrowed ([A-Za-z0-9._-]). */
+struct store_part_key {
+    int64_t job;
+    int attempt;
+    int64_t idx;
+    const char *node;
+};
+struct store_part {
+    bool node_ran_attempt; /* the node ran workers of that attempt (may upload its part) */
+    char state[16];        /* "" (no upload yet), "uploading", "complete", "deleted" */
+    int64_t received;
+    char sha256[65];    /* when complete */
+    char location[256]; /* when complete: the artifact store's location */
+};
+/* Fills *out for part `k`. Returns 1 or an error. */
+int store_part_get(struct db_conn *c, const struct store_part_key *k, struct store_part *out);
+/* Records `received` bytes of part `k` (creating it as uploading); a complete or deleted part is
+ * left alone (0 rows). Returns a db_qs. */
+int store_part_progress(struct db_conn *c, const struct store_part_key *k, int64_t received);
+/* Marks part `k` complete (size, file count, verified sha256, location); the migration's trigger
+ * then marks its checkpoint complete when every node of its location has a complete part.
+ * Returns 1, 0 when the part was already complete or deleted, or an error. */
+int store_part_complete(struct db_conn *c, const struct store_part_key *k, int64_t size,
+                        int64_t files, const char *sha256, const char *location);
+
 /* ---- checkpoints (store_checkpoints.c) ---- */
 /* What one committed report brings to checkpoint registration (DESIGN.md section 4). */
 struct store_checkpoint_round {

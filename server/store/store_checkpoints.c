@@ -121,7 +121,11 @@ int store_checkpoint_list(struct db_conn *c, int64_t job, char **json_out)
         "         'id', c.id, 'attempt', c.attempt, 'index', c.idx, 'step', c.step, "
         "         'metrics', c.metrics, 'size_bytes', c.size_bytes, "
         "         'location', coalesce(c.location::jsonb, '[]'::jsonb), "
-        "         'created_at', ty_ts(c.created_at)) ORDER BY c.attempt, c.idx), "
+        "         'created_at', ty_ts(c.created_at), 'artifact', jsonb_build_object("
+        "           'state', c.artifact_state, 'file_count', c.file_count, 'sha256', c.sha256, "
+        "           'uploaded_bytes', (SELECT sum(p.received_bytes) FROM checkpoint_parts p "
+        "             WHERE p.job_id = c.job_id AND p.attempt = c.attempt AND p.idx = c.idx))) "
+        "         ORDER BY c.attempt, c.idx), "
         "       '[]'::jsonb)::text "
         "  FROM checkpoints c WHERE c.job_id = $1::bigint AND c.status = 'COMMITTED'",
         1, true};

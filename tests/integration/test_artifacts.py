@@ -1,0 +1,164 @@
+"""The artifact store (issue 11): agents upload each node's merged checkpoint directory, packed as
+one tar, in chunks to the server, which verifies each chunk's and the whole part's SHA-256 and
+marks the checkpoint's artifact complete only once every node's part is stored. Real server and
+agent; the uploads are made here with the agent's own node credential, as the agent will."""
+import hashlib
+import io
+import os
+import tarfile
+
+import harness
+from test_checkpoints import WORKER, submit, wait_checkpoints
+
+CHUNK = 64 * 1024
+
+
+def node_credential(agent):
+    with open(os.path.join(agent.data_dir, "node.credential")) as f:
+        return f.read().strip()
+
+
+def part_url(job, attempt, idx, suffix=""):
+    return f"/api/v1/agent/checkpoints/{job}/{attempt}/{idx}/part{suffix}"
+
+
+def node_request(srv, agent, method, path, body=None, headers=None, credential=None):
+    h = {"X-Trainyard-Node": agent.node_id}
+    h.update(headers or {})
+    cred = node_credential(agent) if credential is None else credential
+    return srv.request(method, path, body=body, token=cred, headers=h)
+
+
+def pack(directory):
+    """The part as the agent sends it: a tar of the merged directory, names relative to it."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for root, dirs, files in os.walk(directory):
+            dirs.sort()
+            for name in sorted(files):
+                full = os.path.join(root, name)
+                tar.add(full, arcname=os.path.relpath(full, directory), recursive=False)
+    nfiles = sum(len(f) for _, _, f in os.walk(directory))
+    return buf.getvalue(), nfiles
+
+
+def put_chunk(srv, agent, job, idx, offset, chunk, sha=None):
+    return node_request(srv, agent, "PUT", part_url(job, 1, idx) + f"?offset={offset}", chunk,
+                        {"X-Content-SHA256": sha or hashlib.sha256(chunk).hexdigest(),
+                         "Content-Type": "application/octet-stream"})
+
+
+def upload(srv, agent, job, idx, data, start=0):
+    off = start
+    while off < len(data):
+        r = put_chunk(srv, agent, job, idx, off, data[off:off + CHUNK])
+        assert r.status == 200, r
+        off = r.json["offset"]
+    return off
+
+
+def finished_job(srv, agent_factory):
+    agent = agent_factory(cpus=2)
+    job = submit(srv, WORKER, "artifacts")
+    done = srv.wait_job(job, {"SUCCEEDED", "FAILED"})
+    assert done["status"] == "SUCCEEDED", done
+    cks = wait_checkpoints(srv, job, 3)
+    assert len(cks) == 3
+    return agent, job, cks
+
+
+def artifact(srv, job, idx):
+    cks = wait_checkpoints(srv, job, 3)
+    return next(c for c in cks if c["index"] == idx)["artifact"]
+
+
+def test_part_upload_in_chunks_is_verified_and_completes_the_checkpoint(server, agent_factory):
+    srv = server
+    agent, job, cks = finished_job(srv, agent_factory)
+    ck = cks[0]
+    data, nfiles = pack(ck["location"][0]["path"])
+    data += b"\0" * (3 * CHUNK)  # several chunks
+    assert artifact(srv, job, 1)["state"] is None
+
+    r = node_request(srv, agent, "GET", part_url(job, 1, 1))
+    assert r.status == 200 and r.json == {"state": "uploading", "offset": 0}, r
+    half = upload(srv, agent, job, 1, data[:2 * CHUNK])
+    a = artifact(srv, job, 1)
+    assert a["state"] == "uploading" and a["uploaded_bytes"] == half == 2 * CHUNK, a
+    upload(srv, agent, job, 1, data, start=half)
+
+    sha = hashlib.sha256(data).hexdigest()
+    r = node_request(srv, agent, "POST", part_url(job, 1, 1, "/complete"),
+                     {"sha256": sha, "file_count": nfiles})
+    assert r.status == 200 and r.json == {"state": "complete", "offset": len(data)}, r
+    a = artifact(srv, job, 1)
+    assert a["state"] == "complete" and a["file_count"] == nfiles == 4, a
+    assert a["sha256"] == hashlib.sha256(sha.encode()).hexdigest()
+    stored = os.path.join(srv.data_dir, "artifacts", "sha256", sha[:2], sha)
+    with open(stored, "rb") as f:
+        assert f.read() == data
+    assert os.listdir(os.path.join(srv.data_dir, "artifacts", "uploads")) == []
+    # Completing again is idempotent; other checkpoints are untouched.
+    r = node_request(srv, agent, "POST", part_url(job, 1, 1, "/complete"),
+                     {"sha256": sha, "file_count": nfiles})
+    assert r.status == 200 and r.json["state"] == "complete", r
+    assert artifact(srv, job, 2)["state"] is None
+
+
+def test_upload_cut_mid_stream_resumes_after_a_server_restart(server, agent_factory):
+    srv = server
+    agent, job, cks = finished_job(srv, agent_factory)
+    data = os.urandom(5 * CHUNK + 123)
+    got = upload(srv, agent, job, 2, data[:3 * CHUNK])
+    srv.stop()
+    srv.start()
+    agent.wait_node()
+    r = node_request(srv, agent, "GET", part_url(job, 1, 2))
+    assert r.status == 200 and r.json == {"state": "uploading", "offset": got}, r
+    # A chunk resent at an old offset is refused with the resume point, not appended twice.
+    r = put_chunk(srv, agent, job, 2, 0, data[:CHUNK])
+    assert r.status == 409 and str(got) in r.json["detail"], r
+    upload(srv, agent, job, 2, data, start=got)
+    r = node_request(srv, agent, "POST", part_url(job, 1, 2, "/complete"),
+                     {"sha256": hashlib.sha256(data).hexdigest(), "file_count": 4})
+    assert r.status == 200 and r.json["state"] == "complete", r
+    assert artifact(srv, job, 2)["state"] == "complete"
+
+
+def test_corrupted_chunk_and_corrupted_part_are_refused(server, agent_factory):
+    srv = server
+    agent, job, cks = finished_job(srv, agent_factory)
+    data = os.urandom(2 * CHUNK)
+    chunk = bytearray(data[:CHUNK])
+    good_sha = hashlib.sha256(bytes(chunk)).hexdigest()
+    chunk[100] ^= 0xFF  # flipped in transit
+    r = put_chunk(srv, agent, job, 3, 0, bytes(chunk), sha=good_sha)
+    assert r.status == 422 and r.json["type"].endswith("upload-corrupt"), r
+    r = node_request(srv, agent, "GET", part_url(job, 1, 3))
+    assert r.json["offset"] == 0, r
+
+    # Chunks that each verify but do not add up to the declared part: discarded, never complete.
+    upload(srv, agent, job, 3, data)
+    r = node_request(srv, agent, "POST", part_url(job, 1, 3, "/complete"),
+                     {"sha256": hashlib.sha256(data + b"x").hexdigest(), "file_count": 4})
+    assert r.status == 422, r
+    assert artifact(srv, job, 3)["state"] == "uploading"
+    r = node_request(srv, agent, "GET", part_url(job, 1, 3))
+    assert r.json == {"state": "uploading", "offset": 0}, r
+    upload(srv, agent, job, 3, data)
+    r = node_request(srv, agent, "POST", part_url(job, 1, 3, "/complete"),
+                     {"sha256": hashlib.sha256(data).hexdigest(), "file_count": 4})
+    assert r.status == 200, r
+    assert artifact(srv, job, 3)["state"] == "complete"
+
+
+def test_uploads_need_the_node_credential_and_a_node_of_the_attempt(server, agent_factory):
+    srv = server
+    agent, job, cks = finished_job(srv, agent_factory)
+    r = node_request(srv, agent, "GET", part_url(job, 1, 1), credential=srv.admin_token)
+    assert r.status == 401, r
+    r = srv.request("GET", part_url(job, 1, 1), token=node_credential(agent),
+                    headers={"X-Trainyard-Node": "some-other-node"})
+    assert r.status == 401, r
+    r = node_request(srv, agent, "GET", part_url(job, 2, 1))
+    assert r.status == 403, r
