@@ -22,3 +22,12 @@ ty_add_unit_tests(test_prom
           ${CMAKE_SOURCE_DIR}/server/telemetry.c
   LIBS tycommon m)
 target_include_directories(test_prom PRIVATE ${CMAKE_SOURCE_DIR}/server ${CMAKE_SOURCE_DIR}/server/http)
+
+# The artifact store's local backend (server/artifacts/): content-addressed files, in a temporary
+# directory.
+ty_add_unit_tests(test_artifact_store
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_artifact_store.c
+          ${CMAKE_SOURCE_DIR}/server/artifacts/artifact.c
+          ${CMAKE_SOURCE_DIR}/server/artifacts/artifact_local.c
+  LIBS tycommon)
+target_include_directories(test_artifact_store PRIVATE ${CMAKE_SOURCE_DIR}/server/artifacts)
