@@ -40,9 +40,15 @@ COMMENT ON COLUMN checkpoints.sha256 IS 'When the artifact is complete: SHA-256 
 
 -- Recomputes checkpoint (job, attempt, idx)'s artifact state from its parts: complete when every
 -- node of its location has a complete part (then file_count and sha256 are set), uploading when
--- any part exists, unchanged otherwise; a deleted checkpoint stays deleted.
+-- any part exists, unchanged otherwise; a deleted checkpoint stays deleted. Called by the
+-- triggers below after their row was written. The advisory lock (held to commit) serialises the
+-- two writers that decide it, a part's completion and the checkpoint's registration: the second
+-- waits for the first to commit, and its UPDATE (a new statement of a VOLATILE function, so a new
+-- snapshot under READ COMMITTED) then sees the first's row. Without it each could miss the other
+-- and a fully uploaded checkpoint stay 'uploading'.
 CREATE FUNCTION ty_checkpoint_artifact_refresh(j bigint, a integer, k integer) RETURNS void
-LANGUAGE sql AS $$
+LANGUAGE sql VOLATILE AS $$
+    SELECT pg_advisory_xact_lock(11, hashtext(j::text || '/' || a::text || '/' || k::text));
     WITH c AS (SELECT id, coalesce(location::jsonb, '[]'::jsonb) AS loc FROM checkpoints
                 WHERE job_id = j AND attempt = a AND idx = k
                   AND artifact_state IS DISTINCT FROM 'deleted'),

@@ -6,6 +6,7 @@ import hashlib
 import io
 import os
 import tarfile
+import time
 
 import harness
 from test_checkpoints import WORKER, submit, wait_checkpoints
@@ -58,7 +59,8 @@ def upload(srv, agent, job, idx, data, start=0):
 
 
 def finished_job(srv, agent_factory):
-    agent = agent_factory(cpus=2)
+    # The agent's own uploader is off: these tests upload by hand, as it would.
+    agent = agent_factory(cpus=2, env={"TRAINYARD_API_URL": "none"})
     job = submit(srv, WORKER, "artifacts")
     done = srv.wait_job(job, {"SUCCEEDED", "FAILED"})
     assert done["status"] == "SUCCEEDED", done
@@ -162,3 +164,42 @@ def test_uploads_need_the_node_credential_and_a_node_of_the_attempt(server, agen
     assert r.status == 401, r
     r = node_request(srv, agent, "GET", part_url(job, 2, 1))
     assert r.status == 403, r
+
+
+def wait_artifacts(srv, job, n, timeout=20):
+    deadline = time.time() + timeout
+    cks = []
+    while time.time() < deadline:
+        cks = wait_checkpoints(srv, job, n)
+        if len(cks) >= n and all(c["artifact"]["state"] == "complete" for c in cks):
+            return cks
+        time.sleep(0.2)
+    return cks
+
+
+def test_agent_uploads_each_checkpoint_in_the_background(server, agent_factory):
+    srv = server
+    agent = agent_factory(cpus=2)
+    job = submit(srv, WORKER, "artifacts-agent")
+    done = srv.wait_job(job, {"SUCCEEDED", "FAILED"})
+    assert done["status"] == "SUCCEEDED", done
+    cks = wait_artifacts(srv, job, 3)
+    assert [c["artifact"]["state"] for c in cks] == ["complete"] * 3, (cks, agent.log_text())
+    for c in cks:
+        assert c["artifact"]["file_count"] == 4, c
+        # The stored part is a tar of exactly what the workers wrote.
+        parts = [f for d, _, fs in os.walk(os.path.join(srv.data_dir, "artifacts", "sha256"))
+                 for f in fs]
+        found = None
+        for name in parts:
+            path = os.path.join(srv.data_dir, "artifacts", "sha256", name[:2], name)
+            with tarfile.open(path) as tar:
+                files = {os.path.normpath(m.name): tar.extractfile(m).read()
+                         for m in tar.getmembers() if m.isfile()}
+            if files.get("rank-0.txt") == f"rank 0 round {c['index']}".encode():
+                found = files
+        assert found == {
+            "rank-0.txt": f"rank 0 round {c['index']}".encode(),
+            "rank-1.txt": f"rank 1 round {c['index']}".encode(),
+            "sub/part-0.bin": b"x" * 100, "sub/part-1.bin": b"x" * 200}, found
+    assert os.listdir(os.path.join(agent.data_dir, "uploads")) == []
