@@ -3,9 +3,12 @@ one tar, in chunks to the server, which verifies each chunk's and the whole part
 marks the checkpoint's artifact complete only once every node's part is stored. Real server and
 agent; the uploads are made here with the agent's own node credential, as the agent will."""
 import hashlib
+import http.server
 import io
 import os
 import tarfile
+import textwrap
+import threading
 import time
 
 import harness
@@ -203,3 +206,92 @@ def test_agent_uploads_each_checkpoint_in_the_background(server, agent_factory):
             "rank-1.txt": f"rank 1 round {c['index']}".encode(),
             "sub/part-0.bin": b"x" * 100, "sub/part-1.bin": b"x" * 200}, found
     assert os.listdir(os.path.join(agent.data_dir, "uploads")) == []
+
+
+BIG_WORKER = textwrap.dedent("""
+    import os, shutil, tempfile
+    import trainyard
+    rank = trainyard.get_context().get_world_rank()
+    d = tempfile.mkdtemp(prefix=f"ty-big-{rank}-")
+    with open(os.path.join(d, f"weights-{rank}.bin"), "wb") as f:
+        f.write(os.urandom(3 * 1024 * 1024 + rank))
+    trainyard.report({"loss": 1.0}, checkpoint=d)
+    shutil.rmtree(d)
+""")
+
+
+class FlakyProxy:
+    """Forwards HTTP to the server, but loses the 2nd PUT before the server sees it and the
+    reply to the 4th after the server stored it: the agent must resume at the server's offset."""
+
+    def __init__(self, target):
+        self.target = target
+        self.puts = 0
+        self.lock = threading.Lock()
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def relay(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n) if n else None
+                drop_before = drop_after = False
+                if self.command == "PUT":
+                    with proxy.lock:
+                        proxy.puts += 1
+                        drop_before, drop_after = proxy.puts == 2, proxy.puts == 4
+                if drop_before:
+                    self.close_connection = True
+                    return
+                hdrs = {k: v for k, v in self.headers.items()
+                        if k.lower() not in ("host", "content-length", "connection")}
+                r = harness.http(self.command, proxy.target + self.path, body=body, headers=hdrs)
+                if drop_after:
+                    self.close_connection = True
+                    return
+                data = r.text.encode()
+                self.send_response(r.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_PUT = do_POST = relay
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.thread.join()
+
+
+def test_agent_upload_resumes_after_lost_chunks_and_lost_replies(server, agent_factory):
+    srv = server
+    proxy = FlakyProxy(srv.url)
+    try:
+        agent = agent_factory(cpus=2, env={"TRAINYARD_API_URL": proxy.url})
+        job = submit(srv, BIG_WORKER, "artifacts-flaky")
+        done = srv.wait_job(job, {"SUCCEEDED", "FAILED"})
+        assert done["status"] == "SUCCEEDED", done
+        cks = wait_artifacts(srv, job, 1)
+        assert cks[0]["artifact"]["state"] == "complete", (cks, agent.log_text())
+        assert proxy.puts >= 7  # 6+ chunks, plus the resend of the lost one
+    finally:
+        proxy.close()
+    merged = cks[0]["location"][0]["path"]
+    sha = None
+    for d, _, fs in os.walk(os.path.join(srv.data_dir, "artifacts", "sha256")):
+        for f in fs:
+            sha = f
+    with tarfile.open(os.path.join(srv.data_dir, "artifacts", "sha256", sha[:2], sha)) as tar:
+        files = {os.path.normpath(m.name): tar.extractfile(m).read()
+                 for m in tar.getmembers() if m.isfile()}
+    assert sorted(files) == ["weights-0.bin", "weights-1.bin"]
+    for name, content in files.items():
+        with open(os.path.join(merged, name), "rb") as f:
+            assert f.read() == content
