@@ -22,6 +22,9 @@ enum MHD_Result h_jobs_checkpoints(struct srv_request *req);
 enum MHD_Result h_checkpoint_part_status(struct srv_request *req);
 enum MHD_Result h_checkpoint_part_put(struct srv_request *req);
 enum MHD_Result h_checkpoint_part_complete(struct srv_request *req);
+/* h_checkpoints.c: one checkpoint, and its files as a tar (Range). */
+enum MHD_Result h_checkpoints_get(struct srv_request *req);
+enum MHD_Result h_checkpoints_archive(struct srv_request *req);
 enum MHD_Result h_nodes_list(struct srv_request *req);
 enum MHD_Result h_nodes_get(struct srv_request *req);
 enum MHD_Result h_nodes_drain(struct srv_request *req);

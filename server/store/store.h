@@ -295,6 +295,10 @@ int store_part_progress(struct db_conn *c, const struct store_part_key *k, int64
  * Returns 1, 0 when the part was already complete or deleted, or an error. */
 int store_part_complete(struct db_conn *c, const struct store_part_key *k, int64_t size,
                         int64_t files, const char *sha256, const char *location);
+/* *json_out (malloc'd) = checkpoint `id` as GET /api/v1/checkpoints/{id} shows it, plus
+ * "_locations": the artifact locations of its parts in node order when its artifact is complete
+ * ([] otherwise), for the archive. Returns 1, 0 (no such registered checkpoint), or an error. */
+int store_checkpoint_get(struct db_conn *c, int64_t id, char **json_out);
 
 /* ---- checkpoints (store_checkpoints.c) ---- */
 /* What one committed report brings to checkpoint registration (DESIGN.md section 4). */

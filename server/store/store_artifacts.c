@@ -91,3 +91,37 @@ int store_part_complete(struct db_conn *c, const struct store_part_key *k, int64
     const char *p[] = {pp.job, pp.attempt, pp.idx, pp.node, s, f, sha256, location};
     return db_exec(c, &st, p, NULL);
 }
+
+/* One statement: the checkpoint object as GET /api/v1/checkpoints/{id} shows it (the fields of a
+ * job's checkpoint list plus job_id and its parts), and the artifact locations of its complete
+ * parts in node order. */
+int store_checkpoint_get(struct db_conn *c, int64_t id, char **json_out)
+{
+    static const struct db_stmt st = {
+        "checkpoint_get",
+        "SELECT jsonb_build_object("
+        "  'id', c.id, 'job_id', c.job_id, 'attempt', c.attempt, 'index', c.idx, "
+        "  'step', c.step, 'metrics', c.metrics, 'size_bytes', c.size_bytes, "
+        "  'location', coalesce(c.location::jsonb, '[]'::jsonb), "
+        "  'created_at', ty_ts(c.created_at), "
+        "  'artifact', jsonb_build_object('state', c.artifact_state, 'file_count', c.file_count, "
+        "     'sha256', c.sha256, 'uploaded_bytes', "
+        "     (SELECT sum(p.received_bytes) FROM checkpoint_parts p WHERE p.job_id = c.job_id "
+        "         AND p.attempt = c.attempt AND p.idx = c.idx), "
+        "     'parts', coalesce((SELECT jsonb_agg(jsonb_build_object('node_id', p.node_id, "
+        "         'state', p.state, 'received_bytes', p.received_bytes, 'size_bytes', "
+        "         p.size_bytes, 'file_count', p.file_count, 'sha256', p.sha256) "
+        "         ORDER BY p.node_id) FROM checkpoint_parts p WHERE p.job_id = c.job_id "
+        "         AND p.attempt = c.attempt AND p.idx = c.idx), '[]'::jsonb)), "
+        "  '_locations', coalesce((SELECT jsonb_agg(p.location ORDER BY p.node_id) "
+        "     FROM checkpoint_parts p WHERE p.job_id = c.job_id AND p.attempt = c.attempt "
+        "      AND p.idx = c.idx AND p.state = 'complete' AND c.artifact_state = 'complete'), "
+        "     '[]'::jsonb))::text "
+        "  FROM checkpoints c WHERE c.id = $1::bigint AND c.status = 'COMMITTED'",
+        1, true};
+    char i[32];
+    STORE_NUM(i, id);
+    const char *p[] = {i};
+    *json_out = NULL;
+    return db_exec_text(c, &st, p, json_out);
+}

@@ -29,5 +29,6 @@ ty_add_unit_tests(test_artifact_store
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_artifact_store.c
           ${CMAKE_SOURCE_DIR}/server/artifacts/artifact.c
           ${CMAKE_SOURCE_DIR}/server/artifacts/artifact_local.c
+          ${CMAKE_SOURCE_DIR}/server/artifacts/archive.c
   LIBS tycommon)
 target_include_directories(test_artifact_store PRIVATE ${CMAKE_SOURCE_DIR}/server/artifacts)

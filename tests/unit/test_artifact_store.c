@@ -6,8 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <unistd.h>
 
+#include "archive.h"
 #include "artifact.h"
 #include "util.h"
 
@@ -112,7 +114,31 @@ static void keys_locations_and_hashes_are_validated(void **state)
     assert_int_equal(f->st->ops->commit(f->st->be, "k4", "nothex", loc, &size), ARTIFACT_EINVAL);
 }
 
+static void tar_members_end_before_the_end_of_archive_blocks(void **state)
+{
+    struct fixture *f = *state;
+    char cmd[512], path[128];
+    snprintf(cmd, sizeof(cmd),
+             "cd '%s' && mkdir d && printf 'abc' > d/a && head -c 600 /dev/zero > d/b && "
+             "tar --format=gnu -cf t.tar -C d a b && printf 'not a tar at all' > bad",
+             f->dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(path, sizeof(path), "%s/t.tar", f->dir);
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    int64_t len = -1;
+    assert_int_equal(artifact_tar_data_len(fd, &len), 0);
+    assert_int_equal(len, 512 + 512 + 512 + 1024); /* a: header + 1 block; b: header + 2 */
+    close(fd);
+    snprintf(path, sizeof(path), "%s/bad", f->dir);
+    fd = open(path, O_RDONLY);
+    assert_int_equal(artifact_tar_data_len(fd, &len), -1);
+    close(fd);
+}
+
 static const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown(tar_members_end_before_the_end_of_archive_blocks, setup,
+                                    teardown),
     cmocka_unit_test_setup_teardown(appends_grow_the_staged_upload_only_at_its_end, setup,
                                     teardown),
     cmocka_unit_test_setup_teardown(commit_with_the_right_hash_stores_the_object_under_it, setup,
