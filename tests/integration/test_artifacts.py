@@ -348,3 +348,25 @@ def test_archive_of_a_checkpoint_not_yet_uploaded_is_409(server, agent_factory):
     assert r.status == 409 and r.json["type"].endswith("archive-not-ready"), r
     meta = srv.request("GET", f"/api/v1/checkpoints/{cks[0]['id']}").json
     assert meta["artifact"]["state"] is None and meta["artifact"]["parts"] == []
+
+
+def test_cli_lists_checkpoints_and_downloads_one(server, agent_factory):
+    srv = server
+    agent_factory(cpus=2)
+    job = submit(srv, WORKER, "artifacts-cli")
+    assert srv.wait_job(job, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
+    cks = wait_artifacts(srv, job, 3)
+    r = harness.run_cli(srv, "checkpoints", str(job))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].split()[:6] == ["ID", "ATTEMPT", "INDEX", "STEP", "SIZE", "STORED"]
+    assert [ln.split()[5] for ln in lines[1:]] == ["complete"] * 3
+    out = os.path.join(harness.make_tmpdir("ty-dl-"), "ck")
+    r = harness.run_cli(srv, "checkpoint", "download", str(cks[1]["id"]), out)
+    assert r.returncode == 0, r.stderr
+    got = {os.path.relpath(os.path.join(d, f), out): open(os.path.join(d, f), "rb").read()
+           for d, _, fs in os.walk(out) for f in fs}
+    assert got == {"rank-0.txt": b"rank 0 round 2", "rank-1.txt": b"rank 1 round 2",
+                   "sub/part-0.bin": b"x" * 100, "sub/part-1.bin": b"x" * 200}
+    r = harness.run_cli(srv, "checkpoint", "download", "999999", out)
+    assert r.returncode == 1
