@@ -110,6 +110,51 @@ static int part_begin(struct srv_request *req, struct part_call *pc, char key[25
     return 0;
 }
 
+struct node_proof {
+    const char *node, *credential;
+    bool proven;
+};
+
+static int node_prove(struct db_conn *c, void *arg)
+{
+    struct node_proof *np = arg;
+    char *hash = NULL;
+    bool alive = false;
+    int qs = store_node_auth(c, np->node, &hash, &alive);
+    if (qs < 0)
+        return qs;
+    char h[65];
+    util_sha256_hex(np->credential, strlen(np->credential), h);
+    np->proven = qs > 0 && hash != NULL && strcmp(h, hash) == 0;
+    free(hash);
+    return DB_ONE_RESULT;
+}
+
+int srv_node_auth(struct srv_request *req, enum MHD_Result *res)
+{
+    const char *node = header(req, "X-Trainyard-Node");
+    if (node == NULL || !artifact_key_valid(node)) {
+        *res = srv_reply_problem(req, SRV_P_UNAUTHORIZED, NULL,
+                                 "X-Trainyard-Node must name the calling node");
+        return -1;
+    }
+    if (req->srv->cfg.auth_mode != SRV_AUTH_TOKEN)
+        return 0;
+    const char *a = header(req, MHD_HTTP_HEADER_AUTHORIZATION);
+    struct node_proof np = {node, a && strncmp(a, "Bearer ", 7) == 0 ? a + 7 : "", false};
+    int qs = db_with_conn(req->srv->db, node_prove, &np);
+    if (qs < 0) {
+        *res = srv_reply_db_error(req, qs);
+        return -1;
+    }
+    if (!np.proven) {
+        *res = srv_reply_problem(req, SRV_P_UNAUTHORIZED, NULL,
+                                 "the bearer must be node %s's credential", node);
+        return -1;
+    }
+    return 0;
+}
+
 static enum MHD_Result reply_state(struct srv_request *req, const char *state, int64_t offset)
 {
     return srv_reply_json(req, MHD_HTTP_OK,

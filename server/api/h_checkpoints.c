@@ -110,6 +110,16 @@ static void stream_free(void *cls)
     free(s);
 }
 
+/* GET /api/v1/agent/checkpoint-archives/{id}: the same archive for a node resuming a job from
+ * a checkpoint it holds no copy of (node credential instead of an API token). */
+enum MHD_Result h_agent_checkpoint_archive(struct srv_request *req)
+{
+    enum MHD_Result res;
+    if (srv_node_auth(req, &res) != 0)
+        return res;
+    return h_checkpoints_archive(req);
+}
+
 enum MHD_Result h_checkpoints_archive(struct srv_request *req)
 {
     json_t *ck;

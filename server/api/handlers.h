@@ -22,6 +22,10 @@ enum MHD_Result h_jobs_checkpoints(struct srv_request *req);
 enum MHD_Result h_checkpoint_part_status(struct srv_request *req);
 enum MHD_Result h_checkpoint_part_put(struct srv_request *req);
 enum MHD_Result h_checkpoint_part_complete(struct srv_request *req);
+/* Whether the request comes from a node: X-Trainyard-Node names it and the bearer is its node
+ * credential (with --auth none the name suffices). 0, or -1 after queuing a 401 (*res). */
+int srv_node_auth(struct srv_request *req, enum MHD_Result *res);
+enum MHD_Result h_agent_checkpoint_archive(struct srv_request *req);
 /* h_checkpoints.c: one checkpoint, and its files as a tar (Range). */
 enum MHD_Result h_checkpoints_get(struct srv_request *req);
 enum MHD_Result h_checkpoints_archive(struct srv_request *req);

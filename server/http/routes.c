@@ -20,6 +20,7 @@ const struct srv_route srv_routes[] = {
     {"GET", "/api/v1/jobs/{id}/checkpoints", h_jobs_checkpoints, SRV_ROLE_VIEWER},
     {"GET", "/api/v1/checkpoints/{id}", h_checkpoints_get, SRV_ROLE_VIEWER},
     {"GET", "/api/v1/checkpoints/{id}/archive", h_checkpoints_archive, SRV_ROLE_VIEWER},
+    {"GET", "/api/v1/agent/checkpoint-archives/{id}", h_agent_checkpoint_archive, SRV_ROLE_NONE},
     {"GET", "/api/v1/agent/checkpoints/{job}/{attempt}/{index}/part", h_checkpoint_part_status,
      SRV_ROLE_NONE},
     {"PUT", "/api/v1/agent/checkpoints/{job}/{attempt}/{index}/part", h_checkpoint_part_put,

@@ -327,9 +327,10 @@ int store_checkpoint_owner(struct db_conn *c, int64_t ckpt, char **owner_out);
 /* The directories to resume attempt `attempt` of `job` from checkpoint `ckpt` (its
  * resume_from_checkpoint), for the n_nodes nodes `node_ids`: *out gets one entry per node, in
  * that order (srv_resume_dirs_free). path: the checkpoint's location entry on that node, or NULL
- * when the node holds no copy (or the checkpoint no longer exists), in which case message says so
- * and is also recorded as a job event of the attempt (once, however often the launch is resent).
- * Returns the entry count or an error (*out NULL). */
+ * when the node holds no copy. Then, when the artifact store holds the checkpoint complete,
+ * fetch_id/fetch_sha256 tell the node to fetch it (no message); otherwise (or when the checkpoint
+ * no longer exists) message says so and is also recorded as a job event of the attempt (once,
+ * however often the launch is resent). Returns the entry count or an error (*out NULL). */
 int store_checkpoint_launch_dirs(struct db_conn *c, int64_t ckpt, int64_t job, int attempt,
                                  const char *const *node_ids, size_t n_nodes,
                                  struct srv_resume_dir **out, size_t *n);

@@ -370,3 +370,31 @@ def test_cli_lists_checkpoints_and_downloads_one(server, agent_factory):
                    "sub/part-0.bin": b"x" * 100, "sub/part-1.bin": b"x" * 200}
     r = harness.run_cli(srv, "checkpoint", "download", "999999", out)
     assert r.returncode == 1
+
+
+def test_resume_on_a_node_without_a_copy_fetches_it_once(server, agent_factory):
+    from test_resume import READER, WRITER, run_script, seen
+    srv = server
+    a = agent_factory(cpus=2)
+    first, _, done = run_script(srv, WRITER, "resume-a", 2)
+    assert done["status"] == "SUCCEEDED", done
+    [ck] = wait_artifacts(srv, first, 1)
+    assert ck["artifact"]["state"] == "complete", ck
+    assert ck["location"][0]["node_id"] == a.node_id
+    # Node A stays up but takes no new work: the resumed jobs must run on B.
+    assert srv.request("POST", f"/api/v1/nodes/{a.node_id}/drain").status == 200
+    b = agent_factory(cpus=2)  # another node: its own data directory, no copy
+    expect = {"rank-0.txt": b"weights of rank 0".hex(), "rank-1.txt": b"weights of rank 1".hex(),
+              "sub/part-0.bin": (b"\x00" * 10).hex(), "sub/part-1.bin": (b"\x01" * 20).hex()}
+    fetched = os.path.join(os.path.realpath(b.data_dir), "checkpoints", "fetched",
+                           ck["artifact"]["sha256"])
+    for name in ("resume-b1", "resume-b2"):
+        second, work, done = run_script(srv, READER, name, 2, resume_from_checkpoint=ck["id"])
+        assert done["status"] == "SUCCEEDED", (done, b.log_text())
+        for rank in (0, 1):
+            s = seen(work, rank)
+            assert s["env"] == fetched and s["files"] == expect, (s, b.log_text())
+        msgs = [e["message"] or "" for e in
+                srv.request("GET", f"/api/v1/jobs/{second}/events").json["events"]]
+        assert not any("holds no copy" in m for m in msgs), msgs
+    assert b.log_text().count("fetched from the server") == 1, b.log_text()

@@ -396,6 +396,10 @@ void agent__uploader_note_report(struct agent *a, const char *job_id, int64_t at
 /* Stops and joins the uploader (an upload in progress is abandoned; the server keeps what it
  * acknowledged). */
 void agent__uploader_stop(struct agent *a);
+/* The directory to resume from when this node holds no copy of checkpoint `id`: its archive
+ * fetched from the server and unpacked into <data>/checkpoints/fetched/<sha256> (once per node:
+ * kept as a cache). Blocks the caller for the download. malloc'd path, or NULL (logged). */
+char *agent__checkpoint_fetch(struct agent *a, int64_t id, const char *sha256);
 /* Keeps a credential the server minted (durably, 0600) and uses it from now on. 0 or -1. */
 int agent__credential_save(struct agent *a, const char *credential);
 /* Reads or creates <data>/node-id. Returns malloc'd id or NULL (logged). */

@@ -425,3 +425,106 @@ void agent__uploader_stop(struct agent *a)
     free(u);
     a->uploader = NULL;
 }
+
+/* ---- fetching a checkpoint to resume from (lws thread) ---------------------------------- */
+
+static size_t on_file(char *p, size_t sz, size_t n, void *arg)
+{
+    return fwrite(p, sz, n, arg) * sz;
+}
+
+/* GETs the archive of checkpoint `id` into `path`. 0 or -1 (logged). */
+static int fetch_archive(struct agent_uploader *u, int64_t id, const char *path)
+{
+    FILE *f = fopen(path, "wbe");
+    CURL *h = f ? curl_easy_init() : NULL;
+    if (h == NULL) {
+        if (f)
+            fclose(f);
+        return -1;
+    }
+    char url[700], hdr_node[300], hdr_auth[300];
+    snprintf(url, sizeof(url), "%s/api/v1/agent/checkpoint-archives/%lld", u->api_url,
+             (long long)id);
+    char *cred = agent__credential_load(u->data_dir);
+    struct curl_slist *hs = NULL;
+    snprintf(hdr_node, sizeof(hdr_node), "X-Trainyard-Node: %s", u->node_id);
+    hs = curl_slist_append(hs, hdr_node);
+    if (cred) {
+        snprintf(hdr_auth, sizeof(hdr_auth), "Authorization: Bearer %s", cred);
+        hs = curl_slist_append(hs, hdr_auth);
+    }
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hs);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_file);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, f);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
+    long status = -1;
+    CURLcode cc = curl_easy_perform(h);
+    if (cc == CURLE_OK)
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(hs);
+    curl_easy_cleanup(h);
+    free(cred);
+    bool ok = fclose(f) == 0 && status == 200;
+    if (!ok)
+        TY_WARN("upload", "fetching checkpoint %lld from %s: %s (HTTP %ld)", (long long)id, url,
+                curl_easy_strerror(cc), status);
+    return ok ? 0 : -1;
+}
+
+/* tar -xf tarfile -C dir. 0 or -1. */
+static int unpack(const char *tarfile, const char *dir)
+{
+    char *argv[] = {"tar", "-xf", (char *)tarfile, "-C", (char *)dir, NULL};
+    pid_t pid;
+    extern char **environ;
+    if (posix_spawnp(&pid, "tar", NULL, NULL, argv, environ) != 0)
+        return -1;
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+char *agent__checkpoint_fetch(struct agent *a, int64_t id, const char *sha256)
+{
+    struct agent_uploader *u = a->uploader;
+    if (u == NULL || sha256 == NULL || strlen(sha256) != 64)
+        return NULL;
+    char dir[1200], tmp[1300], tar[1300], parent[1100];
+    snprintf(parent, sizeof(parent), "%s/checkpoints/fetched", a->data_dir);
+    snprintf(dir, sizeof(dir), "%s/%s", parent, sha256);
+    struct stat sb;
+    if (stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return strdup(dir); /* fetched before: the cache is keyed by the artifact's sha256 */
+    snprintf(tmp, sizeof(tmp), "%s.part", dir);
+    snprintf(tar, sizeof(tar), "%s/uploads/fetch-%s.tar", a->data_dir, sha256);
+    char cmd_dir[1400];
+    snprintf(cmd_dir, sizeof(cmd_dir), "%s", tmp);
+    int rc = util_mkdir_p(parent, 0700) == 0 ? 0 : -1;
+    if (rc == 0 && stat(tmp, &sb) == 0) {
+        char *argv[] = {"rm", "-rf", cmd_dir, NULL};
+        pid_t pid;
+        extern char **environ;
+        int st;
+        if (posix_spawnp(&pid, "rm", NULL, NULL, argv, environ) == 0)
+            waitpid(pid, &st, 0);
+    }
+    if (rc == 0)
+        rc = mkdir(tmp, 0700) == 0 ? 0 : -1;
+    if (rc == 0)
+        rc = fetch_archive(u, id, tar);
+    if (rc == 0)
+        rc = unpack(tar, tmp);
+    if (rc == 0)
+        rc = rename(tmp, dir);
+    unlink(tar);
+    if (rc != 0) {
+        TY_WARN("upload", "cannot fetch checkpoint %lld into %s", (long long)id, dir);
+        return NULL;
+    }
+    TY_INFO("upload", "checkpoint %lld fetched from the server into %s", (long long)id, dir);
+    return strdup(dir);
+}
