@@ -32,3 +32,8 @@ ty_add_unit_tests(test_artifact_store
           ${CMAKE_SOURCE_DIR}/server/artifacts/archive.c
   LIBS tycommon)
 target_include_directories(test_artifact_store PRIVATE ${CMAKE_SOURCE_DIR}/server/artifacts)
+
+# Checkpoint retention (server/artifacts/retention.c): the pure selection of num_to_keep.
+ty_add_unit_tests(test_retention
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_retention.c ${CMAKE_SOURCE_DIR}/server/artifacts/retention.c)
+target_include_directories(test_retention PRIVATE ${CMAKE_SOURCE_DIR}/server/artifacts)
