@@ -398,3 +398,28 @@ def test_resume_on_a_node_without_a_copy_fetches_it_once(server, agent_factory):
                 srv.request("GET", f"/api/v1/jobs/{second}/events").json["events"]]
         assert not any("holds no copy" in m for m in msgs), msgs
     assert b.log_text().count("fetched from the server") == 1, b.log_text()
+
+
+def test_job_result_names_the_best_checkpoint_by_its_score(server, agent_factory):
+    srv = server
+    agent_factory(cpus=2)
+    # WORKER reports loss 1/k + rank: rank 0's losses are 1, 0.5, 0.333 for k = 1, 2, 3.
+    work = harness.make_tmpdir("ty-best-")
+    with open(os.path.join(work, "train.py"), "w") as f:
+        f.write(WORKER)
+    for order, best_index in (("min", 3), ("max", 1)):
+        job = srv.submit({"name": f"best-{order}", "entrypoint": ["/usr/bin/python3", "train.py"],
+                          "working_dir": work, "scaling_config": {"num_workers": 2},
+                          "run_config": {"checkpoint_config": {
+                              "checkpoint_score_attribute": "loss",
+                              "checkpoint_score_order": order}}})["id"]
+        assert srv.wait_job(job, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
+        cks = wait_checkpoints(srv, job, 3)
+        result = srv.request("GET", f"/api/v1/jobs/{job}").json["result"]
+        best = next(c for c in cks if c["index"] == best_index)
+        assert result["best_checkpoint"]["id"] == best["id"], (order, result, cks)
+        assert result["latest_checkpoint"]["id"] == cks[-1]["id"]
+    job = submit(srv, WORKER, "best-none")
+    assert srv.wait_job(job, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
+    wait_checkpoints(srv, job, 3)
+    assert srv.request("GET", f"/api/v1/jobs/{job}").json["result"]["best_checkpoint"] is None

@@ -175,4 +175,5 @@ def test_fashion_mnist_resumes_at_the_next_epoch(server, agent_factory):
     assert rank0_series(server, second, "epoch") == [(2 * steps, 2)]
     [ck2] = wait_checkpoints(server, second, 1)
     assert ck2["step"] == 2 * steps and ck2["index"] == 1
-    assert checkpoints(server, first) == [ck]
+    # The same checkpoint (its artifact's upload state may have moved on meanwhile).
+    assert [dict(c, artifact=None) for c in checkpoints(server, first)] == [dict(ck, artifact=None)]
