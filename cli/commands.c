@@ -100,6 +100,13 @@ static const struct cli_command commands[] = {
      "Lines as the server stored them, one rank's as they are, several ranks' prefixed by\n"
      "'[rank R] '; -o json prints JSON lines {rank, attempt, offset, line}.",
      1, 1, logs_flags, cmd_logs},
+    {NULL, "checkpoints", "ID", "list a job's checkpoints and whether the server stores them", NULL,
+     1, 1, no_flags, cmd_checkpoints},
+    {"checkpoint", "download", "CID DIR",
+     "download checkpoint CID from the artifact store and unpack it into DIR",
+     "DIR is created when missing; the files land as the workers wrote them (every node's\n"
+     "part). Fails (exit 1) while the checkpoint is not completely uploaded yet.",
+     2, 2, no_flags, cmd_checkpoint_download},
     {NULL, "nodes", "", "list cluster nodes and their free resources", NULL, 0, 0, no_flags,
      cmd_nodes},
     {NULL, "drain", "NODE", "stop placing new workers on a node", NULL, 1, 1, no_flags, cmd_drain},

@@ -222,7 +222,7 @@ char *agent_msg_launch(const struct agent_launch *l)
     }
     return dump_steal(json_pack(
         "{s:s, s:s, s:I, s:s?, s:O, s:o, s:O?, s:O?, s:I, s:I, s:I, s:I, s:s, s:I, s:o, s:o?, "
-        "s:o, s:s?}",
+        "s:o, s:s?, s:o?}",
         "type", "launch", "job_id", l->job_id, "attempt", (json_int_t)l->attempt, "backend",
         l->backend, "entrypoint", (json_t *)l->entrypoint, "working_dir",
         str_or_null(l->working_dir), "env", (json_t *)l->env, "config", (json_t *)l->config,
@@ -230,7 +230,11 @@ char *agent_msg_launch(const struct agent_launch *l)
         (json_int_t)l->node_rank, "local_world_size", (json_int_t)l->local_world_size,
         "master_addr", l->master_addr, "master_port", (json_int_t)l->master_port, "checkpoint_dir",
         str_or_null(l->checkpoint_dir), "rank_addresses", ra, "workers", workers,
-        "rendezvous_secret", l->rendezvous_secret));
+        "rendezvous_secret", l->rendezvous_secret, "checkpoint_fetch",
+        l->checkpoint_fetch_id > 0 && l->checkpoint_fetch_sha256
+            ? json_pack("{s:I, s:s}", "id", (json_int_t)l->checkpoint_fetch_id, "sha256",
+                        l->checkpoint_fetch_sha256)
+            : NULL));
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -439,6 +443,16 @@ static int parse_launch(json_t *root, struct agent_launch *l, char *err, size_t 
         return ERR("'rendezvous_secret' is longer than %d bytes", AGENT_PROTO_MAX_SECRET);
     if (l->checkpoint_dir && !*l->checkpoint_dir)
         l->checkpoint_dir = NULL;
+    json_t *cf = json_object_get(root, "checkpoint_fetch");
+    if (cf && !json_is_null(cf)) {
+        json_t *cid = json_object_get(cf, "id");
+        const char *sha = json_string_value(json_object_get(cf, "sha256"));
+        if (!json_is_integer(cid) || json_integer_value(cid) <= 0 || sha == NULL ||
+            strlen(sha) != 64 || strspn(sha, "0123456789abcdef") != 64)
+            return ERR("'checkpoint_fetch' must be {\"id\": N, \"sha256\": 64 hex digits}");
+        l->checkpoint_fetch_id = json_integer_value(cid);
+        l->checkpoint_fetch_sha256 = sha;
+    }
 
     json_t *ra = json_object_get(root, "rank_addresses");
     if (ra && !json_is_null(ra)) {

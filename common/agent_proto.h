@@ -88,7 +88,10 @@ struct agent_launch {
     int64_t world_size, num_nodes, node_rank, local_world_size;
     const char *master_addr;
     int64_t master_port;
-    const char *checkpoint_dir;    /* NULL: none */
+    const char *checkpoint_dir;  /* NULL: none */
+    int64_t checkpoint_fetch_id; /* > 0 (checkpoint_dir NULL): fetch this checkpoint from the
+                                  * server's artifact store and resume from it (issue 11) */
+    const char *checkpoint_fetch_sha256; /* its artifact sha256 (the cache key); with the id */
     const char **rank_addresses;   /* world_size entries (the node address of each rank), or NULL:
                                     * all on master_addr */
     const char *rendezvous_secret; /* the attempt's collective rendezvous secret; NULL: none */

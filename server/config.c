@@ -49,6 +49,8 @@ static const struct option_def options[] = {
      "largest request body accepted (413 beyond)"},
     {"data-dir", "TRAINYARD_DATA_DIR", S(data_dir), "./trainyard-data", 0, 0,
      "state directory: embedded database, admin token, artifacts"},
+    {"artifact-dir", "TRAINYARD_ARTIFACT_DIR", S(artifact_dir), NULL, 0, 0,
+     "where the artifact store keeps uploaded checkpoints (default: <data-dir>/artifacts)"},
     {"database-url", "TRAINYARD_DATABASE_URL", S(database_url), NULL, 0, 0,
      "PostgreSQL connection string; unset: run an embedded PostgreSQL under --data-dir"},
     {"pg-bin-dir", "TRAINYARD_PG_BIN_DIR", S(pg_bin_dir), NULL, 0, 0,

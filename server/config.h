@@ -26,6 +26,7 @@ struct srv_config {
     int64_t db_connect_timeout_s;  /* libpq connect_timeout */
     int64_t max_body_bytes;
     char *data_dir;
+    char *artifact_dir;    /* NULL: <data_dir>/artifacts */
     char *database_url;    /* NULL: run the embedded PostgreSQL under data_dir */
     char *pg_bin_dir;      /* NULL: newest /usr/lib/postgresql/<v>/bin */
     char *pg_fallback_dir; /* "none": no fallback (see pg_embedded.h) */

@@ -2,6 +2,7 @@
  * Start-up order: config → data dir → database → migrations → admin token → control (and the
  * websocket hub) → streams → HTTP.
  * Shutdown (SIGINT/SIGTERM) runs it backwards and joins every thread. */
+#include "artifact.h"
 #include "auth.h"
 #include "cache.h"
 #include "control.h"
@@ -81,6 +82,12 @@ int main(int argc, char **argv)
         TY_ERROR("main", "cannot create data directory %s: %s", srv.cfg.data_dir, strerror(errno));
         goto out;
     }
+    char artifact_dir[PATH_MAX];
+    snprintf(artifact_dir, sizeof(artifact_dir), "%s/artifacts", srv.cfg.data_dir);
+    srv.artifacts =
+        artifact_store_open_local(srv.cfg.artifact_dir ? srv.cfg.artifact_dir : artifact_dir);
+    if (srv.artifacts == NULL)
+        goto out;
     char conninfo[PATH_MAX + 128];
     if (srv.cfg.database_url) {
         snprintf(conninfo, sizeof(conninfo), "%s", srv.cfg.database_url);
@@ -124,6 +131,7 @@ out:
     cache_destroy(srv.job_cache);
     cache_destroy(srv.token_cache);
     pg_embedded_stop(srv.pg);
+    artifact_store_close(srv.artifacts);
     srv_config_free(&srv.cfg);
     return rc;
 }

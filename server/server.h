@@ -11,17 +11,19 @@ struct MHD_Daemon;
 struct control;
 struct stream;
 struct cache;
+struct artifact_store;
 
 struct srv {
     struct srv_config cfg;
     struct db *db;
     struct pg_embedded *pg; /* NULL with --database-url */
     struct MHD_Daemon *http;
-    struct control *control;        /* agents, scheduling, lifecycle */
-    struct stream *stream;          /* /stream subscribers */
-    struct cache *job_cache;        /* GET /api/v1/jobs/{id} bodies */
-    struct cache *token_cache;      /* token hash -> identity */
-    struct srv_telemetry telemetry; /* GET /metrics */
+    struct control *control;          /* agents, scheduling, lifecycle */
+    struct stream *stream;            /* /stream subscribers */
+    struct cache *job_cache;          /* GET /api/v1/jobs/{id} bodies */
+    struct cache *token_cache;        /* token hash -> identity */
+    struct srv_telemetry telemetry;   /* GET /metrics */
+    struct artifact_store *artifacts; /* checkpoint parts (server/artifacts/) */
 };
 
 #endif

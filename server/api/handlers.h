@@ -18,6 +18,17 @@ enum MHD_Result h_jobs_attempts(struct srv_request *req);
 enum MHD_Result h_jobs_metrics(struct srv_request *req);
 enum MHD_Result h_jobs_logs(struct srv_request *req);
 enum MHD_Result h_jobs_checkpoints(struct srv_request *req);
+/* h_checkpoint_parts.c: agents' uploads of checkpoint parts (node credential). */
+enum MHD_Result h_checkpoint_part_status(struct srv_request *req);
+enum MHD_Result h_checkpoint_part_put(struct srv_request *req);
+enum MHD_Result h_checkpoint_part_complete(struct srv_request *req);
+/* Whether the request comes from a node: X-Trainyard-Node names it and the bearer is its node
+ * credential (with --auth none the name suffices). 0, or -1 after queuing a 401 (*res). */
+int srv_node_auth(struct srv_request *req, enum MHD_Result *res);
+enum MHD_Result h_agent_checkpoint_archive(struct srv_request *req);
+/* h_checkpoints.c: one checkpoint, and its files as a tar (Range). */
+enum MHD_Result h_checkpoints_get(struct srv_request *req);
+enum MHD_Result h_checkpoints_archive(struct srv_request *req);
 enum MHD_Result h_nodes_list(struct srv_request *req);
 enum MHD_Result h_nodes_get(struct srv_request *req);
 enum MHD_Result h_nodes_drain(struct srv_request *req);

@@ -33,6 +33,7 @@ void srv_resume_dirs_free(struct srv_resume_dir *dirs, size_t n)
         free(dirs[i].node_id);
         free(dirs[i].path);
         free(dirs[i].message);
+        free(dirs[i].fetch_sha256);
     }
     free(dirs);
 }
@@ -64,7 +65,7 @@ void srv_launch_msgs_free(struct srv_launch_msg *msgs, size_t n)
 
 /* The launch of the workers [first, last) of the rows, all on one node. */
 static char *node_launch(struct agent_launch *l, const struct srv_launch_rows *rows, size_t first,
-                         size_t last, const char *checkpoint_dir)
+                         size_t last, const struct srv_resume_dir *resume)
 {
     const struct srv_launch_worker *w0 = &rows->workers[first];
     struct agent_launch_worker *ws = calloc(last - first, sizeof(*ws));
@@ -79,7 +80,9 @@ static char *node_launch(struct agent_launch *l, const struct srv_launch_rows *r
         };
     l->node_rank = w0->node_rank;
     l->local_world_size = w0->local_world_size;
-    l->checkpoint_dir = checkpoint_dir;
+    l->checkpoint_dir = resume ? resume->path : NULL;
+    l->checkpoint_fetch_id = resume && !resume->path ? resume->fetch_id : 0;
+    l->checkpoint_fetch_sha256 = resume && !resume->path ? resume->fetch_sha256 : NULL;
     l->workers = ws;
     l->n_workers = last - first;
     char *text = agent_msg_launch(l);
@@ -138,10 +141,9 @@ int srv_launch_build(int64_t job, int attempt, const struct srv_launch_rows *row
         const char *node = rows->workers[first].node_id;
         while (i < rows->n_workers && strcmp(rows->workers[i].node_id, node) == 0)
             i++;
-        const char *dir =
-            dirs && k < n_dirs && dirs[k].node_id && strcmp(dirs[k].node_id, node) == 0
-                ? dirs[k].path
-                : NULL;
+        const struct srv_resume_dir *dir =
+            dirs && k < n_dirs && dirs[k].node_id && strcmp(dirs[k].node_id, node) == 0 ? &dirs[k]
+                                                                                        : NULL;
         msgs[k] = (struct srv_launch_msg){node, node_launch(&l, rows, first, i, dir)};
         if (msgs[k].text == NULL)
             rc = -1;

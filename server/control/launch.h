@@ -33,8 +33,10 @@ void srv_launch_rows_free(struct srv_launch_rows *r);
 /* Where one node of a launch resumes from (store_checkpoint_launch_dirs); all malloc'd. */
 struct srv_resume_dir {
     char *node_id;
-    char *path;    /* NULL: the node holds no copy; its workers start without it */
-    char *message; /* NULL, or why path is NULL */
+    char *path;         /* NULL: the node holds no copy (it fetches one, or starts without) */
+    char *message;      /* NULL, or why path is NULL */
+    int64_t fetch_id;   /* > 0 when path is NULL but the artifact store has it complete */
+    char *fetch_sha256; /* its artifact sha256, with fetch_id */
 };
 void srv_resume_dirs_free(struct srv_resume_dir *dirs, size_t n);
 

@@ -29,7 +29,12 @@
     X(CHECKPOINT_FORBIDDEN, 403, "checkpoint-forbidden", "Checkpoint of another user's job")       \
     X(IDEMPOTENCY_CONFLICT, 409, "idempotency-key-reused",                                         \
       "Idempotency-Key already used for another job spec")                                         \
-    X(TOKEN_NAME_TAKEN, 409, "token-name-taken", "Token name already in use")
+    X(TOKEN_NAME_TAKEN, 409, "token-name-taken", "Token name already in use")                      \
+    X(UPLOAD_OFFSET, 409, "upload-offset", "Upload offset is not where the stored bytes end")      \
+    X(UPLOAD_CORRUPT, 422, "upload-corrupt", "Uploaded bytes do not match their SHA-256")          \
+    X(ARTIFACT_STORE_FAILED, 507, "artifact-store-failed", "The artifact store could not write")   \
+    X(ARCHIVE_NOT_READY, 409, "archive-not-ready", "Checkpoint not (yet) in the artifact store")   \
+    X(RANGE_NOT_SATISFIABLE, 416, "range-not-satisfiable", "Range not satisfiable")
 
 enum srv_problem {
 #define X(name, status, slug, title) SRV_P_##name,

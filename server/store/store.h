@@ -274,6 +274,36 @@ struct store_metrics_query {
 int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metrics_query *q,
                          char **json_out);
 
+/* ---- checkpoint parts in the artifact store (store_artifacts.c) ---- */
+/* One node's part of checkpoint idx of an attempt; node borrowed ([A-Za-z0-9._-]). */
+struct store_part_key {
+    int64_t job;
+    int attempt;
+    int64_t idx;
+    const char *node;
+};
+struct store_part {
+    bool node_ran_attempt; /* the node ran workers of that attempt (may upload its part) */
+    char state[16];        /* "" (no upload yet), "uploading", "complete", "deleted" */
+    int64_t received;
+    char sha256[65];    /* when complete */
+    char location[256]; /* when complete: the artifact store's location */
+};
+/* Fills *out for part `k`. Returns 1 or an error. */
+int store_part_get(struct db_conn *c, const struct store_part_key *k, struct store_part *out);
+/* Records `received` bytes of part `k` (creating it as uploading); a complete or deleted part is
+ * left alone (0 rows). Returns a db_qs. */
+int store_part_progress(struct db_conn *c, const struct store_part_key *k, int64_t received);
+/* Marks part `k` complete (size, file count, verified sha256, location); the migration's trigger
+ * then marks its checkpoint complete when every node of its location has a complete part.
+ * Returns 1, 0 when the part was already complete or deleted, or an error. */
+int store_part_complete(struct db_conn *c, const struct store_part_key *k, int64_t size,
+                        int64_t files, const char *sha256, const char *location);
+/* *json_out (malloc'd) = checkpoint `id` as GET /api/v1/checkpoints/{id} shows it, plus
+ * "_locations": the artifact locations of its parts in node order when its artifact is complete
+ * ([] otherwise), for the archive. Returns 1, 0 (no such registered checkpoint), or an error. */
+int store_checkpoint_get(struct db_conn *c, int64_t id, char **json_out);
+
 /* ---- checkpoints (store_checkpoints.c) ---- */
 /* What one committed report brings to checkpoint registration (DESIGN.md section 4). */
 struct store_checkpoint_round {
@@ -301,9 +331,10 @@ int store_checkpoint_owner(struct db_conn *c, int64_t ckpt, char **owner_out);
 /* The directories to resume attempt `attempt` of `job` from checkpoint `ckpt` (its
  * resume_from_checkpoint), for the n_nodes nodes `node_ids`: *out gets one entry per node, in
  * that order (srv_resume_dirs_free). path: the checkpoint's location entry on that node, or NULL
- * when the node holds no copy (or the checkpoint no longer exists), in which case message says so
- * and is also recorded as a job event of the attempt (once, however often the launch is resent).
- * Returns the entry count or an error (*out NULL). */
+ * when the node holds no copy. Then, when the artifact store holds the checkpoint complete,
+ * fetch_id/fetch_sha256 tell the node to fetch it (no message); otherwise (or when the checkpoint
+ * no longer exists) message says so and is also recorded as a job event of the attempt (once,
+ * however often the launch is resent). Returns the entry count or an error (*out NULL). */
 int store_checkpoint_launch_dirs(struct db_conn *c, int64_t ckpt, int64_t job, int attempt,
                                  const char *const *node_ids, size_t n_nodes,
                                  struct srv_resume_dir **out, size_t *n);

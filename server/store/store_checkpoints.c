@@ -121,7 +121,11 @@ int store_checkpoint_list(struct db_conn *c, int64_t job, char **json_out)
         "         'id', c.id, 'attempt', c.attempt, 'index', c.idx, 'step', c.step, "
         "         'metrics', c.metrics, 'size_bytes', c.size_bytes, "
         "         'location', coalesce(c.location::jsonb, '[]'::jsonb), "
-        "         'created_at', ty_ts(c.created_at)) ORDER BY c.attempt, c.idx), "
+        "         'created_at', ty_ts(c.created_at), 'artifact', jsonb_build_object("
+        "           'state', c.artifact_state, 'file_count', c.file_count, 'sha256', c.sha256, "
+        "           'uploaded_bytes', (SELECT sum(p.received_bytes) FROM checkpoint_parts p "
+        "             WHERE p.job_id = c.job_id AND p.attempt = c.attempt AND p.idx = c.idx))) "
+        "         ORDER BY c.attempt, c.idx), "
         "       '[]'::jsonb)::text "
         "  FROM checkpoints c WHERE c.job_id = $1::bigint AND c.status = 'COMMITTED'",
         1, true};
@@ -172,8 +176,9 @@ int store_checkpoint_launch_dirs(struct db_conn *c, int64_t ckpt, int64_t job, i
 {
     static const struct db_stmt st = {
         "checkpoint_launch_dirs",
-        "WITH ck AS (SELECT coalesce(location::jsonb, '[]'::jsonb) AS loc FROM checkpoints "
-        "             WHERE id = $1::bigint AND status = 'COMMITTED'), "
+        "WITH ck AS (SELECT coalesce(location::jsonb, '[]'::jsonb) AS loc, "
+        "                   CASE WHEN artifact_state = 'complete' THEN sha256 END AS sha "
+        "              FROM checkpoints WHERE id = $1::bigint AND status = 'COMMITTED'), "
         "     n AS (SELECT w.node_id, w.ord, "
         "                  (SELECT e->>'path' FROM ck, jsonb_array_elements(ck.loc) e "
         "                    WHERE e->>'node_id' = w.node_id ORDER BY e->>'path' LIMIT 1) AS path "
@@ -181,10 +186,11 @@ int store_checkpoint_launch_dirs(struct db_conn *c, int64_t ckpt, int64_t job, i
         "                  AS w(node_id, ord)), "
         "     m AS (SELECT node_id, ord, path, "
         "                  CASE WHEN path IS NOT NULL THEN NULL "
+        "                       WHEN (SELECT sha FROM ck) IS NOT NULL THEN NULL "
         "                       WHEN EXISTS (SELECT 1 FROM ck) THEN "
         "                         'node ' || node_id || ' holds no copy of checkpoint ' || "
-        "                         $1::bigint::text || ': its workers start without it (copies "
-        "between nodes come with the artifact store)' "
+        "                         $1::bigint::text || ': its workers start without it (the "
+        "artifact store holds no complete copy)' "
         "                       ELSE 'checkpoint ' || $1::bigint::text || ' no longer exists: the "
         "workers on node ' || node_id || ' start without it' END AS message "
         "             FROM n), "
@@ -194,7 +200,8 @@ int store_checkpoint_launch_dirs(struct db_conn *c, int64_t ckpt, int64_t job, i
         "             WHERE m.message IS NOT NULL AND NOT EXISTS "
         "                   (SELECT 1 FROM job_events e WHERE e.job_id = $2::bigint "
         "                       AND e.attempt = $3::int AND e.message = m.message)) "
-        "SELECT node_id, path, message FROM m ORDER BY ord",
+        "SELECT node_id, path, message, "
+        "       CASE WHEN path IS NULL THEN (SELECT sha FROM ck) END FROM m ORDER BY ord",
         4, false};
     *out = NULL;
     *n = 0;
@@ -224,6 +231,11 @@ int store_checkpoint_launch_dirs(struct db_conn *c, int64_t ckpt, int64_t job, i
         dirs[i].node_id = strdup(PQgetvalue(res, i, 0));
         dirs[i].path = PQgetisnull(res, i, 1) ? NULL : strdup(PQgetvalue(res, i, 1));
         dirs[i].message = PQgetisnull(res, i, 2) ? NULL : strdup(PQgetvalue(res, i, 2));
+        if (!PQgetisnull(res, i, 3)) {
+            dirs[i].fetch_id = ckpt;
+            dirs[i].fetch_sha256 = strdup(PQgetvalue(res, i, 3));
+            oom = oom || dirs[i].fetch_sha256 == NULL;
+        }
         oom = oom || dirs[i].node_id == NULL || (!PQgetisnull(res, i, 1) && !dirs[i].path) ||
               (!PQgetisnull(res, i, 2) && !dirs[i].message);
     }

@@ -351,7 +351,10 @@ class Agent:
             cmd += ["--token-file", token_file]
         self.log = open(self.log_path, "ab")
         self.log_start = self.log.tell()
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=self.env)
+        env = dict(self.env)
+        if not self.netns:  # checkpoint uploads go to the server's REST port (docs/artifacts.md)
+            env.setdefault("TRAINYARD_API_URL", self.server.url)
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env)
         self.stopped_by_test = False
         if wait:
             self.wait_node()

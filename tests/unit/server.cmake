@@ -32,3 +32,17 @@ target_include_directories(test_query PRIVATE ${CMAKE_SOURCE_DIR}/server/http)
 ty_add_unit_tests(test_quota
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_quota.c ${CMAKE_SOURCE_DIR}/server/control/quota.c)
 target_include_directories(test_quota PRIVATE ${CMAKE_SOURCE_DIR}/server/control)
+# The artifact store's local backend (server/artifacts/): content-addressed files, in a temporary
+# directory.
+ty_add_unit_tests(test_artifact_store
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_artifact_store.c
+          ${CMAKE_SOURCE_DIR}/server/artifacts/artifact.c
+          ${CMAKE_SOURCE_DIR}/server/artifacts/artifact_local.c
+          ${CMAKE_SOURCE_DIR}/server/artifacts/archive.c
+  LIBS tycommon)
+target_include_directories(test_artifact_store PRIVATE ${CMAKE_SOURCE_DIR}/server/artifacts)
+
+# Checkpoint retention (server/artifacts/retention.c): the pure selection of num_to_keep.
+ty_add_unit_tests(test_retention
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_retention.c ${CMAKE_SOURCE_DIR}/server/artifacts/retention.c)
+target_include_directories(test_retention PRIVATE ${CMAKE_SOURCE_DIR}/server/artifacts)

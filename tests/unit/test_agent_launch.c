@@ -128,9 +128,10 @@ static void launch_gives_each_node_its_resume_directory(void **state)
     assert_string_equal(nodes[0], "node-a");
     assert_string_equal(nodes[1], "node-b");
     free(nodes);
-    /* node-a holds a copy, node-b none. */
-    struct srv_resume_dir dirs[] = {{"node-a", "/ck/a/9", NULL},
-                                    {"node-b", NULL, "node node-b holds no copy"}};
+    /* node-a holds a copy, node-b none: it fetches the checkpoint from the artifact store. */
+    char sha[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    struct srv_resume_dir dirs[] = {{"node-a", "/ck/a/9", NULL, 0, NULL},
+                                    {"node-b", NULL, NULL, 9, sha}};
     struct srv_launch_msg *msgs;
     size_t n;
     char err[256];
@@ -138,11 +139,16 @@ static void launch_gives_each_node_its_resume_directory(void **state)
     struct agent_server_msg a = parse(msgs[0].text), b = parse(msgs[1].text);
     assert_string_equal(a.launch.checkpoint_dir, "/ck/a/9");
     assert_null(b.launch.checkpoint_dir);
+    assert_int_equal(a.launch.checkpoint_fetch_id, 0);
+    assert_null(a.launch.checkpoint_fetch_sha256);
+    assert_int_equal(b.launch.checkpoint_fetch_id, 9);
+    assert_string_equal(b.launch.checkpoint_fetch_sha256, sha);
     agent_server_msg_free(&a);
     agent_server_msg_free(&b);
     srv_launch_msgs_free(msgs, n);
     /* A directory listed for another node than the k-th is not used. */
-    struct srv_resume_dir swapped[] = {{"node-b", "/ck/b/9", NULL}, {"node-a", "/ck/a/9", NULL}};
+    struct srv_resume_dir swapped[] = {{"node-b", "/ck/b/9", NULL, 0, NULL},
+                                       {"node-a", "/ck/a/9", NULL, 0, NULL}};
     assert_int_equal(srv_launch_build(12, 3, &rows, swapped, 2, &msgs, &n, err, sizeof(err)), 0);
     a = parse(msgs[0].text);
     assert_null(a.launch.checkpoint_dir);

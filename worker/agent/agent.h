@@ -20,6 +20,7 @@
  *   logs.c        per-rank log files
  *   tail.c        streaming the log files to the server as `log` events (rank-R.cursor journal)
  *   spool.c       durable report and worker-exit spool (<data>/spool)
+ *   upload.c      background upload of checkpoint parts to the server's artifact store
  *   report.c      the unix report socket (<data>/report.sock), adopted into the lws loop
  *   ws.c          the libwebsockets client: connect, reconnect, rx/tx, heartbeats
  *   main.c        start-up, signals, the event loop, shutdown
@@ -54,6 +55,7 @@ struct agent_config {
     char *worker_uids; /* "LO-HI": the uids of --run-as uids */
     char *node_id;
     char *address;
+    char *api_url;     /* the server's REST URL for uploads; NULL: --server's host, port 8080 */
     int64_t cpus;      /* 0: detect */
     int64_t memory_mb; /* 0: detect */
     char *gpus;        /* NULL: detect through NVML */
@@ -297,7 +299,8 @@ struct agent {
     bool done;
     int64_t shutdown_deadline_ms;
 
-    void *timers; /* ws.c / main.c timers (struct agent__timers) */
+    void *timers;                    /* ws.c / main.c timers (struct agent__timers) */
+    struct agent_uploader *uploader; /* upload.c; NULL: not started */
 };
 
 /* Monotonic and wall-clock milliseconds. */
@@ -392,6 +395,22 @@ int agent__tails_watch(struct agent *a);
 /* resources.c */
 /* <data>/node.credential (0600): the credential the server gave this node, or NULL. */
 char *agent__credential_load(const char *data_dir);
+
+/* upload.c: checkpoint parts to the server's artifact store (docs/artifacts.md). */
+/* Starts the uploader thread (REST URL: --api-url, else the --server host on port 8080; none:
+ * no uploader). 0 or -1. */
+int agent__uploader_start(struct agent *a);
+/* Counts report k of (job, attempt) on this node (lws thread, after it was spooled); once every
+ * local worker of that attempt made it, queues <data>/checkpoints/<job>/<attempt>/<k> (if it
+ * exists) for upload and returns at once. */
+void agent__uploader_note_report(struct agent *a, const char *job_id, int64_t attempt, int64_t k);
+/* Stops and joins the uploader (an upload in progress is abandoned; the server keeps what it
+ * acknowledged). */
+void agent__uploader_stop(struct agent *a);
+/* The directory to resume from when this node holds no copy of checkpoint `id`: its archive
+ * fetched from the server and unpacked into <data>/checkpoints/fetched/<sha256> (once per node:
+ * kept as a cache). Blocks the caller for the download. malloc'd path, or NULL (logged). */
+char *agent__checkpoint_fetch(struct agent *a, int64_t id, const char *sha256);
 /* Keeps a credential the server minted (durably, 0600) and uses it from now on. 0 or -1. */
 int agent__credential_save(struct agent *a, const char *credential);
 /* Reads or creates <data>/node-id. Returns malloc'd id or NULL (logged). */

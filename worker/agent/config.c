@@ -38,6 +38,9 @@ static const struct option_def options[] = {
      "the agent's user), uids, none (the agent's user), or a user name (all jobs share it)"},
     {"worker-uids", "TRAINYARD_AGENT_WORKER_UIDS", S(worker_uids), "2000000000-2000009999", 0, 0,
      "LO-HI: the uids --run-as uids gives jobs (no passwd entry needed; keep them unused)"},
+    {"api-url", "TRAINYARD_API_URL", S(api_url), NULL, 0, 0,
+     "server REST URL checkpoints are uploaded to (default: --server's host, port 8080; "
+     "none: keep them on this node only)"},
     {"node-id", "TRAINYARD_NODE_ID", S(node_id), NULL, 0, 0,
      "node id (default: generated once and kept in <data-dir>/node-id)"},
     {"address", "TRAINYARD_AGENT_ADDRESS", S(address), NULL, 0, 0,

@@ -204,7 +204,7 @@ int main(int argc, char **argv)
         TY_ERROR("agent", "cannot create the libwebsockets context");
         goto out;
     }
-    if (agent__report_listen(&a) != 0)
+    if (agent__report_listen(&a) != 0 || agent__uploader_start(&a) != 0)
         goto out;
     agent__children_watch(&a);
     agent__tails_watch(&a);
@@ -230,6 +230,7 @@ out:
         agent__report_close_all(&a);
         lws_context_destroy(a.ctx);
     }
+    agent__uploader_stop(&a);
     agent__ws_free_timers(&a);
     agent_free(&a);
     agent_config_free(&cfg);

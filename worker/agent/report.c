@@ -232,6 +232,7 @@ static void on_report(struct agent_report_conn *c, const json_t *m)
     } else {
         int64_t ev = agent__next_seq(c->a);
         agent__event_push(c->a, AGENT_EV_REPORT, agent_msg_report(ev, body), ev, path);
+        agent__uploader_note_report(c->a, c->job_id, c->attempt, r.seq);
     }
     json_decref(body);
     conn_send(c, ty_wire_ack_new(r.seq));

@@ -426,10 +426,18 @@ void agent__launch(struct agent *a, const struct agent_launch *l)
         TY_ERROR("proc", "out of memory launching job %s", l->job_id);
         return;
     }
+    /* A node without a copy of the checkpoint to resume from fetches it first (issue 11). */
+    struct agent_launch local = *l;
+    char *fetched = NULL;
+    if (l->checkpoint_dir == NULL && l->checkpoint_fetch_id > 0) {
+        fetched = agent__checkpoint_fetch(a, l->checkpoint_fetch_id, l->checkpoint_fetch_sha256);
+        local.checkpoint_dir = fetched;
+    }
     /* Start every worker first, then queue their worker_started events together, which the
      * server records in one transaction. */
     for (size_t i = 0; i < l->n_workers; i++)
-        started[i] = start_one(a, l, &l->workers[i]);
+        started[i] = start_one(a, &local, &l->workers[i]);
+    free(fetched);
     for (size_t i = 0; i < l->n_workers; i++) {
         struct agent_worker *w = started[i];
         if (w == NULL)

@@ -1,0 +1,110 @@
+/*
+ * cmd_checkpoints.c - a job's checkpoints, and downloading one (issue 11, docs/artifacts.md).
+ */
+#include "api.h"
+#include "cli.h"
+#include "output.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int cmd_checkpoints(struct cli_ctx *ctx, const struct cli_args *args)
+{
+    long id;
+    int rc;
+    if ((rc = cli_parse_id(ctx, args->pos[0], "job id", &id)) != 0)
+        return rc;
+    char path[64];
+    snprintf(path, sizeof path, "/api/v1/jobs/%ld/checkpoints", id);
+    json_t *reply;
+    const json_t *items;
+    if ((rc = api_get_list(ctx, path, "checkpoints", &reply, &items)) != CLI_EXIT_OK)
+        return rc;
+    if (ctx->cfg.output == CLI_OUTPUT_JSON) {
+        api_print_json(reply);
+        json_decref(reply);
+        return CLI_EXIT_OK;
+    }
+    static const char *const headers[] = {"ID",   "ATTEMPT", "INDEX",   "STEP",
+                                          "SIZE", "STORED",  "METRICS", "TIME"};
+    struct out_table t;
+    size_t i;
+    json_t *c;
+    table_init(&t, headers, sizeof headers / sizeof headers[0]);
+    json_array_foreach(items, i, c)
+    {
+        table_cell_json(&t, json_object_get(c, "id"));
+        table_cell_json(&t, json_object_get(c, "attempt"));
+        table_cell_json(&t, json_object_get(c, "index"));
+        table_cell_json(&t, json_object_get(c, "step"));
+        table_cell_json(&t, json_object_get(c, "size_bytes"));
+        const char *st =
+            json_string_value(json_object_get(json_object_get(c, "artifact"), "state"));
+        table_cell(&t, st ? st : "-");
+        table_cell_json(&t, json_object_get(c, "metrics"));
+        table_cell_time(&t, json_object_get(c, "created_at"));
+    }
+    table_print(&t, stdout);
+    table_free(&t);
+    json_decref(reply);
+    return CLI_EXIT_OK;
+}
+
+/* Runs tar -xf tarfile -C dir. 0 or -1. */
+static int untar(const char *tarfile, const char *dir)
+{
+    char *argv[] = {"tar", "-xf", (char *)tarfile, "-C", (char *)dir, NULL};
+    extern char **environ;
+    pid_t pid;
+    if (posix_spawnp(&pid, "tar", NULL, NULL, argv, environ) != 0)
+        return -1;
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+int cmd_checkpoint_download(struct cli_ctx *ctx, const struct cli_args *args)
+{
+    long id;
+    int rc;
+    if ((rc = cli_parse_id(ctx, args->pos[0], "checkpoint id", &id)) != 0)
+        return rc;
+    const char *dir = args->pos[1];
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return cli_input_error("cannot create %s: %s", dir, strerror(errno));
+    char path[80];
+    snprintf(path, sizeof path, "/api/v1/checkpoints/%ld/archive", id);
+    struct http_response resp;
+    char err[HTTP_ERROR_MAX];
+    if ((rc = api_send(ctx, "GET", path, NULL, 0, false, &resp, err, sizeof err)) != CLI_EXIT_OK)
+        return rc;
+    char tarfile[PATH_MAX];
+    snprintf(tarfile, sizeof tarfile, "%s/.trainyard-checkpoint-%ld.tar.XXXXXX", dir, id);
+    int fd = mkstemp(tarfile);
+    size_t off = 0;
+    while (fd >= 0 && off < resp.len) {
+        ssize_t w = write(fd, resp.body + off, resp.len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    bool ok = fd >= 0 && off == resp.len && close(fd) == 0 && untar(tarfile, dir) == 0;
+    if (fd >= 0)
+        unlink(tarfile);
+    http_response_free(&resp);
+    if (!ok)
+        return cli_input_error("cannot unpack checkpoint %ld into %s", id, dir);
+    printf("%s\n", dir);
+    return CLI_EXIT_OK;
+}

@@ -1,0 +1,300 @@
+/* The agents' upload of checkpoint parts to the artifact store (issue 11, docs/artifacts.md):
+ *   GET  /api/v1/agent/checkpoints/{job}/{attempt}/{index}/part           resume point
+ *   PUT  /api/v1/agent/checkpoints/{job}/{attempt}/{index}/part?offset=N  one chunk
+ *   POST /api/v1/agent/checkpoints/{job}/{attempt}/{index}/part/complete  {"sha256","file_count"}
+ * Authenticated as a node, not a user: X-Trainyard-Node names it and the bearer is its node
+ * credential (with --auth none only the name). A node may upload only for attempts it ran
+ * workers of. Each reply is {"state","offset"} (offset: bytes the server holds). */
+#include "artifact.h"
+#include "db.h"
+#include "handlers.h"
+#include "server.h"
+#include "store.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct part_call {
+    struct store_part_key key;
+    struct store_part part;
+    const char *credential; /* NULL with --auth none */
+    bool proven;
+    /* progress / completion */
+    int64_t received, size, files;
+    const char *sha256, *location;
+};
+
+static const char *header(struct srv_request *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+/* Checks the node's credential and reads its part, on one pooled connection. */
+static int part_lookup(struct db_conn *c, void *arg)
+{
+    struct part_call *pc = arg;
+    pc->proven = pc->credential == NULL;
+    if (!pc->proven) {
+        char *hash = NULL;
+        bool alive = false;
+        int qs = store_node_auth(c, pc->key.node, &hash, &alive);
+        if (qs < 0)
+            return qs;
+        char h[65];
+        util_sha256_hex(pc->credential, strlen(pc->credential), h);
+        pc->proven = qs > 0 && hash != NULL && strcmp(h, hash) == 0;
+        free(hash);
+        if (!pc->proven)
+            return DB_ONE_RESULT;
+    }
+    return store_part_get(c, &pc->key, &pc->part);
+}
+
+static int part_progress(struct db_conn *c, void *arg)
+{
+    struct part_call *pc = arg;
+    return store_part_progress(c, &pc->key, pc->received);
+}
+
+static int part_complete(struct db_conn *c, void *arg)
+{
+    struct part_call *pc = arg;
+    return store_part_complete(c, &pc->key, pc->size, pc->files, pc->sha256, pc->location);
+}
+
+/* Parses the path and authenticates the node; fills pc->part and the staging key. Returns 0,
+ * or -1 after queuing a reply (*res). */
+static int part_begin(struct srv_request *req, struct part_call *pc, char key[256],
+                      enum MHD_Result *res)
+{
+    int64_t job, attempt, idx;
+    if (srv_arg_id(req, 0, &job) != 0 || srv_arg_id(req, 1, &attempt) != 0 ||
+        srv_arg_id(req, 2, &idx) != 0 || attempt > INT32_MAX || idx > INT32_MAX) {
+        *res = srv_reply_problem(req, SRV_P_NOT_FOUND, NULL, "no such checkpoint part");
+        return -1;
+    }
+    const char *node = header(req, "X-Trainyard-Node");
+    if (node == NULL || !artifact_key_valid(node)) {
+        *res = srv_reply_problem(req, SRV_P_UNAUTHORIZED, NULL,
+                                 "X-Trainyard-Node must name the uploading node");
+        return -1;
+    }
+    pc->key = (struct store_part_key){job, (int)attempt, idx, node};
+    pc->credential = NULL;
+    if (req->srv->cfg.auth_mode == SRV_AUTH_TOKEN) {
+        const char *a = header(req, MHD_HTTP_HEADER_AUTHORIZATION);
+        pc->credential = a && strncmp(a, "Bearer ", 7) == 0 ? a + 7 : "";
+    }
+    int qs = db_with_conn(req->srv->db, part_lookup, pc);
+    if (qs < 0) {
+        *res = srv_reply_db_error(req, qs);
+        return -1;
+    }
+    if (!pc->proven) {
+        *res = srv_reply_problem(req, SRV_P_UNAUTHORIZED, NULL,
+                                 "the bearer must be node %s's credential", node);
+        return -1;
+    }
+    if (!pc->part.node_ran_attempt) {
+        *res = srv_reply_problem(req, SRV_P_FORBIDDEN, NULL,
+                                 "node %s ran no worker of job %lld attempt %lld", node,
+                                 (long long)job, (long long)attempt);
+        return -1;
+    }
+    snprintf(key, 256, "%lld-%lld-%lld-%s", (long long)job, (long long)attempt, (long long)idx,
+             node);
+    return 0;
+}
+
+struct node_proof {
+    const char *node, *credential;
+    bool proven;
+};
+
+static int node_prove(struct db_conn *c, void *arg)
+{
+    struct node_proof *np = arg;
+    char *hash = NULL;
+    bool alive = false;
+    int qs = store_node_auth(c, np->node, &hash, &alive);
+    if (qs < 0)
+        return qs;
+    char h[65];
+    util_sha256_hex(np->credential, strlen(np->credential), h);
+    np->proven = qs > 0 && hash != NULL && strcmp(h, hash) == 0;
+    free(hash);
+    return DB_ONE_RESULT;
+}
+
+int srv_node_auth(struct srv_request *req, enum MHD_Result *res)
+{
+    const char *node = header(req, "X-Trainyard-Node");
+    if (node == NULL || !artifact_key_valid(node)) {
+        *res = srv_reply_problem(req, SRV_P_UNAUTHORIZED, NULL,
+                                 "X-Trainyard-Node must name the calling node");
+        return -1;
+    }
+    if (req->srv->cfg.auth_mode != SRV_AUTH_TOKEN)
+        return 0;
+    const char *a = header(req, MHD_HTTP_HEADER_AUTHORIZATION);
+    struct node_proof np = {node, a && strncmp(a, "Bearer ", 7) == 0 ? a + 7 : "", false};
+    int qs = db_with_conn(req->srv->db, node_prove, &np);
+    if (qs < 0) {
+        *res = srv_reply_db_error(req, qs);
+        return -1;
+    }
+    if (!np.proven) {
+        *res = srv_reply_problem(req, SRV_P_UNAUTHORIZED, NULL,
+                                 "the bearer must be node %s's credential", node);
+        return -1;
+    }
+    return 0;
+}
+
+static enum MHD_Result reply_state(struct srv_request *req, const char *state, int64_t offset)
+{
+    return srv_reply_json(req, MHD_HTTP_OK,
+                          json_pack("{s:s, s:I}", "state", state, "offset", (json_int_t)offset));
+}
+
+/* The reply for an artifact store error; staged: the staged size for ARTIFACT_EOFFSET. */
+static enum MHD_Result reply_store_error(struct srv_request *req, int rc, int64_t staged)
+{
+    if (rc == ARTIFACT_EOFFSET)
+        return srv_reply_problem(req, SRV_P_UPLOAD_OFFSET, NULL,
+                                 "the server holds %lld bytes of this part: resume there (GET "
+                                 "the part says so too)",
+                                 (long long)staged);
+    if (rc == ARTIFACT_ECORRUPT)
+        return srv_reply_problem(req, SRV_P_UPLOAD_CORRUPT, NULL,
+                                 "%s: upload the part again from offset 0", artifact_strerror(rc));
+    if (rc == ARTIFACT_EINVAL)
+        return srv_reply_field_problem(req, SRV_P_INVALID_BODY, "sha256", artifact_strerror(rc));
+    return srv_reply_problem(req, SRV_P_ARTIFACT_STORE_FAILED, NULL, "%s", artifact_strerror(rc));
+}
+
+enum MHD_Result h_checkpoint_part_status(struct srv_request *req)
+{
+    struct part_call pc;
+    memset(&pc, 0, sizeof(pc));
+    char key[256];
+    enum MHD_Result res;
+    if (part_begin(req, &pc, key, &res) != 0)
+        return res;
+    if (strcmp(pc.part.state, "complete") == 0 || strcmp(pc.part.state, "deleted") == 0)
+        return reply_state(req, pc.part.state, pc.part.received);
+    struct artifact_store *st = req->srv->artifacts;
+    int64_t staged = 0;
+    int rc = st->ops->staged_size(st->be, key, &staged);
+    if (rc != 0)
+        return reply_store_error(req, rc, 0);
+    return reply_state(req, "uploading", staged);
+}
+
+enum MHD_Result h_checkpoint_part_put(struct srv_request *req)
+{
+    struct part_call pc;
+    memset(&pc, 0, sizeof(pc));
+    char key[256];
+    enum MHD_Result res;
+    if (part_begin(req, &pc, key, &res) != 0)
+        return res;
+    if (strcmp(pc.part.state, "complete") == 0 || strcmp(pc.part.state, "deleted") == 0)
+        return reply_state(req, pc.part.state, pc.part.received);
+    int64_t offset;
+    const char *o = srv_query(req, "offset");
+    if (o == NULL || util_parse_int64(o, 0, INT64_MAX / 2, &offset) != 0)
+        return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "offset",
+                                       "offset must be the byte position of this chunk");
+    const char *sum = header(req, "X-Content-SHA256");
+    if (sum == NULL || !artifact_sha256_valid(sum))
+        return srv_reply_field_problem(req, SRV_P_BAD_REQUEST, "X-Content-SHA256",
+                                       "the chunk's SHA-256, 64 lowercase hex digits");
+    char got[65];
+    util_sha256_hex(req->body ? req->body : "", req->body_len, got);
+    if (strcmp(got, sum) != 0)
+        return srv_reply_problem(req, SRV_P_UPLOAD_CORRUPT, NULL,
+                                 "the chunk at offset %lld does not hash to X-Content-SHA256: "
+                                 "send it again",
+                                 (long long)offset);
+    struct artifact_store *st = req->srv->artifacts;
+    int64_t staged = 0;
+    int rc =
+        st->ops->append(st->be, key, offset, req->body ? req->body : "", req->body_len, &staged);
+    if (rc != 0)
+        return reply_store_error(req, rc, staged);
+    pc.received = staged;
+    int qs = db_with_conn(req->srv->db, part_progress, &pc);
+    if (qs < 0)
+        return srv_reply_db_error(req, qs); /* the bytes are staged: a resend finds them */
+    return reply_state(req, "uploading", staged);
+}
+
+enum MHD_Result h_checkpoint_part_complete(struct srv_request *req)
+{
+    struct part_call pc;
+    memset(&pc, 0, sizeof(pc));
+    char key[256];
+    enum MHD_Result res;
+    if (part_begin(req, &pc, key, &res) != 0)
+        return res;
+    json_t *body = srv_body_json(req, &res);
+    if (body == NULL)
+        return res;
+    const char *sha = json_string_value(json_object_get(body, "sha256"));
+    json_t *files = json_object_get(body, "file_count");
+    if (sha == NULL || !artifact_sha256_valid(sha)) {
+        json_decref(body);
+        return srv_reply_field_problem(req, SRV_P_INVALID_BODY, "sha256",
+                                       "the part's SHA-256, 64 lowercase hex digits");
+    }
+    if (!json_is_integer(files) || json_integer_value(files) < 0 ||
+        json_integer_value(files) > INT32_MAX) {
+        json_decref(body);
+        return srv_reply_field_problem(req, SRV_P_INVALID_BODY, "file_count",
+                                       "the number of regular files in the part");
+    }
+    if (strcmp(pc.part.state, "complete") == 0 || strcmp(pc.part.state, "deleted") == 0) {
+        bool same = strcmp(pc.part.sha256, sha) == 0;
+        json_decref(body);
+        if (!same)
+            return srv_reply_problem(req, SRV_P_UPLOAD_CORRUPT, NULL,
+                                     "the part is already %s with another SHA-256", pc.part.state);
+        return reply_state(req, pc.part.state, pc.part.received);
+    }
+    char location[ARTIFACT_LOCATION_MAX];
+    struct artifact_store *st = req->srv->artifacts;
+    int rc = st->ops->commit(st->be, key, sha, location, &pc.size);
+    if (rc == ARTIFACT_ENOTFOUND) {
+        /* Committed by an earlier call whose database write failed: the object is there. */
+        snprintf(location, sizeof(location), "sha256/%.2s/%s", sha, sha);
+        int fd = st->ops->open_read(st->be, location);
+        struct stat sb;
+        if (fd >= 0 && fstat(fd, &sb) == 0) {
+            pc.size = sb.st_size;
+            rc = 0;
+        }
+        if (fd >= 0)
+            close(fd);
+    }
+    if (rc != 0) {
+        json_decref(body);
+        if (rc == ARTIFACT_ECORRUPT) {
+            pc.received = 0;
+            db_with_conn(req->srv->db, part_progress, &pc);
+        }
+        return reply_store_error(req, rc, 0);
+    }
+    pc.files = json_integer_value(files);
+    pc.sha256 = sha;
+    pc.location = location;
+    int qs = db_with_conn(req->srv->db, part_complete, &pc);
+    json_decref(body);
+    if (qs < 0)
+        return srv_reply_db_error(req, qs);
+    return reply_state(req, "complete", pc.size);
+}

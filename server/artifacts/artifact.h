@@ -1,0 +1,64 @@
+/* The artifact store: where checkpoint parts live on the server (issue 11). One interface, one
+ * backend today (content-addressed files under --artifact-dir, artifact_local.c); an
+ * S3-compatible backend would be a second `struct artifact_backend` (docs/decisions.md).
+ *
+ * An upload is staged under a key the caller chooses ([A-Za-z0-9._-], at most 200 bytes), grown
+ * by appends at its current end only (so a resumed upload asks for the staged size first), and
+ * committed under its SHA-256: the backend hashes what it holds and refuses a mismatch. Committed
+ * objects are addressed by a location string the backend returns. Thread-safe: concurrent calls
+ * on one key are serialised by the backend. */
+#ifndef SRV_ARTIFACT_H
+#define SRV_ARTIFACT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ARTIFACT_LOCATION_MAX 256
+
+/* Error codes (negative returns). */
+enum {
+    ARTIFACT_EIO = -1,       /* the backend failed (disk full, permissions): retry later */
+    ARTIFACT_EOFFSET = -2,   /* an append not at the staged end */
+    ARTIFACT_ECORRUPT = -3,  /* the staged bytes do not hash to the SHA-256 given: discarded */
+    ARTIFACT_ENOTFOUND = -4, /* no such staged upload or object */
+    ARTIFACT_EINVAL = -5     /* a malformed key, hash or location */
+};
+
+struct artifact_backend {
+    const char *name;
+    /* *size = bytes staged under `key` (0 when none). */
+    int (*staged_size)(void *be, const char *key, int64_t *size);
+    /* Appends len bytes at `offset`, which must equal the staged size (ARTIFACT_EOFFSET and
+     * *size = the staged size otherwise); durable on return. *size = the new staged size. */
+    int (*append)(void *be, const char *key, int64_t offset, const void *data, size_t len,
+                  int64_t *size);
+    /* Hashes the staged bytes: equal to `sha256` (hex), they become the object `location`
+     * (written, NUL-terminated, ARTIFACT_LOCATION_MAX bytes) and the staging is gone; otherwise
+     * the staging is discarded and ARTIFACT_ECORRUPT returned. *size = the object's size. */
+    int (*commit)(void *be, const char *key, const char *sha256, char *location, int64_t *size);
+    /* Opens object `location` for reading: a file descriptor (the caller closes it) or an error. */
+    int (*open_read)(void *be, const char *location);
+    /* Removes object `location` (absent: 0). */
+    int (*remove)(void *be, const char *location);
+    void (*destroy)(void *be);
+};
+
+struct artifact_store {
+    const struct artifact_backend *ops;
+    void *be;
+};
+
+/* A store of content-addressed files under `dir` (created 0700): objects in
+ * dir/sha256/<2 hex>/<64 hex>, staged uploads in dir/uploads/<key>. NULL on failure (logged). */
+struct artifact_store *artifact_store_open_local(const char *dir);
+/* Frees the store (NULL is fine). */
+void artifact_store_close(struct artifact_store *st);
+
+/* Whether `key` is a valid staging key. */
+int artifact_key_valid(const char *key);
+/* Whether `hex` is 64 lowercase hex digits. */
+int artifact_sha256_valid(const char *hex);
+/* A short text for an error code. */
+const char *artifact_strerror(int code);
+
+#endif

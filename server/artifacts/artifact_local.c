@@ -1,0 +1,230 @@
+/* The local backend of the artifact store: content-addressed files under one directory.
+ *   <dir>/uploads/<key>              staged bytes of an upload in progress (append-only)
+ *   <dir>/sha256/<ab>/<ab...64 hex>  committed objects, named by their SHA-256
+ * Each call on a key takes an exclusive flock on its staged file, so two requests for one upload
+ * cannot interleave; appends are fdatasync'd before they are acknowledged, so an offset the
+ * server reported survives a server restart. */
+#include "artifact.h"
+
+#include "log.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct local_be {
+    char *dir;
+};
+
+static int staged_path(const struct local_be *be, const char *key, char *out, size_t n)
+{
+    if (!artifact_key_valid(key))
+        return ARTIFACT_EINVAL;
+    int w = snprintf(out, n, "%s/uploads/%s", be->dir, key);
+    return w < 0 || (size_t)w >= n ? ARTIFACT_EINVAL : 0;
+}
+
+/* Opens (flags) and locks the staged file of `key`: an fd, or an error. */
+static int open_staged(const struct local_be *be, const char *key, int flags)
+{
+    char path[4096];
+    int rc = staged_path(be, key, path, sizeof(path));
+    if (rc != 0)
+        return rc;
+    int fd = open(path, flags | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return errno == ENOENT ? ARTIFACT_ENOTFOUND : ARTIFACT_EIO;
+    if (flock(fd, LOCK_EX) != 0) {
+        close(fd);
+        return ARTIFACT_EIO;
+    }
+    return fd;
+}
+
+static int local_staged_size(void *arg, const char *key, int64_t *size)
+{
+    *size = 0;
+    int fd = open_staged(arg, key, O_RDONLY);
+    if (fd == ARTIFACT_ENOTFOUND)
+        return 0;
+    if (fd < 0)
+        return fd;
+    struct stat sb;
+    int rc = fstat(fd, &sb) == 0 ? 0 : ARTIFACT_EIO;
+    if (rc == 0)
+        *size = sb.st_size;
+    close(fd);
+    return rc;
+}
+
+static int local_append(void *arg, const char *key, int64_t offset, const void *data, size_t len,
+                        int64_t *size)
+{
+    *size = 0;
+    int fd = open_staged(arg, key, O_WRONLY | O_CREAT);
+    if (fd < 0)
+        return fd;
+    struct stat sb;
+    int rc = 0;
+    if (fstat(fd, &sb) != 0) {
+        rc = ARTIFACT_EIO;
+    } else if (sb.st_size != offset) {
+        *size = sb.st_size;
+        rc = ARTIFACT_EOFFSET;
+    } else if (lseek(fd, offset, SEEK_SET) != offset || util_write_all(fd, data, len) != 0 ||
+               fdatasync(fd) != 0) {
+        /* A short write leaves a tail: cut it so the staged size stays what was acknowledged. */
+        if (ftruncate(fd, offset) != 0)
+            TY_WARN("artifacts", "cannot cut staged upload %s back: %s", key, strerror(errno));
+        *size = offset;
+        rc = ARTIFACT_EIO;
+    } else {
+        *size = offset + (int64_t)len;
+    }
+    close(fd);
+    return rc;
+}
+
+/* Hashes fd from its start into hex (65 bytes) and *size. */
+static int hash_fd(int fd, char hex[65], int64_t *size)
+{
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    if (ctx == NULL || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+        EVP_MD_CTX_free(ctx);
+        return ARTIFACT_EIO;
+    }
+    static __thread unsigned char buf[1 << 16];
+    int64_t total = 0;
+    int rc = 0;
+    for (;;) {
+        ssize_t r = pread(fd, buf, sizeof(buf), total);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            rc = ARTIFACT_EIO;
+            break;
+        }
+        if (r == 0)
+            break;
+        EVP_DigestUpdate(ctx, buf, (size_t)r);
+        total += r;
+    }
+    unsigned char md[32];
+    unsigned mdlen = 0;
+    if (rc == 0 && EVP_DigestFinal_ex(ctx, md, &mdlen) != 1)
+        rc = ARTIFACT_EIO;
+    EVP_MD_CTX_free(ctx);
+    for (unsigned i = 0; rc == 0 && i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    *size = total;
+    return rc;
+}
+
+static int local_commit(void *arg, const char *key, const char *sha256, char *location,
+                        int64_t *size)
+{
+    struct local_be *be = arg;
+    location[0] = '\0';
+    *size = 0;
+    if (!artifact_sha256_valid(sha256))
+        return ARTIFACT_EINVAL;
+    char staged[4096], dir[4096], obj[4096];
+    int rc = staged_path(be, key, staged, sizeof(staged));
+    if (rc != 0)
+        return rc;
+    int fd = open_staged(be, key, O_RDONLY);
+    if (fd < 0)
+        return fd;
+    char got[65];
+    rc = hash_fd(fd, got, size);
+    if (rc == 0 && strcmp(got, sha256) != 0) {
+        rc = ARTIFACT_ECORRUPT;
+        if (unlink(staged) != 0)
+            rc = ARTIFACT_EIO;
+    }
+    if (rc == 0) {
+        snprintf(location, ARTIFACT_LOCATION_MAX, "sha256/%.2s/%s", sha256, sha256);
+        snprintf(dir, sizeof(dir), "%s/sha256/%.2s", be->dir, sha256);
+        snprintf(obj, sizeof(obj), "%s/%s", be->dir, location);
+        /* The same content twice is one object: the second staging just goes. */
+        if (util_mkdir_p(dir, 0700) != 0 || fsync(fd) != 0 || rename(staged, obj) != 0 ||
+            util_fsync_dir(dir) != 0) {
+            TY_WARN("artifacts", "cannot commit %s as %s: %s", key, obj, strerror(errno));
+            location[0] = '\0';
+            rc = ARTIFACT_EIO;
+        }
+    }
+    close(fd);
+    return rc;
+}
+
+static int object_path(const struct local_be *be, const char *location, char *out, size_t n)
+{
+    if (strncmp(location, "sha256/", 7) != 0 || strlen(location) != 7 + 3 + 64 ||
+        location[9] != '/' || !artifact_sha256_valid(location + 10) ||
+        strncmp(location + 7, location + 10, 2) != 0)
+        return ARTIFACT_EINVAL;
+    int w = snprintf(out, n, "%s/%s", be->dir, location);
+    return w < 0 || (size_t)w >= n ? ARTIFACT_EINVAL : 0;
+}
+
+static int local_open_read(void *arg, const char *location)
+{
+    char path[4096];
+    int rc = object_path(arg, location, path, sizeof(path));
+    if (rc != 0)
+        return rc;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? ARTIFACT_ENOTFOUND : ARTIFACT_EIO;
+    return fd;
+}
+
+static int local_remove(void *arg, const char *location)
+{
+    char path[4096];
+    int rc = object_path(arg, location, path, sizeof(path));
+    if (rc != 0)
+        return rc;
+    return unlink(path) == 0 || errno == ENOENT ? 0 : ARTIFACT_EIO;
+}
+
+static void local_destroy(void *arg)
+{
+    struct local_be *be = arg;
+    if (be)
+        free(be->dir);
+    free(be);
+}
+
+static const struct artifact_backend local_backend = {
+    "local",         local_staged_size, local_append,  local_commit,
+    local_open_read, local_remove,      local_destroy,
+};
+
+struct artifact_store *artifact_store_open_local(const char *dir)
+{
+    char uploads[4096];
+    int w = snprintf(uploads, sizeof(uploads), "%s/uploads", dir);
+    if (w < 0 || (size_t)w >= sizeof(uploads) || util_mkdir_p(uploads, 0700) != 0) {
+        TY_ERROR("artifacts", "cannot create %s: %s", uploads, strerror(errno));
+        return NULL;
+    }
+    struct artifact_store *st = calloc(1, sizeof(*st));
+    struct local_be *be = calloc(1, sizeof(*be));
+    if (st == NULL || be == NULL || (be->dir = strdup(dir)) == NULL) {
+        free(st);
+        free(be);
+        return NULL;
+    }
+    st->ops = &local_backend;
+    st->be = be;
+    return st;
+}

@@ -1,0 +1,425 @@
+"""The artifact store (issue 11): agents upload each node's merged checkpoint directory, packed as
+one tar, in chunks to the server, which verifies each chunk's and the whole part's SHA-256 and
+marks the checkpoint's artifact complete only once every node's part is stored. Real server and
+agent; the uploads are made here with the agent's own node credential, as the agent will."""
+import hashlib
+import http.server
+import io
+import os
+import tarfile
+import textwrap
+import threading
+import time
+import urllib.request
+
+import harness
+from test_checkpoints import WORKER, submit, wait_checkpoints
+
+CHUNK = 64 * 1024
+
+
+def node_credential(agent):
+    with open(os.path.join(agent.data_dir, "node.credential")) as f:
+        return f.read().strip()
+
+
+def part_url(job, attempt, idx, suffix=""):
+    return f"/api/v1/agent/checkpoints/{job}/{attempt}/{idx}/part{suffix}"
+
+
+def node_request(srv, agent, method, path, body=None, headers=None, credential=None):
+    h = {"X-Trainyard-Node": agent.node_id}
+    h.update(headers or {})
+    cred = node_credential(agent) if credential is None else credential
+    return srv.request(method, path, body=body, token=cred, headers=h)
+
+
+def pack(directory):
+    """The part as the agent sends it: a tar of the merged directory, names relative to it."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for root, dirs, files in os.walk(directory):
+            dirs.sort()
+            for name in sorted(files):
+                full = os.path.join(root, name)
+                tar.add(full, arcname=os.path.relpath(full, directory), recursive=False)
+    nfiles = sum(len(f) for _, _, f in os.walk(directory))
+    return buf.getvalue(), nfiles
+
+
+def put_chunk(srv, agent, job, idx, offset, chunk, sha=None):
+    return node_request(srv, agent, "PUT", part_url(job, 1, idx) + f"?offset={offset}", chunk,
+                        {"X-Content-SHA256": sha or hashlib.sha256(chunk).hexdigest(),
+                         "Content-Type": "application/octet-stream"})
+
+
+def upload(srv, agent, job, idx, data, start=0):
+    off = start
+    while off < len(data):
+        r = put_chunk(srv, agent, job, idx, off, data[off:off + CHUNK])
+        assert r.status == 200, r
+        off = r.json["offset"]
+    return off
+
+
+def finished_job(srv, agent_factory):
+    # The agent's own uploader is off: these tests upload by hand, as it would.
+    agent = agent_factory(cpus=2, env={"TRAINYARD_API_URL": "none"})
+    job = submit(srv, WORKER, "artifacts")
+    done = srv.wait_job(job, {"SUCCEEDED", "FAILED"})
+    assert done["status"] == "SUCCEEDED", done
+    cks = wait_checkpoints(srv, job, 3)
+    assert len(cks) == 3
+    return agent, job, cks
+
+
+def artifact(srv, job, idx):
+    cks = wait_checkpoints(srv, job, 3)
+    return next(c for c in cks if c["index"] == idx)["artifact"]
+
+
+def test_part_upload_in_chunks_is_verified_and_completes_the_checkpoint(server, agent_factory):
+    srv = server
+    agent, job, cks = finished_job(srv, agent_factory)
+    ck = cks[0]
+    data, nfiles = pack(ck["location"][0]["path"])
+    data += b"\0" * (3 * CHUNK)  # several chunks
+    assert artifact(srv, job, 1)["state"] is None
+
+    r = node_request(srv, agent, "GET", part_url(job, 1, 1))
+    assert r.status == 200 and r.json == {"state": "uploading", "offset": 0}, r
+    half = upload(srv, agent, job, 1, data[:2 * CHUNK])
+    a = artifact(srv, job, 1)
+    assert a["state"] == "uploading" and a["uploaded_bytes"] == half == 2 * CHUNK, a
+    upload(srv, agent, job, 1, data, start=half)
+
+    sha = hashlib.sha256(data).hexdigest()
+    r = node_request(srv, agent, "POST", part_url(job, 1, 1, "/complete"),
+                     {"sha256": sha, "file_count": nfiles})
+    assert r.status == 200 and r.json == {"state": "complete", "offset": len(data)}, r
+    a = artifact(srv, job, 1)
+    assert a["state"] == "complete" and a["file_count"] == nfiles == 4, a
+    assert a["sha256"] == hashlib.sha256(sha.encode()).hexdigest()
+    stored = os.path.join(srv.data_dir, "artifacts", "sha256", sha[:2], sha)
+    with open(stored, "rb") as f:
+        assert f.read() == data
+    assert os.listdir(os.path.join(srv.data_dir, "artifacts", "uploads")) == []
+    # Completing again is idempotent; other checkpoints are untouched.
+    r = node_request(srv, agent, "POST", part_url(job, 1, 1, "/complete"),
+                     {"sha256": sha, "file_count": nfiles})
+    assert r.status == 200 and r.json["state"] == "complete", r
+    assert artifact(srv, job, 2)["state"] is None
+
+
+def test_upload_cut_mid_stream_resumes_after_a_server_restart(server, agent_factory):
+    srv = server
+    agent, job, cks = finished_job(srv, agent_factory)
+    data = os.urandom(5 * CHUNK + 123)
+    got = upload(srv, agent, job, 2, data[:3 * CHUNK])
+    srv.stop()
+    srv.start()
+    agent.wait_node()
+    r = node_request(srv, agent, "GET", part_url(job, 1, 2))
+    assert r.status == 200 and r.json == {"state": "uploading", "offset": got}, r
+    # A chunk resent at an old offset is refused with the resume point, not appended twice.
+    r = put_chunk(srv, agent, job, 2, 0, data[:CHUNK])
+    assert r.status == 409 and str(got) in r.json["detail"], r
+    upload(srv, agent, job, 2, data, start=got)
+    r = node_request(srv, agent, "POST", part_url(job, 1, 2, "/complete"),
+                     {"sha256": hashlib.sha256(data).hexdigest(), "file_count": 4})
+    assert r.status == 200 and r.json["state"] == "complete", r
+    assert artifact(srv, job, 2)["state"] == "complete"
+
+
+def test_corrupted_chunk_and_corrupted_part_are_refused(server, agent_factory):
+    srv = server
+    agent, job, cks = finished_job(srv, agent_factory)
+    data = os.urandom(2 * CHUNK)
+    chunk = bytearray(data[:CHUNK])
+    good_sha = hashlib.sha256(bytes(chunk)).hexdigest()
+    chunk[100] ^= 0xFF  # flipped in transit
+    r = put_chunk(srv, agent, job, 3, 0, bytes(chunk), sha=good_sha)
+    assert r.status == 422 and r.json["type"].endswith("upload-corrupt"), r
+    r = node_request(srv, agent, "GET", part_url(job, 1, 3))
+    assert r.json["offset"] == 0, r
+
+    # Chunks that each verify but do not add up to the declared part: discarded, never complete.
+    upload(srv, agent, job, 3, data)
+    r = node_request(srv, agent, "POST", part_url(job, 1, 3, "/complete"),
+                     {"sha256": hashlib.sha256(data + b"x").hexdigest(), "file_count": 4})
+    assert r.status == 422, r
+    assert artifact(srv, job, 3)["state"] == "uploading"
+    r = node_request(srv, agent, "GET", part_url(job, 1, 3))
+    assert r.json == {"state": "uploading", "offset": 0}, r
+    upload(srv, agent, job, 3, data)
+    r = node_request(srv, agent, "POST", part_url(job, 1, 3, "/complete"),
+                     {"sha256": hashlib.sha256(data).hexdigest(), "file_count": 4})
+    assert r.status == 200, r
+    assert artifact(srv, job, 3)["state"] == "complete"
+
+
+def test_uploads_need_the_node_credential_and_a_node_of_the_attempt(server, agent_factory):
+    srv = server
+    agent, job, cks = finished_job(srv, agent_factory)
+    r = node_request(srv, agent, "GET", part_url(job, 1, 1), credential=srv.admin_token)
+    assert r.status == 401, r
+    r = srv.request("GET", part_url(job, 1, 1), token=node_credential(agent),
+                    headers={"X-Trainyard-Node": "some-other-node"})
+    assert r.status == 401, r
+    r = node_request(srv, agent, "GET", part_url(job, 2, 1))
+    assert r.status == 403, r
+
+
+def wait_artifacts(srv, job, n, timeout=20):
+    deadline = time.time() + timeout
+    cks = []
+    while time.time() < deadline:
+        cks = wait_checkpoints(srv, job, n)
+        if len(cks) >= n and all(c["artifact"]["state"] == "complete" for c in cks):
+            return cks
+        time.sleep(0.2)
+    return cks
+
+
+def test_agent_uploads_each_checkpoint_in_the_background(server, agent_factory):
+    srv = server
+    agent = agent_factory(cpus=2)
+    job = submit(srv, WORKER, "artifacts-agent")
+    done = srv.wait_job(job, {"SUCCEEDED", "FAILED"})
+    assert done["status"] == "SUCCEEDED", done
+    cks = wait_artifacts(srv, job, 3)
+    assert [c["artifact"]["state"] for c in cks] == ["complete"] * 3, (cks, agent.log_text())
+    for c in cks:
+        assert c["artifact"]["file_count"] == 4, c
+        # The stored part is a tar of exactly what the workers wrote.
+        parts = [f for d, _, fs in os.walk(os.path.join(srv.data_dir, "artifacts", "sha256"))
+                 for f in fs]
+        found = None
+        for name in parts:
+            path = os.path.join(srv.data_dir, "artifacts", "sha256", name[:2], name)
+            with tarfile.open(path) as tar:
+                files = {os.path.normpath(m.name): tar.extractfile(m).read()
+                         for m in tar.getmembers() if m.isfile()}
+            if files.get("rank-0.txt") == f"rank 0 round {c['index']}".encode():
+                found = files
+        assert found == {
+            "rank-0.txt": f"rank 0 round {c['index']}".encode(),
+            "rank-1.txt": f"rank 1 round {c['index']}".encode(),
+            "sub/part-0.bin": b"x" * 100, "sub/part-1.bin": b"x" * 200}, found
+    assert os.listdir(os.path.join(agent.data_dir, "uploads")) == []
+
+
+BIG_WORKER = textwrap.dedent("""
+    import os, shutil, tempfile
+    import trainyard
+    rank = trainyard.get_context().get_world_rank()
+    d = tempfile.mkdtemp(prefix=f"ty-big-{rank}-")
+    with open(os.path.join(d, f"weights-{rank}.bin"), "wb") as f:
+        f.write(os.urandom(3 * 1024 * 1024 + rank))
+    trainyard.report({"loss": 1.0}, checkpoint=d)
+    shutil.rmtree(d)
+""")
+
+
+class FlakyProxy:
+    """Forwards HTTP to the server, but loses the 2nd PUT before the server sees it and the
+    reply to the 4th after the server stored it: the agent must resume at the server's offset."""
+
+    def __init__(self, target):
+        self.target = target
+        self.puts = 0
+        self.lock = threading.Lock()
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def relay(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n) if n else None
+                drop_before = drop_after = False
+                if self.command == "PUT":
+                    with proxy.lock:
+                        proxy.puts += 1
+                        drop_before, drop_after = proxy.puts == 2, proxy.puts == 4
+                if drop_before:
+                    self.close_connection = True
+                    return
+                hdrs = {k: v for k, v in self.headers.items()
+                        if k.lower() not in ("host", "content-length", "connection")}
+                r = harness.http(self.command, proxy.target + self.path, body=body, headers=hdrs)
+                if drop_after:
+                    self.close_connection = True
+                    return
+                data = r.text.encode()
+                self.send_response(r.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_PUT = do_POST = relay
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.thread.join()
+
+
+def test_agent_upload_resumes_after_lost_chunks_and_lost_replies(server, agent_factory):
+    srv = server
+    proxy = FlakyProxy(srv.url)
+    try:
+        agent = agent_factory(cpus=2, env={"TRAINYARD_API_URL": proxy.url})
+        job = submit(srv, BIG_WORKER, "artifacts-flaky")
+        done = srv.wait_job(job, {"SUCCEEDED", "FAILED"})
+        assert done["status"] == "SUCCEEDED", done
+        cks = wait_artifacts(srv, job, 1)
+        assert cks[0]["artifact"]["state"] == "complete", (cks, agent.log_text())
+        assert proxy.puts >= 7  # 6+ chunks, plus the resend of the lost one
+    finally:
+        proxy.close()
+    merged = cks[0]["location"][0]["path"]
+    sha = None
+    for d, _, fs in os.walk(os.path.join(srv.data_dir, "artifacts", "sha256")):
+        for f in fs:
+            sha = f
+    with tarfile.open(os.path.join(srv.data_dir, "artifacts", "sha256", sha[:2], sha)) as tar:
+        files = {os.path.normpath(m.name): tar.extractfile(m).read()
+                 for m in tar.getmembers() if m.isfile()}
+    assert sorted(files) == ["weights-0.bin", "weights-1.bin"]
+    for name, content in files.items():
+        with open(os.path.join(merged, name), "rb") as f:
+            assert f.read() == content
+
+
+def untar(data):
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        return {os.path.normpath(m.name): tar.extractfile(m).read()
+                for m in tar.getmembers() if m.isfile()}
+
+
+def test_archive_download_round_trip_and_range_resume(server, agent_factory):
+    srv = server
+    agent = agent_factory(cpus=2)
+    job = submit(srv, WORKER, "artifacts-download")
+    assert srv.wait_job(job, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
+    cks = wait_artifacts(srv, job, 3)
+    viewer = srv.create_token("dl-viewer", "viewer")
+    for c in cks:
+        meta = srv.request("GET", f"/api/v1/checkpoints/{c['id']}", token=viewer)
+        assert meta.status == 200, meta
+        assert meta.json["job_id"] == job and meta.json["index"] == c["index"]
+        assert meta.json["artifact"]["state"] == "complete"
+        assert [p["node_id"] for p in meta.json["artifact"]["parts"]] == [agent.node_id]
+        r = harness.http("GET", srv.url + f"/api/v1/checkpoints/{c['id']}/archive", token=viewer)
+        assert r.status == 200 and r.headers["Content-Type"] == "application/x-tar", r
+        raw = urllib.request.urlopen(urllib.request.Request(
+            srv.url + f"/api/v1/checkpoints/{c['id']}/archive",
+            headers={"Authorization": f"Bearer {viewer}"})).read()
+        k = c["index"]
+        assert untar(raw) == {
+            "rank-0.txt": f"rank 0 round {k}".encode(), "rank-1.txt": f"rank 1 round {k}".encode(),
+            "sub/part-0.bin": b"x" * 100, "sub/part-1.bin": b"x" * 200}
+        # A download cut at byte 700 resumes with Range and yields the same bytes.
+        req = urllib.request.Request(srv.url + f"/api/v1/checkpoints/{c['id']}/archive",
+                                     headers={"Authorization": f"Bearer {viewer}",
+                                              "Range": "bytes=700-"})
+        with urllib.request.urlopen(req) as resp:
+            assert resp.status == 206
+            assert resp.headers["Content-Range"] == f"bytes 700-{len(raw) - 1}/{len(raw)}"
+            assert raw[:700] + resp.read() == raw
+    r = srv.request("GET", f"/api/v1/checkpoints/{cks[0]['id']}/archive",
+                    headers={"Range": "bytes=99999999-"})
+    assert r.status == 416, r
+    assert srv.request("GET", "/api/v1/checkpoints/999999").status == 404
+    assert srv.request("GET", f"/api/v1/checkpoints/{cks[0]['id']}", token=None).status == 401
+
+
+def test_archive_of_a_checkpoint_not_yet_uploaded_is_409(server, agent_factory):
+    srv = server
+    agent, job, cks = finished_job(srv, agent_factory)
+    r = srv.request("GET", f"/api/v1/checkpoints/{cks[0]['id']}/archive")
+    assert r.status == 409 and r.json["type"].endswith("archive-not-ready"), r
+    meta = srv.request("GET", f"/api/v1/checkpoints/{cks[0]['id']}").json
+    assert meta["artifact"]["state"] is None and meta["artifact"]["parts"] == []
+
+
+def test_cli_lists_checkpoints_and_downloads_one(server, agent_factory):
+    srv = server
+    agent_factory(cpus=2)
+    job = submit(srv, WORKER, "artifacts-cli")
+    assert srv.wait_job(job, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
+    cks = wait_artifacts(srv, job, 3)
+    r = harness.run_cli(srv, "checkpoints", str(job))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].split()[:6] == ["ID", "ATTEMPT", "INDEX", "STEP", "SIZE", "STORED"]
+    assert [ln.split()[5] for ln in lines[1:]] == ["complete"] * 3
+    out = os.path.join(harness.make_tmpdir("ty-dl-"), "ck")
+    r = harness.run_cli(srv, "checkpoint", "download", str(cks[1]["id"]), out)
+    assert r.returncode == 0, r.stderr
+    got = {os.path.relpath(os.path.join(d, f), out): open(os.path.join(d, f), "rb").read()
+           for d, _, fs in os.walk(out) for f in fs}
+    assert got == {"rank-0.txt": b"rank 0 round 2", "rank-1.txt": b"rank 1 round 2",
+                   "sub/part-0.bin": b"x" * 100, "sub/part-1.bin": b"x" * 200}
+    r = harness.run_cli(srv, "checkpoint", "download", "999999", out)
+    assert r.returncode == 1
+
+
+def test_resume_on_a_node_without_a_copy_fetches_it_once(server, agent_factory):
+    from test_resume import READER, WRITER, run_script, seen
+    srv = server
+    a = agent_factory(cpus=2)
+    first, _, done = run_script(srv, WRITER, "resume-a", 2)
+    assert done["status"] == "SUCCEEDED", done
+    [ck] = wait_artifacts(srv, first, 1)
+    assert ck["artifact"]["state"] == "complete", ck
+    assert ck["location"][0]["node_id"] == a.node_id
+    # Node A stays up but takes no new work: the resumed jobs must run on B.
+    assert srv.request("POST", f"/api/v1/nodes/{a.node_id}/drain").status == 200
+    b = agent_factory(cpus=2)  # another node: its own data directory, no copy
+    expect = {"rank-0.txt": b"weights of rank 0".hex(), "rank-1.txt": b"weights of rank 1".hex(),
+              "sub/part-0.bin": (b"\x00" * 10).hex(), "sub/part-1.bin": (b"\x01" * 20).hex()}
+    fetched = os.path.join(os.path.realpath(b.data_dir), "checkpoints", "fetched",
+                           ck["artifact"]["sha256"])
+    for name in ("resume-b1", "resume-b2"):
+        second, work, done = run_script(srv, READER, name, 2, resume_from_checkpoint=ck["id"])
+        assert done["status"] == "SUCCEEDED", (done, b.log_text())
+        for rank in (0, 1):
+            s = seen(work, rank)
+            assert s["env"] == fetched and s["files"] == expect, (s, b.log_text())
+        msgs = [e["message"] or "" for e in
+                srv.request("GET", f"/api/v1/jobs/{second}/events").json["events"]]
+        assert not any("holds no copy" in m for m in msgs), msgs
+    assert b.log_text().count("fetched from the server") == 1, b.log_text()
+
+
+def test_job_result_names_the_best_checkpoint_by_its_score(server, agent_factory):
+    srv = server
+    agent_factory(cpus=2)
+    # WORKER reports loss 1/k + rank: rank 0's losses are 1, 0.5, 0.333 for k = 1, 2, 3.
+    work = harness.make_tmpdir("ty-best-")
+    with open(os.path.join(work, "train.py"), "w") as f:
+        f.write(WORKER)
+    for order, best_index in (("min", 3), ("max", 1)):
+        job = srv.submit({"name": f"best-{order}", "entrypoint": ["/usr/bin/python3", "train.py"],
+                          "working_dir": work, "scaling_config": {"num_workers": 2},
+                          "run_config": {"checkpoint_config": {
+                              "checkpoint_score_attribute": "loss",
+                              "checkpoint_score_order": order}}})["id"]
+        assert srv.wait_job(job, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
+        cks = wait_checkpoints(srv, job, 3)
+        result = srv.request("GET", f"/api/v1/jobs/{job}").json["result"]
+        best = next(c for c in cks if c["index"] == best_index)
+        assert result["best_checkpoint"]["id"] == best["id"], (order, result, cks)
+        assert result["latest_checkpoint"]["id"] == cks[-1]["id"]
+    job = submit(srv, WORKER, "best-none")
+    assert srv.wait_job(job, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
+    wait_checkpoints(srv, job, 3)
+    assert srv.request("GET", f"/api/v1/jobs/{job}").json["result"]["best_checkpoint"] is None

@@ -1,0 +1,150 @@
+/* Unit tests for server/artifacts/ (artifact.c, artifact_local.c): the local, content-addressed
+ * backend of the artifact store, in a temporary directory. */
+#include "ty_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "archive.h"
+#include "artifact.h"
+#include "util.h"
+
+struct fixture {
+    char dir[64];
+    struct artifact_store *st;
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    snprintf(f->dir, sizeof(f->dir), "/tmp/ty-artifact-XXXXXX");
+    if (f == NULL || mkdtemp(f->dir) == NULL)
+        return -1;
+    f->st = artifact_store_open_local(f->dir);
+    *state = f;
+    return f->st ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    artifact_store_close(f->st);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+    int rc = system(cmd);
+    free(f);
+    return rc == 0 ? 0 : -1;
+}
+
+static int append(struct fixture *f, const char *key, int64_t off, const char *s, int64_t *size)
+{
+    return f->st->ops->append(f->st->be, key, off, s, strlen(s), size);
+}
+
+static void appends_grow_the_staged_upload_only_at_its_end(void **state)
+{
+    struct fixture *f = *state;
+    int64_t size = -1;
+    assert_int_equal(f->st->ops->staged_size(f->st->be, "k1", &size), 0);
+    assert_int_equal(size, 0);
+    assert_int_equal(append(f, "k1", 0, "hello ", &size), 0);
+    assert_int_equal(size, 6);
+    assert_int_equal(append(f, "k1", 0, "hello ", &size), ARTIFACT_EOFFSET);
+    assert_int_equal(size, 6);
+    assert_int_equal(append(f, "k1", 7, "world", &size), ARTIFACT_EOFFSET);
+    assert_int_equal(append(f, "k1", 6, "world", &size), 0);
+    assert_int_equal(size, 11);
+    assert_int_equal(f->st->ops->staged_size(f->st->be, "k1", &size), 0);
+    assert_int_equal(size, 11);
+}
+
+static void commit_with_the_right_hash_stores_the_object_under_it(void **state)
+{
+    struct fixture *f = *state;
+    int64_t size;
+    assert_int_equal(append(f, "k2", 0, "hello world", &size), 0);
+    char sha[65], loc[ARTIFACT_LOCATION_MAX];
+    util_sha256_hex("hello world", 11, sha);
+    assert_int_equal(f->st->ops->commit(f->st->be, "k2", sha, loc, &size), 0);
+    assert_int_equal(size, 11);
+    char want[128];
+    snprintf(want, sizeof(want), "sha256/%.2s/%s", sha, sha);
+    assert_string_equal(loc, want);
+    int fd = f->st->ops->open_read(f->st->be, loc);
+    assert_true(fd >= 0);
+    char buf[32] = {0};
+    assert_int_equal(read(fd, buf, sizeof(buf)), 11);
+    close(fd);
+    assert_string_equal(buf, "hello world");
+    assert_int_equal(f->st->ops->staged_size(f->st->be, "k2", &size), 0);
+    assert_int_equal(size, 0);
+    assert_int_equal(f->st->ops->remove(f->st->be, loc), 0);
+    assert_int_equal(f->st->ops->open_read(f->st->be, loc), ARTIFACT_ENOTFOUND);
+}
+
+static void commit_with_a_wrong_hash_discards_the_staging(void **state)
+{
+    struct fixture *f = *state;
+    int64_t size;
+    assert_int_equal(append(f, "k3", 0, "hello world", &size), 0);
+    char sha[65], loc[ARTIFACT_LOCATION_MAX];
+    util_sha256_hex("hello worle", 11, sha);
+    assert_int_equal(f->st->ops->commit(f->st->be, "k3", sha, loc, &size), ARTIFACT_ECORRUPT);
+    assert_string_equal(loc, "");
+    assert_int_equal(f->st->ops->staged_size(f->st->be, "k3", &size), 0);
+    assert_int_equal(size, 0);
+    assert_int_equal(f->st->ops->commit(f->st->be, "k3", sha, loc, &size), ARTIFACT_ENOTFOUND);
+}
+
+static void keys_locations_and_hashes_are_validated(void **state)
+{
+    struct fixture *f = *state;
+    int64_t size;
+    assert_int_equal(append(f, "../escape", 0, "x", &size), ARTIFACT_EINVAL);
+    assert_int_equal(append(f, "a/b", 0, "x", &size), ARTIFACT_EINVAL);
+    assert_int_equal(append(f, "", 0, "x", &size), ARTIFACT_EINVAL);
+    assert_true(artifact_key_valid("12-1-3-node_a.b"));
+    assert_false(artifact_sha256_valid("ABC"));
+    assert_int_equal(f->st->ops->open_read(f->st->be, "sha256/../../etc/passwd"), ARTIFACT_EINVAL);
+    char loc[ARTIFACT_LOCATION_MAX];
+    assert_int_equal(f->st->ops->commit(f->st->be, "k4", "nothex", loc, &size), ARTIFACT_EINVAL);
+}
+
+static void tar_members_end_before_the_end_of_archive_blocks(void **state)
+{
+    struct fixture *f = *state;
+    char cmd[512], path[128];
+    snprintf(cmd, sizeof(cmd),
+             "cd '%s' && mkdir d && printf 'abc' > d/a && head -c 600 /dev/zero > d/b && "
+             "tar --format=gnu -cf t.tar -C d a b && printf 'not a tar at all' > bad",
+             f->dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(path, sizeof(path), "%s/t.tar", f->dir);
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    int64_t len = -1;
+    assert_int_equal(artifact_tar_data_len(fd, &len), 0);
+    assert_int_equal(len, 512 + 512 + 512 + 1024); /* a: header + 1 block; b: header + 2 */
+    close(fd);
+    snprintf(path, sizeof(path), "%s/bad", f->dir);
+    fd = open(path, O_RDONLY);
+    assert_int_equal(artifact_tar_data_len(fd, &len), -1);
+    close(fd);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown(tar_members_end_before_the_end_of_archive_blocks, setup,
+                                    teardown),
+    cmocka_unit_test_setup_teardown(appends_grow_the_staged_upload_only_at_its_end, setup,
+                                    teardown),
+    cmocka_unit_test_setup_teardown(commit_with_the_right_hash_stores_the_object_under_it, setup,
+                                    teardown),
+    cmocka_unit_test_setup_teardown(commit_with_a_wrong_hash_discards_the_staging, setup, teardown),
+    cmocka_unit_test_setup_teardown(keys_locations_and_hashes_are_validated, setup, teardown),
+};
+
+TY_TEST_MAIN(tests)
