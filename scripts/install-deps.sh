@@ -10,7 +10,7 @@ packages=(
   postgresql postgresql-client
   python3 python3-pytest python3-prometheus-client python3-torch dataset-fashion-mnist
   iproute2 procps curl ca-certificates sudo openssl
-  clang  # libFuzzer targets (-DTY_FUZZ=ON; docs/fuzzing.md)
+  clang libclang-rt-14-dev  # libFuzzer targets and their runtime (docs/fuzzing.md)
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(wrk nginx-light bc libopenmpi-dev openmpi-bin python3-matplotlib)
