@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 int util_parse_int64(const char *s, int64_t min, int64_t max, int64_t *out)
 {
@@ -166,4 +168,51 @@ int util_write_file_durable(const char *path, const void *data, size_t len, unsi
         return -1;
     }
     return util_fsync_dir(dir);
+}
+
+int util_uid_can_reach(unsigned uid, unsigned gid, const char *dir, char *blocked,
+                       size_t blocked_len)
+{
+    int fds[2];
+    if (blocked_len == 0 || pipe2(fds, O_CLOEXEC) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        gid_t g = (gid_t)gid;
+        if (setgroups(1, &g) != 0 || setresgid(g, g, g) != 0 ||
+            setresuid((uid_t)uid, (uid_t)uid, (uid_t)uid) != 0)
+            _exit(2);
+        char prefix[PATH_MAX];
+        size_t len = strlen(dir);
+        if (len >= sizeof(prefix))
+            _exit(2);
+        for (size_t i = 1; i <= len; i++) {
+            if (i < len && dir[i] != '/')
+                continue;
+            memcpy(prefix, dir, i);
+            prefix[i] = '\0';
+            if (access(prefix, X_OK) != 0) {
+                (void)!write(fds[1], prefix, i);
+                _exit(1);
+            }
+        }
+        _exit(0);
+    }
+    close(fds[1]);
+    ssize_t n = read(fds[0], blocked, blocked_len - 1);
+    blocked[n > 0 ? n : 0] = '\0';
+    close(fds[0]);
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) > 1)
+        return -1;
+    return WEXITSTATUS(status) == 0;
 }

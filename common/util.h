@@ -35,6 +35,12 @@ int util_fsync_dir(const char *dir);
  * file or the new one, never a torn one. Returns 0, or -1 with errno (the temporary removed). */
 int util_write_file_durable(const char *path, const void *data, size_t len, unsigned mode);
 
+/* Whether user `uid` (group `gid`, no other groups) can search every directory from / down to
+ * `dir` (absolute), checked in a forked child that takes that identity (needs root). Returns 1,
+ * 0 with the first directory it cannot search in `blocked`, or -1 when the check itself failed. */
+int util_uid_can_reach(unsigned uid, unsigned gid, const char *dir, char *blocked,
+                       size_t blocked_len);
+
 #define UTIL_FREE(p)                                                                               \
     do {                                                                                           \
         free(p);                                                                                   \

@@ -143,54 +143,14 @@ static int run_pg_tool(const struct pg_embedded *pg, const char *const *argv)
     return rc;
 }
 
-/* Whether the postgres user can reach (search) `dir` through every directory above it.
- * Returns 1 when it can, 0 when it cannot (`blocked` gets the first directory it cannot
- * search), or -1 when the check itself failed. Always 1 when not running as root. */
+/* Whether the postgres user can reach (search) `dir` through every directory above it: see
+ * util_uid_can_reach. Always 1 when not running as root. */
 static int postgres_can_reach(const struct pg_embedded *pg, const char *dir, char *blocked,
                               size_t blocked_len)
 {
     if (!pg->as_postgres)
         return 1;
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0)
-        return -1;
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fds[0]);
-        close(fds[1]);
-        return -1;
-    }
-    if (pid == 0) {
-        close(fds[0]);
-        if (child_become_postgres(pg) != 0)
-            _exit(2);
-        char prefix[PATH_MAX];
-        size_t len = strlen(dir);
-        if (len >= sizeof(prefix))
-            _exit(2);
-        for (size_t i = 1; i <= len; i++) {
-            if (i < len && dir[i] != '/')
-                continue;
-            memcpy(prefix, dir, i);
-            prefix[i] = '\0';
-            if (access(prefix, X_OK) != 0) {
-                (void)!write(fds[1], prefix, i);
-                _exit(1);
-            }
-        }
-        _exit(0);
-    }
-    close(fds[1]);
-    ssize_t n = read(fds[0], blocked, blocked_len - 1);
-    blocked[n > 0 ? n : 0] = '\0';
-    close(fds[0]);
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) > 1)
-        return -1;
-    return WEXITSTATUS(status) == 0;
+    return util_uid_can_reach(pg->uid, pg->gid, dir, blocked, blocked_len);
 }
 
 /* Chooses the directory that holds the cluster, its socket and its log: the data directory

@@ -97,54 +97,6 @@ static int copy_tree_public(const char *src, const char *dest)
     return rc;
 }
 
-/* Whether uid (with gid = uid, no groups) can search every directory down to `dir`, as a worker
- * must to reach the report socket. Returns 1, 0 (`blocked` names the first directory it cannot
- * search), or -1 when the check itself failed. */
-static int uid_can_reach(uid_t uid, const char *dir, char *blocked, size_t blocked_len)
-{
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0)
-        return -1;
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fds[0]);
-        close(fds[1]);
-        return -1;
-    }
-    if (pid == 0) {
-        close(fds[0]);
-        if (setgroups(0, NULL) != 0 || setresgid(uid, uid, uid) != 0 ||
-            setresuid(uid, uid, uid) != 0)
-            _exit(2);
-        char prefix[4200];
-        size_t len = strlen(dir);
-        if (len >= sizeof(prefix))
-            _exit(2);
-        for (size_t i = 1; i <= len; i++) {
-            if (i < len && dir[i] != '/')
-                continue;
-            memcpy(prefix, dir, i);
-            prefix[i] = '\0';
-            if (access(prefix, X_OK) != 0) {
-                (void)!write(fds[1], prefix, i);
-                _exit(1);
-            }
-        }
-        _exit(0);
-    }
-    close(fds[1]);
-    ssize_t n = read(fds[0], blocked, blocked_len - 1);
-    blocked[n > 0 ? n : 0] = '\0';
-    close(fds[0]);
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) > 1)
-        return -1;
-    return WEXITSTATUS(status) == 0;
-}
-
 /* Workers under uids of their own may not be able to read --python-path (a clone under /root):
  * the agent publishes a copy in <data>/python (readable by all; the data directory is 0711) and
  * puts that on the workers' PYTHONPATH instead. */
@@ -214,7 +166,7 @@ int agent__isolation_init(struct agent *a)
         TY_ERROR("agent", "data directory %s: %s", a->data_dir, strerror(errno));
         return -1;
     }
-    int reach = uid_can_reach(a->uid_lo, abs, blocked, sizeof(blocked));
+    int reach = util_uid_can_reach(a->uid_lo, a->uid_lo, abs, blocked, sizeof(blocked));
     if (reach != 1) {
         if (reach == 0)
             TY_ERROR("agent",
