@@ -657,8 +657,10 @@ static int parse_resources(struct agent_node_msg *m, const json_t *res, char *er
             }
             n->gpus = m->node_gpus;
             n->n_gpus = json_array_size(v);
-        } else if (!json_is_number(v) || json_number_value(v) < 0) {
-            return ERR("'node.resources.%s' must be a number >= 0", k);
+        } else if (!json_is_number(v) || !(json_number_value(v) >= 0) ||
+                   json_number_value(v) > AGENT_PROTO_MAX_RESOURCE) {
+            return ERR("'node.resources.%s' must be a number from 0 to %g", k,
+                       AGENT_PROTO_MAX_RESOURCE);
         } else if (strcmp(k, "CPU") == 0) {
             n->cpus = (int64_t)json_number_value(v);
         } else if (strcmp(k, "memory_mb") == 0) {

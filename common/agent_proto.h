@@ -27,6 +27,9 @@
 #define AGENT_PROTO_MAX_MESSAGE (16u * 1024u * 1024u)
 /* GPU indices are below this; a node has at most this many GPUs. */
 #define AGENT_PROTO_MAX_GPUS 1024
+/* A node's other resources (CPU, memory_mb, custom) are numbers in [0, this]: far above any real
+ * machine, and small enough that CPU and memory_mb convert to int64 exactly. */
+#define AGENT_PROTO_MAX_RESOURCE 1e15
 /* node.id in register: 1 to this many bytes. */
 #define AGENT_PROTO_MAX_NODE_ID 128
 /* job_id: 1 to this many bytes of [A-Za-z0-9._-] (it becomes a directory name). */

@@ -748,6 +748,9 @@ static void agent_proto_refuses_malformed_agent_messages(void **state)
     expect_node_refused(REG("{" NODE_OK "}"), "node.resources", -1, R);
     expect_node_refused(REG("{" NODE_OK ",\"resources\":[]}"), "node.resources", -1, R);
     expect_node_refused(REG("{" NODE_OK ",\"resources\":{\"CPU\":\"8\"}}"), "resources.CPU", -1, R);
+    expect_node_refused(REG("{" NODE_OK ",\"resources\":{\"memory_mb\":1e300}}"),
+                        "resources.memory_mb", -1, R);
+    expect_node_refused(REG("{" NODE_OK ",\"resources\":{\"CPU\":-1}}"), "resources.CPU", -1, R);
     expect_node_refused(REG("{" NODE_OK ",\"resources\":{\"GPU\":[0,-1]}}"), "GPU[1]", -1, R);
     expect_node_refused(REG("{" NODE_OK ",\"resources\":{\"GPU\":2}}"), "GPU", -1, R);
     expect_node_refused(REG("{" NODE_OK ",\"resources\":{},\"port_range\":[10,5]}"), "port_range",
