@@ -243,8 +243,8 @@ enum stream_outcome stream_follow(struct cli_ctx *ctx, const struct stream_follo
         if (o->deadline && o->deadline - now < connect_ms)
             connect_ms = o->deadline - now;
         int refused = 0;
-        struct ws_conn *c =
-            ws_conn_open(url, STREAM_PROTOCOL, (long)connect_ms, &refused, err, sizeof err);
+        struct ws_conn *c = ws_conn_open(url, STREAM_PROTOCOL, ctx->cfg.ca_file, (long)connect_ms,
+                                         &refused, err, sizeof err);
         bool connected = c != NULL;
         if (connected) {
             switch (session(&f, c)) {

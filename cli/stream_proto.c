@@ -131,15 +131,12 @@ int stream_url_from_version(const char *server_base, const json_t *version, char
                  STREAM_PROTOCOL);
         return -1;
     }
-    if (strncasecmp(server_base, "http://", 7) != 0) {
-        snprintf(err, errlen,
-                 "%s: this client's live stream (--follow, --wait) speaks plain ws:// only, "
-                 "not TLS (wss://); poll without --follow/--wait, or set --stream-url to a "
-                 "plain ws:// endpoint",
-                 server_base);
+    bool tls = strncasecmp(server_base, "https://", 8) == 0;
+    if (!tls && strncasecmp(server_base, "http://", 7) != 0) {
+        snprintf(err, errlen, "%s is not an http:// or https:// server URL", server_base);
         return -1;
     }
-    const char *host = server_base + 7;
+    const char *host = server_base + (tls ? 8 : 7);
     size_t hlen;
     if (host[0] == '[') {
         const char *close = strchr(host, ']');
@@ -147,7 +144,7 @@ int stream_url_from_version(const char *server_base, const json_t *version, char
     } else {
         hlen = strcspn(host, ":/?#");
     }
-    int n = snprintf(out, outlen, "ws://%.*s:%lld%s", (int)hlen, host,
+    int n = snprintf(out, outlen, "%s://%.*s:%lld%s", tls ? "wss" : "ws", (int)hlen, host,
                      (long long)json_integer_value(port), path);
     if (n < 0 || (size_t)n >= outlen) {
         snprintf(err, errlen, "stream URL too long");

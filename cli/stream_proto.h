@@ -61,10 +61,10 @@ char *stream_auth_message(const char *token);
 char *stream_subscribe_message(long long job, long long after);
 
 /*
- * The websocket URL of /stream for a server: the host of server_base (http://host[:port]...),
+ * The websocket URL of /stream for a server: the host of server_base (http://host[:port]... or
+ * https://, which gives wss://: the server's websocket port speaks TLS when its HTTP port does),
  * with the port and path of the "stream" object of GET /api/v1/version's reply. Returns 0, or -1
- * with the reason in err (no "stream" field: the server has no /stream; an https:// server: this
- * client cannot speak wss://, set --stream-url).
+ * with the reason in err (no "stream" field: the server has no /stream).
  */
 int stream_url_from_version(const char *server_base, const json_t *version, char *out,
                             size_t outlen, char *err, size_t errlen);

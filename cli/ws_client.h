@@ -1,5 +1,5 @@
 /*
- * ws_client.h - a small blocking websocket client over one TCP socket (RFC 6455, ws:// only),
+ * ws_client.h - a small blocking websocket client over one TCP socket (RFC 6455, ws:// and wss://),
  * enough for /stream: text messages in both directions, pings answered, close handled. The
  * framing is ws_frame.c; this file does the socket I/O.
  */
@@ -15,13 +15,15 @@ struct ws_conn;
 #define WS_CLIENT_MAX_MESSAGE ((size_t)64 << 20)
 
 /*
- * Connects to url (ws://...), asks for subprotocol `protocol` and completes the handshake, all
- * within timeout_ms. Returns the connection (free with ws_conn_close), or NULL with the reason in
- * err; *refused is set when a server answered but refused the upgrade (an HTTP reply that is not
- * 101, or a wrong one), as opposed to no server being reachable.
+ * Connects to url (ws://... or wss://..., whose server certificate must be vouched for by ca_file,
+ * or by the system's CAs when ca_file is NULL, and name the URL's host), asks for subprotocol
+ * `protocol` and completes the handshake, all within timeout_ms. Returns the connection (free with
+ * ws_conn_close), or NULL with the reason in err; *refused is set when a server answered but
+ * refused the upgrade (an HTTP reply that is not 101, or a wrong one), as opposed to no server
+ * being reachable.
  */
-struct ws_conn *ws_conn_open(const char *url, const char *protocol, long timeout_ms, int *refused,
-                             char *err, size_t errlen);
+struct ws_conn *ws_conn_open(const char *url, const char *protocol, const char *ca_file,
+                             long timeout_ms, int *refused, char *err, size_t errlen);
 
 /* Sends one text message. Returns 0, or -1 with the reason in err (the connection is broken). */
 int ws_conn_send_text(struct ws_conn *c, const char *text, size_t len, char *err, size_t errlen);

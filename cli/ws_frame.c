@@ -19,15 +19,12 @@
 int ws_url_parse(const char *url, struct ws_url *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    if (strncasecmp(url, "wss://", 6) == 0) {
-        snprintf(err, errlen, "'%s': wss:// is not supported (plain ws:// only)", url);
+    out->tls = strncasecmp(url, "wss://", 6) == 0;
+    if (!out->tls && strncasecmp(url, "ws://", 5) != 0) {
+        snprintf(err, errlen, "'%s' is not a ws:// or wss:// URL", url);
         return -1;
     }
-    if (strncasecmp(url, "ws://", 5) != 0) {
-        snprintf(err, errlen, "'%s' is not a ws:// URL", url);
-        return -1;
-    }
-    const char *p = url + 5, *host_end, *next;
+    const char *p = url + (out->tls ? 6 : 5), *host_end, *next;
     if (*p == '[') {
         host_end = strchr(p, ']');
         if (!host_end) {
@@ -46,7 +43,7 @@ int ws_url_parse(const char *url, struct ws_url *out, char *err, size_t errlen)
         return -1;
     }
     memcpy(out->host, p, hlen);
-    snprintf(out->port, sizeof out->port, "80");
+    snprintf(out->port, sizeof out->port, "%s", out->tls ? "443" : "80");
     if (*next == ':') {
         next++;
         size_t plen = strspn(next, "0123456789");

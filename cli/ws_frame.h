@@ -36,12 +36,12 @@ struct ws_url {
     char host[256];
     char port[8];
     char path[512]; /* starts with '/'; query string kept */
+    bool tls;       /* wss:// */
 };
 
 /*
- * Parses "ws://host[:port][/path]" (port defaults to 80, path to "/"; "[v6]" hosts accepted).
- * wss:// is refused: this client speaks plain TCP only (docs/decisions.md). Returns 0, or -1
- * with the reason in err.
+ * Parses "ws://host[:port][/path]" or "wss://..." (port defaults to 80 or 443, path to "/";
+ * "[v6]" hosts accepted). Returns 0, or -1 with the reason in err.
  */
 int ws_url_parse(const char *url, struct ws_url *out, char *err, size_t errlen);
 

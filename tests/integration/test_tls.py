@@ -107,12 +107,27 @@ def test_cli_refuses_a_server_its_ca_does_not_vouch_for(tls_server, pki):
     assert "certificate" in r.stderr.lower(), r.stderr
 
 
-def test_cli_follow_refuses_a_tls_server_with_a_clear_message(tls_server, pki):
-    job = tls_server.submit(SPEC)
-    r = harness.run_cli(tls_server, "events", str(job["id"]), "--follow",
+def test_cli_follows_a_job_over_wss(tls_server, agent_factory, pki):
+    agent_factory(tls_server, extra_args=("--ca-file", pki["ca"]))
+    spec = dict(SPEC, entrypoint=["/bin/sh", "-c", "sleep 1; echo followed over wss"])
+    job = tls_server.submit(spec)
+    r = harness.run_cli(tls_server, "logs", str(job["id"]), "--follow",
                         env={"TRAINYARD_CA_FILE": pki["ca"]})
+    assert r.returncode == 0, r.stderr
+    assert "followed over wss" in r.stdout, r.stdout
+
+
+def test_cli_follow_refuses_a_stream_whose_certificate_names_another_host(server_factory, pki):
+    """The REST calls verify (right CA, 127.0.0.1); the stream is reached as localhost, which
+    the server's certificate (127.0.0.1 only) does not name: the follow stops at once with the
+    certificate named, instead of retrying or talking to an unverified peer."""
+    server = server_factory(tls=(*pki["ip_only"], pki["ca"]))
+    job = server.submit(SPEC)
+    r = harness.run_cli(server, "events", str(job["id"]), "--follow",
+                        env={"TRAINYARD_CA_FILE": pki["ca"],
+                             "TRAINYARD_STREAM_URL": f"wss://localhost:{server.ws_port}/stream"})
     assert r.returncode != 0
-    assert "wss://" in r.stderr, r.stderr
+    assert "certificate was refused" in r.stderr, r.stderr
 
 
 def test_agent_with_a_wrong_ca_refuses_to_connect(tls_server, pki):

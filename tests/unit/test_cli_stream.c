@@ -142,10 +142,13 @@ static void stream_url_takes_the_servers_host_and_the_streams_port(void **state)
     assert_int_equal(
         stream_url_from_version("http://[::1]:8080/x", v, url, sizeof url, err, sizeof err), 0);
     assert_string_equal(url, "ws://[::1]:8081/stream");
+    assert_int_equal(
+        stream_url_from_version("https://h.example:8443", v, url, sizeof url, err, sizeof err), 0);
+    assert_string_equal(url, "wss://h.example:8081/stream");
     json_decref(v);
 }
 
-static void stream_url_is_refused_without_a_stream_or_over_https(void **state)
+static void stream_url_is_refused_without_a_stream_or_for_another_scheme(void **state)
 {
     (void)state;
     char url[256], err[256];
@@ -155,8 +158,8 @@ static void stream_url_is_refused_without_a_stream_or_over_https(void **state)
     assert_non_null(strstr(err, "stream"));
     json_decref(old);
     json_t *v = load(version_text);
-    assert_int_equal(stream_url_from_version("https://h", v, url, sizeof url, err, sizeof err), -1);
-    assert_non_null(strstr(err, "--stream-url"));
+    assert_int_equal(stream_url_from_version("ftp://h", v, url, sizeof url, err, sizeof err), -1);
+    assert_non_null(strstr(err, "not an http:// or https://"));
     json_decref(v);
     json_t *other = load("{\"stream\":{\"port\":1,\"path\":\"/s\",\"protocol\":\"v2\"}}");
     assert_int_equal(stream_url_from_version("http://h", other, url, sizeof url, err, sizeof err),
@@ -350,7 +353,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(only_unavailable_and_too_many_clients_are_retried),
     cmocka_unit_test(auth_and_subscribe_messages_follow_the_protocol),
     cmocka_unit_test(stream_url_takes_the_servers_host_and_the_streams_port),
-    cmocka_unit_test(stream_url_is_refused_without_a_stream_or_over_https),
+    cmocka_unit_test(stream_url_is_refused_without_a_stream_or_for_another_scheme),
     cmocka_unit_test(cursor_hands_on_each_seq_once_across_a_reconnect),
     cmocka_unit_test(cursor_accepts_gaps_and_ignores_other_jobs),
     cmocka_unit_test(cursor_is_caught_up_once_the_head_is_handed_on),

@@ -44,14 +44,30 @@ static void url_with_ipv6_host_drops_brackets(void **state)
     assert_string_equal(u.path, "/stream");
 }
 
-static void url_that_is_not_plain_ws_is_refused(void **state)
+static void url_wss_speaks_tls_on_port_443_by_default(void **state)
 {
     (void)state;
     struct ws_url u;
     char err[256];
-    assert_int_equal(ws_url_parse("wss://h/stream", &u, err, sizeof err), -1);
-    assert_non_null(strstr(err, "wss://"));
+    assert_int_equal(ws_url_parse("wss://h/stream", &u, err, sizeof err), 0);
+    assert_true(u.tls);
+    assert_string_equal(u.host, "h");
+    assert_string_equal(u.port, "443");
+    assert_int_equal(ws_url_parse("WSS://h:8443/s", &u, err, sizeof err), 0);
+    assert_true(u.tls);
+    assert_string_equal(u.port, "8443");
+    assert_int_equal(ws_url_parse("ws://h/s", &u, err, sizeof err), 0);
+    assert_false(u.tls);
+}
+
+static void url_that_is_not_ws_is_refused(void **state)
+{
+    (void)state;
+    struct ws_url u;
+    char err[256];
     assert_int_equal(ws_url_parse("http://h/stream", &u, err, sizeof err), -1);
+    assert_non_null(strstr(err, "not a ws:// or wss:// URL"));
+    assert_int_equal(ws_url_parse("wss:/h", &u, err, sizeof err), -1);
     assert_int_equal(ws_url_parse("ws://h:0/", &u, err, sizeof err), -1);
     assert_int_equal(ws_url_parse("ws://h:65536/", &u, err, sizeof err), -1);
     assert_int_equal(ws_url_parse("ws://:80/", &u, err, sizeof err), -1);
@@ -437,7 +453,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(url_with_port_and_path_is_split),
     cmocka_unit_test(url_defaults_to_port_80_and_root_path),
     cmocka_unit_test(url_with_ipv6_host_drops_brackets),
-    cmocka_unit_test(url_that_is_not_plain_ws_is_refused),
+    cmocka_unit_test(url_wss_speaks_tls_on_port_443_by_default),
+    cmocka_unit_test(url_that_is_not_ws_is_refused),
     cmocka_unit_test(client_key_is_base64_of_the_nonce),
     cmocka_unit_test(accept_value_matches_the_rfc_example),
     cmocka_unit_test(handshake_request_names_path_host_key_and_subprotocol),
