@@ -72,6 +72,43 @@ static int untar(const char *tarfile, const char *dir)
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
+/* Times a cut download is resumed (each resume must have made progress). */
+#define DOWNLOAD_RESUMES 5
+
+/*
+ * Downloads checkpoint id's archive into the open file fd, resuming with Range after a cut
+ * transfer that made progress. Returns CLI_EXIT_OK or the exit code (reported on stderr).
+ */
+static int download_archive(struct cli_ctx *ctx, long id, int fd)
+{
+    char path[80], err[HTTP_ERROR_MAX];
+    snprintf(path, sizeof path, "/api/v1/checkpoints/%ld/archive", id);
+    long long written = 0;
+    for (int resumes = 0;; resumes++) {
+        long long before = written;
+        struct http_response resp;
+        if (http_download(ctx->http, path, fd, &written, &resp, err, sizeof err) != 0) {
+            if (written > before && resumes < DOWNLOAD_RESUMES) {
+                fprintf(stderr, "warning: download cut at %lld bytes (%s); resuming\n", written,
+                        err);
+                continue;
+            }
+            fprintf(stderr, "error: downloading checkpoint %ld from %s: %s\n", id,
+                    http_client_base(ctx->http), err);
+            return CLI_EXIT_UNREACHABLE;
+        }
+        long status = resp.status;
+        if (status < 200 || status >= 300) {
+            if (status >= 400)
+                out_problem(&resp);
+            else
+                out_odd_reply(&resp, "not a success");
+        }
+        http_response_free(&resp);
+        return status >= 200 && status < 300 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
+    }
+}
+
 int cmd_checkpoint_download(struct cli_ctx *ctx, const struct cli_args *args)
 {
     long id;
@@ -81,30 +118,17 @@ int cmd_checkpoint_download(struct cli_ctx *ctx, const struct cli_args *args)
     const char *dir = args->pos[1];
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         return cli_input_error("cannot create %s: %s", dir, strerror(errno));
-    char path[80];
-    snprintf(path, sizeof path, "/api/v1/checkpoints/%ld/archive", id);
-    struct http_response resp;
-    char err[HTTP_ERROR_MAX];
-    if ((rc = api_send(ctx, "GET", path, NULL, 0, false, &resp, err, sizeof err)) != CLI_EXIT_OK)
-        return rc;
     char tarfile[PATH_MAX];
     snprintf(tarfile, sizeof tarfile, "%s/.trainyard-checkpoint-%ld.tar.XXXXXX", dir, id);
     int fd = mkstemp(tarfile);
-    size_t off = 0;
-    while (fd >= 0 && off < resp.len) {
-        ssize_t w = write(fd, resp.body + off, resp.len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            break;
-        off += (size_t)w;
-    }
-    bool ok = fd >= 0 && off == resp.len && close(fd) == 0 && untar(tarfile, dir) == 0;
-    if (fd >= 0)
-        unlink(tarfile);
-    http_response_free(&resp);
-    if (!ok)
-        return cli_input_error("cannot unpack checkpoint %ld into %s", id, dir);
-    printf("%s\n", dir);
-    return CLI_EXIT_OK;
+    if (fd < 0)
+        return cli_input_error("cannot write into %s: %s", dir, strerror(errno));
+    rc = download_archive(ctx, id, fd);
+    bool closed = close(fd) == 0;
+    if (rc == CLI_EXIT_OK && !(closed && untar(tarfile, dir) == 0))
+        rc = cli_input_error("cannot unpack checkpoint %ld into %s", id, dir);
+    unlink(tarfile);
+    if (rc == CLI_EXIT_OK)
+        printf("%s\n", dir);
+    return rc;
 }

@@ -1,16 +1,19 @@
 /*
- * http.c - libcurl wrapper: timeouts, auth header, body and header capture.
+ * http.c - libcurl wrapper: timeouts, auth header, body and header capture, and downloads
+ * written to a file as they arrive.
  */
 #include "http.h"
 
 #include "strbuf.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #ifndef TY_VERSION
 #define TY_VERSION "0.0.0"
@@ -32,6 +35,13 @@ struct capture {
     char *content_type;
     char *location;
     bool too_large;
+    /* http_download only: a 2xx body goes to fd instead of body. */
+    CURL *curl;
+    int fd;             /* -1: capture everything in body */
+    long long from;     /* the Range asked for */
+    long long *written; /* bytes of the resource now in fd */
+    bool started;       /* the first 2xx bytes have been seen */
+    bool write_failed;
 };
 
 struct http_client *http_client_create(const char *base_url, const char *token,
@@ -80,10 +90,42 @@ const char *http_client_base(const struct http_client *c)
     return c->base;
 }
 
+/* Writes a 2xx body chunk to cap->fd (a 200 to a ranged request starts the file over). */
+static size_t body_to_fd(struct capture *cap, const char *data, size_t n)
+{
+    if (!cap->started) {
+        long status = 0;
+        curl_easy_getinfo(cap->curl, CURLINFO_RESPONSE_CODE, &status);
+        if (status != 206 && (lseek(cap->fd, 0, SEEK_SET) != 0 || ftruncate(cap->fd, 0) != 0)) {
+            cap->write_failed = true;
+            return 0;
+        }
+        if (status != 206)
+            *cap->written = 0;
+        cap->started = true;
+    }
+    for (size_t off = 0; off < n;) {
+        ssize_t w = write(cap->fd, data + off, n - off);
+        if (w <= 0) {
+            cap->write_failed = true;
+            return 0;
+        }
+        off += (size_t)w;
+        *cap->written += w;
+    }
+    return n;
+}
+
 static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata)
 {
     struct capture *cap = userdata;
     size_t n = size * nmemb;
+    if (cap->fd >= 0) {
+        long status = 0;
+        curl_easy_getinfo(cap->curl, CURLINFO_RESPONSE_CODE, &status);
+        if (status >= 200 && status < 300)
+            return body_to_fd(cap, data, n);
+    }
     if (n > HTTP_MAX_BODY - cap->body.len) {
         cap->too_large = true;
         return 0; /* makes libcurl fail the transfer with CURLE_WRITE_ERROR */
@@ -132,12 +174,15 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *userdata)
     return n;
 }
 
-int http_request(struct http_client *c, const char *method, const char *path, const char *body,
-                 size_t body_len, struct http_response *out, char *err, size_t errlen)
+/* One request; cap says where the body goes (cap->fd) and which Range to ask for. */
+static int perform(struct http_client *c, const char *method, const char *path, const char *body,
+                   size_t body_len, struct capture *sink, struct http_response *out, char *err,
+                   size_t errlen)
 {
     memset(out, 0, sizeof *out);
     CURL *h = c->curl;
-    struct capture cap = {STRBUF_INIT, NULL, NULL, false};
+    struct capture cap = *sink;
+    cap.curl = h;
     struct curl_slist *headers = NULL;
     char errbuf[CURL_ERROR_SIZE] = "";
     struct strbuf url = STRBUF_INIT;
@@ -158,6 +203,14 @@ int http_request(struct http_client *c, const char *method, const char *path, co
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &cap);
     if (c->ca_file)
         curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
+    if (cap.fd >= 0) {
+        /* A download may take long: no overall limit, but give up when it stalls. */
+        curl_easy_setopt(h, CURLOPT_TIMEOUT, 0L);
+        curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, c->request_timeout_s);
+        if (cap.from > 0)
+            curl_easy_setopt(h, CURLOPT_RESUME_FROM_LARGE, (curl_off_t)cap.from);
+    }
 
     headers = curl_slist_append(headers, "Accept: application/json, application/problem+json, */*");
     headers = curl_slist_append(headers, "Expect:");
@@ -187,6 +240,8 @@ int http_request(struct http_client *c, const char *method, const char *path, co
     if (rc != CURLE_OK) {
         if (cap.too_large)
             snprintf(err, errlen, "response body larger than %zu MiB", HTTP_MAX_BODY >> 20);
+        else if (cap.write_failed)
+            snprintf(err, errlen, "cannot write the download: %s", strerror(errno));
         else if (errbuf[0])
             snprintf(err, errlen, "%s (%s)", curl_easy_strerror(rc), errbuf);
         else
@@ -202,6 +257,21 @@ int http_request(struct http_client *c, const char *method, const char *path, co
     out->content_type = cap.content_type;
     out->location = cap.location;
     return 0;
+}
+
+int http_request(struct http_client *c, const char *method, const char *path, const char *body,
+                 size_t body_len, struct http_response *out, char *err, size_t errlen)
+{
+    struct capture sink = {STRBUF_INIT, NULL, NULL, false, NULL, -1, 0, NULL, false, false};
+    return perform(c, method, path, body, body_len, &sink, out, err, errlen);
+}
+
+int http_download(struct http_client *c, const char *path, int fd, long long *written,
+                  struct http_response *out, char *err, size_t errlen)
+{
+    struct capture sink = {STRBUF_INIT, NULL,     NULL,    false, NULL,
+                           fd,          *written, written, false, false};
+    return perform(c, "GET", path, NULL, 0, &sink, out, err, errlen);
 }
 
 int http_client_set_header(struct http_client *c, const char *header)

@@ -46,6 +46,18 @@ const char *http_client_base(const struct http_client *c);
 int http_request(struct http_client *c, const char *method, const char *path, const char *body,
                  size_t body_len, struct http_response *out, char *err, size_t errlen);
 
+/*
+ * GETs base_url+path into the file fd: a 2xx body is written to fd as it arrives (not held in
+ * memory, so not bound by HTTP_MAX_BODY), starting at byte *written of the resource (a Range
+ * request when *written > 0; a server that answers 200 instead makes the file start over).
+ * *written counts the resource's bytes in fd, including after a cut, so that calling again
+ * resumes. There is no overall time limit; a transfer that stalls for the request timeout is cut.
+ * Returns as http_request does; for a 2xx out->body is empty, for another status it holds the
+ * error body.
+ */
+int http_download(struct http_client *c, const char *path, int fd, long long *written,
+                  struct http_response *out, char *err, size_t errlen);
+
 /* Sends `header` ("Name: value", copied) with every later request; NULL stops. 0, or -1 when out
  * of memory. */
 int http_client_set_header(struct http_client *c, const char *header);

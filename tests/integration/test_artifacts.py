@@ -6,6 +6,7 @@ import hashlib
 import http.server
 import io
 import os
+import socket
 import tarfile
 import textwrap
 import threading
@@ -370,6 +371,71 @@ def test_cli_lists_checkpoints_and_downloads_one(server, agent_factory):
                    "sub/part-0.bin": b"x" * 100, "sub/part-1.bin": b"x" * 200}
     r = harness.run_cli(srv, "checkpoint", "download", "999999", out)
     assert r.returncode == 1
+    assert "999999" in r.stderr or "not found" in r.stderr.lower(), r.stderr
+    assert not [f for f in os.listdir(out) if f.startswith(".trainyard-checkpoint")]
+
+
+class CuttingProxy:
+    """A TCP proxy in front of the server that cuts its first connection after `cut` bytes of
+    the server's reply, and passes every later one through whole."""
+
+    def __init__(self, port, cut):
+        self.port, self.cut, self.connections = port, cut, 0
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            client, _ = self.sock.accept()
+            self.connections += 1
+            upstream = socket.create_connection(("127.0.0.1", self.port))
+            limit = self.cut if self.connections == 1 else None
+            threading.Thread(target=self.pipe, args=(client, upstream, None), daemon=True).start()
+            threading.Thread(target=self.pipe, args=(upstream, client, limit), daemon=True).start()
+
+    @staticmethod
+    def pipe(src, dst, limit):
+        sent = 0
+        try:
+            while True:
+                data = src.recv(65536 if limit is None else min(65536, limit - sent))
+                if not data:
+                    break
+                dst.sendall(data)
+                sent += len(data)
+                if limit is not None and sent >= limit:
+                    break
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def test_cli_download_cut_midway_resumes_with_range(server, agent_factory):
+    srv = server
+    agent_factory(cpus=2)
+    job = submit(srv, WORKER, "artifacts-cli-resume")
+    assert srv.wait_job(job, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
+    cks = wait_artifacts(srv, job, 3)
+    whole = urllib.request.urlopen(urllib.request.Request(
+        srv.url + f"/api/v1/checkpoints/{cks[1]['id']}/archive",
+        headers={"Authorization": f"Bearer {srv.admin_token}"})).read()
+    assert len(whole) > 2048
+    proxy = CuttingProxy(srv.port, cut=1500)
+    out = os.path.join(harness.make_tmpdir("ty-dl-"), "ck")
+    r = harness.run_cli(srv, "checkpoint", "download", str(cks[1]["id"]), out,
+                        env={"TRAINYARD_SERVER": proxy.url})
+    assert r.returncode == 0, r.stderr
+    assert "resuming" in r.stderr, r.stderr
+    assert proxy.connections >= 2
+    assert open(os.path.join(out, "sub", "part-1.bin"), "rb").read() == b"x" * 200
+    assert open(os.path.join(out, "rank-1.txt"), "rb").read() == b"rank 1 round 2"
 
 
 def test_resume_on_a_node_without_a_copy_fetches_it_once(server, agent_factory):
