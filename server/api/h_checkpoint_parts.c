@@ -8,6 +8,7 @@
 #include "artifact.h"
 #include "db.h"
 #include "handlers.h"
+#include "retire.h"
 #include "server.h"
 #include "store.h"
 #include "util.h"
@@ -25,7 +26,10 @@ struct part_call {
     bool proven;
     /* progress / completion */
     int64_t received, size, files;
-    const char *sha256, *location;
+    const char *sha256, *staging_key;
+    struct artifact_store *artifacts;
+    int store_rc;
+    char location_buf[ARTIFACT_LOCATION_MAX];
 };
 
 static const char *header(struct srv_request *req, const char *name)
@@ -60,10 +64,38 @@ static int part_progress(struct db_conn *c, void *arg)
     return store_part_progress(c, &pc->key, pc->received);
 }
 
+/* Stores the staged part as its object and marks the part complete, under the object's lock
+ * (store_artifact_lock: a retention pass cannot remove the object in between), then applies
+ * the job's num_to_keep, since its checkpoint may have just become complete. pc->store_rc: the
+ * artifact store's result. */
 static int part_complete(struct db_conn *c, void *arg)
 {
     struct part_call *pc = arg;
-    return store_part_complete(c, &pc->key, pc->size, pc->files, pc->sha256, pc->location);
+    struct artifact_store *st = pc->artifacts;
+    int qs = store_artifact_lock(c, pc->sha256, true);
+    if (qs < 0)
+        return qs;
+    pc->store_rc =
+        st->ops->commit(st->be, pc->staging_key, pc->sha256, pc->location_buf, &pc->size);
+    if (pc->store_rc == ARTIFACT_ENOTFOUND) {
+        /* Committed by an earlier call whose database write failed: the object is there. */
+        snprintf(pc->location_buf, sizeof(pc->location_buf), "sha256/%.2s/%s", pc->sha256,
+                 pc->sha256);
+        int fd = st->ops->open_read(st->be, pc->location_buf);
+        struct stat sb;
+        if (fd >= 0 && fstat(fd, &sb) == 0) {
+            pc->size = sb.st_size;
+            pc->store_rc = 0;
+        }
+        if (fd >= 0)
+            close(fd);
+    }
+    if (pc->store_rc == 0)
+        qs = store_part_complete(c, &pc->key, pc->size, pc->files, pc->sha256, pc->location_buf);
+    store_artifact_lock(c, pc->sha256, false);
+    if (pc->store_rc == 0 && qs >= 0)
+        artifact_retire(c, st, pc->key.job);
+    return qs;
 }
 
 /* Parses the path and authenticates the node; fills pc->part and the staging key. Returns 0,
@@ -266,34 +298,19 @@ enum MHD_Result h_checkpoint_part_complete(struct srv_request *req)
                                      "the part is already %s with another SHA-256", pc.part.state);
         return reply_state(req, pc.part.state, pc.part.received);
     }
-    char location[ARTIFACT_LOCATION_MAX];
-    struct artifact_store *st = req->srv->artifacts;
-    int rc = st->ops->commit(st->be, key, sha, location, &pc.size);
-    if (rc == ARTIFACT_ENOTFOUND) {
-        /* Committed by an earlier call whose database write failed: the object is there. */
-        snprintf(location, sizeof(location), "sha256/%.2s/%s", sha, sha);
-        int fd = st->ops->open_read(st->be, location);
-        struct stat sb;
-        if (fd >= 0 && fstat(fd, &sb) == 0) {
-            pc.size = sb.st_size;
-            rc = 0;
-        }
-        if (fd >= 0)
-            close(fd);
-    }
-    if (rc != 0) {
-        json_decref(body);
-        if (rc == ARTIFACT_ECORRUPT) {
+    pc.files = json_integer_value(files);
+    pc.sha256 = sha;
+    pc.staging_key = key;
+    pc.artifacts = req->srv->artifacts;
+    int qs = db_with_conn(req->srv->db, part_complete, &pc);
+    json_decref(body);
+    if (qs >= 0 && pc.store_rc != 0) {
+        if (pc.store_rc == ARTIFACT_ECORRUPT) {
             pc.received = 0;
             db_with_conn(req->srv->db, part_progress, &pc);
         }
-        return reply_store_error(req, rc, 0);
+        return reply_store_error(req, pc.store_rc, 0);
     }
-    pc.files = json_integer_value(files);
-    pc.sha256 = sha;
-    pc.location = location;
-    int qs = db_with_conn(req->srv->db, part_complete, &pc);
-    json_decref(body);
     if (qs < 0)
         return srv_reply_db_error(req, qs);
     return reply_state(req, "complete", pc.size);

@@ -128,6 +128,14 @@ enum MHD_Result h_checkpoints_archive(struct srv_request *req)
         return res;
     json_t *locs = json_object_get(ck, "_locations");
     size_t n = json_array_size(locs);
+    const char *state =
+        json_string_value(json_object_get(json_object_get(ck, "artifact"), "state"));
+    if (state && strcmp(state, "deleted") == 0) {
+        json_decref(ck);
+        return srv_reply_problem(req, SRV_P_CHECKPOINT_DELETED, NULL,
+                                 "the checkpoint was deleted: the job keeps "
+                                 "run_config.checkpoint_config.num_to_keep checkpoints");
+    }
     if (n == 0) {
         json_decref(ck);
         return srv_reply_problem(req, SRV_P_ARCHIVE_NOT_READY, NULL,

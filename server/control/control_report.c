@@ -28,6 +28,7 @@
 #include "control_internal.h"
 
 #include "agent_proto.h"
+#include "retire.h"
 #include "log.h"
 #include "server.h"
 #include "store.h"
@@ -68,9 +69,12 @@ static int on_round_complete(struct control *ctl, const struct agent_report *r,
                 refused ? sqlstate : "");
         return refused ? 1 : -1;
     }
-    if (registered)
+    if (registered) {
         TY_INFO("control", "job %lld attempt %lld: checkpoint %lld registered", (long long)r->job,
                 (long long)r->attempt, (long long)r->report_seq);
+        /* Its parts may all have been uploaded before it registered: it is complete now. */
+        artifact_retire(ctl->db, ctl->srv->artifacts, r->job);
+    }
     return 0;
 }
 

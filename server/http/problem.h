@@ -34,6 +34,7 @@
     X(UPLOAD_CORRUPT, 422, "upload-corrupt", "Uploaded bytes do not match their SHA-256")          \
     X(ARTIFACT_STORE_FAILED, 507, "artifact-store-failed", "The artifact store could not write")   \
     X(ARCHIVE_NOT_READY, 409, "archive-not-ready", "Checkpoint not (yet) in the artifact store")   \
+    X(CHECKPOINT_DELETED, 410, "checkpoint-deleted", "Checkpoint deleted by retention")            \
     X(RANGE_NOT_SATISFIABLE, 416, "range-not-satisfiable", "Range not satisfiable")
 
 enum srv_problem {

@@ -299,6 +299,41 @@ int store_part_progress(struct db_conn *c, const struct store_part_key *k, int64
  * Returns 1, 0 when the part was already complete or deleted, or an error. */
 int store_part_complete(struct db_conn *c, const struct store_part_key *k, int64_t size,
                         int64_t files, const char *sha256, const char *location);
+/* ---- checkpoint retention, num_to_keep (store_retention.c, migration 0019) ---- */
+/* One stored checkpoint of a job, as retention weighs it. */
+struct store_retention_ckpt {
+    int64_t id;
+    bool has_score; /* rank 0's metrics hold checkpoint_score_attribute as a number */
+    double score;
+};
+/* A job's retention settings and its checkpoints whose artifact is complete, oldest first. */
+struct store_retention {
+    int64_t num_to_keep; /* 0: keep all */
+    bool use_score;      /* checkpoint_score_attribute is set */
+    bool minimize;       /* checkpoint_score_order is "min" */
+    struct store_retention_ckpt *ckpts;
+    size_t n;
+};
+/* Loads job's retention settings and stored checkpoints into *out (free with
+ * store_retention_free). Returns 1, 0 when there is no such job, or an error. */
+int store_retention_load(struct db_conn *c, int64_t job, struct store_retention *out);
+void store_retention_free(struct store_retention *r);
+/* A content address a retired checkpoint used. */
+struct store_artifact_ref {
+    char sha256[65];
+    char location[256];
+};
+/* In one transaction: marks job's listed checkpoints (those still complete) and their parts
+ * deleted; *refs (malloc'd, *n) = the content addresses they used. Returns a db_qs. */
+int store_checkpoints_retire(struct db_conn *c, int64_t job, const int64_t *ids, size_t nids,
+                             struct store_artifact_ref **refs, size_t *n);
+/* Takes (lock) or releases the advisory lock of content address sha256 on this connection.
+ * Held around storing an object and marking its part complete, and around checking that no
+ * complete part uses an object and removing it. Returns a db_qs. */
+int store_artifact_lock(struct db_conn *c, const char *sha256, bool lock);
+/* *in_use = whether a complete part is stored under sha256. Returns 1 or an error. */
+int store_artifact_in_use(struct db_conn *c, const char *sha256, bool *in_use);
+
 /* *json_out (malloc'd) = checkpoint `id` as GET /api/v1/checkpoints/{id} shows it, plus
  * "_locations": the artifact locations of its parts in node order when its artifact is complete
  * ([] otherwise), for the archive. Returns 1, 0 (no such registered checkpoint), or an error. */

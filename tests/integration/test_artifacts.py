@@ -14,7 +14,7 @@ import time
 import urllib.request
 
 import harness
-from test_checkpoints import WORKER, submit, wait_checkpoints
+from test_checkpoints import PY, WORKER, submit, wait_checkpoints
 
 CHUNK = 64 * 1024
 
@@ -489,3 +489,58 @@ def test_job_result_names_the_best_checkpoint_by_its_score(server, agent_factory
     assert srv.wait_job(job, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
     wait_checkpoints(srv, job, 3)
     assert srv.request("GET", f"/api/v1/jobs/{job}").json["result"]["best_checkpoint"] is None
+
+
+RETAINED = textwrap.dedent("""
+    import os, shutil, tempfile
+    import trainyard
+    rank = trainyard.get_context().get_world_rank()
+    # Round k's loss and contents: round 4 holds the same bytes as round 1.
+    for k, loss, content in ((1, 0.5, "A"), (2, 0.2, "B"), (3, 0.4, "C"), (4, 0.3, "A")):
+        d = tempfile.mkdtemp(prefix=f"ty-keep-{rank}-")
+        with open(os.path.join(d, f"rank-{rank}.txt"), "w") as f:
+            f.write(f"weights {content}")
+        trainyard.report({"loss": loss, "step": k}, checkpoint=d)
+        shutil.rmtree(d)
+""")
+
+
+def test_num_to_keep_deletes_all_but_the_best_and_the_latest(server, agent_factory):
+    """num_to_keep 1 by lowest loss: round 2 (best) and round 4 (latest) stay; rounds 1 and 3 are
+    deleted. Round 3's bytes leave the artifact store; round 1's stay, because round 4 (kept) is
+    stored under the same content address."""
+    srv = server
+    agent_factory(cpus=2)
+    work = harness.make_tmpdir("ty-keep-")
+    with open(os.path.join(work, "train.py"), "w") as f:
+        f.write(RETAINED)
+    job = srv.submit({"name": "keep-one", "entrypoint": [PY, "train.py"],
+                      "working_dir": work, "scaling_config": {"num_workers": 2},
+                      "run_config": {"checkpoint_config": {
+                          "num_to_keep": 1, "checkpoint_score_attribute": "loss",
+                          "checkpoint_score_order": "min"}}})["id"]
+    assert srv.wait_job(job, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
+    want = ["deleted", "complete", "deleted", "complete"]
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        cks = wait_checkpoints(srv, job, 4)
+        if [c["artifact"]["state"] for c in cks] == want:
+            break
+        time.sleep(0.2)
+    assert [c["artifact"]["state"] for c in cks] == want, cks
+
+    def stored(ck):
+        parts = srv.request("GET", f"/api/v1/checkpoints/{ck['id']}").json["artifact"]["parts"]
+        assert len(parts) == 1, parts
+        sha = parts[0]["sha256"]
+        return os.path.exists(os.path.join(srv.data_dir, "artifacts", "sha256", sha[:2], sha))
+
+    assert [stored(c) for c in cks] == [True, True, False, True]
+    gone = srv.request("GET", f"/api/v1/checkpoints/{cks[2]['id']}/archive")
+    assert gone.status == 410 and "num_to_keep" in gone.json["detail"], gone
+    kept = srv.request("GET", f"/api/v1/checkpoints/{cks[0]['id']}/archive")
+    assert kept.status == 410
+    assert srv.request("GET", f"/api/v1/checkpoints/{cks[3]['id']}/archive").status == 200
+    result = srv.request("GET", f"/api/v1/jobs/{job}").json["result"]
+    assert result["best_checkpoint"]["id"] == cks[1]["id"]
+    assert result["latest_checkpoint"]["id"] == cks[3]["id"]
