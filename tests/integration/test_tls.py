@@ -194,3 +194,32 @@ def test_auth_token_listens_on_every_address_by_default(server_factory):
     s = server_factory(host=None)
     assert listening_addresses(s.port) == {"0.0.0.0"}
     assert listening_addresses(s.ws_port) == {"0.0.0.0"}
+
+
+@pytest.mark.parametrize("trust", ["ca", "pin"])
+def test_checkpoints_upload_over_https_with_the_agents_trust(tls_server, agent_factory, pki,
+                                                           trust):
+    """The agent's REST calls (checkpoint uploads) verify the server as its websocket does:
+    against --ca-file, or the pinned certificate. The stored archive then downloads over TLS."""
+    from test_checkpoints import PY, WORKER, wait_checkpoints
+    flags = (("--ca-file", pki["ca"]) if trust == "ca" else
+             ("--server-fingerprint", fingerprint(pki["good"][0])))
+    agent_factory(tls_server, cpus=2, extra_args=flags)
+    work = harness.make_tmpdir("ty-tls-ck-")
+    with open(os.path.join(work, "train.py"), "w") as f:
+        f.write(WORKER)
+    job = tls_server.submit({"name": f"tls-ck-{trust}", "entrypoint": [PY, "train.py"],
+                             "working_dir": work, "scaling_config": {"num_workers": 2}})["id"]
+    assert tls_server.wait_job(job, ("SUCCEEDED", "FAILED"))["status"] == "SUCCEEDED"
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        cks = wait_checkpoints(tls_server, job, 3)
+        if [c["artifact"]["state"] for c in cks] == ["complete"] * 3:
+            break
+        time.sleep(0.2)
+    assert [c["artifact"]["state"] for c in cks] == ["complete"] * 3, cks
+    out = os.path.join(harness.make_tmpdir("ty-tls-dl-"), "ck")
+    r = harness.run_cli(tls_server, "checkpoint", "download", str(cks[2]["id"]), out,
+                        env={"TRAINYARD_CA_FILE": pki["ca"]})
+    assert r.returncode == 0, r.stderr
+    assert open(os.path.join(out, "rank-1.txt")).read() == "rank 1 round 3"

@@ -17,6 +17,8 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <pthread.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -52,7 +54,49 @@ struct agent_uploader {
     struct upload_item *head, *tail;
     struct upload_round *rounds; /* lws thread only */
     char *api_url, *node_id, *data_dir;
+    char *ca_file;         /* --ca-file, or NULL: the system's CAs */
+    bool pinned;           /* --server-fingerprint: pin holds it */
+    unsigned char pin[32]; /* SHA-256 of the server certificate's DER */
 };
+
+/* OpenSSL's verify callback with a pinned certificate: the chain's own checks are replaced by
+ * comparing the server's certificate with the pin (as the websocket connection does, ws.c). */
+static int pin_verify(int preverified, X509_STORE_CTX *store)
+{
+    (void)preverified;
+    if (X509_STORE_CTX_get_error_depth(store) > 0)
+        return 1;
+    SSL *ssl = X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx());
+    const unsigned char *pin = ssl ? SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl)) : NULL;
+    X509 *cert = X509_STORE_CTX_get_current_cert(store);
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    return pin && cert && X509_digest(cert, EVP_sha256(), md, &mdlen) == 1 && mdlen == 32 &&
+           memcmp(md, pin, 32) == 0;
+}
+
+/* libcurl's hook on a fresh TLS context: installs pin_verify for the pin in `pin`. */
+static CURLcode pin_ctx(CURL *h, void *ssl_ctx, void *pin)
+{
+    (void)h;
+    SSL_CTX_set_app_data((SSL_CTX *)ssl_ctx, pin);
+    SSL_CTX_set_verify((SSL_CTX *)ssl_ctx, SSL_VERIFY_PEER, pin_verify);
+    return CURLE_OK;
+}
+
+/* The agent's trust in the server for its REST calls, as for its websocket: --ca-file, or the
+ * pinned certificate (then the CA and host name checks give way to the pin). */
+static void tls_trust(CURL *h, struct agent_uploader *u)
+{
+    if (u->ca_file)
+        curl_easy_setopt(h, CURLOPT_CAINFO, u->ca_file);
+    if (u->pinned) {
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+        curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, pin_ctx);
+        curl_easy_setopt(h, CURLOPT_SSL_CTX_DATA, u->pin);
+    }
+}
 
 static void item_free(struct upload_item *it)
 {
@@ -190,6 +234,7 @@ static long call(struct agent_uploader *u, const char *method, const char *url, 
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, 120L);
+    tls_trust(h, u);
     if (body) {
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
@@ -331,7 +376,10 @@ int agent__uploader_start(struct agent *a)
     }
     u->node_id = strdup(a->node_id);
     u->data_dir = strdup(a->data_dir);
-    if (!u->api_url || !u->node_id || !u->data_dir)
+    u->ca_file = a->cfg->ca_file ? strdup(a->cfg->ca_file) : NULL;
+    u->pinned = a->cfg->pinned;
+    memcpy(u->pin, a->cfg->pin, sizeof(u->pin));
+    if (!u->api_url || !u->node_id || !u->data_dir || (a->cfg->ca_file && !u->ca_file))
         goto fail;
     pthread_mutex_init(&u->mu, NULL);
     pthread_cond_init(&u->cv, NULL);
@@ -345,6 +393,7 @@ fail:
         free(u->api_url);
         free(u->node_id);
         free(u->data_dir);
+        free(u->ca_file);
     }
     free(u);
     return -1;
@@ -422,6 +471,7 @@ void agent__uploader_stop(struct agent *a)
     free(u->api_url);
     free(u->node_id);
     free(u->data_dir);
+    free(u->ca_file);
     free(u);
     a->uploader = NULL;
 }
@@ -460,6 +510,7 @@ static int fetch_archive(struct agent_uploader *u, int64_t id, const char *path)
     curl_easy_setopt(h, CURLOPT_WRITEDATA, f);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
+    tls_trust(h, u);
     long status = -1;
     CURLcode cc = curl_easy_perform(h);
     if (cc == CURLE_OK)
