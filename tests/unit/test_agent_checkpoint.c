@@ -112,7 +112,7 @@ static void agent_checkpoint_src_must_be_a_readable_absolute_directory(void **st
     scratch_free(root);
 }
 
-static void agent_checkpoint_merge_copies_files_and_subdirectories(void **state)
+static void agent_checkpoint_merge_moves_files_and_keeps_subdirectories(void **state)
 {
     (void)state;
     char *root = scratch();
@@ -125,18 +125,34 @@ static void agent_checkpoint_merge_copies_files_and_subdirectories(void **state)
     char *dest = path2(root, "data/checkpoints/7/1/1");
     int64_t bytes = -1;
     char err[512] = "";
+    char *model = path2(src, "model.pt");
+    struct stat st, before;
+    assert_int_equal(stat(model, &before), 0);
     int rc = agent_checkpoint_merge(src, dest, 0, &bytes, err, sizeof(err));
     if (rc != 0)
         fail_msg("merge failed: %s", err);
     assert_string_equal(get(dest, "model.pt"), "weights");
     assert_string_equal(get(dest, "sub/opt.bin"), "0123456789");
-    struct stat st;
     char *dlink = path2(dest, "link");
     assert_int_equal(lstat(dlink, &st), -1); /* symlinks are skipped */
     assert_int_equal((int)bytes, 7 + 10);
-    /* The worker may now delete its directory: the copy stays. */
+    /* Moved, not copied: the same inode, now private to the agent; the worker's directory keeps
+     * its subdirectories and no files. */
+    char *dmodel = path2(dest, "model.pt");
+    assert_int_equal(stat(dmodel, &st), 0);
+    assert_true(st.st_ino == before.st_ino && st.st_dev == before.st_dev);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    assert_int_equal(access(model, F_OK), -1);
+    assert_int_equal(stat(sub, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    char *sub_file = path2(sub, "opt.bin");
+    assert_int_equal(access(sub_file, F_OK), -1);
+    /* The worker may now delete its directory: the staged files stay. */
     scratch_free(src);
     assert_string_equal(get(dest, "model.pt"), "weights");
+    free(model);
+    free(dmodel);
+    free(sub_file);
     free(sub);
     free(link);
     free(dlink);
@@ -192,6 +208,36 @@ static void agent_checkpoint_lower_rank_wins_when_it_reports_second(void **state
     merge_two_ranks(1);
 }
 
+/* A checkpoint on another filesystem than the agent's data (tmpfs /dev/shm when it is one) is
+ * copied instead of moved, with the same outcome for the worker. */
+static void agent_checkpoint_from_another_filesystem_is_copied_and_taken(void **state)
+{
+    (void)state;
+    char *root = scratch();
+    char tmpl[] = "/dev/shm/ty-ckpt-src-XXXXXX";
+    char *src = mkdtemp(tmpl) ? strdup(tmpl) : mkdir_in(root, "src");
+    put(src, "model.pt", "weights on tmpfs");
+    char *dest = path2(root, "ck/1");
+    char err[512] = "";
+    int64_t bytes = -1;
+    if (agent_checkpoint_merge(src, dest, 0, &bytes, err, sizeof(err)) != 0)
+        fail_msg("merge failed: %s", err);
+    assert_string_equal(get(dest, "model.pt"), "weights on tmpfs");
+    assert_int_equal((int)bytes, 16);
+    char *model = path2(src, "model.pt");
+    assert_int_equal(access(model, F_OK), -1);
+    struct stat st;
+    char *dmodel = path2(dest, "model.pt");
+    assert_int_equal(stat(dmodel, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    rmdir(src);
+    free(model);
+    free(dmodel);
+    free(src);
+    free(dest);
+    scratch_free(root);
+}
+
 static void agent_checkpoint_unreadable_source_is_an_error_naming_it(void **state)
 {
     (void)state;
@@ -210,9 +256,10 @@ static void agent_checkpoint_unreadable_source_is_an_error_naming_it(void **stat
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(agent_checkpoint_path_layout),
     cmocka_unit_test(agent_checkpoint_src_must_be_a_readable_absolute_directory),
-    cmocka_unit_test(agent_checkpoint_merge_copies_files_and_subdirectories),
+    cmocka_unit_test(agent_checkpoint_merge_moves_files_and_keeps_subdirectories),
     cmocka_unit_test(agent_checkpoint_lower_rank_wins_when_it_reports_first),
     cmocka_unit_test(agent_checkpoint_lower_rank_wins_when_it_reports_second),
+    cmocka_unit_test(agent_checkpoint_from_another_filesystem_is_copied_and_taken),
     cmocka_unit_test(agent_checkpoint_unreadable_source_is_an_error_naming_it),
 };
 

@@ -195,16 +195,17 @@ char *agent_checkpoint_path(const char *data_dir, const char *job_id, int64_t at
 /* 0 when src is an absolute path to a directory the agent can read; else -1 with a reason naming
  * the path in err (for the worker's error reply). */
 int agent_checkpoint_check_src(const char *src, char *err, size_t errlen);
-/* Copies the regular files under src (recursively; symlinks and special files skipped with a
- * warning) into dest (created with its parents) as rank `rank`'s part: on a name clash the lower
- * rank's file wins (owners kept in <dest>.owners.json). Files and directories are fsync'ed.
+/* Moves the regular files under src (recursively; symlinks and special files skipped with a
+ * warning; copied and fsync'ed instead when dest is on another filesystem) into dest (created
+ * with its parents) as rank `rank`'s part: on a name clash the lower rank's file wins (owners kept
+ * in <dest>.owners.json) and the other stays in src. src keeps its subdirectories.
  * *bytes = total size of the regular files now under dest. 0, or -1 with the reason in err
- * (files copied so far stay). Blocking: runs in the caller's thread. */
+ * (files taken so far stay). Blocking, but a few system calls per file. */
 int agent_checkpoint_merge(const char *src, const char *dest, int64_t rank, int64_t *bytes,
                            char *err, size_t errlen);
 /* agent_checkpoint_merge taking only what uid `owner` owns (-1: anything): a worker running under
- * a uid of its own cannot have the agent copy a file it could not read itself. A directory or
- * file of another owner fails the merge. Staged files are 0600, directories 0700. */
+ * a uid of its own cannot have the agent take a file it does not own. A directory or file of
+ * another owner fails the merge. Staged files are the agent's, 0600; directories 0700. */
 int agent_checkpoint_merge_as(const char *src, const char *dest, int64_t rank, long long owner,
                               int64_t *bytes, char *err, size_t errlen);
 

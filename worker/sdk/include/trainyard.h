@@ -87,7 +87,9 @@ TY_API const char *ty_checkpoint_dir(const ty_ctx *c);
 /*
  * Report metrics (a JSON object of numbers, plus an optional integer "step") and optionally a
  * checkpoint directory (must exist; sent as an absolute path). Blocks until the agent
- * acknowledges that it owns the report (TRAINYARD_REPORT_TIMEOUT_S, default 120 s).
+ * acknowledges that it owns the report (TRAINYARD_REPORT_TIMEOUT_S, default 120 s); the agent
+ * takes the directory's files by moving them (it is left empty of files), so this returns
+ * quickly whatever the checkpoint's size.
  * Every rank must call ty_report the same number of times. Standalone: one JSON line on stderr.
  * Errors: TY_EINVAL (bad metrics/dir), TY_EPEER (agent gone), TY_ETIMEDOUT, TY_EREJECTED.
  */
