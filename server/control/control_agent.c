@@ -241,6 +241,23 @@ static struct ctl_node *attach_node(struct control *ctl, const char *id, uint64_
     return n;
 }
 
+/* Sends `forget` for each job deleted while node `id` was away (its staging is still there). */
+static void forget_deleted(struct control *ctl, uint64_t conn, const char *id)
+{
+    int64_t *jobs = NULL;
+    size_t n = 0;
+    if (store_node_forgets_take(ctl->db, id, &jobs, &n) < 0)
+        TY_WARN("control", "node %s: cannot read the deleted jobs it must forget", id);
+    for (size_t i = 0; i < n; i++) {
+        char job[32];
+        snprintf(job, sizeof(job), "%lld", (long long)jobs[i]);
+        ctl__send_text(ctl, conn, agent_msg_forget(job));
+    }
+    if (n > 0)
+        TY_INFO("control", "node %s: told to forget %zu jobs deleted while it was away", id, n);
+    free(jobs);
+}
+
 static void on_register(struct control *ctl, uint64_t conn, const struct agent_node_msg *reg)
 {
     char minted[CTL_CREDENTIAL_MAX], minted_hash[65], why[300];
@@ -271,6 +288,7 @@ static void on_register(struct control *ctl, uint64_t conn, const struct agent_n
                        w->error);
     }
     reconcile(ctl, id, reg);
+    forget_deleted(ctl, conn, id);
     ctl->dirty = true;
 }
 

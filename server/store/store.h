@@ -126,6 +126,9 @@ int store_node_live_workers(struct db_conn *c, const char *id, struct store_live
  * (malloc'd; NULL when none was minted), *alive = the node is ALIVE. Returns 1, 0 when there is
  * no such node, or an error. */
 int store_node_auth(struct db_conn *c, const char *id, char **hash_out, bool *alive);
+/* Takes the deleted jobs node `id` must still forget (migration 0020): *jobs (malloc'd, *n) and
+ * the rows are gone. Returns a db_qs. */
+int store_node_forgets_take(struct db_conn *c, const char *id, int64_t **jobs, size_t *n);
 /* Replaces node `id`'s credential hash (after store_node_register). Returns a db_qs. */
 int store_node_set_credential(struct db_conn *c, const char *id, const char *hash);
 

@@ -32,3 +32,27 @@ int store_node_set_credential(struct db_conn *c, const char *id, const char *has
     const char *p[] = {id, hash};
     return db_exec(c, &st, p, NULL);
 }
+
+int store_node_forgets_take(struct db_conn *c, const char *id, int64_t **jobs, size_t *n)
+{
+    static const struct db_stmt st = {
+        "node_forgets_take", "DELETE FROM node_forgets WHERE node_id = $1 RETURNING job_id", 1,
+        false};
+    const char *p[] = {id};
+    PGresult *res = NULL;
+    *jobs = NULL;
+    *n = 0;
+    int qs = db_exec(c, &st, p, &res);
+    if (qs <= 0)
+        return qs;
+    *jobs = calloc((size_t)qs, sizeof(**jobs));
+    if (*jobs == NULL) {
+        PQclear(res);
+        return DB_HARD_ERROR;
+    }
+    for (int i = 0; i < qs; i++)
+        (*jobs)[i] = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+    *n = (size_t)qs;
+    PQclear(res);
+    return qs;
+}

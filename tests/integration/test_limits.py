@@ -284,3 +284,20 @@ def test_deleting_a_job_removes_its_staging_on_the_agents(server_factory, agent_
     assert srv.request("DELETE", f"/api/v1/jobs/{job}").status == 204
     wait_for(lambda: not os.path.exists(staging), 30, "staging of the deleted job removed")
     assert os.path.isdir(kept), "another job's staging must stay"
+
+
+def test_a_job_deleted_while_its_agent_is_away_is_forgotten_when_it_returns(server_factory,
+                                                                          agent_factory):
+    srv = server_factory()
+    agent = agent_factory(srv=srv)
+    job = srv.submit({"name": "staged-away", "entrypoint": [PY, "-c", CHECKPOINTING],
+                      "working_dir": "/tmp"})["id"]
+    assert srv.wait_job(job, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
+    staging = os.path.join(agent.data_dir, "checkpoints", str(job))
+    wait_for(lambda: os.path.isdir(staging), 30, "checkpoint staged on the agent")
+    assert agent.stop() == 0
+    assert srv.request("DELETE", f"/api/v1/jobs/{job}").status == 204
+    assert os.path.isdir(staging), "the agent is away: nothing removed yet"
+    agent.start()
+    wait_for(lambda: not os.path.exists(staging), 30, "staging removed once the agent is back")
+    assert "told to forget 1 jobs" in srv.log_text()

@@ -68,9 +68,10 @@ struct agent_config {
     int64_t heartbeat_interval_s; /* 0: the server's */
     char *log_level;
     char *debug;
-    int64_t log_line_max;    /* longer output lines are split (bytes) */
-    int64_t log_backlog_max; /* unacked bytes of one log file before the oldest are skipped */
-    int64_t log_flush_ms;    /* a partial last line is sent after waiting this long */
+    int64_t log_line_max;     /* longer output lines are split (bytes) */
+    int64_t log_backlog_max;  /* unacked bytes of one log file before the oldest are skipped */
+    int64_t max_queued_bytes; /* events held for the server above which reports are held back */
+    int64_t log_flush_ms;     /* a partial last line is sent after waiting this long */
 
     /* Derived by agent_config_load. */
     char *url_host;
@@ -286,6 +287,8 @@ struct agent {
     /* events and workers */
     int64_t next_seq;
     struct agent_event *events, *events_tail;
+    int64_t queued_bytes; /* text of the events in `events` */
+    bool reports_held;    /* report connections are paused until queued_bytes falls */
     struct agent_worker *workers;
     struct agent_tail *tails; /* tail.c: log files being streamed */
     int inotify_fd;           /* tail.c: writes to those files (-1: none; the poll timer reads) */
@@ -442,6 +445,9 @@ void agent__spool_reload_exits(struct agent *a);
 /* report.c */
 int agent__report_listen(struct agent *a);
 void agent__report_close_all(struct agent *a);
+/* Called when events were acked: once the queue is down to three quarters of
+ * --max-queued-bytes, resumes reading the report connections paused while it was full. */
+void agent__report_queue_drained(struct agent *a);
 
 /* ws.c */
 int agent__ws_init(struct agent *a);

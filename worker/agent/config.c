@@ -70,6 +70,11 @@ static const struct option_def options[] = {
      "268435456", 1048576, INT64_C(1) << 40,
      "unacked bytes of one worker's log before the oldest are skipped (a log_dropped note says "
      "how many)"},
+    {"max-queued-bytes", "TRAINYARD_AGENT_MAX_QUEUED_BYTES", I(max_queued_bytes), "67108864", 4096,
+     INT64_C(1) << 40,
+     "events (reports, logs) held for the server above which workers' reports wait (their "
+     "report() blocks) until the server acks some: the agent's memory and spool stay bounded "
+     "while the server is away"},
     {"log-flush-ms", "TRAINYARD_AGENT_LOG_FLUSH_MS", I(log_flush_ms), "500", 0, 60000,
      "a worker's partial last line (no newline yet) is sent after waiting this long"},
     {"log-level", "TRAINYARD_LOG_LEVEL", S(log_level), "info", 0, 0, "error, warn, info or debug"},

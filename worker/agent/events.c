@@ -44,6 +44,7 @@ struct agent_event *agent__event_push(struct agent *a, enum agent_event_kind kin
     e->kind = kind;
     e->text = text;
     e->spool_path = spool_path;
+    a->queued_bytes += (int64_t)strlen(text);
     if (a->events_tail)
         a->events_tail->next = e;
     else
@@ -91,9 +92,11 @@ void agent__events_ack(struct agent *a, int64_t seq)
             TY_WARN("report", "cannot delete spooled report %s", e->spool_path);
         if (e->kind == AGENT_EV_EXITED)
             forget_acked_worker(a, seq);
+        a->queued_bytes -= (int64_t)strlen(e->text);
         event_free(e);
         if (kind == AGENT_EV_LOG)
             agent__tail_acked(a, seq);
+        agent__report_queue_drained(a);
         return;
     }
     TY_DEBUG("ws", "ack of unknown or already acked event %lld", (long long)seq);
@@ -121,6 +124,7 @@ void agent__events_free_all(struct agent *a)
         event_free(e);
     }
     a->events_tail = NULL;
+    a->queued_bytes = 0;
 }
 
 struct agent_worker_event *agent__workers_state(const struct agent *a, size_t *n)

@@ -39,6 +39,7 @@ struct agent_report_conn {
     unsigned char *out;
     size_t out_len, out_off;
     bool close_after_write;
+    bool held; /* reading paused: the agent's event queue is full */
 };
 
 /* The listener's wsi carries this as its opaque data; connections carry their conn. */
@@ -238,9 +239,47 @@ static void on_report(struct agent_report_conn *c, const json_t *m)
     conn_send(c, ty_wire_ack_new(r.seq));
 }
 
+/* Back-pressure: while the events waiting for the server's ack fill --max-queued-bytes (the
+ * server away or slow), the worker's connection is not read, so its report() waits for its ack
+ * instead of the agent's memory and spool growing without bound. Returns whether c is held. */
+static bool hold_while_full(struct agent_report_conn *c)
+{
+    struct agent *a = c->a;
+    if (a->queued_bytes < a->cfg->max_queued_bytes)
+        return false;
+    if (!a->reports_held)
+        TY_WARN("report",
+                "%lld bytes of events wait for the server (--max-queued-bytes %lld): workers' "
+                "reports wait until it acks some",
+                (long long)a->queued_bytes, (long long)a->cfg->max_queued_bytes);
+    a->reports_held = true;
+    if (!c->held) {
+        c->held = true;
+        lws_rx_flow_control(c->wsi, 0);
+    }
+    return true;
+}
+
+void agent__report_queue_drained(struct agent *a)
+{
+    if (!a->reports_held || a->queued_bytes > a->cfg->max_queued_bytes / 4 * 3)
+        return;
+    a->reports_held = false;
+    TY_INFO("report", "the server caught up (%lld bytes waiting): reading reports again",
+            (long long)a->queued_bytes);
+    for (struct agent_report_conn *c = a->report_conns; c; c = c->next) {
+        if (c->held) {
+            c->held = false;
+            lws_rx_flow_control(c->wsi, 1);
+        }
+    }
+}
+
 /* Reads what is there and handles every complete frame. 0, or -1 to close. */
 static int conn_read(struct agent_report_conn *c)
 {
+    if (hold_while_full(c))
+        return 0;
     char buf[65536];
     for (;;) {
         ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
