@@ -39,6 +39,9 @@ static const struct option_def options[] = {
     {"ws-queue-max", "TRAINYARD_WS_QUEUE_MAX", I(ws_queue_max), "100000", 16, 100000000,
      "websocket messages waiting for the server (past it reading pauses) or for one agent "
      "(past it the agent is disconnected; it reconnects and resends)"},
+    {"ws-ping-s", "TRAINYARD_WS_PING_S", I(ws_ping_s), "30", 1, 3600,
+     "seconds a websocket peer may stay silent before it is pinged; closed after three times "
+     "this without even a pong"},
     {"db-pool-size", "TRAINYARD_DB_POOL_SIZE", I(db_pool_size), "0", 0, 4096,
      "pooled database connections (0: --http-threads + 4; the server's own loops hold 2)"},
     {"db-acquire-timeout-ms", "TRAINYARD_DB_ACQUIRE_TIMEOUT_MS", I(db_acquire_timeout_ms), "5000",

@@ -21,6 +21,7 @@ struct srv_config {
     int64_t ws_preauth_max_bytes;  /* largest websocket message before authentication */
     int64_t ws_auth_timeout_s;     /* seconds to register / authenticate before being closed */
     int64_t ws_queue_max;          /* websocket messages queued each way, at most */
+    int64_t ws_ping_s;             /* a silent websocket peer is pinged; closed after 3x */
     int64_t db_pool_size;          /* 0: http_threads + 4 */
     int64_t db_acquire_timeout_ms; /* wait for a pooled connection at most this long (503) */
     int64_t db_connect_timeout_s;  /* libpq connect_timeout */

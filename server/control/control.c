@@ -341,7 +341,7 @@ struct control *control_start(struct srv *srv)
     if (ctl->db == NULL)
         goto fail;
     ctl->hub = hub_start(srv->cfg.http_host, (int)srv->cfg.ws_port, srv->cfg.tls_cert,
-                         srv->cfg.tls_key, wake, ctl);
+                         srv->cfg.tls_key, (int)srv->cfg.ws_ping_s, wake, ctl);
     if (ctl->hub == NULL)
         goto fail;
     struct hub_limits limits = {

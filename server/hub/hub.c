@@ -14,8 +14,6 @@
 #define HUB_MAX_MESSAGE AGENT_PROTO_MAX_MESSAGE
 #define HUB_BATCH_MAX 256           /* messages in one write to a subscriber, at most */
 #define HUB_BATCH_BYTES (64 * 1024) /* bytes in one write to a subscriber (beyond one message) */
-#define HUB_PING_S 30               /* a silent peer is pinged after this long */
-#define HUB_HANGUP_S 90 /* and closed when nothing, not even a pong, came for this long */
 
 enum hub_kind { HUB_AGENT = 0, HUB_STREAM = 1 };
 
@@ -73,8 +71,9 @@ struct hub {
     struct sink sinks[2]; /* by enum hub_kind; guarded by lock */
     bool stream_on;       /* guarded by lock: subscribers are accepted */
     size_t stream_queue_max;
-    struct hub_limits limits; /* guarded by lock */
-    unsigned char *scratch;   /* lws thread only: batched frames being written (write_some) */
+    lws_retry_bo_t idle_policy; /* silent peers: pinged, then closed (hub_start) */
+    struct hub_limits limits;   /* guarded by lock */
+    unsigned char *scratch;     /* lws thread only: batched frames being written (write_some) */
     size_t scratch_cap;
 };
 
@@ -509,7 +508,7 @@ static void *hub_thread(void *arg)
 }
 
 struct hub *hub_start(const char *host, int port, const char *tls_cert, const char *tls_key,
-                      void (*wake)(void *), void *wake_arg)
+                      int ping_s, void (*wake)(void *), void *wake_arg)
 {
     struct hub *hub = calloc(1, sizeof(*hub));
     if (hub == NULL)
@@ -537,9 +536,9 @@ struct hub *hub_start(const char *host, int port, const char *tls_cert, const ch
         info.ssl_cert_filepath = tls_cert;
         info.ssl_private_key_filepath = tls_key;
     }
-    static const lws_retry_bo_t idle_policy = {.secs_since_valid_ping = HUB_PING_S,
-                                               .secs_since_valid_hangup = HUB_HANGUP_S};
-    info.retry_and_idle_policy = &idle_policy;
+    hub->idle_policy.secs_since_valid_ping = (uint16_t)ping_s;
+    hub->idle_policy.secs_since_valid_hangup = (uint16_t)(3 * ping_s);
+    info.retry_and_idle_policy = &hub->idle_policy;
     hub->ctx = lws_create_context(&info);
     if (hub->ctx == NULL) {
         TY_ERROR("hub",

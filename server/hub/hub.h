@@ -59,11 +59,12 @@ struct hub_event {
 };
 
 /* Starts the hub on host:port in its own thread, serving wss:// with the PEM files tls_cert and
- * tls_key when tls_cert is not NULL. Returns NULL (logged) on failure. `wake` is
+ * tls_key when tls_cert is not NULL. A peer silent for ping_s seconds is pinged, and closed when
+ * nothing (not even a pong) came for 3 * ping_s. Returns NULL (logged) on failure. `wake` is
  * called (from the lws thread, under the hub's lock: it must not call the hub) after each queued
  * agent event. Subscribers are refused until hub_stream_attach(). */
 struct hub *hub_start(const char *host, int port, const char *tls_cert, const char *tls_key,
-                      void (*wake)(void *), void *wake_arg);
+                      int ping_s, void (*wake)(void *), void *wake_arg);
 /* Stops the lws thread, closes every connection, frees queued messages. */
 void hub_stop(struct hub *hub);
 /* Replaces the limits (hub_start begins with the option table's defaults); they apply to

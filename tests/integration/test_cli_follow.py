@@ -202,9 +202,9 @@ def test_unreachable_stream_exits_3_after_the_reconnect_timeout():
 
 
 def test_stream_url_that_is_not_ws_is_a_usage_error():
-    r = run(None, "events", str(JOB), env={"TRAINYARD_STREAM_URL": "wss://example.org/stream"})
+    r = run(None, "events", str(JOB), env={"TRAINYARD_STREAM_URL": "https://example.org/stream"})
     assert r.returncode == 2
-    assert "TRAINYARD_STREAM_URL" in r.stderr and "wss://" in r.stderr
+    assert "TRAINYARD_STREAM_URL" in r.stderr and "not a ws:// or wss:// URL" in r.stderr
 
 
 def test_wait_follow_on_an_unreachable_server_exits_3():

@@ -12,7 +12,7 @@ import struct
 import time
 
 import harness
-from wsclient import WebSocket
+from wsclient import OP_CLOSE, OP_PING, OP_PONG, Closed, WebSocket
 
 N_IDLE = 500
 PY = "/usr/bin/python3"
@@ -301,3 +301,50 @@ def test_a_job_deleted_while_its_agent_is_away_is_forgotten_when_it_returns(serv
     agent.start()
     wait_for(lambda: not os.path.exists(staging), 30, "staging removed once the agent is back")
     assert "told to forget 1 jobs" in srv.log_text()
+
+
+# ---- finding 5: silent peers ----------------------------------------------------------------
+
+
+def test_a_silent_peer_is_pinged_then_closed_and_one_that_answers_stays(server_factory):
+    """--ws-ping-s 2: a /stream subscriber that never answers pings is pinged, then closed after
+    three times that; one that answers them is still served afterwards."""
+    srv = server_factory(extra_args=("--ws-ping-s", "2"))
+
+    def authenticated():
+        ws = WebSocket(srv.ws_url + "/stream", subprotocol="trainyard-stream.v1")
+        ws.send_json({"type": "auth", "token": srv.admin_token})
+        assert ws.recv_json()["type"] == "welcome"
+        return ws
+
+    silent = authenticated()
+    pings, closed = 0, False
+    silent.sock.settimeout(30)
+    try:
+        while True:
+            _, opcode, _ = silent._recv_frame()
+            if opcode == OP_PING:
+                pings += 1
+            if opcode == OP_CLOSE:
+                closed = True
+                break
+    except Closed:  # the TCP connection ended (lws hangs up without a close frame)
+        closed = True
+    silent.sock.close()
+    assert pings >= 1 and closed, (pings, closed)
+    # One that answers every ping is still served after more than as long.
+    polite = authenticated()
+    answered, deadline = 0, time.time() + 8
+    polite.sock.settimeout(0.5)
+    while time.time() < deadline:
+        try:
+            _, opcode, payload = polite._recv_frame()
+        except socket.timeout:
+            continue
+        if opcode == OP_PING:
+            polite._send_frame(OP_PONG, payload)
+            answered += 1
+    assert answered >= 2, answered
+    polite.send_json({"type": "subscribe", "cluster": True, "after": 0})
+    assert polite.recv_json()["type"] == "subscribed"
+    polite.close()
