@@ -238,6 +238,28 @@ static void on_report(struct agent_report_conn *c, const json_t *m)
     conn_send(c, ty_wire_ack_new(r.seq));
 }
 
+/* A heartbeat (`progress` frame): kept on the worker; no reply. A malformed one closes the
+ * connection (the worker reconnects at its next heartbeat). */
+static void on_progress(struct agent_report_conn *c, const json_t *m)
+{
+    struct ty_wire_progress p;
+    char err[256];
+    if (!c->hello) {
+        conn_send(c, ty_wire_error_new(0, "hello first"));
+        c->close_after_write = true;
+        return;
+    }
+    if (ty_wire_parse_progress(m, &p, err, sizeof(err)) != 0) {
+        TY_BAD_PEER("report", "progress refused: %s", err);
+        conn_send(c, ty_wire_error_new(0, err));
+        c->close_after_write = true;
+        return;
+    }
+    struct agent_worker *w = agent__worker_find(c->a, c->job_id, c->attempt, c->rank);
+    if (w && w->status == AGENT_WORKER_RUNNING)
+        agent__progress_note(w, &p);
+}
+
 /* Reads what is there and handles every complete frame. 0, or -1 to close. */
 static int conn_read(struct agent_report_conn *c)
 {
@@ -269,6 +291,9 @@ static int conn_read(struct agent_report_conn *c)
             break;
         case TY_WIRE_REPORT:
             on_report(c, m);
+            break;
+        case TY_WIRE_PROGRESS:
+            on_progress(c, m);
             break;
         default:
             conn_send(c, ty_wire_error_new(0, "unknown message type"));
