@@ -6,6 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A heartbeat is relayed about every 2 s (1 s in the SDK, 1 s in the agent): a rank is silent
+ * only after this long, or hang_warn_s when that is longer. */
+#define HANG_SILENT_MIN_S 10.0
+
 /* An append-only text of at most cap - 1 bytes; `full` once something did not fit. */
 struct hang_text {
     char *buf;
@@ -89,11 +93,11 @@ static int cmp_position(const struct hang_rank *a, const struct hang_rank *b)
 }
 
 /* Same place and the same words: position, collective name and silence. */
-static bool same_group(const struct hang_rank *a, const struct hang_rank *b, double warn_s)
+static bool same_group(const struct hang_rank *a, const struct hang_rank *b, double silent_s)
 {
     const char *x = a->op ? a->op : "", *y = b->op ? b->op : "";
     return cmp_position(a, b) == 0 && strcmp(x, y) == 0 &&
-           (a->heartbeat_age_s >= warn_s) == (b->heartbeat_age_s >= warn_s);
+           (a->heartbeat_age_s >= silent_s) == (b->heartbeat_age_s >= silent_s);
 }
 
 static int cmp_rank_order(const void *pa, const void *pb)
@@ -111,7 +115,7 @@ static int cmp_rank_order(const void *pa, const void *pb)
 
 /* Where the ranks of one group are. */
 static void describe(struct hang_text *t, const struct hang_rank *g, bool behind, bool reports,
-                     double warn_s)
+                     double silent_s)
 {
     if (g->in_collective)
         text_add(t, " %s %s #%lld", behind ? "in" : "waiting in", g->op, (long long)g->coll_seq);
@@ -122,7 +126,7 @@ static void describe(struct hang_text *t, const struct hang_rank *g, bool behind
     if (reports)
         text_add(t, "%s report #%lld", g->in_collective || g->coll_seq > 0 ? ", after" : " after",
                  (long long)g->report_seq);
-    if (g->heartbeat_age_s >= warn_s)
+    if (g->heartbeat_age_s >= silent_s)
         text_add(t, " (no heartbeat for %.0f s)", g->heartbeat_age_s);
 }
 
@@ -131,6 +135,7 @@ bool hang_analyze(struct hang_rank *r, size_t n, double warn_s, double *stalled_
 {
     if (n == 0)
         return false;
+    double silent_s = warn_s > HANG_SILENT_MIN_S ? warn_s : HANG_SILENT_MIN_S;
     double stalled = r[0].progress_age_s;
     bool waiting = false, differ = false, silent = false, any_coll = false, reports_differ = false;
     for (size_t i = 0; i < n; i++) {
@@ -140,7 +145,7 @@ bool hang_analyze(struct hang_rank *r, size_t n, double warn_s, double *stalled_
             stalled = r[i].progress_age_s;
         waiting |= r[i].in_collective;
         differ |= cmp_position(&r[i], &r[0]) != 0;
-        silent |= r[i].heartbeat_age_s >= warn_s;
+        silent |= r[i].heartbeat_age_s >= silent_s;
         any_coll |= r[i].coll_seq > 0;
         reports_differ |= r[i].report_seq != r[0].report_seq;
     }
@@ -159,14 +164,14 @@ bool hang_analyze(struct hang_rank *r, size_t n, double warn_s, double *stalled_
             continue;
         size_t k = 0; /* the group of r[i]: every later rank at the same place, in rank order */
         for (size_t j = i; j < n && cmp_position(&r[j], &r[i]) == 0; j++)
-            if (!used[j] && same_group(&r[j], &r[i], warn_s)) {
+            if (!used[j] && same_group(&r[j], &r[i], silent_s)) {
                 used[j] = true;
                 ranks[k++] = r[j].rank;
             }
         char list[256];
         hang_format_ranks(ranks, k, list, sizeof(list));
         text_add(&t, "%s %s %s", i ? ";" : "", k == 1 ? "rank" : "ranks", list);
-        describe(&t, &r[i], cmp_position(&r[i], &r[0]) == 0, reports, warn_s);
+        describe(&t, &r[i], cmp_position(&r[i], &r[0]) == 0, reports, silent_s);
     }
     free(used);
     free(ranks);

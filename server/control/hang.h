@@ -28,16 +28,16 @@ size_t hang_format_ranks(const int64_t *ranks, size_t n, char *out, size_t outle
 
 /* Decides whether the attempt whose ranks are r[0..n) hangs after warn_s seconds: every rank is
  * known, none progressed for warn_s, and at least one waits in a collective, or the ranks are not
- * all at the same place (collective number, then report number), or one has sent no heartbeat
- * for warn_s. Ranks that are still computing between the same collectives do not hang.
- * When it hangs, returns true, sets *stalled_s to the seconds since the last progress of any rank,
- * and writes into out (truncated to outlen - 1 bytes with "...") the ranks grouped by where they
- * are, the furthest behind first:
- *   "no progress for 45 s: rank 3 in allreduce #1842; ranks 0-2, 4-7 waiting in allreduce #1843"
- * A rank outside collectives reads "after allreduce #12", one before any "before any collective";
- * report numbers are added ("after report #5") when they differ between ranks or no rank entered
- * a collective; a rank without heartbeat gets "(no heartbeat for 40 s)". Returns false (out
- * untouched) otherwise. r may be reordered. */
+ * all at the same place (collective number, then report number), or one is silent: no heartbeat
+ * for warn_s or 10 s, whichever is longer (heartbeats arrive about every 2 s). Ranks that are still
+ * computing between the same collectives do not hang. When it hangs, returns true, sets *stalled_s
+ * to the seconds since the last progress of any rank, and writes into out (truncated to outlen - 1
+ * bytes with "...") the ranks grouped by where they are, the furthest behind first: "no progress
+ * for 45 s: rank 3 in allreduce #1842; ranks 0-2, 4-7 waiting in allreduce #1843" A rank outside
+ * collectives reads "after allreduce #12", one before any "before any collective"; report numbers
+ * are added ("after report #5") when they differ between ranks or no rank entered a collective; a
+ * silent rank gets "(no heartbeat for 40 s)". Returns false (out untouched) otherwise. r may be
+ * reordered. */
 bool hang_analyze(struct hang_rank *r, size_t n, double warn_s, double *stalled_s, char *out,
                   size_t outlen);
 

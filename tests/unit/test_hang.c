@@ -128,6 +128,7 @@ static void a_silent_rank_is_a_hang_and_says_so(void **state)
     (void)state;
     struct hang_rank r[] = {at(0, "allreduce", 5, false, 50), at(1, "allreduce", 5, false, 50)};
     r[1].heartbeat_age_s = 42;
+    r[0].heartbeat_age_s = 9; /* late, but heartbeats may be 2 s apart: not silent below 10 s */
     char out[256];
     double stalled;
     assert_true(hang_analyze(r, 2, 30, &stalled, out, sizeof(out)));

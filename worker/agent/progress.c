@@ -28,6 +28,10 @@ void agent__progress_note(struct agent_worker *w, const struct ty_wire_progress 
         s->report_seq = p->report_seq;
         s->changed_ms = now;
     }
+    /* The SDK samples its state every 100 ms and says how old it is: more exact than our
+     * receive time, which lags by up to a heartbeat interval. */
+    if (p->progress_age_ms >= 0)
+        s->changed_ms = now - p->progress_age_ms;
     s->known = true;
     s->heartbeat_ms = now;
 }

@@ -70,7 +70,7 @@ struct ty_ctx {
     int64_t coll_seq;                 /* collectives entered so far (calling thread only) */
     _Atomic uint64_t progress_word;   /* what the heartbeat thread sends */
     _Atomic int64_t progress_reports; /* reports made (report_seq), for the heartbeat */
-    int64_t test_stall_seq;           /* TRAINYARD_TEST_STALL: 0 = off (tests only) */
+    int64_t test_stall_seq;           /* TY_TEST_STALL: 0 = off (tests only) */
     double test_stall_s;              /* how long that collective sleeps */
     struct ty__progress *progress;    /* the heartbeat thread; NULL: none */
 };
@@ -184,11 +184,11 @@ int ty__report_dial(const ty_ctx *c, int timeout_ms, int *fd);
 enum { TY__OP_ALLREDUCE = 1, TY__OP_BROADCAST = 2, TY__OP_ALLGATHER = 3 };
 
 /* Starts the heartbeat thread when the worker has an agent (TRAINYARD_HEARTBEAT_S, default 1;
- * 0 turns it off) and reads TRAINYARD_TEST_STALL. 0, or TY_ECONFIG (message in err). */
+ * 0 turns it off) and reads TY_TEST_STALL. 0, or TY_ECONFIG (message in err). */
 int ty__progress_start(ty_ctx *c, char *err, size_t errlen);
 /* Stops and joins the heartbeat thread. */
 void ty__progress_stop(ty_ctx *c);
-/* The test stall (TRAINYARD_TEST_STALL): sleeps inside collective c->coll_seq. */
+/* The test stall (TY_TEST_STALL): sleeps inside collective c->coll_seq. */
 void ty__progress_test_stall(ty_ctx *c);
 
 /* The calling thread enters a collective: no system call, one relaxed store. */

@@ -1,10 +1,11 @@
 /*
  * progress.c — the heartbeat thread: every TRAINYARD_HEARTBEAT_S seconds it sends the agent a
  * `progress` message (docs/report-protocol.md) on a connection of its own, with the collective
- * the rank is in or last left and the number of reports it made. The collectives publish that
- * state with one relaxed atomic store on entry and one on exit (internal.h), so the hot path
- * pays no system call; the thread reads it at its own pace. A heartbeat that cannot be delivered
- * is dropped (the agent is gone or restarting): the next tick reconnects.
+ * the rank is in or last left, the number of reports it made, and how long ago that last changed.
+ * The collectives publish that state with one relaxed atomic store on entry and one on exit
+ * (internal.h), so the hot path pays no system call; the thread samples it every 100 ms (so the
+ * age it sends is exact to 100 ms) and sends at its own, lower pace. A heartbeat that cannot be
+ * delivered is dropped (the agent is gone or restarting): the next tick reconnects.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -19,6 +20,7 @@
 
 #define PROGRESS_DEFAULT_INTERVAL_S 1.0
 #define PROGRESS_WRITE_TIMEOUT_MS 1000
+#define PROGRESS_SAMPLE_MS 100
 
 struct ty__progress {
     ty_ctx *c; /* only its fields fixed at ty_init and the atomics are read */
@@ -29,6 +31,9 @@ struct ty__progress {
     int64_t interval_ms;
     int fd; /* thread only; -1 when not connected */
     bool warned;
+    /* thread only: the last state sampled and when it changed (monotonic ms) */
+    uint64_t word;
+    int64_t reports, changed_ms, sent_ms;
 };
 
 /* Parses a non-negative number of seconds from env `name` into *out (unset: unchanged).
@@ -50,11 +55,11 @@ static int progress_env_seconds(const char *name, double max, double *out, char 
     return 0;
 }
 
-/* TRAINYARD_TEST_STALL=RANK:SEQ:SECONDS (tests only): rank RANK sleeps SECONDS inside its
+/* TY_TEST_STALL=RANK:SEQ:SECONDS (tests only): rank RANK sleeps SECONDS inside its
  * collective number SEQ, after its data moved and before it leaves. 0 or TY_ECONFIG. */
 static int progress_test_stall_env(ty_ctx *c, char *err, size_t errlen)
 {
-    const char *s = getenv("TRAINYARD_TEST_STALL");
+    const char *s = getenv("TY_TEST_STALL");
     if (!s || !*s)
         return 0;
     char *end;
@@ -72,7 +77,7 @@ static int progress_test_stall_env(ty_ctx *c, char *err, size_t errlen)
         ok = errno == 0 && *end == '\0' && secs > 0 && secs <= 3600;
     }
     if (!ok) {
-        snprintf(err, errlen, "TRAINYARD_TEST_STALL must be RANK:SEQ:SECONDS, not '%s'", s);
+        snprintf(err, errlen, "TY_TEST_STALL must be RANK:SEQ:SECONDS, not '%s'", s);
         return TY_ECONFIG;
     }
     if (rank == c->rank) {
@@ -84,8 +89,8 @@ static int progress_test_stall_env(ty_ctx *c, char *err, size_t errlen)
 
 void ty__progress_test_stall(ty_ctx *c)
 {
-    fprintf(stderr, "trainyard: TRAINYARD_TEST_STALL: rank %d sleeps %g s in collective #%lld\n",
-            c->rank, c->test_stall_s, (long long)c->coll_seq);
+    fprintf(stderr, "trainyard: TY_TEST_STALL: rank %d sleeps %g s in collective #%lld\n", c->rank,
+            c->test_stall_s, (long long)c->coll_seq);
     struct timespec ts = {.tv_sec = (time_t)c->test_stall_s,
                           .tv_nsec =
                               (long)((c->test_stall_s - (double)(time_t)c->test_stall_s) * 1e9)};
@@ -94,7 +99,7 @@ void ty__progress_test_stall(ty_ctx *c)
 }
 
 /* Sends one heartbeat, connecting first when needed. Failures close the connection. */
-static void progress_send(struct ty__progress *p)
+static void progress_send(struct ty__progress *p, int64_t now)
 {
     if (p->fd < 0) {
         int rc = ty__report_dial(p->c, PROGRESS_WRITE_TIMEOUT_MS, &p->fd);
@@ -107,12 +112,12 @@ static void progress_send(struct ty__progress *p)
             return;
         }
     }
-    uint64_t w = atomic_load_explicit(&p->c->progress_word, memory_order_relaxed);
     struct ty_wire_progress msg = {
-        .op = ty_wire_op_name((int)(w >> 1 & 0x7f)),
-        .coll_seq = (int64_t)(w >> 8),
-        .in_collective = (w & 1) != 0,
-        .report_seq = atomic_load_explicit(&p->c->progress_reports, memory_order_relaxed),
+        .op = ty_wire_op_name((int)(p->word >> 1 & 0x7f)),
+        .coll_seq = (int64_t)(p->word >> 8),
+        .in_collective = (p->word & 1) != 0,
+        .report_seq = p->reports,
+        .progress_age_ms = now - p->changed_ms,
     };
     json_t *m = ty_wire_progress_new(&msg);
     int rc = m ? ty_wire_write(p->fd, m, PROGRESS_WRITE_TIMEOUT_MS) : TY_ENOMEM;
@@ -125,18 +130,35 @@ static void progress_send(struct ty__progress *p)
     }
 }
 
+/* One tick: samples the published state, and sends it when the interval has passed. */
+static void progress_tick(struct ty__progress *p)
+{
+    int64_t now = ty__now_ms();
+    uint64_t w = atomic_load_explicit(&p->c->progress_word, memory_order_relaxed);
+    int64_t r = atomic_load_explicit(&p->c->progress_reports, memory_order_relaxed);
+    if (w != p->word || r != p->reports || p->changed_ms == 0) {
+        p->word = w;
+        p->reports = r;
+        p->changed_ms = now;
+    }
+    if (p->sent_ms == 0 || now - p->sent_ms >= p->interval_ms) {
+        p->sent_ms = now;
+        progress_send(p, now);
+    }
+}
+
 static void *progress_thread(void *arg)
 {
     struct ty__progress *p = arg;
+    int64_t tick_ms = p->interval_ms < PROGRESS_SAMPLE_MS ? p->interval_ms : PROGRESS_SAMPLE_MS;
     pthread_mutex_lock(&p->lock);
     while (!p->stop) {
         pthread_mutex_unlock(&p->lock);
-        progress_send(p);
+        progress_tick(p);
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += (time_t)(p->interval_ms / 1000);
-        until.tv_nsec += (long)(p->interval_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
+        until.tv_nsec += (long)tick_ms * 1000000L;
+        while (until.tv_nsec >= 1000000000L) {
             until.tv_sec++;
             until.tv_nsec -= 1000000000L;
         }

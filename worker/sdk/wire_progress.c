@@ -27,9 +27,15 @@ json_t *ty_wire_progress_new(const struct ty_wire_progress *p)
 {
     if (!p || p->coll_seq < 0 || p->report_seq < 0 || (p->in_collective && !p->op))
         return NULL;
-    return json_pack("{s:s, s:s?, s:I, s:b, s:I}", "type", "progress", "op", p->op, "coll_seq",
-                     (json_int_t)p->coll_seq, "in_collective", p->in_collective, "report_seq",
-                     (json_int_t)p->report_seq);
+    json_t *m = json_pack("{s:s, s:s?, s:I, s:b, s:I}", "type", "progress", "op", p->op, "coll_seq",
+                          (json_int_t)p->coll_seq, "in_collective", p->in_collective, "report_seq",
+                          (json_int_t)p->report_seq);
+    if (m && p->progress_age_ms >= 0 &&
+        json_object_set_new(m, "progress_age_ms", json_integer(p->progress_age_ms)) != 0) {
+        json_decref(m);
+        m = NULL;
+    }
+    return m;
 }
 
 /* A non-negative integer field; TY_EPROTO naming it otherwise. */
@@ -80,5 +86,9 @@ int ty_wire_parse_progress(const json_t *msg, struct ty_wire_progress *out, char
     int rc = progress_count(msg, "coll_seq", &out->coll_seq, err, errlen);
     if (rc == 0)
         rc = progress_count(msg, "report_seq", &out->report_seq, err, errlen);
+    out->progress_age_ms = -1;
+    json_t *age = json_object_get(msg, "progress_age_ms");
+    if (rc == 0 && age && !json_is_null(age))
+        rc = progress_count(msg, "progress_age_ms", &out->progress_age_ms, err, errlen);
     return rc;
 }
