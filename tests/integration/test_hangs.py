@@ -5,11 +5,12 @@ is a real worker (tests/integration/progs/collective_loop.c) that libtrainyard m
 one collective (TY_TEST_STALL, for tests only)."""
 import os
 import re
+import socket
 import textwrap
 import time
 
 import harness
-from test_security import SERVER_ARGS, cluster_token, register_msg
+from test_security import SERVER_ARGS, cluster_token, frame, read_frame, register_msg
 from wsclient import WebSocket
 
 LOOP = os.path.join(harness.BUILD_DIR, "tests", "progs", "ty_collective_loop")
@@ -127,5 +128,38 @@ def test_progress_from_another_node_is_ignored(server_factory, agent_factory):
         ws.wait_for(lambda m: m["type"] == "ack" and m["seq"] == 1)
     [w] = workers(server, job)
     assert w["progress"] is None, w
+    server.request("POST", f"/api/v1/jobs/{job}/stop")
+    server.wait_job(job, {"STOPPED"})
+
+
+def test_a_foreign_client_cannot_send_heartbeats_for_a_worker(server, agent_factory):
+    agent = agent_factory(cpus=1)
+    work = harness.make_tmpdir("ty-hang-foreign-")
+    with open(os.path.join(work, "train.py"), "w") as f:
+        f.write("import time, trainyard\ntrainyard.report({'loss': 1.0})\ntime.sleep(600)\n")
+    job = server.submit({"name": "py-heartbeat", "entrypoint": [PY, "train.py"],
+                         "working_dir": work})["id"]
+    wait_until("the real heartbeat", lambda: [w for w in workers(server, job)
+                                              if w["progress"] and w["progress"]["report_seq"]])
+    rogue = {"type": "progress", "op": "allreduce", "coll_seq": 999, "in_collective": True,
+             "report_seq": 999}
+    for hello in (None, {"type": "hello", "job_id": str(job), "attempt": 1, "rank": 0,
+                         "pid": os.getpid(), "secret": "guessed"}):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(10)
+            s.connect(os.path.join(agent.data_dir, "report.sock"))
+            try:
+                if hello:
+                    s.sendall(frame(hello))
+                s.sendall(frame(rogue))
+            except BrokenPipeError:
+                pass  # refused and closed already
+            reply = read_frame(s)
+            assert reply is not None and reply["type"] == "error", reply
+            assert ("refused" if hello else "hello first") in reply["message"], reply
+    # The agent relays a worker's heartbeat every second: two more relays carry the real one.
+    time.sleep(2.5)
+    [w] = workers(server, job)
+    assert w["progress"]["coll_seq"] == 0 and w["progress"]["report_seq"] == 1, w
     server.request("POST", f"/api/v1/jobs/{job}/stop")
     server.wait_job(job, {"STOPPED"})

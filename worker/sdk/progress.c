@@ -24,6 +24,7 @@
 
 struct ty__progress {
     ty_ctx *c; /* only its fields fixed at ty_init and the atomics are read */
+    pid_t pid; /* the process that started the thread: a forked child has no thread to join */
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t cond; /* CLOCK_MONOTONIC */
@@ -184,6 +185,7 @@ int ty__progress_start(ty_ctx *c, char *err, size_t errlen)
     if (!p)
         return TY_ENOMEM;
     p->c = c;
+    p->pid = getpid();
     p->fd = -1;
     p->interval_ms = (int64_t)(interval * 1000.0);
     if (p->interval_ms < 10)
@@ -210,6 +212,13 @@ void ty__progress_stop(ty_ctx *c)
     struct ty__progress *p = c->progress;
     if (!p)
         return;
+    c->progress = NULL;
+    if (p->pid != getpid()) { /* ty_finish in a forked child: the thread is the parent's */
+        if (p->fd >= 0)
+            close(p->fd); /* the child's copy */
+        free(p);
+        return;
+    }
     pthread_mutex_lock(&p->lock);
     p->stop = true;
     pthread_cond_signal(&p->cond);
@@ -220,5 +229,4 @@ void ty__progress_stop(ty_ctx *c)
     pthread_cond_destroy(&p->cond);
     pthread_mutex_destroy(&p->lock);
     free(p);
-    c->progress = NULL;
 }
