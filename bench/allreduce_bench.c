@@ -2,11 +2,15 @@
  * allreduce_bench — time ty_allreduce (float32, sum) over a range of sizes.
  *
  *   allreduce_bench [--ranks N] [--min BYTES] [--max BYTES] [--factor F] [--seconds S]
+ *                   [--heartbeat S]
  *
  * With --ranks N (default 2) it forks N ranks on 127.0.0.1 itself; under a launcher that sets
  * RANK/WORLD_SIZE/MASTER_* it runs as that one rank. Rank 0 prints one line per size:
  *   <bytes> <iterations> <seconds per op> <algbw GB/s> <busbw GB/s>
  * busbw follows nccl-tests: algbw * 2(n-1)/n. Time per op is the slowest rank's.
+ * --heartbeat S: the forked ranks get a report socket (a sink process that reads and drops what
+ * it gets, standing in for the agent), so their heartbeat threads run and send every S seconds
+ * (TRAINYARD_HEARTBEAT_S): the cost of hang detection (docs/bench-allreduce.md).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -14,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -109,12 +115,45 @@ static int free_port(void)
     return ntohs(a.sin_port);
 }
 
+/* Forks a process listening on a unix socket `path` that accepts every connection and reads
+ * and drops what arrives (one child per connection). Returns its pid, or -1. */
+static pid_t start_sink(const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path)
+        return -1;
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(lfd, 64) < 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid != 0) {
+        close(lfd);
+        return pid;
+    }
+    setpgid(0, 0);
+    signal(SIGCHLD, SIG_IGN);
+    for (;;) {
+        int fd = accept(lfd, NULL, NULL);
+        if (fd < 0)
+            continue;
+        if (fork() == 0) {
+            char buf[4096];
+            while (read(fd, buf, sizeof buf) > 0)
+                ;
+            _exit(0);
+        }
+        close(fd);
+    }
+}
+
 int main(int argc, char **argv)
 {
     int ranks = 2;
     size_t lo = 4096, hi = 256u << 20;
     double seconds = 0.5;
     size_t factor = 2;
+    const char *heartbeat = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--ranks") == 0)
             ranks = (int)strtol(argv[i + 1], NULL, 10);
@@ -126,9 +165,12 @@ int main(int argc, char **argv)
             factor = parse_size(argv[i + 1]);
         else if (strcmp(argv[i], "--seconds") == 0)
             seconds = strtod(argv[i + 1], NULL);
+        else if (strcmp(argv[i], "--heartbeat") == 0)
+            heartbeat = argv[i + 1];
         else {
             fprintf(stderr,
-                    "usage: %s [--ranks N] [--min B] [--max B] [--factor F] [--seconds S]\n",
+                    "usage: %s [--ranks N] [--min B] [--max B] [--factor F] [--seconds S] "
+                    "[--heartbeat S]\n",
                     argv[0]);
             return 2;
         }
@@ -140,6 +182,22 @@ int main(int argc, char **argv)
     if (getenv("RANK")) /* launched by someone else */
         return bench_rank(lo, hi, factor, seconds) < 0;
 
+    char dir[] = "/tmp/ty-bench-XXXXXX", sock[64] = "";
+    pid_t sink = -1;
+    if (heartbeat) {
+        if (!mkdtemp(dir)) {
+            perror("mkdtemp");
+            return 1;
+        }
+        snprintf(sock, sizeof sock, "%s/report.sock", dir);
+        sink = start_sink(sock);
+        if (sink < 0) {
+            fprintf(stderr, "cannot start the report sink at %s\n", sock);
+            return 1;
+        }
+        setenv("TRAINYARD_REPORT_SOCKET", sock, 1);
+        setenv("TRAINYARD_HEARTBEAT_S", heartbeat, 1);
+    }
     int port = free_port();
     char buf[32];
     pid_t pid[64];
@@ -165,6 +223,12 @@ int main(int argc, char **argv)
         int st;
         waitpid(pid[r], &st, 0);
         bad |= !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+    }
+    if (sink > 0) {
+        kill(-sink, SIGKILL);
+        waitpid(sink, NULL, 0);
+        unlink(sock);
+        rmdir(dir);
     }
     return bad;
 }

@@ -804,6 +804,7 @@ int agent_node_msg_parse(const char *text, size_t len, struct agent_node_msg *ou
         {"worker_exited", AGENT_MSG_WORKER_EXITED},
         {"report", AGENT_MSG_REPORT},
         {"log", AGENT_MSG_LOG},
+        {"progress", AGENT_MSG_PROGRESS},
     };
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
         if (strcmp(out->type_name, types[i].name) == 0)
@@ -817,6 +818,8 @@ int agent_node_msg_parse(const char *text, size_t len, struct agent_node_msg *ou
         rc = agent__parse_report(out->root, &out->report, err, errlen);
     else if (out->type == AGENT_MSG_LOG)
         rc = parse_log(out, err, errlen);
+    else if (out->type == AGENT_MSG_PROGRESS)
+        rc = agent__parse_progress(out->root, &out->progress, &out->n_progress, err, errlen);
     if (rc == 0)
         return 0;
 fail:;
@@ -833,6 +836,7 @@ void agent_node_msg_free(struct agent_node_msg *m)
     if (!m)
         return;
     free(m->workers);
+    free(m->progress);
     free(m->node_gpus);
     json_decref(m->report.numbers);
     json_decref(m->node_custom);

@@ -58,6 +58,7 @@ enum agent_msg_type {
     AGENT_MSG_WORKER_EXITED,
     AGENT_MSG_REPORT,
     AGENT_MSG_LOG,
+    AGENT_MSG_PROGRESS,
 };
 
 /* Checks a job id that will become a path component. 0 or -1. */
@@ -211,6 +212,21 @@ struct agent_log_chunk {
 /* Most lines one `log` message may carry. */
 #define AGENT_PROTO_MAX_LOG_LINES (1 << 20)
 
+/* One worker's row of a `progress` message (agent_proto_progress.c): its last heartbeat as its
+ * agent saw it. Parsed: strings borrowed from the message. */
+#define AGENT_PROTO_MAX_OP 32
+#define AGENT_PROTO_MAX_PROGRESS 4096 /* rows in one progress message */
+struct agent_progress {
+    const char *job_id;
+    int64_t attempt, rank;
+    const char *op;           /* the collective it is in or last left; NULL: none yet */
+    int64_t coll_seq;         /* that collective's number (1 = the rank's first); 0: none yet */
+    bool in_collective;       /* inside collective coll_seq */
+    int64_t report_seq;       /* reports it made (trainyard.report / ty_report) */
+    int64_t heartbeat_age_ms; /* since its last heartbeat reached the agent */
+    int64_t progress_age_ms;  /* since op, coll_seq, in_collective or report_seq last changed */
+};
+
 /* A parsed agent message. */
 struct agent_node_msg {
     enum agent_msg_type type;
@@ -230,6 +246,9 @@ struct agent_node_msg {
     struct agent_log_chunk log;
     /* report */
     struct agent_report report;
+    /* progress: n_progress rows (malloc'd) */
+    struct agent_progress *progress;
+    size_t n_progress;
     int64_t seq; /* -1 when absent or not an integer */
 };
 
@@ -252,6 +271,8 @@ char *agent_msg_worker_exited(int64_t seq, const char *job_id, int64_t attempt, 
                               int exit_code, int signal, const char *error);
 /* A `log` message (the chunk's lines are copied). */
 char *agent_msg_log(int64_t seq, const struct agent_log_chunk *c);
+/* A `progress` message of n rows (strings copied). */
+char *agent_msg_progress(const struct agent_progress *rows, size_t n);
 /* body: a spooled report (job_id, attempt, rank, report_seq, metrics, step, time,
  * checkpoint_dir); returns it with type and seq added. */
 char *agent_msg_report(int64_t seq, const json_t *body);

@@ -33,7 +33,7 @@ static const char *const num_workers_fields[] = {"min", "max"};
 static const char *const run_fields[] = {"storage_path", "checkpoint_config", "failure_config"};
 static const char *const checkpoint_fields[] = {"num_to_keep", "checkpoint_score_attribute",
                                                 "checkpoint_score_order"};
-static const char *const failure_fields[] = {"max_failures"};
+static const char *const failure_fields[] = {"max_failures", "hang_warn_s", "hang_timeout_s"};
 static const char *const reserved_env[] = {
     "RANK",        "WORLD_SIZE",  "LOCAL_RANK",           "LOCAL_WORLD_SIZE", "NODE_RANK",
     "MASTER_ADDR", "MASTER_PORT", "CUDA_VISIBLE_DEVICES", "TF_CONFIG"};
@@ -604,6 +604,38 @@ static json_t *norm_checkpoint_config(struct vctx *c, const json_t *v)
     return ck;
 }
 
+/* A number of seconds in (0, JOBSPEC_TIMEOUT_MAX] at `path` into *d; false (recorded) if not. */
+static bool get_seconds(struct vctx *c, const json_t *v, const char *path, double *d)
+{
+    *d = json_is_number(v) ? json_number_value(v) : -1.0;
+    if (isfinite(*d) && *d > 0 && *d <= JOBSPEC_TIMEOUT_MAX)
+        return true;
+    fail(c, path, "must be a number of seconds greater than 0 and at most %d", JOBSPEC_TIMEOUT_MAX);
+    return false;
+}
+
+/* failure_config's hang_warn_s (default JOBSPEC_HANG_WARN_DEFAULT) and hang_timeout_s (null:
+ * never; else at least hang_warn_s) into fc. */
+static void norm_hang_config(struct vctx *c, json_t *fc, const json_t *v)
+{
+    const json_t *warn = member(v, "hang_warn_s"), *timeout = member(v, "hang_timeout_s");
+    double w = JOBSPEC_HANG_WARN_DEFAULT, t = 0;
+    if (warn && !get_seconds(c, warn, RC ".failure_config.hang_warn_s", &w))
+        return;
+    put(c, fc, "hang_warn_s", number_json(c, w));
+    if (!timeout) {
+        put(c, fc, "hang_timeout_s", json_null());
+        return;
+    }
+    if (!get_seconds(c, timeout, RC ".failure_config.hang_timeout_s", &t))
+        return;
+    if (t < w) {
+        fail(c, RC ".failure_config.hang_timeout_s", "must be at least hang_warn_s (%g)", w);
+        return;
+    }
+    put(c, fc, "hang_timeout_s", number_json(c, t));
+}
+
 static json_t *norm_failure_config(struct vctx *c, const json_t *v)
 {
     if (v && !json_is_object(v)) {
@@ -616,6 +648,7 @@ static json_t *norm_failure_config(struct vctx *c, const json_t *v)
     put(c, fc, "max_failures",
         norm_int(c, member(v, "max_failures"), RC ".failure_config.max_failures", -1,
                  JOBSPEC_MAX_FAILURES_MAX, 0));
+    norm_hang_config(c, fc, v);
     return fc;
 }
 

@@ -43,6 +43,7 @@
 #define JOBSPEC_PRIORITY_MAX 1000
 #define JOBSPEC_TIMEOUT_MAX 315360000 /* seconds: 10 years of 365 days */
 #define JOBSPEC_MAX_FAILURES_MAX 1000000
+#define JOBSPEC_HANG_WARN_DEFAULT 300 /* seconds without progress before a hang is named */
 #define JOBSPEC_NUM_TO_KEEP_MAX 1000000
 #define JOBSPEC_SCORE_ATTR_MAX 256
 #define JOBSPEC_METADATA_MAX 64 /* entries */

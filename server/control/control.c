@@ -276,6 +276,7 @@ static void *control_thread(void *arg)
         if (ctl__now() - ctl->last_tick >= CTL_TICK_MS / 1000.0) {
             ctl->last_tick = ctl__now();
             check_heartbeats(ctl);
+            ctl__check_hangs(ctl);
             drive_stopping_jobs(ctl);
         }
         /* A pass as soon as one is due, but never more than half of this thread's time in

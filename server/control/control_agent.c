@@ -334,9 +334,10 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
     /* Every other message is applied after the worker starts queued before it, a change of a
      * job's state after the log chunks queued before it, and every message but a report after
      * the reports queued before it (so a worker's exit follows its reports and its output). */
-    if (m.type != AGENT_MSG_WORKER_STARTED && m.type != AGENT_MSG_LOG)
+    bool unordered = m.type == AGENT_MSG_LOG || m.type == AGENT_MSG_PROGRESS;
+    if (m.type != AGENT_MSG_WORKER_STARTED && !unordered)
         ctl__flush_started(ctl);
-    if ((m.type != AGENT_MSG_REPORT && m.type != AGENT_MSG_LOG) || !ok)
+    if ((m.type != AGENT_MSG_REPORT && !unordered) || !ok)
         ctl__flush_reports(ctl);
     if (m.type == AGENT_MSG_REGISTER || m.type == AGENT_MSG_WORKER_EXITED)
         ctl__flush_logs(ctl);
@@ -369,6 +370,8 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
             drop_over_cap(ctl, conn, m.seq);
         else if (m.type == AGENT_MSG_REPORT)
             ctl__queue_report(ctl, conn, &m);
+        else if (m.type == AGENT_MSG_PROGRESS)
+            ctl__on_progress(ctl, node, &m);
         else if (m.type != AGENT_MSG_HEARTBEAT) /* heartbeat: last_seen updated above */
             TY_DEBUG("control", "node %s: ignoring message type '%s'", node->id, m.type_name);
         if (rc < 0)

@@ -87,6 +87,7 @@ struct control {
     double last_pass;
     double last_pass_cost; /* seconds the last scheduling pass took */
     double last_tick;
+    double last_hang_check;   /* control_hang.c */
     char *cluster_token_hash; /* NULL: agents need no token (--auth none) */
     struct ctl_node *nodes;
     struct ctl_stop_sent *stops;
@@ -137,6 +138,12 @@ void ctl__flush_reports(struct control *ctl);
 void ctl__on_log(struct control *ctl, struct ctl_node *node, uint64_t conn,
                  const struct agent_node_msg *m);
 void ctl__flush_logs(struct control *ctl);
+
+/* control_hang.c: agent message `progress`, stored at once (one statement); and the hang check
+ * of the periodic tick (at most once a second): names each hang once in the job's events and
+ * fails the job past its hang_timeout_s. */
+void ctl__on_progress(struct control *ctl, struct ctl_node *node, const struct agent_node_msg *m);
+void ctl__check_hangs(struct control *ctl);
 
 /* control_specs.c: the parsed spec of a pending job, or NULL if not cached yet. */
 const struct jobspec *ctl__spec_get(struct ctl_specs *t, int64_t id);

@@ -407,4 +407,26 @@ int store_logs_read(struct db_conn *c, int64_t job, const struct store_logs_quer
                     struct store_log_line **lines, size_t *n, char *sqlstate);
 void store_log_lines_free(struct store_log_line *lines, size_t n);
 
+/* Workers' heartbeats and hangs (store_progress.c, migrations/0016_worker_progress.sql). */
+/* Stores one `progress` message of node_id (rows: a JSON array of ty_progress_ingest rows). Rows
+ * of workers not placed on that node are ignored. Returns the rows stored, or an error. */
+int store_progress_ingest(struct db_conn *c, const char *node_id, const char *rows_json);
+/* A running attempt whose ranks all have a fresh heartbeat and none progressed for its
+ * hang_warn_s. */
+struct store_hang_suspect {
+    int64_t job;
+    int attempt;
+    double warn_s, timeout_s; /* timeout_s 0: never fails */
+    bool warned;              /* this hang is already named in the job's events */
+    char *ranks_json;         /* [[rank, op|null, coll_seq, in_collective, report_seq,
+                               *   progress_age_s, heartbeat_age_s], ...] */
+};
+/* The suspects: *n entries in *out (free with store_hang_suspects_free). Returns n or an error. */
+int store_hang_suspects(struct db_conn *c, struct store_hang_suspect **out, size_t *n);
+void store_hang_suspects_free(struct store_hang_suspect *s, size_t n);
+/* ty_hang_warn / ty_hang_fail: 1 when the event was recorded / the job failed, 0 when not, or an
+ * error. */
+int store_hang_warn(struct db_conn *c, int64_t job, int attempt, const char *message);
+int store_hang_fail(struct db_conn *c, int64_t job, int attempt, const char *message);
+
 #endif

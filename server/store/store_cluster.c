@@ -617,8 +617,13 @@ int store_job_workers(struct db_conn *c, int64_t job, char **json_out)
         "  'local_rank', w.local_rank, 'node_rank', w.node_rank, 'node_id', w.node_id, "
         "  'gpus', to_jsonb(w.gpus), 'resources', w.resources, 'status', w.status, 'pid', w.pid, "
         "  'exit_code', w.exit_code, 'signal', w.signal, 'started_at', ty_ts(w.started_at), "
-        "  'finished_at', ty_ts(w.finished_at)) ORDER BY w.attempt, w.rank), '[]') END::text "
-        "FROM workers w WHERE w.job_id = $1::bigint",
+        "  'finished_at', ty_ts(w.finished_at), 'progress', CASE WHEN p.rank IS NOT NULL THEN "
+        "  jsonb_build_object('op', p.op, 'coll_seq', p.coll_seq, 'in_collective', "
+        "  p.in_collective, 'report_seq', p.report_seq, 'progress_at', ty_ts(p.progress_at), "
+        "  'heartbeat_at', ty_ts(p.heartbeat_at)) END) ORDER BY w.attempt, w.rank), '[]') "
+        "END::text "
+        "FROM workers w LEFT JOIN worker_progress p ON p.job_id = w.job_id "
+        " AND p.attempt = w.attempt AND p.rank = w.rank WHERE w.job_id = $1::bigint",
         1, true};
     char j[32];
     STORE_NUM(j, job);

@@ -33,6 +33,14 @@ static void parse_message(const json_t *m)
         (void)ty_wire_parse_error(m, &seq, &message, err, sizeof(err));
         break;
     }
+    case TY_WIRE_PROGRESS: {
+        struct ty_wire_progress p;
+        if (ty_wire_parse_progress(m, &p, err, sizeof(err)) == 0) {
+            json_t *again = ty_wire_progress_new(&p);
+            json_decref(again);
+        }
+        break;
+    }
     default:
         break;
     }

@@ -6,3 +6,11 @@ foreach(t test_agent_env test_agent_proto test_agent_proto_report test_agent_con
     SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/${t}.c
     LIBS agentcore tycommon PkgConfig::JANSSON)
 endforeach()
+
+# Heartbeats: the report protocol's `progress` frame (tywire) and the agent protocol's
+# `progress` message (tycommon).
+if(TARGET tywire)
+  ty_add_unit_tests(test_agent_proto_progress
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_agent_proto_progress.c
+    LIBS tywire tycommon PkgConfig::JANSSON)
+endif()

@@ -46,3 +46,8 @@ target_include_directories(test_artifact_store PRIVATE ${CMAKE_SOURCE_DIR}/serve
 ty_add_unit_tests(test_retention
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_retention.c ${CMAKE_SOURCE_DIR}/server/artifacts/retention.c)
 target_include_directories(test_retention PRIVATE ${CMAKE_SOURCE_DIR}/server/artifacts)
+
+# Naming hangs (server/control/hang.c): the verdict and the text of the job event.
+ty_add_unit_tests(test_hang
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_hang.c ${CMAKE_SOURCE_DIR}/server/control/hang.c)
+target_include_directories(test_hang PRIVATE ${CMAKE_SOURCE_DIR}/server/control)

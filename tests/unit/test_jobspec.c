@@ -144,7 +144,7 @@ static json_t *string_of(size_t n, char c)
 #define DEFAULT_RUN                                                                                \
     "{'storage_path':null,'checkpoint_config':{'num_to_keep':null,"                                \
     "'checkpoint_score_attribute':null,'checkpoint_score_order':'max'},"                           \
-    "'failure_config':{'max_failures':0}}"
+    "'failure_config':{'max_failures':0,'hang_warn_s':300,'hang_timeout_s':null}}"
 #define DEFAULTS_FOR(ep)                                                                           \
     "{'name':'job','entrypoint':" ep ",'working_dir':null,'env':{},'backend':'torch',"             \
     "'train_loop_config':{},'scaling_config':" DEFAULT_SCALING ",'run_config':" DEFAULT_RUN        \
@@ -159,7 +159,7 @@ static json_t *string_of(size_t n, char c)
     "'placement_strategy':'STRICT_SPREAD','accelerator_type':'H100'},"                             \
     "'run_config':{'storage_path':'s3://bucket/runs','checkpoint_config':{'num_to_keep':3,"        \
     "'checkpoint_score_attribute':'val_loss','checkpoint_score_order':'min'},"                     \
-    "'failure_config':{'max_failures':-1}},"                                                       \
+    "'failure_config':{'max_failures':-1,'hang_warn_s':30,'hang_timeout_s':90.5}},"                \
     "'resume_from_checkpoint':42,'priority':-7,'timeout_s':3600.5,"                                \
     "'metadata':{'team':'vision','ticket':'ML-12'}}"
 
@@ -207,7 +207,7 @@ static void full_spec_normalized(void **state)
         "'placement_strategy':'STRICT_SPREAD','accelerator_type':'H100'},"
         "'run_config':{'storage_path':'s3://bucket/runs','checkpoint_config':{'num_to_keep':3,"
         "'checkpoint_score_attribute':'val_loss','checkpoint_score_order':'min'},"
-        "'failure_config':{'max_failures':-1}},"
+        "'failure_config':{'max_failures':-1,'hang_warn_s':30,'hang_timeout_s':90.5}},"
         "'resume_from_checkpoint':42,'priority':-7,'timeout_s':3600.5,"
         "'metadata':{'team':'vision','ticket':'ML-12'}}");
 }
@@ -676,6 +676,18 @@ static void max_failures_below_unlimited_rejected(void **state)
                  "run_config.failure_config.max_failures", "between -1 and");
 }
 
+static void hang_settings_out_of_range_rejected(void **state)
+{
+    (void)state;
+    expect_error("{'entrypoint':'x','run_config':{'failure_config':{'hang_warn_s':0}}}",
+                 "run_config.failure_config.hang_warn_s", "greater than 0");
+    expect_error("{'entrypoint':'x','run_config':{'failure_config':{'hang_warn_s':'5'}}}",
+                 "run_config.failure_config.hang_warn_s", "number of seconds");
+    expect_error("{'entrypoint':'x','run_config':{'failure_config':{'hang_warn_s':60,"
+                 "'hang_timeout_s':30}}}",
+                 "run_config.failure_config.hang_timeout_s", "at least hang_warn_s (60)");
+}
+
 static void string_checkpoint_id_rejected(void **state)
 {
     (void)state;
@@ -1071,6 +1083,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(num_to_keep_zero_rejected),
     cmocka_unit_test(unknown_score_order_lists_allowed_values),
     cmocka_unit_test(max_failures_below_unlimited_rejected),
+    cmocka_unit_test(hang_settings_out_of_range_rejected),
     cmocka_unit_test(string_checkpoint_id_rejected),
     cmocka_unit_test(priority_out_of_range_rejected),
     cmocka_unit_test(non_positive_timeout_rejected),

@@ -25,7 +25,9 @@ static void clear_env(void)
                           "TRAINYARD_REPORT_SOCKET",
                           "TRAINYARD_BACKEND",
                           "TRAINYARD_COLLECTIVE_TIMEOUT_S",
-                          "TRAINYARD_REPORT_TIMEOUT_S"};
+                          "TRAINYARD_REPORT_TIMEOUT_S",
+                          "TRAINYARD_HEARTBEAT_S",
+                          "TY_TEST_STALL"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         unsetenv(vars[i]);
 }
@@ -211,6 +213,10 @@ static void context_malformed_env_rejected(void **state)
                             {"TRAINYARD_CONFIG", "{oops"},
                             {"TRAINYARD_BACKEND", "mpi"},
                             {"TRAINYARD_COLLECTIVE_TIMEOUT_S", "-5"},
+                            {"TRAINYARD_HEARTBEAT_S", "-1"},
+                            {"TRAINYARD_HEARTBEAT_S", "often"},
+                            {"TY_TEST_STALL", "1:0:5"},
+                            {"TY_TEST_STALL", "1:2"},
                             {"LOCAL_RANK", "4"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         set_managed();

@@ -33,6 +33,7 @@ static int run_python(const char *script, const char *const *env, const char *er
             unsetenv(clear[i]);
         for (size_t i = 0; env && env[i]; i++)
             putenv((char *)env[i]);
+        setenv("TRAINYARD_HEARTBEAT_S", "0", 1); /* the stub serves one connection at a time */
         setenv("PYTHONPATH", TY_PYTHON_DIR, 1);
         setenv("PYTHONDONTWRITEBYTECODE", "1", 1);
         if (err_path) {

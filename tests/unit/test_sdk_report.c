@@ -23,6 +23,7 @@ static void managed_env(const char *socket_path)
     setenv("TRAINYARD_JOB_ID", "job-7", 1);
     setenv("TRAINYARD_ATTEMPT", "2", 1);
     setenv("TRAINYARD_REPORT_TIMEOUT_S", "5", 1);
+    setenv("TRAINYARD_HEARTBEAT_S", "0", 1); /* the stub serves one connection at a time */
     if (socket_path)
         setenv("TRAINYARD_REPORT_SOCKET", socket_path, 1);
     else

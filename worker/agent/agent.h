@@ -219,6 +219,17 @@ enum agent_worker_status { AGENT_WORKER_RUNNING, AGENT_WORKER_EXITED };
 /* A worker's uid when it runs as the agent's own user. */
 #define AGENT_NO_UID ((uid_t)-1)
 
+/* A worker's last heartbeat on the report socket (progress.c). */
+struct agent_worker_progress {
+    bool known;       /* a heartbeat arrived */
+    char op[33];      /* "" before its first collective */
+    int64_t coll_seq; /* the collective it is in or last left */
+    bool in_collective;
+    int64_t report_seq;
+    int64_t heartbeat_ms; /* monotonic time of its last heartbeat */
+    int64_t changed_ms;   /* monotonic time the four fields above last changed */
+};
+
 struct agent_worker {
     struct agent_worker *next;
     char *job_id;
@@ -235,6 +246,7 @@ struct agent_worker {
     char *tmp_dir;   /* its private TMPDIR; NULL once removed */
     char *grant_dir; /* a checkpoint directory its gid was given read access to, or NULL */
     char secret[65]; /* TRAINYARD_REPORT_SECRET: proves it on the report socket */
+    struct agent_worker_progress progress;
 };
 
 enum agent_event_kind { AGENT_EV_STARTED, AGENT_EV_EXITED, AGENT_EV_REPORT, AGENT_EV_LOG };
@@ -294,6 +306,7 @@ struct agent {
     int inotify_fd;           /* tail.c: writes to those files (-1: none; the poll timer reads) */
 
     /* report socket */
+    int64_t progress_sent_ms; /* progress.c: monotonic time of the last `progress` message */
     int report_listen_fd;
     struct agent_report_conn *report_conns;
 
@@ -448,6 +461,14 @@ void agent__report_close_all(struct agent *a);
 /* Called when events were acked: once the queue is down to three quarters of
  * --max-queued-bytes, resumes reading the report connections paused while it was full. */
 void agent__report_queue_drained(struct agent *a);
+
+/* progress.c */
+struct ty_wire_progress;
+/* Keeps worker w's heartbeat p (a `progress` frame on the report socket). */
+void agent__progress_note(struct agent_worker *w, const struct ty_wire_progress *p);
+/* Poll timer: at most once a second, sends the server one `progress` message with the last
+ * heartbeat of every running worker that sent one. */
+void agent__progress_tick(struct agent *a);
 
 /* ws.c */
 int agent__ws_init(struct agent *a);

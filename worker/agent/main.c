@@ -40,6 +40,7 @@ static void poll_tick(lws_sorted_usec_list_t *sul)
     struct agent *a = pt->a;
     agent__supervise_poll(a);
     agent__tails_poll(a);
+    agent__progress_tick(a);
     if (stop_requested && !a->shutting_down) {
         TY_INFO("agent", "signal %d: stopping %zu worker(s), then exiting", (int)stop_requested,
                 agent__workers_running(a));

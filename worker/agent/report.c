@@ -39,7 +39,8 @@ struct agent_report_conn {
     unsigned char *out;
     size_t out_len, out_off;
     bool close_after_write;
-    bool held; /* reading paused: the agent's event queue is full */
+    bool held;     /* reading paused: the agent's event queue is full */
+    bool reporter; /* it has sent a report (a heartbeat connection sends none) */
 };
 
 /* The listener's wsi carries this as its opaque data; connections carry their conn. */
@@ -240,12 +241,13 @@ static void on_report(struct agent_report_conn *c, const json_t *m)
 }
 
 /* Back-pressure: while the events waiting for the server's ack fill --max-queued-bytes (the
- * server away or slow), the worker's connection is not read, so its report() waits for its ack
- * instead of the agent's memory and spool growing without bound. Returns whether c is held. */
+ * server away or slow), a connection that carries reports is not read, so its report() waits for
+ * its ack instead of the agent's memory and spool growing without bound. A heartbeat connection
+ * (progress frames only: nothing queued) is never held. Returns whether c is held. */
 static bool hold_while_full(struct agent_report_conn *c)
 {
     struct agent *a = c->a;
-    if (a->queued_bytes < a->cfg->max_queued_bytes)
+    if (!c->reporter || a->queued_bytes < a->cfg->max_queued_bytes)
         return false;
     if (!a->reports_held)
         TY_WARN("report",
@@ -273,6 +275,28 @@ void agent__report_queue_drained(struct agent *a)
             lws_rx_flow_control(c->wsi, 1);
         }
     }
+}
+
+/* A heartbeat (`progress` frame): kept on the worker; no reply. A malformed one closes the
+ * connection (the worker reconnects at its next heartbeat). */
+static void on_progress(struct agent_report_conn *c, const json_t *m)
+{
+    struct ty_wire_progress p;
+    char err[256];
+    if (!c->hello) {
+        conn_send(c, ty_wire_error_new(0, "hello first"));
+        c->close_after_write = true;
+        return;
+    }
+    if (ty_wire_parse_progress(m, &p, err, sizeof(err)) != 0) {
+        TY_BAD_PEER("report", "progress refused: %s", err);
+        conn_send(c, ty_wire_error_new(0, err));
+        c->close_after_write = true;
+        return;
+    }
+    struct agent_worker *w = agent__worker_find(c->a, c->job_id, c->attempt, c->rank);
+    if (w && w->status == AGENT_WORKER_RUNNING)
+        agent__progress_note(w, &p);
 }
 
 /* Reads what is there and handles every complete frame. 0, or -1 to close. */
@@ -307,7 +331,11 @@ static int conn_read(struct agent_report_conn *c)
             on_hello(c, m);
             break;
         case TY_WIRE_REPORT:
+            c->reporter = true;
             on_report(c, m);
+            break;
+        case TY_WIRE_PROGRESS:
+            on_progress(c, m);
             break;
         default:
             conn_send(c, ty_wire_error_new(0, "unknown message type"));

@@ -26,6 +26,8 @@ import struct
 import sys
 import threading
 
+import _trainyard_heartbeat
+
 __all__ = [
     "TrainContext",
     "TrainyardError",
@@ -276,6 +278,7 @@ def get_context():
     with _context_lock:
         if _context is None:
             _context = TrainContext()
+            _context._heartbeat = _trainyard_heartbeat.start(_context)
         return _context
 
 

@@ -157,12 +157,9 @@ static int coll_leave(ty_ctx *c, int rc)
     return rc < 0 ? ty__coll_fail(c, rc) : 0;
 }
 
-int ty_allreduce(ty_ctx *c, void *buf, size_t count, ty_dtype dt, ty_op op)
+/* ty_allreduce once its arguments are checked. */
+static int coll_allreduce(ty_ctx *c, void *buf, size_t count, ty_dtype dt, ty_op op)
 {
-    if (!c || ty_dtype_size(dt) == 0 || (unsigned)op > TY_AVG || (count && !buf))
-        return TY_EINVAL;
-    if (count > SIZE_MAX / 8)
-        return TY_ERANGE;
     if (!c->coll_err && c->world > 1 && count && ty__nccl_is_device_ptr(c, buf))
         return coll_leave(c, ty__nccl_allreduce(c, buf, count, dt, op));
     int rc = coll_enter(c);
@@ -173,16 +170,37 @@ int ty_allreduce(ty_ctx *c, void *buf, size_t count, ty_dtype dt, ty_op op)
     return coll_leave(c, ty__ring_allreduce(c, buf, count, dt, op));
 }
 
-int ty_broadcast(ty_ctx *c, void *buf, size_t bytes, int root)
+int ty_allreduce(ty_ctx *c, void *buf, size_t count, ty_dtype dt, ty_op op)
 {
-    if (!c || root < 0 || root >= c->world || (bytes && !buf))
+    if (!c || ty_dtype_size(dt) == 0 || (unsigned)op > TY_AVG || (count && !buf))
         return TY_EINVAL;
+    if (count > SIZE_MAX / 8)
+        return TY_ERANGE;
+    ty__progress_enter(c, TY__OP_ALLREDUCE);
+    int rc = coll_allreduce(c, buf, count, dt, op);
+    ty__progress_leave(c);
+    return rc;
+}
+
+/* ty_broadcast once its arguments are checked. */
+static int coll_broadcast(ty_ctx *c, void *buf, size_t bytes, int root)
+{
     if (!c->coll_err && c->world > 1 && bytes && ty__nccl_is_device_ptr(c, buf))
         return coll_leave(c, ty__nccl_broadcast(c, buf, bytes, root));
     int rc = coll_enter(c);
     if (rc != 0 || bytes == 0)
         return rc < 0 ? rc : 0;
     return coll_leave(c, ty__ring_broadcast(c, buf, bytes, root));
+}
+
+int ty_broadcast(ty_ctx *c, void *buf, size_t bytes, int root)
+{
+    if (!c || root < 0 || root >= c->world || (bytes && !buf))
+        return TY_EINVAL;
+    ty__progress_enter(c, TY__OP_BROADCAST);
+    int rc = coll_broadcast(c, buf, bytes, root);
+    ty__progress_leave(c);
+    return rc;
 }
 
 int ty_barrier(ty_ctx *c)
@@ -196,12 +214,9 @@ int ty_barrier(ty_ctx *c)
     return rc;
 }
 
-int ty_allgather(ty_ctx *c, const void *send, void *recv, size_t bytes_per_rank)
+/* ty_allgather once its arguments are checked. */
+static int coll_allgather(ty_ctx *c, const void *send, void *recv, size_t bytes_per_rank)
 {
-    if (!c || (bytes_per_rank && (!send || !recv)))
-        return TY_EINVAL;
-    if (bytes_per_rank > SIZE_MAX / (size_t)c->world)
-        return TY_ERANGE;
     if (!c->coll_err && c->world > 1 && bytes_per_rank && ty__nccl_is_device_ptr(c, recv))
         return coll_leave(c, ty__nccl_allgather(c, send, recv, bytes_per_rank));
     if (c->coll_err)
@@ -213,6 +228,18 @@ int ty_allgather(ty_ctx *c, const void *send, void *recv, size_t bytes_per_rank)
     if (rc != 0 || bytes_per_rank == 0)
         return rc < 0 ? rc : 0;
     return coll_leave(c, ty__ring_allgather(c, send, recv, bytes_per_rank));
+}
+
+int ty_allgather(ty_ctx *c, const void *send, void *recv, size_t bytes_per_rank)
+{
+    if (!c || (bytes_per_rank && (!send || !recv)))
+        return TY_EINVAL;
+    if (bytes_per_rank > SIZE_MAX / (size_t)c->world)
+        return TY_ERANGE;
+    ty__progress_enter(c, TY__OP_ALLGATHER);
+    int rc = coll_allgather(c, send, recv, bytes_per_rank);
+    ty__progress_leave(c);
+    return rc;
 }
 
 const char *ty_transport(const ty_ctx *c)

@@ -20,6 +20,8 @@ int ty_init(ty_ctx **out, int *argc, char ***argv)
     c->report_fd = -1;
     char err[512] = "";
     int rc = ty__ctx_from_env(c, argc, argv, err, sizeof err);
+    if (rc == 0)
+        rc = ty__progress_start(c, err, sizeof err);
     if (rc < 0) {
         if (err[0])
             fprintf(stderr, "trainyard: %s\n", err);
@@ -35,6 +37,7 @@ int ty_finish(ty_ctx **pc)
     if (!pc || !*pc)
         return 0;
     ty_ctx *c = *pc;
+    ty__progress_stop(c);
     ty__nccl_free(c);
     ty__shm_free(c);
     if (c->send_fd >= 0)

@@ -4,6 +4,7 @@
 #ifndef TY_INTERNAL_H
 #define TY_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,8 +28,9 @@ typedef enum {
     TY__BACKEND_NONE
 } ty__backend;
 
-struct ty__nccl; /* nccl.c */
-struct ty__shm;  /* shm.c */
+struct ty__nccl;     /* nccl.c */
+struct ty__progress; /* progress.c */
+struct ty__shm;      /* shm.c */
 
 struct ty_ctx {
     /* identity (context.c / env.c) */
@@ -62,6 +64,15 @@ struct ty_ctx {
     /* report client (report.c) */
     int report_fd; /* -1 when not connected */
     int64_t report_seq;
+
+    /* progress (progress.c): published by the calling thread with relaxed atomic stores, read by
+     * the heartbeat thread. progress_word = coll_seq << 8 | op << 1 | in_collective. */
+    int64_t coll_seq;                 /* collectives entered so far (calling thread only) */
+    _Atomic uint64_t progress_word;   /* what the heartbeat thread sends */
+    _Atomic int64_t progress_reports; /* reports made (report_seq), for the heartbeat */
+    int64_t test_stall_seq;           /* TY_TEST_STALL: 0 = off (tests only) */
+    double test_stall_s;              /* how long that collective sleeps */
+    struct ty__progress *progress;    /* the heartbeat thread; NULL: none */
 };
 
 /* ---- env.c: environment parsing ---- */
@@ -164,5 +175,44 @@ void ty__nccl_free(ty_ctx *c);
 
 /* ---- report.c ---- */
 void ty__report_close(ty_ctx *c);
+/* Connects to the agent's report socket and sends hello: *fd is the connection. 0, TY_EPEER
+ * (agent not there), TY_EINVAL (path too long), TY_ETIMEDOUT, TY_EIO, TY_ENOMEM. */
+int ty__report_dial(const ty_ctx *c, int timeout_ms, int *fd);
+
+/* ---- progress.c: heartbeat and collective progress (docs/report-protocol.md) ---- */
+
+enum { TY__OP_ALLREDUCE = 1, TY__OP_BROADCAST = 2, TY__OP_ALLGATHER = 3 };
+
+/* Starts the heartbeat thread when the worker has an agent (TRAINYARD_HEARTBEAT_S, default 1;
+ * 0 turns it off) and reads TY_TEST_STALL. 0, or TY_ECONFIG (message in err). */
+int ty__progress_start(ty_ctx *c, char *err, size_t errlen);
+/* Stops and joins the heartbeat thread. */
+void ty__progress_stop(ty_ctx *c);
+/* The test stall (TY_TEST_STALL): sleeps inside collective c->coll_seq. */
+void ty__progress_test_stall(ty_ctx *c);
+
+/* The calling thread enters a collective: no system call, one relaxed store. */
+static inline void ty__progress_enter(ty_ctx *c, int op)
+{
+    c->coll_seq++;
+    atomic_store_explicit(&c->progress_word, (uint64_t)c->coll_seq << 8 | (uint64_t)op << 1 | 1u,
+                          memory_order_relaxed);
+}
+
+/* The calling thread leaves the collective it entered last. */
+static inline void ty__progress_leave(ty_ctx *c)
+{
+    if (c->test_stall_seq == c->coll_seq)
+        ty__progress_test_stall(c);
+    atomic_store_explicit(&c->progress_word,
+                          atomic_load_explicit(&c->progress_word, memory_order_relaxed) & ~1ull,
+                          memory_order_relaxed);
+}
+
+/* Report seq was made (ty_report). */
+static inline void ty__progress_note_report(ty_ctx *c, int64_t seq)
+{
+    atomic_store_explicit(&c->progress_reports, seq, memory_order_relaxed);
+}
 
 #endif

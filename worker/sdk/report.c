@@ -23,9 +23,7 @@ void ty__report_close(ty_ctx *c)
     c->report_fd = -1;
 }
 
-/* Connect to TRAINYARD_REPORT_SOCKET and send hello. 0 or TY_EPEER (agent not there),
- * TY_EINVAL (path too long), TY_ETIMEDOUT, TY_EIO. */
-static int report_connect(ty_ctx *c)
+int ty__report_dial(const ty_ctx *c, int timeout_ms, int *out)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (strlen(c->report_socket) >= sizeof sa.sun_path)
@@ -45,14 +43,20 @@ static int report_connect(ty_ctx *c)
         close(fd);
         return TY_ENOMEM;
     }
-    int rc = ty_wire_write(fd, hello, (int)c->report_timeout_ms);
+    int rc = ty_wire_write(fd, hello, timeout_ms);
     json_decref(hello);
     if (rc < 0) {
         close(fd);
         return rc;
     }
-    c->report_fd = fd;
+    *out = fd;
     return 0;
+}
+
+/* Connect the report connection (c->report_fd). 0 or a ty__report_dial error. */
+static int report_connect(ty_ctx *c)
+{
+    return ty__report_dial(c, (int)c->report_timeout_ms, &c->report_fd);
 }
 
 /* Wait for the agent's answer to report seq: 0 on ack, TY_EREJECTED on error, TY_EPEER,
@@ -127,6 +131,7 @@ int ty_report(ty_ctx *c, const json_t *metrics, const char *checkpoint_dir)
         return rc;
     json_t *step = json_object_get(metrics, "step");
     int64_t seq = ++c->report_seq;
+    ty__progress_note_report(c, seq);
     json_t *msg = ty_wire_report_new(seq, metrics, step != NULL,
                                      step ? (int64_t)json_integer_value(step) : 0, abs);
     free(abs);

@@ -258,6 +258,8 @@ ty_wire_type ty_wire_type_of(const json_t *msg)
         return TY_WIRE_ACK;
     if (strcmp(t, "error") == 0)
         return TY_WIRE_ERROR;
+    if (strcmp(t, "progress") == 0)
+        return TY_WIRE_PROGRESS;
     return TY_WIRE_UNKNOWN;
 }
 

@@ -63,10 +63,11 @@ int ty_wire_read(int fd, json_t **msg, int timeout_ms, char *err, size_t errlen)
 
 typedef enum {
     TY_WIRE_UNKNOWN = 0,
-    TY_WIRE_HELLO,  /* worker -> agent, first frame */
-    TY_WIRE_REPORT, /* worker -> agent */
-    TY_WIRE_ACK,    /* agent -> worker */
-    TY_WIRE_ERROR,  /* agent -> worker: report refused */
+    TY_WIRE_HELLO,    /* worker -> agent, first frame */
+    TY_WIRE_REPORT,   /* worker -> agent */
+    TY_WIRE_ACK,      /* agent -> worker */
+    TY_WIRE_ERROR,    /* agent -> worker: report refused */
+    TY_WIRE_PROGRESS, /* worker -> agent: heartbeat and collective progress (no reply) */
 } ty_wire_type;
 
 /* The "type" field of msg, TY_WIRE_UNKNOWN when missing or unknown. */
@@ -108,6 +109,32 @@ int ty_wire_parse_error(const json_t *msg, int64_t *seq, const char **message, c
 /* Metrics rule shared by both sides: a JSON object whose keys are non-empty and whose values
  * are numbers; a "step" key, if present, must be a non-negative integer. 0 or TY_EINVAL. */
 int ty_wire_check_metrics(const json_t *metrics, char *err, size_t errlen);
+
+/* ---- progress (wire_progress.c) ---- */
+
+/* Longest collective name a progress message may carry. */
+#define TY_WIRE_MAX_OP 32
+
+/* A worker's progress: the collective it is in (in_collective) or last left, numbered from 1 in
+ * the order the rank entered them (coll_seq; 0 and op NULL before its first), how many reports
+ * it made (report_seq), and optionally the milliseconds since one of those last changed. */
+struct ty_wire_progress {
+    const char *op; /* "allreduce", ...; NULL: none yet. Parsed: borrowed from the message */
+    int64_t coll_seq;
+    bool in_collective;
+    int64_t report_seq;
+    int64_t progress_age_ms; /* -1: left out (the agent measures it) */
+};
+/* The collective names of the SDK by number (1 allreduce, 2 broadcast, 3 allgather); NULL for
+ * any other number. */
+const char *ty_wire_op_name(int op);
+/* A progress message, or NULL (out of memory, negative counts, in_collective without op). */
+json_t *ty_wire_progress_new(const struct ty_wire_progress *p);
+/* Validates a progress message: op null or 1..TY_WIRE_MAX_OP bytes of [a-z0-9_], required when
+ * in_collective; counts non-negative integers; progress_age_ms absent (-1) or non-negative. 0 or
+ * TY_EPROTO naming the field in err. */
+int ty_wire_parse_progress(const json_t *msg, struct ty_wire_progress *out, char *err,
+                           size_t errlen);
 
 /* ---- shared-memory segment names (libtrainyard creates them, the agent removes leftovers) ---- */
 

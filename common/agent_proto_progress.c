@@ -1,0 +1,110 @@
+/* The agent protocol's `progress` message (agent -> server, docs/agent-protocol.md): the last
+ * heartbeat of each running worker of the node, batched by its agent at a low rate. Not an event:
+ * no seq, no ack; a lost one is replaced by the next.
+ *
+ *   {"type":"progress", "workers":[{"job_id", "attempt", "rank", "op":name|null, "coll_seq":n,
+ *    "in_collective":bool, "report_seq":k, "heartbeat_age_ms":ms, "progress_age_ms":ms}, ...]}
+ *
+ * Pure. */
+#include "agent_proto_internal.h"
+
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ERR(...) (snprintf(err, errlen, __VA_ARGS__), -1)
+
+char *agent_msg_progress(const struct agent_progress *rows, size_t n)
+{
+    json_t *arr = json_array();
+    json_t *msg = json_pack("{s:s, s:o}", "type", "progress", "workers", arr);
+    for (size_t i = 0; msg && i < n; i++) {
+        const struct agent_progress *p = &rows[i];
+        json_t *w = json_pack("{s:s, s:I, s:I, s:s?, s:I, s:b, s:I, s:I, s:I}", "job_id", p->job_id,
+                              "attempt", (json_int_t)p->attempt, "rank", (json_int_t)p->rank, "op",
+                              p->op, "coll_seq", (json_int_t)p->coll_seq, "in_collective",
+                              p->in_collective, "report_seq", (json_int_t)p->report_seq,
+                              "heartbeat_age_ms", (json_int_t)p->heartbeat_age_ms,
+                              "progress_age_ms", (json_int_t)p->progress_age_ms);
+        if (!w || json_array_append_new(arr, w) != 0) {
+            json_decref(msg);
+            msg = NULL;
+        }
+    }
+    if (!msg)
+        return NULL;
+    char *text = json_dumps(msg, JSON_COMPACT);
+    json_decref(msg);
+    return text;
+}
+
+/* Integer member `name` of o within [min, max]. 0 or -1 with err naming workers[i].name. */
+static int row_int(const json_t *o, size_t i, const char *name, int64_t min, int64_t max,
+                   int64_t *out, char *err, size_t errlen)
+{
+    json_t *v = json_object_get(o, name);
+    if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
+        return ERR("'workers[%zu].%s' must be an integer from %lld to %lld", i, name,
+                   (long long)min, (long long)max);
+    *out = json_integer_value(v);
+    return 0;
+}
+
+/* One row of `workers`. */
+static int parse_row(const json_t *o, size_t i, struct agent_progress *p, char *err, size_t errlen)
+{
+    if (!json_is_object(o))
+        return ERR("'workers[%zu]' must be an object", i);
+    p->job_id = json_string_value(json_object_get(o, "job_id"));
+    if (p->job_id == NULL || agent_job_id_valid(p->job_id) != 0)
+        return ERR("'workers[%zu].job_id' must be a job id", i);
+    if (row_int(o, i, "attempt", 0, INT32_MAX, &p->attempt, err, errlen) != 0 ||
+        row_int(o, i, "rank", 0, INT32_MAX, &p->rank, err, errlen) != 0 ||
+        row_int(o, i, "coll_seq", 0, INT64_MAX, &p->coll_seq, err, errlen) != 0 ||
+        row_int(o, i, "report_seq", 0, INT64_MAX, &p->report_seq, err, errlen) != 0 ||
+        row_int(o, i, "heartbeat_age_ms", 0, INT64_MAX, &p->heartbeat_age_ms, err, errlen) != 0 ||
+        row_int(o, i, "progress_age_ms", 0, INT64_MAX, &p->progress_age_ms, err, errlen) != 0)
+        return -1;
+    json_t *in = json_object_get(o, "in_collective");
+    if (!json_is_boolean(in))
+        return ERR("'workers[%zu].in_collective' must be a boolean", i);
+    p->in_collective = json_is_true(in);
+    json_t *op = json_object_get(o, "op");
+    p->op = NULL;
+    if (op && !json_is_null(op)) {
+        p->op = json_string_value(op);
+        if (p->op == NULL || *p->op == '\0' || json_string_length(op) > AGENT_PROTO_MAX_OP ||
+            strlen(p->op) != json_string_length(op))
+            return ERR("'workers[%zu].op' must be null or a name of 1 to %d bytes", i,
+                       AGENT_PROTO_MAX_OP);
+    }
+    if (p->in_collective && p->op == NULL)
+        return ERR("'workers[%zu].op' is required when in_collective is true", i);
+    return 0;
+}
+
+int agent__parse_progress(json_t *root, struct agent_progress **rows, size_t *n, char *err,
+                          size_t errlen)
+{
+    *rows = NULL;
+    *n = 0;
+    json_t *arr = json_object_get(root, "workers");
+    if (!json_is_array(arr) || json_array_size(arr) > AGENT_PROTO_MAX_PROGRESS)
+        return ERR("'workers' must be an array of at most %d objects", AGENT_PROTO_MAX_PROGRESS);
+    size_t count = json_array_size(arr);
+    if (count == 0)
+        return 0;
+    struct agent_progress *out = calloc(count, sizeof(*out));
+    if (out == NULL)
+        return ERR("out of memory");
+    for (size_t i = 0; i < count; i++)
+        if (parse_row(json_array_get(arr, i), i, &out[i], err, errlen) != 0) {
+            free(out);
+            return -1;
+        }
+    *rows = out;
+    *n = count;
+    return 0;
+}
