@@ -230,7 +230,7 @@ int store_worker_exited(struct db_conn *c, const char *node, int64_t job, int at
         *outcome = STORE_EXIT_IGNORED;
     else if (job_status_is_terminal(s))
         *outcome = STORE_EXIT_SETTLED;
-    else if (s == JOB_STATUS_STOPPING)
+    else if (s == JOB_STATUS_STOPPING || s == JOB_STATUS_RESTARTING)
         *outcome = STORE_EXIT_STOP_OTHERS;
     else
         *outcome = STORE_EXIT_RECORDED;
@@ -257,8 +257,8 @@ int store_jobs_timed_out(struct db_conn *c)
 
 int store_jobs_stopping(struct db_conn *c, int64_t **ids, size_t *n)
 {
-    static const struct db_stmt st = {"jobs_stopping",
-                                      "SELECT id FROM jobs WHERE status = 'STOPPING'", 0, true};
+    static const struct db_stmt st = {
+        "jobs_stopping", "SELECT id FROM jobs WHERE status IN ('STOPPING', 'RESTARTING')", 0, true};
     PGresult *res = NULL;
     int qs = db_exec(c, &st, NULL, &res);
     *ids = NULL;
@@ -355,8 +355,13 @@ int store_sched_snapshot(struct db_conn *c, struct store_sched_rows *out)
         0, true};
     static const struct db_stmt st_pending = {
         "sched_pending",
-        "SELECT id, priority, extract(epoch FROM created_at)::bigint, owner FROM jobs "
-        "WHERE status = 'PENDING' ORDER BY priority DESC, created_at, id",
+        "SELECT id, priority, extract(epoch FROM created_at)::bigint, owner FROM ("
+        " SELECT * FROM jobs WHERE status = 'PENDING' "
+        " UNION ALL "
+        " SELECT * FROM jobs j WHERE j.status = 'RESTARTING' AND NOT EXISTS "
+        "   (SELECT 1 FROM workers w WHERE w.job_id = j.id AND w.attempt = j.attempt "
+        "       AND w.status IN ('PLACED', 'RUNNING'))) q "
+        "ORDER BY priority DESC, created_at, id",
         0, true};
     memset(out, 0, sizeof(*out));
     struct sched_storage *st = calloc(1, sizeof(*st));
@@ -466,11 +471,11 @@ int store_place(struct db_conn *c, int64_t job, const char *workers_json, int np
 
 int store_job_set_waiting_message(struct db_conn *c, int64_t job, const char *message)
 {
-    static const struct db_stmt st = {
-        "job_waiting_message",
-        "UPDATE jobs SET status_message = $2 WHERE id = $1::bigint AND status = 'PENDING' "
-        "AND status_message IS DISTINCT FROM $2",
-        2, false};
+    static const struct db_stmt st = {"job_waiting_message",
+                                      "UPDATE jobs SET status_message = $2 WHERE id = $1::bigint "
+                                      "AND status IN ('PENDING', 'RESTARTING') "
+                                      "AND status_message IS DISTINCT FROM $2",
+                                      2, false};
     char j[32];
     STORE_NUM(j, job);
     const char *p[] = {j, message};
@@ -503,6 +508,7 @@ static int launch_attempt(PGresult *res, struct srv_launch_rows *out)
     out->world_size = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
     out->num_nodes = strtoll(PQgetvalue(res, 0, 4), NULL, 10);
     out->rendezvous_secret = strdup(PQgetvalue(res, 0, 12));
+    out->resume_from = PQgetisnull(res, 0, 13) ? 0 : strtoll(PQgetvalue(res, 0, 13), NULL, 10);
     json_t *addrs = json_loads(PQgetvalue(res, 0, 5), 0, NULL);
     if (out->spec_json == NULL || out->master_addr == NULL || out->rendezvous_secret == NULL ||
         !json_is_array(addrs) || (int64_t)json_array_size(addrs) != out->world_size) {
@@ -532,7 +538,8 @@ int store_launch_rows(struct db_conn *c, int64_t job, int attempt, const char *n
         "       (SELECT count(DISTINCT node_id) FROM aw), "
         "       (SELECT jsonb_agg(address ORDER BY rank) FROM aw)::text, "
         "       w.node_id, w.node_rank, w.rank, w.local_rank, array_to_string(w.gpus, ','), "
-        "       (SELECT count(*) FROM aw WHERE aw.node_id = w.node_id), a.rendezvous_secret "
+        "       (SELECT count(*) FROM aw WHERE aw.node_id = w.node_id), a.rendezvous_secret, "
+        "       a.resumed_from "
         "FROM workers w JOIN attempts a USING (job_id, attempt) JOIN jobs j ON j.id = w.job_id "
         "WHERE w.job_id = $1::bigint AND w.attempt = $2::int AND w.status = 'PLACED' "
         "  AND ($3::text IS NULL OR w.node_id = $3) "
@@ -649,7 +656,8 @@ int store_job_attempts(struct db_conn *c, int64_t job, char **json_out)
         " coalesce(jsonb_agg(jsonb_build_object('attempt', a.attempt, 'status', a.status, "
         "  'world_size', a.world_size, 'master_addr', a.master_addr, "
         "  'master_port', a.master_port, 'error', a.error, 'created_at', ty_ts(a.created_at), "
-        "  'finished_at', ty_ts(a.finished_at)) ORDER BY a.attempt), '[]') END::text "
+        "  'finished_at', ty_ts(a.finished_at), 'resumed_from_checkpoint', a.resumed_from, "
+        "  'end_reason', a.end_reason) ORDER BY a.attempt), '[]') END::text "
         "FROM attempts a WHERE a.job_id = $1::bigint",
         1, true};
     char j[32];

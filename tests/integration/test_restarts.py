@@ -1,0 +1,151 @@
+"""Restarts (issue 12, docs/lifecycle.md "Restarts", docs/fault-tolerance.md): with
+run_config.failure_config.max_failures, a failed worker restarts its job (RESTARTING, a new
+attempt) from the latest committed checkpoint instead of failing it; the attempts say why each
+one ended and which checkpoint each one started from. Real server, agent and worker processes."""
+import json
+import os
+import signal
+import textwrap
+import time
+
+import harness
+from test_checkpoints import PY
+from test_resume import rank0_series
+
+# Rank 1 of the first attempt fails with code 3; every other worker succeeds. Each worker writes
+# what it was started with to seen-<attempt>-<rank>.json.
+FAILS_ONCE = textwrap.dedent("""
+    import json, os, sys
+    import trainyard
+    ctx = trainyard.get_context()
+    attempt, rank = int(os.environ["TRAINYARD_ATTEMPT"]), ctx.get_world_rank()
+    with open(f"seen-{attempt}-{rank}.json", "w") as f:
+        json.dump({"checkpoint": os.environ.get("TRAINYARD_CHECKPOINT_DIR", "")}, f)
+    if rank == 1 and (attempt == 1 or os.environ.get("ALWAYS_FAIL")):
+        sys.exit(3)
+""")
+
+
+def submit_script(srv, script, workers=2, max_failures=1, env=None):
+    work = harness.make_tmpdir("ty-restart-")
+    with open(os.path.join(work, "train.py"), "w") as f:
+        f.write(script)
+    spec = {"name": "restart", "entrypoint": [PY, "train.py"], "working_dir": work,
+            "env": env or {}, "scaling_config": {"num_workers": workers},
+            "run_config": {"failure_config": {"max_failures": max_failures}}}
+    return srv.submit(spec)["id"], work
+
+
+def attempts(srv, job):
+    r = srv.request("GET", f"/api/v1/jobs/{job}/attempts")
+    assert r.status == 200, r
+    return r.json["attempts"]
+
+
+def messages(srv, job):
+    return [e["message"] or "" for e in
+            srv.request("GET", f"/api/v1/jobs/{job}/events").json["events"]]
+
+
+def test_a_failed_worker_restarts_the_job_once(server, agent_factory):
+    agent = agent_factory(cpus=2)
+    job, work = submit_script(server, FAILS_ONCE)
+    done = server.wait_job(job, {"SUCCEEDED", "FAILED"})
+    assert done["status"] == "SUCCEEDED", (done, attempts(server, job), messages(server, job))
+    assert done["attempt"] == 2 and done["failures"] == 1 and done["result"]["error"] is None
+    first, second = attempts(server, job)
+    assert first["status"] == "FAILED" and first["error"] == "worker rank 1 exited with code 3"
+    assert first["end_reason"] == {
+        "event": "worker_failed", "error": "worker rank 1 exited with code 3", "attempt": 1,
+        "rank": 1, "exit_code": 3, "signal": None, "node_id": agent.node_id, "restarted": True}
+    assert first["finished_at"] is not None and first["resumed_from_checkpoint"] is None
+    assert second["status"] == "SUCCEEDED" and second["end_reason"] is None
+    assert second["resumed_from_checkpoint"] is None  # nothing was checkpointed
+    msgs = messages(server, job)
+    assert (f"restarting after failure 1 of 1: worker rank 1 exited with code 3 on node "
+            f"{agent.node_id}") in msgs, msgs
+    assert any(m.startswith("attempt 1 ended (worker rank 1 exited with code 3)") for m in msgs)
+    assert "starting 2 workers on 1 nodes (attempt 2, from scratch: no usable checkpoint)" in msgs
+    for rank in (0, 1):  # both attempts ran every rank
+        for attempt in (1, 2):
+            assert os.path.exists(os.path.join(work, f"seen-{attempt}-{rank}.json"))
+
+
+def test_failures_beyond_max_failures_fail_the_job(server, agent_factory):
+    agent_factory(cpus=2)
+    job, _ = submit_script(server, FAILS_ONCE, env={"ALWAYS_FAIL": "1"})
+    done = server.wait_job(job, {"SUCCEEDED", "FAILED"})
+    assert done["status"] == "FAILED", done
+    assert done["attempt"] == 2 and done["failures"] == 1
+    assert done["result"]["error"] == "worker rank 1 exited with code 3"
+    first, second = attempts(server, job)
+    assert first["end_reason"]["restarted"] is True
+    assert second["status"] == "FAILED" and second["end_reason"]["restarted"] is False
+    assert second["end_reason"]["rank"] == 1 and second["end_reason"]["exit_code"] == 3
+
+
+def test_without_max_failures_a_failure_still_fails_the_job(server, agent_factory):
+    agent_factory(cpus=2)
+    job, _ = submit_script(server, FAILS_ONCE, max_failures=0)
+    done = server.wait_job(job, {"SUCCEEDED", "FAILED"})
+    assert done["status"] == "FAILED" and done["attempt"] == 1 and done["failures"] == 0, done
+    assert [a["status"] for a in attempts(server, job)] == ["FAILED"]
+
+
+def test_a_user_stop_never_counts_as_a_failure(server, agent_factory):
+    agent_factory(cpus=2)
+    job, _ = submit_script(server, "import time\ntime.sleep(600)\n", max_failures=3)
+    server.wait_job(job, {"RUNNING"})
+    assert server.request("POST", f"/api/v1/jobs/{job}/stop").status == 202
+    done = server.wait_job(job, {"STOPPED", "FAILED", "SUCCEEDED"})
+    assert done["status"] == "STOPPED" and done["failures"] == 0 and done["attempt"] == 1, done
+    [only] = attempts(server, job)
+    assert only["status"] == "STOPPED" and only["end_reason"] is None
+
+
+def fashion_mnist_spec():
+    with open(os.path.join(harness.SOURCE_DIR, "examples/fashion_mnist/job.json")) as f:
+        spec = json.load(f)
+    spec["entrypoint"] = [os.path.join(harness.BUILD_DIR, "examples/fashion_mnist/fashion_mnist")]
+    spec["working_dir"] = os.path.abspath(harness.SOURCE_DIR)
+    # The accuracy bar of test_examples.py (0.85 after 2 epochs of the full set); 3 epochs leave
+    # the kill room to land mid-training after the first checkpoint. Every checkpoint is kept.
+    spec["train_loop_config"].update({"epochs": 3, "min_accuracy": 0.85, "checkpoint_every": 1})
+    spec["run_config"]["checkpoint_config"] = {}
+    spec["run_config"]["failure_config"] = {"max_failures": 1}
+    return spec
+
+
+def test_fashion_mnist_killed_worker_restarts_from_its_latest_checkpoint(server, agent_factory):
+    agent = agent_factory(cpus=2)
+    job = server.submit(fashion_mnist_spec())["id"]
+    deadline = time.time() + 300
+    while not server.request("GET", f"/api/v1/jobs/{job}/checkpoints").json["checkpoints"]:
+        assert time.time() < deadline, server.request("GET", f"/api/v1/jobs/{job}").json
+        time.sleep(0.1)
+    workers = server.request("GET", f"/api/v1/jobs/{job}/workers").json["workers"]
+    [victim] = [w for w in workers if w["rank"] == 1 and w["attempt"] == 1]
+    assert victim["status"] == "RUNNING", workers
+    os.kill(victim["pid"], signal.SIGKILL)
+
+    done = server.wait_job(job, {"SUCCEEDED", "FAILED"}, timeout=600)
+    assert done["status"] == "SUCCEEDED", (done, attempts(server, job), messages(server, job),
+                                           agent.worker_log(job, 0, attempt=2))
+    assert done["attempt"] == 2 and done["failures"] == 1
+    first, second = attempts(server, job)
+    assert first["end_reason"]["rank"] == 1 and first["end_reason"]["signal"] == 9, first
+    assert first["end_reason"]["node_id"] == agent.node_id and first["status"] == "FAILED"
+    # The second attempt started from the last checkpoint the first one committed.
+    cks = server.request("GET", f"/api/v1/jobs/{job}/checkpoints").json["checkpoints"]
+    latest = max((c for c in cks if c["attempt"] == 1), key=lambda c: c["index"])
+    assert second["resumed_from_checkpoint"] == latest["id"], (second, cks)
+    resumed_epoch = latest["metrics"]["epoch"]
+    log = agent.worker_log(job, 0, attempt=2)
+    assert f"after epoch {resumed_epoch} " in log, log
+    m = server.request("GET", f"/api/v1/jobs/{job}/metrics?name=epoch&rank=0").json["metrics"]
+    second_epochs = [p["value"] for p in m if p["attempt"] == 2]
+    assert second_epochs == list(range(resumed_epoch + 1, 4)), m
+    assert f"starting 2 workers on 1 nodes (attempt 2, resuming from checkpoint {latest['id']})" \
+        in messages(server, job)
+    assert done["result"]["metrics"]["accuracy"] >= 0.85
+    assert rank0_series(server, job, "accuracy")
