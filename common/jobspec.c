@@ -33,7 +33,7 @@ static const char *const num_workers_fields[] = {"min", "max"};
 static const char *const run_fields[] = {"storage_path", "checkpoint_config", "failure_config"};
 static const char *const checkpoint_fields[] = {"num_to_keep", "checkpoint_score_attribute",
                                                 "checkpoint_score_order"};
-static const char *const failure_fields[] = {"max_failures"};
+static const char *const failure_fields[] = {"max_failures", "preemption_grace_s"};
 static const char *const reserved_env[] = {
     "RANK",        "WORLD_SIZE",  "LOCAL_RANK",           "LOCAL_WORLD_SIZE", "NODE_RANK",
     "MASTER_ADDR", "MASTER_PORT", "CUDA_VISIBLE_DEVICES", "TF_CONFIG"};
@@ -616,6 +616,9 @@ static json_t *norm_failure_config(struct vctx *c, const json_t *v)
     put(c, fc, "max_failures",
         norm_int(c, member(v, "max_failures"), RC ".failure_config.max_failures", -1,
                  JOBSPEC_MAX_FAILURES_MAX, 0));
+    put(c, fc, "preemption_grace_s",
+        norm_int(c, member(v, "preemption_grace_s"), RC ".failure_config.preemption_grace_s", 0,
+                 JOBSPEC_PREEMPTION_GRACE_MAX, 0));
     return fc;
 }
 

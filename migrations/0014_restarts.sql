@@ -4,9 +4,14 @@
 -- RESTARTING) instead, the surviving workers are stopped, and once the ended attempt has no live
 -- worker the scheduler places the job again (`place` from RESTARTING), resuming from its latest
 -- committed checkpoint. Each attempt records why it ended and which checkpoint it started from.
+-- Draining a node preempts the jobs running on it (`preempted`, to RESTARTING): counted apart
+-- from failures (jobs.preemptions) and capped (ty_preemptions_max), never counted as a failure.
 
 ALTER TABLE jobs ADD COLUMN failures integer NOT NULL DEFAULT 0 CHECK (failures >= 0);
 COMMENT ON COLUMN jobs.failures IS 'Restarts caused by failures (worker failed, node lost), compared with run_config.failure_config.max_failures; user stops and preemptions never count.';
+
+ALTER TABLE jobs ADD COLUMN preemptions integer NOT NULL DEFAULT 0 CHECK (preemptions >= 0);
+COMMENT ON COLUMN jobs.preemptions IS 'Restarts caused by draining a node the job ran on; capped by ty_preemptions_max(), never counted in failures.';
 
 ALTER TABLE attempts ADD COLUMN resumed_from bigint REFERENCES checkpoints (id) ON DELETE SET NULL;
 ALTER TABLE attempts ADD COLUMN end_reason jsonb;
@@ -23,7 +28,14 @@ INSERT INTO job_transitions (from_status, event, to_status) VALUES
     ('RESTARTING', 'worker_failed', 'RESTARTING'),
     ('RESTARTING', 'node_lost', 'RESTARTING'),
     ('RESTARTING', 'place', 'STARTING'),
-    ('RESTARTING', 'stop', 'STOPPING');
+    ('RESTARTING', 'stop', 'STOPPING'),
+    ('STARTING', 'preempted', 'RESTARTING'),
+    ('RUNNING', 'preempted', 'RESTARTING'),
+    ('RESTARTING', 'preempted', 'RESTARTING');
+
+-- How many times a job may be preempted (drains) and restarted; the next preemption fails it.
+CREATE FUNCTION ty_preemptions_max() RETURNS integer LANGUAGE sql IMMUTABLE AS 'SELECT 10';
+COMMENT ON FUNCTION ty_preemptions_max() IS 'The cap on jobs.preemptions (docs/fault-tolerance.md).';
 
 -- As in 0006, except that a terminal status no longer rewrites an attempt that has already ended
 -- (the attempt a restart ended keeps its FAILED and its error when the job is then stopped).
@@ -123,7 +135,7 @@ $$;
 COMMENT ON FUNCTION ty_job_fail(bigint, text, text) IS 'ty_job_fail without details of the cause.';
 
 -- Ends a job whose current attempt has no live worker left. A RESTARTING job is not ended: its
--- attempt is (FAILED, finished_at, an event), once, and the job waits for the scheduler's `place`;
+-- attempt is (FAILED, or STOPPED after a preemption; finished_at, an event), once, and the job waits for the scheduler's `place`;
 -- NULL is returned. Otherwise as in 0006: succeeded, stopped or failed. Returns the final status,
 -- or NULL when the job goes on (a live worker left, restarting, not yet placed, or finished).
 CREATE OR REPLACE FUNCTION ty_job_settle(p_job bigint) RETURNS text LANGUAGE plpgsql AS $$
@@ -141,7 +153,9 @@ BEGIN
         RETURN NULL;
     END IF;
     IF j.status = 'RESTARTING' THEN
-        UPDATE attempts SET status = 'FAILED', finished_at = now()
+        UPDATE attempts SET status = CASE WHEN end_reason->>'event' = 'preempted' THEN 'STOPPED'
+                                          ELSE 'FAILED' END,
+                            finished_at = now()
          WHERE job_id = p_job AND attempt = j.attempt
            AND status NOT IN (SELECT name FROM job_statuses WHERE terminal)
         RETURNING * INTO a;
@@ -149,7 +163,7 @@ BEGIN
             INSERT INTO job_events (job_id, attempt, status, message)
             VALUES (p_job, j.attempt, j.status,
                     format('attempt %s ended (%s): its workers are gone; waiting to be placed again',
-                           j.attempt, coalesce(a.error, 'failed')));
+                           j.attempt, coalesce(a.error, a.end_reason->>'error', 'failed')));
         END IF;
         RETURN NULL;
     END IF;
@@ -190,7 +204,10 @@ COMMENT ON FUNCTION ty_resume_point(bigint, integer, text[]) IS 'The checkpoint 
 -- Places a PENDING or RESTARTING job (as in 0006): a new attempt with its workers and a free
 -- master port on the rank-0 node, and now the checkpoint it resumes from (ty_resume_point). A
 -- RESTARTING job is placed only once its ended attempt has no live worker (that attempt is then
--- settled first). Returns the attempt number and port, or NULL when the job cannot be placed now.
+-- settled first). A restart whose nodes cannot get the job's latest committed checkpoint yet
+-- waits (up to 120 s after that checkpoint was registered, while a node holding it is alive) for
+-- its upload to the artifact store rather than resume from an older one. Returns the attempt
+-- number and port, or NULL when the job cannot be placed now.
 CREATE OR REPLACE FUNCTION ty_place(p_job bigint, p_workers jsonb, p_nports integer,
                                     OUT o_attempt integer, OUT o_port integer, OUT o_addr text)
 LANGUAGE plpgsql AS $$
@@ -201,6 +218,7 @@ DECLARE
     lo integer;
     hi integer;
     ck bigint;
+    latest bigint;
 BEGIN
     SELECT * INTO j FROM jobs WHERE id = p_job FOR UPDATE;
     IF NOT FOUND OR NOT ty_job_allows(j.status, 'place') THEN
@@ -230,6 +248,23 @@ BEGIN
     END IF;
     o_attempt := j.attempt + 1;
     ck := ty_resume_point(p_job, o_attempt, nodes_used);
+    SELECT c.id INTO latest FROM checkpoints c
+     WHERE o_attempt > 1 AND c.job_id = p_job AND c.status = 'COMMITTED'
+     ORDER BY c.attempt DESC, c.idx DESC LIMIT 1;
+    IF latest IS DISTINCT FROM ck AND EXISTS (
+        SELECT 1 FROM checkpoints c
+         WHERE c.id = latest AND c.created_at > now() - interval '120 seconds'
+           AND c.artifact_state IS DISTINCT FROM 'deleted'
+           AND EXISTS (SELECT 1 FROM jsonb_array_elements(coalesce(c.location::jsonb, '[]')) e
+                         JOIN nodes n ON n.id = e->>'node_id' WHERE n.status = 'ALIVE')) THEN
+        UPDATE jobs SET status_message = format(
+            'waiting for checkpoint %s to reach the artifact store (the new placement holds no copy)',
+            latest) WHERE id = p_job;
+        o_attempt := NULL;
+        o_port := NULL;
+        o_addr := NULL;
+        RETURN;
+    END IF;
     INSERT INTO attempts (job_id, attempt, status, world_size, master_addr, master_port, nports,
                           resumed_from)
     VALUES (p_job, o_attempt, 'STARTING', jsonb_array_length(p_workers), o_addr, o_port,
@@ -299,9 +334,63 @@ BEGIN
 END $$;
 
 -- The job as the API shows it: the object of the latest definition (0013's, kept under another
--- name so that this one does not copy it) with the job's failures count.
+-- name so that this one does not copy it) with the job's failures and preemptions counts.
 ALTER FUNCTION ty_job_json(jobs) RENAME TO ty_job_json_without_restarts;
 CREATE FUNCTION ty_job_json(j jobs) RETURNS jsonb LANGUAGE sql STABLE AS $$
-    SELECT ty_job_json_without_restarts(j) || jsonb_build_object('failures', j.failures)
+    SELECT ty_job_json_without_restarts(j)
+           || jsonb_build_object('failures', j.failures, 'preemptions', j.preemptions)
 $$;
-COMMENT ON FUNCTION ty_job_json(jobs) IS 'The job object of the REST API (GET /api/v1/jobs/{id}): ty_job_json_without_restarts plus failures (migration 0014).';
+COMMENT ON FUNCTION ty_job_json(jobs) IS 'The job object of the REST API (GET /api/v1/jobs/{id}): ty_job_json_without_restarts plus failures and preemptions (migration 0014).';
+
+-- Preempts job p_job because node p_node is being drained: `preempted` (to RESTARTING), NOT a
+-- failure; preemptions + 1; the attempt's end_reason names the node. Past ty_preemptions_max()
+-- the job fails instead (its error says so, `stop` then `failed`). A job that is not STARTING or
+-- RUNNING is left alone. Returns the job's status after it.
+CREATE FUNCTION ty_job_preempt(p_job bigint, p_node text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    j jobs;
+    msg text;
+BEGIN
+    SELECT * INTO j FROM jobs WHERE id = p_job FOR UPDATE;
+    IF NOT FOUND OR NOT ty_job_changes(j.status, 'preempted') THEN
+        RETURN j.status;
+    END IF;
+    IF j.preemptions >= ty_preemptions_max() THEN
+        msg := format('node %s is draining and the job was already preempted %s times (the cap)',
+                      p_node, j.preemptions);
+        UPDATE jobs SET error = msg WHERE id = p_job;
+        UPDATE attempts SET end_reason = jsonb_build_object('event', 'preempted', 'error', msg,
+                                                            'node_id', p_node, 'restarted', false)
+         WHERE job_id = p_job AND attempt = j.attempt;
+        RETURN ty_job_transition(p_job, 'stop', 'failing: ' || msg);
+    END IF;
+    msg := format('preempted: node %s is draining', p_node);
+    UPDATE jobs SET preemptions = preemptions + 1 WHERE id = p_job;
+    UPDATE attempts SET end_reason = jsonb_build_object('event', 'preempted', 'error', msg,
+                                                        'node_id', p_node, 'restarted', true)
+     WHERE job_id = p_job AND attempt = j.attempt;
+    RETURN ty_job_transition(p_job, 'preempted',
+        format('%s; restarting elsewhere (preemption %s of at most %s, not a failure)', msg,
+               j.preemptions + 1, ty_preemptions_max()));
+END $$;
+COMMENT ON FUNCTION ty_job_preempt(bigint, text) IS 'Preempts a job off a draining node: restarts it elsewhere (not a failure), or fails it past the cap.';
+
+-- Drains node p_node: no new work is placed there (nodes.draining) and every job with a live
+-- worker of its current attempt there is preempted (ty_job_preempt), in id order. Returns those
+-- jobs.
+CREATE FUNCTION ty_node_drain(p_node text) RETURNS SETOF bigint LANGUAGE plpgsql AS $$
+DECLARE
+    jid bigint;
+BEGIN
+    UPDATE nodes SET draining = true WHERE id = p_node AND NOT draining;
+    FOR jid IN
+        SELECT DISTINCT w.job_id FROM workers w JOIN jobs j ON j.id = w.job_id
+         WHERE w.node_id = p_node AND w.attempt = j.attempt AND w.status IN ('PLACED', 'RUNNING')
+         ORDER BY w.job_id
+    LOOP
+        PERFORM ty_job_preempt(jid, p_node);
+        RETURN NEXT jid;
+    END LOOP;
+END $$;
+COMMENT ON FUNCTION ty_node_drain(text) IS 'Marks a node draining and preempts the jobs running on it; returns them.';

@@ -108,6 +108,8 @@ int store_node_register(struct db_conn *c, const char *id, const char *hostname,
 int store_node_lost(struct db_conn *c, const char *id);
 int store_node_list(struct db_conn *c, char **json_out);
 int store_node_get(struct db_conn *c, const char *id, char **json_out);
+/* Sets the node's draining flag; draining also preempts the jobs running there (ty_node_drain:
+ * they restart elsewhere). *json_out: the node (NULL when there is no such node). */
 int store_node_set_draining(struct db_conn *c, const char *id, bool draining, char **json_out);
 /* A worker the database believes live (PLACED or RUNNING) on a node. */
 struct store_live_worker {
@@ -223,6 +225,8 @@ int store_launch_rows(struct db_conn *c, int64_t job, int attempt, const char *n
 struct store_stop_target {
     char *node_id;
     int attempt;
+    int notice_s; /* the preemption notice before SIGTERM (failure_config.preemption_grace_s for a
+                   * user stop or a preemption; 0 after a failure) */
 };
 /* The nodes with live workers of the job's current attempt: *out (free with
  * store_stop_targets_free) holds *n of them. Returns the row count or an error (then *out is

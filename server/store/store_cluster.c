@@ -96,7 +96,13 @@ int store_node_set_draining(struct db_conn *c, const char *id, bool draining, ch
                                       "UPDATE nodes n SET draining = $2::boolean WHERE n.id = $1 "
                                       "RETURNING " NODE_JSON "::text",
                                       2, false};
+    static const struct db_stmt st_preempt = {"node_drain_preempt",
+                                              "SELECT count(*) FROM ty_node_drain($1)", 1, false};
     const char *p[] = {id, draining ? "true" : "false"};
+    if (draining) { /* ty_node_drain sets the flag itself */
+        int qs = db_exec(c, &st_preempt, p, NULL);
+        return qs < 0 ? qs : store_node_get(c, id, json_out);
+    }
     return db_exec_text(c, &st, p, json_out);
 }
 
@@ -578,7 +584,12 @@ int store_stop_targets(struct db_conn *c, int64_t job, struct store_stop_target 
 {
     static const struct db_stmt st = {
         "stop_targets",
-        "SELECT DISTINCT w.node_id, w.attempt FROM workers w JOIN jobs j ON j.id = w.job_id "
+        "SELECT DISTINCT w.node_id, w.attempt, "
+        "       CASE WHEN a.end_reason IS NULL OR a.end_reason->>'event' = 'preempted' "
+        "            THEN coalesce((j.spec #>> "
+        "'{run_config,failure_config,preemption_grace_s}')::int, 0) ELSE 0 END "
+        "FROM workers w JOIN jobs j ON j.id = w.job_id "
+        "JOIN attempts a ON a.job_id = w.job_id AND a.attempt = w.attempt "
         "WHERE w.job_id = $1::bigint AND w.attempt = j.attempt "
         "  AND w.status IN ('PLACED', 'RUNNING')",
         1, true};
@@ -594,6 +605,7 @@ int store_stop_targets(struct db_conn *c, int64_t job, struct store_stop_target 
     struct store_stop_target *targets = calloc((size_t)qs, sizeof(*targets));
     for (int i = 0; targets && i < qs; i++) {
         targets[i].attempt = (int)strtol(PQgetvalue(res, i, 1), NULL, 10);
+        targets[i].notice_s = (int)strtol(PQgetvalue(res, i, 2), NULL, 10);
         targets[i].node_id = strdup(PQgetvalue(res, i, 0));
         if (targets[i].node_id == NULL) {
             store_stop_targets_free(targets, (size_t)i);

@@ -149,3 +149,85 @@ def test_fashion_mnist_killed_worker_restarts_from_its_latest_checkpoint(server,
         in messages(server, job)
     assert done["result"]["metrics"]["accuracy"] >= 0.85
     assert rank0_series(server, job, "accuracy")
+
+
+# Reports a first checkpoint (step 1), then waits for the agent's checkpoint request, saves a last
+# one (step 2, "final") and exits 0. An attempt that starts from a checkpoint records what it got
+# and exits 0 at once. Each worker writes seen-<attempt>-<rank>.json.
+PREEMPTIBLE = textwrap.dedent("""
+    import json, os, shutil, tempfile, time
+    import trainyard
+    ctx = trainyard.get_context()
+    attempt, rank = ctx.get_attempt(), ctx.get_world_rank()
+    seen = {"asked_at_start": trainyard.should_checkpoint(), "checkpoint": None}
+    ck = trainyard.get_checkpoint()
+    if ck:
+        with open(os.path.join(ck, f"state-{rank}.json")) as f:
+            seen["checkpoint"] = json.load(f)
+    else:
+        def save(step, final):
+            d = tempfile.mkdtemp()
+            with open(os.path.join(d, f"state-{rank}.json"), "w") as f:
+                json.dump({"step": step, "final": final}, f)
+            trainyard.report({"step": step}, checkpoint=d)
+            shutil.rmtree(d)
+        save(1, False)
+        while not trainyard.should_checkpoint():
+            time.sleep(0.05)
+        save(2, True)
+    with open(f"seen-{attempt}-{rank}.json", "w") as f:
+        json.dump(seen, f)
+""")
+
+
+def wait_for(what, predicate, timeout=60):
+    deadline = time.time() + timeout
+    while not (value := predicate()):
+        assert time.time() < deadline, what
+        time.sleep(0.05)
+    return value
+
+
+def test_drain_preempts_and_restarts_elsewhere_from_the_last_checkpoint(server, agent_factory):
+    a = agent_factory(cpus=2)
+    work = harness.make_tmpdir("ty-restart-")
+    with open(os.path.join(work, "train.py"), "w") as f:
+        f.write(PREEMPTIBLE)
+    job = server.submit({
+        "name": "preempt", "entrypoint": [PY, "train.py"], "working_dir": work,
+        "scaling_config": {"num_workers": 2},
+        "run_config": {"failure_config": {"preemption_grace_s": 60}}})["id"]
+    wait_for("first checkpoint", lambda: server.request(
+        "GET", f"/api/v1/jobs/{job}/checkpoints").json["checkpoints"])
+    b = agent_factory(cpus=2)
+    # Only an admin may drain: a user's attempt changes nothing.
+    user = server.create_token("alice", "user")
+    assert server.request("POST", f"/api/v1/nodes/{a.node_id}/drain", token=user).status == 403
+    assert server.request("GET", f"/api/v1/jobs/{job}").json["status"] == "RUNNING"
+
+    r = server.request("POST", f"/api/v1/nodes/{a.node_id}/drain")
+    assert r.status == 200 and r.json["draining"] is True, r
+    done = server.wait_job(job, {"SUCCEEDED", "FAILED", "STOPPED"})
+    assert done["status"] == "SUCCEEDED", (done, attempts(server, job), messages(server, job))
+    assert done["attempt"] == 2 and done["failures"] == 0 and done["preemptions"] == 1, done
+    first, second = attempts(server, job)
+    assert first["status"] == "STOPPED" and first["error"] is None, first
+    assert first["end_reason"] == {"event": "preempted", "node_id": a.node_id, "restarted": True,
+                                   "error": f"preempted: node {a.node_id} is draining"}
+    # The restart used the checkpoint the program saved when asked, on the other node.
+    cks = server.request("GET", f"/api/v1/jobs/{job}/checkpoints").json["checkpoints"]
+    last = max((c for c in cks if c["attempt"] == 1), key=lambda c: c["index"])
+    assert last["index"] == 2 and last["step"] == 2, cks
+    assert second["resumed_from_checkpoint"] == last["id"], (second, cks)
+    workers = server.request("GET", f"/api/v1/jobs/{job}/workers").json["workers"]
+    assert {w["node_id"] for w in workers if w["attempt"] == 2} == {b.node_id}, workers
+    for rank in (0, 1):
+        with open(os.path.join(work, f"seen-1-{rank}.json")) as f:
+            assert json.load(f) == {"asked_at_start": False, "checkpoint": None}
+        with open(os.path.join(work, f"seen-2-{rank}.json")) as f:
+            assert json.load(f) == {"asked_at_start": False,
+                                    "checkpoint": {"step": 2, "final": True}}
+    assert "asked to checkpoint; SIGTERM in 60s" in a.log_text(), a.log_text()
+    msgs = messages(server, job)
+    assert any(m.startswith(f"preempted: node {a.node_id} is draining; restarting elsewhere "
+                            "(preemption 1 of at most 10, not a failure)") for m in msgs), msgs

@@ -144,7 +144,7 @@ static json_t *string_of(size_t n, char c)
 #define DEFAULT_RUN                                                                                \
     "{'storage_path':null,'checkpoint_config':{'num_to_keep':null,"                                \
     "'checkpoint_score_attribute':null,'checkpoint_score_order':'max'},"                           \
-    "'failure_config':{'max_failures':0}}"
+    "'failure_config':{'max_failures':0,'preemption_grace_s':0}}"
 #define DEFAULTS_FOR(ep)                                                                           \
     "{'name':'job','entrypoint':" ep ",'working_dir':null,'env':{},'backend':'torch',"             \
     "'train_loop_config':{},'scaling_config':" DEFAULT_SCALING ",'run_config':" DEFAULT_RUN        \
@@ -159,7 +159,7 @@ static json_t *string_of(size_t n, char c)
     "'placement_strategy':'STRICT_SPREAD','accelerator_type':'H100'},"                             \
     "'run_config':{'storage_path':'s3://bucket/runs','checkpoint_config':{'num_to_keep':3,"        \
     "'checkpoint_score_attribute':'val_loss','checkpoint_score_order':'min'},"                     \
-    "'failure_config':{'max_failures':-1}},"                                                       \
+    "'failure_config':{'max_failures':-1,'preemption_grace_s':30}},"                               \
     "'resume_from_checkpoint':42,'priority':-7,'timeout_s':3600.5,"                                \
     "'metadata':{'team':'vision','ticket':'ML-12'}}"
 
@@ -207,7 +207,7 @@ static void full_spec_normalized(void **state)
         "'placement_strategy':'STRICT_SPREAD','accelerator_type':'H100'},"
         "'run_config':{'storage_path':'s3://bucket/runs','checkpoint_config':{'num_to_keep':3,"
         "'checkpoint_score_attribute':'val_loss','checkpoint_score_order':'min'},"
-        "'failure_config':{'max_failures':-1}},"
+        "'failure_config':{'max_failures':-1,'preemption_grace_s':30}},"
         "'resume_from_checkpoint':42,'priority':-7,'timeout_s':3600.5,"
         "'metadata':{'team':'vision','ticket':'ML-12'}}");
 }
@@ -753,6 +753,10 @@ static void wrong_types_name_each_field(void **state)
          "run_config.checkpoint_config.checkpoint_score_attribute"},
         {"{'entrypoint':'x','run_config':{'failure_config':{'max_failures':'3'}}}",
          "run_config.failure_config.max_failures"},
+        {"{'entrypoint':'x','run_config':{'failure_config':{'preemption_grace_s':-1}}}",
+         "run_config.failure_config.preemption_grace_s"},
+        {"{'entrypoint':'x','run_config':{'failure_config':{'preemption_grace_s':86401}}}",
+         "run_config.failure_config.preemption_grace_s"},
         {"{'entrypoint':'x','run_config':{'failure_config':[]}}", "run_config.failure_config"},
         {"{'entrypoint':'x','priority':'high'}", "priority"},
         {"{'entrypoint':'x','timeout_s':'1h'}", "timeout_s"},
