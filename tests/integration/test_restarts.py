@@ -231,3 +231,26 @@ def test_drain_preempts_and_restarts_elsewhere_from_the_last_checkpoint(server, 
     msgs = messages(server, job)
     assert any(m.startswith(f"preempted: node {a.node_id} is draining; restarting elsewhere "
                             "(preemption 1 of at most 10, not a failure)") for m in msgs), msgs
+
+
+def test_a_user_stop_asks_for_a_checkpoint_first(server, agent_factory):
+    agent_factory(cpus=2)
+    work = harness.make_tmpdir("ty-restart-")
+    with open(os.path.join(work, "train.py"), "w") as f:
+        f.write(PREEMPTIBLE)
+    job = server.submit({
+        "name": "stop-notice", "entrypoint": [PY, "train.py"], "working_dir": work,
+        "scaling_config": {"num_workers": 2},
+        "run_config": {"failure_config": {"preemption_grace_s": 60, "max_failures": 2}}})["id"]
+    wait_for("first checkpoint", lambda: server.request(
+        "GET", f"/api/v1/jobs/{job}/checkpoints").json["checkpoints"])
+    assert server.request("POST", f"/api/v1/jobs/{job}/stop").status == 202
+    done = server.wait_job(job, {"STOPPED", "FAILED", "SUCCEEDED"})
+    assert done["status"] == "STOPPED" and done["attempt"] == 1, done
+    assert done["failures"] == 0 and done["preemptions"] == 0, done
+    cks = wait_for("last checkpoint", lambda: [c for c in server.request(
+        "GET", f"/api/v1/jobs/{job}/checkpoints").json["checkpoints"] if c["index"] == 2])
+    assert cks[0]["step"] == 2
+    for rank in (0, 1):
+        with open(os.path.join(work, f"seen-1-{rank}.json")) as f:
+            assert json.load(f) == {"asked_at_start": False, "checkpoint": None}
