@@ -27,8 +27,9 @@ static const char *const top_fields[] = {
     "name",     "entrypoint",        "working_dir",    "env",        "secret_env",
     "backend",  "train_loop_config", "scaling_config", "run_config", "resume_from_checkpoint",
     "priority", "timeout_s",         "metadata"};
-static const char *const scaling_fields[] = {"num_workers", "use_gpu", "resources_per_worker",
-                                             "placement_strategy", "accelerator_type"};
+static const char *const scaling_fields[] = {"num_workers",          "use_gpu",
+                                             "resources_per_worker", "placement_strategy",
+                                             "accelerator_type",     "elastic_resize_interval_s"};
 static const char *const num_workers_fields[] = {"min", "max"};
 static const char *const run_fields[] = {"storage_path", "checkpoint_config", "failure_config"};
 static const char *const checkpoint_fields[] = {"num_to_keep", "checkpoint_score_attribute",
@@ -553,6 +554,9 @@ static json_t *norm_scaling_config(struct vctx *c, const json_t *v)
         acc = NULL;
     }
     put(c, sc, "accelerator_type", acc);
+    put(c, sc, "elastic_resize_interval_s",
+        norm_int(c, member(v, "elastic_resize_interval_s"), SC ".elastic_resize_interval_s", 1,
+                 JOBSPEC_RESIZE_INTERVAL_MAX, JOBSPEC_RESIZE_INTERVAL_DEFAULT));
     return sc;
 }
 

@@ -31,7 +31,10 @@ INSERT INTO job_transitions (from_status, event, to_status) VALUES
     ('RESTARTING', 'stop', 'STOPPING'),
     ('STARTING', 'preempted', 'RESTARTING'),
     ('RUNNING', 'preempted', 'RESTARTING'),
-    ('RESTARTING', 'preempted', 'RESTARTING');
+    ('RESTARTING', 'preempted', 'RESTARTING'),
+    ('STARTING', 'resize', 'RESTARTING'),
+    ('RUNNING', 'resize', 'RESTARTING'),
+    ('RESTARTING', 'resize', 'RESTARTING');
 
 -- How many times a job may be preempted (drains) and restarted; the next preemption fails it.
 CREATE FUNCTION ty_preemptions_max() RETURNS integer LANGUAGE sql IMMUTABLE AS 'SELECT 10';
@@ -135,7 +138,7 @@ $$;
 COMMENT ON FUNCTION ty_job_fail(bigint, text, text) IS 'ty_job_fail without details of the cause.';
 
 -- Ends a job whose current attempt has no live worker left. A RESTARTING job is not ended: its
--- attempt is (FAILED, or STOPPED after a preemption; finished_at, an event), once, and the job waits for the scheduler's `place`;
+-- attempt is (FAILED, or STOPPED after a preemption or a resize; finished_at, an event), once, and the job waits for the scheduler's `place`;
 -- NULL is returned. Otherwise as in 0006: succeeded, stopped or failed. Returns the final status,
 -- or NULL when the job goes on (a live worker left, restarting, not yet placed, or finished).
 CREATE OR REPLACE FUNCTION ty_job_settle(p_job bigint) RETURNS text LANGUAGE plpgsql AS $$
@@ -153,8 +156,8 @@ BEGIN
         RETURN NULL;
     END IF;
     IF j.status = 'RESTARTING' THEN
-        UPDATE attempts SET status = CASE WHEN end_reason->>'event' = 'preempted' THEN 'STOPPED'
-                                          ELSE 'FAILED' END,
+        UPDATE attempts SET status = CASE WHEN end_reason->>'event' IN ('preempted', 'resize')
+                                          THEN 'STOPPED' ELSE 'FAILED' END,
                             finished_at = now()
          WHERE job_id = p_job AND attempt = j.attempt
            AND status NOT IN (SELECT name FROM job_statuses WHERE terminal)
@@ -394,3 +397,25 @@ BEGIN
     END LOOP;
 END $$;
 COMMENT ON FUNCTION ty_node_drain(text) IS 'Marks a node draining and preempts the jobs running on it; returns them.';
+
+-- Restarts elastic job p_job to grow it (scaling_config.num_workers {"min", "max"}): the control
+-- loop saw room for more workers for elastic_resize_interval_s. `resize` (to RESTARTING), not a
+-- failure and not a preemption; the attempt's end_reason says why (p_message) and it ends STOPPED;
+-- its workers are stopped with the preemption notice, and the next placement takes as many
+-- workers as fit. A job that is not STARTING or RUNNING is left alone. Returns its status.
+CREATE FUNCTION ty_job_resize(p_job bigint, p_message text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    j jobs;
+BEGIN
+    SELECT * INTO j FROM jobs WHERE id = p_job FOR UPDATE;
+    IF NOT FOUND OR NOT ty_job_changes(j.status, 'resize') THEN
+        RETURN j.status;
+    END IF;
+    UPDATE attempts SET end_reason = jsonb_build_object('event', 'resize', 'error', p_message,
+                                                        'restarted', true)
+     WHERE job_id = p_job AND attempt = j.attempt;
+    RETURN ty_job_transition(p_job, 'resize',
+                             p_message || '; restarting to grow (not a failure)');
+END $$;
+COMMENT ON FUNCTION ty_job_resize(bigint, text) IS 'Restarts an elastic job to grow it (event resize; not a failure).';

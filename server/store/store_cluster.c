@@ -335,6 +335,8 @@ static int sched_rows_fill(struct store_sched_rows *rows, const struct sched_sto
             .priority = (int)strtol(PQgetvalue(st->pending, r, 1), NULL, 10),
             .created_epoch = strtoll(PQgetvalue(st->pending, r, 2), NULL, 10),
             .owner = PQgetvalue(st->pending, r, 3),
+            .grow_from = (int)strtol(PQgetvalue(st->pending, r, 4), NULL, 10),
+            .resize_interval_s = (int)strtol(PQgetvalue(st->pending, r, 5), NULL, 10),
         };
     }
     rows->nnodes = nn;
@@ -361,13 +363,23 @@ int store_sched_snapshot(struct db_conn *c, struct store_sched_rows *out)
         0, true};
     static const struct db_stmt st_pending = {
         "sched_pending",
-        "SELECT id, priority, extract(epoch FROM created_at)::bigint, owner FROM ("
-        " SELECT * FROM jobs WHERE status = 'PENDING' "
+        "SELECT id, priority, created, owner, grow_from, resize_interval FROM ("
+        " SELECT id, priority, extract(epoch FROM created_at)::bigint AS created, owner, "
+        "        0 AS grow_from, 0 AS resize_interval "
+        "   FROM jobs WHERE status = 'PENDING' "
         " UNION ALL "
-        " SELECT * FROM jobs j WHERE j.status = 'RESTARTING' AND NOT EXISTS "
+        " SELECT id, priority, extract(epoch FROM created_at)::bigint, owner, 0, 0 "
+        "   FROM jobs j WHERE j.status = 'RESTARTING' AND NOT EXISTS "
         "   (SELECT 1 FROM workers w WHERE w.job_id = j.id AND w.attempt = j.attempt "
-        "       AND w.status IN ('PLACED', 'RUNNING'))) q "
-        "ORDER BY priority DESC, created_at, id",
+        "       AND w.status IN ('PLACED', 'RUNNING')) "
+        " UNION ALL "
+        " SELECT -j.id, -2147483648, extract(epoch FROM now())::bigint, j.owner, a.world_size, "
+        "        coalesce((j.spec #>> '{scaling_config,elastic_resize_interval_s}')::int, 60) "
+        "   FROM jobs j JOIN attempts a ON a.job_id = j.id AND a.attempt = j.attempt "
+        "  WHERE j.status = 'RUNNING' "
+        "    AND jsonb_typeof(j.spec #> '{scaling_config,num_workers}') = 'object' "
+        "    AND a.world_size < (j.spec #>> '{scaling_config,num_workers,max}')::int) q "
+        "ORDER BY priority DESC, created, id",
         0, true};
     memset(out, 0, sizeof(*out));
     struct sched_storage *st = calloc(1, sizeof(*st));
@@ -585,7 +597,8 @@ int store_stop_targets(struct db_conn *c, int64_t job, struct store_stop_target 
     static const struct db_stmt st = {
         "stop_targets",
         "SELECT DISTINCT w.node_id, w.attempt, "
-        "       CASE WHEN a.end_reason IS NULL OR a.end_reason->>'event' = 'preempted' "
+        "       CASE WHEN a.end_reason IS NULL OR a.end_reason->>'event' IN ('preempted', "
+        "'resize') "
         "            THEN coalesce((j.spec #>> "
         "'{run_config,failure_config,preemption_grace_s}')::int, 0) ELSE 0 END "
         "FROM workers w JOIN jobs j ON j.id = w.job_id "
@@ -676,4 +689,14 @@ int store_job_attempts(struct db_conn *c, int64_t job, char **json_out)
     STORE_NUM(j, job);
     const char *p[] = {j};
     return db_exec_text(c, &st, p, json_out);
+}
+
+int store_job_resize(struct db_conn *c, int64_t job, const char *message)
+{
+    static const struct db_stmt st = {"job_resize", "SELECT ty_job_resize($1::bigint, $2)", 2,
+                                      false};
+    char j[32];
+    STORE_NUM(j, job);
+    const char *p[] = {j, message};
+    return db_exec(c, &st, p, NULL);
 }

@@ -66,9 +66,10 @@ def test_a_failed_worker_restarts_the_job_once(server, agent_factory):
             f"{agent.node_id}") in msgs, msgs
     assert any(m.startswith("attempt 1 ended (worker rank 1 exited with code 3)") for m in msgs)
     assert "starting 2 workers on 1 nodes (attempt 2, from scratch: no usable checkpoint)" in msgs
-    for rank in (0, 1):  # both attempts ran every rank
-        for attempt in (1, 2):
-            assert os.path.exists(os.path.join(work, f"seen-{attempt}-{rank}.json"))
+    # Rank 1 ran in both attempts (rank 0 of the first may have been stopped before writing).
+    assert os.path.exists(os.path.join(work, "seen-1-1.json"))
+    for rank in (0, 1):
+        assert os.path.exists(os.path.join(work, f"seen-2-{rank}.json"))
 
 
 def test_failures_beyond_max_failures_fail_the_job(server, agent_factory):
@@ -254,3 +255,70 @@ def test_a_user_stop_asks_for_a_checkpoint_first(server, agent_factory):
     for rank in (0, 1):
         with open(os.path.join(work, f"seen-1-{rank}.json")) as f:
             assert json.load(f) == {"asked_at_start": False, "checkpoint": None}
+
+
+# Records its world size; runs until asked to checkpoint (a stop), or until its agent is gone
+# (its parent changes: no orphan outlives the test).
+ELASTIC = textwrap.dedent("""
+    import json, os, sys, time
+    import trainyard
+    ctx = trainyard.get_context()
+    parent, deadline = os.getppid(), time.time() + 300
+    with open(f"seen-{ctx.get_attempt()}-{ctx.get_world_rank()}.json", "w") as f:
+        json.dump({"world": ctx.get_world_size()}, f)
+    while not trainyard.should_checkpoint():
+        if os.getppid() != parent or time.time() > deadline:
+            sys.exit(1)
+        time.sleep(0.05)
+""")
+
+
+def wait_attempt_running(srv, job, attempt, timeout=90):
+    def running():
+        j = srv.request("GET", f"/api/v1/jobs/{job}").json
+        assert j["status"] not in ("FAILED", "STOPPED", "SUCCEEDED"), j
+        return j["status"] == "RUNNING" and j["attempt"] == attempt
+    wait_for(f"attempt {attempt} running: {attempts(srv, job)} {messages(srv, job)}", running,
+             timeout)
+    return attempts(srv, job)[attempt - 1]
+
+
+def test_elastic_job_shrinks_after_a_node_loss_and_grows_back(server_factory, agent_factory):
+    srv = server_factory(extra_args=["--heartbeat-timeout-s", "2"])
+    a = agent_factory(srv, cpus=2)
+    b = agent_factory(srv, cpus=2)
+    work = harness.make_tmpdir("ty-restart-")
+    with open(os.path.join(work, "train.py"), "w") as f:
+        f.write(ELASTIC)
+    job = srv.submit({
+        "name": "elastic", "entrypoint": [PY, "train.py"], "working_dir": work,
+        "scaling_config": {"num_workers": {"min": 2, "max": 4}, "elastic_resize_interval_s": 1},
+        "run_config": {"failure_config": {"max_failures": 1, "preemption_grace_s": 30}}})["id"]
+    first = wait_attempt_running(srv, job, 1)
+    assert first["world_size"] == 4, first
+
+    b.kill()  # its node is lost after the heartbeat timeout: the job goes on at 2 workers on A
+    second = wait_attempt_running(srv, job, 2)
+    assert second["world_size"] == 2, second
+    workers = srv.request("GET", f"/api/v1/jobs/{job}/workers").json["workers"]
+    assert {w["node_id"] for w in workers if w["attempt"] == 2} == {a.node_id}, workers
+    first = attempts(srv, job)[0]
+    assert first["status"] == "FAILED" and first["end_reason"]["event"] == "node_lost", first
+    assert first["end_reason"]["node_id"] == b.node_id
+
+    b.start()  # back: room for 2 more workers, so the job restarts at 4
+    third = wait_attempt_running(srv, job, 3)
+    assert third["world_size"] == 4, third
+    second = attempts(srv, job)[1]
+    assert second["status"] == "STOPPED" and second["end_reason"]["event"] == "resize", second
+    assert second["end_reason"]["error"].startswith("room for 2 more workers has been free for")
+    for attempt, world in ((1, 4), (2, 2), (3, 4)):  # RUNNING: exec'd, maybe not written yet
+        path = os.path.join(work, f"seen-{attempt}-0.json")
+        wait_for(path, lambda: os.path.exists(path) and os.path.getsize(path) > 0)
+        with open(path) as f:
+            assert json.load(f) == {"world": world}
+
+    assert srv.request("POST", f"/api/v1/jobs/{job}/stop").status == 202
+    done = srv.wait_job(job, {"STOPPED", "FAILED", "SUCCEEDED"})
+    assert done["status"] == "STOPPED" and done["failures"] == 1, done
+    assert done["preemptions"] == 0 and done["attempt"] == 3, done

@@ -140,7 +140,7 @@ static json_t *string_of(size_t n, char c)
 
 #define DEFAULT_SCALING                                                                            \
     "{'num_workers':1,'use_gpu':false,'resources_per_worker':{'CPU':1},"                           \
-    "'placement_strategy':'PACK','accelerator_type':null}"
+    "'placement_strategy':'PACK','accelerator_type':null,'elastic_resize_interval_s':60}"
 #define DEFAULT_RUN                                                                                \
     "{'storage_path':null,'checkpoint_config':{'num_to_keep':null,"                                \
     "'checkpoint_score_attribute':null,'checkpoint_score_order':'max'},"                           \
@@ -156,7 +156,8 @@ static json_t *string_of(size_t n, char c)
     "'train_loop_config':{'lr':0.1,'layers':[1,2]},"                                               \
     "'scaling_config':{'num_workers':{'min':2,'max':8},'use_gpu':true,"                            \
     "'resources_per_worker':{'CPU':2.5,'memory_mb':8192,'TPU':0.25,'disk.ssd-1':0},"               \
-    "'placement_strategy':'STRICT_SPREAD','accelerator_type':'H100'},"                             \
+    "'placement_strategy':'STRICT_SPREAD','accelerator_type':'H100',"                              \
+    "'elastic_resize_interval_s':5},"                                                              \
     "'run_config':{'storage_path':'s3://bucket/runs','checkpoint_config':{'num_to_keep':3,"        \
     "'checkpoint_score_attribute':'val_loss','checkpoint_score_order':'min'},"                     \
     "'failure_config':{'max_failures':-1,'preemption_grace_s':30}},"                               \
@@ -204,7 +205,8 @@ static void full_spec_normalized(void **state)
         "'train_loop_config':{'lr':0.1,'layers':[1,2]},"
         "'scaling_config':{'num_workers':{'min':2,'max':8},'use_gpu':true,"
         "'resources_per_worker':{'CPU':2.5,'memory_mb':8192,'TPU':0.25,'disk.ssd-1':0,'GPU':1},"
-        "'placement_strategy':'STRICT_SPREAD','accelerator_type':'H100'},"
+        "'placement_strategy':'STRICT_SPREAD','accelerator_type':'H100',"
+        "'elastic_resize_interval_s':5},"
         "'run_config':{'storage_path':'s3://bucket/runs','checkpoint_config':{'num_to_keep':3,"
         "'checkpoint_score_attribute':'val_loss','checkpoint_score_order':'min'},"
         "'failure_config':{'max_failures':-1,'preemption_grace_s':30}},"
@@ -753,6 +755,8 @@ static void wrong_types_name_each_field(void **state)
          "run_config.checkpoint_config.checkpoint_score_attribute"},
         {"{'entrypoint':'x','run_config':{'failure_config':{'max_failures':'3'}}}",
          "run_config.failure_config.max_failures"},
+        {"{'entrypoint':'x','scaling_config':{'elastic_resize_interval_s':0}}",
+         "scaling_config.elastic_resize_interval_s"},
         {"{'entrypoint':'x','run_config':{'failure_config':{'preemption_grace_s':-1}}}",
          "run_config.failure_config.preemption_grace_s"},
         {"{'entrypoint':'x','run_config':{'failure_config':{'preemption_grace_s':86401}}}",
