@@ -171,12 +171,14 @@ char *agent_msg_ack(int64_t seq)
     return dump_steal(json_pack("{s:s, s:I}", "type", "ack", "seq", (json_int_t)seq));
 }
 
-char *agent_msg_stop(const char *job_id, int64_t attempt, int64_t grace_s)
+char *agent_msg_stop(const char *job_id, int64_t attempt, int64_t grace_s, int64_t notice_s)
 {
     json_t *o = json_pack("{s:s, s:s}", "type", "stop", "job_id", job_id);
     if (o && attempt >= 0 && json_object_set_new(o, "attempt", json_integer(attempt)) != 0)
         DROP(o);
     if (o && grace_s >= 0 && json_object_set_new(o, "grace_s", json_integer(grace_s)) != 0)
+        DROP(o);
+    if (o && notice_s > 0 && json_object_set_new(o, "notice_s", json_integer(notice_s)) != 0)
         DROP(o);
     return dump_steal(o);
 }
@@ -534,9 +536,11 @@ int agent_server_msg_parse(const char *text, size_t len, struct agent_server_msg
         out->type = AGENT_MSG_STOP;
         out->attempt = -1;
         out->grace_s = -1;
+        out->notice_s = 0;
         if (get_str(root, "job_id", true, true, &out->job_id, err, errlen) != 0 ||
             get_int(root, "attempt", false, 0, INT32_MAX, &out->attempt, err, errlen) != 0 ||
-            get_int(root, "grace_s", false, 0, 86400, &out->grace_s, err, errlen) != 0)
+            get_int(root, "grace_s", false, 0, 86400, &out->grace_s, err, errlen) != 0 ||
+            get_int(root, "notice_s", false, 0, 86400, &out->notice_s, err, errlen) != 0)
             goto fail;
     } else if (strcmp(type, "forget") == 0) {
         out->type = AGENT_MSG_FORGET;

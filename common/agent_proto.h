@@ -123,8 +123,9 @@ struct agent_server_msg {
     int64_t seq;
     /* stop, forget */
     const char *job_id;
-    int64_t attempt; /* -1: every attempt */
-    int64_t grace_s; /* -1: the agent's --stop-grace-s */
+    int64_t attempt;  /* -1: every attempt */
+    int64_t grace_s;  /* -1: the agent's --stop-grace-s */
+    int64_t notice_s; /* stop: seconds between the checkpoint request and SIGTERM; 0: none */
     /* launch */
     struct agent_launch launch;
 };
@@ -143,8 +144,9 @@ char *agent_msg_registered(const char *node_id, int64_t heartbeat_interval_s,
                            const char *credential);
 char *agent_msg_error(const char *message);
 char *agent_msg_ack(int64_t seq);
-/* attempt < 0: left out (every attempt); grace_s < 0: left out (the agent's default). */
-char *agent_msg_stop(const char *job_id, int64_t attempt, int64_t grace_s);
+/* attempt < 0: left out (every attempt); grace_s < 0: left out (the agent's default); notice_s
+ * <= 0: left out (SIGTERM at once). */
+char *agent_msg_stop(const char *job_id, int64_t attempt, int64_t grace_s, int64_t notice_s);
 /* forget: the job was deleted; the agent removes what it keeps of it (checkpoint staging). */
 char *agent_msg_forget(const char *job_id);
 

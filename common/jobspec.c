@@ -27,13 +27,15 @@ static const char *const top_fields[] = {
     "name",     "entrypoint",        "working_dir",    "env",        "secret_env",
     "backend",  "train_loop_config", "scaling_config", "run_config", "resume_from_checkpoint",
     "priority", "timeout_s",         "metadata"};
-static const char *const scaling_fields[] = {"num_workers", "use_gpu", "resources_per_worker",
-                                             "placement_strategy", "accelerator_type"};
+static const char *const scaling_fields[] = {"num_workers",          "use_gpu",
+                                             "resources_per_worker", "placement_strategy",
+                                             "accelerator_type",     "elastic_resize_interval_s"};
 static const char *const num_workers_fields[] = {"min", "max"};
 static const char *const run_fields[] = {"storage_path", "checkpoint_config", "failure_config"};
 static const char *const checkpoint_fields[] = {"num_to_keep", "checkpoint_score_attribute",
                                                 "checkpoint_score_order"};
-static const char *const failure_fields[] = {"max_failures", "hang_warn_s", "hang_timeout_s"};
+static const char *const failure_fields[] = {"max_failures", "preemption_grace_s", "hang_warn_s",
+                                             "hang_timeout_s"};
 static const char *const reserved_env[] = {
     "RANK",        "WORLD_SIZE",  "LOCAL_RANK",           "LOCAL_WORLD_SIZE", "NODE_RANK",
     "MASTER_ADDR", "MASTER_PORT", "CUDA_VISIBLE_DEVICES", "TF_CONFIG"};
@@ -553,6 +555,9 @@ static json_t *norm_scaling_config(struct vctx *c, const json_t *v)
         acc = NULL;
     }
     put(c, sc, "accelerator_type", acc);
+    put(c, sc, "elastic_resize_interval_s",
+        norm_int(c, member(v, "elastic_resize_interval_s"), SC ".elastic_resize_interval_s", 1,
+                 JOBSPEC_RESIZE_INTERVAL_MAX, JOBSPEC_RESIZE_INTERVAL_DEFAULT));
     return sc;
 }
 
@@ -649,6 +654,9 @@ static json_t *norm_failure_config(struct vctx *c, const json_t *v)
         norm_int(c, member(v, "max_failures"), RC ".failure_config.max_failures", -1,
                  JOBSPEC_MAX_FAILURES_MAX, 0));
     norm_hang_config(c, fc, v);
+    put(c, fc, "preemption_grace_s",
+        norm_int(c, member(v, "preemption_grace_s"), RC ".failure_config.preemption_grace_s", 0,
+                 JOBSPEC_PREEMPTION_GRACE_MAX, 0));
     return fc;
 }
 

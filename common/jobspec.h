@@ -26,8 +26,11 @@
 #define JOBSPEC_NAME_MAX 128
 #define JOBSPEC_ENTRYPOINT_MAX 65536 /* bytes of the string, or of each argv item */
 #define JOBSPEC_ARGV_MAX 1024
-#define JOBSPEC_PATH_MAX 4096 /* working_dir, run_config.storage_path */
-#define JOBSPEC_ENV_MAX 1024  /* entries */
+#define JOBSPEC_PATH_MAX 4096              /* working_dir, run_config.storage_path */
+#define JOBSPEC_PREEMPTION_GRACE_MAX 86400 /* run_config.failure_config.preemption_grace_s */
+#define JOBSPEC_RESIZE_INTERVAL_MAX 86400  /* scaling_config.elastic_resize_interval_s */
+#define JOBSPEC_RESIZE_INTERVAL_DEFAULT 60
+#define JOBSPEC_ENV_MAX 1024 /* entries */
 #define JOBSPEC_ENV_NAME_MAX 256
 #define JOBSPEC_ENV_VALUE_MAX 65536
 #define JOBSPEC_CONFIG_MAX 1048576 /* train_loop_config, serialized compactly */

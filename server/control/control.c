@@ -390,6 +390,11 @@ void control_stop(struct control *ctl)
         ctl->stops = s->next;
         free(s);
     }
+    while (ctl->grows) {
+        struct ctl_grow *g = ctl->grows;
+        ctl->grows = g->next;
+        free(g);
+    }
     ctl__specs_free(&ctl->specs);
     json_decref(ctl->logs.rows);
     free(ctl->cluster_token_hash);

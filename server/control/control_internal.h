@@ -29,6 +29,14 @@ struct ctl_stop_sent {
     double at;
 };
 
+/* A RUNNING elastic job below its max for which the scheduling passes have found room for more
+ * workers since `since` (control_sched.c, growth probes). */
+struct ctl_grow {
+    struct ctl_grow *next;
+    int64_t job;
+    double since;
+};
+
 /* worker_started messages received but not yet committed (control_agent.c): consecutive ones
  * are recorded in one transaction, then acked. */
 #define CTL_STARTED_MAX 128
@@ -91,6 +99,7 @@ struct control {
     char *cluster_token_hash; /* NULL: agents need no token (--auth none) */
     struct ctl_node *nodes;
     struct ctl_stop_sent *stops;
+    struct ctl_grow *grows;
     struct ctl_specs specs;
     struct ctl_started started;
     struct ctl_reports reports;

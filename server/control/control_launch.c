@@ -9,15 +9,16 @@
 
 #include <stdlib.h>
 
-/* The resume points of the launch's nodes (resume_from_checkpoint): 0 with *dirs (NULL when the
- * job starts fresh), or -1 when the lookup failed (logged): then nothing is launched. */
+/* The resume points of the launch's nodes (the attempt's resumed_from: resume_from_checkpoint, or
+ * the checkpoint a restart resumes from): 0 with *dirs (NULL when the attempt starts fresh), or -1
+ * when the lookup failed (logged): then nothing is launched. */
 static int resume_dirs(struct control *ctl, int64_t job, int attempt,
                        const struct srv_launch_rows *rows, struct srv_resume_dir **dirs,
                        size_t *n_dirs)
 {
     *dirs = NULL;
     *n_dirs = 0;
-    int64_t ckpt = srv_launch_resume_from(rows->spec_json);
+    int64_t ckpt = rows->resume_from;
     if (ckpt <= 0)
         return 0;
     size_t n_nodes;

@@ -35,6 +35,8 @@ static json_t *bundle_json(const struct jobspec *js)
 static void commit_decision(struct control *ctl, const sched_decision *d,
                             const struct ctl_node_gpus *nodes)
 {
+    if (d->job_id < 0) /* a growth probe (grow_elastic_jobs) */
+        return;
     if (d->outcome != SCHED_PLACED) {
         if (ctl__spec_message_changed(&ctl->specs, d->job_id, d->message))
             store_job_set_waiting_message(ctl->db, d->job_id, d->message);
@@ -74,9 +76,11 @@ static void load_new_specs(struct control *ctl, const struct store_sched_rows *r
     if (ids == NULL)
         return;
     size_t n = 0;
-    for (size_t i = 0; i < rows->npending; i++)
-        if (ctl__spec_get(&ctl->specs, rows->pending[i].id) == NULL)
-            ids[n++] = rows->pending[i].id;
+    for (size_t i = 0; i < rows->npending; i++) {
+        int64_t id = rows->pending[i].id < 0 ? -rows->pending[i].id : rows->pending[i].id;
+        if (ctl__spec_get(&ctl->specs, id) == NULL)
+            ids[n++] = id;
+    }
     struct store_job_spec *specs = NULL;
     size_t nspecs = 0;
     if (n > 0 && store_job_specs(ctl->db, ids, n, &specs, &nspecs) > 0)
@@ -138,6 +142,68 @@ static void apply_quota(struct control *ctl, const struct store_sched_rows *rows
     free(ok);
 }
 
+/* The spec a growth probe is placed with: the job's, asking for 1 to (max - grow_from) more
+ * workers. Returns probe, or NULL when it can grow by none. */
+static const struct jobspec *probe_spec(const struct jobspec *js, int grow_from,
+                                        struct jobspec *probe)
+{
+    if (js == NULL || js->num_workers_max - grow_from < 1)
+        return NULL;
+    *probe = *js;
+    probe->num_workers_min = 1;
+    probe->num_workers_max = js->num_workers_max - grow_from;
+    return probe;
+}
+
+/* After a pass: the elastic jobs whose probe was placed have room to grow; one that has had room
+ * for its elastic_resize_interval_s is restarted to grow (store_job_resize). ctl->grows keeps,
+ * for the probes placed in this pass only, since when. */
+static void grow_elastic_jobs(struct control *ctl, const struct store_sched_rows *rows,
+                              const sched_result *result)
+{
+    struct ctl_grow *kept = NULL;
+    double now = ctl__now();
+    for (size_t i = 0; i < rows->npending; i++) {
+        const struct store_sched_pending *p = &rows->pending[i];
+        if (p->id >= 0)
+            continue;
+        const sched_decision *d = result ? sched_result_find(result, p->id) : NULL;
+        if (d == NULL || d->outcome != SCHED_PLACED)
+            continue;
+        struct ctl_grow **g = &ctl->grows;
+        while (*g && (*g)->job != -p->id)
+            g = &(*g)->next;
+        struct ctl_grow *entry = *g;
+        if (entry) {
+            *g = entry->next;
+        } else if ((entry = calloc(1, sizeof(*entry))) != NULL) {
+            entry->job = -p->id;
+            entry->since = now;
+        } else {
+            continue;
+        }
+        if (now - entry->since >= p->resize_interval_s) {
+            char msg[200];
+            snprintf(msg, sizeof(msg),
+                     "room for %d more workers has been free for %d s (elastic_resize_interval_s)",
+                     d->num_workers, p->resize_interval_s);
+            TY_INFO("control", "job %lld: %s; restarting it to grow", (long long)entry->job, msg);
+            if (store_job_resize(ctl->db, entry->job, msg) >= 0)
+                ctl->dirty = true;
+            free(entry);
+            continue;
+        }
+        entry->next = kept;
+        kept = entry;
+    }
+    while (ctl->grows) {
+        struct ctl_grow *g = ctl->grows;
+        ctl->grows = g->next;
+        free(g);
+    }
+    ctl->grows = kept;
+}
+
 void ctl__schedule(struct control *ctl)
 {
     struct store_sched_rows rows;
@@ -152,12 +218,17 @@ void ctl__schedule(struct control *ctl)
     }
     load_new_specs(ctl, &rows);
     const struct jobspec **specs = calloc(rows.npending, sizeof(*specs));
+    struct jobspec *probes = calloc(rows.npending, sizeof(*probes));
     struct ctl_snapshot snap = {0};
     sched_result *result = NULL;
-    if (specs == NULL)
+    if (specs == NULL || probes == NULL)
         goto out;
-    for (size_t i = 0; i < rows.npending; i++)
-        specs[i] = ctl__spec_get(&ctl->specs, rows.pending[i].id);
+    for (size_t i = 0; i < rows.npending; i++) {
+        int64_t id = rows.pending[i].id;
+        specs[i] = ctl__spec_get(&ctl->specs, id < 0 ? -id : id);
+        if (id < 0)
+            specs[i] = probe_spec(specs[i], rows.pending[i].grow_from, &probes[i]);
+    }
     apply_quota(ctl, &rows, specs);
     if (ctl_snapshot_build(&rows, specs, log_snapshot_note, NULL, &snap) != 0)
         goto out;
@@ -165,9 +236,11 @@ void ctl__schedule(struct control *ctl)
         goto out;
     for (size_t k = 0; k < sched_result_count(result); k++)
         commit_decision(ctl, sched_result_decision(result, k), snap.nodes);
+    grow_elastic_jobs(ctl, &rows, result);
 out:
     sched_result_destroy(result);
     ctl_snapshot_free(&snap);
+    free(probes);
     free(specs);
     store_sched_rows_free(&rows);
 }
@@ -185,7 +258,8 @@ void ctl__send_stops(struct control *ctl, int64_t job)
         if (node == NULL || node->conn == 0)
             continue;
         ctl__send_text(ctl, node->conn,
-                       agent_msg_stop(job_text, targets[i].attempt, ctl->srv->cfg.stop_grace_s));
+                       agent_msg_stop(job_text, targets[i].attempt, ctl->srv->cfg.stop_grace_s,
+                                      targets[i].notice_s));
     }
     store_stop_targets_free(targets, n);
 }

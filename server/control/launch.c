@@ -48,14 +48,6 @@ const char **srv_launch_nodes(const struct srv_launch_rows *rows, size_t *n)
     return ids;
 }
 
-int64_t srv_launch_resume_from(const char *spec_json)
-{
-    json_t *spec = json_loads(spec_json, 0, NULL);
-    json_int_t ckpt = json_integer_value(json_object_get(spec, "resume_from_checkpoint"));
-    json_decref(spec);
-    return ckpt > 0 ? ckpt : 0;
-}
-
 void srv_launch_msgs_free(struct srv_launch_msg *msgs, size_t n)
 {
     for (size_t i = 0; msgs && i < n; i++)

@@ -25,6 +25,7 @@ struct srv_launch_rows {
     int64_t master_port, world_size, num_nodes;
     char **rank_addresses;   /* world_size entries: the address of each rank's node */
     char *rendezvous_secret; /* the attempt's (attempts.rendezvous_secret); NULL: none */
+    int64_t resume_from;     /* the checkpoint it starts from (attempts.resumed_from); 0: none */
     struct srv_launch_worker *workers;
     size_t n_workers;
 };
@@ -43,10 +44,6 @@ void srv_resume_dirs_free(struct srv_resume_dir *dirs, size_t n);
 /* The distinct nodes of the rows, in row order: a malloc'd array of *n ids borrowed from rows
  * (NULL when there are none or out of memory: *n is then 0). */
 const char **srv_launch_nodes(const struct srv_launch_rows *rows, size_t *n);
-
-/* The checkpoint id in the spec's resume_from_checkpoint, or 0 when it has none (or the spec does
- * not parse). */
-int64_t srv_launch_resume_from(const char *spec_json);
 
 /* One `launch` message for one node. */
 struct srv_launch_msg {

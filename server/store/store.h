@@ -108,6 +108,8 @@ int store_node_register(struct db_conn *c, const char *id, const char *hostname,
 int store_node_lost(struct db_conn *c, const char *id);
 int store_node_list(struct db_conn *c, char **json_out);
 int store_node_get(struct db_conn *c, const char *id, char **json_out);
+/* Sets the node's draining flag; draining also preempts the jobs running there (ty_node_drain:
+ * they restart elsewhere). *json_out: the node (NULL when there is no such node). */
 int store_node_set_draining(struct db_conn *c, const char *id, bool draining, char **json_out);
 /* A worker the database believes live (PLACED or RUNNING) on a node. */
 struct store_live_worker {
@@ -184,11 +186,17 @@ struct store_sched_worker {
     int64_t end_epoch;          /* its attempt's start + timeout_s (Unix seconds); -1: none */
     const char *owner;          /* its job's owner */
 };
+/* A job to place (PENDING, or RESTARTING with its ended attempt gone), or a growth probe: a
+ * RUNNING elastic job below its max, as id = -(job id), priority INT_MIN, grow_from = its
+ * current world size, resize_interval_s = its scaling_config.elastic_resize_interval_s. A probe
+ * is placed in the pass only to learn whether more of its workers fit; nothing is committed. */
 struct store_sched_pending {
     int64_t id;
     int priority;
     int64_t created_epoch; /* Unix seconds */
     const char *owner;
+    int grow_from;         /* probes only; 0 otherwise */
+    int resize_interval_s; /* probes only */
 };
 struct store_sched_rows {
     struct store_sched_node *nodes; /* by id */
@@ -226,12 +234,16 @@ int store_launch_rows(struct db_conn *c, int64_t job, int attempt, const char *n
 struct store_stop_target {
     char *node_id;
     int attempt;
+    int notice_s; /* the preemption notice before SIGTERM (failure_config.preemption_grace_s for a
+                   * user stop or a preemption; 0 after a failure) */
 };
 /* The nodes with live workers of the job's current attempt: *out (free with
  * store_stop_targets_free) holds *n of them. Returns the row count or an error (then *out is
  * NULL). */
 int store_stop_targets(struct db_conn *c, int64_t job, struct store_stop_target **out, size_t *n);
 void store_stop_targets_free(struct store_stop_target *targets, size_t n);
+/* Restarts elastic job `job` to grow it (ty_job_resize; message: why). Returns rows or an error. */
+int store_job_resize(struct db_conn *c, int64_t job, const char *message);
 int store_job_workers(struct db_conn *c, int64_t job, char **json_out);
 int store_job_events(struct db_conn *c, int64_t job, char **json_out);
 int store_job_attempts(struct db_conn *c, int64_t job, char **json_out);

@@ -96,7 +96,13 @@ int store_node_set_draining(struct db_conn *c, const char *id, bool draining, ch
                                       "UPDATE nodes n SET draining = $2::boolean WHERE n.id = $1 "
                                       "RETURNING " NODE_JSON "::text",
                                       2, false};
+    static const struct db_stmt st_preempt = {"node_drain_preempt",
+                                              "SELECT count(*) FROM ty_node_drain($1)", 1, false};
     const char *p[] = {id, draining ? "true" : "false"};
+    if (draining) { /* ty_node_drain sets the flag itself */
+        int qs = db_exec(c, &st_preempt, p, NULL);
+        return qs < 0 ? qs : store_node_get(c, id, json_out);
+    }
     return db_exec_text(c, &st, p, json_out);
 }
 
@@ -230,7 +236,7 @@ int store_worker_exited(struct db_conn *c, const char *node, int64_t job, int at
         *outcome = STORE_EXIT_IGNORED;
     else if (job_status_is_terminal(s))
         *outcome = STORE_EXIT_SETTLED;
-    else if (s == JOB_STATUS_STOPPING)
+    else if (s == JOB_STATUS_STOPPING || s == JOB_STATUS_RESTARTING)
         *outcome = STORE_EXIT_STOP_OTHERS;
     else
         *outcome = STORE_EXIT_RECORDED;
@@ -257,8 +263,8 @@ int store_jobs_timed_out(struct db_conn *c)
 
 int store_jobs_stopping(struct db_conn *c, int64_t **ids, size_t *n)
 {
-    static const struct db_stmt st = {"jobs_stopping",
-                                      "SELECT id FROM jobs WHERE status = 'STOPPING'", 0, true};
+    static const struct db_stmt st = {
+        "jobs_stopping", "SELECT id FROM jobs WHERE status IN ('STOPPING', 'RESTARTING')", 0, true};
     PGresult *res = NULL;
     int qs = db_exec(c, &st, NULL, &res);
     *ids = NULL;
@@ -329,6 +335,8 @@ static int sched_rows_fill(struct store_sched_rows *rows, const struct sched_sto
             .priority = (int)strtol(PQgetvalue(st->pending, r, 1), NULL, 10),
             .created_epoch = strtoll(PQgetvalue(st->pending, r, 2), NULL, 10),
             .owner = PQgetvalue(st->pending, r, 3),
+            .grow_from = (int)strtol(PQgetvalue(st->pending, r, 4), NULL, 10),
+            .resize_interval_s = (int)strtol(PQgetvalue(st->pending, r, 5), NULL, 10),
         };
     }
     rows->nnodes = nn;
@@ -355,8 +363,23 @@ int store_sched_snapshot(struct db_conn *c, struct store_sched_rows *out)
         0, true};
     static const struct db_stmt st_pending = {
         "sched_pending",
-        "SELECT id, priority, extract(epoch FROM created_at)::bigint, owner FROM jobs "
-        "WHERE status = 'PENDING' ORDER BY priority DESC, created_at, id",
+        "SELECT id, priority, created, owner, grow_from, resize_interval FROM ("
+        " SELECT id, priority, extract(epoch FROM created_at)::bigint AS created, owner, "
+        "        0 AS grow_from, 0 AS resize_interval "
+        "   FROM jobs WHERE status = 'PENDING' "
+        " UNION ALL "
+        " SELECT id, priority, extract(epoch FROM created_at)::bigint, owner, 0, 0 "
+        "   FROM jobs j WHERE j.status = 'RESTARTING' AND NOT EXISTS "
+        "   (SELECT 1 FROM workers w WHERE w.job_id = j.id AND w.attempt = j.attempt "
+        "       AND w.status IN ('PLACED', 'RUNNING')) "
+        " UNION ALL "
+        " SELECT -j.id, -2147483648, extract(epoch FROM now())::bigint, j.owner, a.world_size, "
+        "        coalesce((j.spec #>> '{scaling_config,elastic_resize_interval_s}')::int, 60) "
+        "   FROM jobs j JOIN attempts a ON a.job_id = j.id AND a.attempt = j.attempt "
+        "  WHERE j.status = 'RUNNING' "
+        "    AND jsonb_typeof(j.spec #> '{scaling_config,num_workers}') = 'object' "
+        "    AND a.world_size < (j.spec #>> '{scaling_config,num_workers,max}')::int) q "
+        "ORDER BY priority DESC, created, id",
         0, true};
     memset(out, 0, sizeof(*out));
     struct sched_storage *st = calloc(1, sizeof(*st));
@@ -466,11 +489,11 @@ int store_place(struct db_conn *c, int64_t job, const char *workers_json, int np
 
 int store_job_set_waiting_message(struct db_conn *c, int64_t job, const char *message)
 {
-    static const struct db_stmt st = {
-        "job_waiting_message",
-        "UPDATE jobs SET status_message = $2 WHERE id = $1::bigint AND status = 'PENDING' "
-        "AND status_message IS DISTINCT FROM $2",
-        2, false};
+    static const struct db_stmt st = {"job_waiting_message",
+                                      "UPDATE jobs SET status_message = $2 WHERE id = $1::bigint "
+                                      "AND status IN ('PENDING', 'RESTARTING') "
+                                      "AND status_message IS DISTINCT FROM $2",
+                                      2, false};
     char j[32];
     STORE_NUM(j, job);
     const char *p[] = {j, message};
@@ -503,6 +526,7 @@ static int launch_attempt(PGresult *res, struct srv_launch_rows *out)
     out->world_size = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
     out->num_nodes = strtoll(PQgetvalue(res, 0, 4), NULL, 10);
     out->rendezvous_secret = strdup(PQgetvalue(res, 0, 12));
+    out->resume_from = PQgetisnull(res, 0, 13) ? 0 : strtoll(PQgetvalue(res, 0, 13), NULL, 10);
     json_t *addrs = json_loads(PQgetvalue(res, 0, 5), 0, NULL);
     if (out->spec_json == NULL || out->master_addr == NULL || out->rendezvous_secret == NULL ||
         !json_is_array(addrs) || (int64_t)json_array_size(addrs) != out->world_size) {
@@ -532,7 +556,8 @@ int store_launch_rows(struct db_conn *c, int64_t job, int attempt, const char *n
         "       (SELECT count(DISTINCT node_id) FROM aw), "
         "       (SELECT jsonb_agg(address ORDER BY rank) FROM aw)::text, "
         "       w.node_id, w.node_rank, w.rank, w.local_rank, array_to_string(w.gpus, ','), "
-        "       (SELECT count(*) FROM aw WHERE aw.node_id = w.node_id), a.rendezvous_secret "
+        "       (SELECT count(*) FROM aw WHERE aw.node_id = w.node_id), a.rendezvous_secret, "
+        "       a.resumed_from "
         "FROM workers w JOIN attempts a USING (job_id, attempt) JOIN jobs j ON j.id = w.job_id "
         "WHERE w.job_id = $1::bigint AND w.attempt = $2::int AND w.status = 'PLACED' "
         "  AND ($3::text IS NULL OR w.node_id = $3) "
@@ -571,7 +596,13 @@ int store_stop_targets(struct db_conn *c, int64_t job, struct store_stop_target 
 {
     static const struct db_stmt st = {
         "stop_targets",
-        "SELECT DISTINCT w.node_id, w.attempt FROM workers w JOIN jobs j ON j.id = w.job_id "
+        "SELECT DISTINCT w.node_id, w.attempt, "
+        "       CASE WHEN a.end_reason IS NULL OR a.end_reason->>'event' IN ('preempted', "
+        "'resize') "
+        "            THEN coalesce((j.spec #>> "
+        "'{run_config,failure_config,preemption_grace_s}')::int, 0) ELSE 0 END "
+        "FROM workers w JOIN jobs j ON j.id = w.job_id "
+        "JOIN attempts a ON a.job_id = w.job_id AND a.attempt = w.attempt "
         "WHERE w.job_id = $1::bigint AND w.attempt = j.attempt "
         "  AND w.status IN ('PLACED', 'RUNNING')",
         1, true};
@@ -587,6 +618,7 @@ int store_stop_targets(struct db_conn *c, int64_t job, struct store_stop_target 
     struct store_stop_target *targets = calloc((size_t)qs, sizeof(*targets));
     for (int i = 0; targets && i < qs; i++) {
         targets[i].attempt = (int)strtol(PQgetvalue(res, i, 1), NULL, 10);
+        targets[i].notice_s = (int)strtol(PQgetvalue(res, i, 2), NULL, 10);
         targets[i].node_id = strdup(PQgetvalue(res, i, 0));
         if (targets[i].node_id == NULL) {
             store_stop_targets_free(targets, (size_t)i);
@@ -654,11 +686,22 @@ int store_job_attempts(struct db_conn *c, int64_t job, char **json_out)
         " coalesce(jsonb_agg(jsonb_build_object('attempt', a.attempt, 'status', a.status, "
         "  'world_size', a.world_size, 'master_addr', a.master_addr, "
         "  'master_port', a.master_port, 'error', a.error, 'created_at', ty_ts(a.created_at), "
-        "  'finished_at', ty_ts(a.finished_at)) ORDER BY a.attempt), '[]') END::text "
+        "  'finished_at', ty_ts(a.finished_at), 'resumed_from_checkpoint', a.resumed_from, "
+        "  'end_reason', a.end_reason) ORDER BY a.attempt), '[]') END::text "
         "FROM attempts a WHERE a.job_id = $1::bigint",
         1, true};
     char j[32];
     STORE_NUM(j, job);
     const char *p[] = {j};
     return db_exec_text(c, &st, p, json_out);
+}
+
+int store_job_resize(struct db_conn *c, int64_t job, const char *message)
+{
+    static const struct db_stmt st = {"job_resize", "SELECT ty_job_resize($1::bigint, $2)", 2,
+                                      false};
+    char j[32];
+    STORE_NUM(j, job);
+    const char *p[] = {j, message};
+    return db_exec(c, &st, p, NULL);
 }

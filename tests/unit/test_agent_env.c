@@ -209,6 +209,8 @@ static void agent_private_variables_are_set(void **state)
     expect(env, "TRAINYARD_REPORT_SECRET", "rep-1");
     expect(env, "TRAINYARD_RENDEZVOUS_SECRET", "rv-1");
     expect(env, "TMPDIR", "/tmp/trainyard-j-7.2.2-abc");
+    expect(env, "TRAINYARD_CHECKPOINT_REQUEST_FILE",
+           "/tmp/trainyard-j-7.2.2-abc/trainyard-checkpoint-request");
     expect(env, "HOME", "/tmp/trainyard-j-7.2.2-abc");
     expect(env, "USER", "trainyard-2000000001");
     agent_env_free(env);

@@ -369,16 +369,18 @@ static void agent_proto_server_control_messages_round_trip(void **state)
     assert_true(m.seq == INT64_C(1) << 40);
     agent_server_msg_free(&m);
 
-    m = server_parse_ok(agent_msg_stop("42", 3, 10));
+    m = server_parse_ok(agent_msg_stop("42", 3, 10, 7));
     assert_int_equal(m.type, AGENT_MSG_STOP);
     assert_string_equal(m.job_id, "42");
     assert_int_equal(m.attempt, 3);
     assert_int_equal(m.grace_s, 10);
+    assert_int_equal(m.notice_s, 7);
     agent_server_msg_free(&m);
 
-    m = server_parse_ok(agent_msg_stop("42", -1, -1));
+    m = server_parse_ok(agent_msg_stop("42", -1, -1, 0));
     assert_int_equal(m.attempt, -1);
     assert_int_equal(m.grace_s, -1);
+    assert_int_equal(m.notice_s, 0);
     agent_server_msg_free(&m);
 }
 

@@ -140,11 +140,12 @@ static json_t *string_of(size_t n, char c)
 
 #define DEFAULT_SCALING                                                                            \
     "{'num_workers':1,'use_gpu':false,'resources_per_worker':{'CPU':1},"                           \
-    "'placement_strategy':'PACK','accelerator_type':null}"
+    "'placement_strategy':'PACK','accelerator_type':null,'elastic_resize_interval_s':60}"
 #define DEFAULT_RUN                                                                                \
     "{'storage_path':null,'checkpoint_config':{'num_to_keep':null,"                                \
     "'checkpoint_score_attribute':null,'checkpoint_score_order':'max'},"                           \
-    "'failure_config':{'max_failures':0,'hang_warn_s':300,'hang_timeout_s':null}}"
+    "'failure_config':{'max_failures':0,'hang_warn_s':300,'hang_timeout_s':null,"                  \
+    "'preemption_grace_s':0}}"
 #define DEFAULTS_FOR(ep)                                                                           \
     "{'name':'job','entrypoint':" ep ",'working_dir':null,'env':{},'backend':'torch',"             \
     "'train_loop_config':{},'scaling_config':" DEFAULT_SCALING ",'run_config':" DEFAULT_RUN        \
@@ -156,10 +157,12 @@ static json_t *string_of(size_t n, char c)
     "'train_loop_config':{'lr':0.1,'layers':[1,2]},"                                               \
     "'scaling_config':{'num_workers':{'min':2,'max':8},'use_gpu':true,"                            \
     "'resources_per_worker':{'CPU':2.5,'memory_mb':8192,'TPU':0.25,'disk.ssd-1':0},"               \
-    "'placement_strategy':'STRICT_SPREAD','accelerator_type':'H100'},"                             \
+    "'placement_strategy':'STRICT_SPREAD','accelerator_type':'H100',"                              \
+    "'elastic_resize_interval_s':5},"                                                              \
     "'run_config':{'storage_path':'s3://bucket/runs','checkpoint_config':{'num_to_keep':3,"        \
     "'checkpoint_score_attribute':'val_loss','checkpoint_score_order':'min'},"                     \
-    "'failure_config':{'max_failures':-1,'hang_warn_s':30,'hang_timeout_s':90.5}},"                \
+    "'failure_config':{'max_failures':-1,'hang_warn_s':30,'hang_timeout_s':90.5,"                  \
+    "'preemption_grace_s':30}},"                                                                   \
     "'resume_from_checkpoint':42,'priority':-7,'timeout_s':3600.5,"                                \
     "'metadata':{'team':'vision','ticket':'ML-12'}}"
 
@@ -204,10 +207,12 @@ static void full_spec_normalized(void **state)
         "'train_loop_config':{'lr':0.1,'layers':[1,2]},"
         "'scaling_config':{'num_workers':{'min':2,'max':8},'use_gpu':true,"
         "'resources_per_worker':{'CPU':2.5,'memory_mb':8192,'TPU':0.25,'disk.ssd-1':0,'GPU':1},"
-        "'placement_strategy':'STRICT_SPREAD','accelerator_type':'H100'},"
+        "'placement_strategy':'STRICT_SPREAD','accelerator_type':'H100',"
+        "'elastic_resize_interval_s':5},"
         "'run_config':{'storage_path':'s3://bucket/runs','checkpoint_config':{'num_to_keep':3,"
         "'checkpoint_score_attribute':'val_loss','checkpoint_score_order':'min'},"
-        "'failure_config':{'max_failures':-1,'hang_warn_s':30,'hang_timeout_s':90.5}},"
+        "'failure_config':{'max_failures':-1,'hang_warn_s':30,'hang_timeout_s':90.5,"
+        "'preemption_grace_s':30}},"
         "'resume_from_checkpoint':42,'priority':-7,'timeout_s':3600.5,"
         "'metadata':{'team':'vision','ticket':'ML-12'}}");
 }
@@ -765,6 +770,12 @@ static void wrong_types_name_each_field(void **state)
          "run_config.checkpoint_config.checkpoint_score_attribute"},
         {"{'entrypoint':'x','run_config':{'failure_config':{'max_failures':'3'}}}",
          "run_config.failure_config.max_failures"},
+        {"{'entrypoint':'x','scaling_config':{'elastic_resize_interval_s':0}}",
+         "scaling_config.elastic_resize_interval_s"},
+        {"{'entrypoint':'x','run_config':{'failure_config':{'preemption_grace_s':-1}}}",
+         "run_config.failure_config.preemption_grace_s"},
+        {"{'entrypoint':'x','run_config':{'failure_config':{'preemption_grace_s':86401}}}",
+         "run_config.failure_config.preemption_grace_s"},
         {"{'entrypoint':'x','run_config':{'failure_config':[]}}", "run_config.failure_config"},
         {"{'entrypoint':'x','priority':'high'}", "priority"},
         {"{'entrypoint':'x','timeout_s':'1h'}", "timeout_s"},

@@ -22,6 +22,7 @@ static void clear_env(void)
                           "TRAINYARD_ATTEMPT",
                           "TRAINYARD_CONFIG",
                           "TRAINYARD_CHECKPOINT_DIR",
+                          "TRAINYARD_CHECKPOINT_REQUEST_FILE",
                           "TRAINYARD_REPORT_SOCKET",
                           "TRAINYARD_BACKEND",
                           "TRAINYARD_COLLECTIVE_TIMEOUT_S",
@@ -304,6 +305,40 @@ static void context_timeouts_validated(void **state)
     ty_finish(&c);
 }
 
+/* ty_should_checkpoint is the existence of TRAINYARD_CHECKPOINT_REQUEST_FILE (the agent creates
+ * it when it stops the worker); never true standalone or without the variable. */
+static void context_should_checkpoint_follows_the_request_file(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ty-sdk-request-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[64];
+    snprintf(path, sizeof path, "%s/trainyard-checkpoint-request", dir);
+    set_managed();
+    setenv("TRAINYARD_CHECKPOINT_REQUEST_FILE", path, 1);
+    ty_ctx *c;
+    assert_int_equal(ty_init(&c, NULL, NULL), 0);
+    assert_int_equal(ty_should_checkpoint(c), 0);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(ty_should_checkpoint(c), 1);
+    assert_int_equal(ty_should_checkpoint(NULL), TY_EINVAL);
+    ty_finish(&c);
+    unsetenv("TRAINYARD_CHECKPOINT_REQUEST_FILE");
+    assert_int_equal(ty_init(&c, NULL, NULL), 0);
+    assert_int_equal(ty_should_checkpoint(c), 0);
+    ty_finish(&c);
+    clear_env();
+    setenv("TRAINYARD_CHECKPOINT_REQUEST_FILE", path, 1);
+    assert_int_equal(ty_init(&c, NULL, NULL), 0); /* standalone: the variable is not read */
+    assert_int_equal(ty_should_checkpoint(c), 0);
+    ty_finish(&c);
+    clear_env();
+    unlink(path);
+    rmdir(dir);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(context_standalone_defaults),
     cmocka_unit_test(context_standalone_config_flag_removed_from_argv),
@@ -317,5 +352,6 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(context_backend_none_refuses_collectives),
     cmocka_unit_test(context_missing_master_port_is_config_error),
     cmocka_unit_test(context_timeouts_validated),
+    cmocka_unit_test(context_should_checkpoint_follows_the_request_file),
 };
 TY_TEST_MAIN(tests)

@@ -158,6 +158,10 @@ void agent_log_journal_parse(const char *text, struct agent_log_journal *j);
 /* ------------------------------------------------------------------------------------------ */
 
 /* What the agent makes private to one worker (NULL fields: not given). */
+/* The file in a worker's private TMPDIR whose existence asks it to checkpoint now (a stop with a
+ * notice: drain, preemption, user stop); its path is TRAINYARD_CHECKPOINT_REQUEST_FILE. */
+#define AGENT_CHECKPOINT_REQUEST_FILE "trainyard-checkpoint-request"
+
 struct agent_env_private {
     const char *report_secret; /* TRAINYARD_REPORT_SECRET: proves the worker in `hello` */
     const char *tmp_dir;       /* TMPDIR: the worker's private temporary directory */
@@ -236,12 +240,14 @@ struct agent_worker {
     int64_t attempt, rank;
     pid_t pid; /* also the process group id */
     enum agent_worker_status status;
-    int exit_code;      /* -1: null */
-    int signal;         /* -1: null */
-    char *error;        /* launch failure, or NULL */
-    int64_t kill_at_ms; /* SIGKILL the group at this monotonic time; 0: not stopping */
-    int64_t exit_seq;   /* seq of its worker_exited event; 0 until it exited */
-    uid_t uid;          /* what it runs as; AGENT_NO_UID: the agent's own user */
+    int exit_code;        /* -1: null */
+    int signal;           /* -1: null */
+    char *error;          /* launch failure, or NULL */
+    int64_t kill_at_ms;   /* SIGKILL the group at this monotonic time; 0: not stopping */
+    int64_t term_at_ms;   /* SIGTERM the group at this time (end of a stop's notice); 0: none */
+    int64_t term_grace_s; /* with term_at_ms: the grace between that SIGTERM and SIGKILL */
+    int64_t exit_seq;     /* seq of its worker_exited event; 0 until it exited */
+    uid_t uid;            /* what it runs as; AGENT_NO_UID: the agent's own user */
     gid_t gid;
     char *tmp_dir;   /* its private TMPDIR; NULL once removed */
     char *grant_dir; /* a checkpoint directory its gid was given read access to, or NULL */
@@ -351,9 +357,14 @@ size_t agent__workers_running(const struct agent *a);
 /* Starts every worker of the launch (skipping ranks already known). Never fails as a whole: a
  * worker that cannot start gets a worker_exited event with exit code 127 and an error. */
 void agent__launch(struct agent *a, const struct agent_launch *l);
-/* SIGTERM to the process group of each matching running worker; SIGKILL after grace_s. attempt
- * -1 matches every attempt; job_id NULL matches every job. */
-void agent__stop(struct agent *a, const char *job_id, int64_t attempt, int64_t grace_s);
+/* Stops each matching running worker: first asks it to checkpoint (creates its
+ * AGENT_CHECKPOINT_REQUEST_FILE, which ty_should_checkpoint() and trainyard.should_checkpoint()
+ * see), then SIGTERM to its process group notice_s seconds later (at once when notice_s <= 0),
+ * then SIGKILL grace_s after the SIGTERM. A worker already being stopped keeps its earlier
+ * deadlines unless this stop is sooner. attempt -1 matches every attempt; job_id NULL matches
+ * every job. */
+void agent__stop(struct agent *a, const char *job_id, int64_t attempt, int64_t grace_s,
+                 int64_t notice_s);
 /* The job was deleted: removes its checkpoint staging (<data>/checkpoints/<job>/), unless one of
  * its workers still runs here. */
 void agent__forget_job(struct agent *a, const char *job_id);

@@ -187,6 +187,10 @@ char **agent_env_build(char *const *base, const struct agent_launch *l,
     }
     if (priv && priv->tmp_dir) {
         envb_set(&b, "TMPDIR", priv->tmp_dir);
+        char request[4200];
+        if ((size_t)snprintf(request, sizeof(request), "%s/%s", priv->tmp_dir,
+                             AGENT_CHECKPOINT_REQUEST_FILE) < sizeof(request))
+            envb_set(&b, "TRAINYARD_CHECKPOINT_REQUEST_FILE", request);
         if (priv->user) { /* a uid of its own: its home is its private directory */
             envb_set(&b, "HOME", priv->tmp_dir);
             envb_set(&b, "USER", priv->user);

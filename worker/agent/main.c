@@ -45,7 +45,7 @@ static void poll_tick(lws_sorted_usec_list_t *sul)
         TY_INFO("agent", "signal %d: stopping %zu worker(s), then exiting", (int)stop_requested,
                 agent__workers_running(a));
         a->shutting_down = true;
-        agent__stop(a, NULL, -1, a->cfg->stop_grace_s);
+        agent__stop(a, NULL, -1, a->cfg->stop_grace_s, 0);
     }
     if (a->shutting_down && agent__workers_running(a) == 0) {
         /* Give the server up to a second to take the last worker_exited events. */

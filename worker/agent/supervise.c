@@ -450,21 +450,59 @@ void agent__launch(struct agent *a, const struct agent_launch *l)
     free(started);
 }
 
-void agent__stop(struct agent *a, const char *job_id, int64_t attempt, int64_t grace_s)
+/* Creates w's checkpoint request file (AGENT_CHECKPOINT_REQUEST_FILE in its TMPDIR); best effort.
+ */
+static void request_checkpoint(const struct agent_worker *w)
+{
+    char path[4200];
+    if (w->tmp_dir == NULL || (size_t)snprintf(path, sizeof(path), "%s/%s", w->tmp_dir,
+                                               AGENT_CHECKPOINT_REQUEST_FILE) >= sizeof(path))
+        return;
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) {
+        TY_WARN("proc", "cannot create %s: %s", path, strerror(errno));
+        return;
+    }
+    close(fd);
+}
+
+/* SIGTERM to w's process group now (SIGKILL when grace_s is 0), SIGKILL grace_s later. */
+static void terminate(struct agent_worker *w, int64_t now, int64_t grace_s)
+{
+    int64_t at = now + grace_s * 1000;
+    TY_INFO("proc", "stopping job %s attempt %lld rank %lld (pgid %ld), grace %llds", w->job_id,
+            (long long)w->attempt, (long long)w->rank, (long)w->pid, (long long)grace_s);
+    if (kill(-w->pid, grace_s > 0 ? SIGTERM : SIGKILL) != 0 && errno != ESRCH)
+        TY_WARN("proc", "kill(-%ld): %s", (long)w->pid, strerror(errno));
+    w->term_at_ms = 0;
+    w->kill_at_ms = at > 0 ? at : 1;
+}
+
+void agent__stop(struct agent *a, const char *job_id, int64_t attempt, int64_t grace_s,
+                 int64_t notice_s)
 {
     int64_t now = agent_now_ms();
     for (struct agent_worker *w = a->workers; w; w = w->next) {
         if (w->status != AGENT_WORKER_RUNNING || (job_id && strcmp(w->job_id, job_id) != 0) ||
             (attempt >= 0 && w->attempt != attempt))
             continue;
-        int64_t at = now + grace_s * 1000;
-        if (w->kill_at_ms && w->kill_at_ms <= at)
+        int64_t term_at = now + (notice_s > 0 ? notice_s * 1000 : 0);
+        if (w->kill_at_ms && w->kill_at_ms <= term_at + grace_s * 1000)
             continue; /* already stopping, sooner */
-        TY_INFO("proc", "stopping job %s attempt %lld rank %lld (pgid %ld), grace %llds", w->job_id,
-                (long long)w->attempt, (long long)w->rank, (long)w->pid, (long long)grace_s);
-        if (kill(-w->pid, grace_s > 0 ? SIGTERM : SIGKILL) != 0 && errno != ESRCH)
-            TY_WARN("proc", "kill(-%ld): %s", (long)w->pid, strerror(errno));
-        w->kill_at_ms = at > 0 ? at : 1;
+        if (w->term_at_ms && w->term_at_ms <= term_at)
+            continue; /* its notice ends sooner */
+        request_checkpoint(w);
+        if (notice_s <= 0) {
+            terminate(w, now, grace_s);
+            continue;
+        }
+        TY_INFO("proc",
+                "job %s attempt %lld rank %lld asked to checkpoint; SIGTERM in %llds, then "
+                "SIGKILL after %llds",
+                w->job_id, (long long)w->attempt, (long long)w->rank, (long long)notice_s,
+                (long long)grace_s);
+        w->term_at_ms = term_at;
+        w->term_grace_s = grace_s;
     }
 }
 
@@ -529,6 +567,8 @@ void agent__supervise_poll(struct agent *a)
     }
     int64_t now = agent_now_ms();
     for (struct agent_worker *w = a->workers; w; w = w->next) {
+        if (w->status == AGENT_WORKER_RUNNING && w->term_at_ms && w->term_at_ms <= now)
+            terminate(w, now, w->term_grace_s);
         if (w->status == AGENT_WORKER_RUNNING && w->kill_at_ms && w->kill_at_ms <= now) {
             TY_WARN("proc", "job %s attempt %lld rank %lld outlived its grace period: SIGKILL",
                     w->job_id, (long long)w->attempt, (long long)w->rank);

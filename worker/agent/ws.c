@@ -325,7 +325,8 @@ static int on_message(struct agent *a, const char *text, size_t len)
         agent__launch(a, &m.launch);
         break;
     case AGENT_MSG_STOP:
-        agent__stop(a, m.job_id, m.attempt, m.grace_s >= 0 ? m.grace_s : a->cfg->stop_grace_s);
+        agent__stop(a, m.job_id, m.attempt, m.grace_s >= 0 ? m.grace_s : a->cfg->stop_grace_s,
+                    m.notice_s);
         break;
     case AGENT_MSG_FORGET:
         agent__forget_job(a, m.job_id);

@@ -34,6 +34,7 @@ __all__ = [
     "get_context",
     "get_checkpoint",
     "report",
+    "should_checkpoint",
 ]
 
 MAX_FRAME = 1024 * 1024
@@ -287,6 +288,15 @@ def report(metrics, checkpoint=None):
     directory (a path, or an object with a .path). Blocks until the agent owns the report.
     Every rank must call report() the same number of times. Raises TrainyardError."""
     get_context().report(metrics, checkpoint)
+
+
+def should_checkpoint():
+    """True when the agent asks this worker to save a checkpoint now (report() with a directory)
+    because it is about to be stopped: its node is being drained, or a user stopped the job.
+    SIGTERM follows after run_config.failure_config.preemption_grace_s. Cheap: call it every
+    step."""
+    path = os.environ.get("TRAINYARD_CHECKPOINT_REQUEST_FILE")
+    return bool(path) and os.path.exists(path)
 
 
 def get_checkpoint():

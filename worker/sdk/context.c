@@ -49,6 +49,7 @@ int ty_finish(ty_ctx **pc)
     free(c->job_id);
     free(c->master_addr);
     free(c->checkpoint_dir);
+    free(c->checkpoint_request_file);
     free(c->report_socket);
     free(c->report_secret);
     free(c->rendezvous_secret);
@@ -106,6 +107,13 @@ const json_t *ty_config(const ty_ctx *c)
 const char *ty_checkpoint_dir(const ty_ctx *c)
 {
     return c ? c->checkpoint_dir : NULL;
+}
+
+int ty_should_checkpoint(const ty_ctx *c)
+{
+    if (c == NULL)
+        return TY_EINVAL;
+    return c->checkpoint_request_file && access(c->checkpoint_request_file, F_OK) == 0;
 }
 
 /* Convert seconds to a positive millisecond count, or TY_EINVAL. */

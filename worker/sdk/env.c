@@ -203,6 +203,9 @@ int ty__ctx_from_env(ty_ctx *c, int *argc, char ***argv, char *err, size_t errle
     const char *ck = getenv("TRAINYARD_CHECKPOINT_DIR");
     if (!c->standalone && (rc = env_dup(&c->checkpoint_dir, ck && *ck ? ck : NULL)) < 0)
         return rc;
+    const char *req = getenv("TRAINYARD_CHECKPOINT_REQUEST_FILE");
+    if (!c->standalone && (rc = env_dup(&c->checkpoint_request_file, req && *req ? req : NULL)) < 0)
+        return rc;
 
     const char *tmo = getenv("TRAINYARD_COLLECTIVE_TIMEOUT_S");
     if (tmo && *tmo && env_parse_seconds(tmo, &c->coll_timeout_ms) < 0) {

@@ -42,6 +42,7 @@ struct ty_ctx {
     ty__backend backend;
     json_t *config;
     char *checkpoint_dir;
+    char *checkpoint_request_file; /* TRAINYARD_CHECKPOINT_REQUEST_FILE; NULL when unset */
     char *report_socket;
     char *report_secret;     /* TRAINYARD_REPORT_SECRET, sent in hello; NULL when unset */
     char *rendezvous_secret; /* TRAINYARD_RENDEZVOUS_SECRET, checked in the rendezvous; NULL */

@@ -84,6 +84,13 @@ TY_API const json_t *ty_config(const ty_ctx *c);
 /* TRAINYARD_CHECKPOINT_DIR (checkpoint to resume from, on local disk) or NULL. */
 TY_API const char *ty_checkpoint_dir(const ty_ctx *c);
 
+/* 1 when the agent asks this worker to save a checkpoint now (ty_report with a directory) because
+ * it is about to be stopped: its node is being drained, or a user stopped the job. SIGTERM follows
+ * after the job's run_config.failure_config.preemption_grace_s, then SIGKILL after the agent's
+ * stop grace. 0 otherwise (always 0 standalone); TY_EINVAL for a NULL ctx. Cheap (one access(2)):
+ * call it every step. */
+TY_API int ty_should_checkpoint(const ty_ctx *c);
+
 /*
  * Report metrics (a JSON object of numbers, plus an optional integer "step") and optionally a
  * checkpoint directory (must exist; sent as an absolute path). Blocks until the agent
