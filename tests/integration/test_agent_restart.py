@@ -1,0 +1,183 @@
+"""Agent, server and PostgreSQL restarts under a running job (docs/agent-restart.md): workers
+outlive an agent killed with SIGKILL and are re-adopted by the next agent on the same data dir,
+so the job finishes in its first attempt with every log line, report and checkpoint; workers of
+an agent that never comes back are killed by their supervisors, never left running; a server or
+PostgreSQL restart mid-job loses nothing either."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import harness
+from test_agent import workers_of
+from test_logs import rank_lines
+from test_metrics import db_name
+
+PY = sys.executable
+LINES = 200   # per rank, half before the gate, half after it
+REPORTS = 6   # per rank, half before the gate, half after it
+
+# Each rank prints, reports (with a checkpoint) and, halfway, writes <work>/at-gate-RANK and waits
+# for <work>/go; then prints the second half and writes <work>/printed-RANK before its last
+# reports, which may have to wait for an agent to come back.
+WORKER = f"""
+import os, sys, time
+import trainyard
+r = int(os.environ["RANK"])
+work = os.getcwd()
+def part(lo, hi, rlo, rhi):
+    for i in range(lo, hi):
+        print(f"rank {{r}} line {{i}}", flush=True)
+    for k in range(rlo, rhi):
+        d = os.path.join(work, f"ckpt-{{r}}-{{k}}")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, f"part-{{r}}"), "w") as f:
+            f.write(f"rank {{r}} round {{k}}")
+        trainyard.report({{"loss": 1.0 / k, "step": k}}, checkpoint=d)
+part(0, {LINES // 2}, 1, {REPORTS // 2 + 1})
+open(os.path.join(work, f"at-gate-{{r}}"), "w").close()
+while not os.path.exists(os.path.join(work, "go")):
+    time.sleep(0.05)
+part({LINES // 2}, {LINES}, {REPORTS // 2 + 1}, {REPORTS // 2 + 1})
+open(os.path.join(work, f"printed-{{r}}"), "w").close()
+part({LINES}, {LINES}, {REPORTS // 2 + 1}, {REPORTS + 1})
+print(f"rank {{r}} done", flush=True)
+"""
+
+
+def submit(server, workers=2):
+    work = harness.make_tmpdir("ty-restart-")
+    os.chmod(work, 0o777)  # workers may run under uids of their own (TY_TEST_RUN_AS=auto)
+    with open(os.path.join(work, "train.py"), "w") as f:
+        f.write(WORKER)
+    job = server.submit({"name": "restarts", "entrypoint": [PY, "train.py"],
+                         "working_dir": work, "scaling_config": {"num_workers": workers}})
+    return job["id"], work
+
+
+def wait_files(paths, timeout=60):
+    deadline = time.time() + timeout
+    while not all(os.path.exists(p) for p in paths):
+        assert time.time() < deadline, [p for p in paths if not os.path.exists(p)]
+        time.sleep(0.05)
+
+
+def expected(rank):
+    return [f"rank {rank} line {i}" for i in range(LINES)] + [f"rank {rank} done"]
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def supervisors(agent):
+    """pid -> supervisor pid of every worker recorded in the agent's data dir."""
+    d = os.path.join(agent.data_dir, "workers")
+    out = {}
+    for name in os.listdir(d):
+        if name.endswith(".json"):
+            with open(os.path.join(d, name)) as f:
+                rec = json.load(f)
+            out[rec["pid"]] = rec["supervisor_pid"]
+    return out
+
+
+def assert_complete(server, pg, job, workers=2):
+    """The job succeeded in attempt 1 with every line, report, metric and checkpoint, once."""
+    done = server.wait_job(job, {"SUCCEEDED", "FAILED", "STOPPED"}, timeout=120)
+    assert done["status"] == "SUCCEEDED" and done["attempt"] == 1, done
+    for rank in range(workers):
+        deadline = time.time() + 30
+        while (got := rank_lines(server, job, rank)) != expected(rank) and time.time() < deadline:
+            time.sleep(0.1)
+        assert got == expected(rank)
+    db = db_name(server)
+    counts = pg.psql(f"SELECT (SELECT count(*) FROM reports WHERE job_id = {job}) || ' ' || "
+                     f"(SELECT count(*) FROM metrics WHERE job_id = {job}) || ' ' || "
+                     f"(SELECT count(DISTINCT attempt) FROM reports WHERE job_id = {job})", db=db)
+    # one number (loss) per report; step is a column of its row
+    assert counts == f"{workers * REPORTS} {workers * REPORTS} 1", counts
+    deadline = time.time() + 30
+    while True:
+        r = server.request("GET", f"/api/v1/jobs/{job}/checkpoints")
+        assert r.status == 200, r
+        if len(r.json["checkpoints"]) >= REPORTS or time.time() > deadline:
+            break
+        time.sleep(0.1)
+    assert len(r.json["checkpoints"]) == REPORTS, r.json
+
+
+def test_agent_killed_and_restarted_readopts_its_workers(server, agent_factory, pg):
+    agent = agent_factory(server, cpus=4)
+    job, work = submit(server)
+    wait_files([os.path.join(work, f"at-gate-{r}") for r in (0, 1)])
+    pids = [w["pid"] for w in workers_of(server, job)]
+    agent.kill()
+    assert all(alive(p) for p in pids)  # the workers outlive their agent
+    # The second half of the output is written, and reports are tried, with no agent.
+    open(os.path.join(work, "go"), "w").close()
+    wait_files([os.path.join(work, f"printed-{r}") for r in (0, 1)])
+    agent.start()
+    assert "re-adopted job" in agent.log_text()
+    assert_complete(server, pg, job)
+    assert "restarted without it" not in server.log_text()
+
+
+def test_workers_of_an_agent_that_does_not_come_back_are_killed(server_factory, agent_factory):
+    server = server_factory(extra_args=["--heartbeat-timeout-s", "2"])
+    agent = agent_factory(server)
+    job = server.submit({"entrypoint": "sleep 1000 & wait",
+                         "scaling_config": {"num_workers": 2}})["id"]
+    server.wait_job(job, ["RUNNING"], timeout=30)
+    pids = [w["pid"] for w in workers_of(server, job)]
+    sups = supervisors(agent)
+    assert sorted(sups) == sorted(pids)
+    agent.kill()
+    assert all(alive(p) for p in pids)
+    agent.wait_node(statuses=("LOST",), timeout=30)
+    deadline = time.time() + 60
+    left = pids
+    while left and time.time() < deadline:
+        left = [p for p in pids if harness.processes_in_group(p) or alive(sups[p])]
+        time.sleep(0.1)
+    assert left == [], agent.log_text()
+
+
+def test_supervisor_refuses_to_be_run_by_hand():
+    sup = os.path.join(os.path.dirname(harness.AGENT_BIN), "trainyard-supervisor")
+    r = subprocess.run([sup, "x", "/bin/true", "true"], stderr=subprocess.PIPE, text=True)
+    assert r.returncode == 2 and "trainyard-agent only" in r.stderr
+
+
+def test_server_killed_and_restarted_mid_job_loses_nothing(server, agent_factory, pg):
+    agent_factory(server, cpus=4)
+    job, work = submit(server)
+    wait_files([os.path.join(work, f"at-gate-{r}") for r in (0, 1)])
+    server.stop(sig=signal.SIGKILL)
+    open(os.path.join(work, "go"), "w").close()
+    wait_files([os.path.join(work, f"printed-{r}") for r in (0, 1)])
+    server.start()
+    assert_complete(server, pg, job)
+
+
+def test_postgres_restarted_mid_job_loses_nothing(server, agent_factory, pg):
+    agent_factory(server, cpus=4)
+    job, work = submit(server)
+    wait_files([os.path.join(work, f"at-gate-{r}") for r in (0, 1)])
+    ctl = os.path.join(pg.bindir, "pg_ctl")
+    pg._run([ctl, "stop", "-D", pg.pgdata, "-m", "fast", "-w"])
+    # Down while the workers print and report: the server keeps serving what it can, the
+    # agent keeps what is not acknowledged.
+    open(os.path.join(work, "go"), "w").close()
+    wait_files([os.path.join(work, f"printed-{r}") for r in (0, 1)])
+    pg._run([ctl, "start", "-D", pg.pgdata, "-l", pg.log, "-w", "-o",
+             f"-k {pg.sockdir} -c listen_addresses='' -c fsync=off -c max_connections=500 "
+             "-c synchronous_commit=off"])
+    assert_complete(server, pg, job)
