@@ -181,3 +181,45 @@ def test_postgres_restarted_mid_job_loses_nothing(server, agent_factory, pg):
              f"-k {pg.sockdir} -c listen_addresses='' -c fsync=off -c max_connections=500 "
              "-c synchronous_commit=off"])
     assert_complete(server, pg, job)
+
+
+def test_exit_while_the_agent_is_away_reaches_the_server_with_its_real_code(server,
+                                                                             agent_factory,
+                                                                             tmp_path):
+    agent = agent_factory(server)
+    gate = tmp_path / "go"
+    job = server.submit({"entrypoint": f"while [ ! -e {gate} ]; do sleep 0.05; done; exit 3"})["id"]
+    server.wait_job(job, ["RUNNING"], timeout=30)
+    pid = workers_of(server, job)[0]["pid"]
+    sup = supervisors(agent)[pid]
+    agent.kill()
+    gate.touch()
+    deadline = time.time() + 30
+    while alive(sup):  # the supervisor recorded the exit and ended, with no agent to tell
+        assert time.time() < deadline
+        time.sleep(0.05)
+    agent.start()
+    done = server.wait_job(job, {"SUCCEEDED", "FAILED", "STOPPED"}, timeout=60)
+    assert done["status"] == "FAILED" and done["attempt"] == 1, done
+    w = workers_of(server, job)[0]
+    assert w["exit_code"] == 3 and w["signal"] is None, w
+
+
+def test_agent_back_after_its_node_was_lost_stops_the_workers_it_readopts(server_factory,
+                                                                           agent_factory):
+    server = server_factory(extra_args=["--heartbeat-timeout-s", "2"])
+    # Its supervisors would wait ten minutes: only the server can stop these workers in time.
+    agent = agent_factory(server, extra_args=["--orphan-timeout-s", "600"])
+    job = server.submit({"entrypoint": "sleep 1000 & wait"})["id"]
+    server.wait_job(job, ["RUNNING"], timeout=30)
+    pid = workers_of(server, job)[0]["pid"]
+    agent.kill()
+    agent.wait_node(statuses=("LOST",), timeout=30)
+    assert server.wait_job(job, {"FAILED"}, timeout=30)["status"] == "FAILED"
+    assert alive(pid)
+    agent.start()
+    deadline = time.time() + 60
+    while harness.processes_in_group(pid) and time.time() < deadline:
+        time.sleep(0.1)
+    assert harness.processes_in_group(pid) == [], agent.log_text()
+    assert "no longer live there" in server.log_text()

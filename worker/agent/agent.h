@@ -69,6 +69,7 @@ struct agent_config {
     int64_t stop_grace_s;
     char *python_path;
     int64_t heartbeat_interval_s; /* 0: the server's */
+    int64_t orphan_timeout_s;     /* 0: four heartbeat intervals of the server */
     char *log_level;
     char *debug;
     int64_t log_line_max;    /* longer output lines are split (bytes) */
