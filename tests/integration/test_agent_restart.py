@@ -223,3 +223,51 @@ def test_agent_back_after_its_node_was_lost_stops_the_workers_it_readopts(server
         time.sleep(0.1)
     assert harness.processes_in_group(pid) == [], agent.log_text()
     assert "no longer live there" in server.log_text()
+
+
+# What another job's worker (a uid of its own) tries against the records that let a restarted
+# agent re-adopt a worker: they hold its report secret, and its supervisor holds its exit.
+SNOOP = """
+import json, os, signal, sys
+t = json.loads(sys.argv[1])
+out = {}
+def attempt(name, fn):
+    try:
+        fn()
+        out[name] = "ALLOWED"
+    except Exception as e:
+        out[name] = type(e).__name__
+attempt("list_records", lambda: os.listdir(t["workers_dir"]))
+attempt("read_record", lambda: open(t["record"]).read())
+attempt("write_status", lambda: open(t["status"], "w").write("exit 0\\n"))
+attempt("read_lease", lambda: open(t["lease"]).read())
+attempt("kill_supervisor", lambda: os.kill(t["supervisor"], signal.SIGKILL))
+print("RESULT " + json.dumps(out), flush=True)
+"""
+
+
+def test_a_job_cannot_read_or_forge_another_workers_records(server_factory, agent_factory):
+    server = server_factory(extra_args=["--heartbeat-timeout-s", "120"])
+    agent = agent_factory(server, env={"TRAINYARD_AGENT_RUN_AS": "auto"})
+    victim = server.submit({"entrypoint": "sleep 600", "working_dir": "/tmp"})["id"]
+    server.wait_job(victim, ["RUNNING"], timeout=30)
+    pid = workers_of(server, victim)[0]["pid"]
+    workers_dir = os.path.join(agent.data_dir, "workers")
+    targets = {"workers_dir": workers_dir,
+               "record": os.path.join(workers_dir, f"{victim}.1.0.json"),
+               "status": os.path.join(workers_dir, f"{victim}.1.0.status"),
+               "lease": os.path.join(agent.data_dir, "agent.lease"),
+               "supervisor": supervisors(agent)[pid]}
+    snoop = server.submit({"working_dir": "/tmp",
+                           "entrypoint": [PY, "-c", SNOOP, json.dumps(targets)]})["id"]
+    done = server.wait_job(snoop, {"SUCCEEDED", "FAILED"}, timeout=60)
+    text = agent.worker_log(snoop, 0)
+    assert done["status"] == "SUCCEEDED", text
+    [line] = [ln for ln in text.splitlines() if ln.startswith("RESULT ")]
+    got = json.loads(line[len("RESULT "):])
+    assert set(got) == {"list_records", "read_record", "write_status", "read_lease",
+                        "kill_supervisor"}
+    assert "ALLOWED" not in got.values(), got
+    assert alive(targets["supervisor"]) and alive(pid)
+    server.request("POST", f"/api/v1/jobs/{victim}/stop")
+    assert server.wait_job(victim, {"STOPPED"}, timeout=30)["status"] == "STOPPED"
