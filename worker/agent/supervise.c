@@ -359,12 +359,12 @@ static char **worker_env(struct agent *a, struct agent_worker *w, const struct a
     return env;
 }
 
-/* Starts `program` for w under a trainyard-supervisor (supervisor.c) and waits until the worker
- * itself has exec'd: sets w->pid (the worker, leader of its process group), w->sup_pid and
- * w->sup_start. Returns 0, or the errno of the failed step (the supervisor's, or the worker's
- * exec). */
+/* Starts `program` for w under a trainyard-supervisor (supervisor.c): sets w->sup_pid and
+ * *start_fd, the pipe on which the supervisor says when the worker has exec'd (read it with
+ * supervised_started). Returns 0, or the errno of the failed step (*start_fd is then -1). */
 static int spawn_supervised(struct agent *a, struct agent_worker *w, const char *program,
-                            const struct agent_launch *l, char *const *env, int logfd)
+                            const struct agent_launch *l, char *const *env, int logfd,
+                            int *start_fd)
 {
     size_t argc = 0;
     while (l->argv[argc])
@@ -397,35 +397,46 @@ static int spawn_supervised(struct agent *a, struct agent_worker *w, const char 
     if (keep.fd[0] >= 0)
         close(keep.fd[0]);
     free(argv);
-    if (err == 0) {
-        int32_t msg[2] = {1, ECHILD};
-        ssize_t n;
-        while ((n = read(pfd[0], msg, sizeof(msg))) < 0 && errno == EINTR)
-            ;
-        if (n != (ssize_t)sizeof(msg)) { /* the supervisor died before telling */
-            msg[0] = 1;
-            msg[1] = ECHILD;
-        }
-        if (msg[0] == 0 && msg[1] > 0) {
-            w->pid = (pid_t)msg[1];
-            w->sup_pid = sup;
-            util_proc_start_time((int)sup, &w->sup_start);
-        } else {
-            err = msg[1] > 0 ? msg[1] : ECHILD;
-            while (waitpid(sup, NULL, 0) < 0 && errno == EINTR)
-                ;
-        }
+    if (err != 0) {
+        if (pfd[0] >= 0)
+            close(pfd[0]);
+        *start_fd = -1;
+        return err;
     }
-    if (pfd[0] >= 0)
-        close(pfd[0]);
-    return err;
+    w->sup_pid = sup;
+    *start_fd = pfd[0];
+    return 0;
 }
 
-/* Starts one worker. Returns it when it is running (its worker_started not queued yet); NULL
- * when it was already launched or could not start (then its worker_exited is queued). */
-static struct agent_worker *start_one(struct agent *a, const struct agent_launch *l,
-                                      const struct agent_launch_worker *lw)
+/* Waits for w's supervisor to say that the worker has exec'd (closes start_fd): sets w->pid (the
+ * worker, leader of its process group) and w->sup_start. Returns 0, or the errno of the failed
+ * exec (the supervisor, which wrote it to the log, is reaped). */
+static int supervised_started(struct agent_worker *w, int start_fd)
 {
+    int32_t msg[2] = {1, ECHILD};
+    ssize_t n;
+    while ((n = read(start_fd, msg, sizeof(msg))) < 0 && errno == EINTR)
+        ;
+    close(start_fd);
+    if (n == (ssize_t)sizeof(msg) && msg[0] == 0 && msg[1] > 0) {
+        w->pid = (pid_t)msg[1];
+        util_proc_start_time((int)w->sup_pid, &w->sup_start);
+        return 0;
+    }
+    while (waitpid(w->sup_pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    w->sup_pid = 0;
+    /* Short read: the supervisor died before telling. */
+    return n == (ssize_t)sizeof(msg) && msg[1] > 0 ? msg[1] : ECHILD;
+}
+
+/* Starts one worker's supervisor. Returns the worker, with *start_fd to pass to
+ * supervised_started; NULL when it was already launched or could not start (then its
+ * worker_exited is queued). */
+static struct agent_worker *start_one(struct agent *a, const struct agent_launch *l,
+                                      const struct agent_launch_worker *lw, int *start_fd)
+{
+    *start_fd = -1;
     if (agent__worker_find(a, l->job_id, l->attempt, lw->rank)) {
         TY_INFO("proc", "job %s attempt %lld rank %lld already launched; ignoring the repeat",
                 l->job_id, (long long)l->attempt, (long long)lw->rank);
@@ -461,7 +472,7 @@ static struct agent_worker *start_one(struct agent *a, const struct agent_launch
         return NULL;
     }
     char *program = resolve_program(l->argv[0], env, l->working_dir);
-    int err = program ? spawn_supervised(a, w, program, l, env, logfd) : errno;
+    int err = program ? spawn_supervised(a, w, program, l, env, logfd, start_fd) : errno;
     free(program);
     agent_env_free(env);
     if (err != 0) {
@@ -476,7 +487,20 @@ static struct agent_worker *start_one(struct agent *a, const struct agent_launch
         return NULL;
     }
     close(logfd);
-    w->status = AGENT_WORKER_RUNNING;
+    return w;
+}
+
+/* The second half of starting w: once its worker has exec'd, records it (adopt.c). Returns w,
+ * or NULL after queuing its worker_exited. */
+static struct agent_worker *start_finish(struct agent *a, const struct agent_launch *l,
+                                         struct agent_worker *w, int start_fd)
+{
+    int err = supervised_started(w, start_fd);
+    if (err != 0) {
+        /* The supervisor wrote the reason to the log. */
+        start_failed(a, w, -1, "cannot execute", l->argv[0], err);
+        return NULL;
+    }
     agent__worker_record_write(a, w);
     TY_INFO("proc", "started job %s attempt %lld rank %lld: pid %ld (supervisor %ld)", l->job_id,
             (long long)l->attempt, (long long)w->rank, (long)w->pid, (long)w->sup_pid);
@@ -501,8 +525,20 @@ void agent__launch(struct agent *a, const struct agent_launch *l)
     }
     /* Start every worker first, then queue their worker_started events together, which the
      * server records in one transaction. */
+    int *start_fds = calloc(l->n_workers ? l->n_workers : 1, sizeof(*start_fds));
+    if (start_fds == NULL) {
+        TY_ERROR("proc", "out of memory launching job %s", l->job_id);
+        free(started);
+        free(fetched);
+        return;
+    }
+    /* Every supervisor first, then their answers: the workers' fork and exec overlap. */
     for (size_t i = 0; i < l->n_workers; i++)
-        started[i] = start_one(a, &local, &l->workers[i]);
+        started[i] = start_one(a, &local, &l->workers[i], &start_fds[i]);
+    for (size_t i = 0; i < l->n_workers; i++)
+        if (started[i])
+            started[i] = start_finish(a, &local, started[i], start_fds[i]);
+    free(start_fds);
     free(fetched);
     for (size_t i = 0; i < l->n_workers; i++) {
         struct agent_worker *w = started[i];

@@ -175,6 +175,8 @@ int main(int argc, char **argv)
     if (n == (ssize_t)sizeof(err)) {
         while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
             ;
+        /* As the agent words a start failure (its own log line is for what it checks itself). */
+        fprintf(stderr, "trainyard-agent: cannot execute %s: %s\n", argv[3], strerror(err));
         start_report(1, err);
         return 127;
     }
