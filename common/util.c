@@ -216,37 +216,3 @@ int util_uid_can_reach(unsigned uid, unsigned gid, const char *dir, char *blocke
         return -1;
     return WEXITSTATUS(status) == 0;
 }
-
-int util_proc_start_time(int pid, unsigned long long *start)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    /* The command name (field 2) may hold spaces and parentheses: count from its last ')'. */
-    char *p = strrchr(buf, ')');
-    if (p == NULL || p[1] != ' ')
-        return -1;
-    p += 2;
-    if (*p == 'Z' || *p == 'X')
-        return -1;
-    for (int field = 3; field < 22; field++) {
-        p = strchr(p, ' ');
-        if (p == NULL)
-            return -1;
-        p++;
-    }
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(p, &end, 10);
-    if (errno != 0 || end == p)
-        return -1;
-    *start = v;
-    return 0;
-}

@@ -376,7 +376,7 @@ int agent__worker_status_open(struct agent *a, const struct agent_worker *w);
  * `error` ("" none), or -1 when there is none. */
 int agent__worker_status_read(struct agent *a, const struct agent_worker *w, int *exit_code,
                               int *sig, char *error, size_t errlen);
-/* Writes w's record (pids, supervisor start time, secret, uid, temporary directory) durably, so
+/* Writes w's record (pids, supervisor start time, secret, uid, temporary directory), so
  * that a restarted agent finds it again. 0 or -1 (logged: the worker cannot be re-adopted). */
 int agent__worker_record_write(struct agent *a, const struct agent_worker *w);
 /* Removes w's record and status file (its exit is spooled). */

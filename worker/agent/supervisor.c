@@ -46,11 +46,27 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Writes all of buf to fd (retrying short writes and EINTR). 0 or -1. */
+static int write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
 /* Reports the start to the agent and closes the pipe. */
 static void start_report(int32_t kind, int32_t value)
 {
     int32_t msg[2] = {kind, value};
-    util_write_all(SUP_START_FD, msg, sizeof(msg));
+    write_all(SUP_START_FD, msg, sizeof(msg));
     close(SUP_START_FD);
 }
 
@@ -59,7 +75,7 @@ static void status_write(const char *what, int value)
 {
     char line[64];
     int n = snprintf(line, sizeof(line), "%s %d\n", what, value);
-    if (n > 0 && util_write_all(SUP_STATUS_FD, line, (size_t)n) == 0)
+    if (n > 0 && write_all(SUP_STATUS_FD, line, (size_t)n) == 0)
         fdatasync(SUP_STATUS_FD);
 }
 
@@ -112,7 +128,7 @@ static void child_exec(const char *program, char **argv, int errfd)
         }
     }
     int err = errno;
-    util_write_all(errfd, &err, sizeof(err));
+    write_all(errfd, &err, sizeof(err));
     _exit(127);
 }
 
@@ -134,8 +150,10 @@ static void exit_like(int st)
 
 int main(int argc, char **argv)
 {
-    int64_t timeout_s = 0;
-    if (argc < 4 || util_parse_int64(argv[1], 1, 86400 * 365, &timeout_s) != 0) {
+    char *end = NULL;
+    errno = 0;
+    int64_t timeout_s = argc >= 4 ? strtoll(argv[1], &end, 10) : 0;
+    if (argc < 4 || errno != 0 || end == argv[1] || *end != '\0' || timeout_s < 1) {
         fprintf(stderr, "trainyard-supervisor: started by trainyard-agent only\n");
         return 2;
     }
