@@ -5,6 +5,7 @@ an agent that never comes back are killed by their supervisors, never left runni
 PostgreSQL restart mid-job loses nothing either."""
 import json
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -152,8 +153,11 @@ def test_workers_of_an_agent_that_does_not_come_back_are_killed(server_factory, 
 
 def test_supervisor_refuses_to_be_run_by_hand():
     sup = os.path.join(os.path.dirname(harness.AGENT_BIN), "trainyard-supervisor")
-    r = subprocess.run([sup, "x", "/bin/true", "true"], stderr=subprocess.PIPE, text=True)
-    assert r.returncode == 2 and "trainyard-agent only" in r.stderr
+    for args in (["x", "/bin/true", "true"], ["5", "/bin/true", "true"]):
+        # well-formed arguments too: without the agent's descriptors 3-5 it starts nothing
+        r = subprocess.run([sup, *args], stderr=subprocess.PIPE, text=True,
+                           stdin=subprocess.DEVNULL)
+        assert r.returncode == 2 and "trainyard-agent only" in r.stderr
 
 
 def test_server_killed_and_restarted_mid_job_loses_nothing(server, agent_factory, pg):
@@ -184,10 +188,11 @@ def test_postgres_restarted_mid_job_loses_nothing(server, agent_factory, pg):
 
 
 def test_exit_while_the_agent_is_away_reaches_the_server_with_its_real_code(server,
-                                                                             agent_factory,
-                                                                             tmp_path):
+                                                                             agent_factory):
     agent = agent_factory(server)
-    gate = tmp_path / "go"
+    work = harness.make_tmpdir("ty-restart-")
+    os.chmod(work, 0o755)  # the worker may run under a uid of its own (TY_TEST_RUN_AS=auto)
+    gate = pathlib.Path(work) / "go"
     job = server.submit({"entrypoint": f"while [ ! -e {gate} ]; do sleep 0.05; done; exit 3"})["id"]
     server.wait_job(job, ["RUNNING"], timeout=30)
     pid = workers_of(server, job)[0]["pid"]

@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,7 +154,9 @@ int main(int argc, char **argv)
     char *end = NULL;
     errno = 0;
     int64_t timeout_s = argc >= 4 ? strtoll(argv[1], &end, 10) : 0;
-    if (argc < 4 || errno != 0 || end == argv[1] || *end != '\0' || timeout_s < 1) {
+    bool fds = fcntl(SUP_STATUS_FD, F_GETFD) >= 0 && fcntl(SUP_LEASE_FD, F_GETFD) >= 0 &&
+               fcntl(SUP_START_FD, F_GETFD) >= 0;
+    if (argc < 4 || errno != 0 || end == argv[1] || *end != '\0' || timeout_s < 1 || !fds) {
         fprintf(stderr, "trainyard-supervisor: started by trainyard-agent only\n");
         return 2;
     }
