@@ -6,6 +6,7 @@ PostgreSQL restart mid-job loses nothing either."""
 import json
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -276,3 +277,19 @@ def test_a_job_cannot_read_or_forge_another_workers_records(server_factory, agen
     assert alive(targets["supervisor"]) and alive(pid)
     server.request("POST", f"/api/v1/jobs/{victim}/stop")
     assert server.wait_job(victim, {"STOPPED"}, timeout=30)["status"] == "STOPPED"
+
+
+def test_workers_under_uids_of_their_own_reach_their_supervisor(server, agent_factory,
+                                                                 monkeypatch):
+    # The agent installed where workers cannot go (a clone under /root is 0700).
+    hidden = harness.make_tmpdir("ty-hidden-")
+    os.chmod(hidden, 0o700)
+    for name in ("trainyard-agent", "trainyard-supervisor"):
+        shutil.copy2(os.path.join(os.path.dirname(harness.AGENT_BIN), name), hidden)
+    monkeypatch.setattr(harness, "AGENT_BIN", os.path.join(hidden, "trainyard-agent"))
+    agent = agent_factory(server, env={"TRAINYARD_AGENT_RUN_AS": "auto"})
+    job = server.submit({"entrypoint": "true", "working_dir": "/tmp"})["id"]
+    done = server.wait_job(job, {"SUCCEEDED", "FAILED"}, timeout=60)
+    assert done["status"] == "SUCCEEDED", agent.worker_log(job, 0)
+    assert os.stat(os.path.join(agent.data_dir, "bin", "trainyard-supervisor")).st_mode & 0o755 \
+        == 0o755

@@ -18,6 +18,8 @@
  *                 stopping process groups
  *   adopt.c       workers that outlive the agent: the agent lease, per-worker records in
  *                 <data>/workers, re-adopting them at start-up (docs/agent-restart.md)
+ *   supervisor.c  not the agent: trainyard-supervisor, the program between the agent and each
+ *                 worker (its parent; records its exit; kills it when the agent stays away)
  *   isolate.c     what workers run as, their private TMPDIR, data-directory modes, clean-up
  *   logcut.c      pure: cutting output into log lines, reading a log file's journal
  *   logs.c        per-rank log files

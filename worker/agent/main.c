@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define AGENT_POLL_US (50 * LWS_US_PER_MS)
@@ -76,7 +77,8 @@ static void lws_log_emit(int level, const char *line)
         TY_DEBUG("lws", "%.*s", (int)n, line);
 }
 
-/* Finds trainyard-supervisor beside the agent's own executable. 0 or -1 (logged). */
+/* Finds trainyard-supervisor beside the agent's own executable (after agent__isolation_init:
+ * workers under uids of their own run a copy). 0 or -1 (logged). */
 static int supervisor_locate(struct agent *a)
 {
     char exe[PATH_MAX];
@@ -97,6 +99,27 @@ static int supervisor_locate(struct agent *a)
                  a->supervisor_path, strerror(errno));
         return -1;
     }
+    if (a->uid_lo == AGENT_NO_UID)
+        return 0;
+    /* It runs under the workers' uids, which may not reach the agent's build or install
+     * directory (a clone under /root): a copy in <data>/bin (0755; the data directory is 0711),
+     * as for trainyard.py (isolate.c). Replaced by a rename: running supervisors keep theirs. */
+    char bindir[PATH_MAX], dest[PATH_MAX + 32];
+    snprintf(bindir, sizeof(bindir), "%s/bin", a->data_dir);
+    snprintf(dest, sizeof(dest), "%s/trainyard-supervisor", bindir);
+    size_t size = 0;
+    char *data = util_read_file(a->supervisor_path, &size);
+    char *copy = strdup(dest);
+    if (!data || !copy || util_mkdir_p(bindir, 0755) != 0 || chmod(bindir, 0755) != 0 ||
+        util_write_file_durable(dest, data, size, 0755) != 0 || chmod(dest, 0755) != 0) {
+        TY_ERROR("agent", "cannot copy %s to %s: %s", a->supervisor_path, dest, strerror(errno));
+        free(data);
+        free(copy);
+        return -1;
+    }
+    free(data);
+    free(a->supervisor_path);
+    a->supervisor_path = copy;
     return 0;
 }
 
