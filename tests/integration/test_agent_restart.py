@@ -293,3 +293,29 @@ def test_workers_under_uids_of_their_own_reach_their_supervisor(server, agent_fa
     assert done["status"] == "SUCCEEDED", agent.worker_log(job, 0)
     assert os.stat(os.path.join(agent.data_dir, "bin", "trainyard-supervisor")).st_mode & 0o755 \
         == 0o755
+
+
+def test_a_rank_that_ended_while_the_agent_was_away_does_not_take_its_job_mate(server,
+                                                                                agent_factory):
+    # Both ranks share the job's uid: the ended one must not have the uid's processes killed
+    # while the other one still runs.
+    agent = agent_factory(server, env={"TRAINYARD_AGENT_RUN_AS": "auto"})
+    work = harness.make_tmpdir("ty-restart-")
+    os.chmod(work, 0o755)
+    script = f'while [ ! -e {work}/go-$RANK ]; do sleep 0.05; done'
+    job = server.submit({"entrypoint": script, "working_dir": "/tmp",
+                         "scaling_config": {"num_workers": 2}})["id"]
+    server.wait_job(job, ["RUNNING"], timeout=30)
+    pids = [w["pid"] for w in workers_of(server, job)]
+    sups = supervisors(agent)
+    agent.kill()
+    pathlib.Path(work, "go-1").touch()
+    deadline = time.time() + 30
+    while alive(sups[pids[1]]):
+        assert time.time() < deadline
+        time.sleep(0.05)
+    agent.start()
+    assert alive(pids[0]) and alive(sups[pids[0]]), agent.log_text()
+    pathlib.Path(work, "go-0").touch()
+    done = server.wait_job(job, {"SUCCEEDED", "FAILED"}, timeout=60)
+    assert done["status"] == "SUCCEEDED" and done["attempt"] == 1, done

@@ -261,8 +261,8 @@ static struct agent_worker *worker_from_record(const char *path)
     return w;
 }
 
-/* Takes back the worker recorded at `path`. */
-static void adopt_one(struct agent *a, const char *path)
+/* Puts the worker recorded at `path` into the table (RUNNING, adopted). */
+static void load_one(struct agent *a, const char *path)
 {
     struct agent_worker *w = worker_from_record(path);
     if (!w)
@@ -275,6 +275,11 @@ static void adopt_one(struct agent *a, const char *path)
     }
     w->next = a->workers;
     a->workers = w;
+}
+
+/* Takes back w when its supervisor still runs, else queues its recorded exit. */
+static void adopt_one(struct agent *a, struct agent_worker *w)
+{
     if (!agent__supervisor_alive(w)) {
         TY_INFO("proc", "job %s attempt %lld rank %lld ended while the agent was away", w->job_id,
                 (long long)w->attempt, (long long)w->rank);
@@ -302,7 +307,12 @@ void agent__workers_adopt(struct agent *a)
         char path[PATH_MAX];
         if ((size_t)snprintf(path, sizeof(path), "%s/%s", a->workers_dir, de->d_name) <
             sizeof(path))
-            adopt_one(a, path);
+            load_one(a, path);
     }
     closedir(d);
+    /* Every record is loaded before any exit is handled: a worker that ended frees its uid (its
+     * leftover processes are killed) only when no other running worker still has it. */
+    for (struct agent_worker *w = a->workers; w; w = w->next)
+        if (w->adopted && w->status == AGENT_WORKER_RUNNING)
+            adopt_one(a, w);
 }
