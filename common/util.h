@@ -41,6 +41,11 @@ int util_write_file_durable(const char *path, const void *data, size_t len, unsi
 int util_uid_can_reach(unsigned uid, unsigned gid, const char *dir, char *blocked,
                        size_t blocked_len);
 
+/* The start time of process `pid` (/proc/PID/stat field 22, clock ticks since boot): with the pid,
+ * it names one process for good, as pids are reused. 0, or -1 when there is no such process or
+ * it is a zombie. */
+int util_proc_start_time(int pid, unsigned long long *start);
+
 #define UTIL_FREE(p)                                                                               \
     do {                                                                                           \
         free(p);                                                                                   \

@@ -170,13 +170,50 @@ static bool reported(const struct agent_node_msg *reg, int64_t job, int attempt,
     return false;
 }
 
+/* Whether (job, attempt, rank) is among the n live workers. */
+static bool is_live(const struct store_live_worker *live, size_t n, int64_t job, int64_t attempt,
+                    int64_t rank)
+{
+    for (size_t i = 0; i < n; i++)
+        if (live[i].job == job && live[i].attempt == attempt && live[i].rank == rank)
+            return true;
+    return false;
+}
+
+/* Workers the agent still runs (re-adopted after an agent restart, docs/agent-restart.md) that
+ * the database no longer counts as live on this node (the node was LOST meanwhile, or the job
+ * ended): each attempt of them is stopped, so that none is left running unaccounted for. */
+static void stop_unaccounted(struct control *ctl, uint64_t conn, const struct agent_node_msg *reg,
+                             const struct store_live_worker *live, size_t nlive)
+{
+    for (size_t k = 0; k < reg->n_workers; k++) {
+        const struct agent_worker_event *w = &reg->workers[k];
+        if (w->exited || is_live(live, nlive, job_of(w), w->attempt, w->rank))
+            continue;
+        bool sent = false; /* one stop per attempt */
+        for (size_t j = 0; j < k && !sent; j++)
+            sent = !reg->workers[j].exited && reg->workers[j].attempt == w->attempt &&
+                   strcmp(reg->workers[j].job_id, w->job_id) == 0 &&
+                   !is_live(live, nlive, job_of(&reg->workers[j]), reg->workers[j].attempt,
+                            reg->workers[j].rank);
+        if (sent)
+            continue;
+        TY_WARN("control", "node %s runs job %s attempt %lld, which is no longer live there: stop",
+                reg->node.id, w->job_id, (long long)w->attempt);
+        ctl__send_text(ctl, conn,
+                       agent_msg_stop(w->job_id, w->attempt, ctl->srv->cfg.stop_grace_s, 0));
+    }
+}
+
 /* Workers the database believes live on this node but the agent does not report: a PLACED one
- * whose launch was lost is launched again; a RUNNING one is gone. */
-static void reconcile(struct control *ctl, const char *node_id, const struct agent_node_msg *reg)
+ * whose launch was lost is launched again; a RUNNING one is gone. Then the reverse: workers the
+ * agent reports running that the database does not count are stopped. */
+static void reconcile(struct control *ctl, uint64_t conn, const char *node_id,
+                      const struct agent_node_msg *reg)
 {
     struct store_live_worker *live = NULL;
     size_t nlive = 0;
-    if (store_node_live_workers(ctl->db, node_id, &live, &nlive) <= 0)
+    if (store_node_live_workers(ctl->db, node_id, &live, &nlive) < 0)
         return;
     int64_t last_job = 0;
     int last_attempt = 0;
@@ -197,6 +234,7 @@ static void reconcile(struct control *ctl, const char *node_id, const struct age
                        "was lost: its agent restarted without it");
         }
     }
+    stop_unaccounted(ctl, conn, reg, live, nlive);
     free(live);
 }
 
@@ -287,7 +325,7 @@ static void on_register(struct control *ctl, uint64_t conn, const struct agent_n
             apply_exit(ctl, id, job_of(w), (int)w->attempt, (int)w->rank, w->exit_code, w->signal,
                        w->error);
     }
-    reconcile(ctl, id, reg);
+    reconcile(ctl, conn, id, reg);
     forget_deleted(ctl, conn, id);
     ctl->dirty = true;
 }

@@ -135,11 +135,16 @@ static void python_report_times_out_without_ack(void **state)
     agent_stub_free(&s);
 }
 
-static void python_agent_gone_raises(void **state)
+/* It retries (an agent may be restarting: docs/agent-restart.md), then raises at the timeout. */
+static void python_agent_gone_raises_after_the_report_timeout(void **state)
 {
     (void)state;
-    const char *env[] = {"RANK=0", "WORLD_SIZE=1", "TRAINYARD_JOB_ID=j",
-                         "TRAINYARD_REPORT_SOCKET=/tmp/ty_nowhere/report.sock", NULL};
+    const char *env[] = {"RANK=0",
+                         "WORLD_SIZE=1",
+                         "TRAINYARD_JOB_ID=j",
+                         "TRAINYARD_REPORT_SOCKET=/tmp/ty_nowhere/report.sock",
+                         "TRAINYARD_REPORT_TIMEOUT_S=0.5",
+                         NULL};
     const char *script = "import trainyard\n"
                          "try:\n"
                          "    trainyard.report({'x': 1})\n"
@@ -186,7 +191,7 @@ static void python_standalone_prints_report_and_reads_config_flag(void **state)
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(python_reports_through_agent_socket),
     cmocka_unit_test(python_report_times_out_without_ack),
-    cmocka_unit_test(python_agent_gone_raises),
+    cmocka_unit_test(python_agent_gone_raises_after_the_report_timeout),
     cmocka_unit_test(python_standalone_prints_report_and_reads_config_flag),
 };
 TY_TEST_MAIN(tests)

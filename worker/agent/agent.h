@@ -13,8 +13,13 @@
  *   checkpoint.c  taking over checkpoint directories (<data>/checkpoints), merging local ranks
  *   resources.c   node identity and resources: node-id file, CPUs, memory, NVML (dlopen)
  *   events.c      the outgoing event queue (seq, kept until acked) and the worker table
- *   supervise.c   starting workers (posix_spawn, or fork + setuid under --run-as, each in its
- *                 own process group), reaping, stopping process groups
+ *   supervise.c   starting workers (each through a trainyard-supervisor, posix_spawn'ed, or
+ *                 fork + setuid under --run-as; the worker in its own process group), reaping,
+ *                 stopping process groups
+ *   adopt.c       workers that outlive the agent: the agent lease, per-worker records in
+ *                 <data>/workers, re-adopting them at start-up (docs/agent-restart.md)
+ *   supervisor.c  not the agent: trainyard-supervisor, the program between the agent and each
+ *                 worker (its parent; records its exit; kills it when the agent stays away)
  *   isolate.c     what workers run as, their private TMPDIR, data-directory modes, clean-up
  *   logcut.c      pure: cutting output into log lines, reading a log file's journal
  *   logs.c        per-rank log files
@@ -66,6 +71,7 @@ struct agent_config {
     int64_t stop_grace_s;
     char *python_path;
     int64_t heartbeat_interval_s; /* 0: the server's */
+    int64_t orphan_timeout_s;     /* 0: four heartbeat intervals of the server */
     char *log_level;
     char *debug;
     int64_t log_line_max;     /* longer output lines are split (bytes) */
@@ -238,7 +244,10 @@ struct agent_worker {
     struct agent_worker *next;
     char *job_id;
     int64_t attempt, rank;
-    pid_t pid; /* also the process group id */
+    pid_t pid;                    /* also the process group id */
+    pid_t sup_pid;                /* its trainyard-supervisor (0: none, a spooled exit) */
+    unsigned long long sup_start; /* the supervisor's start time (/proc/PID/stat field 22) */
+    bool adopted; /* started by an earlier agent: not our child, watched through /proc */
     enum agent_worker_status status;
     int exit_code;        /* -1: null */
     int signal;           /* -1: null */
@@ -290,6 +299,10 @@ struct agent {
     gid_t run_as_gid;     /* --run-as USER: that user's group */
     char run_as_user[64]; /* --run-as USER: its name; "" otherwise */
     char *spool_dir;
+    char *workers_dir;        /* <data>/workers: one record per running worker (adopt.c) */
+    char *supervisor_path;    /* trainyard-supervisor, beside the agent's executable */
+    int lease_fd;             /* <data>/agent.lease, read by the supervisors (-1: none) */
+    int64_t orphan_timeout_s; /* a supervisor kills its worker after this long without an agent */
 
     /* websocket */
     struct lws *wsi;
@@ -374,6 +387,36 @@ void agent__supervise_poll(struct agent *a);
 /* Blocks SIGCHLD and adds a signalfd for it to the event loop, so that exits are reaped at once
  * rather than on the next poll tick. 0, or -1 (the poll timer still reaps). */
 int agent__children_watch(struct agent *a);
+
+/* The worker's supervisor is gone (reaped: *wait_status; an adopted one: wait_status NULL):
+ * kills what is left in the worker's process group and queues its worker_exited with the status
+ * the supervisor recorded (else the one it exited with). */
+void agent__worker_gone(struct agent *a, struct agent_worker *w, const int *wait_status);
+
+/* adopt.c */
+/* Opens <data>/agent.lease (same file across restarts: supervisors hold it open) and writes this
+ * agent into it. 0, or -1 (logged). */
+int agent__lease_open(struct agent *a);
+/* Rewrites the lease: "PID START ORPHAN_TIMEOUT_S" of this agent. Call when the timeout changes. */
+void agent__lease_write(struct agent *a);
+/* <data>/workers/<job>.<attempt>.<rank>.status, created empty for w's supervisor to write
+ * (0600, the descriptor close-on-exec and numbered 10 or above). fd, or -1 with errno. */
+int agent__worker_status_open(struct agent *a, const struct agent_worker *w);
+/* The status w's supervisor recorded: 0 and *exit_code / *sig (-1 for null) and the error in
+ * `error` ("" none), or -1 when there is none. */
+int agent__worker_status_read(struct agent *a, const struct agent_worker *w, int *exit_code,
+                              int *sig, char *error, size_t errlen);
+/* Writes w's record (pids, supervisor start time, secret, uid, temporary directory), so
+ * that a restarted agent finds it again. 0 or -1 (logged: the worker cannot be re-adopted). */
+int agent__worker_record_write(struct agent *a, const struct agent_worker *w);
+/* Removes w's record and status file (its exit is spooled). */
+void agent__worker_record_remove(struct agent *a, const struct agent_worker *w);
+/* Start-up, after the spooled exits are reloaded: every recorded worker whose supervisor still
+ * runs is taken back (RUNNING, adopted, its worker_started queued again); one whose supervisor
+ * is gone gets its recorded exit queued. */
+void agent__workers_adopt(struct agent *a);
+/* Whether an adopted worker's supervisor still runs (pid and start time). */
+bool agent__supervisor_alive(const struct agent_worker *w);
 
 /* isolate.c */
 /* Decides what workers run as (--run-as, --worker-uids) and sets the modes of the data directory

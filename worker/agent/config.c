@@ -64,6 +64,10 @@ static const struct option_def options[] = {
      "directory holding trainyard.py, put first on every worker's PYTHONPATH"},
     {"heartbeat-interval", "TRAINYARD_AGENT_HEARTBEAT_INTERVAL", I(heartbeat_interval_s), "0", 0,
      3600, "seconds between heartbeats (0: the interval the server asks for)"},
+    {"orphan-timeout-s", "TRAINYARD_AGENT_ORPHAN_TIMEOUT_S", I(orphan_timeout_s), "0", 0,
+     INT64_C(31536000),
+     "seconds workers outlive a crashed agent before their supervisors kill them (0: four "
+     "heartbeat intervals of the server, about its node-lost timeout)"},
     {"log-line-max", "TRAINYARD_AGENT_LOG_LINE_MAX", I(log_line_max), "16384", 64, 1048576,
      "workers' output lines longer than this many bytes are split"},
     {"log-backlog-max-bytes", "TRAINYARD_AGENT_LOG_BACKLOG_MAX_BYTES", I(log_backlog_max),

@@ -1,7 +1,9 @@
 /* trainyard-agent: the per-node daemon. Start-up, signals, the event loop and shutdown.
  *
  * SIGINT/SIGTERM stop every worker (SIGTERM to its process group, SIGKILL after --stop-grace-s),
- * wait until all are reaped, then exit 0 with everything freed. */
+ * wait until all are reaped, then exit 0 with everything freed. A crash (SIGKILL) leaves the
+ * workers running under their supervisors; the next agent on the same data directory re-adopts
+ * them (adopt.c). */
 #include "agent.h"
 
 #include "log.h"
@@ -16,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define AGENT_POLL_US (50 * LWS_US_PER_MS)
@@ -75,6 +78,52 @@ static void lws_log_emit(int level, const char *line)
         TY_DEBUG("lws", "%.*s", (int)n, line);
 }
 
+/* Finds trainyard-supervisor beside the agent's own executable (after agent__isolation_init:
+ * workers under uids of their own run a copy). 0 or -1 (logged). */
+static int supervisor_locate(struct agent *a)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0) {
+        TY_ERROR("agent", "cannot find the agent's executable: %s", strerror(errno));
+        return -1;
+    }
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    size_t dir = slash ? (size_t)(slash - exe) : 0;
+    size_t len = dir + sizeof("/trainyard-supervisor");
+    if (!(a->supervisor_path = malloc(len)))
+        return -1;
+    snprintf(a->supervisor_path, len, "%.*s/trainyard-supervisor", (int)dir, exe);
+    if (access(a->supervisor_path, X_OK) != 0) {
+        TY_ERROR("agent", "cannot run %s (installed beside trainyard-agent): %s",
+                 a->supervisor_path, strerror(errno));
+        return -1;
+    }
+    if (a->uid_lo == AGENT_NO_UID)
+        return 0;
+    /* It runs under the workers' uids, which may not reach the agent's build or install
+     * directory (a clone under /root): a copy in <data>/bin (0755; the data directory is 0711),
+     * as for trainyard.py (isolate.c). Replaced by a rename: running supervisors keep theirs. */
+    char bindir[PATH_MAX], dest[PATH_MAX + 32];
+    snprintf(bindir, sizeof(bindir), "%s/bin", a->data_dir);
+    snprintf(dest, sizeof(dest), "%s/trainyard-supervisor", bindir);
+    size_t size = 0;
+    char *data = util_read_file(a->supervisor_path, &size);
+    char *copy = strdup(dest);
+    if (!data || !copy || util_mkdir_p(bindir, 0755) != 0 || chmod(bindir, 0755) != 0 ||
+        util_write_file_durable(dest, data, size, 0755) != 0 || chmod(dest, 0755) != 0) {
+        TY_ERROR("agent", "cannot copy %s to %s: %s", a->supervisor_path, dest, strerror(errno));
+        free(data);
+        free(copy);
+        return -1;
+    }
+    free(data);
+    free(a->supervisor_path);
+    a->supervisor_path = copy;
+    return 0;
+}
+
 /* Creates the data directory and fills the node's identity and resources. 0 or -1 (logged). */
 static int agent_setup(struct agent *a)
 {
@@ -104,7 +153,7 @@ static int agent_setup(struct agent *a)
         return -1;
     if (strlen(path) >= 108)
         TY_WARN("agent", "%s is too long for a unix socket; reports will fail", path);
-    if (agent__isolation_init(a) != 0)
+    if (agent__isolation_init(a) != 0 || supervisor_locate(a) != 0 || agent__lease_open(a) != 0)
         return -1;
     if (!(a->node_id = agent__node_id_load(a->data_dir, cfg->node_id)))
         return -1;
@@ -152,6 +201,11 @@ static void agent_free(struct agent *a)
     UTIL_FREE(a->gpus);
     UTIL_FREE(a->report_socket);
     UTIL_FREE(a->spool_dir);
+    UTIL_FREE(a->workers_dir);
+    UTIL_FREE(a->supervisor_path);
+    if (a->lease_fd >= 0)
+        close(a->lease_fd);
+    a->lease_fd = -1;
 }
 
 int main(int argc, char **argv)
@@ -177,6 +231,7 @@ int main(int argc, char **argv)
     a.cfg = &cfg;
     a.report_listen_fd = -1;
     a.inotify_fd = -1;
+    a.lease_fd = -1;
     int status = 1;
     struct poll_timer pt = {.a = &a};
 
@@ -211,6 +266,7 @@ int main(int argc, char **argv)
     agent__tails_watch(&a);
     agent__spool_reload(&a);
     agent__spool_reload_exits(&a);
+    agent__workers_adopt(&a);
     agent__tails_reload(&a);
     if (agent__ws_init(&a) != 0)
         goto out;

@@ -1,7 +1,8 @@
-/* The process supervisor: starts workers (posix_spawn: own process group, log file, chdir,
- * exec), reaps them (waitpid WNOHANG when a SIGCHLD arrives on a signalfd in the event loop, and
- * on the poll timer) and stops their process groups (SIGTERM, then SIGKILL after the grace
- * period). */
+/* The process supervisor: starts workers, each under a trainyard-supervisor (supervisor.c;
+ * posix_spawn: log file, chdir, exec; the worker in a process group of its own), notices their
+ * ends (waitpid WNOHANG on the supervisors when a SIGCHLD arrives on a signalfd in the event
+ * loop, and on the poll timer; /proc for the supervisors of adopted workers, adopt.c) and stops
+ * their process groups (SIGTERM, then SIGKILL after the grace period). */
 #include "agent.h"
 
 #include "log.h"
@@ -101,10 +102,18 @@ static char *resolve_program(const char *file, char *const *env, const char *wor
     return NULL;
 }
 
+/* The supervisor's descriptors 3, 4 and 5 (supervisor.c): its worker's status file, the agent
+ * lease and the start pipe. Each is numbered 10 or above here, so that moving them down clobbers
+ * none of the others. */
+struct sup_fds {
+    int fd[3];
+};
+
 /* The child half of spawn_as: only async-signal-safe calls (the agent may have other threads).
  * Returns the errno of the failed step; on success it does not return. */
 static int child_exec(const char *program, char *const *argv, const struct agent_launch *l,
-                      char *const *env, int logfd, int errfd, uid_t uid, gid_t gid)
+                      char *const *env, int logfd, int errfd, uid_t uid, gid_t gid,
+                      const struct sup_fds *keep)
 {
     sigset_t none;
     sigemptyset(&none);
@@ -120,9 +129,13 @@ static int child_exec(const char *program, char *const *argv, const struct agent
     int nul = open("/dev/null", O_RDONLY);
     if (nul < 0 || (nul != STDIN_FILENO && dup2(nul, STDIN_FILENO) < 0))
         return errno;
+    /* errfd and the supervisor's descriptors are 10 or above (spawn_as): move these to 3-5. */
+    for (int i = 0; i < 3; i++)
+        if (dup2(keep->fd[i], 3 + i) < 0)
+            return errno;
     /* Every other fd of the agent goes; errfd (close-on-exec) stays to report a failure. */
-    if (errfd > STDERR_FILENO + 1)
-        syscall(SYS_close_range, STDERR_FILENO + 1, errfd - 1, 0);
+    if (errfd > 6)
+        syscall(SYS_close_range, 6, errfd - 1, 0);
     syscall(SYS_close_range, errfd + 1, ~0U, 0);
     /* Raw system calls: glibc's wrappers would try to change every thread of the process. */
     if (syscall(SYS_setgroups, 0, NULL) != 0 || syscall(SYS_setresgid, gid, gid, gid) != 0 ||
@@ -139,11 +152,21 @@ static int child_exec(const char *program, char *const *argv, const struct agent
  * once the child has exec'd (a close-on-exec pipe carries the errno of a failed step). Returns
  * 0 and *pid, or that errno. */
 static int spawn_as(pid_t *pid, const char *program, char *const *argv,
-                    const struct agent_launch *l, char *const *env, int logfd, uid_t uid, gid_t gid)
+                    const struct agent_launch *l, char *const *env, int logfd, uid_t uid, gid_t gid,
+                    const struct sup_fds *keep)
 {
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) != 0)
         return errno;
+    int hi = fcntl(pfd[1], F_DUPFD_CLOEXEC, 10); /* clear of 3-5, which the child fills */
+    if (hi < 0) {
+        int e = errno;
+        close(pfd[0]);
+        close(pfd[1]);
+        return e;
+    }
+    close(pfd[1]);
+    pfd[1] = hi;
     pid_t p = fork();
     if (p < 0) {
         int e = errno;
@@ -153,7 +176,7 @@ static int spawn_as(pid_t *pid, const char *program, char *const *argv,
     }
     if (p == 0) {
         close(pfd[0]);
-        int err = child_exec(program, argv, l, env, logfd, pfd[1], uid, gid);
+        int err = child_exec(program, argv, l, env, logfd, pfd[1], uid, gid, keep);
         ssize_t r = write(pfd[1], &err, sizeof(err));
         (void)r;
         _exit(127);
@@ -173,20 +196,20 @@ static int spawn_as(pid_t *pid, const char *program, char *const *argv,
     return 0;
 }
 
-/* Starts argv in its own process group (not its own session: with sched_autogroup a new session
- * is a new scheduling group, and the ranks of a job then stall each other; measured: 40 %
- * slower DDP epochs on this kernel), every signal unblocked and the usual ones at their default,
- * stdin /dev/null, stdout and stderr appended to logfd, in working_dir, with no other fd of the
- * agent (websocket, report socket). glibc's posix_spawn is clone(CLONE_VM | CLONE_VFORK): no
- * page-table copy, and it returns once the child has exec'd, so the process group already
- * exists for kill(-pid). Returns 0 and *pid, or the errno of the failed step (the chdir or the
- * exec). */
+/* Starts argv (a worker's supervisor) in its own process group (not its own session: with
+ * sched_autogroup a new session is a new scheduling group, and the ranks of a job then stall
+ * each other; measured: 40 % slower DDP epochs on this kernel), every signal unblocked and the
+ * usual ones at their default, stdin /dev/null, stdout and stderr appended to logfd, in
+ * working_dir, with keep's descriptors as 3, 4 and 5 and no other fd of the agent (websocket,
+ * report socket). glibc's posix_spawn is clone(CLONE_VM | CLONE_VFORK): no page-table copy, and
+ * it returns once the child has exec'd. Returns 0 and *pid, or the errno of the failed step
+ * (the chdir or the exec). */
 static int spawn_worker(pid_t *pid, const char *program, char *const *argv,
                         const struct agent_launch *l, char *const *env, int logfd,
-                        const struct agent_worker *w)
+                        const struct agent_worker *w, const struct sup_fds *keep)
 {
     if (w->uid != AGENT_NO_UID)
-        return spawn_as(pid, program, argv, l, env, logfd, w->uid, w->gid);
+        return spawn_as(pid, program, argv, l, env, logfd, w->uid, w->gid, keep);
     posix_spawnattr_t attr;
     posix_spawn_file_actions_t fa;
     int rc = posix_spawnattr_init(&attr);
@@ -223,32 +246,15 @@ static int spawn_worker(pid_t *pid, const char *program, char *const *argv,
         rc = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
     if (rc == 0 && l->working_dir)
         rc = posix_spawn_file_actions_addchdir_np(&fa, l->working_dir);
+    for (int i = 0; rc == 0 && i < 3; i++)
+        rc = posix_spawn_file_actions_adddup2(&fa, keep->fd[i], 3 + i);
     if (rc == 0)
-        rc = posix_spawn_file_actions_addclosefrom_np(&fa, STDERR_FILENO + 1);
+        rc = posix_spawn_file_actions_addclosefrom_np(&fa, 6);
     if (rc == 0)
         rc = posix_spawn(pid, program, &fa, &attr, argv, env);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     return rc;
-}
-
-/* Runs `program` (a file the kernel cannot execute) as `/bin/sh program args…`. */
-static int spawn_script(pid_t *pid, const char *program, const struct agent_launch *l,
-                        char *const *env, int logfd, const struct agent_worker *w)
-{
-    size_t argc = 0;
-    while (l->argv[argc])
-        argc++;
-    const char **argv = calloc(argc + 2, sizeof(*argv));
-    if (argv == NULL)
-        return ENOMEM;
-    argv[0] = "/bin/sh";
-    argv[1] = program;
-    for (size_t i = 1; i < argc; i++)
-        argv[i + 1] = l->argv[i];
-    int err = spawn_worker(pid, "/bin/sh", (char *const *)argv, l, env, logfd, w);
-    free(argv);
-    return err;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -286,6 +292,8 @@ static void worker_exited(struct agent *a, struct agent_worker *w, int exit_code
     /* Its last output goes first, then the exit, spooled so that an agent restart resends it. */
     agent__tail_finish(a, w->job_id, w->attempt, w->rank);
     char *spooled = agent__spool_exit(a, w);
+    if (spooled && w->sup_pid > 0)
+        agent__worker_record_remove(a, w); /* a restart now resends the spooled exit */
     agent__isolation_worker_done(a, w);
     int64_t seq = agent__next_seq(a);
     w->exit_seq = seq;
@@ -351,11 +359,84 @@ static char **worker_env(struct agent *a, struct agent_worker *w, const struct a
     return env;
 }
 
-/* Starts one worker. Returns it when it is running (its worker_started not queued yet); NULL
- * when it was already launched or could not start (then its worker_exited is queued). */
-static struct agent_worker *start_one(struct agent *a, const struct agent_launch *l,
-                                      const struct agent_launch_worker *lw)
+/* Starts `program` for w under a trainyard-supervisor (supervisor.c): sets w->sup_pid and
+ * *start_fd, the pipe on which the supervisor says when the worker has exec'd (read it with
+ * supervised_started). Returns 0, or the errno of the failed step (*start_fd is then -1). */
+static int spawn_supervised(struct agent *a, struct agent_worker *w, const char *program,
+                            const struct agent_launch *l, char *const *env, int logfd,
+                            int *start_fd)
 {
+    size_t argc = 0;
+    while (l->argv[argc])
+        argc++;
+    char timeout[32];
+    snprintf(timeout, sizeof(timeout), "%lld",
+             (long long)(a->orphan_timeout_s > 0 ? a->orphan_timeout_s : 60));
+    const char **argv = calloc(argc + 4, sizeof(*argv));
+    int pfd[2] = {-1, -1};
+    struct sup_fds keep = {{agent__worker_status_open(a, w), a->lease_fd, -1}};
+    int err = 0;
+    if (!argv)
+        err = ENOMEM;
+    else if (keep.fd[0] < 0 || pipe2(pfd, O_CLOEXEC) != 0 ||
+             (keep.fd[2] = fcntl(pfd[1], F_DUPFD_CLOEXEC, 10)) < 0)
+        err = errno;
+    pid_t sup = -1;
+    if (err == 0) {
+        argv[0] = a->supervisor_path;
+        argv[1] = timeout;
+        argv[2] = program;
+        for (size_t i = 0; i < argc; i++)
+            argv[3 + i] = l->argv[i];
+        err = spawn_worker(&sup, a->supervisor_path, (char *const *)argv, l, env, logfd, w, &keep);
+    }
+    if (pfd[1] >= 0)
+        close(pfd[1]);
+    if (keep.fd[2] >= 0)
+        close(keep.fd[2]);
+    if (keep.fd[0] >= 0)
+        close(keep.fd[0]);
+    free(argv);
+    if (err != 0) {
+        if (pfd[0] >= 0)
+            close(pfd[0]);
+        *start_fd = -1;
+        return err;
+    }
+    w->sup_pid = sup;
+    *start_fd = pfd[0];
+    return 0;
+}
+
+/* Waits for w's supervisor to say that the worker has exec'd (closes start_fd): sets w->pid (the
+ * worker, leader of its process group) and w->sup_start. Returns 0, or the errno of the failed
+ * exec (the supervisor, which wrote it to the log, is reaped). */
+static int supervised_started(struct agent_worker *w, int start_fd)
+{
+    int32_t msg[2] = {1, ECHILD};
+    ssize_t n;
+    while ((n = read(start_fd, msg, sizeof(msg))) < 0 && errno == EINTR)
+        ;
+    close(start_fd);
+    if (n == (ssize_t)sizeof(msg) && msg[0] == 0 && msg[1] > 0) {
+        w->pid = (pid_t)msg[1];
+        util_proc_start_time((int)w->sup_pid, &w->sup_start);
+        return 0;
+    }
+    while (waitpid(w->sup_pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    w->sup_pid = 0;
+    /* Short read: the supervisor died before telling. */
+    return n == (ssize_t)sizeof(msg) && msg[1] > 0 ? msg[1] : ECHILD;
+}
+
+/* Starts one worker's supervisor. Returns the worker, with *start_fd to pass to
+ * supervised_started; NULL when it was already launched or could not start (then its
+ * worker_exited is queued). */
+static struct agent_worker *start_one(struct agent *a, const struct agent_launch *l,
+                                      const struct agent_launch_worker *lw, int *start_fd)
+{
+    *start_fd = -1;
     if (agent__worker_find(a, l->job_id, l->attempt, lw->rank)) {
         TY_INFO("proc", "job %s attempt %lld rank %lld already launched; ignoring the repeat",
                 l->job_id, (long long)l->attempt, (long long)lw->rank);
@@ -390,12 +471,8 @@ static struct agent_worker *start_one(struct agent *a, const struct agent_launch
         close(logfd);
         return NULL;
     }
-    pid_t pid = -1;
     char *program = resolve_program(l->argv[0], env, l->working_dir);
-    int err =
-        program ? spawn_worker(&pid, program, (char *const *)l->argv, l, env, logfd, w) : errno;
-    if (err == ENOEXEC) /* a script without "#!": execvp runs it with /bin/sh, and so do we */
-        err = spawn_script(&pid, program, l, env, logfd, w);
+    int err = program ? spawn_supervised(a, w, program, l, env, logfd, start_fd) : errno;
     free(program);
     agent_env_free(env);
     if (err != 0) {
@@ -410,10 +487,23 @@ static struct agent_worker *start_one(struct agent *a, const struct agent_launch
         return NULL;
     }
     close(logfd);
-    w->pid = pid;
-    w->status = AGENT_WORKER_RUNNING;
-    TY_INFO("proc", "started job %s attempt %lld rank %lld: pid %ld", l->job_id,
-            (long long)l->attempt, (long long)w->rank, (long)pid);
+    return w;
+}
+
+/* The second half of starting w: once its worker has exec'd, records it (adopt.c). Returns w,
+ * or NULL after queuing its worker_exited. */
+static struct agent_worker *start_finish(struct agent *a, const struct agent_launch *l,
+                                         struct agent_worker *w, int start_fd)
+{
+    int err = supervised_started(w, start_fd);
+    if (err != 0) {
+        /* The supervisor wrote the reason to the log. */
+        start_failed(a, w, -1, "cannot execute", l->argv[0], err);
+        return NULL;
+    }
+    agent__worker_record_write(a, w);
+    TY_INFO("proc", "started job %s attempt %lld rank %lld: pid %ld (supervisor %ld)", l->job_id,
+            (long long)l->attempt, (long long)w->rank, (long)w->pid, (long)w->sup_pid);
     return w;
 }
 
@@ -435,8 +525,20 @@ void agent__launch(struct agent *a, const struct agent_launch *l)
     }
     /* Start every worker first, then queue their worker_started events together, which the
      * server records in one transaction. */
+    int *start_fds = calloc(l->n_workers ? l->n_workers : 1, sizeof(*start_fds));
+    if (start_fds == NULL) {
+        TY_ERROR("proc", "out of memory launching job %s", l->job_id);
+        free(started);
+        free(fetched);
+        return;
+    }
+    /* Every supervisor first, then their answers: the workers' fork and exec overlap. */
     for (size_t i = 0; i < l->n_workers; i++)
-        started[i] = start_one(a, &local, &l->workers[i]);
+        started[i] = start_one(a, &local, &l->workers[i], &start_fds[i]);
+    for (size_t i = 0; i < l->n_workers; i++)
+        if (started[i])
+            started[i] = start_finish(a, &local, started[i], start_fds[i]);
+    free(start_fds);
     free(fetched);
     for (size_t i = 0; i < l->n_workers; i++) {
         struct agent_worker *w = started[i];
@@ -541,30 +643,48 @@ static void remove_shm_leftovers(const char *job_id, int64_t attempt)
     closedir(d);
 }
 
+void agent__worker_gone(struct agent *a, struct agent_worker *w, const int *wait_status)
+{
+    /* Whatever the worker left behind in its process group goes with it. */
+    kill(-w->pid, SIGKILL);
+    int code = -1, sig = -1;
+    char error[200];
+    if (agent__worker_status_read(a, w, &code, &sig, error, sizeof(error)) != 0) {
+        error[0] = '\0';
+        if (wait_status && WIFSIGNALED(*wait_status))
+            sig = WTERMSIG(*wait_status);
+        else if (wait_status)
+            code = WEXITSTATUS(*wait_status);
+        else {
+            sig = SIGKILL;
+            snprintf(error, sizeof(error), "its supervisor ended without a status");
+        }
+    }
+    if (sig >= 0)
+        TY_INFO("proc", "job %s attempt %lld rank %lld (pid %ld) killed by signal %d", w->job_id,
+                (long long)w->attempt, (long long)w->rank, (long)w->pid, sig);
+    else
+        TY_INFO("proc", "job %s attempt %lld rank %lld (pid %ld) exited with %d", w->job_id,
+                (long long)w->attempt, (long long)w->rank, (long)w->pid, code);
+    worker_exited(a, w, code, sig, error[0] ? error : NULL);
+    if (!attempt_running(a, w->job_id, w->attempt))
+        remove_shm_leftovers(w->job_id, w->attempt);
+}
+
 void agent__supervise_poll(struct agent *a)
 {
     int st;
     pid_t pid;
     while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
         struct agent_worker *w = a->workers;
-        while (w && !(w->pid == pid && w->status == AGENT_WORKER_RUNNING))
+        while (w && !(w->sup_pid == pid && w->status == AGENT_WORKER_RUNNING))
             w = w->next;
-        if (!w)
-            continue;
-        /* Whatever the worker left behind in its process group goes with it. */
-        kill(-pid, SIGKILL);
-        if (WIFSIGNALED(st)) {
-            TY_INFO("proc", "job %s attempt %lld rank %lld (pid %ld) killed by signal %d",
-                    w->job_id, (long long)w->attempt, (long long)w->rank, (long)pid, WTERMSIG(st));
-            worker_exited(a, w, -1, WTERMSIG(st), NULL);
-        } else {
-            TY_INFO("proc", "job %s attempt %lld rank %lld (pid %ld) exited with %d", w->job_id,
-                    (long long)w->attempt, (long long)w->rank, (long)pid, WEXITSTATUS(st));
-            worker_exited(a, w, WEXITSTATUS(st), -1, NULL);
-        }
-        if (!attempt_running(a, w->job_id, w->attempt))
-            remove_shm_leftovers(w->job_id, w->attempt);
+        if (w)
+            agent__worker_gone(a, w, &st);
     }
+    for (struct agent_worker *w = a->workers; w; w = w->next)
+        if (w->status == AGENT_WORKER_RUNNING && w->adopted && !agent__supervisor_alive(w))
+            agent__worker_gone(a, w, NULL);
     int64_t now = agent_now_ms();
     for (struct agent_worker *w = a->workers; w; w = w->next) {
         if (w->status == AGENT_WORKER_RUNNING && w->term_at_ms && w->term_at_ms <= now)

@@ -348,7 +348,9 @@ static void tail_resume(struct agent *a, const char *job_id, int64_t attempt, in
     struct agent_tail *t = tail_new(a, job_id, attempt, rank);
     if (!t)
         return;
-    t->done = true; /* not our child: the restarted agent cannot tell when it ends */
+    /* A re-adopted worker still writes to it (its exit finishes the tail); else it has ended. */
+    struct agent_worker *w = agent__worker_find(a, job_id, attempt, rank);
+    t->done = !(w && w->status == AGENT_WORKER_RUNNING);
     char *text = util_read_file(t->cursor_path, NULL);
     struct agent_log_journal *j = malloc(sizeof(*j));
     if (!j) {

@@ -304,6 +304,13 @@ static int on_message(struct agent *a, const char *text, size_t len)
         a->heartbeat_interval_s = a->cfg->heartbeat_interval_s > 0 ? a->cfg->heartbeat_interval_s
                                   : m.heartbeat_interval_s > 0     ? m.heartbeat_interval_s
                                                                    : 5;
+        /* The server marks a node LOST after about four of its heartbeat intervals: the
+         * supervisors kill their workers when no agent has come back by then (adopt.c). */
+        a->orphan_timeout_s = a->cfg->orphan_timeout_s > 0
+                                  ? a->cfg->orphan_timeout_s
+                                  : 4 * (m.heartbeat_interval_s > 0 ? m.heartbeat_interval_s
+                                                                    : a->heartbeat_interval_s);
+        agent__lease_write(a);
         if (m.credential)
             agent__credential_save(a, m.credential);
         if (m.node_id && strcmp(m.node_id, a->node_id) != 0)

@@ -25,6 +25,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 
 import _trainyard_heartbeat
 
@@ -39,6 +40,7 @@ __all__ = [
 
 MAX_FRAME = 1024 * 1024
 DEFAULT_REPORT_TIMEOUT_S = 120.0
+RECONNECT_DELAY_S = 0.2
 
 
 class TrainyardError(RuntimeError):
@@ -212,24 +214,32 @@ class TrainContext:
             if self.standalone or not self.report_socket:
                 print(json.dumps(msg, separators=(",", ":")), file=sys.stderr, flush=True)
                 return
-            try:
-                if self._sock is None:
-                    self._connect()
-                self._send(msg)
-                while True:
-                    reply = self._recv()
-                    if reply.get("type") == "ack" and reply.get("seq") == seq:
-                        return
-                    if reply.get("type") == "error" and reply.get("seq") in (seq, 0):
-                        raise _Rejected(f"report {seq} rejected by the agent: {reply.get('message', '')}")
-            except _Rejected as e:
-                raise TrainyardError(str(e)) from None
-            except socket.timeout:
-                self._close()
-                raise TrainyardError(f"no ack from the agent within {self.report_timeout} s") from None
-            except (OSError, ValueError, TrainyardError) as e:
-                self._close()
-                raise TrainyardError(f"report failed: {e}") from None
+            # The agent may be restarting (docs/agent-restart.md): a lost connection is retried
+            # with the same seq (the agent keeps each report once) until the report timeout.
+            deadline = time.monotonic() + self.report_timeout
+            while True:
+                try:
+                    if self._sock is None:
+                        self._connect()
+                    self._send(msg)
+                    while True:
+                        reply = self._recv()
+                        if reply.get("type") == "ack" and reply.get("seq") == seq:
+                            return
+                        if reply.get("type") == "error" and reply.get("seq") in (seq, 0):
+                            raise _Rejected(f"report {seq} rejected by the agent: "
+                                            f"{reply.get('message', '')}")
+                except _Rejected as e:
+                    raise TrainyardError(str(e)) from None
+                except socket.timeout:
+                    self._close()
+                    raise TrainyardError(
+                        f"no ack from the agent within {self.report_timeout} s") from None
+                except (OSError, ValueError, TrainyardError) as e:
+                    self._close()
+                    if time.monotonic() + RECONNECT_DELAY_S >= deadline:
+                        raise TrainyardError(f"report failed: {e}") from None
+                    time.sleep(RECONNECT_DELAY_S)
 
 
 class _Rejected(Exception):

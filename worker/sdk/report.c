@@ -11,10 +11,13 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
 #include "wire.h"
+
+#define TY__REPORT_RETRY_MS 200 /* between two tries to reach a restarting agent */
 
 void ty__report_close(ty_ctx *c)
 {
@@ -148,15 +151,23 @@ int ty_report(ty_ctx *c, const json_t *metrics, const char *checkpoint_dir)
         free(line);
         return 0;
     }
-    if (c->report_fd < 0 && (rc = report_connect(c)) < 0) {
-        json_decref(msg);
-        return rc;
+    /* The agent may be restarting (docs/agent-restart.md): a connection that cannot be made or
+     * breaks is retried with the same seq (the agent keeps each report once) until the report
+     * timeout. */
+    int64_t deadline = ty__now_ms() + c->report_timeout_ms;
+    for (;;) {
+        rc = c->report_fd >= 0 ? 0 : report_connect(c);
+        if (rc == 0)
+            rc = ty_wire_write(c->report_fd, msg, (int)c->report_timeout_ms);
+        if (rc == 0)
+            rc = report_wait_ack(c, seq);
+        if (rc < 0 && rc != TY_EREJECTED)
+            ty__report_close(c);
+        if ((rc != TY_EPEER && rc != TY_EIO) || ty__now_ms() + TY__REPORT_RETRY_MS >= deadline)
+            break;
+        struct timespec pause = {0, TY__REPORT_RETRY_MS * 1000000L};
+        nanosleep(&pause, NULL);
     }
-    rc = ty_wire_write(c->report_fd, msg, (int)c->report_timeout_ms);
     json_decref(msg);
-    if (rc == 0)
-        rc = report_wait_ack(c, seq);
-    if (rc < 0 && rc != TY_EREJECTED)
-        ty__report_close(c);
     return rc;
 }
