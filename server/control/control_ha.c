@@ -99,6 +99,11 @@ int ctl__ha_start(struct control *ctl)
     return ctl->leader ? 0 : -1;
 }
 
+bool control_is_leader(struct control *ctl)
+{
+    return ctl != NULL && leader_is_leader(ctl->leader);
+}
+
 void ctl__ha_poll(struct control *ctl)
 {
     bool leading = leader_is_leader(ctl->leader);

@@ -119,11 +119,23 @@ static void wait_notifications(struct leader *l, int ms)
     deliver_notifications(l);
 }
 
+/* Tries the lock once (connecting first if needed): 0 when the command ran, -1 when the
+ * connection is down. */
+static int try_lock(struct leader *l)
+{
+    char sql[96];
+    snprintf(sql, sizeof(sql), "SELECT pg_try_advisory_lock(%lld)", (long long)LEADER_LOCK_KEY);
+    char r = run(l, sql);
+    if (r == 't')
+        set_leading(l, true);
+    return r ? 0 : -1;
+}
+
 static void *leader_thread(void *arg)
 {
     struct leader *l = arg;
     bool warned = false;
-    double last_try = 0, last_check = 0;
+    double last_try = now_ms(), last_check = now_ms();
     while (!atomic_load(&l->stopping)) {
         if (l->pg == NULL && connect_and_listen(l, &warned) != 0) {
             usleep(LEADER_RECONNECT_MS * 1000);
@@ -133,12 +145,7 @@ static void *leader_thread(void *arg)
         char r = 0;
         if (!atomic_load(&l->leading) && t - last_try >= LEADER_TRY_MS) {
             last_try = t;
-            char sql[96];
-            snprintf(sql, sizeof(sql), "SELECT pg_try_advisory_lock(%lld)",
-                     (long long)LEADER_LOCK_KEY);
-            r = run(l, sql);
-            if (r == 't')
-                set_leading(l, true);
+            r = try_lock(l) == 0 ? '-' : 0;
         } else if (atomic_load(&l->leading) && t - last_check >= LEADER_CHECK_MS) {
             last_check = t;
             r = run(l, "SELECT 1");
@@ -165,8 +172,14 @@ struct leader *leader_start(const char *conninfo, const struct leader_hooks *hoo
     l->conninfo = strdup(conninfo);
     atomic_init(&l->leading, false);
     atomic_init(&l->stopping, false);
+    /* A first try before the thread: a server alone on its database leads from its start. */
+    bool warned = false;
+    if (l->conninfo != NULL && connect_and_listen(l, &warned) == 0)
+        try_lock(l);
     if (l->conninfo == NULL || pthread_create(&l->thread, NULL, leader_thread, l) != 0) {
         TY_ERROR("leader", "cannot start the leadership thread");
+        if (l->pg)
+            PQfinish(l->pg);
         free(l->conninfo);
         free(l);
         return NULL;
