@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define LEADER_TRY_MS 250    /* a follower tries the lock this often */
+#define LEADER_TRY_MS 100    /* a follower tries the lock this often */
 #define LEADER_CHECK_MS 1000 /* the leader checks its connection this often */
 #define LEADER_RECONNECT_MS 1000
 
