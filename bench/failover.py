@@ -120,8 +120,8 @@ def main():
     for key in ("leader", "placed", "running"):
         v = [s[key] for s in samples]
         print(f"  {key:<30} {min(v):7.0f} {statistics.median(v):7.0f} {max(v):7.0f}")
-    print(f"running job finished in its first attempt: {sum(s['running_job_kept'] for s in samples)}"
-          f"/{len(samples)}")
+    kept = sum(s["running_job_kept"] for s in samples)
+    print(f"running job finished in its first attempt: {kept}/{len(samples)}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(samples, f, indent=1)

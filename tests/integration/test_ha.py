@@ -105,23 +105,27 @@ def test_agent_on_a_follower_gets_its_launches_and_stays_alive(pair):
     (leader, follower), token = pair
     agent = harness.Agent(follower, also=[leader])  # connected to the follower
     agent.start(token=token)
-    gate = os.path.join(harness.make_tmpdir("ty-ha-gate-"), "go")
-    # The leader places it; the launch reaches the agent through the follower (a notification).
-    job = leader.submit(gated_job(gate))["id"]
-    leader.wait_job(job, {"RUNNING"})
-    # Heartbeats reach the leader through the database: past twice the timeout (4 s), the node is
-    # still ALIVE and the job still running.
-    time.sleep(9)
-    assert leader.request("GET", f"/api/v1/nodes/{agent.node_id}").json["status"] == "ALIVE"
-    assert leader.request("GET", f"/api/v1/jobs/{job}").json["status"] == "RUNNING"
-    # A stop asked of the leader reaches the worker through the follower.
-    r = leader.request("POST", f"/api/v1/jobs/{job}/stop")
-    assert r.status in (200, 202), r
-    done = leader.wait_job(job, {"SUCCEEDED", "FAILED", "STOPPED"})
-    assert done["status"] == "STOPPED", done
-    assert role(leader) == "leader" and role(follower) == "follower"
+    try:
+        gate = os.path.join(harness.make_tmpdir("ty-ha-gate-"), "go")
+        # The leader places it; the launch reaches the agent through the follower (a notification).
+        job = leader.submit(gated_job(gate))["id"]
+        leader.wait_job(job, {"RUNNING"})
+        # Heartbeats reach the leader through the database: past twice the timeout (4 s), the
+        # node is still ALIVE and the job still running.
+        time.sleep(9)
+        assert leader.request("GET", f"/api/v1/nodes/{agent.node_id}").json["status"] == "ALIVE"
+        assert leader.request("GET", f"/api/v1/jobs/{job}").json["status"] == "RUNNING"
+        # A stop asked of the leader reaches the worker through the follower.
+        r = leader.request("POST", f"/api/v1/jobs/{job}/stop")
+        assert r.status in (200, 202), r
+        done = leader.wait_job(job, {"SUCCEEDED", "FAILED", "STOPPED"})
+        assert done["status"] == "STOPPED", done
+        assert role(leader) == "leader" and role(follower) == "follower"
 
-    # An agent that dies on the follower is marked LOST by the leader.
-    agent.kill()
-    agent.server = leader
-    agent.wait_node(statuses=("LOST",), timeout=60)
+        # An agent that dies on the follower is marked LOST by the leader.
+        agent.kill()
+        agent.server = leader
+        agent.wait_node(statuses=("LOST",), timeout=60)
+    finally:
+        if not agent.stopped_by_test:
+            assert agent.stop() == 0, agent.log_text()
