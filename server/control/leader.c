@@ -72,8 +72,16 @@ static char run(struct leader *l, const char *sql)
 /* Connects and LISTENs. Returns 0, or -1 (logged once per outage by the caller's flag). */
 static int connect_and_listen(struct leader *l, bool *warned)
 {
-    const char *const keys[] = {"connect_timeout", "dbname", NULL};
-    const char *const values[] = {"5", l->conninfo, NULL};
+    /* A leader whose host vanishes (no FIN) must lose the lock in seconds, not at the kernel's
+     * TCP timeout: keepalives both ways. Values in the connection string win (it comes last). */
+    const char *const keys[] = {"connect_timeout",
+                                "keepalives_idle",
+                                "keepalives_interval",
+                                "keepalives_count",
+                                "tcp_user_timeout",
+                                "dbname",
+                                NULL};
+    const char *const values[] = {"5", "5", "2", "3", "10000", l->conninfo, NULL};
     l->pg = PQconnectdbParams(keys, values, 1);
     if (PQstatus(l->pg) != CONNECTION_OK) {
         if (!*warned)
@@ -85,6 +93,12 @@ static int connect_and_listen(struct leader *l, bool *warned)
         return -1;
     }
     *warned = false;
+    /* The database's side (ignored on a unix socket; not fatal on an old PostgreSQL). */
+    static const char *const sets[] = {
+        "SET tcp_keepalives_idle = 5", "SET tcp_keepalives_interval = 2",
+        "SET tcp_keepalives_count = 3", "SET tcp_user_timeout = 10000"};
+    for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++)
+        PQclear(PQexec(l->pg, sets[i]));
     if (run(l, "LISTEN " LEADER_CHANNEL_LAUNCH) == 0 || run(l, "LISTEN " LEADER_CHANNEL_KICK) == 0)
         return -1;
     l->hooks.listening(l->hooks.arg);
