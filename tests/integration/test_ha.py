@@ -66,6 +66,14 @@ def log_lines(server, job):
     return r.text.split("\n")[:-1]
 
 
+def wait_log_lines(server, job, count, timeout=60):
+    """The job's rank-0 lines once there are `count` (output is streamed apart from the exit)."""
+    deadline = time.time() + timeout
+    while len(got := log_lines(server, job)) < count and time.time() < deadline:
+        time.sleep(0.1)
+    return got
+
+
 def test_leader_killed_the_other_leads_and_the_running_job_finishes(pair):
     (leader, follower), token = pair
     agent = harness.Agent(leader, also=[follower])  # connected to the leader, the harder case
@@ -74,10 +82,7 @@ def test_leader_killed_the_other_leads_and_the_running_job_finishes(pair):
         gate = os.path.join(harness.make_tmpdir("ty-ha-gate-"), "go")
         job = follower.submit(gated_job(gate))["id"]  # any server takes a submission
         follower.wait_job(job, {"RUNNING"})
-        deadline = time.time() + 60
-        while log_lines(follower, job) != ["before"] and time.time() < deadline:
-            time.sleep(0.1)
-        assert log_lines(follower, job) == ["before"]
+        assert wait_log_lines(follower, job, 1) == ["before"]
 
         leader.stop(signal.SIGKILL)
         wait_role(follower, "leader")
@@ -88,7 +93,7 @@ def test_leader_killed_the_other_leads_and_the_running_job_finishes(pair):
         done = follower.wait_job(job, {"SUCCEEDED", "FAILED", "STOPPED"})
         assert done["status"] == "SUCCEEDED", done
         assert attempts_of(follower, job) == [(1, "SUCCEEDED")]
-        assert log_lines(follower, job) == ["before", "after"]
+        assert wait_log_lines(follower, job, 2) == ["before", "after"]
 
         # The new leader schedules what is submitted after the failover.
         later = follower.submit({"entrypoint": ["/bin/sh", "-c", "echo later"],

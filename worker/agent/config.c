@@ -18,11 +18,13 @@
 
 #define S(field) TY_OPT_S(struct agent_config, field)
 #define I(field) TY_OPT_I(struct agent_config, field)
+#define L(field) TY_OPT_L(struct agent_config, field)
 
 static const struct option_def options[] = {
-    {"server", "TRAINYARD_AGENT_SERVER", S(server), "ws://127.0.0.1:8081", 0, 0,
+    {"server", "TRAINYARD_AGENT_SERVER", L(server), "ws://127.0.0.1:8081", 0, 0,
      "server websocket URL (ws://host:port, or wss:// for TLS); the agent connects to /agent. "
-     "Several servers of one cluster: a comma-separated list, tried in turn on reconnects"},
+     "Several servers of one cluster: --server repeated, or a comma-separated list; reconnects "
+     "try them in turn"},
     {"ca-file", "TRAINYARD_CA_FILE", S(ca_file), NULL, 0, 0,
      "wss://: PEM file of the CA(s) the server's certificate must chain to (default: the "
      "system's)"},
@@ -80,6 +82,7 @@ static const struct option_def options[] = {
 
 #undef S
 #undef I
+#undef L
 
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
 
