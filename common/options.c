@@ -3,7 +3,6 @@
 
 #include "util.h"
 
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,23 +15,11 @@ void options_usage(const struct option_def *opts, size_t n, const char *prog, FI
     fprintf(out, "  --%-22s print this help\n", "help");
 }
 
-/* Sets one option from `value`; append: a repeated TY_OPT_LIST flag, joined with ','. */
 static int set_option(const struct option_def *o, void *dst, const char *value, const char *prog,
-                      const char *source, bool append)
+                      const char *source)
 {
     char *base = (char *)dst + o->offset;
-    if (o->type == TY_OPT_LIST && append && *(char **)base) {
-        char **slot = (char **)base;
-        size_t len = strlen(*slot) + 1 + strlen(value) + 1;
-        char *joined = malloc(len);
-        if (joined == NULL)
-            return -1;
-        snprintf(joined, len, "%s,%s", *slot, value);
-        free(*slot);
-        *slot = joined;
-        return 0;
-    }
-    if (o->type == TY_OPT_STRING || o->type == TY_OPT_LIST) {
+    if (o->type == TY_OPT_STRING) {
         char **slot = (char **)base;
         free(*slot);
         *slot = strdup(value);
@@ -60,23 +47,17 @@ static const struct option_def *find_flag(const struct option_def *opts, size_t 
 int options_load(const struct option_def *opts, size_t n, void *dst, const char *prog, int argc,
                  char **argv)
 {
-    bool *flagged = NULL; /* [i]: option i was set by a flag already */
     for (size_t i = 0; i < n; i++) {
         const char *env = getenv(opts[i].env);
         const char *v = env && *env ? env : opts[i].def;
-        if (v &&
-            set_option(&opts[i], dst, v, prog, env && *env ? opts[i].env : "default", false) != 0)
+        if (v && set_option(&opts[i], dst, v, prog, env && *env ? opts[i].env : "default") != 0)
             goto fail;
     }
-    flagged = calloc(n + 1, sizeof(*flagged));
-    if (flagged == NULL)
-        goto fail;
     for (int a = 1; a < argc; a++) {
         const char *arg = argv[a];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             options_usage(opts, n, prog, stdout);
             options_free(opts, n, dst);
-            free(flagged);
             return 1;
         }
         if (strncmp(arg, "--", 2) != 0) {
@@ -96,15 +77,11 @@ int options_load(const struct option_def *opts, size_t n, void *dst, const char 
             fprintf(stderr, "%s: option --%s needs a value\n", prog, o->flag);
             goto fail;
         }
-        size_t k = (size_t)(o - opts);
-        if (set_option(o, dst, value, prog, arg, flagged[k]) != 0)
+        if (set_option(o, dst, value, prog, arg) != 0)
             goto fail;
-        flagged[k] = true;
     }
-    free(flagged);
     return 0;
 fail:
-    free(flagged);
     options_free(opts, n, dst);
     return -1;
 }
@@ -112,7 +89,7 @@ fail:
 void options_free(const struct option_def *opts, size_t n, void *dst)
 {
     for (size_t i = 0; i < n; i++) {
-        if (opts[i].type == TY_OPT_STRING || opts[i].type == TY_OPT_LIST) {
+        if (opts[i].type == TY_OPT_STRING) {
             char **slot = (char **)((char *)dst + opts[i].offset);
             UTIL_FREE(*slot);
         }

@@ -8,9 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* TY_OPT_LIST: a string; a flag given more than once joins its values with ',' (the environment
- * and the default are replaced by the first flag, as for a string). */
-enum ty_opt_type { TY_OPT_STRING, TY_OPT_INT, TY_OPT_LIST };
+enum ty_opt_type { TY_OPT_STRING, TY_OPT_INT };
 
 struct option_def {
     const char *flag; /* without the leading "--" */
@@ -25,7 +23,6 @@ struct option_def {
 /* Table entries: TY_OPT_S(struct srv_config, data_dir) expands to type and offset. */
 #define TY_OPT_S(type, field) TY_OPT_STRING, offsetof(type, field)
 #define TY_OPT_I(type, field) TY_OPT_INT, offsetof(type, field)
-#define TY_OPT_L(type, field) TY_OPT_LIST, offsetof(type, field)
 
 /* Fills the struct at `dst` (zeroed first) from the table, the environment and argv. Returns 0;
  * 1 when --help was asked for (printed to stdout); -1 when a value is out of bounds, a flag is

@@ -302,24 +302,6 @@ static void agent_config_flags_win_over_environment(void **state)
     unsetenv("TRAINYARD_CLUSTER_TOKEN");
 }
 
-static void agent_config_repeated_server_flags_list_every_server(void **state)
-{
-    (void)state;
-    struct agent_config cfg;
-    setenv("TRAINYARD_AGENT_SERVER", "ws://env-host:1", 1);
-    const char *argv[] = {"trainyard-agent", "--server", "ws://a:2", "--server=ws://b:3,ws://c:4",
-                          "--cpus",          "1"};
-    assert_int_equal(load(&cfg, 6, argv), 0);
-    assert_int_equal(cfg.n_servers, 3);
-    assert_string_equal(cfg.servers[0].host, "a");
-    assert_string_equal(cfg.servers[1].host, "b");
-    assert_int_equal(cfg.servers[2].port, 4);
-    assert_string_equal(cfg.url_host, "a");
-    assert_int_equal(cfg.cpus, 1);
-    agent_config_free(&cfg);
-    unsetenv("TRAINYARD_AGENT_SERVER");
-}
-
 static void agent_config_rejects_bad_values(void **state)
 {
     (void)state;
@@ -369,7 +351,6 @@ static void agent_config_pins_need_wss(void **state)
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(agent_server_list_takes_every_server_of_a_cluster),
-    cmocka_unit_test(agent_config_repeated_server_flags_list_every_server),
     cmocka_unit_test(agent_backoff_doubles_from_200ms_to_10s),
     cmocka_unit_test(agent_backoff_jitter_stays_within_half),
     cmocka_unit_test(agent_port_range_parses_and_checks_bounds),

@@ -18,13 +18,12 @@
 
 #define S(field) TY_OPT_S(struct agent_config, field)
 #define I(field) TY_OPT_I(struct agent_config, field)
-#define L(field) TY_OPT_L(struct agent_config, field)
 
 static const struct option_def options[] = {
-    {"server", "TRAINYARD_AGENT_SERVER", L(server), "ws://127.0.0.1:8081", 0, 0,
+    {"server", "TRAINYARD_AGENT_SERVER", S(server), "ws://127.0.0.1:8081", 0, 0,
      "server websocket URL (ws://host:port, or wss:// for TLS); the agent connects to /agent. "
-     "Several servers of one cluster: --server repeated, or a comma-separated list; reconnects "
-     "try them in turn"},
+     "Several servers of one cluster: a comma-separated list (a repeated --server replaces the "
+     "earlier one), tried in turn on reconnects"},
     {"ca-file", "TRAINYARD_CA_FILE", S(ca_file), NULL, 0, 0,
      "wss://: PEM file of the CA(s) the server's certificate must chain to (default: the "
      "system's)"},
@@ -82,7 +81,6 @@ static const struct option_def options[] = {
 
 #undef S
 #undef I
-#undef L
 
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
 
