@@ -169,7 +169,11 @@ static void *leader_thread(void *arg)
         if (r == 0 || l->pg == NULL)
             continue;
         deliver_notifications(l); /* those that arrived during the command */
-        wait_notifications(l, LEADER_TRY_MS);
+        /* Until the next try or check is due (a notification ends the wait early). */
+        double due =
+            atomic_load(&l->leading) ? last_check + LEADER_CHECK_MS : last_try + LEADER_TRY_MS;
+        double left = due - now_ms();
+        wait_notifications(l, left < 1 ? 1 : left > LEADER_CHECK_MS ? LEADER_CHECK_MS : (int)left);
     }
     if (l->pg)
         PQfinish(l->pg); /* the lock goes with the session */
