@@ -116,6 +116,7 @@ static void send_forgets(struct control *ctl)
         for (struct ctl_node *node = ctl->nodes; node; node = node->next)
             if (node->conn != 0)
                 ctl__send_text(ctl, node->conn, agent_msg_forget(job));
+        ctl__ha_announce_forget(ctl, ids[i]);
     }
     free(ids);
 }
@@ -361,5 +362,6 @@ void control_stop(struct control *ctl)
     pthread_cond_destroy(&ctl->cond);
     free(ctl->forget);
     free(ctl->notes);
+    free(ctl->remote_forget);
     free(ctl);
 }

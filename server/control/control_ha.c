@@ -5,6 +5,7 @@
  * (store_place). See docs/high-availability.md. */
 #include "control_internal.h"
 
+#include "agent_proto.h"
 #include "leader.h"
 #include "log.h"
 #include "server.h"
@@ -49,6 +50,23 @@ static void queue_note(struct control *ctl, int64_t job, int attempt)
     ctl->notes[ctl->nnotes++] = (struct ctl_launch_note){.job = job, .attempt = attempt};
 }
 
+/* Queues a job deleted through another server (the lock held); out of memory: dropped, logged
+ * (the agents keep its checkpoint staging). */
+static void queue_remote_forget(struct control *ctl, int64_t job)
+{
+    if (ctl->nremote_forget == ctl->remote_forget_cap) {
+        size_t cap = ctl->remote_forget_cap ? ctl->remote_forget_cap * 2 : 16;
+        int64_t *grown = realloc(ctl->remote_forget, cap * sizeof(*grown));
+        if (grown == NULL) {
+            TY_ERROR("control", "out of memory queueing the forget of job %lld", (long long)job);
+            return;
+        }
+        ctl->remote_forget = grown;
+        ctl->remote_forget_cap = cap;
+    }
+    ctl->remote_forget[ctl->nremote_forget++] = job;
+}
+
 /* The leadership thread's notifications: a pass asked for by a follower, or a placement. */
 static void on_notified(void *arg, const char *channel, const char *payload)
 {
@@ -65,6 +83,15 @@ static void on_notified(void *arg, const char *channel, const char *payload)
             TY_BUG("control", "malformed launch notification '%s'", payload);
         else if (strcmp(origin, ctl->instance) != 0) {
             queue_note(ctl, job, attempt);
+            wake_locked(ctl);
+        }
+    } else if (strcmp(channel, LEADER_CHANNEL_FORGET) == 0) {
+        long long job = 0;
+        char origin[sizeof(ctl->instance)];
+        if (sscanf(payload, "%lld %39s", &job, origin) != 2 || job <= 0)
+            TY_BUG("control", "malformed forget notification '%s'", payload);
+        else if (strcmp(origin, ctl->instance) != 0) {
+            queue_remote_forget(ctl, job);
             wake_locked(ctl);
         }
     }
@@ -118,6 +145,10 @@ void ctl__ha_poll(struct control *ctl)
     bool resync = ctl->resync, remote_kick = ctl->remote_kick;
     ctl->notes = NULL;
     ctl->nnotes = ctl->notes_cap = 0;
+    int64_t *forget = ctl->remote_forget;
+    size_t nforget = ctl->nremote_forget;
+    ctl->remote_forget = NULL;
+    ctl->nremote_forget = ctl->remote_forget_cap = 0;
     ctl->resync = ctl->remote_kick = false;
     pthread_mutex_unlock(&ctl->lock);
     if (remote_kick && leading)
@@ -127,6 +158,14 @@ void ctl__ha_poll(struct control *ctl)
     for (size_t i = 0; i < n && !resync; i++)
         ctl__send_launches_here(ctl, notes[i].job, notes[i].attempt);
     free(notes);
+    for (size_t i = 0; i < nforget; i++) {
+        char job[32];
+        snprintf(job, sizeof(job), "%lld", (long long)forget[i]);
+        for (struct ctl_node *node = ctl->nodes; node; node = node->next)
+            if (node->conn != 0)
+                ctl__send_text(ctl, node->conn, agent_msg_forget(job));
+    }
+    free(forget);
 }
 
 /* Writes last_heartbeat_at of the nodes connected here heard from since the last write. */
@@ -210,4 +249,13 @@ void ctl__ha_forward_kick(struct control *ctl)
         return;
     if (store_notify(ctl->db, LEADER_CHANNEL_KICK, "") >= 0)
         ctl->dirty = false;
+}
+
+void ctl__ha_announce_forget(struct control *ctl, int64_t id)
+{
+    char payload[96];
+    snprintf(payload, sizeof(payload), "%lld %s", (long long)id, ctl->instance);
+    if (store_notify(ctl->db, LEADER_CHANNEL_FORGET, payload) < 0)
+        TY_WARN("control", "could not tell the other servers that job %lld was deleted",
+                (long long)id);
 }

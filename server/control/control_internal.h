@@ -110,6 +110,8 @@ struct control {
     bool resync;                   /* guarded by lock: notifications may have been lost */
     struct ctl_launch_note *notes; /* guarded by lock */
     size_t nnotes, notes_cap;
+    int64_t *remote_forget; /* guarded by lock: jobs deleted through other servers */
+    size_t nremote_forget, remote_forget_cap;
 };
 
 double ctl__now(void);
@@ -193,5 +195,8 @@ void ctl__ha_poll(struct control *ctl);
 void ctl__ha_tick(struct control *ctl);
 /* A follower: asks the leader for a pass when one is due here (ctl->dirty). */
 void ctl__ha_forward_kick(struct control *ctl);
+/* Tells the other servers that job `id` was deleted through this one (they send `forget` to
+ * their agents). */
+void ctl__ha_announce_forget(struct control *ctl, int64_t id);
 
 #endif

@@ -99,7 +99,8 @@ static int connect_and_listen(struct leader *l, bool *warned)
         "SET tcp_keepalives_count = 3", "SET tcp_user_timeout = 10000"};
     for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++)
         PQclear(PQexec(l->pg, sets[i]));
-    if (run(l, "LISTEN " LEADER_CHANNEL_LAUNCH) == 0 || run(l, "LISTEN " LEADER_CHANNEL_KICK) == 0)
+    if (run(l, "LISTEN " LEADER_CHANNEL_LAUNCH) == 0 ||
+        run(l, "LISTEN " LEADER_CHANNEL_KICK) == 0 || run(l, "LISTEN " LEADER_CHANNEL_FORGET) == 0)
         return -1;
     l->hooks.listening(l->hooks.arg);
     return 0;

@@ -21,6 +21,10 @@
  * node registered): the leader runs one. */
 #define LEADER_CHANNEL_KICK "trainyard_kick"
 
+/* Payload "JOB ORIGIN": job JOB was deleted through server ORIGIN; every other server tells its
+ * agents (`forget`). Sent by the control thread of ORIGIN. */
+#define LEADER_CHANNEL_FORGET "trainyard_forget"
+
 struct leader_hooks {
     void *arg;
     /* Leadership was gained or lost (read it with leader_is_leader). */

@@ -106,7 +106,7 @@ def test_leader_killed_the_other_leads_and_the_running_job_finishes(pair):
         assert agent.stop() == 0, agent.log_text()
 
 
-def test_agent_on_a_follower_gets_its_launches_and_stays_alive(pair):
+def test_agent_on_a_follower_gets_its_launches_stops_and_forgets(pair):
     (leader, follower), token = pair
     agent = harness.Agent(follower, also=[leader])  # connected to the follower
     agent.start(token=token)
@@ -126,6 +126,17 @@ def test_agent_on_a_follower_gets_its_launches_and_stays_alive(pair):
         done = leader.wait_job(job, {"SUCCEEDED", "FAILED", "STOPPED"})
         assert done["status"] == "STOPPED", done
         assert role(leader) == "leader" and role(follower) == "follower"
+
+        # A delete through the leader reaches the agent through the follower (`forget`): its
+        # checkpoint staging for the job goes.
+        staging = os.path.join(agent.data_dir, "checkpoints", str(job))
+        os.makedirs(staging, exist_ok=True)
+        r = leader.request("DELETE", f"/api/v1/jobs/{job}")
+        assert r.status in (200, 204), r
+        deadline = time.time() + 60
+        while os.path.exists(staging) and time.time() < deadline:
+            time.sleep(0.1)
+        assert not os.path.exists(staging), agent.log_text()
 
         # An agent that dies on the follower is marked LOST by the leader.
         agent.kill()
