@@ -221,7 +221,7 @@ static void mark_silent_lost(struct control *ctl)
     for (size_t i = 0; i < n; i++) {
         TY_WARN("control", "node %s: no heartbeat for over %lld s; marking it LOST", ids[i],
                 (long long)timeout);
-        if (store_node_lost(ctl->db, ids[i]) >= 0) {
+        if (store_node_lost_if_silent(ctl->db, ids[i], timeout) >= 0) {
             struct ctl_node *node = ctl__node_by_id(ctl, ids[i]);
             if (node && node->conn) {
                 hub_close(ctl->hub, node->conn);

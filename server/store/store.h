@@ -380,6 +380,9 @@ void store_log_lines_free(struct store_log_line *lines, size_t n);
 int store_nodes_heard(struct db_conn *c, const char *heard_json, char ***alive, size_t *n);
 /* ALIVE nodes not heard from for more than timeout_s seconds (same ownership). */
 int store_nodes_silent(struct db_conn *c, int64_t timeout_s, char ***ids, size_t *n);
+/* store_node_lost, unless the node was heard from (or registered) since store_nodes_silent
+ * listed it: by another server, meanwhile. Returns a db_qs. */
+int store_node_lost_if_silent(struct db_conn *c, const char *id, int64_t timeout_s);
 /* NOTIFY channel, payload (delivered when the statement commits). Returns a db_qs. */
 int store_notify(struct db_conn *c, const char *channel, const char *payload);
 #endif

@@ -56,6 +56,19 @@ int store_nodes_silent(struct db_conn *c, int64_t timeout_s, char ***ids, size_t
     return *ids ? qs : DB_HARD_ERROR;
 }
 
+int store_node_lost_if_silent(struct db_conn *c, const char *id, int64_t timeout_s)
+{
+    static const struct db_stmt st = {
+        "node_lost_if_silent",
+        "SELECT ty_node_lost(n.id) FROM nodes n WHERE n.id = $1 AND n.status = 'ALIVE' "
+        "AND n.last_heartbeat_at < now() - make_interval(secs => $2::float8)",
+        2, false};
+    char t[32];
+    STORE_NUM(t, timeout_s);
+    const char *p[] = {id, t};
+    return db_exec(c, &st, p, NULL);
+}
+
 int store_notify(struct db_conn *c, const char *channel, const char *payload)
 {
     static const struct db_stmt st = {"notify", "SELECT pg_notify($1, $2)", 2, false};
