@@ -1,4 +1,6 @@
-/* GET /api/v1/health: liveness and database reachability; needs no token. */
+/* GET /api/v1/health: liveness, database reachability and this server's role among the servers
+ * sharing its database (leader or follower); needs no token. */
+#include "control.h"
 #include "db.h"
 #include "handlers.h"
 #include "server.h"
@@ -17,5 +19,6 @@ enum MHD_Result h_health(struct srv_request *req)
             req, MHD_HTTP_SERVICE_UNAVAILABLE,
             json_pack("{s:s, s:s}", "status", "degraded", "database", "unreachable"));
     return srv_reply_json(req, MHD_HTTP_OK,
-                          json_pack("{s:s, s:s}", "status", "ok", "database", "ok"));
+                          json_pack("{s:s, s:s, s:s}", "status", "ok", "database", "ok", "role",
+                                    control_is_leader(req->srv->control) ? "leader" : "follower"));
 }

@@ -1,8 +1,10 @@
 /* The control thread's loop, the node registry and the periodic checks (heartbeats, timeouts,
- * jobs being stopped). See control.h. */
+ * jobs being stopped). With several servers on one database, only the leader schedules, times
+ * out and marks nodes LOST (control_ha.c). See control.h. */
 #include "control_internal.h"
 
 #include "agent_proto.h"
+#include "leader.h"
 #include "log.h"
 #include "server.h"
 #include "store.h"
@@ -114,59 +116,18 @@ static void send_forgets(struct control *ctl)
         for (struct ctl_node *node = ctl->nodes; node; node = node->next)
             if (node->conn != 0)
                 ctl__send_text(ctl, node->conn, agent_msg_forget(job));
+        ctl__ha_announce_forget(ctl, ids[i]);
     }
     free(ids);
 }
 
-/* Loads the nodes the database believes alive, so that a node whose agent never comes back after
- * a server restart is still marked LOST after the timeout. */
-static void load_nodes(struct control *ctl)
-{
-    char **ids = NULL;
-    size_t n = 0;
-    if (store_nodes_alive(ctl->db, &ids, &n) < 0)
-        return;
-    for (size_t i = 0; i < n; i++) {
-        struct ctl_node *node = calloc(1, sizeof(*node));
-        if (node == NULL) {
-            free(ids[i]);
-            continue;
-        }
-        node->id = ids[i];
-        node->alive = true;
-        node->last_seen = ctl__now();
-        node->next = ctl->nodes;
-        ctl->nodes = node;
-    }
-    free(ids);
-}
-
-static void check_heartbeats(struct control *ctl)
-{
-    double now = ctl__now();
-    double timeout = (double)ctl->srv->cfg.heartbeat_timeout_s;
-    for (struct ctl_node *n = ctl->nodes; n; n = n->next) {
-        if (!n->alive || now - n->last_seen <= timeout)
-            continue;
-        TY_WARN("control", "node %s: no heartbeat for %.0f s; marking it LOST", n->id,
-                now - n->last_seen);
-        if (store_node_lost(ctl->db, n->id) < 0)
-            continue;
-        n->alive = false;
-        if (n->conn) {
-            hub_close(ctl->hub, n->conn);
-            n->conn = 0;
-        }
-        ctl->dirty = true;
-    }
-}
-
-/* Jobs in STOPPING: stop their workers (again, now and then) and settle those with none left. */
+/* Jobs in STOPPING: stop their workers connected here (again, now and then); the leader also
+ * times jobs out and settles those with no worker left. */
 static void drive_stopping_jobs(struct control *ctl)
 {
     int64_t *jobs = NULL;
     size_t n = 0;
-    if (store_jobs_timed_out(ctl->db) > 0)
+    if (ctl->leading && store_jobs_timed_out(ctl->db) > 0)
         ctl->dirty = true;
     if (store_jobs_stopping(ctl->db, &jobs, &n) < 0)
         return;
@@ -202,7 +163,7 @@ static void drive_stopping_jobs(struct control *ctl)
         }
     }
     free(jobs);
-    if (store_jobs_settle_stopping(ctl->db) > 0)
+    if (ctl->leading && store_jobs_settle_stopping(ctl->db) > 0)
         ctl->dirty = true;
 }
 
@@ -237,8 +198,6 @@ static void handle_event(struct control *ctl, struct hub_event *ev)
 static void *control_thread(void *arg)
 {
     struct control *ctl = arg;
-    load_nodes(ctl);
-    ctl->dirty = true;
     for (;;) {
         pthread_mutex_lock(&ctl->lock);
         if (!ctl->kicked && !ctl->woken && !ctl->stopping) {
@@ -264,6 +223,7 @@ static void *control_thread(void *arg)
         }
         if (db_ensure(ctl->db) != 0)
             continue; /* events stay queued until the database is back */
+        ctl__ha_poll(ctl);
         /* The worker_started messages among these (an agent sends those of a launch together)
          * are committed in one transaction: one commit instead of one per worker; so are the
          * reports among them. */
@@ -275,9 +235,14 @@ static void *control_thread(void *arg)
         ctl__flush_logs(ctl);
         if (ctl__now() - ctl->last_tick >= CTL_TICK_MS / 1000.0) {
             ctl->last_tick = ctl__now();
-            check_heartbeats(ctl);
-            ctl__check_hangs(ctl);
+            ctl__ha_tick(ctl);
+            if (ctl->leading)
+                ctl__check_hangs(ctl);
             drive_stopping_jobs(ctl);
+        }
+        if (!ctl->leading) {
+            ctl__ha_forward_kick(ctl);
+            continue;
         }
         /* A pass as soon as one is due, but never more than half of this thread's time in
          * passes: under a flood of submissions the passes batch them up. */
@@ -354,7 +319,8 @@ struct control *control_start(struct srv *srv)
         .out_queue_max = (size_t)srv->cfg.ws_queue_max,
     };
     hub_set_limits(ctl->hub, &limits);
-    if (pthread_create(&ctl->thread, NULL, control_thread, ctl) != 0) {
+    if (ctl__ha_start(ctl) != 0 || pthread_create(&ctl->thread, NULL, control_thread, ctl) != 0) {
+        leader_stop(ctl->leader);
         hub_stop(ctl->hub);
         goto fail;
     }
@@ -377,6 +343,7 @@ void control_stop(struct control *ctl)
     pthread_cond_signal(&ctl->cond);
     pthread_mutex_unlock(&ctl->lock);
     pthread_join(ctl->thread, NULL);
+    leader_stop(ctl->leader);
     hub_stop(ctl->hub);
     db_release(ctl->srv->db, ctl->db);
     while (ctl->nodes) {
@@ -401,5 +368,7 @@ void control_stop(struct control *ctl)
     pthread_mutex_destroy(&ctl->lock);
     pthread_cond_destroy(&ctl->cond);
     free(ctl->forget);
+    free(ctl->notes);
+    free(ctl->remote_forget);
     free(ctl);
 }

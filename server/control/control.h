@@ -5,6 +5,7 @@
 #ifndef SRV_CONTROL_H
 #define SRV_CONTROL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct srv;
@@ -17,6 +18,9 @@ struct control *control_start(struct srv *srv);
 void control_stop(struct control *ctl);
 /* The websocket hub the control thread started (the stream thread attaches to it). */
 struct hub *control_hub(struct control *ctl);
+/* Whether this server is the leader among those sharing its database (leader.h): the one that
+ * schedules, times jobs out and marks nodes LOST. Any thread; NULL: false. */
+bool control_is_leader(struct control *ctl);
 /* Asks for a scheduling pass soon (after a submit, stop or drain). Thread-safe; NULL is a no-op. */
 void control_kick(struct control *ctl);
 /* Tells every connected agent that job `id` was deleted (agent message `forget`: they remove its

@@ -20,6 +20,7 @@ struct ctl_node {
     char *id;
     uint64_t conn;    /* 0 while the agent is not connected */
     double last_seen; /* monotonic seconds */
+    double flushed;   /* the last_seen last written to the database (control_ha.c) */
     bool alive;
 };
 
@@ -79,6 +80,12 @@ struct ctl_specs {
     unsigned pass;
 };
 
+/* A placement announced by another server (control_ha.c): launch its workers connected here. */
+struct ctl_launch_note {
+    int64_t job;
+    int attempt;
+};
+
 struct control {
     struct srv *srv;
     struct hub *hub;
@@ -104,6 +111,17 @@ struct control {
     struct ctl_started started;
     struct ctl_reports reports;
     struct ctl_logs logs;
+    /* Several servers on one database (control_ha.c, leader.h). */
+    struct leader *leader;
+    char instance[40];             /* this server's id in launch notifications */
+    bool leading;                  /* as of the start of this loop iteration */
+    double lead_since;             /* monotonic seconds */
+    bool remote_kick;              /* guarded by lock: a follower asked for a pass */
+    bool resync;                   /* guarded by lock: notifications may have been lost */
+    struct ctl_launch_note *notes; /* guarded by lock */
+    size_t nnotes, notes_cap;
+    int64_t *remote_forget; /* guarded by lock: jobs deleted through other servers */
+    size_t nremote_forget, remote_forget_cap;
 };
 
 double ctl__now(void);
@@ -173,5 +191,28 @@ void ctl__send_stops(struct control *ctl, int64_t job);
 /* control_launch.c */
 /* Sends `launch` for the workers of job/attempt still PLACED (on one node, or all if NULL). */
 void ctl__send_launches(struct control *ctl, int64_t job, int attempt, const char *node_id);
+/* The same for a placement another server made: to the nodes connected here, quietly. */
+void ctl__send_launches_here(struct control *ctl, int64_t job, int attempt);
+/* Sends `launch` for every PLACED worker of the nodes connected here (after notifications may
+ * have been lost). An agent ignores a launch it already has. */
+void ctl__launch_placed_here(struct control *ctl);
+
+/* control_ha.c */
+/* Starts the leadership thread (leader.h) with this control's hooks. 0 or -1. */
+int ctl__ha_start(struct control *ctl);
+/* Once per loop iteration, before the hub's events: reads the leadership (a new leader runs a
+ * pass at once), a follower's request for a pass, and sends the launches announced by other
+ * servers. */
+void ctl__ha_poll(struct control *ctl);
+/* Every tick: writes when the nodes connected here were last heard from (closing those the
+ * leader marked LOST meanwhile); the leader then marks LOST the nodes no server heard from for
+ * --heartbeat-timeout-s (none during its first timeout as leader: the agents of a dead leader are
+ * still reconnecting). */
+void ctl__ha_tick(struct control *ctl);
+/* A follower: asks the leader for a pass when one is due here (ctl->dirty). */
+void ctl__ha_forward_kick(struct control *ctl);
+/* Tells the other servers that job `id` was deleted through this one (they send `forget` to
+ * their agents). */
+void ctl__ha_announce_forget(struct control *ctl, int64_t id);
 
 #endif

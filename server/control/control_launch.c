@@ -41,7 +41,10 @@ static int resume_dirs(struct control *ctl, int64_t job, int attempt,
     return 0;
 }
 
-void ctl__send_launches(struct control *ctl, int64_t job, int attempt, const char *node_id)
+/* ctl__send_launches; here_only: the launch was placed by another server (a notification), so a
+ * node not connected here is no news: it is connected to another server, which sends its part. */
+static void send_launches(struct control *ctl, int64_t job, int attempt, const char *node_id,
+                          bool here_only)
 {
     struct srv_launch_rows rows;
     if (store_launch_rows(ctl->db, job, attempt, node_id, &rows) <= 0)
@@ -62,10 +65,10 @@ void ctl__send_launches(struct control *ctl, int64_t job, int attempt, const cha
         if (n && n->conn) {
             ctl__send_text(ctl, n->conn, msgs[k].text);
             msgs[k].text = NULL;
-        } else {
-            TY_WARN("control",
-                    "node %s is not connected: job %lld will launch there when it "
-                    "registers again",
+        } else if (!here_only) {
+            TY_INFO("control",
+                    "node %s is not connected to this server: job %lld launches there "
+                    "through the server it is connected to, or when it registers again",
                     msgs[k].node_id, (long long)job);
         }
     }
@@ -73,4 +76,34 @@ out:
     srv_launch_msgs_free(msgs, n_msgs);
     srv_resume_dirs_free(dirs, n_dirs);
     srv_launch_rows_free(&rows);
+}
+
+void ctl__send_launches(struct control *ctl, int64_t job, int attempt, const char *node_id)
+{
+    send_launches(ctl, job, attempt, node_id, false);
+}
+
+void ctl__send_launches_here(struct control *ctl, int64_t job, int attempt)
+{
+    send_launches(ctl, job, attempt, NULL, true);
+}
+
+void ctl__launch_placed_here(struct control *ctl)
+{
+    for (struct ctl_node *n = ctl->nodes; n; n = n->next) {
+        struct store_live_worker *live = NULL;
+        size_t nlive = 0;
+        if (n->conn == 0 || store_node_live_workers(ctl->db, n->id, &live, &nlive) <= 0)
+            continue;
+        int64_t sent_job = 0;
+        int sent_attempt = 0;
+        for (size_t i = 0; i < nlive; i++) {
+            if (!live[i].placed || (live[i].job == sent_job && live[i].attempt == sent_attempt))
+                continue;
+            sent_job = live[i].job;
+            sent_attempt = live[i].attempt;
+            send_launches(ctl, sent_job, sent_attempt, n->id, true);
+        }
+        free(live);
+    }
 }

@@ -59,7 +59,8 @@ static void commit_decision(struct control *ctl, const sched_decision *d,
     int nports = js->backend == JOBSPEC_BACKEND_TENSORFLOW ? d->num_workers : 1;
     char *text = json_dumps(workers, JSON_COMPACT);
     int attempt = 0;
-    int qs = text ? store_place(ctl->db, d->job_id, text, nports, &attempt) : DB_HARD_ERROR;
+    int qs = text ? store_place(ctl->db, d->job_id, text, nports, &attempt, ctl->instance)
+                  : DB_HARD_ERROR;
     free(text);
     json_decref(workers);
     if (qs == 1) {

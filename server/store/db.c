@@ -69,6 +69,11 @@ void db_set_timeouts(struct db *db, int acquire_timeout_ms, int connect_timeout_
     db->connect_timeout_s = connect_timeout_s;
 }
 
+const char *db_conninfo(const struct db *db)
+{
+    return db->conninfo;
+}
+
 void db_destroy(struct db *db)
 {
     if (db == NULL)

@@ -221,8 +221,11 @@ struct store_job_spec {
 int store_job_specs(struct db_conn *c, const int64_t *ids, size_t n, struct store_job_spec **out,
                     size_t *nout);
 void store_job_specs_free(struct store_job_spec *specs, size_t n);
-/* Commits a placement (ty_place). Returns 1 with *attempt set, 0 if it did not happen. */
-int store_place(struct db_conn *c, int64_t job, const char *workers_json, int nports, int *attempt);
+/* Commits a placement (ty_place). Returns 1 with *attempt set, 0 if it did not happen. With the
+ * commit, notifies the other servers ("JOB ATTEMPT ORIGIN" on trainyard_launch, leader.h): they
+ * send the launches to the agents connected to them. */
+int store_place(struct db_conn *c, int64_t job, const char *workers_json, int nports, int *attempt,
+                const char *origin);
 int store_job_set_waiting_message(struct db_conn *c, int64_t job, const char *message);
 /* Launch data of an attempt (launch.h): the job's spec, the attempt's rendezvous, the address
  * of every rank's node, and its PLACED workers on `node_id` or on all nodes (NULL), ordered by
@@ -441,4 +444,17 @@ void store_hang_suspects_free(struct store_hang_suspect *s, size_t n);
 int store_hang_warn(struct db_conn *c, int64_t job, int attempt, const char *message);
 int store_hang_fail(struct db_conn *c, int64_t job, int attempt, const char *message);
 
+/* ---- several servers on one database (store_ha.c) ---- */
+/* Records when nodes were last heard from: heard_json is [{"id": ID, "age": SECONDS}, ...], age
+ * the seconds since the node's last message; a later time already recorded is kept. *alive (n
+ * ids, caller frees each and the array) gets those of them still ALIVE: the others were marked
+ * LOST meanwhile, by the leader. Returns a db_qs. */
+int store_nodes_heard(struct db_conn *c, const char *heard_json, char ***alive, size_t *n);
+/* ALIVE nodes not heard from for more than timeout_s seconds (same ownership). */
+int store_nodes_silent(struct db_conn *c, int64_t timeout_s, char ***ids, size_t *n);
+/* store_node_lost, unless the node was heard from (or registered) since store_nodes_silent
+ * listed it: by another server, meanwhile. Returns a db_qs. */
+int store_node_lost_if_silent(struct db_conn *c, const char *id, int64_t timeout_s);
+/* NOTIFY channel, payload (delivered when the statement commits). Returns a db_qs. */
+int store_notify(struct db_conn *c, const char *channel, const char *payload);
 #endif

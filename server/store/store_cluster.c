@@ -468,14 +468,19 @@ void store_job_specs_free(struct store_job_spec *specs, size_t n)
     free(specs);
 }
 
-int store_place(struct db_conn *c, int64_t job, const char *workers_json, int nports, int *attempt)
+int store_place(struct db_conn *c, int64_t job, const char *workers_json, int nports, int *attempt,
+                const char *origin)
 {
     static const struct db_stmt st = {
-        "place", "SELECT o_attempt FROM ty_place($1::bigint, $2::jsonb, $3::int)", 3, false};
+        "place",
+        "SELECT o_attempt, CASE WHEN o_attempt IS NOT NULL THEN pg_notify('trainyard_launch', "
+        "    $1::bigint::text || ' ' || o_attempt::text || ' ' || $4::text) END "
+        "FROM ty_place($1::bigint, $2::jsonb, $3::int)",
+        4, false};
     char j[32], np[16];
     STORE_NUM(j, job);
     STORE_NUM(np, nports);
-    const char *p[] = {j, workers_json, np};
+    const char *p[] = {j, workers_json, np, origin};
     char *out = NULL;
     int qs = db_exec_text(c, &st, p, &out);
     if (qs <= 0)

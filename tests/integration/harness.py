@@ -309,9 +309,11 @@ class Agent:
     A --port-range from port_range() is added unless the flags give one."""
 
     def __init__(self, server, data_dir=None, cpus=2, memory_mb=4096, gpus=None, gpu_type=None,
-                 extra_args=(), netns=None, server_addr=None, args=None, env=None):
+                 extra_args=(), netns=None, server_addr=None, args=None, env=None, also=()):
+        """also: more servers of the same cluster, listed after `server` in --server."""
         root = make_tmpdir("ty-agent-")
         self.server = server
+        self.also = list(also)
         self.data_dir = data_dir or os.path.join(root, "data")
         self.log_path = os.path.join(root, "agent.log")
         if args is None:
@@ -340,6 +342,7 @@ class Agent:
         if token == "cluster":
             token = cluster_token(self.server)
         ws = f"ws://{self.server_addr}" if self.server_addr else self.server.ws_url
+        ws = ",".join([ws, *(s.ws_url for s in self.also)])
         cmd = [*(["ip", "netns", "exec", self.netns] if self.netns else []), *AGENT_WRAPPER,
                AGENT_BIN, "--server", ws, "--data-dir", self.data_dir, *self.args]
         if token:

@@ -159,6 +159,38 @@ static void agent_server_url_parses_host_port_path(void **state)
     }
 }
 
+static void agent_server_list_takes_every_server_of_a_cluster(void **state)
+{
+    (void)state;
+    struct agent_server_url *urls = NULL;
+    size_t n = 0;
+    bool tls = true;
+    char err[256];
+    assert_int_equal(agent_parse_server_list("ws://a:1, ws://b:2/x ,ws://a:3", &urls, &n, &tls, err,
+                                             sizeof(err)),
+                     0);
+    assert_int_equal(n, 3);
+    assert_false(tls);
+    assert_string_equal(urls[0].url, "ws://a:1");
+    assert_string_equal(urls[1].host, "b");
+    assert_int_equal(urls[1].port, 2);
+    assert_string_equal(urls[1].path, "/x");
+    assert_int_equal(urls[2].port, 3);
+    agent_server_urls_free(urls, n);
+    assert_int_equal(agent_parse_server_list("wss://h", &urls, &n, &tls, err, sizeof(err)), 0);
+    assert_int_equal(n, 1);
+    assert_true(tls);
+    agent_server_urls_free(urls, n);
+    const char *bad[] = {"ws://a:1,wss://b:2",      "ws://a:1,,ws://b:2", "ws://a:1,", "",
+                         "ws://a:1,ws://a:1/agent", "ws://a:1,http://b"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (agent_parse_server_list(bad[i], &urls, &n, &tls, err, sizeof(err)) == 0)
+            fail_msg("accepted server list '%s'", bad[i]);
+        assert_null(urls);
+        assert_int_equal(n, 0);
+    }
+}
+
 static void agent_labels_accept_json_or_pairs(void **state)
 {
     (void)state;
@@ -318,6 +350,7 @@ static void agent_config_pins_need_wss(void **state)
 }
 
 static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(agent_server_list_takes_every_server_of_a_cluster),
     cmocka_unit_test(agent_backoff_doubles_from_200ms_to_10s),
     cmocka_unit_test(agent_backoff_jitter_stays_within_half),
     cmocka_unit_test(agent_port_range_parses_and_checks_bounds),

@@ -48,6 +48,14 @@
 /* Configuration (config.c, parse.c)                                                           */
 /* ------------------------------------------------------------------------------------------ */
 
+/* One server of --server (a comma-separated list: every server of a highly available cluster). */
+struct agent_server_url {
+    char *url; /* as given */
+    char *host;
+    int port;
+    char *path;
+};
+
 struct agent_config {
     /* Raw option values, filled from the table in config.c. */
     char *server;
@@ -79,7 +87,10 @@ struct agent_config {
     int64_t max_queued_bytes; /* events held for the server above which reports are held back */
     int64_t log_flush_ms;     /* a partial last line is sent after waiting this long */
 
-    /* Derived by agent_config_load. */
+    /* Derived by agent_config_load. servers[] lists --server's URLs (at least one, the same
+     * scheme for all); url_host, url_port and url_path are the first one's. */
+    struct agent_server_url *servers;
+    size_t n_servers;
     char *url_host;
     int url_port;
     char *url_path;
@@ -103,6 +114,12 @@ void agent_config_free(struct agent_config *cfg);
 /* Pure parsers (parse.c). Each returns 0, or -1 with a reason in err. */
 int agent_parse_server_url(const char *url, char **host, int *port, char **path, bool *tls,
                            char *err, size_t errlen);
+/* "URL[,URL...]" -> *out (n entries; free with agent_server_urls_free), each URL as
+ * agent_parse_server_url takes it, spaces around commas ignored; all ws:// or all wss:// (*tls).
+ * Duplicates are refused. */
+int agent_parse_server_list(const char *list, struct agent_server_url **out, size_t *n, bool *tls,
+                            char *err, size_t errlen);
+void agent_server_urls_free(struct agent_server_url *urls, size_t n);
 /* "sha256:" followed by 64 hex digits, optionally in pairs separated by ':' (as `openssl x509
  * -fingerprint -sha256` prints them, its "SHA256 Fingerprint=" prefix accepted too) -> 32
  * bytes in out. */
@@ -308,6 +325,7 @@ struct agent {
     struct lws *wsi;
     bool connected, registered;
     unsigned reconnect_attempt;
+    size_t server_index; /* the cfg->servers entry connected to, or tried next */
     int64_t heartbeat_interval_s;
     char *rx;
     size_t rx_len, rx_cap;

@@ -21,7 +21,9 @@
 
 static const struct option_def options[] = {
     {"server", "TRAINYARD_AGENT_SERVER", S(server), "ws://127.0.0.1:8081", 0, 0,
-     "server websocket URL (ws://host:port, or wss:// for TLS); the agent connects to /agent"},
+     "server websocket URL (ws://host:port, or wss:// for TLS); the agent connects to /agent. "
+     "Several servers of one cluster: a comma-separated list (a repeated --server replaces the "
+     "earlier one), tried in turn on reconnects"},
     {"ca-file", "TRAINYARD_CA_FILE", S(ca_file), NULL, 0, 0,
      "wss://: PEM file of the CA(s) the server's certificate must chain to (default: the "
      "system's)"},
@@ -122,9 +124,16 @@ static int load_token_file(struct agent_config *cfg)
 static int derive(struct agent_config *cfg)
 {
     char err[256];
-    if (agent_parse_server_url(cfg->server, &cfg->url_host, &cfg->url_port, &cfg->url_path,
-                               &cfg->url_tls, err, sizeof(err)) != 0) {
+    if (agent_parse_server_list(cfg->server, &cfg->servers, &cfg->n_servers, &cfg->url_tls, err,
+                                sizeof(err)) != 0) {
         fprintf(stderr, "trainyard-agent: --server: %s\n", err);
+        return -1;
+    }
+    cfg->url_host = strdup(cfg->servers[0].host);
+    cfg->url_path = strdup(cfg->servers[0].path);
+    cfg->url_port = cfg->servers[0].port;
+    if (!cfg->url_host || !cfg->url_path) {
+        fprintf(stderr, "trainyard-agent: out of memory\n");
         return -1;
     }
     if (cfg->token_file && load_token_file(cfg) != 0)
@@ -198,6 +207,9 @@ fail:
 void agent_config_free(struct agent_config *cfg)
 {
     options_free(options, N_OPTIONS, cfg);
+    agent_server_urls_free(cfg->servers, cfg->n_servers);
+    cfg->servers = NULL;
+    cfg->n_servers = 0;
     UTIL_FREE(cfg->url_host);
     UTIL_FREE(cfg->url_path);
     UTIL_FREE(cfg->gpu_list);

@@ -70,6 +70,77 @@ int agent_parse_server_url(const char *url, char **host, int *port, char **path,
     return 0;
 }
 
+void agent_server_urls_free(struct agent_server_url *urls, size_t n)
+{
+    for (size_t i = 0; urls && i < n; i++) {
+        free(urls[i].url);
+        free(urls[i].host);
+        free(urls[i].path);
+    }
+    free(urls);
+}
+
+/* Parses one trimmed entry of the list into urls[*n]. 0 or -1 with err set. */
+static int server_list_entry(const char *start, size_t len, struct agent_server_url *urls,
+                             size_t *n, bool *tls, char *err, size_t errlen)
+{
+    while (len > 0 && (*start == ' ' || *start == '\t'))
+        start++, len--;
+    while (len > 0 && (start[len - 1] == ' ' || start[len - 1] == '\t'))
+        len--;
+    char *url = strndup(start, len);
+    if (url == NULL)
+        return ERR("out of memory");
+    struct agent_server_url *u = &urls[*n];
+    bool this_tls = false;
+    if (agent_parse_server_url(url, &u->host, &u->port, &u->path, &this_tls, err, errlen) != 0) {
+        free(url);
+        return -1;
+    }
+    u->url = url;
+    (*n)++;
+    if (*n > 1 && this_tls != *tls)
+        return ERR("'%s': every server of the list must use the same scheme (ws:// or wss://)",
+                   url);
+    *tls = this_tls;
+    for (size_t i = 0; i + 1 < *n; i++)
+        if (strcmp(urls[i].host, u->host) == 0 && urls[i].port == u->port &&
+            strcmp(urls[i].path, u->path) == 0)
+            return ERR("'%s' is listed twice", url);
+    return 0;
+}
+
+int agent_parse_server_list(const char *list, struct agent_server_url **out, size_t *n, bool *tls,
+                            char *err, size_t errlen)
+{
+    *out = NULL;
+    *n = 0;
+    if (!list || !*list)
+        return ERR("empty URL");
+    size_t cap = 1;
+    for (const char *p = list; *p; p++)
+        cap += *p == ',';
+    struct agent_server_url *urls = calloc(cap, sizeof(*urls));
+    if (urls == NULL)
+        return ERR("out of memory");
+    size_t count = 0;
+    const char *start = list;
+    for (;;) {
+        const char *comma = strchr(start, ',');
+        size_t len = comma ? (size_t)(comma - start) : strlen(start);
+        if (server_list_entry(start, len, urls, &count, tls, err, errlen) != 0) {
+            agent_server_urls_free(urls, count);
+            return -1;
+        }
+        if (comma == NULL)
+            break;
+        start = comma + 1;
+    }
+    *out = urls;
+    *n = count;
+    return 0;
+}
+
 static int hex_value(char c)
 {
     if (c >= '0' && c <= '9')

@@ -44,11 +44,12 @@ static void connect_now(lws_sorted_usec_list_t *sul)
     struct lws_client_connect_info ci;
     memset(&ci, 0, sizeof(ci));
     ci.context = a->ctx;
-    ci.address = a->cfg->url_host;
-    ci.port = a->cfg->url_port;
-    ci.path = a->cfg->url_path;
-    ci.host = a->cfg->url_host;
-    ci.origin = a->cfg->url_host;
+    const struct agent_server_url *srv = &a->cfg->servers[a->server_index];
+    ci.address = srv->host;
+    ci.port = srv->port;
+    ci.path = srv->path;
+    ci.host = srv->host;
+    ci.origin = srv->host;
     ci.protocol = AGENT_PROTO_SUBPROTOCOL;
     ci.local_protocol_name = AGENT_PROTO_SUBPROTOCOL;
     ci.ssl_connection = a->cfg->url_tls ? LCCSCF_USE_SSL : 0;
@@ -57,7 +58,7 @@ static void connect_now(lws_sorted_usec_list_t *sul)
         ci.ssl_connection |= LCCSCF_ALLOW_SELFSIGNED | LCCSCF_SKIP_SERVER_CERT_HOSTNAME_CHECK |
                              LCCSCF_ALLOW_EXPIRED | LCCSCF_ALLOW_INSECURE;
     ci.pwsi = &a->wsi;
-    TY_DEBUG("ws", "connecting to %s", a->cfg->server);
+    TY_DEBUG("ws", "connecting to %s", srv->url);
     if (!lws_client_connect_via_info(&ci)) {
         a->wsi = NULL;
         schedule_reconnect(a);
@@ -72,6 +73,8 @@ static void schedule_reconnect(struct agent *a)
     int64_t ms = agent_backoff_delay_ms(a->reconnect_attempt, u);
     if (a->reconnect_attempt < 64)
         a->reconnect_attempt++;
+    /* Several servers: the next one in turn (a dead one is skipped at the next failure). */
+    a->server_index = (a->server_index + 1) % a->cfg->n_servers;
     TY_DEBUG("ws", "reconnecting in %lld ms", (long long)ms);
     lws_sul_schedule(a->ctx, 0, &timers_of(a)->reconnect, connect_now,
                      (lws_usec_t)ms * LWS_US_PER_MS);
@@ -315,8 +318,9 @@ static int on_message(struct agent *a, const char *text, size_t len)
             agent__credential_save(a, m.credential);
         if (m.node_id && strcmp(m.node_id, a->node_id) != 0)
             TY_WARN("ws", "server calls this node '%s', not '%s'", m.node_id, a->node_id);
-        TY_INFO("ws", "registered with %s as %s (heartbeat every %llds)", a->cfg->server,
-                a->node_id, (long long)a->heartbeat_interval_s);
+        TY_INFO("ws", "registered with %s as %s (heartbeat every %llds)",
+                a->cfg->servers[a->server_index].url, a->node_id,
+                (long long)a->heartbeat_interval_s);
         lws_sul_schedule(a->ctx, 0, &timers_of(a)->heartbeat, heartbeat_due,
                          (lws_usec_t)a->heartbeat_interval_s * LWS_USEC_PER_SEC);
         agent__ws_kick(a);
@@ -419,7 +423,7 @@ static bool pin_matches(struct agent *a, struct lws *wsi)
         TY_ERROR("ws",
                  "refusing %s: its certificate's fingerprint sha256:%s is not the pinned "
                  "--server-fingerprint",
-                 a->cfg->server, n ? hex : "(none)");
+                 a->cfg->servers[a->server_index].url, n ? hex : "(none)");
     }
     return ok;
 }
@@ -434,7 +438,7 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
         const char *why = in ? (const char *)in : "unknown error";
         bool tls_failed = a->cfg->url_tls && (strstr(why, "SSL") || strstr(why, "ssl") ||
                                               strstr(why, "cert") || strstr(why, "tls"));
-        TY_WARN("ws", "cannot connect to %s: %s%s", a->cfg->server, why,
+        TY_WARN("ws", "cannot connect to %s: %s%s", a->cfg->servers[a->server_index].url, why,
                 tls_failed ? " (the server's certificate did not verify: is it signed by a CA "
                              "in --ca-file, and issued for this host name?)"
                            : "");
@@ -452,7 +456,8 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
         ctl_clear(a);
         agent__events_reset_sent(a);
         learn_address(a, wsi);
-        TY_INFO("ws", "connected to %s (advertising %s)", a->cfg->server, a->address);
+        TY_INFO("ws", "connected to %s (advertising %s)", a->cfg->servers[a->server_index].url,
+                a->address);
         send_register(a);
         return 0;
     case LWS_CALLBACK_CLIENT_RECEIVE:
