@@ -2,6 +2,7 @@
  * cmd_jobs.c - submit, list, get, stop, delete.
  */
 #include "api.h"
+#include "code_pack.h"
 #include "cli.h"
 #include "output.h"
 
@@ -98,6 +99,37 @@ static int check_spec(const char *name, const struct strbuf *spec)
     return 0;
 }
 
+/*
+ * --working-dir DIR: packs and uploads DIR (code_pack.h), then rewrites the spec text in `spec`
+ * with its code_package set and its working_dir (if any) dropped. Returns 0 or an exit code
+ * (printed).
+ */
+static int with_code_package(struct cli_ctx *ctx, const struct cli_args *args, const char *dir,
+                             struct strbuf *spec)
+{
+    long max_mb = CODE_PACK_DEFAULT_MAX_MB;
+    int rc = cli_flag_long(ctx, args, "max-package-mb", 1, 1L << 20, &max_mb);
+    if (rc != 0)
+        return rc;
+    char sha[65];
+    if ((rc = code_pack_upload(ctx, dir, (long long)max_mb << 20, sha)) != CLI_EXIT_OK)
+        return rc;
+    json_t *o = json_loadb(sb_str(spec), spec->len, 0, NULL);
+    if (o == NULL || json_object_set_new(o, "code_package", json_string(sha)) != 0) {
+        json_decref(o);
+        return cli_input_error("cannot add code_package to the job spec");
+    }
+    json_object_del(o, "working_dir");
+    char *text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (text == NULL)
+        return cli_input_error("cannot add code_package to the job spec");
+    sb_free(spec);
+    sb_append(spec, text, strlen(text));
+    free(text);
+    return 0;
+}
+
 int cmd_submit(struct cli_ctx *ctx, const struct cli_args *args)
 {
     bool wait = args_flag(args, "wait") != NULL;
@@ -113,6 +145,11 @@ int cmd_submit(struct cli_ctx *ctx, const struct cli_args *args)
 
     struct strbuf spec = STRBUF_INIT;
     if ((rc = read_spec(args->pos[0], &spec)) != 0 || (rc = check_spec(args->pos[0], &spec)) != 0) {
+        sb_free(&spec);
+        return rc;
+    }
+    const char *wdir = args_flag(args, "working-dir");
+    if (wdir && (rc = with_code_package(ctx, args, wdir, &spec)) != 0) {
         sb_free(&spec);
         return rc;
     }

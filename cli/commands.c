@@ -25,6 +25,11 @@ static const struct cli_flag submit_flags[] = {
     {"wait-timeout", "S", "with --wait, give up after S seconds (exit 5); default: no limit",
      false},
     {"follow", NULL, "with --wait, print log lines and rank-0 reports as they arrive", false},
+    {"working-dir", "DIR",
+     "pack DIR (.gitignore and .trainyardignore patterns left out), upload it unless the server "
+     "has it, and run the workers in a copy of it (sets the spec's code_package)",
+     false},
+    {"max-package-mb", "N", "with --working-dir, refuse a package over N MiB (default 100)", false},
     {NULL, NULL, NULL, false},
 };
 
