@@ -3,6 +3,7 @@
  */
 #include "api.h"
 #include "code_pack.h"
+#include "gate.h"
 #include "cli.h"
 #include "output.h"
 
@@ -130,6 +131,51 @@ static int with_code_package(struct cli_ctx *ctx, const struct cli_args *args, c
     return 0;
 }
 
+/* Parses every --assert into gates. Returns how many; *rc = 0, or an exit code (printed). */
+static int parse_gates(struct cli_ctx *ctx, const struct cli_args *args, struct gate *gates,
+                       int *rc)
+{
+    const char *texts[CLI_MAX_VALUES];
+    int n = args_flag_values(args, "assert", texts, CLI_MAX_VALUES);
+    *rc = 0;
+    for (int i = 0; i < n; i++) {
+        char err[300];
+        if (gate_parse(texts[i], &gates[i], err, sizeof err) != 0) {
+            *rc = cli_usage_error(ctx, "%s", err);
+            return 0;
+        }
+    }
+    return n;
+}
+
+/*
+ * Checks the gates against job `id`'s final rank-0 metrics (its result.metrics). Returns
+ * CLI_EXIT_OK, CLI_EXIT_GATE after printing each miss, or the API call's exit code.
+ */
+static int check_gates(struct cli_ctx *ctx, long id, const struct gate *gates, int n)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/api/v1/jobs/%ld", id);
+    json_t *job = NULL;
+    int rc = api_json(ctx, "GET", path, NULL, 0, &job);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    const json_t *metrics = json_object_get(json_object_get(job, "result"), "metrics");
+    int missed = 0;
+    for (int i = 0; i < n; i++) {
+        char msg[400];
+        if (!gate_check(&gates[i], metrics, msg, sizeof msg)) {
+            fprintf(stderr, "error: quality gate missed: %s\n", msg);
+            missed++;
+        }
+    }
+    json_decref(job);
+    if (missed)
+        return CLI_EXIT_GATE;
+    fprintf(stderr, "quality gates passed (%d)\n", n);
+    return CLI_EXIT_OK;
+}
+
 int cmd_submit(struct cli_ctx *ctx, const struct cli_args *args)
 {
     bool wait = args_flag(args, "wait") != NULL;
@@ -142,6 +188,13 @@ int cmd_submit(struct cli_ctx *ctx, const struct cli_args *args)
         return cli_usage_error(ctx, "--wait-timeout only makes sense with --wait");
     if (follow && !wait)
         return cli_usage_error(ctx, "--follow only makes sense with --wait");
+
+    struct gate gates[CLI_MAX_VALUES];
+    int n_gates = parse_gates(ctx, args, gates, &rc);
+    if (rc != 0)
+        return rc;
+    if (n_gates > 0 && !wait)
+        return cli_usage_error(ctx, "--assert only makes sense with --wait");
 
     struct strbuf spec = STRBUF_INIT;
     if ((rc = read_spec(args->pos[0], &spec)) != 0 || (rc = check_spec(args->pos[0], &spec)) != 0) {
@@ -179,7 +232,10 @@ int cmd_submit(struct cli_ctx *ctx, const struct cli_args *args)
         printf("%ld\n", job_id);
         fflush(stdout); /* scripts and CI logs see the id before the wait */
     }
-    return cli_wait_for_job(ctx, job_id, timeout_s, false, follow);
+    rc = cli_wait_for_job(ctx, job_id, timeout_s, false, follow);
+    if (rc != CLI_EXIT_OK || n_gates == 0)
+        return rc;
+    return check_gates(ctx, job_id, gates, n_gates);
 }
 
 /* ---------------------------------------------------------------------------------------------
