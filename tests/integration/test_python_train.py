@@ -63,7 +63,8 @@ def run_script(server, tmp_path, mode):
     (d / "train.py").write_text(SCRIPT)
     (d / "helper.py").write_text("def loss(epoch):\n    return 1.0 / (epoch + 1)\n")
     env = dict(os.environ, TRAINYARD_SERVER=server.url, TRAINYARD_TOKEN=server.admin_token,
-               PYTHONPATH=os.path.join(harness.SOURCE_DIR, "worker", "python"))
+               PYTHONPATH=os.path.join(harness.SOURCE_DIR, "worker", "python"),
+               TRAINYARD_WORKER_PYTHON="/usr/bin/python3")
     return subprocess.run(["/usr/bin/python3", "train.py", mode], cwd=d, env=env, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
 

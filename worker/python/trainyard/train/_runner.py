@@ -24,7 +24,14 @@ def load_function(spec):
         mspec = importlib.util.spec_from_file_location(MAIN_ALIAS, path)
         module = importlib.util.module_from_spec(mspec)
         sys.modules[MAIN_ALIAS] = module
-        mspec.loader.exec_module(module)
+        from . import _trainer
+        _trainer.in_worker_import = True
+        try:
+            mspec.loader.exec_module(module)
+        except _trainer.WorkerImportStop:
+            pass  # the script's own fit() call: everything above it is defined
+        finally:
+            _trainer.in_worker_import = False
     else:
         module = importlib.import_module(spec["module"])
     obj = module

@@ -14,8 +14,25 @@ from ._pack import DEFAULT_MAX_BYTES, pack_directory
 __all__ = ["DataParallelTrainer", "function_reference", "build_spec"]
 
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
+
+
+class WorkerImportStop(BaseException):
+    """Raised by fit() when a worker's runner imports the user's script and reaches the script's
+    own fit() call (a script without an `if __name__ == "__main__":` guard, as Ray's quick start
+    is): the import stops there, with every function above it defined, and the runner goes on
+    with the function it came for. Not an Exception, so that user code does not swallow it."""
+
+
+# Set by the runner while it imports the user's script on a worker.
+in_worker_import = False
 POLL_S = 0.2
 RUNNER = ["python3", "-m", "trainyard.train._runner"]
+
+
+def runner_entrypoint(python=None):
+    """The workers' command: the nodes' Python (`python`, else TRAINYARD_WORKER_PYTHON on the
+    submitting machine, else python3 on the nodes' PATH) running the runner."""
+    return [python or os.environ.get("TRAINYARD_WORKER_PYTHON") or "python3"] + RUNNER[1:]
 
 
 def function_reference(fn, working_dir):
@@ -71,14 +88,15 @@ class DataParallelTrainer:
     also be an entrypoint (a list of arguments or a shell string) for any program, the native
     C backend's included. working_dir (default: the directory of the script that calls fit(),
     else the current one) is packed and travels with the job; client: a Client (default:
-    TRAINYARD_SERVER and TRAINYARD_TOKEN)."""
+    TRAINYARD_SERVER and TRAINYARD_TOKEN); worker_python: the nodes' Python (default
+    TRAINYARD_WORKER_PYTHON, else python3); its packages are the nodes' business."""
 
     _backend = "none"
 
     def __init__(self, train_loop_per_worker, *, train_loop_config=None, scaling_config=None,
                  run_config=None, resume_from_checkpoint=None, backend=None, working_dir=None,
                  client=None, env=None, max_package_bytes=DEFAULT_MAX_BYTES, datasets=None,
-                 metadata=None):
+                 metadata=None, worker_python=None):
         self.train_loop_per_worker = train_loop_per_worker
         self.train_loop_config = train_loop_config
         self.scaling_config = scaling_config or ScalingConfig()
@@ -89,6 +107,7 @@ class DataParallelTrainer:
         self.client = client
         self.env = env
         self.max_package_bytes = max_package_bytes
+        self.worker_python = worker_python
         if datasets:
             raise NotImplementedError("datasets= is not supported: load data in the training "
                                       "function and use trainyard.train.get_dataset_shard()")
@@ -121,7 +140,7 @@ class DataParallelTrainer:
         if isinstance(fn, (list, tuple, str)):
             entry, ref = (list(fn) if not isinstance(fn, str) else fn), None
         else:
-            entry, ref = RUNNER, function_reference(fn, wd)
+            entry, ref = runner_entrypoint(self.worker_python), function_reference(fn, wd)
         spec = build_spec(self._name(), self.backend, entry, self.scaling_config,
                           self.run_config, self.train_loop_config, ref,
                           self.resume_from_checkpoint, self.env)
@@ -134,6 +153,8 @@ class DataParallelTrainer:
         TrainingFailedError when it failed (Result.error holds the same), MetricAssertionError
         when `assertions` (e.g. ["accuracy>=0.85"]) miss on rank 0's final metrics, and on
         Ctrl-C stops the job before re-raising KeyboardInterrupt."""
+        if in_worker_import:
+            raise WorkerImportStop()
         client = self.client or Client()
         spec, wd = self.build()
         sha, uploaded = client.upload_code(pack_directory(wd, self.max_package_bytes))
