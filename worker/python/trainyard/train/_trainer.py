@@ -244,8 +244,10 @@ def _failure(client, job):
                if w.get("attempt") == job.get("attempt") and
                ((w.get("exit_code") not in (None, 0)) or w.get("signal") or
                 w.get("status") == "LOST")]
-        if bad:
-            rank = min(w["rank"] for w in bad)
+        if bad:  # the first to fail on its own: those the server then stopped had a signal
+            bad.sort(key=lambda w: (bool(w.get("signal")), w.get("status") == "LOST",
+                                    w.get("finished_at") or "~", w["rank"]))
+            rank = bad[0]["rank"]
             tail = client.get_job_logs(job_id, rank=rank, tail=20)
     except Exception:  # the job's own error still says what happened
         pass
