@@ -175,3 +175,38 @@ def test_spec_code_package_is_validated_with_field_named_errors(server):
                     body={"name": "v", "entrypoint": ["true"], "code_package": "b" * 64})
     assert r.status == 422 and r.json["errors"][0]["field"] == "code_package", r.json
     assert "upload it first" in r.json["detail"], r.json
+
+
+ISOLATED = textwrap.dedent("""\
+    import json, os
+    cache = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.getcwd()))))
+    try:
+        os.listdir(cache)
+        cache_readable = True
+    except PermissionError:
+        cache_readable = False
+    with open("written-by-worker.txt", "w") as f:
+        f.write("mine")
+    print("RESULT", json.dumps({"uid": os.getuid(), "owner": os.stat(".").st_uid,
+                                "cache_readable": cache_readable,
+                                "train": open("train.py").read()[:6]}), flush=True)
+    """)
+
+
+def test_isolated_workers_own_their_copy_and_cannot_read_the_node_cache(server, agent_factory,
+                                                                          cli, tmp_path):
+    agent = agent_factory(cpus=2, env={"TRAINYARD_AGENT_RUN_AS": "auto"})
+    d = tmp_path / "proj"
+    d.mkdir()
+    (d / "train.py").write_text(ISOLATED)
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"name": "iso", "entrypoint": [PY, "train.py"]}))
+    r = cli("submit", str(spec), "--working-dir", str(d), "--wait")
+    assert r.returncode == 0, r.stdout + r.stderr
+    job = int(r.stdout.strip().splitlines()[0])
+    out = json.loads(job_logs(cli, job).split("RESULT ", 1)[1].splitlines()[0])
+    assert out["uid"] != 0 and out["owner"] == out["uid"], out
+    assert out["cache_readable"] is False, out  # <data>/code is searchable, not readable
+    assert out["train"] == "import"
+    sha = server.request("GET", f"/api/v1/jobs/{job}").json["spec"]["code_package"]
+    assert os.stat(os.path.join(agent.data_dir, "code", sha)).st_mode & 0o077 == 0

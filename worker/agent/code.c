@@ -83,6 +83,10 @@ static int code_cache(struct agent *a, const char *sha256, const char *dir, cons
         *why = "cannot unpack the code package";
         rc = -1;
     }
+    if (rc == 0 && chmod(tmp, 0700) != 0) { /* the archive's "." may have carried 0755 */
+        *why = "cannot make the code cache private";
+        rc = -1;
+    }
     if (rc == 0 && rename(tmp, dir) != 0) {
         *why = "cannot move the code package into the cache";
         rc = -1;
