@@ -5,7 +5,9 @@ TrainingFailedError with its error and log tail; quality gates name the metric. 
 agent and workers; the script is run as a user would run it."""
 import json
 import os
+import signal
 import subprocess
+import time
 import textwrap
 
 import harness
@@ -30,13 +32,17 @@ SCRIPT = textwrap.dedent("""\
                   f"{ctx.get_experiment_name()}", flush=True)
             if config.get("fail") and ctx.get_world_rank() == 1:
                 raise ValueError("rank one gives up")
+            if config.get("hang"):
+                import time
+                time.sleep(600)
             train.report({"loss": helper.loss(epoch), "accuracy": 0.5 + 0.2 * epoch,
                            "step": epoch}, checkpoint=Checkpoint.from_directory(d))
 
     if __name__ == "__main__":
         mode = sys.argv[1]
         trainer = DataParallelTrainer(
-            train_func, train_loop_config={"epochs": 3, "fail": mode == "fail"},
+            train_func, train_loop_config={"epochs": 3, "fail": mode == "fail",
+                                           "hang": mode == "hang"},
             scaling_config=ScalingConfig(num_workers=2),
             run_config=RunConfig(name="quick", checkpoint_config=CheckpointConfig(
                 num_to_keep=2, checkpoint_score_attribute="accuracy")))
@@ -57,7 +63,7 @@ SCRIPT = textwrap.dedent("""\
     """)
 
 
-def run_script(server, tmp_path, mode):
+def run_script(server, tmp_path, mode, popen=False):
     d = tmp_path / "proj"
     d.mkdir(exist_ok=True)
     (d / "train.py").write_text(SCRIPT)
@@ -65,6 +71,9 @@ def run_script(server, tmp_path, mode):
     env = dict(os.environ, TRAINYARD_SERVER=server.url, TRAINYARD_TOKEN=server.admin_token,
                PYTHONPATH=os.path.join(harness.SOURCE_DIR, "worker", "python"),
                TRAINYARD_WORKER_PYTHON="/usr/bin/python3")
+    if popen:
+        return subprocess.Popen(["/usr/bin/python3", "train.py", mode], cwd=d, env=env,
+                                text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     return subprocess.run(["/usr/bin/python3", "train.py", mode], cwd=d, env=env, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
 
@@ -103,3 +112,85 @@ def test_quality_gate_in_fit_names_the_metric_and_value(server, agent_factory, t
     assert r.returncode == 4, r.stdout + r.stderr
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert "accuracy>=0.99: accuracy is 0.9" in out["gate"], out
+
+
+def test_ctrl_c_stops_the_job(server, agent_factory, tmp_path):
+    agent_factory(cpus=2)
+    p = run_script(server, tmp_path, "hang", popen=True)
+    try:
+        deadline = time.time() + 60
+        jobs = []
+        while time.time() < deadline:
+            jobs = server.request("GET", "/api/v1/jobs").json["jobs"]
+            if jobs and jobs[0]["status"] == "RUNNING":
+                break
+            time.sleep(0.1)
+        assert jobs and jobs[0]["status"] == "RUNNING", jobs
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode != 0 and "KeyboardInterrupt" in err, err[-2000:]
+    assert f"stopping job {jobs[0]['id']}" in err, err[-2000:]
+    done = server.wait_job(jobs[0]["id"], {"STOPPED"})
+    assert done["status"] == "STOPPED"
+
+
+def test_job_submission_client_submits_a_directory_follows_and_stops(server, agent_factory,
+                                                                     tmp_path):
+    import sys
+    sys.path.insert(0, os.path.join(harness.SOURCE_DIR, "worker", "python"))
+    from trainyard.job_submission import JobSubmissionClient
+    agent_factory(cpus=2)
+    d = tmp_path / "nb"
+    d.mkdir()
+    (d / "hello.py").write_text("import sys, time\nprint('hello from', sys.argv[1], flush=True)\n"
+                                "time.sleep(float(sys.argv[2]))\n")
+    client = JobSubmissionClient(server.url, server.admin_token)
+    job = client.submit_job(entrypoint=["/usr/bin/python3", "hello.py", "notebook", "0"],
+                            working_dir=str(d), name="nb")
+    assert server.wait_job(job, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
+    assert client.get_job_status(job) == "SUCCEEDED"
+    assert "hello from notebook" in client.get_job_logs(job)
+    long = client.submit_job(entrypoint=["/usr/bin/python3", "hello.py", "again", "600"],
+                             working_dir=str(d), name="nb-long")
+    assert [j["id"] for j in client.list_jobs()][:2] == [long, job]
+    server.wait_job(long, {"RUNNING"})
+    client.stop_job(long)
+    assert server.wait_job(long, {"STOPPED"})["status"] == "STOPPED"
+
+
+TF_SCRIPT = """\
+import json, os
+import trainyard.train as train
+from trainyard.train import ScalingConfig
+from trainyard.train.tensorflow import TensorflowTrainer
+
+
+def train_func():
+    cfg = json.loads(os.environ["TF_CONFIG"])
+    train.report({"task_index": cfg["task"]["index"],
+                  "workers": len(cfg["cluster"]["worker"])})
+
+
+if __name__ == "__main__":
+    r = TensorflowTrainer(train_func, scaling_config=ScalingConfig(num_workers=2)).fit()
+    print(json.dumps(r.metrics))
+"""
+
+
+def test_tensorflow_trainer_workers_get_tf_config(server, agent_factory, tmp_path):
+    agent_factory(cpus=2)
+    d = tmp_path / "tf"
+    d.mkdir()
+    (d / "train.py").write_text(TF_SCRIPT)
+    env = dict(os.environ, TRAINYARD_SERVER=server.url, TRAINYARD_TOKEN=server.admin_token,
+               PYTHONPATH=os.path.join(harness.SOURCE_DIR, "worker", "python"),
+               TRAINYARD_WORKER_PYTHON="/usr/bin/python3")
+    r = subprocess.run(["/usr/bin/python3", "train.py"], cwd=d, env=env, text=True,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == {"task_index": 0, "workers": 2}
+    job = server.request("GET", "/api/v1/jobs").json["jobs"][0]
+    assert job["spec"]["backend"] == "tensorflow"

@@ -14,6 +14,7 @@ from ._pack import DEFAULT_MAX_BYTES, pack_directory
 __all__ = ["DataParallelTrainer", "function_reference", "build_spec"]
 
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
+POLL_MIN_S, POLL_MAX_S = 0.1, 1.0  # polling backs off while nothing changes
 
 
 class WorkerImportStop(BaseException):
@@ -25,7 +26,6 @@ class WorkerImportStop(BaseException):
 
 # Set by the runner while it imports the user's script on a worker.
 in_worker_import = False
-POLL_S = 0.2
 RUNNER = ["python3", "-m", "trainyard.train._runner"]
 
 
@@ -187,6 +187,7 @@ def _follow(client, job_id, verbose):
     per rank-0 report (verbose >= 1). Returns the final job."""
     seen_lines = {}
     seen_reports = set()
+    delay, last = POLL_MIN_S, None
     while True:
         job = client.get_job(job_id)
         done = job["status"] in TERMINAL
@@ -196,7 +197,11 @@ def _follow(client, job_id, verbose):
             _print_new_reports(client, job_id, seen_reports)
         if done:
             return job
-        time.sleep(POLL_S)
+        now = (job["status"], job.get("attempt"), sum(seen_lines.values()), len(seen_reports),
+               json.dumps((job.get("result") or {}).get("metrics"), sort_keys=True))
+        delay = POLL_MIN_S if now != last else min(POLL_MAX_S, delay * 1.5)
+        last = now
+        time.sleep(delay)
 
 
 def _print_new_lines(client, job_id, printed):
