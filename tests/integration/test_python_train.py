@@ -70,7 +70,8 @@ def run_script(server, tmp_path, mode, popen=False):
     (d / "helper.py").write_text("def loss(epoch):\n    return 1.0 / (epoch + 1)\n")
     env = dict(os.environ, TRAINYARD_SERVER=server.url, TRAINYARD_TOKEN=server.admin_token,
                PYTHONPATH=os.path.join(harness.SOURCE_DIR, "worker", "python"),
-               TRAINYARD_WORKER_PYTHON="/usr/bin/python3")
+               TRAINYARD_WORKER_PYTHON="/usr/bin/python3",
+               XDG_CACHE_HOME=str(tmp_path / "cache"))
     if popen:
         return subprocess.Popen(["/usr/bin/python3", "train.py", mode], cwd=d, env=env,
                                 text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -93,6 +94,10 @@ def test_fit_runs_the_script_function_and_returns_a_result(server, agent_factory
     # Progress: a line per report, and the workers' lines.
     assert r.stderr.count("[report]") == 3, r.stderr
     assert "(rank 1) epoch 2 rank 1/2 quick" in r.stderr, r.stderr
+    assert "uploaded)" in r.stderr, r.stderr
+    # The same directory again: neither packed nor sent (the server still holds its package).
+    r = run_script(server, tmp_path, "ok")
+    assert r.returncode == 0 and "unchanged)" in r.stderr, r.stderr
 
 
 def test_failing_rank_raises_training_failed_error_with_its_log_tail(server, agent_factory,
@@ -187,7 +192,8 @@ def test_tensorflow_trainer_workers_get_tf_config(server, agent_factory, tmp_pat
     (d / "train.py").write_text(TF_SCRIPT)
     env = dict(os.environ, TRAINYARD_SERVER=server.url, TRAINYARD_TOKEN=server.admin_token,
                PYTHONPATH=os.path.join(harness.SOURCE_DIR, "worker", "python"),
-               TRAINYARD_WORKER_PYTHON="/usr/bin/python3")
+               TRAINYARD_WORKER_PYTHON="/usr/bin/python3",
+               XDG_CACHE_HOME=str(tmp_path / "cache"))
     r = subprocess.run(["/usr/bin/python3", "train.py"], cwd=d, env=env, text=True,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -39,7 +39,8 @@ def test_ray_quickstart_runs_with_only_its_imports_changed(server, agent_factory
     (work / "driver.py").write_text(DRIVER)
     env = dict(os.environ, TRAINYARD_SERVER=server.url, TRAINYARD_TOKEN=server.admin_token,
                PYTHONPATH=os.path.join(harness.SOURCE_DIR, "worker", "python"),
-               TRAINYARD_WORKER_PYTHON="/usr/bin/python3")
+               TRAINYARD_WORKER_PYTHON="/usr/bin/python3",
+               XDG_CACHE_HOME=str(tmp_path / "cache"))
     r = subprocess.run(["/usr/bin/python3", "driver.py"], cwd=work, env=env, text=True,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-6000:]

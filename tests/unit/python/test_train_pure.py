@@ -14,7 +14,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "wo
 
 from trainyard.train import (CheckpointConfig, FailureConfig, MetricAssertionError,  # noqa: E402
                              RunConfig, ScalingConfig, check_assertions, get_dataset_shard)
-from trainyard.train._pack import PackageTooLarge, list_files, pack_directory  # noqa: E402
+from trainyard.train._pack import (PackageTooLarge, directory_signature, list_files,  # noqa: E402
+                                  pack_directory, remember_package, remembered_package)
 from trainyard.train._trainer import build_spec, function_reference, RUNNER  # noqa: E402
 
 
@@ -115,3 +116,20 @@ def test_quality_gates_name_the_metric_and_its_value():
 def test_dataset_shard_takes_every_world_size_th_item():
     assert get_dataset_shard(list(range(7)), rank=1, world_size=3) == [1, 4]
     assert get_dataset_shard(range(4), rank=0, world_size=2) == range(0, 4, 2)
+
+
+def test_signature_changes_with_content_size_or_time_and_is_remembered(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    d = tmp_path / "w"
+    tree(d, {"a.py": "x = 1\n", ".gitignore": "*.log\n"})
+    sig = directory_signature(d)
+    (d / "run.log").write_text("ignored files do not count")
+    assert directory_signature(d) == sig
+    os.utime(d / "a.py", ns=(1, 1))
+    touched = directory_signature(d)
+    assert touched != sig
+    (d / "a.py").write_text("x = 22\n")
+    assert directory_signature(d) not in (sig, touched)
+    assert remembered_package(sig) is None
+    remember_package(sig, "ab" * 32)
+    assert remembered_package(sig) == "ab" * 32

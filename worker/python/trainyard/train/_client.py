@@ -126,6 +126,10 @@ class Client:
 
     # --- code packages ---
 
+    def code_state(self, sha256):
+        """"missing", "uploading" or "complete": what the server holds of package sha256."""
+        return self.request("GET", f"/api/v1/code/{sha256}")["state"]
+
     def upload_code(self, data):
         """Stores a packed working directory (tar.gz bytes) unless the server holds it already.
         Returns (sha256, uploaded: bool)."""

@@ -2,7 +2,8 @@
 
 pack_directory(path) returns a tar.gz whose bytes, and so whose SHA-256 (the package's name on
 the server), stay the same as long as the files kept do: names sorted, times, owners and gzip
-header zeroed. Left out: VCS directories and files (.git, .hg, .svn, .gitignore), __pycache__
+header zeroed. directory_signature() tells an unchanged directory without packing it: fit()
+then only asks the server about the package it remembers (~/.cache/trainyard/packages.json). Left out: VCS directories and files (.git, .hg, .svn, .gitignore), __pycache__
 and *.pyc, and what .gitignore / .trainyardignore files say - a subset of gitignore: one glob per
 line, '#' comments, a trailing '/' for directories only, a '/' inside anchoring the pattern to
 the ignore file's directory; no '!' negation (such lines are skipped).
@@ -10,12 +11,15 @@ the ignore file's directory; no '!' negation (such lines are skipped).
 
 import fnmatch
 import gzip
+import hashlib
 import io
+import json
 import os
 import stat
 import tarfile
 
-__all__ = ["pack_directory", "IgnoreRules", "PackageTooLarge", "DEFAULT_MAX_BYTES"]
+__all__ = ["pack_directory", "IgnoreRules", "PackageTooLarge", "DEFAULT_MAX_BYTES",
+           "directory_signature", "remembered_package", "remember_package"]
 
 DEFAULT_MAX_BYTES = 100 * 1024 * 1024
 ALWAYS_LEFT_OUT = (".git", ".hg", ".svn", ".gitignore", "__pycache__", "*.pyc")
@@ -100,7 +104,7 @@ def pack_directory(path, max_bytes=DEFAULT_MAX_BYTES):
     if not os.path.isdir(path):
         raise NotADirectoryError(f"working_dir {path!r} is not a directory")
     raw = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
+    with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as gz:
         with tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as tar:
             for rel, full in list_files(path):
                 st = os.lstat(full)
@@ -128,3 +132,52 @@ def pack_directory(path, max_bytes=DEFAULT_MAX_BYTES):
             f"working_dir {path!r} packs to more than {max_bytes} bytes (the cap): leave large "
             f"files out with a .trainyardignore, or raise the cap")
     return data
+
+
+def directory_signature(path):
+    """A hash of what pack_directory would read (names, types, modes, sizes, modification
+    times, link targets), cheap to compute: equal signatures mean an unchanged directory, as
+    make and rsync judge it."""
+    h = hashlib.sha256(os.path.abspath(path).encode())
+    for rel, full in list_files(path):
+        st = os.lstat(full)
+        link = os.readlink(full) if stat.S_ISLNK(st.st_mode) else ""
+        h.update(json.dumps([rel, st.st_mode, st.st_size, st.st_mtime_ns, link]).encode())
+    return h.hexdigest()
+
+
+def _cache_file():
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "trainyard", "packages.json")
+
+
+def remembered_package(signature):
+    """The SHA-256 of the package last made from a directory with this signature, or None."""
+    try:
+        with open(_cache_file(), encoding="utf-8") as f:
+            return json.load(f).get(signature)
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def remember_package(signature, sha256, keep=64):
+    """Notes that `signature` packed to `sha256` (the newest `keep` entries are kept)."""
+    path = _cache_file()
+    try:
+        with open(path, encoding="utf-8") as f:
+            table = json.load(f)
+        if not isinstance(table, dict):
+            table = {}
+    except (OSError, ValueError):
+        table = {}
+    table.pop(signature, None)
+    table[signature] = sha256
+    table = dict(list(table.items())[-keep:])
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(table, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # only a cache

@@ -9,7 +9,8 @@ import time
 from ._checkpoint import Checkpoint, Result, TrainingFailedError, check_assertions
 from ._client import Client
 from ._config import RunConfig, ScalingConfig
-from ._pack import DEFAULT_MAX_BYTES, pack_directory
+from ._pack import (DEFAULT_MAX_BYTES, directory_signature, pack_directory, remember_package,
+                    remembered_package)
 
 __all__ = ["DataParallelTrainer", "function_reference", "build_spec"]
 
@@ -157,7 +158,7 @@ class DataParallelTrainer:
             raise WorkerImportStop()
         client = self.client or Client()
         spec, wd = self.build()
-        sha, uploaded = client.upload_code(pack_directory(wd, self.max_package_bytes))
+        sha, uploaded = _code_package(client, wd, self.max_package_bytes)
         spec["code_package"] = sha
         verbose = self.run_config.verbose
         self.job_id = job_id = client.submit_job(spec)
@@ -180,6 +181,19 @@ class DataParallelTrainer:
         if assertions:
             check_assertions(result.metrics, assertions)
         return result
+
+
+def _code_package(client, workdir, max_bytes):
+    """The code package of `workdir` on the server: (sha256, uploaded). An unchanged directory
+    (same signature as when it was last packed) whose package the server still holds is
+    neither packed nor sent again."""
+    sig = directory_signature(workdir)
+    known = remembered_package(sig)
+    if known and client.code_state(known) == "complete":
+        return known, False
+    sha, uploaded = client.upload_code(pack_directory(workdir, max_bytes))
+    remember_package(sig, sha)
+    return sha, uploaded
 
 
 def _follow(client, job_id, verbose):
