@@ -115,10 +115,17 @@ static void parse_option(int argc, char **argv, int *i, struct cli_args *out, ch
         fail(err, errlen, rc, "option '--%s' takes no value", flag);
         return;
     }
-    if (g >= 0)
+    if (g >= 0) {
         out->global[g] = value;
-    else
-        out->flag_value[c] = value;
+        return;
+    }
+    out->flag_value[c] = value;
+    if (out->n_values >= CLI_MAX_VALUES) {
+        fail(err, errlen, rc, "too many options (at most %d)", CLI_MAX_VALUES);
+        return;
+    }
+    out->all_flag[out->n_values] = c;
+    out->all_values[out->n_values++] = value;
 }
 
 /* Handles the positional word a: the command, the group's subcommand, or an argument. */
@@ -195,4 +202,15 @@ const char *args_flag(const struct cli_args *args, const char *name)
         return NULL;
     int i = flag_index(args->cmd, name, strlen(name));
     return i >= 0 ? args->flag_value[i] : NULL;
+}
+
+int args_flag_values(const struct cli_args *args, const char *name, const char **values, int max)
+{
+    if (!args->cmd)
+        return 0;
+    int idx = flag_index(args->cmd, name, strlen(name)), n = 0;
+    for (int i = 0; idx >= 0 && i < args->n_values && n < max; i++)
+        if (args->all_flag[i] == idx)
+            values[n++] = args->all_values[i];
+    return n;
 }

@@ -36,6 +36,7 @@ struct cli_command {
 
 #define CLI_MAX_POSITIONAL 4
 #define CLI_MAX_FLAGS 8
+#define CLI_MAX_VALUES 32 /* values of command flags kept for args_flag_values */
 
 /* The parsed line; strings point into argv. */
 struct cli_args {
@@ -47,6 +48,10 @@ struct cli_args {
     const char *pos[CLI_MAX_POSITIONAL];
     int npos;
     const char *flag_value[CLI_MAX_FLAGS]; /* "" for a boolean that was given */
+    /* Every value of a flag given several times (--assert A --assert B), in order. */
+    const char *all_values[CLI_MAX_VALUES];
+    int all_flag[CLI_MAX_VALUES]; /* the flag index of each */
+    int n_values;
 };
 
 /*
@@ -58,6 +63,10 @@ int args_parse(int argc, char **argv, struct cli_args *out, char *err, size_t er
 
 /* The value of command flag `name`, "" for a boolean that was given, or NULL. */
 const char *args_flag(const struct cli_args *args, const char *name);
+
+/* The values of command flag `name`, each time it was given (at most max, in order) into
+ * values. Returns how many. */
+int args_flag_values(const struct cli_args *args, const char *name, const char **values, int max);
 
 /*
  * Parses s as a decimal integer in [min, max] (no sign games, no trailing junk, no overflow).

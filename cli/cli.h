@@ -19,6 +19,8 @@ enum cli_exit {
                                  --reconnect-timeout seconds) */
     CLI_EXIT_STOPPED = 4,     /* --wait: the job was STOPPED */
     CLI_EXIT_TIMEOUT = 5,     /* --wait: the time limit passed before the job finished */
+    CLI_EXIT_GATE = 6,        /* --wait --assert: the job SUCCEEDED but its final rank-0
+                                 metrics missed a quality gate */
 };
 
 struct http_client;

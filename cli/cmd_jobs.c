@@ -2,6 +2,8 @@
  * cmd_jobs.c - submit, list, get, stop, delete.
  */
 #include "api.h"
+#include "code_pack.h"
+#include "gate.h"
 #include "cli.h"
 #include "output.h"
 
@@ -98,6 +100,82 @@ static int check_spec(const char *name, const struct strbuf *spec)
     return 0;
 }
 
+/*
+ * --working-dir DIR: packs and uploads DIR (code_pack.h), then rewrites the spec text in `spec`
+ * with its code_package set and its working_dir (if any) dropped. Returns 0 or an exit code
+ * (printed).
+ */
+static int with_code_package(struct cli_ctx *ctx, const struct cli_args *args, const char *dir,
+                             struct strbuf *spec)
+{
+    long max_mb = CODE_PACK_DEFAULT_MAX_MB;
+    int rc = cli_flag_long(ctx, args, "max-package-mb", 1, 1L << 20, &max_mb);
+    if (rc != 0)
+        return rc;
+    char sha[65];
+    if ((rc = code_pack_upload(ctx, dir, (long long)max_mb << 20, sha)) != CLI_EXIT_OK)
+        return rc;
+    json_t *o = json_loadb(sb_str(spec), spec->len, 0, NULL);
+    if (o == NULL || json_object_set_new(o, "code_package", json_string(sha)) != 0) {
+        json_decref(o);
+        return cli_input_error("cannot add code_package to the job spec");
+    }
+    json_object_del(o, "working_dir");
+    char *text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (text == NULL)
+        return cli_input_error("cannot add code_package to the job spec");
+    sb_free(spec);
+    sb_append(spec, text, strlen(text));
+    free(text);
+    return 0;
+}
+
+/* Parses every --assert into gates. Returns how many; *rc = 0, or an exit code (printed). */
+static int parse_gates(struct cli_ctx *ctx, const struct cli_args *args, struct gate *gates,
+                       int *rc)
+{
+    const char *texts[CLI_MAX_VALUES];
+    int n = args_flag_values(args, "assert", texts, CLI_MAX_VALUES);
+    *rc = 0;
+    for (int i = 0; i < n; i++) {
+        char err[300];
+        if (gate_parse(texts[i], &gates[i], err, sizeof err) != 0) {
+            *rc = cli_usage_error(ctx, "%s", err);
+            return 0;
+        }
+    }
+    return n;
+}
+
+/*
+ * Checks the gates against job `id`'s final rank-0 metrics (its result.metrics). Returns
+ * CLI_EXIT_OK, CLI_EXIT_GATE after printing each miss, or the API call's exit code.
+ */
+static int check_gates(struct cli_ctx *ctx, long id, const struct gate *gates, int n)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/api/v1/jobs/%ld", id);
+    json_t *job = NULL;
+    int rc = api_json(ctx, "GET", path, NULL, 0, &job);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    const json_t *metrics = json_object_get(json_object_get(job, "result"), "metrics");
+    int missed = 0;
+    for (int i = 0; i < n; i++) {
+        char msg[400];
+        if (!gate_check(&gates[i], metrics, msg, sizeof msg)) {
+            fprintf(stderr, "error: quality gate missed: %s\n", msg);
+            missed++;
+        }
+    }
+    json_decref(job);
+    if (missed)
+        return CLI_EXIT_GATE;
+    fprintf(stderr, "quality gates passed (%d)\n", n);
+    return CLI_EXIT_OK;
+}
+
 int cmd_submit(struct cli_ctx *ctx, const struct cli_args *args)
 {
     bool wait = args_flag(args, "wait") != NULL;
@@ -111,8 +189,20 @@ int cmd_submit(struct cli_ctx *ctx, const struct cli_args *args)
     if (follow && !wait)
         return cli_usage_error(ctx, "--follow only makes sense with --wait");
 
+    struct gate gates[CLI_MAX_VALUES];
+    int n_gates = parse_gates(ctx, args, gates, &rc);
+    if (rc != 0)
+        return rc;
+    if (n_gates > 0 && !wait)
+        return cli_usage_error(ctx, "--assert only makes sense with --wait");
+
     struct strbuf spec = STRBUF_INIT;
     if ((rc = read_spec(args->pos[0], &spec)) != 0 || (rc = check_spec(args->pos[0], &spec)) != 0) {
+        sb_free(&spec);
+        return rc;
+    }
+    const char *wdir = args_flag(args, "working-dir");
+    if (wdir && (rc = with_code_package(ctx, args, wdir, &spec)) != 0) {
         sb_free(&spec);
         return rc;
     }
@@ -142,7 +232,10 @@ int cmd_submit(struct cli_ctx *ctx, const struct cli_args *args)
         printf("%ld\n", job_id);
         fflush(stdout); /* scripts and CI logs see the id before the wait */
     }
-    return cli_wait_for_job(ctx, job_id, timeout_s, false, follow);
+    rc = cli_wait_for_job(ctx, job_id, timeout_s, false, follow);
+    if (rc != CLI_EXIT_OK || n_gates == 0)
+        return rc;
+    return check_gates(ctx, job_id, gates, n_gates);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -25,6 +25,15 @@ static const struct cli_flag submit_flags[] = {
     {"wait-timeout", "S", "with --wait, give up after S seconds (exit 5); default: no limit",
      false},
     {"follow", NULL, "with --wait, print log lines and rank-0 reports as they arrive", false},
+    {"working-dir", "DIR",
+     "pack DIR (.gitignore and .trainyardignore patterns left out), upload it unless the server "
+     "has it, and run the workers in a copy of it (sets the spec's code_package)",
+     false},
+    {"max-package-mb", "N", "with --working-dir, refuse a package over N MiB (default 100)", false},
+    {"assert", "COND",
+     "with --wait, a quality gate such as 'accuracy>=0.85' on the final rank-0 metrics (repeat "
+     "for several); a miss exits 6 naming the metric and its value",
+     false},
     {NULL, NULL, NULL, false},
 };
 
@@ -74,7 +83,8 @@ static const struct cli_command commands[] = {
     {NULL, "submit", "FILE|-", "submit a job spec (JSON file, or - for stdin); prints the job id",
      "The spec is checked locally for JSON syntax, then sent as is. With --wait the command\n"
      "follows the job and exits with its outcome (0 SUCCEEDED, 1 FAILED, 4 STOPPED, 5 timed\n"
-     "out), for CI pipelines; --follow also prints its log lines ('[rank R] ...') and one\n"
+     "out, 6 a missed --assert), for CI pipelines; --follow also prints its log lines ('[rank R] "
+     "...') and one\n"
      "line per rank-0 report ('[report] step S name=value ...') as they arrive.",
      1, 1, submit_flags, cmd_submit},
     {NULL, "list", "", "list jobs, newest first", NULL, 0, 0, list_flags, cmd_list},

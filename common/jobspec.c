@@ -24,9 +24,9 @@
 #define MILLI_TOLERANCE 1e-3
 
 static const char *const top_fields[] = {
-    "name",     "entrypoint",        "working_dir",    "env",        "secret_env",
-    "backend",  "train_loop_config", "scaling_config", "run_config", "resume_from_checkpoint",
-    "priority", "timeout_s",         "metadata"};
+    "name",     "entrypoint",        "working_dir",    "env",         "secret_env",
+    "backend",  "train_loop_config", "scaling_config", "run_config",  "resume_from_checkpoint",
+    "priority", "timeout_s",         "metadata",       "code_package"};
 static const char *const scaling_fields[] = {"num_workers",          "use_gpu",
                                              "resources_per_worker", "placement_strategy",
                                              "accelerator_type",     "elastic_resize_interval_s"};
@@ -321,6 +321,28 @@ static json_t *norm_working_dir(struct vctx *c, const json_t *v)
         return NULL;
     if (json_string_value(v)[0] != '/') {
         fail(c, "working_dir", "must be an absolute path");
+        return NULL;
+    }
+    return copy_string(c, v);
+}
+
+/* code_package: the SHA-256 of an uploaded code package (issue 15); the workers then run in a
+ * private copy of it, so working_dir may not be given with it. */
+static json_t *norm_code_package(struct vctx *c, const json_t *v, const json_t *working_dir)
+{
+    if (!check_string(c, v, "code_package", 1, 64, false))
+        return NULL;
+    const char *s = json_string_value(v);
+    for (size_t i = 0; i < 64; i++) {
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) { /* NUL: short */
+            fail(c, "code_package", "must be a SHA-256: 64 lowercase hex digits");
+            return NULL;
+        }
+    }
+    if (working_dir && !json_is_null(working_dir)) {
+        fail(c, "working_dir",
+             "cannot be given with code_package: the workers run in a private copy of the "
+             "package");
         return NULL;
     }
     return copy_string(c, v);
@@ -736,6 +758,10 @@ static json_t *norm_spec(struct vctx *c, const json_t *in)
     put(c, o, "entrypoint", norm_entrypoint(c, member(in, "entrypoint")));
     put(c, o, "working_dir", norm_working_dir(c, member(in, "working_dir")));
     put(c, o, "env", norm_env(c, member(in, "env"), "env"));
+    /* Only when given, so that specs without a package normalise as before. */
+    if (member(in, "code_package"))
+        put(c, o, "code_package",
+            norm_code_package(c, member(in, "code_package"), member(in, "working_dir")));
     /* Only when given, so that specs without secrets normalise as before. The API never returns
      * its values (ty_spec_public, migrations/0011). */
     if (member(in, "secret_env"))

@@ -1,5 +1,5 @@
-/* POST /api/v1/jobs: validate the spec, check that the checkpoint it resumes from exists, commit
- * the job, answer 201 with the job. */
+/* POST /api/v1/jobs: validate the spec, check that the checkpoint it resumes from and the code
+ * package it names exist, commit the job, answer 201 with the job. */
 #include "auth.h"
 #include "control.h"
 #include "db.h"
@@ -19,6 +19,8 @@ struct job_submit {
     json_int_t resume_from;       /* 0: starts fresh */
     bool no_checkpoint;           /* out: resume_from does not exist; nothing was inserted */
     bool foreign_checkpoint;      /* out: resume_from is another user's; nothing was inserted */
+    const char *code_package;     /* the spec's code_package, or NULL */
+    bool no_code_package;         /* out: it is not stored; nothing was inserted */
     const char *key;              /* Idempotency-Key, or NULL */
     enum store_once_outcome once; /* out, with a key */
     int64_t id;
@@ -44,6 +46,14 @@ static int job_submit(struct db_conn *c, void *arg)
         if (!mine) {
             a->foreign_checkpoint = true;
             return 0;
+        }
+    }
+    if (a->code_package) {
+        struct store_code code;
+        int qs = store_code_get(c, a->code_package, &code);
+        if (qs <= 0) {
+            a->no_code_package = qs == 0;
+            return qs;
         }
     }
     if (a->key)
@@ -101,8 +111,15 @@ enum MHD_Result h_jobs_submit(struct srv_request *req)
         .key = key,
         .spec = spec,
         .resume_from = json_integer_value(json_object_get(spec, "resume_from_checkpoint")),
+        .code_package = json_string_value(json_object_get(spec, "code_package")),
     };
     int qs = db_with_conn(req->srv->db, job_submit, &a);
+    if (a.no_code_package) {
+        json_decref(spec);
+        return srv_reply_field_problem(req, SRV_P_CODE_PACKAGE_NOT_FOUND, "code_package",
+                                       "no such code package: upload it first (PUT "
+                                       "/api/v1/code/{sha256})");
+    }
     json_decref(spec);
     if (a.no_checkpoint) {
         char detail[64];

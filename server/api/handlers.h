@@ -22,6 +22,11 @@ enum MHD_Result h_jobs_checkpoints(struct srv_request *req);
 enum MHD_Result h_checkpoint_part_status(struct srv_request *req);
 enum MHD_Result h_checkpoint_part_put(struct srv_request *req);
 enum MHD_Result h_checkpoint_part_complete(struct srv_request *req);
+/* h_code.c: code packages (issue 15). */
+enum MHD_Result h_code_get(struct srv_request *req);
+enum MHD_Result h_code_put(struct srv_request *req);
+enum MHD_Result h_code_complete(struct srv_request *req);
+enum MHD_Result h_agent_code(struct srv_request *req);
 /* Whether the request comes from a node: X-Trainyard-Node names it and the bearer is its node
  * credential (with --auth none the name suffices). 0, or -1 after queuing a 401 (*res). */
 int srv_node_auth(struct srv_request *req, enum MHD_Result *res);

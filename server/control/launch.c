@@ -105,6 +105,7 @@ int srv_launch_build(int64_t job, int attempt, const struct srv_launch_rows *row
         .backend = json_string_value(json_object_get(spec, "backend")),
         .entrypoint = entrypoint,
         .working_dir = json_string_value(json_object_get(spec, "working_dir")),
+        .code_sha256 = json_string_value(json_object_get(spec, "code_package")),
         .env = json_object_get(spec, "env"),
         .config = json_object_get(spec, "train_loop_config"),
         .world_size = rows->world_size,

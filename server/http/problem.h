@@ -35,7 +35,8 @@
     X(ARTIFACT_STORE_FAILED, 507, "artifact-store-failed", "The artifact store could not write")   \
     X(ARCHIVE_NOT_READY, 409, "archive-not-ready", "Checkpoint not (yet) in the artifact store")   \
     X(CHECKPOINT_DELETED, 410, "checkpoint-deleted", "Checkpoint deleted by retention")            \
-    X(RANGE_NOT_SATISFIABLE, 416, "range-not-satisfiable", "Range not satisfiable")
+    X(RANGE_NOT_SATISFIABLE, 416, "range-not-satisfiable", "Range not satisfiable")                \
+    X(CODE_PACKAGE_NOT_FOUND, 422, "code-package-not-found", "Code package not uploaded")
 
 enum srv_problem {
 #define X(name, status, slug, title) SRV_P_##name,

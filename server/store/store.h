@@ -357,6 +357,20 @@ int store_artifact_in_use(struct db_conn *c, const char *sha256, bool *in_use);
  * ([] otherwise), for the archive. Returns 1, 0 (no such registered checkpoint), or an error. */
 int store_checkpoint_get(struct db_conn *c, int64_t id, char **json_out);
 
+/* ---- code packages (store_code.c) ---- */
+struct store_code {
+    int64_t size;
+    char location[256]; /* the artifact store's location */
+};
+/* Fills *out for the stored code package `sha256`. Returns 1, 0 (not stored) or an error. */
+int store_code_get(struct db_conn *c, const char *sha256, struct store_code *out);
+/* Records a verified package (a repeat is a no-op); `who` names the uploader. Returns a db_qs. */
+int store_code_insert(struct db_conn *c, const char *sha256, int64_t size, const char *location,
+                      const char *who);
+/* *may = whether `node` runs or ran a worker of a job whose spec names package `sha256`.
+ * Returns 1 or an error. */
+int store_code_node_may_fetch(struct db_conn *c, const char *sha256, const char *node, bool *may);
+
 /* ---- checkpoints (store_checkpoints.c) ---- */
 /* What one committed report brings to checkpoint registration (DESIGN.md section 4). */
 struct store_checkpoint_round {

@@ -415,6 +415,31 @@ static void name_with_control_character_rejected(void **state)
     expect_error("{'entrypoint':'x','name':''}", "name", "must not be empty");
 }
 
+static void code_package_must_be_a_sha256_without_working_dir(void **state)
+{
+    (void)state;
+    expect_error("{'entrypoint':'x','code_package':'abc'}", "code_package", "SHA-256");
+    expect_error("{'entrypoint':'x','code_package':'"
+                 "ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef0123456789'}",
+                 "code_package", "SHA-256");
+    expect_error("{'entrypoint':'x','working_dir':'/srv','code_package':'"
+                 "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789'}",
+                 "working_dir", "code_package");
+}
+
+static void code_package_kept_when_given(void **state)
+{
+    (void)state;
+    json_t *in = json_pack("{s:s, s:s}", "entrypoint", "x", "code_package",
+                           "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789");
+    json_t *out = NULL, *errors = NULL;
+    assert_int_equal(jobspec_validate(in, &out, &errors), JOBSPEC_OK);
+    assert_string_equal(json_string_value(json_object_get(out, "code_package")),
+                        "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789");
+    json_decref(in);
+    json_decref(out);
+}
+
 static void relative_working_dir_rejected(void **state)
 {
     (void)state;
@@ -1063,6 +1088,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(oversized_name_rejected),
     cmocka_unit_test(name_with_control_character_rejected),
     cmocka_unit_test(relative_working_dir_rejected),
+    cmocka_unit_test(code_package_must_be_a_sha256_without_working_dir),
+    cmocka_unit_test(code_package_kept_when_given),
     cmocka_unit_test(invalid_env_name_names_env_key),
     cmocka_unit_test(reserved_env_name_rejected),
     cmocka_unit_test(non_string_env_value_names_env_key),

@@ -500,6 +500,26 @@ void agent__uploader_stop(struct agent *a);
  * fetched from the server and unpacked into <data>/checkpoints/fetched/<sha256> (once per node:
  * kept as a cache). Blocks the caller for the download. malloc'd path, or NULL (logged). */
 char *agent__checkpoint_fetch(struct agent *a, int64_t id, const char *sha256);
+/* GETs api_url + url_path as this node (its credential) into file `path`. Blocks the caller.
+ * 0 on a 200, or -1 (logged). */
+int agent__fetch_to_file(struct agent *a, const char *url_path, const char *path);
+/* The SHA-256 (hex) and size of a file. 0 or -1. */
+int agent__sha256_file(const char *path, char hex[65], int64_t *size);
+/* tar -xf tarfile -C dir (any compression tar recognises). 0 or -1. */
+int agent__unpack(const char *tarfile, const char *dir);
+
+/* code.c: code packages (issue 15) */
+/* The private copy of code package `sha256` for (job, attempt) on this node:
+ * <data>/code/run/<job>/<attempt>, copied from the node's cache <data>/code/<sha256> (fetched from
+ * the server once, its SHA-256 verified, then kept). Blocks the caller for the download. Returns
+ * the malloc'd path, or NULL with *why set to a static reason (logged). */
+char *agent__code_prepare(struct agent *a, const char *job_id, int64_t attempt, const char *sha256,
+                          const char **why);
+/* Makes the private copy `dir` the worker's own (its uid and gid) when it runs under a uid of its
+ * own; the agent's user keeps it otherwise. 0 or -1 (logged). */
+int agent__code_grant(const struct agent_worker *w, const char *dir);
+/* Removes the private copy of (job, attempt) on this node, if any. */
+void agent__code_release(struct agent *a, const char *job_id, int64_t attempt);
 /* Keeps a credential the server minted (durably, 0600) and uses it from now on. 0 or -1. */
 int agent__credential_save(struct agent *a, const char *credential);
 /* Reads or creates <data>/node-id. Returns malloc'd id or NULL (logged). */

@@ -283,6 +283,8 @@ void agent__forget_job(struct agent *a, const char *job_id)
         sizeof(path))
         return;
     remove_tree(path);
+    if ((size_t)snprintf(path, sizeof(path), "%s/code/run/%s", a->data_dir, job_id) < sizeof(path))
+        remove_tree(path); /* its attempts' copies of its code package, if any were left */
     TY_INFO("agent", "job %s deleted: its checkpoint staging removed", job_id);
 }
 

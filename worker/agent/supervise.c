@@ -349,6 +349,10 @@ static char **worker_env(struct agent *a, struct agent_worker *w, const struct a
         start_failed(a, w, logfd, "cannot open", "the checkpoint to resume from", ENOMEM);
         return NULL;
     }
+    if (l->code_sha256 && agent__code_grant(w, l->working_dir) != 0) {
+        start_failed(a, w, logfd, "cannot hand over", "the job's copy of its code package", errno);
+        return NULL;
+    }
     char user[64];
     struct agent_env_private priv = {w->secret, w->tmp_dir,
                                      agent__worker_user(a, w, user, sizeof(user))};
@@ -507,6 +511,22 @@ static struct agent_worker *start_finish(struct agent *a, const struct agent_lau
     return w;
 }
 
+/* A worker whose job's code package could not be made ready: it exits at once (127) with the
+ * reason. Returns NULL, as start_one does for a worker that did not start. */
+static struct agent_worker *code_failed(struct agent *a, const struct agent_launch *l,
+                                        const struct agent_launch_worker *lw, const char *why)
+{
+    if (agent__worker_find(a, l->job_id, l->attempt, lw->rank))
+        return NULL;
+    struct agent_worker *w = worker_new(a, l->job_id, l->attempt, lw->rank);
+    if (w == NULL)
+        return NULL;
+    char what[200];
+    snprintf(what, sizeof(what), "code package %s:", l->code_sha256);
+    start_failed(a, w, -1, what, why ? why : "unknown error", EIO);
+    return NULL;
+}
+
 void agent__launch(struct agent *a, const struct agent_launch *l)
 {
     TY_INFO("proc", "launch job %s attempt %lld: %zu worker(s) of %lld", l->job_id,
@@ -523,6 +543,13 @@ void agent__launch(struct agent *a, const struct agent_launch *l)
         fetched = agent__checkpoint_fetch(a, l->checkpoint_fetch_id, l->checkpoint_fetch_sha256);
         local.checkpoint_dir = fetched;
     }
+    /* A job with a code package runs in this node's private copy of it (issue 15). */
+    char *code = NULL;
+    const char *code_why = NULL;
+    if (l->code_sha256) {
+        code = agent__code_prepare(a, l->job_id, l->attempt, l->code_sha256, &code_why);
+        local.working_dir = code;
+    }
     /* Start every worker first, then queue their worker_started events together, which the
      * server records in one transaction. */
     int *start_fds = calloc(l->n_workers ? l->n_workers : 1, sizeof(*start_fds));
@@ -534,12 +561,15 @@ void agent__launch(struct agent *a, const struct agent_launch *l)
     }
     /* Every supervisor first, then their answers: the workers' fork and exec overlap. */
     for (size_t i = 0; i < l->n_workers; i++)
-        started[i] = start_one(a, &local, &l->workers[i], &start_fds[i]);
+        started[i] = l->code_sha256 && code == NULL
+                         ? code_failed(a, &local, &l->workers[i], code_why)
+                         : start_one(a, &local, &l->workers[i], &start_fds[i]);
     for (size_t i = 0; i < l->n_workers; i++)
         if (started[i])
             started[i] = start_finish(a, &local, started[i], start_fds[i]);
     free(start_fds);
     free(fetched);
+    free(code);
     for (size_t i = 0; i < l->n_workers; i++) {
         struct agent_worker *w = started[i];
         if (w == NULL)
@@ -667,8 +697,10 @@ void agent__worker_gone(struct agent *a, struct agent_worker *w, const int *wait
         TY_INFO("proc", "job %s attempt %lld rank %lld (pid %ld) exited with %d", w->job_id,
                 (long long)w->attempt, (long long)w->rank, (long)w->pid, code);
     worker_exited(a, w, code, sig, error[0] ? error : NULL);
-    if (!attempt_running(a, w->job_id, w->attempt))
+    if (!attempt_running(a, w->job_id, w->attempt)) {
         remove_shm_leftovers(w->job_id, w->attempt);
+        agent__code_release(a, w->job_id, w->attempt);
+    }
 }
 
 void agent__supervise_poll(struct agent *a)

@@ -151,7 +151,7 @@ static int pack_dir(const char *dir, const char *out)
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
-static int sha256_file(const char *path, char hex[65], int64_t *size)
+int agent__sha256_file(const char *path, char hex[65], int64_t *size)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -318,7 +318,7 @@ static void upload_one(struct agent_uploader *u, const struct upload_item *it)
     char sha[65];
     int64_t size = 0;
     if (nftw(dir, count_file, 16, FTW_PHYS) != 0 || pack_dir(dir, tar) != 0 ||
-        sha256_file(tar, sha, &size) != 0) {
+        agent__sha256_file(tar, sha, &size) != 0) {
         TY_WARN("upload", "cannot pack %s into %s", dir, tar);
         unlink(tar);
         return;
@@ -483,9 +483,11 @@ static size_t on_file(char *p, size_t sz, size_t n, void *arg)
     return fwrite(p, sz, n, arg) * sz;
 }
 
-/* GETs the archive of checkpoint `id` into `path`. 0 or -1 (logged). */
-static int fetch_archive(struct agent_uploader *u, int64_t id, const char *path)
+int agent__fetch_to_file(struct agent *a, const char *url_path, const char *path)
 {
+    struct agent_uploader *u = a->uploader;
+    if (u == NULL)
+        return -1;
     FILE *f = fopen(path, "wbe");
     CURL *h = f ? curl_easy_init() : NULL;
     if (h == NULL) {
@@ -494,8 +496,7 @@ static int fetch_archive(struct agent_uploader *u, int64_t id, const char *path)
         return -1;
     }
     char url[700], hdr_node[300], hdr_auth[300];
-    snprintf(url, sizeof(url), "%s/api/v1/agent/checkpoint-archives/%lld", u->api_url,
-             (long long)id);
+    snprintf(url, sizeof(url), "%s%s", u->api_url, url_path);
     char *cred = agent__credential_load(u->data_dir);
     struct curl_slist *hs = NULL;
     snprintf(hdr_node, sizeof(hdr_node), "X-Trainyard-Node: %s", u->node_id);
@@ -520,13 +521,11 @@ static int fetch_archive(struct agent_uploader *u, int64_t id, const char *path)
     free(cred);
     bool ok = fclose(f) == 0 && status == 200;
     if (!ok)
-        TY_WARN("upload", "fetching checkpoint %lld from %s: %s (HTTP %ld)", (long long)id, url,
-                curl_easy_strerror(cc), status);
+        TY_WARN("upload", "fetching %s: %s (HTTP %ld)", url, curl_easy_strerror(cc), status);
     return ok ? 0 : -1;
 }
 
-/* tar -xf tarfile -C dir. 0 or -1. */
-static int unpack(const char *tarfile, const char *dir)
+int agent__unpack(const char *tarfile, const char *dir)
 {
     char *argv[] = {"tar", "-xf", (char *)tarfile, "-C", (char *)dir, NULL};
     pid_t pid;
@@ -565,10 +564,12 @@ char *agent__checkpoint_fetch(struct agent *a, int64_t id, const char *sha256)
     }
     if (rc == 0)
         rc = mkdir(tmp, 0700) == 0 ? 0 : -1;
+    char url_path[100];
+    snprintf(url_path, sizeof(url_path), "/api/v1/agent/checkpoint-archives/%lld", (long long)id);
     if (rc == 0)
-        rc = fetch_archive(u, id, tar);
+        rc = agent__fetch_to_file(a, url_path, tar);
     if (rc == 0)
-        rc = unpack(tar, tmp);
+        rc = agent__unpack(tar, tmp);
     if (rc == 0)
         rc = rename(tmp, dir);
     unlink(tar);

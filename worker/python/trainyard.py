@@ -29,6 +29,10 @@ import time
 
 import _trainyard_heartbeat
 
+# trainyard.train, trainyard.job_submission (issue 15): submodules in the trainyard/ directory
+# beside this file, found through __path__ while this file stays a module.
+__path__ = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "trainyard")]
+
 __all__ = [
     "TrainContext",
     "TrainyardError",

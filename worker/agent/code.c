@@ -1,0 +1,178 @@
+/* Code packages (issue 15, docs/python-api.md): a job whose spec names a code_package runs its
+ * workers in a private copy of that package on each node. The node fetches the package (tar.gz)
+ * from the server once, checks that it hashes to its name, unpacks it into its cache
+ * <data>/code/<sha256> (the agent's alone), and copies the cache into
+ * <data>/code/run/<job>/<attempt> for each attempt: the workers' working directory, owned by
+ * the job's uid when workers run under uids of their own, removed when the attempt's last
+ * worker on the node is gone. */
+#include "agent.h"
+
+#include "log.h"
+#include "util.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* Runs argv (looked up in PATH) and waits. 0 when it exits 0, else -1. */
+static int run_argv(char *const argv[])
+{
+    pid_t pid;
+    if (posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ) != 0)
+        return -1;
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0) {
+        if (errno != EINTR)
+            return -1;
+    }
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st;
+    (void)flag;
+    (void)f;
+    if (remove(path) != 0 && errno != ENOENT)
+        TY_DEBUG("code", "cannot remove %s: %s", path, strerror(errno));
+    return 0;
+}
+
+static void remove_tree(const char *path)
+{
+    nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Makes <data>/code/<sha256> hold the unpacked package, fetching it when absent. 0, or -1 with
+ * *why set. */
+static int code_cache(struct agent *a, const char *sha256, const char *dir, const char **why)
+{
+    struct stat sb;
+    if (stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return 0;
+    char tmp[PATH_MAX + 400], tgz[PATH_MAX + 400], url[120];
+    snprintf(tmp, sizeof(tmp), "%s.part", dir);
+    snprintf(tgz, sizeof(tgz), "%s.tar.gz", dir);
+    snprintf(url, sizeof(url), "/api/v1/agent/code/%s", sha256);
+    remove_tree(tmp);
+    if (mkdir(tmp, 0700) != 0) {
+        *why = "cannot create the code cache directory";
+        return -1;
+    }
+    int rc = agent__fetch_to_file(a, url, tgz);
+    if (rc != 0)
+        *why = "cannot fetch the code package from the server";
+    char got[65] = "";
+    int64_t size = 0;
+    if (rc == 0 && (agent__sha256_file(tgz, got, &size) != 0 || strcmp(got, sha256) != 0)) {
+        TY_WARN("code", "code package %s: the download hashes to %s", sha256, got);
+        *why = "the code package fetched does not hash to its name";
+        rc = -1;
+    }
+    char *tar_argv[] = {"tar", "-xzf", tgz, "-C", tmp, "--no-same-owner", NULL};
+    if (rc == 0 && run_argv(tar_argv) != 0) {
+        *why = "cannot unpack the code package";
+        rc = -1;
+    }
+    if (rc == 0 && chmod(tmp, 0700) != 0) { /* the archive's "." may have carried 0755 */
+        *why = "cannot make the code cache private";
+        rc = -1;
+    }
+    if (rc == 0 && rename(tmp, dir) != 0) {
+        *why = "cannot move the code package into the cache";
+        rc = -1;
+    }
+    unlink(tgz);
+    if (rc != 0) {
+        remove_tree(tmp);
+        return -1;
+    }
+    TY_INFO("code", "code package %s (%lld bytes) fetched into %s", sha256, (long long)size, dir);
+    return 0;
+}
+
+char *agent__code_prepare(struct agent *a, const char *job_id, int64_t attempt, const char *sha256,
+                          const char **why)
+{
+    char root[PATH_MAX], cache[PATH_MAX + 80], run[PATH_MAX + 8], job[PATH_MAX + 200],
+        copy[PATH_MAX + 240];
+    snprintf(root, sizeof(root), "%s/code", a->data_dir);
+    snprintf(cache, sizeof(cache), "%s/%s", root, sha256);
+    snprintf(run, sizeof(run), "%s/run", root);
+    snprintf(job, sizeof(job), "%s/%s", run, job_id);
+    if ((size_t)snprintf(copy, sizeof(copy), "%s/%lld", job, (long long)attempt) >= sizeof(copy)) {
+        *why = "the code directory's path is too long";
+        return NULL;
+    }
+    /* Search (not read) access for the workers' uids down to their copy. */
+    if (util_mkdir_p(job, 0711) != 0 || chmod(root, 0711) != 0 || chmod(run, 0711) != 0 ||
+        chmod(job, 0711) != 0) {
+        *why = "cannot create the code directory";
+        TY_WARN("code", "cannot create %s: %s", job, strerror(errno));
+        return NULL;
+    }
+    if (code_cache(a, sha256, cache, why) != 0)
+        return NULL;
+    struct stat sb;
+    if (stat(copy, &sb) == 0)
+        return strdup(copy); /* a repeated launch of the same attempt */
+    char src[PATH_MAX + 90];
+    snprintf(src, sizeof(src), "%s/.", cache);
+    char *cp_argv[] = {"cp", "-R", src, copy, NULL};
+    if (mkdir(copy, 0700) != 0 || run_argv(cp_argv) != 0) {
+        remove_tree(copy);
+        *why = "cannot copy the code package for the job";
+        return NULL;
+    }
+    return strdup(copy);
+}
+
+/* The owner nftw's callback gives (the agent is single-threaded). */
+static uid_t grant_uid;
+static gid_t grant_gid;
+
+static int grant_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st;
+    (void)flag;
+    (void)f;
+    if (lchown(path, grant_uid, grant_gid) != 0)
+        TY_WARN("code", "cannot give %s to uid %ld: %s", path, (long)grant_uid, strerror(errno));
+    return 0;
+}
+
+int agent__code_grant(const struct agent_worker *w, const char *dir)
+{
+    if (w->uid == AGENT_NO_UID || dir == NULL)
+        return 0;
+    struct stat sb;
+    if (lstat(dir, &sb) != 0)
+        return -1;
+    if (sb.st_uid == w->uid)
+        return 0; /* another worker of the job on this node already took it */
+    grant_uid = w->uid;
+    grant_gid = w->gid;
+    return nftw(dir, grant_entry, 16, FTW_PHYS) == 0 ? 0 : -1;
+}
+
+void agent__code_release(struct agent *a, const char *job_id, int64_t attempt)
+{
+    char copy[PATH_MAX];
+    if ((size_t)snprintf(copy, sizeof(copy), "%s/code/run/%s/%lld", a->data_dir, job_id,
+                         (long long)attempt) >= sizeof(copy))
+        return;
+    struct stat sb;
+    if (lstat(copy, &sb) != 0)
+        return;
+    remove_tree(copy);
+    TY_DEBUG("code", "removed %s", copy);
+}

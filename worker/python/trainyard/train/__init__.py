@@ -1,0 +1,29 @@
+"""trainyard.train: Ray Train's user-facing API on Trainyard, so that porting is an import
+change (`ray.train` -> `trainyard.train`, `ray.train.torch` -> `trainyard.train.torch`).
+Standard library only on the submitting side; see docs/python-api.md.
+
+    from trainyard.train import ScalingConfig, RunConfig, Checkpoint
+    from trainyard.train.torch import TorchTrainer
+    import trainyard.train
+
+    def train_func(config):
+        ...
+        trainyard.train.report({"loss": loss}, checkpoint=Checkpoint.from_directory(d))
+
+    if __name__ == "__main__":
+        result = TorchTrainer(train_func, scaling_config=ScalingConfig(num_workers=2)).fit()
+"""
+
+from ._checkpoint import (Checkpoint, MetricAssertionError, Result, TrainingFailedError,
+                          check_assertions)
+from ._client import Client, JobSubmissionClient, TrainyardAPIError
+from ._config import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+from ._session import TrainContext, get_checkpoint, get_context, get_dataset_shard, report
+from ._trainer import DataParallelTrainer
+
+__all__ = [
+    "Checkpoint", "CheckpointConfig", "Client", "DataParallelTrainer", "FailureConfig",
+    "JobSubmissionClient", "MetricAssertionError", "Result", "RunConfig", "ScalingConfig",
+    "TrainContext", "TrainingFailedError", "TrainyardAPIError", "check_assertions",
+    "get_checkpoint", "get_context", "get_dataset_shard", "report",
+]

@@ -1,0 +1,89 @@
+"""What every worker of a fit() job runs: `python3 -m trainyard.train._runner`. It loads the
+training function that fit() named in its one argument (JSON: from the user's script, imported under
+another name than __main__ so that its `if __name__ == "__main__":` block does not run again,
+as multiprocessing's spawn does, or from an importable module), sets up the framework's
+distributed environment, and calls it with the train_loop_config."""
+
+import importlib
+import importlib.util
+import inspect
+import json
+import os
+import sys
+import traceback
+
+MAIN_ALIAS = "__trainyard_main__"
+
+
+def load_function(spec):
+    """The function `spec` names: {"file": path, "qualname"} or {"module", "qualname"}."""
+    sys.path.insert(0, os.getcwd())
+    if "file" in spec:
+        path = os.path.abspath(spec["file"])
+        sys.path.insert(0, os.path.dirname(path))
+        mspec = importlib.util.spec_from_file_location(MAIN_ALIAS, path)
+        module = importlib.util.module_from_spec(mspec)
+        sys.modules[MAIN_ALIAS] = module
+        from . import _trainer
+        _trainer.in_worker_import = True
+        try:
+            mspec.loader.exec_module(module)
+        except _trainer.WorkerImportStop:
+            pass  # the script's own fit() call: everything above it is defined
+        finally:
+            _trainer.in_worker_import = False
+    else:
+        module = importlib.import_module(spec["module"])
+    obj = module
+    for part in spec["qualname"].split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def setup_backend(backend):
+    """torch: the default process group over MASTER_ADDR/MASTER_PORT (NCCL with GPUs, else
+    Gloo), each worker on its local GPU. Returns a teardown function."""
+    if backend != "torch" or int(os.environ.get("WORLD_SIZE", "1")) < 1:
+        return lambda: None
+    try:
+        import torch
+        import torch.distributed as dist
+    except ImportError:
+        return lambda: None
+    use_cuda = torch.cuda.is_available() and os.environ.get("CUDA_VISIBLE_DEVICES", "") != ""
+    if use_cuda:
+        torch.cuda.set_device(0 if torch.cuda.device_count() == 1
+                              else int(os.environ.get("LOCAL_RANK", "0")))
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
+        dist.init_process_group(backend="nccl" if use_cuda else "gloo", init_method="env://")
+        return dist.destroy_process_group
+    return lambda: None
+
+
+def main():
+    spec = json.loads(sys.argv[1])
+    os.environ["TRAINYARD_EXPERIMENT_NAME"] = spec.get("name", "")
+    del sys.argv[1]
+    fn = load_function(spec)
+    teardown = setup_backend(spec.get("backend", "none"))
+    import trainyard
+    config = trainyard.get_context().config
+    try:
+        takes_config = len(inspect.signature(fn).parameters) >= 1
+    except (TypeError, ValueError):
+        takes_config = True
+    try:
+        fn(config if config is not None else {}) if takes_config else fn()
+    finally:
+        teardown()
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except SystemExit:
+        raise
+    except BaseException:
+        traceback.print_exc()
+        sys.stderr.flush()
+        sys.exit(1)

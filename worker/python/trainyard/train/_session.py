@@ -1,0 +1,93 @@
+"""Inside the training function: who this worker is, report(), get_checkpoint(), and a dataset
+shard (ray.train.get_context / report / get_checkpoint / get_dataset_shard). Built on the
+`import trainyard` worker API, which keeps working alongside."""
+
+import os
+
+import trainyard as _ty
+
+from ._checkpoint import Checkpoint
+
+__all__ = ["TrainContext", "get_context", "report", "get_checkpoint", "get_dataset_shard"]
+
+
+class TrainContext:
+    """Ray Train's TrainContext methods over the worker's environment."""
+
+    def __init__(self, base):
+        self._base = base
+
+    def get_world_rank(self):
+        return self._base.world_rank
+
+    def get_world_size(self):
+        return self._base.world_size
+
+    def get_local_rank(self):
+        return self._base.local_rank
+
+    def get_local_world_size(self):
+        return self._base.local_world_size
+
+    def get_node_rank(self):
+        return self._base.node_rank
+
+    def get_experiment_name(self):
+        return os.environ.get("TRAINYARD_EXPERIMENT_NAME") or f"job-{self._base.job_id}"
+
+    def get_trial_name(self):
+        return self.get_experiment_name()
+
+    def get_trial_id(self):
+        return str(self._base.job_id)
+
+    def get_trial_dir(self):
+        return os.getcwd()
+
+    def get_metadata(self):
+        return {}
+
+    @property
+    def config(self):
+        return self._base.config
+
+    def __repr__(self):
+        return f"TrainContext({self._base!r})"
+
+
+def get_context():
+    """This worker's TrainContext."""
+    return TrainContext(_ty.get_context())
+
+
+def report(metrics, checkpoint=None):
+    """Reports metrics (a dict of numbers, optional int "step") and optionally a Checkpoint (or
+    a directory). Returns once the agent owns the report; every rank calls it equally often."""
+    if checkpoint is not None and not isinstance(checkpoint, (str, os.PathLike)) \
+            and getattr(checkpoint, "path", None) is None:
+        raise TypeError("checkpoint must be a Checkpoint.from_directory(...) or a directory")
+    _ty.report(metrics, checkpoint=checkpoint)
+
+
+def get_checkpoint():
+    """The Checkpoint to resume from (a restart's latest, or resume_from_checkpoint), or None."""
+    path = _ty.get_checkpoint()
+    return Checkpoint.from_directory(path) if path else None
+
+
+def get_dataset_shard(dataset, rank=None, world_size=None):
+    """This worker's share of `dataset`: every world_size-th item starting at its rank. A
+    sequence gives a list; a torch Dataset a torch.utils.data.Subset."""
+    ctx = _ty.get_context()
+    rank = ctx.world_rank if rank is None else rank
+    world_size = ctx.world_size if world_size is None else world_size
+    indices = range(rank, len(dataset), world_size)
+    try:
+        from torch.utils.data import Dataset, Subset
+        if isinstance(dataset, Dataset):
+            return Subset(dataset, list(indices))
+    except ImportError:
+        pass
+    if isinstance(dataset, (list, tuple, range, str, bytes)):
+        return dataset[rank::world_size]
+    return [dataset[i] for i in indices]

@@ -1,0 +1,310 @@
+"""DataParallelTrainer.fit(): ship the training function with the working directory, submit the
+job, stream its logs and a progress line per report, and return a Result (docs/python-api.md)."""
+
+import json
+import os
+import sys
+import time
+
+from ._checkpoint import Checkpoint, Result, TrainingFailedError, check_assertions
+from ._client import Client
+from ._config import RunConfig, ScalingConfig
+from ._pack import (DEFAULT_MAX_BYTES, directory_signature, pack_directory, remember_package,
+                    remembered_package)
+
+__all__ = ["DataParallelTrainer", "function_reference", "build_spec"]
+
+TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
+POLL_MIN_S, POLL_MAX_S = 0.1, 1.0  # polling backs off while nothing changes
+
+
+class WorkerImportStop(BaseException):
+    """Raised by fit() when a worker's runner imports the user's script and reaches the script's
+    own fit() call (a script without an `if __name__ == "__main__":` guard, as Ray's quick start
+    is): the import stops there, with every function above it defined, and the runner goes on
+    with the function it came for. Not an Exception, so that user code does not swallow it."""
+
+
+# Set by the runner while it imports the user's script on a worker.
+in_worker_import = False
+RUNNER = ["python3", "-m", "trainyard.train._runner"]
+
+
+def runner_entrypoint(python=None):
+    """The workers' command: the nodes' Python (`python`, else TRAINYARD_WORKER_PYTHON on the
+    submitting machine, else python3 on the nodes' PATH) running the runner."""
+    return [python or os.environ.get("TRAINYARD_WORKER_PYTHON") or "python3"] + RUNNER[1:]
+
+
+def function_reference(fn, working_dir):
+    """How a worker finds `fn`: {"file": path relative to working_dir, "qualname"} for a
+    function of the user's script (__main__), else {"module", "qualname"}. Raises ValueError
+    for what a worker cannot import (a lambda, a nested function, a script outside
+    working_dir, an interactive session)."""
+    qual = getattr(fn, "__qualname__", None)
+    mod = getattr(fn, "__module__", None)
+    if not callable(fn) or not qual or not mod:
+        raise ValueError("train_loop_per_worker must be a function")
+    if "<" in qual:
+        raise ValueError(f"{qual} is a lambda or nested function: define it at module level so "
+                         "that workers can import it")
+    if mod != "__main__":
+        return {"module": mod, "qualname": qual}
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if not path:
+        raise ValueError("the training function is defined in an interactive session: put it in "
+                         "a file (under `if __name__ == \"__main__\":` call fit())")
+    rel = os.path.relpath(os.path.abspath(path), os.path.abspath(working_dir))
+    if rel.startswith(".."):
+        raise ValueError(f"the script {path} is not inside working_dir {working_dir}")
+    return {"file": rel, "qualname": qual}
+
+
+def build_spec(name, backend, entrypoint, scaling_config, run_config, train_loop_config,
+               fit_ref=None, resume_from=None, env=None):
+    """The job spec of a fit() (DESIGN.md section 3)."""
+    if fit_ref is not None:  # the runner's one argument names the function
+        entrypoint = list(entrypoint) + [json.dumps(dict(fit_ref, backend=backend, name=name),
+                                                    separators=(",", ":"))]
+    spec = {"name": name, "backend": backend, "entrypoint": entrypoint,
+            "scaling_config": scaling_config.to_spec(), "run_config": run_config.to_spec()}
+    if train_loop_config is not None:
+        spec["train_loop_config"] = train_loop_config
+    if env:
+        spec["env"] = dict(env)
+    if resume_from is not None:
+        cid = getattr(resume_from, "id", resume_from)
+        if not isinstance(cid, int):
+            raise ValueError("resume_from_checkpoint must be a Checkpoint of an earlier Result "
+                             "(one the server holds) or its id")
+        spec["resume_from_checkpoint"] = cid
+    if run_config.metadata:
+        spec["metadata"] = {str(k): str(v) for k, v in run_config.metadata.items()}
+    return spec
+
+
+class DataParallelTrainer:
+    """Runs train_loop_per_worker on num_workers workers (ray.train.DataParallelTrainer). It may
+    also be an entrypoint (a list of arguments or a shell string) for any program, the native
+    C backend's included. working_dir (default: the directory of the script that calls fit(),
+    else the current one) is packed and travels with the job; client: a Client (default:
+    TRAINYARD_SERVER and TRAINYARD_TOKEN); worker_python: the nodes' Python (default
+    TRAINYARD_WORKER_PYTHON, else python3); its packages are the nodes' business."""
+
+    _backend = "none"
+
+    def __init__(self, train_loop_per_worker, *, train_loop_config=None, scaling_config=None,
+                 run_config=None, resume_from_checkpoint=None, backend=None, working_dir=None,
+                 client=None, env=None, max_package_bytes=DEFAULT_MAX_BYTES, datasets=None,
+                 metadata=None, worker_python=None):
+        self.train_loop_per_worker = train_loop_per_worker
+        self.train_loop_config = train_loop_config
+        self.scaling_config = scaling_config or ScalingConfig()
+        self.run_config = run_config or RunConfig()
+        self.resume_from_checkpoint = resume_from_checkpoint
+        self.backend = backend or self._backend
+        self.working_dir = working_dir
+        self.client = client
+        self.env = env
+        self.max_package_bytes = max_package_bytes
+        self.worker_python = worker_python
+        if datasets:
+            raise NotImplementedError("datasets= is not supported: load data in the training "
+                                      "function and use trainyard.train.get_dataset_shard()")
+        if metadata:
+            self.run_config.metadata.update(metadata)
+        self.job_id = None
+
+    # --- building the job ---
+
+    def _working_dir(self):
+        if self.working_dir is not None:
+            return os.path.abspath(self.working_dir)
+        fn = self.train_loop_per_worker
+        if callable(fn) and getattr(fn, "__module__", None) == "__main__":
+            path = getattr(sys.modules.get("__main__"), "__file__", None)
+            if path:
+                return os.path.dirname(os.path.abspath(path))
+        return os.getcwd()
+
+    def _name(self):
+        if self.run_config.name:
+            return self.run_config.name
+        fn = self.train_loop_per_worker
+        return getattr(fn, "__name__", None) or type(self).__name__
+
+    def build(self):
+        """The job spec (without its code package) and the working directory to pack."""
+        wd = self._working_dir()
+        fn = self.train_loop_per_worker
+        if isinstance(fn, (list, tuple, str)):
+            entry, ref = (list(fn) if not isinstance(fn, str) else fn), None
+        else:
+            entry, ref = runner_entrypoint(self.worker_python), function_reference(fn, wd)
+        spec = build_spec(self._name(), self.backend, entry, self.scaling_config,
+                          self.run_config, self.train_loop_config, ref,
+                          self.resume_from_checkpoint, self.env)
+        return spec, wd
+
+    # --- running it ---
+
+    def fit(self, assertions=()):
+        """Submits the job and follows it to its end. Returns a Result; raises
+        TrainingFailedError when it failed (Result.error holds the same), MetricAssertionError
+        when `assertions` (e.g. ["accuracy>=0.85"]) miss on rank 0's final metrics, and on
+        Ctrl-C stops the job before re-raising KeyboardInterrupt."""
+        if in_worker_import:
+            raise WorkerImportStop()
+        client = self.client or Client()
+        spec, wd = self.build()
+        sha, uploaded = _code_package(client, wd, self.max_package_bytes)
+        spec["code_package"] = sha
+        verbose = self.run_config.verbose
+        self.job_id = job_id = client.submit_job(spec)
+        if verbose:
+            how = "uploaded" if uploaded else "unchanged"
+            print(f"trainyard: job {job_id} submitted ({spec['name']}, "
+                  f"{self.scaling_config.num_workers} workers, code {sha[:12]} {how})",
+                  file=sys.stderr, flush=True)
+        try:
+            job = _follow(client, job_id, verbose)
+        except KeyboardInterrupt:
+            print(f"\ntrainyard: stopping job {job_id}", file=sys.stderr, flush=True)
+            try:
+                client.stop_job(job_id)
+            finally:
+                raise
+        result = _result(client, job, self.run_config)
+        if result.error is not None:
+            raise result.error
+        if assertions:
+            check_assertions(result.metrics, assertions)
+        return result
+
+
+def _code_package(client, workdir, max_bytes):
+    """The code package of `workdir` on the server: (sha256, uploaded). An unchanged directory
+    (same signature as when it was last packed) whose package the server still holds is
+    neither packed nor sent again."""
+    sig = directory_signature(workdir)
+    known = remembered_package(sig)
+    if known and client.code_state(known) == "complete":
+        return known, False
+    sha, uploaded = client.upload_code(pack_directory(workdir, max_bytes))
+    remember_package(sig, sha)
+    return sha, uploaded
+
+
+def _follow(client, job_id, verbose):
+    """Polls the job until it ends, printing new log lines (verbose 2) and one progress line
+    per rank-0 report (verbose >= 1). Returns the final job."""
+    seen_lines = {}
+    seen_reports = set()
+    delay, last = POLL_MIN_S, None
+    while True:
+        job = client.get_job(job_id)
+        done = job["status"] in TERMINAL
+        if verbose >= 2:
+            _print_new_lines(client, job_id, seen_lines)
+        if verbose >= 1:
+            _print_new_reports(client, job_id, seen_reports)
+        if done:
+            return job
+        now = (job["status"], job.get("attempt"), sum(seen_lines.values()), len(seen_reports),
+               json.dumps((job.get("result") or {}).get("metrics"), sort_keys=True))
+        delay = POLL_MIN_S if now != last else min(POLL_MAX_S, delay * 1.5)
+        last = now
+        time.sleep(delay)
+
+
+def _print_new_lines(client, job_id, printed):
+    """Prints the lines of each (attempt, rank) beyond those printed before."""
+    counts = {}
+    for ln in client.get_log_lines(job_id):
+        key = (ln["attempt"], ln["rank"])
+        counts[key] = counts.get(key, 0) + 1
+        if counts[key] > printed.get(key, 0):
+            printed[key] = counts[key]
+            print(f"(rank {ln['rank']}) {ln['line']}", file=sys.stderr, flush=True)
+
+
+def _reports(points):
+    """Rank 0's metric points grouped into reports (by attempt and time), oldest first."""
+    reports = {}
+    for p in points:
+        if p.get("rank") != 0 or "time" not in p:
+            continue
+        r = reports.setdefault((p["attempt"], p["time"]), {"step": p.get("step")})
+        r[p["name"]] = p["value"]
+    return [dict(v, attempt=k[0], time=k[1]) for k, v in sorted(reports.items())]
+
+
+def _print_new_reports(client, job_id, seen):
+    for r in _reports(client.get_metrics(job_id, rank=0)):
+        key = (r["attempt"], r["time"])
+        if key in seen:
+            continue
+        seen.add(key)
+        vals = " ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
+                        for k, v in r.items() if k not in ("step", "attempt", "time"))
+        step = "" if r["step"] is None else f" step {r['step']}"
+        print(f"trainyard: [report]{step} {vals}", file=sys.stderr, flush=True)
+
+
+def _failure(client, job):
+    """The TrainingFailedError of a failed job: its error, the first failing rank and the tail
+    of that rank's log."""
+    job_id = job["id"]
+    error = (job.get("result") or {}).get("error") or job.get("status_message") or "failed"
+    rank, tail = None, ""
+    try:
+        bad = [w for w in client.get_workers(job_id)
+               if w.get("attempt") == job.get("attempt") and
+               ((w.get("exit_code") not in (None, 0)) or w.get("signal") or
+                w.get("status") == "LOST")]
+        if bad:  # the first to fail on its own: those the server then stopped had a signal
+            bad.sort(key=lambda w: (bool(w.get("signal")), w.get("status") == "LOST",
+                                    w.get("finished_at") or "~", w["rank"]))
+            rank = bad[0]["rank"]
+            tail = client.get_job_logs(job_id, rank=rank, tail=20)
+    except Exception:  # the job's own error still says what happened
+        pass
+    where = f" (rank {rank})" if rank is not None else ""
+    msg = f"job {job_id} {job['status'].lower()}{where}: {error}"
+    if tail:
+        msg += "\n--- last lines of rank %s ---\n%s" % (rank, tail.rstrip())
+    return TrainingFailedError(msg, job_id, rank, error, tail)
+
+
+def _result(client, job, run_config):
+    job_id = job["id"]
+    res = job.get("result") or {}
+    cks = [c for c in client.get_checkpoints(job_id)
+           if (c.get("artifact") or {}).get("state") != "deleted"]
+
+    def ck(c):
+        local = (c.get("location") or [{}])[0].get("path")
+        return Checkpoint(id=c["id"], client=client, metrics=c.get("metrics"), local_path=local)
+
+    latest = None
+    if res.get("latest_checkpoint"):
+        lid = res["latest_checkpoint"]["id"]
+        latest = next((ck(c) for c in cks if c["id"] == lid), None)
+    cc = run_config.checkpoint_config
+    kept = list(cks)
+    if cc and cc.checkpoint_score_attribute:
+        attr = cc.checkpoint_score_attribute
+        kept = [c for c in kept if attr in (c.get("metrics") or {})]
+        kept.sort(key=lambda c: c["metrics"][attr], reverse=cc.checkpoint_score_order == "max")
+    if cc and cc.num_to_keep:  # retention may not have caught up yet
+        kept = kept[:cc.num_to_keep] if cc.checkpoint_score_attribute else kept[-cc.num_to_keep:]
+    best = [(ck(c), c.get("metrics") or {}) for c in kept]
+    history = [{k: v for k, v in r.items() if k != "time"}
+               for r in _reports(client.get_metrics(job_id, rank=0))]
+    if run_config.storage_path:
+        path = os.path.join(run_config.storage_path, run_config.name or str(job_id))
+    else:
+        path = f"{client.address}/api/v1/jobs/{job_id}"
+    error = None if job["status"] == "SUCCEEDED" else _failure(client, job)
+    return Result(res.get("metrics") or {}, latest, best, error, path, job_id, history)
