@@ -11,7 +11,8 @@ machine, then:
    unless --no-worker-fsync, so the figure is the agent's cost, not the writeback of the
    worker's own data) and times trainyard.report(metrics, checkpoint=dir) with
    time.perf_counter. It counts the files left in the directory after report() (0 when the agent
-   took them by rename) and removes what is left. The next checkpoint is written only once this
+   took them by rename: the directory is on the same filesystem as the agent's data directory)
+   and removes what is left. The next checkpoint is written only once this
    one's artifact is complete, so each report() meets an idle agent.
 2. upload throughput vs dd. Before every run of the largest size (one file), dd writes 1 GiB
    of zeros with conv=fdatasync into the server's --artifact-dir (same filesystem). Upload time
