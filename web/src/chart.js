@@ -235,6 +235,7 @@ export class MetricCharts {
       },
     };
     m.plot = new uPlot(opts, data, m.plotBox);
+    this.count(m);
     m.rebuild = false;
     this.renderToggles(m);
     if (!this.firstDrawn && data[0].length) {
@@ -242,6 +243,13 @@ export class MetricCharts {
       performance.mark('ty-first-chart');
       document.body.dataset.firstChart = String(performance.now());
     }
+  }
+
+  // The points held (for the browser tests and the benchmark: data-points on the figure).
+  count(m) {
+    let n = 0;
+    for (const s of m.series.values()) n += s.x.length;
+    m.box.dataset.points = String(n);
   }
 
   renderToggles(m) {
@@ -264,6 +272,7 @@ export class MetricCharts {
       return;
     }
     m.plot.setData(this.data(m).data);
+    this.count(m);
     if (!this.firstDrawn) {
       this.firstDrawn = true;
       document.body.dataset.firstChart = String(performance.now());

@@ -127,8 +127,8 @@ export function render(main, { id, params }) {
           { title: 'Error', cell: (a) => a.error || '—' },
         ], attempts) : empty('Not placed yet.'),
         h('h2', {}, 'Status timeline'),
-        h('ol', { class: 'timeline' }, events.map((e) => h('li', { class: `tl s-${String(e.status).toLowerCase()}` },
-          h('time', {}, fmt.time(e.at)), ' ', badge(e.status), ` attempt ${e.attempt ?? '—'}`, e.message ? h('span', { class: 'tl-msg' }, ` — ${e.message}`) : null))));
+        h('ol', { class: 'timeline' }, events.map((e) => h('li', { class: 'tl' },
+          h('time', {}, fmt.time(e.at)), ' ', badge(e.status), e.attempt ? ` attempt ${e.attempt}` : '', e.message ? h('span', { class: 'tl-msg' }, ` — ${e.message}`) : null))));
       refreshMarkers();
     } catch (e) {
       if (alive) clear(panels.timeline, errorBox(e, loadTimeline));
@@ -227,6 +227,7 @@ export function render(main, { id, params }) {
       if (job && d.status) {
         job.status = d.status;
         if (d.attempt) job.attempt = d.attempt;
+        if (d.message !== undefined) job.status_message = d.message;
         clear(head.querySelector('#job-status'), badge(d.status));
         renderHead();
       }
