@@ -85,21 +85,77 @@ export class MetricCharts {
     return step !== null && step !== undefined ? step : k;
   }
 
-  // Loads every series (downsampled to BUCKETS min/max buckets per series) and draws the charts.
-  async load() {
+  // Loads every series (each cut by the server into BUCKETS min/max buckets) and draws the
+  // charts. With several ranks, rank 0 (the bold series) comes first and is drawn at once; the
+  // other ranks follow in parallel requests (at most 4 at a time) and join the charts as they come.
+  async load(worldSize = 1) {
+    this.worldSize = worldSize;
+    const gen = (this.gen = (this.gen || 0) + 1);
     clear(this.el, loading('Loading metrics…'));
-    let rows;
-    try {
-      const r = await api('GET', `/jobs/${this.job}/metrics?mode=band&max_points=${BUCKETS}`);
-      rows = r.metrics;
-    } catch (e) {
-      clear(this.el, errorBox(e, () => this.load()));
-      return;
-    }
     for (const m of this.metrics.values()) if (m.plot) m.plot.destroy();
     this.metrics.clear();
-    for (const b of rows) this.addBucket(this.metricOf(b.name), b);
-    this.drawAll();
+    this.zoomed.clear();
+    const get = async (rank) => {
+      const q = rank === null ? '' : `&rank=${rank}`;
+      const r = await api('GET', `/jobs/${this.job}/metrics?mode=band&max_points=${BUCKETS}${q}`);
+      return r.metrics;
+    };
+    try {
+      if (worldSize <= 1) {
+        const rows = await get(null);
+        if (gen !== this.gen) return;
+        this.merge(rows);
+        this.drawAll();
+      } else {
+        const rows = await get(0);
+        if (gen !== this.gen) return;
+        this.merge(rows);
+        this.drawAll();
+        const rest = [];
+        for (let r = 1; r < worldSize; r++) rest.push(r);
+        const next = async () => {
+          while (rest.length) {
+            const r = rest.shift();
+            const more = await get(r);
+            if (gen !== this.gen) return;
+            for (const name of this.merge(more)) this.dirty.add(name);
+            this.schedule();
+          }
+        };
+        await Promise.all([next(), next(), next(), next()]);
+      }
+      if (gen === this.gen) document.body.dataset.allRanks = String(performance.now());
+    } catch (e) {
+      if (gen === this.gen) clear(this.el, errorBox(e, () => this.load(worldSize)));
+    }
+  }
+
+  // Merges buckets from the server (any names and ranks) under the live points already held:
+  // those older than the buckets' last one are in the buckets and go. Returns the names touched.
+  merge(rows) {
+    const fresh = new Map(); // "name\u0000rank" → series
+    for (const b of rows) {
+      const key = `${b.name}\u0000${b.rank}`;
+      if (!fresh.has(key)) fresh.set(key, { name: b.name, rank: b.rank, s: newSeries() });
+      this.addBucket(fresh.get(key).s, b);
+    }
+    const names = new Set();
+    for (const { name, rank, s } of fresh.values()) {
+      const m = this.metricOf(name);
+      const old = m.series.get(rank);
+      if (old) {
+        for (let i = 0; i < old.x.length; i++) {
+          if (old.t[i] <= s.lastT) continue;
+          for (const k of ['x', 'y', 'min', 'max', 't']) s[k].push(old[k][i]);
+          s.lastT = old.t[i];
+        }
+      } else if (m.plot) {
+        m.rebuild = true;
+      }
+      m.series.set(rank, s);
+      names.add(name);
+    }
+    return names;
   }
 
   metricOf(name) {
@@ -121,8 +177,7 @@ export class MetricCharts {
     return s;
   }
 
-  addBucket(m, b) {
-    const s = this.seriesOf(m, b.rank);
+  addBucket(s, b) {
     const t = Date.parse(b.end);
     const x = this.xMode === 'time' ? t / 1000 : b.step_last;
     if (x === null || x === undefined || b.last === null) return;
@@ -335,11 +390,14 @@ export class MetricCharts {
     const q = new URLSearchParams({ name: m.name, mode: 'band', max_points: String(ZOOM_POINTS), step_min: String(Math.floor(min)), step_max: String(Math.ceil(max)) });
     try {
       const r = await api('GET', `/jobs/${this.job}/metrics?${q}`);
-      const tmp = { series: new Map() };
-      for (const b of r.metrics) this.addBucket(tmp, b);
+      const tmp = new Map();
+      for (const b of r.metrics) {
+        if (!tmp.has(b.rank)) tmp.set(b.rank, newSeries());
+        this.addBucket(tmp.get(b.rank), b);
+      }
       const ranks = m.ranks;
       const tables = ranks.map((rk) => {
-        const s = tmp.series.get(rk) || newSeries();
+        const s = tmp.get(rk) || newSeries();
         return [s.x, s.y, ema(s.y, this.smooth), s.min, s.max];
       });
       this.loadingZoom = true;
@@ -365,8 +423,7 @@ export class MetricCharts {
 
   async setXMode(mode) {
     this.xMode = mode;
-    this.zoomed.clear();
-    await this.load();
+    await this.load(this.worldSize);
   }
 
   chartWidth() {

@@ -93,11 +93,15 @@ export function render(main, { id, params }) {
       if (!alive) return;
       renderHead();
       renderSpec();
-      const n = job.spec && job.spec.scaling_config && job.spec.scaling_config.num_workers;
-      logs.setRanks(typeof n === 'number' ? n : (n && n.max) || 1);
+      logs.setRanks(worldSize());
     } catch (e) {
       if (alive) clear(head, errorBox(e, loadJob));
     }
+  }
+
+  function worldSize() {
+    const n = job && job.spec && job.spec.scaling_config && job.spec.scaling_config.num_workers;
+    return typeof n === 'number' ? n : (n && (n.max || n.min)) || 1;
   }
 
   function renderSpec() {
@@ -241,23 +245,23 @@ export function render(main, { id, params }) {
   const unsub = stream.subscribe(id, {
     onEvent,
     onSubscribed: () => {
-      if (!alive) return;
-      loadJob();
-      loadTimeline();
-      loadWorkers();
-      loadCheckpoints();
-      charts.load().then(refreshMarkers);
-      logs.load();
+      if (alive) loadAll();
     },
   });
-  if (stream.state !== 'live') {
-    loadJob();
+  let loadedOnce = false;
+  function loadAll() {
+    loadedOnce = true;
+    loadJob().then(() => charts.load(worldSize())).then(refreshMarkers);
     loadTimeline();
     loadWorkers();
     loadCheckpoints();
-    charts.load().then(refreshMarkers);
     logs.load();
   }
+  // Without a live stream (the websocket port unreachable) the page still loads, once.
+  const fallback = setTimeout(() => {
+    if (alive && !loadedOnce) loadAll();
+  }, 2000);
+  timers.fallback = fallback;
   return () => {
     alive = false;
     Object.values(timers).forEach(clearTimeout);
