@@ -4,6 +4,7 @@ for a year and index.html not at all, every file carries the security headers, n
 Anyone may fetch these files (they hold no data): tried here with no token at all."""
 import http.client
 import os
+import subprocess
 
 import harness
 import pytest
@@ -110,4 +111,29 @@ def test_job_list_filters_by_owner_and_name(server):
     r = server.request("GET", "/api/v1/jobs?owner=")
     assert r.status == 400 and r.json["errors"][0]["field"] == "owner"
     r = server.request("GET", "/api/v1/jobs?owner=alice", token=None)
+    assert r.status == 401
+
+
+def test_metrics_step_range_returns_that_range_at_full_detail(server, database):
+    """A chart's zoom: GET /jobs/{id}/metrics?step_min=&step_max= reads only that range, so its
+    max_points are all spent inside it."""
+    job = server.submit({"name": "zoom", "entrypoint": ["/bin/true"], "backend": "none"})["id"]
+    subprocess.run(["psql", "-d", database, "-XAtq", "-v", "ON_ERROR_STOP=1", "-c",
+                    "INSERT INTO metrics (job_id, attempt, rank, seq, name, step, value, "
+                    f"reported_at) SELECT {job}, 1, 0, s, 'loss', s, 1.0 / s, "
+                    "now() + s * interval '1 ms' FROM generate_series(1, 1000) s"], check=True)
+    viewer = server.create_token("vic", "viewer")
+    whole = server.request("GET", f"/api/v1/jobs/{job}/metrics?max_points=50", token=viewer)
+    assert whole.status == 200 and len(whole.json["metrics"]) == 50
+    r = server.request("GET", f"/api/v1/jobs/{job}/metrics?max_points=50&step_min=100"
+                              "&step_max=140", token=viewer)
+    assert r.status == 200
+    assert [p["step"] for p in r.json["metrics"]] == list(range(100, 141))
+    r = server.request("GET", f"/api/v1/jobs/{job}/metrics?mode=band&max_points=5&step_min=991")
+    assert [b["step_first"] for b in r.json["metrics"]] == [991, 993, 995, 997, 999]
+    r = server.request("GET", f"/api/v1/jobs/{job}/metrics?step_min=20&step_max=10")
+    assert r.status == 400 and r.json["errors"][0]["field"] == "step_max"
+    r = server.request("GET", f"/api/v1/jobs/{job}/metrics?step_min=x")
+    assert r.status == 400 and r.json["errors"][0]["field"] == "step_min"
+    r = server.request("GET", f"/api/v1/jobs/{job}/metrics?step_min=1", token=None)
     assert r.status == 401

@@ -46,3 +46,9 @@ target_include_directories(test_artifact_store PRIVATE ${CMAKE_SOURCE_DIR}/serve
 ty_add_unit_tests(test_retention
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_retention.c ${CMAKE_SOURCE_DIR}/server/artifacts/retention.c)
 target_include_directories(test_retention PRIVATE ${CMAKE_SOURCE_DIR}/server/artifacts)
+
+# The dashboard's file server: allowed paths, the URLs it claims, where it finds the build
+# (server/http/static.c).
+ty_add_unit_tests(test_static
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_static.c
+  LIBS tyserver)
