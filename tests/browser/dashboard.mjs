@@ -202,6 +202,10 @@ const scenarios = {
     await shot('jobs-after-restart');
     await waitFor('job');
     await page.locator('#jobs-list td', { hasText: 'after-restart' }).first().waitFor({ timeout: LONG });
+    await go('#/');
+    await page.locator('.stats').waitFor();
+    await page.locator('section', { hasText: 'Recent jobs' }).locator('table').waitFor({ timeout: LONG });
+    await shot('overview-with-jobs');
     return { sawReconnecting: true, liveAgain: true, newJobShown: true };
   },
 

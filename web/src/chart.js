@@ -10,7 +10,8 @@ import { h, clear, fmt, loading, errorBox, empty } from './ui.js';
 const COLORS = ['#2563eb', '#dc2626', '#16a34a', '#d97706', '#7c3aed', '#0891b2', '#db2777', '#65a30d', '#4b5563', '#ea580c'];
 const BUCKETS = 600; // buckets per series for the overview
 const ZOOM_POINTS = 4000; // points per series inside a zoomed range
-const SERIES_CAP = 6000; // live points kept per series before the oldest half is thinned
+const SERIES_CAP = 2000; // live points kept per series before the oldest half is thinned
+const REDRAW_MS = 250; // live points are drawn at most 4 times a second
 
 function color(rank, alpha) {
   const c = COLORS[rank % COLORS.length];
@@ -75,6 +76,7 @@ export class MetricCharts {
 
   destroy() {
     cancelAnimationFrame(this.raf);
+    clearTimeout(this.wait);
     this.ro.disconnect();
     for (const m of this.metrics.values()) if (m.plot) m.plot.destroy();
     this.metrics.clear();
@@ -218,13 +220,20 @@ export class MetricCharts {
     for (const m of this.metrics.values()) if (m.plot) m.plot.redraw(false, false);
   }
 
+  // Redraws the charts with new points on the next frame, at most every REDRAW_MS: rebuilding a
+  // chart's aligned data costs the same for one new point as for forty.
   schedule() {
-    if (this.raf) return;
-    this.raf = requestAnimationFrame(() => {
-      this.raf = 0;
-      for (const name of this.dirty) this.update(this.metrics.get(name));
-      this.dirty.clear();
-    });
+    if (this.raf || this.wait) return;
+    const since = performance.now() - (this.lastDraw || 0);
+    this.wait = setTimeout(() => {
+      this.wait = 0;
+      this.raf = requestAnimationFrame(() => {
+        this.raf = 0;
+        this.lastDraw = performance.now();
+        for (const name of this.dirty) this.update(this.metrics.get(name));
+        this.dirty.clear();
+      });
+    }, Math.max(0, REDRAW_MS - since));
   }
 
   data(m) {

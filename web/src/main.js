@@ -14,6 +14,7 @@ import * as submit from './pages/submit.js';
 const main = document.getElementById('main');
 let cleanup = null;
 let booted = false;
+let routed = false; // the current page was rendered since sign-in
 
 function parseRoute() {
   const raw = location.hash.replace(/^#/, '') || '/';
@@ -30,6 +31,7 @@ function parseRoute() {
 
 function route() {
   if (!booted) return;
+  routed = true;
   if (cleanup) cleanup();
   cleanup = null;
   const r = parseRoute();
@@ -70,6 +72,7 @@ function signOut() {
   session.role = null;
   stream.stop();
   booted = false;
+  routed = false;
   if (cleanup) cleanup();
   cleanup = null;
   showSignIn();
@@ -115,11 +118,17 @@ function showSignIn(message) {
   input.focus();
 }
 
+// Renders the page once the stream's welcome says the role (so buttons are right the first
+// time), or after 1.5 s without it (the websocket port unreachable: the page still works).
 function start() {
   booted = true;
   renderWho();
   stream.start();
-  route();
+  if (session.role) route();
+  else
+    setTimeout(() => {
+      if (booted && !routed) route();
+    }, 1500);
 }
 
 async function boot() {
@@ -145,7 +154,7 @@ stream.onWelcome((role) => {
   const changed = session.role !== role;
   session.role = role;
   renderWho();
-  if (changed) route();
+  if (changed || !routed) route();
 });
 stream.onState((s) => {
   const el = document.getElementById('conn');

@@ -25,9 +25,9 @@ export function render(main, { params }) {
   const form = h(
     'form',
     { class: 'filters', role: 'search', onsubmit: (e) => { e.preventDefault(); apply(); } },
-    h('label', { for: 'f-status' }, 'Status'), status,
-    h('label', { for: 'f-owner' }, 'Owner'), owner,
-    h('label', { for: 'f-name' }, 'Name'), name,
+    h('span', { class: 'filter' }, h('label', { for: 'f-status' }, 'Status'), status),
+    h('span', { class: 'filter' }, h('label', { for: 'f-owner' }, 'Owner'), owner),
+    h('span', { class: 'filter' }, h('label', { for: 'f-name' }, 'Name'), name),
     h('button', { type: 'submit' }, 'Filter'),
   );
   status.addEventListener('change', apply);
