@@ -166,6 +166,7 @@ const scenarios = {
     await page.locator('#stop').waitFor({ timeout: LONG });
     const stopDisabled = await page.locator('#stop').isDisabled();
     const resubmitDisabled = await page.locator('#resubmit').isDisabled();
+    await page.locator('figure.chart[data-metric="loss"] .rank-toggle').nth(1).waitFor({ timeout: LONG });
     const submitHidden = await page.locator('#nav a[href="#/submit"]').isHidden();
     check(resubmitDisabled, 'Resubmit is disabled for a viewer');
     await shot('job-as-viewer');

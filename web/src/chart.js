@@ -236,8 +236,9 @@ export class MetricCharts {
     }, Math.max(0, REDRAW_MS - since));
   }
 
+  // The chart's aligned data. Ranks go last to first, so that rank 0 (bold) is drawn on top.
   data(m) {
-    const ranks = [...m.series.keys()].sort((a, b) => a - b);
+    const ranks = [...m.series.keys()].sort((a, b) => b - a);
     const tables = ranks.map((r) => {
       const s = m.series.get(r);
       return [s.x, s.y, ema(s.y, this.smooth), s.min, s.max];
@@ -317,7 +318,7 @@ export class MetricCharts {
   }
 
   renderToggles(m) {
-    clear(m.toggles, m.ranks.map((r) => {
+    clear(m.toggles, [...m.ranks].sort((a, b) => a - b).map((r) => {
       const id = `t-${m.name}-${r}`.replace(/[^A-Za-z0-9_-]/g, '_');
       const cb = h('input', { type: 'checkbox', id, checked: !m.hidden.has(r), onchange: () => {
         if (cb.checked) m.hidden.delete(r); else m.hidden.add(r);
@@ -351,7 +352,8 @@ export class MetricCharts {
     }
     const x = u.data[0][i];
     const xs = this.xMode === 'time' ? new Date(x * 1000).toLocaleTimeString() : `step ${x}`;
-    clear(m.legend, h('span', { class: 'hover-x' }, xs), m.ranks.map((r, k) => {
+    clear(m.legend, h('span', { class: 'hover-x' }, xs), [...m.ranks].sort((a, b) => a - b).map((r) => {
+      const k = m.ranks.indexOf(r);
       const raw = u.data[1 + k * 4 + 0][i];
       const sm = u.data[1 + k * 4 + 1][i];
       if (raw === null || raw === undefined) return null;
