@@ -11,7 +11,12 @@ packages=(
   python3 python3-pytest python3-prometheus-client python3-torch dataset-fashion-mnist
   iproute2 procps curl ca-certificates sudo openssl
   clang libclang-rt-14-dev  # libFuzzer targets and their runtime (docs/fuzzing.md)
+  chromium                  # the dashboard's browser tests (tests/browser, docs/dashboard.md)
 )
+# The dashboard's build (web/, docs/dashboard.md) needs node >= 18 and npm: Debian's, unless the
+# machine already has them (an existing node is never replaced).
+command -v node >/dev/null 2>&1 || command -v nodejs >/dev/null 2>&1 || packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(wrk nginx-light bc libopenmpi-dev openmpi-bin python3-matplotlib)
 fi

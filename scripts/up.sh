@@ -121,6 +121,7 @@ for _ in $(seq 1 100); do
 done
 
 echo "Trainyard is up:"
+echo "  dashboard  $server_url/   (sign in with the admin token)"
 echo "  REST API   $server_url/api/v1   (admin token: $state/server/admin.token)"
 echo "  logs       $state/server.log, $state/agent.log"
 for ((i = 2; i <= nservers; i++)); do

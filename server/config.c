@@ -96,6 +96,10 @@ static const struct option_def options[] = {
      "highest job priority a non-admin token may submit (admins: up to 1000)"},
     {"cluster-token", "TRAINYARD_CLUSTER_TOKEN", S(cluster_token), NULL, 0, 0,
      "token agents join with (default: made on first start, in <data-dir>/cluster.token)"},
+    {"web-dir", "TRAINYARD_WEB_DIR", S(web_dir), NULL, 0, 0,
+     "the web dashboard's built files, served at / (default: <build>/web/dist beside the server, "
+     "or "
+     "<prefix>/share/trainyard/web when installed)"},
     {"log-level", "TRAINYARD_LOG_LEVEL", S(log_level), "info", 0, 0, "error, warn, info or debug"},
     {"debug", "TRAINYARD_DEBUG", S(debug), "", 0, 0,
      "comma separated subsystems to debug-log (http,db,auth,all)"},

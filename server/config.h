@@ -46,6 +46,7 @@ struct srv_config {
     char *tls_cert;                 /* NULL: plain http:// and ws:// */
     char *tls_key;                  /* set exactly when tls_cert is */
     char *cluster_token;            /* NULL: <data_dir>/cluster.token */
+    char *web_dir;                  /* NULL: found beside the executable (http/static.c) */
     char *log_level;
     char *debug;
 };

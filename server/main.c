@@ -13,6 +13,7 @@
 #include "log.h"
 #include "pg_embedded.h"
 #include "server.h"
+#include "static.h"
 #include "stream.h"
 #include "util.h"
 #include "version.h"
@@ -114,6 +115,12 @@ int main(int argc, char **argv)
     srv.control = control_start(&srv);
     if (srv.control == NULL)
         goto out;
+    srv.web_dir = srv_static_find_dir(srv.cfg.web_dir, "/proc/self/exe");
+    if (srv.web_dir)
+        TY_INFO("main", "web dashboard at / from %s", srv.web_dir);
+    else
+        TY_WARN("main", "no web dashboard: it was not built (node and npm missing) and "
+                        "--web-dir is not set");
     srv.stream = stream_start(&srv, control_hub(srv.control));
     if (srv.stream == NULL || srv_http_start(&srv) != 0)
         goto out;
@@ -132,6 +139,7 @@ out:
     cache_destroy(srv.token_cache);
     pg_embedded_stop(srv.pg);
     artifact_store_close(srv.artifacts);
+    free(srv.web_dir);
     srv_config_free(&srv.cfg);
     return rc;
 }

@@ -24,6 +24,7 @@ struct srv {
     struct cache *token_cache;        /* token hash -> identity */
     struct srv_telemetry telemetry;   /* GET /metrics */
     struct artifact_store *artifacts; /* checkpoint parts (server/artifacts/) */
+    char *web_dir;                    /* the dashboard's files (http/static.c); NULL: none */
 };
 
 #endif

@@ -1,4 +1,4 @@
-/* GET /api/v1/jobs?status=A,B&limit=N&cursor=C: newest first, cursor paging. */
+/* GET /api/v1/jobs?status=A,B&owner=O&name=N&limit=N&cursor=C: newest first, cursor paging. */
 #include "db.h"
 #include "handlers.h"
 #include "job_status.h"
@@ -12,7 +12,7 @@
 #include <string.h>
 
 struct job_list {
-    const char *statuses;
+    struct store_job_filter filter;
     int64_t before_id;
     int limit;
     char *jobs;
@@ -22,7 +22,7 @@ struct job_list {
 static int job_list(struct db_conn *c, void *arg)
 {
     struct job_list *a = arg;
-    return store_job_list(c, a->statuses, a->before_id, a->limit, &a->jobs, &a->min_id);
+    return store_job_list(c, &a->filter, a->before_id, a->limit, &a->jobs, &a->min_id);
 }
 
 enum MHD_Result h_jobs_list(struct srv_request *req)
@@ -30,6 +30,14 @@ enum MHD_Result h_jobs_list(struct srv_request *req)
     const char *status = srv_query(req, "status");
     const char *limit_s = srv_query(req, "limit");
     const char *cursor_s = srv_query(req, "cursor");
+    const char *owner = srv_query(req, "owner");
+    const char *name = srv_query(req, "name");
+    if (owner && (owner[0] == '\0' || strlen(owner) > 128))
+        return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "owner",
+                                       "must be a token name of 1 to 128 characters");
+    if (name && strlen(name) > 128)
+        return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "name",
+                                       "must be at most 128 characters");
     char statuses[256], bad[40];
     if (status &&
         srv_query_statuses_array(status, statuses, sizeof(statuses), bad, sizeof(bad)) != 0) {
@@ -46,7 +54,11 @@ enum MHD_Result h_jobs_list(struct srv_request *req)
     if (cursor_s && util_parse_int64(cursor_s, 1, INT64_MAX, &cursor) != 0)
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "cursor",
                                        "is not a cursor returned by this endpoint");
-    struct job_list a = {status ? statuses : NULL, cursor, (int)limit, NULL, 0};
+    struct job_list a = {{status ? statuses : NULL, owner, name && name[0] ? name : NULL},
+                         cursor,
+                         (int)limit,
+                         NULL,
+                         0};
     int qs = db_with_conn(req->srv->db, job_list, &a);
     if (qs < 0)
         return srv_reply_db_error(req, qs);

@@ -53,10 +53,25 @@ enum MHD_Result h_jobs_metrics(struct srv_request *req)
     if (mode && strcmp(mode, "points") != 0 && strcmp(mode, "band") != 0)
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "mode",
                                        "must be points or band");
+    const char *smin_s = srv_query(req, "step_min");
+    const char *smax_s = srv_query(req, "step_max");
+    int64_t step_min = INT64_MIN, step_max = INT64_MAX;
+    if (smin_s && util_parse_int64(smin_s, INT64_MIN, INT64_MAX, &step_min) != 0)
+        return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "step_min",
+                                       "must be an integer step");
+    if (smax_s && util_parse_int64(smax_s, INT64_MIN, INT64_MAX, &step_max) != 0)
+        return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "step_max",
+                                       "must be an integer step");
+    if (step_min > step_max)
+        return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "step_max",
+                                       "must not be below step_min");
     bool band = mode && strcmp(mode, "band") == 0;
     bool too_many = false;
-    struct store_metrics_query q = {
-        names, rank, attempt, (size_t)max_points, band, req->srv->cfg.max_metric_rows, &too_many};
+    struct store_metrics_query q = {names,     rank,
+                                    attempt,   (size_t)max_points,
+                                    band,      req->srv->cfg.max_metric_rows,
+                                    &too_many, smin_s || smax_s,
+                                    step_min,  step_max};
     struct metrics_series a = {id, &q, NULL};
     int qs = db_with_conn(req->srv->db, metrics_series, &a);
     if (qs < 0)

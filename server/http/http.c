@@ -5,6 +5,7 @@
 #include "db.h"
 #include "log.h"
 #include "server.h"
+#include "static.h"
 #include "util.h"
 
 #include <arpa/inet.h>
@@ -288,6 +289,8 @@ static enum MHD_Result dispatch(struct srv_request *req)
     char allow[128];
     req->route = route_find(req, allow, sizeof(allow));
     if (req->route == NULL) {
+        if (allow[0] == '\0' && srv_static_claims(req->url))
+            return srv_static_serve(req);
         if (allow[0] == '\0')
             return srv_reply_problem(req, SRV_P_NOT_FOUND, NULL, "no route for %s %s", req->method,
                                      req->url);

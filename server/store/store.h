@@ -55,10 +55,16 @@ int store_bootstrap_unlock(struct db_conn *c);
 int store_job_insert(struct db_conn *c, const char *owner, const json_t *spec, int64_t *id_out,
                      char **json_out);
 int store_job_get(struct db_conn *c, int64_t id, char **json_out);
-/* Lists jobs newest first. statuses: a PostgreSQL array literal ("{RUNNING,PENDING}") or NULL;
- * before_id: 0 or the cursor. *json_out = JSON array text; *min_id_out = smallest id listed. */
-int store_job_list(struct db_conn *c, const char *statuses, int64_t before_id, int limit,
-                   char **json_out, int64_t *min_id_out);
+/* Which jobs a list shows; NULL members match every job. */
+struct store_job_filter {
+    const char *statuses; /* a PostgreSQL array literal ("{RUNNING,PENDING}") */
+    const char *owner;    /* exactly this owner (token name) */
+    const char *name;     /* names containing this text, case-insensitively */
+};
+/* Lists jobs newest first, filtered by f. before_id: 0 or the cursor. *json_out = JSON array
+ * text; *min_id_out = smallest id listed. */
+int store_job_list(struct db_conn *c, const struct store_job_filter *f, int64_t before_id,
+                   int limit, char **json_out, int64_t *min_id_out);
 /* What store_job_insert_once did. */
 enum store_once_outcome {
     STORE_ONCE_CREATED,  /* a new job */
@@ -283,6 +289,8 @@ struct store_metrics_query {
     bool band;         /* min/max band buckets instead of LTTB points */
     int64_t max_rows;  /* rows read from the database at most (0: no bound) */
     bool *too_many;    /* out (when non-NULL): more than max_rows rows matched; nothing read */
+    bool step_range;   /* only points whose step is in [step_min, step_max] (a chart's zoom) */
+    int64_t step_min, step_max;
 };
 /* *json_out = JSON array of {name, rank, attempt, step, value, time}, ordered by name, rank,
  * time, each (name, rank) series downsampled by LTTB (downsample.h); with q->band, of buckets

@@ -76,20 +76,23 @@ int store_job_get(struct db_conn *c, int64_t id, char **json_out)
     return db_exec_text(c, &st, params, json_out);
 }
 
-int store_job_list(struct db_conn *c, const char *statuses, int64_t before_id, int limit,
-                   char **json_out, int64_t *min_id_out)
+int store_job_list(struct db_conn *c, const struct store_job_filter *f, int64_t before_id,
+                   int limit, char **json_out, int64_t *min_id_out)
 {
     static const struct db_stmt st = {
         "job_list",
         "SELECT coalesce(jsonb_agg(ty_job_json(j) ORDER BY j.id DESC), '[]')::text, "
         "       coalesce(min(j.id), 0), count(*) "
         "FROM (SELECT * FROM jobs WHERE ($1::text[] IS NULL OR status = ANY($1::text[])) "
-        "        AND ($2::bigint = 0 OR id < $2::bigint) ORDER BY id DESC LIMIT $3::int) j",
-        3, true};
+        "        AND ($2::bigint = 0 OR id < $2::bigint) "
+        "        AND ($4::text IS NULL OR owner = $4::text) "
+        "        AND ($5::text IS NULL OR strpos(lower(name), lower($5::text)) > 0) "
+        "      ORDER BY id DESC LIMIT $3::int) j",
+        5, true};
     char before[32], lim[32];
     STORE_NUM(before, before_id);
     STORE_NUM(lim, limit);
-    const char *params[] = {statuses, before, lim};
+    const char *params[] = {f->statuses, before, lim, f->owner, f->name};
     PGresult *res = NULL;
     int qs = db_exec(c, &st, params, &res);
     if (qs <= 0)

@@ -273,15 +273,19 @@ int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metr
         "   AND ($2::text IS NULL OR m.name = ANY (string_to_array($2::text, ','))) "
         "   AND ($3::int IS NULL OR m.rank = $3::int) "
         "   AND ($4::int IS NULL OR m.attempt = $4::int) "
+        "   AND ($6::bigint IS NULL OR m.step >= $6::bigint) "
+        "   AND ($7::bigint IS NULL OR m.step <= $7::bigint) "
         " ORDER BY m.name, m.rank, m.reported_at, m.attempt, m.seq"
         " LIMIT $5::bigint",
-        5, true};
+        7, true};
     *json_out = NULL;
-    char j[32], rank[32], attempt[32], limit[32];
+    char j[32], rank[32], attempt[32], limit[32], step_min[32], step_max[32];
     STORE_NUM(j, job);
     STORE_NUM(limit, q->max_rows + 1);
     STORE_NUM(rank, q->rank);
     STORE_NUM(attempt, q->attempt);
+    STORE_NUM(step_min, q->step_min);
+    STORE_NUM(step_max, q->step_max);
     const char *p1[] = {j};
     char *current = NULL;
     int qs = db_exec_text(c, &exists, p1, &current);
@@ -289,8 +293,13 @@ int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metr
         return qs;
     long current_attempt = current ? strtol(current, NULL, 10) : 0;
     free(current);
-    const char *p2[] = {j, q->names, q->rank >= 0 ? rank : NULL, q->attempt > 0 ? attempt : NULL,
-                        q->max_rows > 0 ? limit : NULL};
+    const char *p2[] = {j,
+                        q->names,
+                        q->rank >= 0 ? rank : NULL,
+                        q->attempt > 0 ? attempt : NULL,
+                        q->max_rows > 0 ? limit : NULL,
+                        q->step_range ? step_min : NULL,
+                        q->step_range ? step_max : NULL};
     PGresult *res = NULL;
     qs = db_exec(c, &series, p2, &res);
     if (qs < 0)

@@ -51,3 +51,8 @@ target_include_directories(test_retention PRIVATE ${CMAKE_SOURCE_DIR}/server/art
 ty_add_unit_tests(test_hang
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_hang.c ${CMAKE_SOURCE_DIR}/server/control/hang.c)
 target_include_directories(test_hang PRIVATE ${CMAKE_SOURCE_DIR}/server/control)
+# The dashboard's file server: allowed paths, the URLs it claims, where it finds the build
+# (server/http/static.c).
+ty_add_unit_tests(test_static
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_static.c
+  LIBS tyserver)

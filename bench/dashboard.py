@@ -1,0 +1,114 @@
+#!/usr/bin/python3
+"""The web dashboard's figures (docs/dashboard.md), in headless Chromium (playwright-core) against
+a real server, PostgreSQL and agent:
+
+  1. time to first chart: a job with --points metric points (default 1,000,000) over 8 ranks,
+     written straight into the store (one INSERT ... generate_series: the rows the report path
+     writes, the fastest legitimate way in); the page is loaded --runs times (a fresh load each
+     time, token already signed in) and the time from navigation start to the first chart drawn
+     is taken, plus the time of the metrics request alone;
+  2. frame time while 8 ranks stream: a real job of 8 workers each reporting 10 points a second
+     (and printing a log line each) through the Python SDK; the job page follows it live for
+     --seconds (default 60; --minutes 10 for the long run) while requestAnimationFrame intervals
+     and the page's script time are recorded;
+  3. JS heap over that live run: the heap after a forced GC, sampled every --every seconds.
+
+Not a test: nothing is asserted.
+
+    /usr/bin/python3 bench/dashboard.py --build build            # about 2 minutes
+    /usr/bin/python3 bench/dashboard.py --build build --minutes 10
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.dirname(HERE)
+
+WORKER = textwrap.dedent("""
+    import time, trainyard
+    rank = trainyard.get_context().get_world_rank()
+    step = 0
+    t0 = time.time()
+    while True:
+        step += 1
+        print(f"rank {rank} step {step}", flush=True)
+        trainyard.report({"loss": 1.0 / step + 0.01 * rank, "step": step})
+        time.sleep(max(0.0, t0 + step / 10.0 - time.time()))
+""")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=os.path.join(SOURCE, "build"))
+    ap.add_argument("--points", type=int, default=1_000_000)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--seconds", type=int, default=60)
+    ap.add_argument("--minutes", type=float, default=0, help="live run length (overrides --seconds)")
+    ap.add_argument("--every", type=int, default=10, help="seconds between heap samples")
+    args = ap.parse_args()
+    live_s = int(args.minutes * 60) if args.minutes else args.seconds
+    os.environ["TY_BUILD_DIR"] = os.path.abspath(args.build)
+    sys.path.insert(0, os.path.join(SOURCE, "tests", "integration"))
+    import harness
+
+    pg = harness.PostgresCluster().start()
+    db = pg.create_database()
+    server = harness.Server(database_url=pg.url(db)).start()
+    agent = harness.Agent(server, cpus=8).start()
+    try:
+        big = server.submit({"name": "bench-1M", "entrypoint": ["/bin/true"],
+                             "scaling_config": {"num_workers": 8, "resources_per_worker":
+                                                {"CPU": 100}}})["id"]
+        per_rank = args.points // 8
+        t = time.time()
+        pg.psql(f"INSERT INTO metrics (job_id, attempt, rank, seq, name, step, value, reported_at) "
+                f"SELECT {big}, 1, r, s, 'loss', s, 1.0 / s + 0.01 * r + random() * 0.05, "
+                f"now() - interval '1 hour' + s * interval '10 ms' "
+                f"FROM generate_series(0, 7) r, generate_series(1, {per_rank}) s", db=db)
+        pg.psql("ANALYZE metrics", db=db)
+        print(f"inserted {per_rank * 8} points over 8 ranks in {time.time() - t:.1f} s", flush=True)
+        for q in ("mode=band&max_points=600", "max_points=600"):
+            t = time.time()
+            r = server.request("GET", f"/api/v1/jobs/{big}/metrics?{q}", timeout=120)
+            print(f"GET /jobs/{{id}}/metrics?{q}: {r.status}, {len(r.text)} bytes in "
+                  f"{(time.time() - t) * 1000:.0f} ms (curl-like client)", flush=True)
+
+        def browser(phase, **kw):
+            env = dict(os.environ, TY_URL=server.url, TY_TOKEN=server.admin_token,
+                       TY_PLAYWRIGHT=os.path.join(SOURCE, "web", "node_modules",
+                                                  "playwright-core", "index.mjs"),
+                       TY_ARGS=json.dumps({"phase": phase, **kw}))
+            p = subprocess.run(["node", os.path.join(HERE, "dashboard.mjs")], env=env, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               timeout=live_s + 600)
+            print(p.stdout, end="", flush=True)
+            if p.returncode != 0:
+                print(server.log_text()[-3000:])
+                sys.exit(1)
+
+        browser("first", big=big, runs=args.runs, points=per_rank * 8)
+        work = harness.make_tmpdir("ty-bench-web-")
+        with open(os.path.join(work, "train.py"), "w") as f:
+            f.write(WORKER)
+        live = server.submit({"name": "bench-live", "entrypoint": ["/usr/bin/python3", "train.py"],
+                              "working_dir": work, "backend": "none",
+                              "scaling_config": {"num_workers": 8,
+                                                 "resources_per_worker": {"CPU": 1}}})["id"]
+        server.wait_job(live, {"RUNNING"}, timeout=60)
+        browser("live", live=live, seconds=live_s, every=args.every)
+        server.request("POST", f"/api/v1/jobs/{live}/stop", {})
+        server.wait_job(live, {"STOPPED"})
+    finally:
+        agent.stop()
+        server.stop()
+        pg.drop_database(db)
+        pg.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,237 @@
+// Browser scenarios for test_dashboard.py: `node dashboard.mjs SCENARIO`, with TY_URL (the
+// server), TY_TOKEN (API token, empty for --auth none), TY_ARTIFACTS (screenshot folder),
+// TY_PLAYWRIGHT (playwright-core's index.mjs in web/node_modules) and TY_ARGS (JSON). Prints
+// "RESULT {json}" and exits 0, or prints the failure and exits 1. A scenario that needs the test to
+// act (restart the server) prints "WAITING what" and reads a line from stdin.
+import { createInterface } from 'node:readline';
+import path from 'node:path';
+
+const { chromium } = await import(process.env.TY_PLAYWRIGHT);
+const URL_ = process.env.TY_URL;
+const TOKEN = process.env.TY_TOKEN || '';
+const ART = process.env.TY_ARTIFACTS;
+const ARGS = JSON.parse(process.env.TY_ARGS || '{}');
+const LONG = 45000;
+
+const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+async function waitFor(what) {
+  console.log(`WAITING ${what}`);
+  await lines.next();
+}
+
+function check(cond, what) {
+  if (!cond) throw new Error(`check failed: ${what}`);
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env.TY_CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'],
+});
+const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+const page = await context.newPage();
+const problems = [];
+page.on('console', (m) => {
+  // A refused websocket while the server restarts is expected; anything else is a bug (a CSP
+  // violation shows up here too).
+  if (m.type() === 'error' && !/WebSocket|ERR_CONNECTION_REFUSED|Failed to load resource/.test(m.text())) problems.push(m.text());
+});
+page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+page.on('request', (r) => {
+  if (TOKEN && r.url().includes(TOKEN)) problems.push(`the token appeared in a URL: ${r.url().replace(TOKEN, '<token>')}`);
+});
+
+async function shot(name, opts = {}) {
+  await page.screenshot({ path: path.join(ART, `${name}.png`), fullPage: opts.full ?? false });
+}
+
+async function signIn(token = TOKEN) {
+  await page.goto(URL_ + '/');
+  if (token) {
+    await page.locator('#token').fill(token);
+    await shot('signin');
+    await page.locator('form.signin button[type=submit]').click();
+  }
+  await page.locator('#conn.live').waitFor({ timeout: LONG });
+}
+
+async function go(hash) {
+  await page.evaluate((h) => { location.hash = h; }, hash);
+}
+
+const scenarios = {
+  async pages() {
+    await signIn();
+    const role = await page.locator('#who .role').textContent();
+    await page.locator('.stats').waitFor();
+    await shot('overview');
+    await go('#/jobs');
+    await page.locator('#jobs-list table, #jobs-list .empty').first().waitFor();
+    await shot('jobs');
+    await go('#/nodes');
+    await page.locator('article.node').first().waitFor({ timeout: LONG });
+    const nodes = await page.locator('article.node').count();
+    await shot('nodes');
+    await go('#/submit');
+    await page.locator('#spec-json').waitFor();
+    await shot('submit');
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await go('#/');
+    await page.locator('.stats').waitFor();
+    await shot('overview-dark');
+    await page.setViewportSize({ width: 390, height: 844 });
+    await go('#/jobs');
+    await page.locator('#jobs-list table, #jobs-list .empty').first().waitFor();
+    await shot('jobs-phone-dark', { full: true });
+    await page.emulateMedia({ colorScheme: 'light' });
+    await go('#/nodes');
+    await page.locator('article.node').first().waitFor();
+    await shot('nodes-phone', { full: true });
+    // Keyboard: after a reload (the token stays in sessionStorage) the first Tab reaches the
+    // skip link, the next ones the navigation.
+    await page.reload();
+    await page.locator('#conn.live').waitFor({ timeout: LONG });
+    await page.keyboard.press('Tab');
+    const focused = await page.evaluate(() => document.activeElement && document.activeElement.className);
+    check(focused === 'skip', `first Tab focuses the skip link (got ${focused})`);
+    return { role: role.trim(), nodes };
+  },
+
+  async submit_and_watch() {
+    await signIn();
+    await go('#/submit');
+    await page.locator('#f-name').fill('browser-job');
+    await page.locator('#f-entrypoint').fill(JSON.stringify([ARGS.python, 'train.py']));
+    await page.locator('#f-working_dir').fill(ARGS.workdir);
+    await page.locator('#f-backend').selectOption('none');
+    await page.locator('#f-num_workers').fill('2');
+    await page.locator('#f-train_loop_config').fill('{"steps": 100000}');
+    await page.locator('#submit-job').click();
+    await page.waitForURL(/#\/jobs\/\d+/, { timeout: LONG });
+    const job = Number(page.url().match(/#\/jobs\/(\d+)/)[1]);
+    await page.locator('#job-status .badge', { hasText: 'RUNNING' }).waitFor({ timeout: LONG });
+    // Chart points appear, and keep coming while it trains (live, no reload).
+    const loss = page.locator('figure.chart[data-metric="loss"]');
+    await loss.waitFor({ timeout: LONG });
+    await page.waitForFunction(() => Number(document.querySelector('figure.chart[data-metric="loss"]')?.dataset.points) > 0, null, { timeout: LONG });
+    const first = Number(await loss.getAttribute('data-points'));
+    await page.waitForFunction((n) => Number(document.querySelector('figure.chart[data-metric="loss"]').dataset.points) > n, first, { timeout: LONG });
+    const points = Number(await loss.getAttribute('data-points'));
+    // Hover shows values.
+    const over = loss.locator('.u-over');
+    const box = await over.boundingBox();
+    await page.mouse.move(box.x + box.width * 0.7, box.y + box.height / 2);
+    await loss.locator('.chart-legend .hover-v').first().waitFor();
+    await shot('job-metrics');
+    // Zoom: a drag re-fetches the range at full detail.
+    await page.mouse.move(box.x + box.width * 0.2, box.y + box.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * 0.6, box.y + box.height / 2, { steps: 5 });
+    await page.mouse.up();
+    await page.waitForFunction(() => document.querySelector('figure.chart[data-metric="loss"]').dataset.zoomPoints !== undefined, null, { timeout: LONG });
+    await shot('job-metrics-zoomed');
+    // Logs: lines arrive live; the first error is found.
+    await page.locator('#tab-logs').click();
+    await page.locator('.log-line').first().waitFor({ timeout: LONG });
+    const n1 = await page.locator('.log-line').count();
+    await page.waitForFunction((n) => document.querySelectorAll('.log-line').length > n, n1, { timeout: LONG });
+    const logLines = await page.locator('.log-line').count();
+    await page.locator('.log-line.is-error').first().waitFor({ timeout: LONG });
+    await page.getByRole('button', { name: 'First error' }).click();
+    const current = await page.locator('.log-line.current').textContent();
+    await shot('job-logs');
+    await page.locator('#log-search').fill('step 2');
+    await shot('job-logs-search');
+    for (const t of ['workers', 'timeline', 'checkpoints', 'spec']) {
+      await page.locator(`#tab-${t}`).click();
+      await page.locator(`#panel-${t} table, #panel-${t} .empty, #panel-${t} pre, #panel-${t} ol`).first().waitFor({ timeout: LONG });
+      await shot(`job-${t}`);
+    }
+    // Stop, with confirmation.
+    await page.locator('#stop').click();
+    await page.locator('dialog.confirm').waitFor();
+    await shot('job-stop-confirm');
+    await page.locator('dialog.confirm button.ok').click();
+    await page.locator('#job-status .badge', { hasText: 'STOPPED' }).waitFor({ timeout: LONG });
+    await page.locator('#tab-timeline').click();
+    await page.locator('#panel-timeline .timeline .badge', { hasText: 'STOPPED' }).waitFor({ timeout: LONG });
+    await shot('job-stopped');
+    return { job, points, logLines, errorFound: /ERROR/.test(current) };
+  },
+
+  async viewer() {
+    await signIn();
+    await page.waitForFunction(() => document.querySelector('#who .role')?.textContent === 'viewer', null, { timeout: LONG });
+    await go(`#/jobs/${ARGS.job}`);
+    await page.locator('#stop').waitFor({ timeout: LONG });
+    const stopDisabled = await page.locator('#stop').isDisabled();
+    const resubmitDisabled = await page.locator('#resubmit').isDisabled();
+    await page.locator('figure.chart[data-metric="loss"] .rank-toggle').nth(1).waitFor({ timeout: LONG });
+    const submitHidden = await page.locator('#nav a[href="#/submit"]').isHidden();
+    check(resubmitDisabled, 'Resubmit is disabled for a viewer');
+    await shot('job-as-viewer');
+    await go('#/nodes');
+    await page.locator('article.node').first().waitFor({ timeout: LONG });
+    check(await page.locator('article.node .actions button').first().isDisabled(), 'Drain is disabled for a viewer');
+    return { stopDisabled, submitHidden };
+  },
+
+  async bad_spec() {
+    await signIn();
+    await go('#/submit');
+    await page.locator('#f-num_workers').fill('0');
+    await page.locator('#submit-job').click();
+    await page.locator('#e-num_workers:not(:empty), #e-json:not(:empty)').first().waitFor({ timeout: LONG });
+    const field = (await page.locator('#e-num_workers').textContent()) || '';
+    const invalid = await page.locator('#f-num_workers').getAttribute('aria-invalid');
+    check(invalid === 'true', 'the field is marked invalid');
+    await shot('submit-bad-spec');
+    return { field: field ? 'scaling_config.num_workers' : '', error: field };
+  },
+
+  async reconnect() {
+    await signIn();
+    await go('#/jobs');
+    await page.locator('#jobs-list table, #jobs-list .empty').first().waitFor();
+    await page.evaluate(() => {
+      window.__states = [];
+      new MutationObserver(() => window.__states.push(document.getElementById('conn').className)).observe(document.getElementById('conn'), { attributes: true });
+    });
+    await waitFor('restart');
+    await page.waitForFunction(() => window.__states.some((s) => /reconnecting|connecting/.test(s)), null, { timeout: LONG });
+    await page.locator('#conn.live').waitFor({ timeout: LONG });
+    await shot('jobs-after-restart');
+    await waitFor('job');
+    await page.locator('#jobs-list td', { hasText: 'after-restart' }).first().waitFor({ timeout: LONG });
+    await go('#/');
+    await page.locator('.stats').waitFor();
+    await page.locator('section', { hasText: 'Recent jobs' }).locator('table').waitFor({ timeout: LONG });
+    await shot('overview-with-jobs');
+    return { sawReconnecting: true, liveAgain: true, newJobShown: true };
+  },
+
+  async auth_none() {
+    await page.goto(URL_ + '/');
+    await page.locator('.stats').waitFor({ timeout: LONG });
+    const signInShown = (await page.locator('#token').count()) > 0;
+    await shot('overview-auth-none');
+    return { signInShown, overview: true };
+  },
+};
+
+let code = 0;
+try {
+  const result = await scenarios[process.argv[2]]();
+  check(problems.length === 0, `no console errors: ${problems.join(' | ')}`);
+  console.log(`RESULT ${JSON.stringify(result)}`);
+} catch (e) {
+  console.log(`FAILED ${process.argv[2]}: ${e.stack || e}`);
+  try {
+    await shot(`failed-${process.argv[2]}`, { full: true });
+  } catch {
+    /* the page is gone */
+  }
+  code = 1;
+}
+await browser.close();
+process.exit(code);

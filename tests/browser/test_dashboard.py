@@ -1,0 +1,156 @@
+"""The web dashboard in a real browser: Debian's Chromium, headless, driven by playwright-core
+(dashboard.mjs, one scenario per test) against a real server, PostgreSQL, agent and training jobs
+started by tests/integration/harness.py. Screenshots of every page go to
+<build>/browser-artifacts/ (not committed). Each test names the behaviour it checks."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+import harness  # noqa: E402
+
+NODE = os.environ.get("TY_NODE", "node")
+SCRIPT = os.path.join(HERE, "dashboard.mjs")
+ARTIFACTS = os.path.join(harness.BUILD_DIR, "browser-artifacts")
+PY = "/usr/bin/python3"
+
+# A training program that talks and reports until it is stopped (or `steps` run out): two ranks,
+# "loss" and "accuracy" at 5 reports a second, a log line per step and one error line at step 3.
+TRAIN = textwrap.dedent("""
+    import sys, time, trainyard
+    ctx = trainyard.get_context()
+    rank = ctx.get_world_rank()
+    steps = int(ctx.config.get("steps", 100000))
+    for step in range(1, steps + 1):
+        print(f"rank {rank} step {step} loss {1.0 / step:.4f}", flush=True)
+        if step == 3:
+            print("ERROR: a sample error line for the viewer", file=sys.stderr, flush=True)
+        trainyard.report({"loss": 1.0 / step + 0.1 * rank, "accuracy": step / (step + 10),
+                          "step": step})
+        time.sleep(0.2)
+""")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    pg = harness.PostgresCluster().start()
+    db = pg.create_database()
+    server = harness.Server(database_url=pg.url(db)).start()
+    agent = harness.Agent(server, cpus=4).start()
+    work = harness.make_tmpdir("ty-browser-")
+    with open(os.path.join(work, "train.py"), "w") as f:
+        f.write(TRAIN)
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    c = {"pg": pg, "server": server, "agent": agent, "work": work,
+         "viewer": server.create_token("vera", "viewer"),
+         "user": server.create_token("uma", "user")}
+    yield c
+    agent.stop()
+    assert server.stop() == 0, server.log_text()
+    pg.drop_database(db)
+    pg.stop()
+
+
+def spec(c, name, steps=100000):
+    return {"name": name, "entrypoint": [PY, "train.py"], "working_dir": c["work"],
+            "backend": "none", "train_loop_config": {"steps": steps},
+            "scaling_config": {"num_workers": 2, "resources_per_worker": {"CPU": 1}}}
+
+
+def run(scenario, c, token, extra=None, steps=None, timeout=60):
+    """Runs one scenario of dashboard.mjs; `steps` is a list of (line it prints, function to call
+    then) for scenarios that wait on the test (e.g. a server restart). Returns its result JSON."""
+    s = c["server"]
+    env = dict(os.environ, TY_URL=s.url, TY_TOKEN=token or "", TY_ARTIFACTS=ARTIFACTS,
+               TY_PLAYWRIGHT=os.path.join(harness.SOURCE_DIR, "web", "node_modules",
+                                          "playwright-core", "index.mjs"),
+               TY_ARGS=json.dumps(extra or {}))
+    p = subprocess.Popen([NODE, SCRIPT, scenario], env=env, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = []
+    result = None
+    waiting = list(steps or [])
+    deadline = time.time() + timeout
+    try:
+        for line in p.stdout:
+            out.append(line)
+            if line.startswith("RESULT "):
+                result = json.loads(line[7:])
+            if waiting and line.strip() == waiting[0][0]:
+                waiting.pop(0)[1]()
+                p.stdin.write("go\n")
+                p.stdin.flush()
+            if time.time() > deadline:
+                break
+        code = p.wait(timeout=max(1, deadline - time.time()))
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    text = "".join(out)
+    assert code == 0, f"{scenario} failed:\n{text}\nserver log:\n{s.log_text()[-3000:]}"
+    return result
+
+
+def test_sign_in_then_every_page_renders(cluster):
+    r = run("pages", cluster, cluster["server"].admin_token)
+    assert r["role"] == "admin"
+    assert r["nodes"] >= 1
+
+
+def test_submitted_job_runs_charts_points_streams_logs_and_stops(cluster):
+    r = run("submit_and_watch", cluster, cluster["user"],
+            extra={"workdir": cluster["work"], "python": PY})
+    job = r["job"]
+    assert cluster["server"].request("GET", f"/api/v1/jobs/{job}").json["status"] == "STOPPED"
+    assert r["points"] > 0 and r["logLines"] > 0 and r["errorFound"]
+
+
+def test_viewer_cannot_stop_or_submit(cluster):
+    s = cluster["server"]
+    job = s.submit(spec(cluster, "viewer-sees"))["id"]
+    s.wait_job(job, {"RUNNING"})
+    r = run("viewer", cluster, cluster["viewer"], extra={"job": job})
+    assert r["stopDisabled"] and r["submitHidden"]
+    assert s.request("GET", f"/api/v1/jobs/{job}").json["status"] == "RUNNING"
+    s.request("POST", f"/api/v1/jobs/{job}/stop", {})
+    s.wait_job(job, {"STOPPED"})
+
+
+def test_bad_spec_shows_the_api_error_next_to_the_field(cluster):
+    r = run("bad_spec", cluster, cluster["user"])
+    assert "num_workers" in r["field"] or r["error"], r
+    assert r["error"]
+
+
+def test_page_reconnects_and_resumes_after_a_server_restart(cluster):
+    s = cluster["server"]
+
+    def restart():
+        assert s.stop() == 0, s.log_text()
+        s.start()
+
+    def submit_new():
+        s.submit(spec(cluster, "after-restart", steps=1))
+
+    r = run("reconnect", cluster, s.admin_token,
+            steps=[("WAITING restart", restart), ("WAITING job", submit_new)], timeout=90)
+    assert r["sawReconnecting"] and r["liveAgain"] and r["newJobShown"]
+
+
+def test_auth_none_server_needs_no_sign_in(cluster):
+    pg = cluster["pg"]
+    db = pg.create_database()
+    s = harness.Server(database_url=pg.url(db), auth="none").start()
+    try:
+        r = run("auth_none", {"server": s}, None)
+        assert r["signInShown"] is False and r["overview"]
+    finally:
+        assert s.stop() == 0
+        pg.drop_database(db)

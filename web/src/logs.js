@@ -1,0 +1,156 @@
+// The live log viewer: one rank or all ranks interleaved, follow (stick to the bottom), search
+// (only matching lines, highlighted), and a jump to the first error. Lines come from
+// GET /jobs/{id}/logs (format=jsonl) and then from the job stream's `log` rows; the DOM keeps at
+// most MAX_LINES lines.
+import { api } from './api.js';
+import { h, clear, loading, errorBox } from './ui.js';
+
+const MAX_LINES = 5000;
+const ANSI = /\x1b\[[0-9;?]*[A-Za-z]/g;
+const ERROR_RE = /\b(error|exception|traceback|fatal|panic)\b/i;
+
+export class LogViewer {
+  constructor(container, jobId) {
+    this.el = container;
+    this.job = jobId;
+    this.rank = 'all';
+    this.attempt = null;
+    this.search = '';
+    this.follow = true;
+    this.maxOffset = new Map(); // `${attempt}/${rank}` → highest chunk offset read
+    this.count = 0;
+    this.pending = [];
+    this.loaded = false;
+
+    this.rankSel = h('select', { id: 'log-rank', onchange: () => { this.rank = this.rankSel.value; this.load(); } }, h('option', { value: 'all' }, 'all ranks'));
+    this.searchIn = h('input', { id: 'log-search', type: 'search', placeholder: 'search', oninput: () => this.applySearch() });
+    this.followCb = h('input', { id: 'log-follow', type: 'checkbox', checked: true, onchange: () => { this.follow = this.followCb.checked; if (this.follow) this.toBottom(); } });
+    this.errBtn = h('button', { type: 'button', onclick: () => this.jumpToError() }, 'First error');
+    this.info = h('span', { class: 'log-info', role: 'status' });
+    this.view = h('div', { class: 'log-view', tabindex: '0', role: 'log', 'aria-label': 'Worker output', onscroll: () => this.onScroll() });
+    clear(container,
+      h('div', { class: 'log-controls' },
+        h('label', { for: 'log-rank' }, 'Rank'), this.rankSel,
+        h('label', { for: 'log-search', class: 'sr-only' }, 'Search'), this.searchIn,
+        h('label', { for: 'log-follow', class: 'check' }, this.followCb, 'Follow'),
+        this.errBtn, this.info),
+      this.view);
+  }
+
+  setRanks(n) {
+    const have = this.rankSel.options.length - 1;
+    for (let r = have; r < n; r++) this.rankSel.append(h('option', { value: String(r) }, `rank ${r}`));
+  }
+
+  async load() {
+    this.loaded = false;
+    this.pending = [];
+    this.maxOffset.clear();
+    this.count = 0;
+    clear(this.view, loading('Loading logs…'));
+    const q = new URLSearchParams({ format: 'jsonl', tail: '2000' });
+    if (this.rank !== 'all') q.set('rank', this.rank);
+    if (this.attempt) q.set('attempt', String(this.attempt));
+    try {
+      const text = await api('GET', `/jobs/${this.job}/logs?${q}`, undefined, { raw: true });
+      clear(this.view);
+      const frag = document.createDocumentFragment();
+      for (const l of text.split('\n')) {
+        if (!l) continue;
+        let o;
+        try { o = JSON.parse(l); } catch { continue; }
+        const key = `${o.attempt}/${o.rank}`;
+        this.maxOffset.set(key, Math.max(this.maxOffset.get(key) ?? -1, o.offset));
+        frag.append(this.lineEl(o.rank, o.line));
+      }
+      this.view.append(frag);
+      if (!this.view.childElementCount) this.view.append(h('p', { class: 'state empty log-empty' }, 'No output yet.'));
+      this.loaded = true;
+      for (const d of this.pending) this.addChunk(d);
+      this.pending = [];
+      this.trim();
+      this.applySearch();
+      if (this.follow) this.toBottom();
+    } catch (e) {
+      clear(this.view, errorBox(e, () => this.load()));
+    }
+  }
+
+  lineEl(rank, text) {
+    this.count++;
+    const clean = String(text).replace(ANSI, '');
+    const el = h('div', { class: 'log-line', dataset: { rank } }, h('span', { class: 'log-rank' }, `[${rank}]`), ' ', clean);
+    if (ERROR_RE.test(clean)) el.classList.add('is-error');
+    return el;
+  }
+
+  // A live `log` row (its data).
+  addChunk(d) {
+    if (!this.loaded) {
+      this.pending.push(d);
+      return;
+    }
+    if (this.rank !== 'all' && String(d.rank) !== this.rank) return;
+    if (this.attempt && d.attempt !== this.attempt) return;
+    const key = `${d.attempt}/${d.rank}`;
+    if (d.offset <= (this.maxOffset.get(key) ?? -1)) return;
+    this.maxOffset.set(key, d.offset);
+    const emptyEl = this.view.querySelector('.log-empty');
+    if (emptyEl) emptyEl.remove();
+    const frag = document.createDocumentFragment();
+    const needle = this.search.toLowerCase();
+    for (const line of d.lines || []) {
+      const el = this.lineEl(d.rank, line);
+      if (needle && !el.textContent.toLowerCase().includes(needle)) el.hidden = true;
+      frag.append(el);
+    }
+    this.view.append(frag);
+    this.trim();
+    if (this.follow) this.toBottom();
+  }
+
+  trim() {
+    let extra = this.view.childElementCount - MAX_LINES;
+    while (extra-- > 0) this.view.firstElementChild.remove();
+  }
+
+  applySearch() {
+    this.search = this.searchIn.value;
+    const needle = this.search.toLowerCase();
+    let shown = 0;
+    for (const el of this.view.children) {
+      if (!el.classList.contains('log-line')) continue;
+      const hit = !needle || el.textContent.toLowerCase().includes(needle);
+      el.hidden = !hit;
+      el.classList.toggle('hit', !!needle && hit);
+      if (hit) shown++;
+    }
+    this.info.textContent = needle ? `${shown} matching lines` : '';
+  }
+
+  jumpToError() {
+    const el = [...this.view.querySelectorAll('.log-line.is-error')].find((e) => !e.hidden);
+    if (!el) {
+      this.info.textContent = 'no error in the lines loaded';
+      return;
+    }
+    this.follow = false;
+    this.followCb.checked = false;
+    this.view.querySelectorAll('.current').forEach((e) => e.classList.remove('current'));
+    el.classList.add('current');
+    el.scrollIntoView({ block: 'center' });
+    this.info.textContent = 'first error';
+  }
+
+  toBottom() {
+    this.view.scrollTop = this.view.scrollHeight;
+  }
+
+  onScroll() {
+    const atBottom = this.view.scrollHeight - this.view.scrollTop - this.view.clientHeight < 30;
+    if (!atBottom && this.follow && this.loaded) {
+      this.follow = false;
+      this.followCb.checked = false;
+    }
+  }
+}

@@ -1,0 +1,271 @@
+// Job detail: spec, status timeline with attempts, workers, live metric charts, live logs,
+// checkpoints, and Stop / Resubmit (confirmed; disabled for viewers). Everything after the first
+// load comes from the job's stream.
+import { api, can, session } from '../api.js';
+import { stream } from '../stream.js';
+import { MetricCharts } from '../chart.js';
+import { LogViewer } from '../logs.js';
+import { h, clear, fmt, badge, loading, errorBox, empty, table, confirmDialog, toast } from '../ui.js';
+
+const FINISHED = ['SUCCEEDED', 'FAILED', 'STOPPED'];
+const TABS = ['metrics', 'logs', 'workers', 'timeline', 'checkpoints', 'spec'];
+
+export function render(main, { id, params }) {
+  let alive = true;
+  let job = null;
+  const timers = {};
+  const head = h('div', { class: 'job-head' }, loading());
+  const tabBar = h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Job sections' });
+  const panels = {};
+  for (const t of TABS) panels[t] = h('section', { class: 'panel', id: `panel-${t}`, role: 'tabpanel', 'aria-labelledby': `tab-${t}`, hidden: true });
+  let current = TABS.includes(params.get('tab')) ? params.get('tab') : 'metrics';
+  for (const t of TABS) {
+    tabBar.append(h('button', { type: 'button', role: 'tab', id: `tab-${t}`, 'aria-controls': `panel-${t}`, onclick: () => select(t), onkeydown: tabKeys }, t[0].toUpperCase() + t.slice(1)));
+  }
+  clear(main, head, tabBar, ...Object.values(panels));
+
+  const chartBox = h('div', { class: 'charts' });
+  const smoothIn = h('input', { id: 'smooth', type: 'range', min: '0', max: '0.99', step: '0.01', value: '0.6', oninput: () => { charts.setSmoothing(Number(smoothIn.value)); smoothOut.textContent = smoothIn.value; } });
+  const smoothOut = h('output', { for: 'smooth' }, '0.6');
+  const xSel = h('select', { id: 'xaxis', onchange: () => charts.setXMode(xSel.value).then(refreshMarkers) }, h('option', { value: 'step' }, 'step'), h('option', { value: 'time' }, 'wall time'));
+  clear(panels.metrics, h('div', { class: 'chart-controls' },
+    h('label', { for: 'xaxis' }, 'X axis'), xSel,
+    h('label', { for: 'smooth' }, 'Smoothing'), smoothIn, smoothOut,
+    h('span', { class: 'hint' }, 'Drag to zoom (re-fetched at full detail); double-click to reset.')), chartBox);
+  const charts = new MetricCharts(chartBox, id);
+  const logBox = h('div', { class: 'logs' });
+  panels.logs.append(logBox);
+  const logs = new LogViewer(logBox, id);
+  let attempts = [];
+  let checkpoints = [];
+
+  function select(t) {
+    current = t;
+    for (const k of TABS) {
+      panels[k].hidden = k !== t;
+      const b = tabBar.querySelector(`#tab-${k}`);
+      b.setAttribute('aria-selected', String(k === t));
+      b.tabIndex = k === t ? 0 : -1;
+    }
+    history.replaceState(null, '', `#/jobs/${id}${t === 'metrics' ? '' : `?tab=${t}`}`);
+    if (t === 'metrics') charts.resize();
+  }
+  function tabKeys(ev) {
+    const i = TABS.indexOf(current);
+    let n = null;
+    if (ev.key === 'ArrowRight') n = (i + 1) % TABS.length;
+    if (ev.key === 'ArrowLeft') n = (i + TABS.length - 1) % TABS.length;
+    if (n === null) return;
+    ev.preventDefault();
+    select(TABS[n]);
+    tabBar.querySelector(`#tab-${TABS[n]}`).focus();
+  }
+  select(current);
+
+  function renderHead() {
+    const stopBtn = h('button', { type: 'button', class: 'danger', id: 'stop', disabled: !can.stop() || FINISHED.includes(job.status) || job.status === 'STOPPING', title: can.stop() ? '' : 'viewers cannot stop jobs', onclick: onStop }, 'Stop');
+    const resubmit = h('button', { type: 'button', id: 'resubmit', disabled: !can.submit(), title: can.submit() ? '' : 'viewers cannot submit jobs', onclick: () => { location.hash = `#/submit?from=${id}`; } }, 'Resubmit');
+    clear(head,
+      h('div', { class: 'title-row' },
+        h('h1', {}, `#${job.id} ${job.name || ''}`), h('span', { id: 'job-status' }, badge(job.status)),
+        h('div', { class: 'actions' }, resubmit, stopBtn)),
+      h('p', { class: 'meta' },
+        `owner ${job.owner} · attempt ${job.attempt} · priority ${job.priority} · created ${fmt.time(job.created_at)}`,
+        job.started_at ? ` · started ${fmt.time(job.started_at)}` : '',
+        job.finished_at ? ` · finished ${fmt.time(job.finished_at)}` : ''),
+      job.status_message ? h('p', { class: 'status-message' }, job.status_message) : null,
+      job.result && job.result.error ? h('p', { class: 'state error' }, job.result.error) : null);
+  }
+
+  async function onStop() {
+    if (!(await confirmDialog(`Stop job #${id}? Its workers get SIGTERM, then SIGKILL.`, 'Stop job'))) return;
+    try {
+      await api('POST', `/jobs/${id}/stop`, {});
+      toast(`Stopping job #${id}`);
+    } catch (e) {
+      toast(e.message, 'error');
+    }
+  }
+
+  async function loadJob() {
+    try {
+      job = await api('GET', `/jobs/${id}`);
+      if (!alive) return;
+      renderHead();
+      renderSpec();
+      logs.setRanks(worldSize());
+    } catch (e) {
+      if (alive) clear(head, errorBox(e, loadJob));
+    }
+  }
+
+  function worldSize() {
+    const n = job && job.spec && job.spec.scaling_config && job.spec.scaling_config.num_workers;
+    return typeof n === 'number' ? n : (n && (n.max || n.min)) || 1;
+  }
+
+  function renderSpec() {
+    const s = job.spec || {};
+    clear(panels.spec,
+      h('div', { class: 'spec-grid' },
+        h('div', { class: 'card' }, h('h3', {}, 'Scaling'), h('pre', {}, JSON.stringify(s.scaling_config || {}, null, 2))),
+        h('div', { class: 'card' }, h('h3', {}, 'Run config'), h('pre', {}, JSON.stringify(s.run_config || {}, null, 2))),
+        h('div', { class: 'card' }, h('h3', {}, 'train_loop_config'), h('pre', {}, JSON.stringify(s.train_loop_config ?? null, null, 2)))),
+      h('h3', {}, 'Whole spec'), h('pre', { class: 'card' }, JSON.stringify(s, null, 2)));
+  }
+
+  async function loadTimeline() {
+    try {
+      const [ev, at] = await Promise.all([api('GET', `/jobs/${id}/events`), api('GET', `/jobs/${id}/attempts`)]);
+      if (!alive) return;
+      const events = ev.events || ev;
+      attempts = at.attempts || at;
+      clear(panels.timeline,
+        h('h2', {}, 'Attempts'),
+        attempts.length ? table([
+          { title: 'Attempt', cell: (a) => a.attempt },
+          { title: 'Status', cell: (a) => badge(a.status) },
+          { title: 'Workers', cell: (a) => a.world_size },
+          { title: 'Started', cell: (a) => fmt.time(a.created_at) },
+          { title: 'Finished', cell: (a) => fmt.time(a.finished_at) },
+          { title: 'Error', cell: (a) => a.error || '—' },
+        ], attempts) : empty('Not placed yet.'),
+        h('h2', {}, 'Status timeline'),
+        h('ol', { class: 'timeline' }, events.map((e) => h('li', { class: 'tl' },
+          h('time', {}, fmt.time(e.at)), ' ', badge(e.status), e.attempt ? ` attempt ${e.attempt}` : '', e.message ? h('span', { class: 'tl-msg' }, ` — ${e.message}`) : null))));
+      refreshMarkers();
+    } catch (e) {
+      if (alive) clear(panels.timeline, errorBox(e, loadTimeline));
+    }
+  }
+
+  async function loadWorkers() {
+    try {
+      const r = await api('GET', `/jobs/${id}/workers`);
+      if (!alive) return;
+      const ws = (r.workers || r).slice().sort((a, b) => b.attempt - a.attempt || a.rank - b.rank);
+      clear(panels.workers, ws.length ? table([
+        { title: 'Attempt', cell: (w) => w.attempt },
+        { title: 'Rank', cell: (w) => w.rank },
+        { title: 'Node', cell: (w) => w.node_id },
+        { title: 'GPUs', cell: (w) => (w.gpus && w.gpus.length ? w.gpus.join(',') : '—') },
+        { title: 'PID', cell: (w) => w.pid ?? '—' },
+        { title: 'State', cell: (w) => badge(w.status) },
+        { title: 'Exit', cell: (w) => (w.exit_code ?? (w.signal ? `signal ${w.signal}` : '—')) },
+      ], ws) : empty('No workers yet: the job is waiting for room.'));
+    } catch (e) {
+      if (alive) clear(panels.workers, errorBox(e, loadWorkers));
+    }
+  }
+
+  async function loadCheckpoints() {
+    try {
+      const r = await api('GET', `/jobs/${id}/checkpoints`);
+      if (!alive) return;
+      checkpoints = r.checkpoints || r;
+      const best = job && job.result && job.result.best_checkpoint && job.result.best_checkpoint.id;
+      const latest = job && job.result && job.result.latest_checkpoint && job.result.latest_checkpoint.id;
+      clear(panels.checkpoints, checkpoints.length ? table([
+        { title: 'Index', cell: (c) => `${c.attempt}.${c.index}` },
+        { title: 'Step', cell: (c) => c.step ?? '—' },
+        { title: 'Metrics', cell: (c) => Object.entries(c.metrics || {}).map(([k, v]) => `${k}=${fmt.num(v)}`).join(' ') || '—' },
+        { title: 'Size', cell: (c) => fmt.bytes(c.size_bytes) },
+        { title: 'Marks', cell: (c) => [c.id === best ? h('span', { class: 'mark best' }, 'best') : null, c.id === latest ? h('span', { class: 'mark latest' }, 'latest') : null] },
+        { title: 'Created', cell: (c) => fmt.time(c.created_at) },
+        { title: 'Download', cell: (c) => (c.artifact && c.artifact.state === 'complete'
+          ? h('button', { type: 'button', class: 'link', onclick: () => download(c) }, 'archive (.tar)')
+          : (c.artifact && c.artifact.state) || 'not uploaded') },
+      ], checkpoints) : empty('No checkpoints yet.'));
+      refreshMarkers();
+    } catch (e) {
+      if (alive) clear(panels.checkpoints, errorBox(e, loadCheckpoints));
+    }
+  }
+
+  // The archive needs the token in a header, never in a URL: fetch it and save it as a blob.
+  async function download(c) {
+    try {
+      const r = await fetch(`/api/v1/checkpoints/${c.id}/archive`, { headers: session.token ? { Authorization: `Bearer ${session.token}` } : {} });
+      if (!r.ok) throw new Error(`HTTP ${r.status}`);
+      const url = URL.createObjectURL(await r.blob());
+      const a = h('a', { href: url, download: `job-${id}-checkpoint-${c.attempt}-${c.index}.tar` });
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10000);
+    } catch (e) {
+      toast(`download failed: ${e.message}`, 'error');
+    }
+  }
+
+  function refreshMarkers() {
+    // An attempt's marker sits where its first point is (step axis) or when it began (time).
+    const att = attempts.filter((a) => a.attempt > 1).map((a) => ({ attempt: a.attempt, t: Date.parse(a.created_at), step: stepAt(Date.parse(a.created_at)) }));
+    const ck = checkpoints.map((c) => ({ index: `${c.attempt}.${c.index}`, step: c.step, t: Date.parse(c.created_at) }));
+    charts.setMarkers(att, ck);
+  }
+  // The step rank 0 had reached at time t (for an attempt's marker on the step axis).
+  function stepAt(t) {
+    let best = null;
+    for (const m of charts.metrics.values()) {
+      const s = m.series.get(0);
+      if (!s) continue;
+      for (let i = 0; i < s.t.length; i++) if (s.t[i] <= t) best = s.x[i];
+      break;
+    }
+    return best;
+  }
+
+  function soon(name, fn, ms = 300) {
+    clearTimeout(timers[name]);
+    timers[name] = setTimeout(fn, ms);
+  }
+
+  function onEvent(m) {
+    const d = m.data || {};
+    if (m.kind === 'report') charts.addReport(d);
+    else if (m.kind === 'log') logs.addChunk(d);
+    else if (m.kind === 'worker') soon('workers', loadWorkers);
+    else if (m.kind === 'checkpoint') soon('checkpoints', loadCheckpoints);
+    else if (m.kind === 'event') {
+      if (job && d.status) {
+        job.status = d.status;
+        if (d.attempt) job.attempt = d.attempt;
+        if (d.message !== undefined) job.status_message = d.message;
+        clear(head.querySelector('#job-status'), badge(d.status));
+        renderHead();
+      }
+      soon('job', loadJob);
+      soon('timeline', loadTimeline);
+    }
+  }
+
+  // Subscribe first (from now on), then read the history: rows arriving meanwhile are merged
+  // without duplicates (charts by report time, logs by chunk offset).
+  const unsub = stream.subscribe(id, {
+    onEvent,
+    onSubscribed: () => {
+      if (alive) loadAll();
+    },
+  });
+  let loadedOnce = false;
+  function loadAll() {
+    loadedOnce = true;
+    loadJob().then(() => charts.load(worldSize())).then(refreshMarkers);
+    loadTimeline();
+    loadWorkers();
+    loadCheckpoints();
+    logs.load();
+  }
+  // Without a live stream (the websocket port unreachable) the page still loads, once.
+  const fallback = setTimeout(() => {
+    if (alive && !loadedOnce) loadAll();
+  }, 2000);
+  timers.fallback = fallback;
+  return () => {
+    alive = false;
+    Object.values(timers).forEach(clearTimeout);
+    unsub();
+    charts.destroy();
+  };
+}

@@ -1,0 +1,119 @@
+// Jobs: filter by status, owner and name (the list endpoint's own filters), newest first, cursor
+// paging; statuses change live from the cluster stream without a reload.
+import { api } from '../api.js';
+import { stream } from '../stream.js';
+import { h, clear, fmt, badge, loading, errorBox, empty } from '../ui.js';
+
+const STATUSES = ['PENDING', 'STARTING', 'RUNNING', 'RESTARTING', 'STOPPING', 'SUCCEEDED', 'FAILED', 'STOPPED'];
+const PAGE = 50;
+
+export function render(main, { params }) {
+  let alive = true;
+  const filters = {
+    status: params.get('status') || '',
+    owner: params.get('owner') || '',
+    name: params.get('name') || '',
+  };
+  const cursors = [null]; // cursor of each page shown so far
+  let page = 0;
+  let rows = new Map(); // id → tr, for live updates
+
+  const status = h('select', { id: 'f-status', name: 'status' }, h('option', { value: '' }, 'any status'), STATUSES.map((s) => h('option', { value: s }, s)));
+  status.value = filters.status;
+  const owner = h('input', { id: 'f-owner', name: 'owner', value: filters.owner, placeholder: 'owner', autocomplete: 'off' });
+  const name = h('input', { id: 'f-name', name: 'name', value: filters.name, placeholder: 'name contains', autocomplete: 'off' });
+  const form = h(
+    'form',
+    { class: 'filters', role: 'search', onsubmit: (e) => { e.preventDefault(); apply(); } },
+    h('span', { class: 'filter' }, h('label', { for: 'f-status' }, 'Status'), status),
+    h('span', { class: 'filter' }, h('label', { for: 'f-owner' }, 'Owner'), owner),
+    h('span', { class: 'filter' }, h('label', { for: 'f-name' }, 'Name'), name),
+    h('button', { type: 'submit' }, 'Filter'),
+  );
+  status.addEventListener('change', apply);
+  const list = h('div', { id: 'jobs-list' }, loading());
+  const prev = h('button', { type: 'button', onclick: () => go(page - 1) }, '← Newer');
+  const next = h('button', { type: 'button', onclick: () => go(page + 1) }, 'Older →');
+  const pager = h('nav', { class: 'pager', 'aria-label': 'Pages' }, prev, h('span', { class: 'page-no' }), next);
+  clear(main, h('h1', {}, 'Jobs'), form, list, pager);
+
+  function apply() {
+    filters.status = status.value;
+    filters.owner = owner.value.trim();
+    filters.name = name.value.trim();
+    const q = new URLSearchParams(Object.entries(filters).filter(([, v]) => v));
+    history.replaceState(null, '', `#/jobs${q.toString() ? `?${q}` : ''}`);
+    cursors.length = 1;
+    go(0);
+  }
+
+  async function go(n) {
+    if (n < 0 || n >= cursors.length) return;
+    page = n;
+    const q = new URLSearchParams({ limit: String(PAGE) });
+    for (const [k, v] of Object.entries(filters)) if (v) q.set(k, v);
+    if (cursors[n]) q.set('cursor', cursors[n]);
+    clear(list, loading());
+    try {
+      const r = await api('GET', `/jobs?${q}`);
+      if (!alive) return;
+      if (r.next_cursor && cursors.length === n + 1) cursors.push(r.next_cursor);
+      prev.disabled = n === 0;
+      next.disabled = !r.next_cursor;
+      pager.querySelector('.page-no').textContent = `page ${n + 1}`;
+      show(r.jobs);
+    } catch (e) {
+      if (alive) clear(list, errorBox(e, () => go(n)));
+    }
+  }
+
+  function show(jobs) {
+    rows = new Map();
+    if (!jobs.length) {
+      clear(list, empty(Object.values(filters).some(Boolean) ? 'No job matches these filters.' : 'No jobs yet.'));
+      return;
+    }
+    const tbody = h('tbody', {});
+    for (const j of jobs) {
+      const tr = h(
+        'tr',
+        { dataset: { id: j.id } },
+        h('td', { 'data-label': 'Id' }, h('a', { href: `#/jobs/${j.id}` }, `#${j.id}`)),
+        h('td', { 'data-label': 'Name' }, h('a', { href: `#/jobs/${j.id}` }, j.name || '(unnamed)')),
+        h('td', { 'data-label': 'Status', class: 'status-cell' }, badge(j.status)),
+        h('td', { 'data-label': 'Owner' }, j.owner),
+        h('td', { 'data-label': 'Attempt' }, j.attempt),
+        h('td', { 'data-label': 'Created' }, fmt.time(j.created_at)),
+        h('td', { 'data-label': 'Message', class: 'msg' }, j.status_message || ''),
+      );
+      rows.set(String(j.id), tr);
+      tbody.append(tr);
+    }
+    clear(list, h('div', { class: 'table-wrap' }, h('table', { class: 'jobs' },
+      h('thead', {}, h('tr', {}, ['Id', 'Name', 'Status', 'Owner', 'Attempt', 'Created', 'Message'].map((t) => h('th', { scope: 'col' }, t)))),
+      tbody)));
+  }
+
+  function onEvent(m) {
+    if (m.kind !== 'job') return;
+    const d = m.data || {};
+    const tr = rows.get(String(d.id));
+    if (tr) {
+      if (d.deleted) {
+        tr.classList.add('deleted');
+        return;
+      }
+      clear(tr.querySelector('.status-cell'), badge(d.status));
+      if (d.message !== undefined) tr.querySelector('.msg').textContent = d.message || '';
+    } else if (page === 0 && !d.deleted && d.status === 'PENDING' && !filters.owner && !filters.name && (!filters.status || filters.status === 'PENDING')) {
+      go(0); // a new job: it belongs at the top of the first page
+    }
+  }
+
+  go(0);
+  const unsub = stream.subscribe('cluster', { onEvent });
+  return () => {
+    alive = false;
+    unsub();
+  };
+}

@@ -1,0 +1,86 @@
+// Nodes: each node's resources, GPUs (type and which are in use), running workers, and
+// Drain/Undrain for admins. Refreshed from the cluster stream.
+import { api, can } from '../api.js';
+import { stream } from '../stream.js';
+import { h, clear, fmt, badge, loading, errorBox, empty, confirmDialog, toast } from '../ui.js';
+
+export function render(main) {
+  let alive = true;
+  let timer = null;
+  const body = h('div', { class: 'nodes' }, loading());
+  clear(main, h('h1', {}, 'Nodes'), body);
+
+  async function load() {
+    try {
+      const [r, active] = await Promise.all([api('GET', '/nodes'), api('GET', '/jobs?status=STARTING,RUNNING,RESTARTING,STOPPING&limit=200')]);
+      if (!alive) return;
+      const nodes = r.nodes || r;
+      if (!nodes.length) {
+        clear(body, empty('No node has joined yet. Start an agent: trainyard-agent --server ws://HOST:PORT --token-file cluster.token'));
+        return;
+      }
+      // Which workers run where (GPU indices in use per node).
+      const byNode = new Map();
+      await Promise.all(active.jobs.map(async (j) => {
+        try {
+          const w = await api('GET', `/jobs/${j.id}/workers`);
+          for (const x of w.workers || w) {
+            if (x.attempt !== j.attempt || !['PLACED', 'RUNNING'].includes(x.status)) continue;
+            if (!byNode.has(x.node_id)) byNode.set(x.node_id, []);
+            byNode.get(x.node_id).push({ job: j, w: x });
+          }
+        } catch {
+          /* the job finished meanwhile */
+        }
+      }));
+      if (!alive) return;
+      clear(body, nodes.map((n) => nodeCard(n, byNode.get(n.id) || [])));
+    } catch (e) {
+      if (alive) clear(body, errorBox(e, load));
+    }
+  }
+
+  function nodeCard(n, workers) {
+    const r = n.resources || {};
+    const gpus = Array.isArray(r.GPU) ? r.GPU : [];
+    const used = new Set(workers.flatMap((x) => x.w.gpus || []));
+    const other = Object.entries(r).filter(([k]) => !['CPU', 'GPU', 'memory_mb'].includes(k));
+    const action = n.draining ? 'undrain' : 'drain';
+    const btn = h('button', {
+      type: 'button', class: n.draining ? '' : 'danger', disabled: !can.drain(),
+      title: can.drain() ? '' : 'only admins drain nodes', dataset: { node: n.id },
+      onclick: async () => {
+        if (!(await confirmDialog(n.draining ? `Allow new workers on ${n.id} again?` : `Drain ${n.id}? Running workers stay; no new ones are placed there.`, n.draining ? 'Undrain' : 'Drain'))) return;
+        try {
+          await api('POST', `/nodes/${encodeURIComponent(n.id)}/${action}`, {});
+          toast(`${n.id}: ${action}ed`);
+          load();
+        } catch (e) {
+          toast(e.message, 'error');
+        }
+      },
+    }, n.draining ? 'Undrain' : 'Drain');
+    return h('article', { class: 'node card', dataset: { node: n.id } },
+      h('header', {}, h('h2', {}, n.hostname || n.id), badge(n.status), n.draining ? h('span', { class: 'badge s-draining' }, 'DRAINING') : null, h('div', { class: 'actions' }, btn)),
+      h('p', { class: 'meta' }, `${n.id} · ${n.address || ''} · agent ${n.agent_version || '?'} · heartbeat ${fmt.ago(n.last_heartbeat_at)}`),
+      h('dl', { class: 'res' },
+        h('dt', {}, 'CPUs'), h('dd', {}, String(r.CPU ?? '—')),
+        h('dt', {}, 'Memory'), h('dd', {}, r.memory_mb ? fmt.bytes(r.memory_mb * 1048576) : '—'),
+        h('dt', {}, 'GPUs'), h('dd', {}, gpus.length ? h('span', { class: 'gpus' }, `${n.gpu_type || 'GPU'}: `, gpus.map((g) => h('span', { class: `gpu${used.has(g) ? ' used' : ''}`, title: used.has(g) ? 'in use' : 'free' }, String(g)))) : 'none'),
+        other.map(([k, v]) => [h('dt', {}, k), h('dd', {}, String(v))]),
+        h('dt', {}, 'Workers'), h('dd', {}, String(n.running_workers ?? workers.length))),
+      workers.length ? h('ul', { class: 'node-workers' }, workers.map(({ job, w }) => h('li', {}, h('a', { href: `#/jobs/${job.id}` }, `#${job.id} ${job.name || ''}`), ` rank ${w.rank} · pid ${w.pid ?? '—'} · ${w.status}`))) : h('p', { class: 'meta' }, 'No workers running.'));
+  }
+
+  function soon() {
+    clearTimeout(timer);
+    timer = setTimeout(load, 300);
+  }
+  load();
+  const unsub = stream.subscribe('cluster', { onEvent: soon });
+  return () => {
+    alive = false;
+    clearTimeout(timer);
+    unsub();
+  };
+}

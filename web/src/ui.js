@@ -1,0 +1,136 @@
+// Small DOM helpers shared by the pages: no framework, no innerHTML with data (text only).
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'class') el.className = v;
+    else if (k === 'dataset') Object.assign(el.dataset, v);
+    else if (k === 'value') el.value = v;
+    else if (k === 'checked') el.checked = !!v;
+    else if (v === true) el.setAttribute(k, '');
+    else el.setAttribute(k, String(v));
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const c of children.flat(Infinity)) {
+    if (c === undefined || c === null || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+}
+
+export function clear(el, ...children) {
+  el.replaceChildren();
+  append(el, children);
+  return el;
+}
+
+export const fmt = {
+  time(s) {
+    if (!s) return '—';
+    const d = new Date(s);
+    return Number.isNaN(d.getTime()) ? s : d.toLocaleString();
+  },
+  ago(s) {
+    if (!s) return '—';
+    const sec = Math.round((Date.now() - new Date(s).getTime()) / 1000);
+    if (sec < 60) return `${Math.max(sec, 0)} s ago`;
+    if (sec < 3600) return `${Math.round(sec / 60)} min ago`;
+    if (sec < 86400) return `${Math.round(sec / 3600)} h ago`;
+    return `${Math.round(sec / 86400)} d ago`;
+  },
+  bytes(n) {
+    if (n === null || n === undefined) return '—';
+    const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    let i = 0;
+    while (n >= 1024 && i < u.length - 1) {
+      n /= 1024;
+      i++;
+    }
+    return `${n.toFixed(i ? 1 : 0)} ${u[i]}`;
+  },
+  num(v) {
+    if (typeof v !== 'number') return v === null || v === undefined ? '—' : String(v);
+    if (Number.isInteger(v)) return String(v);
+    const a = Math.abs(v);
+    return a !== 0 && (a < 1e-3 || a >= 1e6) ? v.toExponential(3) : v.toPrecision(5);
+  },
+};
+
+export function badge(status) {
+  return h('span', { class: `badge s-${String(status || '').toLowerCase()}` }, status || '—');
+}
+
+export function loading(what = 'Loading…') {
+  return h('p', { class: 'state loading', role: 'status' }, what);
+}
+export function empty(what) {
+  return h('p', { class: 'state empty' }, what);
+}
+export function errorBox(err, retry) {
+  return h(
+    'div',
+    { class: 'state error', role: 'alert' },
+    h('strong', {}, err && err.status === 0 ? 'Server unreachable' : 'Error'),
+    ' ',
+    (err && err.message) || String(err),
+    retry ? h('button', { type: 'button', onclick: retry }, 'Retry') : null,
+  );
+}
+
+export function table(columns, rows, { caption, rowAttrs } = {}) {
+  return h(
+    'div',
+    { class: 'table-wrap' },
+    h(
+      'table',
+      {},
+      caption ? h('caption', {}, caption) : null,
+      h('thead', {}, h('tr', {}, columns.map((c) => h('th', { scope: 'col' }, c.title)))),
+      h(
+        'tbody',
+        {},
+        rows.map((r) =>
+          h(
+            'tr',
+            rowAttrs ? rowAttrs(r) : {},
+            columns.map((c) => h('td', { 'data-label': c.title }, c.cell(r))),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+// A modal confirmation (a <dialog>, keyboard friendly: Esc cancels, focus on Cancel).
+export function confirmDialog(question, okLabel) {
+  return new Promise((resolve) => {
+    const dlg = h(
+      'dialog',
+      { class: 'confirm', 'aria-label': question },
+      h('p', {}, question),
+      h(
+        'div',
+        { class: 'actions' },
+        h('button', { type: 'button', class: 'cancel', onclick: () => dlg.close('cancel') }, 'Cancel'),
+        h('button', { type: 'button', class: 'danger ok', onclick: () => dlg.close('ok') }, okLabel),
+      ),
+    );
+    dlg.addEventListener('close', () => {
+      resolve(dlg.returnValue === 'ok');
+      dlg.remove();
+    });
+    document.body.append(dlg);
+    dlg.showModal();
+    dlg.querySelector('.cancel').focus();
+  });
+}
+
+export function toast(text, kind = 'info') {
+  const t = h('div', { class: `toast ${kind}`, role: kind === 'error' ? 'alert' : 'status' }, text);
+  document.body.append(t);
+  setTimeout(() => t.remove(), 5000);
+}
