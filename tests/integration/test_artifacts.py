@@ -551,3 +551,64 @@ def test_num_to_keep_deletes_all_but_the_best_and_the_latest(server, agent_facto
     result = srv.request("GET", f"/api/v1/jobs/{job}").json["result"]
     assert result["best_checkpoint"]["id"] == cks[1]["id"]
     assert result["latest_checkpoint"]["id"] == cks[3]["id"]
+
+
+class DelayingProxy(CuttingProxy):
+    """A TCP proxy in front of the server that holds each reply back for `delay` seconds before
+    passing it on whole: a download that takes longer than the server's heartbeat timeout."""
+
+    def __init__(self, port, delay):
+        self.delay = delay
+        super().__init__(port, cut=None)
+
+    def accept(self):
+        while True:
+            client, _ = self.sock.accept()
+            self.connections += 1
+            upstream = socket.create_connection(("127.0.0.1", self.port))
+            threading.Thread(target=self.pipe, args=(client, upstream, None), daemon=True).start()
+            threading.Thread(target=self.slow_pipe, args=(upstream, client), daemon=True).start()
+
+    def slow_pipe(self, src, dst):
+        first = True
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                if first:
+                    time.sleep(self.delay)
+                    first = False
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def test_a_slow_checkpoint_fetch_does_not_lose_the_node(server_factory, agent_factory):
+    """The fetch of a checkpoint to resume from runs off the agent's event loop: one that takes
+    three times the server's heartbeat timeout neither stalls the heartbeats (the node stays
+    ALIVE, the job is not failed as lost) nor the launch, which starts once the files are in."""
+    from test_resume import READER, WRITER, run_script, seen
+    srv = server_factory(extra_args=("--heartbeat-timeout-s", "2"))
+    a = agent_factory(srv=srv, cpus=2)
+    first, _, done = run_script(srv, WRITER, "slow-fetch-a", 2)
+    assert done["status"] == "SUCCEEDED", done
+    [ck] = wait_artifacts(srv, first, 1)
+    assert srv.request("POST", f"/api/v1/nodes/{a.node_id}/drain").status == 200
+    proxy = DelayingProxy(srv.port, delay=6)
+    b = agent_factory(srv=srv, cpus=2, env={"TRAINYARD_API_URL": proxy.url})
+    second, work, done = run_script(srv, READER, "slow-fetch-b", 2,
+                                    resume_from_checkpoint=ck["id"])
+    assert done["status"] == "SUCCEEDED", (done, b.log_text())
+    assert seen(work, 0)["files"]["rank-0.txt"] == b"weights of rank 0".hex()
+    assert "waits for its downloads" in b.log_text()
+    node = srv.request("GET", f"/api/v1/nodes/{b.node_id}").json
+    assert node["status"] == "ALIVE", node
+    msgs = [e["message"] or "" for e in
+            srv.request("GET", f"/api/v1/jobs/{second}/events").json["events"]]
+    assert not any("was lost" in m for m in msgs), msgs

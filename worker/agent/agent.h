@@ -26,6 +26,9 @@
  *   tail.c        streaming the log files to the server as `log` events (rank-R.cursor journal)
  *   spool.c       durable report and worker-exit spool (<data>/spool)
  *   upload.c      background upload of checkpoint parts to the server's artifact store
+ *   prepare.c     a launch's downloads (checkpoint to resume from, code package) off the event
+ *                 loop, in one thread; the launch goes on when they are in the node's cache
+ *   code.c        code packages: the node's cache, each attempt's private copy
  *   report.c      the unix report socket (<data>/report.sock), adopted into the lws loop
  *   ws.c          the libwebsockets client: connect, reconnect, rx/tx, heartbeats
  *   main.c        start-up, signals, the event loop, shutdown
@@ -355,6 +358,7 @@ struct agent {
 
     void *timers;                    /* ws.c / main.c timers (struct agent__timers) */
     struct agent_uploader *uploader; /* upload.c; NULL: not started */
+    struct agent_prep *prep;         /* prepare.c; NULL: not started (launches fetch inline) */
 };
 
 /* Monotonic and wall-clock milliseconds. */
@@ -386,8 +390,11 @@ size_t agent__workers_running(const struct agent *a);
 
 /* supervise.c */
 /* Starts every worker of the launch (skipping ranks already known). Never fails as a whole: a
- * worker that cannot start gets a worker_exited event with exit code 127 and an error. */
-void agent__launch(struct agent *a, const struct agent_launch *l);
+ * worker that cannot start gets a worker_exited event with exit code 127 and an error. The
+ * checkpoint to resume from and the code package come from this node's caches; with may_fetch a
+ * cache miss is fetched here, blocking the caller (the event loop hands such launches to
+ * prepare.c first, and launches them with may_fetch false once the caches are filled). */
+void agent__launch(struct agent *a, const struct agent_launch *l, bool may_fetch);
 /* Stops each matching running worker: first asks it to checkpoint (creates its
  * AGENT_CHECKPOINT_REQUEST_FILE, which ty_should_checkpoint() and trainyard.should_checkpoint()
  * see), then SIGTERM to its process group notice_s seconds later (at once when notice_s <= 0),
@@ -498,8 +505,10 @@ void agent__uploader_note_report(struct agent *a, const char *job_id, int64_t at
 void agent__uploader_stop(struct agent *a);
 /* The directory to resume from when this node holds no copy of checkpoint `id`: its archive
  * fetched from the server and unpacked into <data>/checkpoints/fetched/<sha256> (once per node:
- * kept as a cache). Blocks the caller for the download. malloc'd path, or NULL (logged). */
-char *agent__checkpoint_fetch(struct agent *a, int64_t id, const char *sha256);
+ * kept as a cache). With may_fetch false only the cache is looked at; else a miss blocks the
+ * caller for the download. One fetch at a time (prepare.c's thread). malloc'd path, or NULL
+ * (logged). */
+char *agent__checkpoint_fetch(struct agent *a, int64_t id, const char *sha256, bool may_fetch);
 /* GETs api_url + url_path as this node (its credential) into file `path`. Blocks the caller.
  * 0 on a 200, or -1 (logged). */
 int agent__fetch_to_file(struct agent *a, const char *url_path, const char *path);
@@ -508,13 +517,34 @@ int agent__sha256_file(const char *path, char hex[65], int64_t *size);
 /* tar -xf tarfile -C dir (any compression tar recognises). 0 or -1. */
 int agent__unpack(const char *tarfile, const char *dir);
 
+/* prepare.c: downloads a launch needs, off the event loop */
+/* Starts the preparation thread. 0 or -1. */
+int agent__prepare_start(struct agent *a);
+/* Stops and joins it; launches still waiting are dropped (the server resends them: their workers
+ * stay PLACED). */
+void agent__prepare_stop(struct agent *a);
+/* Called with a launch just received (its message text, len bytes): when it needs a download (a
+ * checkpoint to resume from, a code package) this node's caches lack, hands it to the
+ * preparation thread and returns true; the event loop launches it later (agent__prepare_poll).
+ * False: launch it now, nothing to fetch. */
+bool agent__prepare_launch(struct agent *a, const struct agent_launch *l, const char *text,
+                           size_t len);
+/* A stop of (job, attempt) (job NULL: every job; attempt -1: every attempt) that arrives while
+ * its launch waits for downloads: the launch is dropped when they are done. */
+void agent__prepare_cancel(struct agent *a, const char *job_id, int64_t attempt);
+/* From the event loop's timer: launches the launches whose downloads are done. */
+void agent__prepare_poll(struct agent *a);
+
 /* code.c: code packages (issue 15) */
 /* The private copy of code package `sha256` for (job, attempt) on this node:
  * <data>/code/run/<job>/<attempt>, copied from the node's cache <data>/code/<sha256> (fetched from
- * the server once, its SHA-256 verified, then kept). Blocks the caller for the download. Returns
- * the malloc'd path, or NULL with *why set to a static reason (logged). */
+ * the server once, its SHA-256 verified, then kept; with may_fetch false a cache miss fails).
+ * Returns the malloc'd path, or NULL with *why set to a static reason (logged). */
 char *agent__code_prepare(struct agent *a, const char *job_id, int64_t attempt, const char *sha256,
-                          const char **why);
+                          bool may_fetch, const char **why);
+/* Fills this node's cache of code package `sha256` (fetching it when absent; blocks the caller).
+ * 0, or -1 with *why set. */
+int agent__code_fetch(struct agent *a, const char *sha256, const char **why);
 /* Makes the private copy `dir` the worker's own (its uid and gid) when it runs under a uid of its
  * own; the agent's user keeps it otherwise. 0 or -1 (logged). */
 int agent__code_grant(const struct agent_worker *w, const char *dir);

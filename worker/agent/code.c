@@ -100,8 +100,20 @@ static int code_cache(struct agent *a, const char *sha256, const char *dir, cons
     return 0;
 }
 
+int agent__code_fetch(struct agent *a, const char *sha256, const char **why)
+{
+    char root[PATH_MAX], cache[PATH_MAX + 80];
+    snprintf(root, sizeof(root), "%s/code", a->data_dir);
+    snprintf(cache, sizeof(cache), "%s/%s", root, sha256);
+    if (util_mkdir_p(root, 0711) != 0) {
+        *why = "cannot create the code directory";
+        return -1;
+    }
+    return code_cache(a, sha256, cache, why);
+}
+
 char *agent__code_prepare(struct agent *a, const char *job_id, int64_t attempt, const char *sha256,
-                          const char **why)
+                          bool may_fetch, const char **why)
 {
     char root[PATH_MAX], cache[PATH_MAX + 80], run[PATH_MAX + 8], job[PATH_MAX + 200],
         copy[PATH_MAX + 240];
@@ -120,9 +132,13 @@ char *agent__code_prepare(struct agent *a, const char *job_id, int64_t attempt, 
         TY_WARN("code", "cannot create %s: %s", job, strerror(errno));
         return NULL;
     }
+    struct stat sb;
+    if (!may_fetch && !(stat(cache, &sb) == 0 && S_ISDIR(sb.st_mode))) {
+        *why = "the code package could not be fetched to this node";
+        return NULL;
+    }
     if (code_cache(a, sha256, cache, why) != 0)
         return NULL;
-    struct stat sb;
     if (stat(copy, &sb) == 0)
         return strdup(copy); /* a repeated launch of the same attempt */
     char src[PATH_MAX + 90];

@@ -42,6 +42,7 @@ static void poll_tick(lws_sorted_usec_list_t *sul)
     struct poll_timer *pt = lws_container_of(sul, struct poll_timer, sul);
     struct agent *a = pt->a;
     agent__supervise_poll(a);
+    agent__prepare_poll(a);
     agent__tails_poll(a);
     agent__progress_tick(a);
     if (stop_requested && !a->shutting_down) {
@@ -260,7 +261,8 @@ int main(int argc, char **argv)
         TY_ERROR("agent", "cannot create the libwebsockets context");
         goto out;
     }
-    if (agent__report_listen(&a) != 0 || agent__uploader_start(&a) != 0)
+    if (agent__report_listen(&a) != 0 || agent__uploader_start(&a) != 0 ||
+        agent__prepare_start(&a) != 0)
         goto out;
     agent__children_watch(&a);
     agent__tails_watch(&a);
@@ -287,6 +289,7 @@ out:
         agent__report_close_all(&a);
         lws_context_destroy(a.ctx);
     }
+    agent__prepare_stop(&a); /* before the uploader: it fetches through it */
     agent__uploader_stop(&a);
     agent__ws_free_timers(&a);
     agent_free(&a);

@@ -527,7 +527,7 @@ static struct agent_worker *code_failed(struct agent *a, const struct agent_laun
     return NULL;
 }
 
-void agent__launch(struct agent *a, const struct agent_launch *l)
+void agent__launch(struct agent *a, const struct agent_launch *l, bool may_fetch)
 {
     TY_INFO("proc", "launch job %s attempt %lld: %zu worker(s) of %lld", l->job_id,
             (long long)l->attempt, l->n_workers, (long long)l->world_size);
@@ -540,14 +540,15 @@ void agent__launch(struct agent *a, const struct agent_launch *l)
     struct agent_launch local = *l;
     char *fetched = NULL;
     if (l->checkpoint_dir == NULL && l->checkpoint_fetch_id > 0) {
-        fetched = agent__checkpoint_fetch(a, l->checkpoint_fetch_id, l->checkpoint_fetch_sha256);
+        fetched = agent__checkpoint_fetch(a, l->checkpoint_fetch_id, l->checkpoint_fetch_sha256,
+                                          may_fetch);
         local.checkpoint_dir = fetched;
     }
     /* A job with a code package runs in this node's private copy of it (issue 15). */
     char *code = NULL;
     const char *code_why = NULL;
     if (l->code_sha256) {
-        code = agent__code_prepare(a, l->job_id, l->attempt, l->code_sha256, &code_why);
+        code = agent__code_prepare(a, l->job_id, l->attempt, l->code_sha256, may_fetch, &code_why);
         local.working_dir = code;
     }
     /* Start every worker first, then queue their worker_started events together, which the
@@ -613,6 +614,7 @@ static void terminate(struct agent_worker *w, int64_t now, int64_t grace_s)
 void agent__stop(struct agent *a, const char *job_id, int64_t attempt, int64_t grace_s,
                  int64_t notice_s)
 {
+    agent__prepare_cancel(a, job_id, attempt);
     int64_t now = agent_now_ms();
     for (struct agent_worker *w = a->workers; w; w = w->next) {
         if (w->status != AGENT_WORKER_RUNNING || (job_id && strcmp(w->job_id, job_id) != 0) ||
@@ -705,13 +707,12 @@ void agent__worker_gone(struct agent *a, struct agent_worker *w, const int *wait
 
 void agent__supervise_poll(struct agent *a)
 {
-    int st;
-    pid_t pid;
-    while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
-        struct agent_worker *w = a->workers;
-        while (w && !(w->sup_pid == pid && w->status == AGENT_WORKER_RUNNING))
-            w = w->next;
-        if (w)
+    /* Only our supervisors are reaped here, by pid: other threads wait for the children they
+     * spawn themselves (tar in the uploader and the preparation thread). */
+    for (struct agent_worker *w = a->workers; w; w = w->next) {
+        int st;
+        if (w->status == AGENT_WORKER_RUNNING && !w->adopted && w->sup_pid > 0 &&
+            waitpid(w->sup_pid, &st, WNOHANG) == w->sup_pid)
             agent__worker_gone(a, w, &st);
     }
     for (struct agent_worker *w = a->workers; w; w = w->next)

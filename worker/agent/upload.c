@@ -476,7 +476,7 @@ void agent__uploader_stop(struct agent *a)
     a->uploader = NULL;
 }
 
-/* ---- fetching a checkpoint to resume from (lws thread) ---------------------------------- */
+/* ---- fetching a checkpoint to resume from (prepare.c's thread) -------------------------- */
 
 static size_t on_file(char *p, size_t sz, size_t n, void *arg)
 {
@@ -538,7 +538,7 @@ int agent__unpack(const char *tarfile, const char *dir)
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
-char *agent__checkpoint_fetch(struct agent *a, int64_t id, const char *sha256)
+char *agent__checkpoint_fetch(struct agent *a, int64_t id, const char *sha256, bool may_fetch)
 {
     struct agent_uploader *u = a->uploader;
     if (u == NULL || sha256 == NULL || strlen(sha256) != 64)
@@ -549,6 +549,10 @@ char *agent__checkpoint_fetch(struct agent *a, int64_t id, const char *sha256)
     struct stat sb;
     if (stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode))
         return strdup(dir); /* fetched before: the cache is keyed by the artifact's sha256 */
+    if (!may_fetch) {
+        TY_WARN("upload", "checkpoint %lld is not in this node's cache %s", (long long)id, dir);
+        return NULL;
+    }
     snprintf(tmp, sizeof(tmp), "%s.part", dir);
     snprintf(tar, sizeof(tar), "%s/uploads/fetch-%s.tar", a->data_dir, sha256);
     char cmd_dir[1400];

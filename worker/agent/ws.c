@@ -333,7 +333,8 @@ static int on_message(struct agent *a, const char *text, size_t len)
         agent__events_ack(a, m.seq);
         break;
     case AGENT_MSG_LAUNCH:
-        agent__launch(a, &m.launch);
+        if (!agent__prepare_launch(a, &m.launch, text, len))
+            agent__launch(a, &m.launch, a->prep == NULL);
         break;
     case AGENT_MSG_STOP:
         agent__stop(a, m.job_id, m.attempt, m.grace_s >= 0 ? m.grace_s : a->cfg->stop_grace_s,
