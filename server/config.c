@@ -48,6 +48,10 @@ static const struct option_def options[] = {
      1, 600000, "longest wait for a free pooled database connection; then 503 with Retry-After"},
     {"db-connect-timeout-s", "TRAINYARD_DB_CONNECT_TIMEOUT_S", I(db_connect_timeout_s), "5", 1,
      3600, "longest wait for a new database connection to open (libpq connect_timeout)"},
+    {"max-upload-chunk-bytes", "TRAINYARD_MAX_UPLOAD_CHUNK_BYTES", I(max_upload_chunk_bytes),
+     "16777216", 1024, 1073741824,
+     "largest chunk of a checkpoint part or code package upload (PUT; held in memory while it is "
+     "written), beside --max-body-bytes for every other request"},
     {"max-body-bytes", "TRAINYARD_MAX_BODY_BYTES", I(max_body_bytes), "1048576", 1024, 1073741824,
      "largest request body accepted (413 beyond)"},
     {"data-dir", "TRAINYARD_DATA_DIR", S(data_dir), "./trainyard-data", 0, 0,

@@ -26,6 +26,7 @@ struct srv_config {
     int64_t db_acquire_timeout_ms; /* wait for a pooled connection at most this long (503) */
     int64_t db_connect_timeout_s;  /* libpq connect_timeout */
     int64_t max_body_bytes;
+    int64_t max_upload_chunk_bytes; /* bodies of PUTs of checkpoint parts and code packages */
     char *data_dir;
     char *artifact_dir;    /* NULL: <data_dir>/artifacts */
     char *database_url;    /* NULL: run the embedded PostgreSQL under data_dir */

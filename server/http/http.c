@@ -284,6 +284,17 @@ static const struct srv_route *route_find(struct srv_request *req, char *allow, 
     return NULL;
 }
 
+/* The largest body this request may carry: the chunks of uploads (checkpoint parts, code
+ * packages) may be larger than other requests' bodies. */
+static int64_t body_limit(const struct srv *srv, const char *method, const char *url)
+{
+    bool chunk =
+        strcmp(method, "PUT") == 0 && (strncmp(url, "/api/v1/agent/checkpoints/", 26) == 0 ||
+                                       strncmp(url, "/api/v1/code/", 13) == 0);
+    int64_t lim = srv->cfg.max_body_bytes;
+    return chunk && srv->cfg.max_upload_chunk_bytes > lim ? srv->cfg.max_upload_chunk_bytes : lim;
+}
+
 static enum MHD_Result dispatch(struct srv_request *req)
 {
     char allow[128];
@@ -299,7 +310,7 @@ static enum MHD_Result dispatch(struct srv_request *req)
     if (req->body_too_large)
         return srv_reply_problem(req, SRV_P_BODY_TOO_LARGE, NULL,
                                  "request bodies are limited to %lld bytes",
-                                 (long long)req->srv->cfg.max_body_bytes);
+                                 (long long)body_limit(req->srv, req->method, req->url));
     enum MHD_Result denied;
     if (srv_auth_check(req, &denied) != 0)
         return denied;
@@ -307,6 +318,7 @@ static enum MHD_Result dispatch(struct srv_request *req)
 }
 
 /* ------------------------------------------------------------------ MHD callbacks */
+
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload,
@@ -329,14 +341,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
          * the 413 instead of a reset connection. */
         const char *clen =
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (clen && strtoll(clen, NULL, 10) > srv->cfg.max_body_bytes)
+        if (clen && strtoll(clen, NULL, 10) > body_limit(srv, method, url))
             req->body_too_large = true;
         return MHD_YES;
     }
     if (*upload_size > 0) {
         if (!req->body_too_large) {
             size_t want = req->body_len + *upload_size;
-            if ((int64_t)want > req->srv->cfg.max_body_bytes) {
+            if ((int64_t)want > body_limit(req->srv, req->method, req->url)) {
                 req->body_too_large = true;
                 UTIL_FREE(req->body);
                 req->body_len = 0;

@@ -216,7 +216,7 @@ BIG_WORKER = textwrap.dedent("""
     rank = trainyard.get_context().get_world_rank()
     d = tempfile.mkdtemp(prefix=f"ty-big-{rank}-")
     with open(os.path.join(d, f"weights-{rank}.bin"), "wb") as f:
-        f.write(os.urandom(3 * 1024 * 1024 + rank))
+        f.write(os.urandom(12 * 1024 * 1024 + rank))
     trainyard.report({"loss": 1.0}, checkpoint=d)
     shutil.rmtree(d)
 """)
@@ -282,7 +282,7 @@ def test_agent_upload_resumes_after_lost_chunks_and_lost_replies(server, agent_f
         assert done["status"] == "SUCCEEDED", done
         cks = wait_artifacts(srv, job, 1)
         assert cks[0]["artifact"]["state"] == "complete", (cks, agent.log_text())
-        assert proxy.puts >= 7  # 6+ chunks, plus the resend of the lost one
+        assert proxy.puts >= 4  # 3 chunks of 8 MiB, plus the resend of the lost one
     finally:
         proxy.close()
     merged = cks[0]["location"][0]["path"]
@@ -612,3 +612,40 @@ def test_a_slow_checkpoint_fetch_does_not_lose_the_node(server_factory, agent_fa
     msgs = [e["message"] or "" for e in
             srv.request("GET", f"/api/v1/jobs/{second}/events").json["events"]]
     assert not any("was lost" in m for m in msgs), msgs
+
+
+def test_upload_chunks_may_exceed_the_body_cap_up_to_their_own(server_factory, agent_factory):
+    """--max-upload-chunk-bytes (here 2 MiB) bounds a part's chunks, apart from --max-body-bytes
+    (1 MiB) which still bounds every other body."""
+    srv = server_factory(extra_args=("--max-upload-chunk-bytes", str(2 << 20)))
+    agent = agent_factory(srv=srv, cpus=2, env={"TRAINYARD_API_URL": "none"})
+    job = submit(srv, WORKER, "artifacts-chunks")
+    assert srv.wait_job(job, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
+    wait_checkpoints(srv, job, 3)
+    big = os.urandom(3 << 19)  # 1.5 MiB
+    r = put_chunk(srv, agent, job, 2, 0, big)
+    assert r.status == 200 and r.json["offset"] == len(big), r
+    r = put_chunk(srv, agent, job, 2, len(big), os.urandom(3 << 20))
+    assert r.status == 413 and str(2 << 20) in r.json["detail"], r
+    r = srv.request("POST", "/api/v1/jobs", {"name": "x" * (1 << 20), "entrypoint": ["true"]})
+    assert r.status == 413, r
+
+
+def test_agent_falls_back_to_small_chunks_when_the_server_refuses_big_ones(server_factory,
+                                                                         agent_factory):
+    srv = server_factory(extra_args=("--max-upload-chunk-bytes", str(1 << 20)))
+    agent_factory(srv=srv, cpus=2)
+    work = harness.make_tmpdir("ty-bigck-")
+    with open(os.path.join(work, "train.py"), "w") as f:
+        f.write(textwrap.dedent("""
+            import os, tempfile, trainyard
+            d = tempfile.mkdtemp(prefix="ty-bigck-")
+            with open(os.path.join(d, "weights.bin"), "wb") as f:
+                f.write(os.urandom(10 << 20))
+            trainyard.report({"loss": 1.0, "step": 1}, checkpoint=d)
+        """))
+    job = srv.submit({"name": "big-chunks", "entrypoint": [PY, "train.py"], "working_dir": work})
+    assert srv.wait_job(job["id"], {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
+    [ck] = wait_artifacts(srv, job["id"], 1, timeout=60)
+    assert ck["artifact"]["state"] == "complete", ck
+    assert ck["size_bytes"] >= 10 << 20
