@@ -348,3 +348,47 @@ def test_a_silent_peer_is_pinged_then_closed_and_one_that_answers_stays(server_f
     polite.send_json({"type": "subscribe", "cluster": True, "after": 0})
     assert polite.recv_json()["type"] == "subscribed"
     polite.close()
+
+
+def test_an_agent_that_does_not_read_is_disconnected_not_buffered(server_factory):
+    """--ws-queue-max 16: an agent that keeps sending reports but never reads their acks (a tiny
+    receive buffer, never drained) is disconnected once 16 messages wait for it, instead of the
+    server holding an ever longer queue; the server goes on serving."""
+    from test_metrics import FakeAgent, running_job
+
+    class DeafAgent(FakeAgent):
+        def connect(self, workers=()):
+            super().connect(workers)
+            # Re-register over a connection whose receive buffer is 2 KiB and never read.
+            self.ws.close()
+            self.ws = WebSocket(self.server.ws_url + "/agent", rcvbuf=2048)
+            self.ws.send_json({"type": "register", "credential": self.credential,
+                               "node": {"id": self.node_id, "hostname": self.node_id,
+                                        "address": "127.0.0.1",
+                                        "resources": {"CPU": self.cpus, "memory_mb": 8192,
+                                                      "GPU": []},
+                                        "port_range": [29500, 29999]}})
+            assert self.ws.recv_json()["type"] == "registered"
+            return self
+
+    srv = server_factory(extra_args=("--ws-queue-max", "16"))
+    node = DeafAgent(srv)
+    job = running_job(srv, node)
+    closed = False
+    try:
+        for k in range(1, 20001):
+            node.send_event(node.report_msg(job, k % 2, (k + 1) // 2, {"loss": 1.0 / k}))
+            if k % 500 == 0 and "does not read" in srv.log_text():
+                break
+    except OSError:
+        closed = True
+    wait_for(lambda: "does not read" in srv.log_text(), 60, "the deaf agent disconnected")
+    if not closed:
+        node.ws.sock.settimeout(30)
+        try:
+            while node.ws.sock.recv(65536):
+                pass
+        except OSError:
+            pass
+    assert srv.request("GET", "/api/v1/health").status == 200
+    node.ws.sock.close()
