@@ -385,7 +385,8 @@ export class MetricCharts {
     ctx.restore();
   }
 
-  // A drag zoom: re-fetch the range at full detail (step axis; the time axis keeps the overview).
+  // A drag zoom: re-fetch the range at full detail, by step (step_min/step_max) or by wall time
+  // (time_min/time_max, epoch seconds).
   async onZoom(m, u) {
     if (this.loadingZoom) return;
     const { min, max } = u.scales.x;
@@ -393,12 +394,15 @@ export class MetricCharts {
     if (!all.length) return;
     const full = min <= all[0] && max >= all[all.length - 1];
     m.box.querySelector('.reset-zoom').hidden = full;
-    if (full || this.xMode !== 'step') {
-      if (full) this.zoomed.delete(m.name);
+    if (full) {
+      this.zoomed.delete(m.name);
       return;
     }
     this.zoomed.set(m.name, [min, max]);
-    const q = new URLSearchParams({ name: m.name, mode: 'band', max_points: String(ZOOM_POINTS), step_min: String(Math.floor(min)), step_max: String(Math.ceil(max)) });
+    const range = this.xMode === 'time'
+      ? { time_min: (Math.floor(min * 1000) / 1000).toFixed(3), time_max: (Math.ceil(max * 1000) / 1000).toFixed(3) }
+      : { step_min: String(Math.floor(min)), step_max: String(Math.ceil(max)) };
+    const q = new URLSearchParams({ name: m.name, mode: 'band', max_points: String(ZOOM_POINTS), ...range });
     try {
       const r = await api('GET', `/jobs/${this.job}/metrics?${q}`);
       const tmp = new Map();
