@@ -1,9 +1,12 @@
 /* GET /api/v1/jobs/{id}/metrics?name=a,b&rank=R&attempt=N&max_points=M&mode=points|band
+ *     &step_min=S&step_max=S&time_min=T&time_max=T
  * Reported metrics as points {name, rank, attempt, step, value, time}, ordered by name, rank,
  * time; each (name, rank) series cut to at most max_points (default 1000) by downsample.c. With
  * mode=band, each series is cut into at most max_points buckets of first, last, min and max
  * (downsample_band.c) instead. Points of attempts older than the job's current one are marked
- * "superseded": true. */
+ * "superseded": true. step_min/step_max keep only points whose step is in that range, and
+ * time_min/time_max (epoch seconds, fractions to the microsecond) those reported in that time
+ * range: a chart's zoom on its step or wall-time axis. */
 #include "db.h"
 #include "handlers.h"
 #include "query.h"
@@ -20,6 +23,20 @@ struct metrics_series {
     const struct store_metrics_query *q;
     char *points;
 };
+
+/* Reads the optional epoch-seconds query parameter `field` into *us (microseconds; untouched
+ * when absent). Returns 0, or -1 when it is not a number of seconds within years 1970..9999. */
+static int metrics_time_param(struct srv_request *req, const char *field, int64_t *us)
+{
+    const char *s = srv_query(req, field);
+    double secs;
+    if (s == NULL)
+        return 0;
+    if (util_parse_double(s, 0.0, 253402300799.0, &secs) != 0)
+        return -1;
+    *us = (int64_t)(secs * 1e6 + 0.5);
+    return 0;
+}
 
 static int metrics_series(struct db_conn *c, void *arg)
 {
@@ -65,13 +82,31 @@ enum MHD_Result h_jobs_metrics(struct srv_request *req)
     if (step_min > step_max)
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "step_max",
                                        "must not be below step_min");
+    int64_t time_min = INT64_MIN, time_max = INT64_MAX;
+    if (metrics_time_param(req, "time_min", &time_min) != 0)
+        return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "time_min",
+                                       "must be a time in seconds since the epoch");
+    if (metrics_time_param(req, "time_max", &time_max) != 0)
+        return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "time_max",
+                                       "must be a time in seconds since the epoch");
+    if (time_min > time_max)
+        return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "time_max",
+                                       "must not be before time_min");
     bool band = mode && strcmp(mode, "band") == 0;
     bool too_many = false;
-    struct store_metrics_query q = {names,     rank,
-                                    attempt,   (size_t)max_points,
-                                    band,      req->srv->cfg.max_metric_rows,
-                                    &too_many, smin_s || smax_s,
-                                    step_min,  step_max};
+    struct store_metrics_query q = {.names = names,
+                                    .rank = rank,
+                                    .attempt = attempt,
+                                    .max_points = (size_t)max_points,
+                                    .band = band,
+                                    .max_rows = req->srv->cfg.max_metric_rows,
+                                    .too_many = &too_many,
+                                    .step_range = smin_s || smax_s,
+                                    .step_min = step_min,
+                                    .step_max = step_max,
+                                    .time_range = time_min != INT64_MIN || time_max != INT64_MAX,
+                                    .time_min_us = time_min,
+                                    .time_max_us = time_max};
     struct metrics_series a = {id, &q, NULL};
     int qs = db_with_conn(req->srv->db, metrics_series, &a);
     if (qs < 0)

@@ -291,6 +291,8 @@ struct store_metrics_query {
     bool *too_many;    /* out (when non-NULL): more than max_rows rows matched; nothing read */
     bool step_range;   /* only points whose step is in [step_min, step_max] (a chart's zoom) */
     int64_t step_min, step_max;
+    bool time_range; /* only points reported in [time_min_us, time_max_us] (µs since the epoch) */
+    int64_t time_min_us, time_max_us;
 };
 /* *json_out = JSON array of {name, rank, attempt, step, value, time}, ordered by name, rank,
  * time, each (name, rank) series downsampled by LTTB (downsample.h); with q->band, of buckets

@@ -275,17 +275,24 @@ int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metr
         "   AND ($4::int IS NULL OR m.attempt = $4::int) "
         "   AND ($6::bigint IS NULL OR m.step >= $6::bigint) "
         "   AND ($7::bigint IS NULL OR m.step <= $7::bigint) "
+        "   AND ($8::bigint IS NULL OR m.reported_at >= "
+        "        'epoch'::timestamptz + $8::bigint * interval '1 microsecond') "
+        "   AND ($9::bigint IS NULL OR m.reported_at <= "
+        "        'epoch'::timestamptz + $9::bigint * interval '1 microsecond') "
         " ORDER BY m.name, m.rank, m.reported_at, m.attempt, m.seq"
         " LIMIT $5::bigint",
-        7, true};
+        9, true};
     *json_out = NULL;
-    char j[32], rank[32], attempt[32], limit[32], step_min[32], step_max[32];
+    char j[32], rank[32], attempt[32], limit[32], step_min[32], step_max[32], time_min[32],
+        time_max[32];
     STORE_NUM(j, job);
     STORE_NUM(limit, q->max_rows + 1);
     STORE_NUM(rank, q->rank);
     STORE_NUM(attempt, q->attempt);
     STORE_NUM(step_min, q->step_min);
     STORE_NUM(step_max, q->step_max);
+    STORE_NUM(time_min, q->time_min_us);
+    STORE_NUM(time_max, q->time_max_us);
     const char *p1[] = {j};
     char *current = NULL;
     int qs = db_exec_text(c, &exists, p1, &current);
@@ -299,7 +306,9 @@ int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metr
                         q->attempt > 0 ? attempt : NULL,
                         q->max_rows > 0 ? limit : NULL,
                         q->step_range ? step_min : NULL,
-                        q->step_range ? step_max : NULL};
+                        q->step_range ? step_max : NULL,
+                        q->time_range && q->time_min_us != INT64_MIN ? time_min : NULL,
+                        q->time_range && q->time_max_us != INT64_MAX ? time_max : NULL};
     PGresult *res = NULL;
     qs = db_exec(c, &series, p2, &res);
     if (qs < 0)

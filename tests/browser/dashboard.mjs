@@ -159,6 +159,48 @@ const scenarios = {
     return { job, points, logLines, errorFound: /ERROR/.test(current) };
   },
 
+  // A job that failed once and restarted: attempt and checkpoint markers on the chart (step and
+  // wall-time axes), both attempts in the timeline, and a zoom on the time axis that re-fetches
+  // the zoomed time range from the server.
+  async restarts() {
+    const zooms = [];
+    page.on('request', (r) => {
+      const u = new URL(r.url());
+      if (u.pathname === `/api/v1/jobs/${ARGS.job}/metrics` && (u.searchParams.has('time_min') || u.searchParams.has('step_min'))) zooms.push(Object.fromEntries(u.searchParams));
+    });
+    await signIn();
+    await go(`#/jobs/${ARGS.job}`);
+    const loss = page.locator('figure.chart[data-metric="loss"]');
+    const markers = async (want) => {
+      await page.waitForFunction((w) => {
+        const got = (document.querySelector('figure.chart[data-metric="loss"]')?.dataset.markers || '').split(',');
+        return w.every((m) => got.includes(m));
+      }, want, { timeout: LONG });
+      return (await loss.getAttribute('data-markers')).split(',');
+    };
+    const want = ['attempt 2', ARGS.checkpoint];
+    const stepMarkers = await markers(want);
+    await shot('job-restarts-step');
+    await page.locator('#xaxis').selectOption('time');
+    await page.waitForFunction(() => document.querySelector('figure.chart[data-metric="loss"][data-x="time"] .u-over'), null, { timeout: LONG });
+    const timeMarkers = await markers(want);
+    await shot('job-restarts-time');
+    const box = await loss.locator('.u-over').boundingBox();
+    await page.mouse.move(box.x + box.width * 0.15, box.y + box.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * 0.85, box.y + box.height / 2, { steps: 5 });
+    await page.mouse.up();
+    await page.waitForFunction(() => document.querySelector('figure.chart[data-metric="loss"]').dataset.zoomPoints !== undefined, null, { timeout: LONG });
+    const zoomPoints = Number(await loss.getAttribute('data-zoom-points'));
+    await shot('job-restarts-time-zoomed');
+    await page.locator('#tab-timeline').click();
+    await page.locator('#panel-timeline table tbody tr').nth(1).waitFor({ timeout: LONG });
+    const attempts = await page.locator('#panel-timeline table tbody tr').evaluateAll((rows) => rows.map((r) => [...r.cells].slice(0, 2).map((c) => c.textContent.trim())));
+    const timeline = await page.locator('#panel-timeline .timeline li').allTextContents();
+    await shot('job-restarts-timeline', { full: true });
+    return { stepMarkers, timeMarkers, zooms, zoomPoints, attempts, timeline };
+  },
+
   async viewer() {
     await signIn();
     await page.waitForFunction(() => document.querySelector('#who .role')?.textContent === 'viewer', null, { timeout: LONG });

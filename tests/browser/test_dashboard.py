@@ -2,6 +2,7 @@
 (dashboard.mjs, one scenario per test) against a real server, PostgreSQL, agent and training jobs
 started by tests/integration/harness.py. Screenshots of every page go to
 <build>/browser-artifacts/ (not committed). Each test names the behaviour it checks."""
+import datetime
 import json
 import os
 import subprocess
@@ -110,6 +111,60 @@ def test_submitted_job_runs_charts_points_streams_logs_and_stops(cluster):
     job = r["job"]
     assert cluster["server"].request("GET", f"/api/v1/jobs/{job}").json["status"] == "STOPPED"
     assert r["points"] > 0 and r["logLines"] > 0 and r["errorFound"]
+
+
+# Reports a few points and a checkpoint, then fails (exit 1) in attempt 1; attempt 2 reports a few
+# more and succeeds. TRAINYARD_ATTEMPT tells it which attempt it is.
+RESTARTS = textwrap.dedent("""
+    import os, sys, tempfile, time, trainyard
+    attempt = int(os.environ["TRAINYARD_ATTEMPT"])
+    first = 1 if attempt == 1 else 7
+    for step in range(first, first + 6):
+        ck = None
+        if attempt == 1 and step == 3:
+            ck = tempfile.mkdtemp()
+            with open(os.path.join(ck, "state"), "w") as f:
+                f.write(str(step))
+        trainyard.report({"loss": 1.0 / step, "step": step}, checkpoint=ck)
+        time.sleep(0.1)
+    sys.exit(1 if attempt == 1 else 0)
+""")
+
+
+def test_restarted_job_shows_attempt_and_checkpoint_markers_and_zooms_by_time(cluster):
+    s = cluster["server"]
+    with open(os.path.join(cluster["work"], "restarts.py"), "w") as f:
+        f.write(RESTARTS)
+    job = s.submit({"name": "restarts", "entrypoint": [PY, "restarts.py"],
+                    "working_dir": cluster["work"], "backend": "none",
+                    "scaling_config": {"num_workers": 1, "resources_per_worker": {"CPU": 1}},
+                    "run_config": {"failure_config": {"max_failures": 1}}})["id"]
+    done = s.wait_job(job, {"SUCCEEDED", "FAILED"})
+    assert done["status"] == "SUCCEEDED" and done["attempt"] == 2, done
+    cks = s.request("GET", f"/api/v1/jobs/{job}/checkpoints").json["checkpoints"]
+    assert [(c["attempt"], c["step"]) for c in cks] == [(1, 3)], cks
+    mark = f"ckpt {cks[0]['attempt']}.{cks[0]['index']}"
+    r = run("restarts", cluster, cluster["viewer"], extra={"job": job, "checkpoint": mark})
+    assert "attempt 2" in r["stepMarkers"] and mark in r["stepMarkers"], r
+    assert "attempt 2" in r["timeMarkers"] and mark in r["timeMarkers"], r
+    # The time-axis zoom asked the server for that time range (epoch seconds) at full detail.
+    zoom = [q for q in r["zooms"] if "time_min" in q]
+    assert zoom and not any("step_min" in q for q in r["zooms"]), r["zooms"]
+    lo, hi = float(zoom[-1]["time_min"]), float(zoom[-1]["time_max"])
+    times = [p["time"] for p in s.request(
+        "GET", f"/api/v1/jobs/{job}/metrics?name=loss").json["metrics"]]
+    t0, t1 = iso(times[0]), iso(times[-1])
+    assert t0 < lo < hi < t1, (t0, lo, hi, t1)
+    inside = [t for t in times if lo <= iso(t) <= hi]
+    assert r["zoomPoints"] == len(inside) and 0 < len(inside) < len(times), (r, len(times))
+    assert r["attempts"] == [["1", "FAILED"], ["2", "SUCCEEDED"]] or \
+        r["attempts"] == [["2", "SUCCEEDED"], ["1", "FAILED"]], r["attempts"]
+    assert any("RESTARTING" in line for line in r["timeline"]), r["timeline"]
+
+
+def iso(t):
+    """Seconds since the epoch of an RFC 3339 UTC time as the API writes it."""
+    return datetime.datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()
 
 
 def test_viewer_cannot_stop_or_submit(cluster):

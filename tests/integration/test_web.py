@@ -137,3 +137,39 @@ def test_metrics_step_range_returns_that_range_at_full_detail(server, database):
     assert r.status == 400 and r.json["errors"][0]["field"] == "step_min"
     r = server.request("GET", f"/api/v1/jobs/{job}/metrics?step_min=1", token=None)
     assert r.status == 401
+
+
+def test_metrics_time_range_returns_that_range_at_full_detail(server, database):
+    """A chart's zoom on the wall-time axis: GET /jobs/{id}/metrics?time_min=&time_max= (epoch
+    seconds, inclusive, fractions allowed) reads only the points reported in that range."""
+    job = server.submit({"name": "tzoom", "entrypoint": ["/bin/true"], "backend": "none"})["id"]
+    base = 1767225600  # 2026-01-01T00:00:00Z; point s is reported at base + s seconds
+    subprocess.run(["psql", "-d", database, "-XAtq", "-v", "ON_ERROR_STOP=1", "-c",
+                    "INSERT INTO metrics (job_id, attempt, rank, seq, name, step, value, "
+                    f"reported_at) SELECT {job}, 1, 0, s, 'loss', s, 1.0 / s, "
+                    "timestamptz '2026-01-01 00:00:00+00' + s * interval '1 s' "
+                    "FROM generate_series(1, 1000) s"], check=True)
+    viewer = server.create_token("vic", "viewer")
+    url = f"/api/v1/jobs/{job}/metrics?max_points=50"
+    whole = server.request("GET", url, token=viewer)
+    assert whole.status == 200 and len(whole.json["metrics"]) == 50
+    r = server.request("GET", f"{url}&time_min={base + 100}&time_max={base + 140}", token=viewer)
+    assert r.status == 200
+    assert [p["step"] for p in r.json["metrics"]] == list(range(100, 141))
+    assert r.json["metrics"][0]["time"].startswith("2026-01-01T00:01:40")
+    r = server.request("GET", f"{url}&time_min={base + 100.5}&time_max={base + 103.25}")
+    assert [p["step"] for p in r.json["metrics"]] == [101, 102, 103]
+    r = server.request("GET", f"/api/v1/jobs/{job}/metrics?mode=band&max_points=5"
+                              f"&time_min={base + 991}")
+    assert [b["step_first"] for b in r.json["metrics"]] == [991, 993, 995, 997, 999]
+    r = server.request("GET", f"{url}&time_max={base + 3}&step_min=2")
+    assert [p["step"] for p in r.json["metrics"]] == [2, 3]
+    r = server.request("GET", f"{url}&time_min={base + 20}&time_max={base + 10}")
+    assert r.status == 400 and r.json["errors"][0]["field"] == "time_max"
+    for bad in ("x", "-1", "nan", "2026-01-01T00:00:00Z", ""):
+        r = server.request("GET", f"{url}&time_min={bad}")
+        assert r.status == 400 and r.json["errors"][0]["field"] == "time_min", bad
+    r = server.request("GET", f"{url}&time_max=1e400")
+    assert r.status == 400 and r.json["errors"][0]["field"] == "time_max"
+    r = server.request("GET", f"{url}&time_min={base}", token=None)
+    assert r.status == 401

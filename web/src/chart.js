@@ -270,6 +270,7 @@ export class MetricCharts {
         m.plotBox, m.legend);
     }
     if (!m.box.isConnected) this.el.append(m.box);
+    m.box.dataset.x = this.xMode;
     const { ranks, data } = this.data(m);
     m.ranks = ranks;
     const series = [{ label: this.xMode === 'time' ? 'time' : 'step' }];
@@ -296,7 +297,7 @@ export class MetricCharts {
       hooks: {
         setCursor: [(u) => self.hover(m, u)],
         setScale: [(u, key) => { if (key === 'x') self.onZoom(m, u); }],
-        draw: [(u) => self.drawMarkers(u)],
+        draw: [(u) => self.drawMarkers(m, u)],
       },
     };
     m.plot = new uPlot(opts, data, m.plotBox);
@@ -361,10 +362,13 @@ export class MetricCharts {
     }));
   }
 
-  drawMarkers(u) {
+  // Draws the attempt and checkpoint markers inside the x range; the labels drawn are also listed
+  // in the figure's data-markers (for tests and tools that cannot read a canvas).
+  drawMarkers(m, u) {
     const ctx = u.ctx;
     const { top, height } = u.bbox;
     const marks = [];
+    const drawn = [];
     for (const a of this.markers.attempts) marks.push({ x: this.xMode === 'time' ? a.t / 1000 : a.step, label: `attempt ${a.attempt}`, color: '#dc2626' });
     for (const c of this.markers.checkpoints) marks.push({ x: this.xMode === 'time' ? c.t / 1000 : c.step, label: `ckpt ${c.index}`, color: '#16a34a' });
     ctx.save();
@@ -381,11 +385,15 @@ export class MetricCharts {
       ctx.lineTo(px, top + height);
       ctx.stroke();
       ctx.fillText(mk.label, px + 3, top + 12 * devicePixelRatio);
+      drawn.push(mk.label);
     }
     ctx.restore();
+    const list = drawn.join(',');
+    if (m.box.dataset.markers !== list) m.box.dataset.markers = list;
   }
 
-  // A drag zoom: re-fetch the range at full detail (step axis; the time axis keeps the overview).
+  // A drag zoom: re-fetch the range at full detail, by step (step_min/step_max) or by wall time
+  // (time_min/time_max, epoch seconds).
   async onZoom(m, u) {
     if (this.loadingZoom) return;
     const { min, max } = u.scales.x;
@@ -393,12 +401,15 @@ export class MetricCharts {
     if (!all.length) return;
     const full = min <= all[0] && max >= all[all.length - 1];
     m.box.querySelector('.reset-zoom').hidden = full;
-    if (full || this.xMode !== 'step') {
-      if (full) this.zoomed.delete(m.name);
+    if (full) {
+      this.zoomed.delete(m.name);
       return;
     }
     this.zoomed.set(m.name, [min, max]);
-    const q = new URLSearchParams({ name: m.name, mode: 'band', max_points: String(ZOOM_POINTS), step_min: String(Math.floor(min)), step_max: String(Math.ceil(max)) });
+    const range = this.xMode === 'time'
+      ? { time_min: (Math.floor(min * 1000) / 1000).toFixed(3), time_max: (Math.ceil(max * 1000) / 1000).toFixed(3) }
+      : { step_min: String(Math.floor(min)), step_max: String(Math.ceil(max)) };
+    const q = new URLSearchParams({ name: m.name, mode: 'band', max_points: String(ZOOM_POINTS), ...range });
     try {
       const r = await api('GET', `/jobs/${this.job}/metrics?${q}`);
       const tmp = new Map();
