@@ -188,6 +188,13 @@ char *agent_msg_forget(const char *job_id)
     return dump_steal(json_pack("{s:s, s:s}", "type", "forget", "job_id", job_id));
 }
 
+char *agent_msg_checkpoint_delete(const char *job_id, int64_t attempt, int64_t index)
+{
+    return dump_steal(json_pack("{s:s, s:s, s:I, s:I}", "type", "checkpoint_delete", "job_id",
+                                job_id, "attempt", (json_int_t)attempt, "index",
+                                (json_int_t)index));
+}
+
 /* [{"rank", "local_rank", "gpus"}...] of a launch (new array), or NULL. */
 static json_t *launch_workers(const struct agent_launch *l)
 {
@@ -553,6 +560,16 @@ int agent_server_msg_parse(const char *text, size_t len, struct agent_server_msg
     } else if (strcmp(type, "forget") == 0) {
         out->type = AGENT_MSG_FORGET;
         if (get_str(root, "job_id", true, true, &out->job_id, err, errlen) != 0)
+            goto fail;
+        if (agent_job_id_valid(out->job_id) != 0) {
+            snprintf(err, errlen, "'job_id' is not a valid job id");
+            goto fail;
+        }
+    } else if (strcmp(type, "checkpoint_delete") == 0) {
+        out->type = AGENT_MSG_CHECKPOINT_DELETE;
+        if (get_str(root, "job_id", true, true, &out->job_id, err, errlen) != 0 ||
+            get_int(root, "attempt", true, 0, INT32_MAX, &out->attempt, err, errlen) != 0 ||
+            get_int(root, "index", true, 0, INT32_MAX, &out->index, err, errlen) != 0)
             goto fail;
         if (agent_job_id_valid(out->job_id) != 0) {
             snprintf(err, errlen, "'job_id' is not a valid job id");

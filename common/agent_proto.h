@@ -51,6 +51,7 @@ enum agent_msg_type {
     AGENT_MSG_LAUNCH,
     AGENT_MSG_STOP,
     AGENT_MSG_FORGET,
+    AGENT_MSG_CHECKPOINT_DELETE,
     /* agent -> server */
     AGENT_MSG_REGISTER,
     AGENT_MSG_HEARTBEAT,
@@ -123,9 +124,10 @@ struct agent_server_msg {
     const char *message;
     /* ack */
     int64_t seq;
-    /* stop, forget */
+    /* stop, forget, checkpoint_delete */
     const char *job_id;
-    int64_t attempt;  /* -1: every attempt */
+    int64_t attempt;  /* -1: every attempt (stop) */
+    int64_t index;    /* checkpoint_delete: the round */
     int64_t grace_s;  /* -1: the agent's --stop-grace-s */
     int64_t notice_s; /* stop: seconds between the checkpoint request and SIGTERM; 0: none */
     /* launch */
@@ -151,6 +153,9 @@ char *agent_msg_ack(int64_t seq);
 char *agent_msg_stop(const char *job_id, int64_t attempt, int64_t grace_s, int64_t notice_s);
 /* forget: the job was deleted; the agent removes what it keeps of it (checkpoint staging). */
 char *agent_msg_forget(const char *job_id);
+/* checkpoint_delete: retention (num_to_keep) deleted round `index` of attempt `attempt` of the
+ * job; the agent removes its staging copy of that round. */
+char *agent_msg_checkpoint_delete(const char *job_id, int64_t attempt, int64_t index);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Agent -> server                                                                             */

@@ -18,6 +18,8 @@
 #include <time.h>
 
 #define CTL_TICK_MS 200
+/* How often the checkpoints retention deleted are sent to the agents connected here. */
+#define CTL_CKPT_DELETES_S 1.0
 #define CTL_PASS_INTERVAL_S 5.0 /* a pass at least this often: backfill windows move with time */
 #define CTL_STOP_RESEND_S 15.0
 
@@ -239,6 +241,10 @@ static void *control_thread(void *arg)
             if (ctl->leading)
                 ctl__check_hangs(ctl);
             drive_stopping_jobs(ctl);
+            if (ctl__now() - ctl->last_ckpt_deletes >= CTL_CKPT_DELETES_S) {
+                ctl->last_ckpt_deletes = ctl__now();
+                ctl__send_ckpt_deletes(ctl);
+            }
         }
         if (!ctl->leading) {
             ctl__ha_forward_kick(ctl);

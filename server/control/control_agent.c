@@ -296,6 +296,52 @@ static void forget_deleted(struct control *ctl, uint64_t conn, const char *id)
     free(jobs);
 }
 
+/* Sends `checkpoint_delete` for the checkpoints retention deleted (migration 0021) to the
+ * connected agents among the n_ids nodes; a row whose node's connection went meanwhile is lost, as
+ * the node's staging of it is removed with the job by `forget`. */
+static void send_ckpt_deletes(struct control *ctl, const char *const *ids, size_t n_ids)
+{
+    struct store_ckpt_delete *rows = NULL;
+    size_t n = 0;
+    if (store_node_ckpt_deletes_take(ctl->db, ids, n_ids, &rows, &n) < 0)
+        TY_WARN("control", "cannot read the deleted checkpoints the nodes must remove");
+    for (size_t i = 0; i < n; i++) {
+        struct ctl_node *node = ctl__node_by_id(ctl, rows[i].node_id);
+        if (node == NULL || node->conn == 0)
+            continue;
+        char job[32];
+        snprintf(job, sizeof(job), "%lld", (long long)rows[i].job);
+        ctl__send_text(ctl, node->conn,
+                       agent_msg_checkpoint_delete(job, rows[i].attempt, rows[i].index));
+        TY_DEBUG("control", "node %s: told to delete checkpoint %s/%lld/%lld", rows[i].node_id, job,
+                 (long long)rows[i].attempt, (long long)rows[i].index);
+    }
+    store_ckpt_deletes_free(rows, n);
+}
+
+void ctl__send_ckpt_deletes(struct control *ctl)
+{
+    size_t n = 0, cap = 0;
+    const char **ids = NULL;
+    for (struct ctl_node *node = ctl->nodes; node; node = node->next) {
+        if (node->conn == 0)
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            const char **grown = realloc(ids, cap * sizeof(*grown));
+            if (grown == NULL) {
+                free(ids);
+                return;
+            }
+            ids = grown;
+        }
+        ids[n++] = node->id;
+    }
+    if (n > 0)
+        send_ckpt_deletes(ctl, ids, n);
+    free(ids);
+}
+
 static void on_register(struct control *ctl, uint64_t conn, const struct agent_node_msg *reg)
 {
     char minted[CTL_CREDENTIAL_MAX], minted_hash[65], why[300];
@@ -327,6 +373,7 @@ static void on_register(struct control *ctl, uint64_t conn, const struct agent_n
     }
     reconcile(ctl, conn, id, reg);
     forget_deleted(ctl, conn, id);
+    send_ckpt_deletes(ctl, &id, 1);
     ctl->dirty = true;
 }
 

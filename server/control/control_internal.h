@@ -102,6 +102,7 @@ struct control {
     double last_pass;
     double last_pass_cost; /* seconds the last scheduling pass took */
     double last_tick;
+    double last_ckpt_deletes; /* when ctl__send_ckpt_deletes last ran */
     double last_hang_check;   /* control_hang.c */
     char *cluster_token_hash; /* NULL: agents need no token (--auth none) */
     struct ctl_node *nodes;
@@ -127,6 +128,9 @@ struct control {
 double ctl__now(void);
 struct ctl_node *ctl__node_by_conn(struct control *ctl, uint64_t conn);
 struct ctl_node *ctl__node_by_id(struct control *ctl, const char *id);
+/* Sends `checkpoint_delete` to the agents connected here for the checkpoints retention deleted
+ * on their nodes (migration 0021), and drops those rows. Control thread. */
+void ctl__send_ckpt_deletes(struct control *ctl);
 
 /* control_enrol.c */
 #define CTL_CREDENTIAL_MAX 48 /* a minted node credential ("tyn_" + 40 hex) and its NUL */

@@ -137,6 +137,16 @@ int store_node_auth(struct db_conn *c, const char *id, char **hash_out, bool *al
 /* Takes the deleted jobs node `id` must still forget (migration 0020): *jobs (malloc'd, *n) and
  * the rows are gone. Returns a db_qs. */
 int store_node_forgets_take(struct db_conn *c, const char *id, int64_t **jobs, size_t *n);
+/* A checkpoint retention deleted whose staging copy a node may still hold (migration 0021). */
+struct store_ckpt_delete {
+    char *node_id;
+    int64_t job, attempt, index;
+};
+/* Takes the checkpoint deletes of the nodes in node_ids (n_ids): *rows (malloc'd, *n; free with
+ * store_ckpt_deletes_free) and the rows are gone. Returns a db_qs. */
+int store_node_ckpt_deletes_take(struct db_conn *c, const char *const *node_ids, size_t n_ids,
+                                 struct store_ckpt_delete **rows, size_t *n);
+void store_ckpt_deletes_free(struct store_ckpt_delete *rows, size_t n);
 /* Replaces node `id`'s credential hash (after store_node_register). Returns a db_qs. */
 int store_node_set_credential(struct db_conn *c, const char *id, const char *hash);
 

@@ -3,6 +3,7 @@
 
 #include "db_query.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,4 +56,58 @@ int store_node_forgets_take(struct db_conn *c, const char *id, int64_t **jobs, s
     *n = (size_t)qs;
     PQclear(res);
     return qs;
+}
+
+int store_node_ckpt_deletes_take(struct db_conn *c, const char *const *node_ids, size_t n_ids,
+                                 struct store_ckpt_delete **rows, size_t *n)
+{
+    static const struct db_stmt st = {
+        "node_ckpt_deletes_take",
+        "DELETE FROM node_checkpoint_deletes WHERE node_id IN "
+        "(SELECT jsonb_array_elements_text($1::jsonb)) RETURNING node_id, job_id, attempt, idx",
+        1, false};
+    *rows = NULL;
+    *n = 0;
+    json_t *ids = json_array();
+    for (size_t i = 0; ids && i < n_ids; i++)
+        json_array_append_new(ids, json_string(node_ids[i]));
+    char *text = ids ? json_dumps(ids, JSON_COMPACT) : NULL;
+    json_decref(ids);
+    if (text == NULL)
+        return DB_HARD_ERROR;
+    const char *p[] = {text};
+    PGresult *res = NULL;
+    int qs = db_exec(c, &st, p, &res);
+    free(text);
+    if (qs <= 0)
+        return qs;
+    *rows = calloc((size_t)qs, sizeof(**rows));
+    if (*rows == NULL) {
+        PQclear(res);
+        return DB_HARD_ERROR;
+    }
+    for (int i = 0; i < qs; i++) {
+        struct store_ckpt_delete *r = &(*rows)[i];
+        r->node_id = strdup(PQgetvalue(res, i, 0));
+        r->job = strtoll(PQgetvalue(res, i, 1), NULL, 10);
+        r->attempt = strtoll(PQgetvalue(res, i, 2), NULL, 10);
+        r->index = strtoll(PQgetvalue(res, i, 3), NULL, 10);
+        *n = (size_t)i + 1;
+        if (r->node_id == NULL) {
+            store_ckpt_deletes_free(*rows, *n);
+            *rows = NULL;
+            *n = 0;
+            PQclear(res);
+            return DB_HARD_ERROR;
+        }
+    }
+    PQclear(res);
+    return qs;
+}
+
+void store_ckpt_deletes_free(struct store_ckpt_delete *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(rows[i].node_id);
+    free(rows);
 }

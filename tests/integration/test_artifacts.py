@@ -553,6 +553,87 @@ def test_num_to_keep_deletes_all_but_the_best_and_the_latest(server, agent_facto
     assert result["latest_checkpoint"]["id"] == cks[3]["id"]
 
 
+def submit_retained(srv, name):
+    work = harness.make_tmpdir("ty-keep-")
+    with open(os.path.join(work, "train.py"), "w") as f:
+        f.write(RETAINED)
+    return srv.submit({"name": name, "entrypoint": [PY, "train.py"],
+                       "working_dir": work, "scaling_config": {"num_workers": 2},
+                       "run_config": {"checkpoint_config": {
+                           "num_to_keep": 1, "checkpoint_score_attribute": "loss",
+                           "checkpoint_score_order": "min"}}})["id"]
+
+
+def round_dirs(agent, job, cks):
+    """Each checkpoint's staging directory on the agent (under its data dir)."""
+    dirs = []
+    for c in cks:
+        [loc] = c["location"]
+        path = os.path.join(agent.data_dir, "checkpoints", str(job), str(c["attempt"]),
+                            str(c["index"]))
+        assert os.path.realpath(loc["path"]) == os.path.realpath(path), (loc, path)
+        dirs.append(path)
+    return dirs
+
+
+def wait_staging(dirs, want, timeout=30):
+    """Polls until [os.path.isdir(d)] equals want (or the time is up); returns what it saw."""
+    deadline = time.time() + timeout
+    seen = [os.path.isdir(d) for d in dirs]
+    while seen != want and time.time() < deadline:
+        time.sleep(0.2)
+        seen = [os.path.isdir(d) for d in dirs]
+    return seen
+
+
+def test_num_to_keep_removes_the_agents_staging_copies(server, agent_factory):
+    """Rounds 1 and 3 deleted by num_to_keep go from the agent's data dir (`checkpoint_delete`),
+    with their owners files; the kept rounds 2 and 4 stay."""
+    srv = server
+    agent = agent_factory(cpus=2)
+    job = submit_retained(srv, "keep-staging")
+    assert srv.wait_job(job, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
+    want = ["deleted", "complete", "deleted", "complete"]
+    deadline = time.time() + 30
+    cks = wait_checkpoints(srv, job, 4)
+    while [c["artifact"]["state"] for c in cks] != want and time.time() < deadline:
+        time.sleep(0.2)
+        cks = wait_checkpoints(srv, job, 4)
+    assert [c["artifact"]["state"] for c in cks] == want, cks
+    dirs = round_dirs(agent, job, cks)
+    assert wait_staging(dirs, [False, True, False, True]) == [False, True, False, True], \
+        agent.log_text()
+    assert [os.path.exists(d + ".owners.json") for d in dirs] == [False, True, False, True]
+    assert "deleted by retention" in agent.log_text()
+
+
+def test_an_agent_away_at_the_deletion_removes_the_copies_when_it_returns(server, agent_factory):
+    """The agent is stopped before retention deletes anything (its uploader is off; the parts are
+    uploaded here with its credential, as it would): the deleted rounds' staging copies stay
+    while it is away and go when it registers again; the kept ones remain."""
+    srv = server
+    agent = agent_factory(cpus=2, env={"TRAINYARD_API_URL": "none"})
+    job = submit_retained(srv, "keep-away")
+    assert srv.wait_job(job, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
+    cks = wait_checkpoints(srv, job, 4)
+    assert len(cks) == 4 and all(c["artifact"]["state"] is None for c in cks), cks
+    dirs = round_dirs(agent, job, cks)
+    parts = [pack(d) for d in dirs]
+    assert agent.stop() == 0
+    for c, (data, nfiles) in zip(cks, parts):
+        upload(srv, agent, job, c["index"], data)
+        r = node_request(srv, agent, "POST", part_url(job, 1, c["index"], "/complete"),
+                         {"sha256": hashlib.sha256(data).hexdigest(), "file_count": nfiles})
+        assert r.status == 200 and r.json["state"] == "complete", r
+    cks = wait_checkpoints(srv, job, 4)
+    assert [c["artifact"]["state"] for c in cks] == ["deleted", "complete", "deleted", "complete"]
+    assert [os.path.isdir(d) for d in dirs] == [True] * 4  # nobody to tell yet
+    agent.start()
+    assert wait_staging(dirs, [False, True, False, True]) == [False, True, False, True], \
+        agent.log_text()
+    assert [os.path.exists(d + ".owners.json") for d in dirs] == [False, True, False, True]
+
+
 class DelayingProxy(CuttingProxy):
     """A TCP proxy in front of the server that holds each reply back for `delay` seconds before
     passing it on whole: a download that takes longer than the server's heartbeat timeout."""

@@ -398,6 +398,30 @@ static void agent_proto_forget_round_trips_and_refuses_bad_job_ids(void **state)
         assert_int_equal(agent_server_msg_parse(bad[i], strlen(bad[i]), &m, err, sizeof(err)), -1);
 }
 
+static void agent_proto_checkpoint_delete_round_trips_and_refuses_bad_fields(void **state)
+{
+    (void)state;
+    struct agent_server_msg m = server_parse_ok(agent_msg_checkpoint_delete("42", 1, 7));
+    assert_int_equal(m.type, AGENT_MSG_CHECKPOINT_DELETE);
+    assert_string_equal(m.job_id, "42");
+    assert_int_equal(m.attempt, 1);
+    assert_int_equal(m.index, 7);
+    agent_server_msg_free(&m);
+    char err[256];
+    const char *bad[] = {
+        "{\"type\":\"checkpoint_delete\",\"attempt\":0,\"index\":1}",
+        "{\"type\":\"checkpoint_delete\",\"job_id\":\"../x\",\"attempt\":0,\"index\":1}",
+        "{\"type\":\"checkpoint_delete\",\"job_id\":\"4\",\"index\":1}",
+        "{\"type\":\"checkpoint_delete\",\"job_id\":\"4\",\"attempt\":0}",
+        "{\"type\":\"checkpoint_delete\",\"job_id\":\"4\",\"attempt\":-1,\"index\":1}",
+        "{\"type\":\"checkpoint_delete\",\"job_id\":\"4\",\"attempt\":0,\"index\":\"1\"}"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = '\0';
+        assert_int_equal(agent_server_msg_parse(bad[i], strlen(bad[i]), &m, err, sizeof(err)), -1);
+        assert_true(err[0] != '\0');
+    }
+}
+
 static void agent_proto_launch_round_trips(void **state)
 {
     (void)state;
@@ -929,5 +953,6 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(agent_proto_log_round_trip),
     cmocka_unit_test(agent_proto_refuses_malformed_log_messages),
     cmocka_unit_test(agent_proto_forget_round_trips_and_refuses_bad_job_ids),
+    cmocka_unit_test(agent_proto_checkpoint_delete_round_trips_and_refuses_bad_fields),
 };
 TY_TEST_MAIN(tests)

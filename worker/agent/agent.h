@@ -406,6 +406,10 @@ void agent__stop(struct agent *a, const char *job_id, int64_t attempt, int64_t g
 /* The job was deleted: removes its checkpoint staging (<data>/checkpoints/<job>/), unless one of
  * its workers still runs here. */
 void agent__forget_job(struct agent *a, const char *job_id);
+/* Retention deleted round `index` of the job's attempt `attempt`: removes its staging copy
+ * (<data>/checkpoints/<job>/<attempt>/<index>/ and <index>.owners.json), unless a running worker
+ * reads it (its resume checkpoint); a bad job id or a missing round does nothing. */
+void agent__delete_checkpoint(struct agent *a, const char *job_id, int64_t attempt, int64_t index);
 /* Reaps exited workers (waitpid WNOHANG), queues worker_exited, and SIGKILLs groups whose grace
  * ran out. Called from the poll timer and whenever SIGCHLD arrives. */
 void agent__supervise_poll(struct agent *a);

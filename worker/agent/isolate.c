@@ -288,6 +288,39 @@ void agent__forget_job(struct agent *a, const char *job_id)
     TY_INFO("agent", "job %s deleted: its checkpoint staging removed", job_id);
 }
 
+/* Whether a worker that still runs reads from path or from below it (its resume checkpoint). */
+static bool round_in_use(const struct agent *a, const char *path)
+{
+    size_t n = strlen(path);
+    for (const struct agent_worker *w = a->workers; w; w = w->next)
+        if (w->status != AGENT_WORKER_EXITED && w->grant_dir &&
+            strncmp(w->grant_dir, path, n) == 0 &&
+            (w->grant_dir[n] == '\0' || w->grant_dir[n] == '/'))
+            return true;
+    return false;
+}
+
+void agent__delete_checkpoint(struct agent *a, const char *job_id, int64_t attempt, int64_t index)
+{
+    char path[PATH_MAX], owners[PATH_MAX + 16];
+    if (agent_job_id_valid(job_id) != 0 || attempt < 0 || index < 0 ||
+        (size_t)snprintf(path, sizeof(path), "%s/checkpoints/%s/%lld/%lld", a->data_dir, job_id,
+                         (long long)attempt, (long long)index) >= sizeof(path))
+        return;
+    if (round_in_use(a, path)) {
+        TY_WARN("agent",
+                "checkpoint %s/%lld/%lld deleted by retention is read by a running worker; kept",
+                job_id, (long long)attempt, (long long)index);
+        return;
+    }
+    snprintf(owners, sizeof(owners), "%s.owners.json", path);
+    remove_tree(path);
+    if (unlink(owners) != 0 && errno != ENOENT)
+        TY_WARN("agent", "cannot remove %s: %s", owners, strerror(errno));
+    TY_INFO("agent", "checkpoint %s/%lld/%lld deleted by retention: its staging copy removed",
+            job_id, (long long)attempt, (long long)index);
+}
+
 /* Removes every /tmp/trainyard-JOB.* directory owned by uid: those of the job's workers the
  * agent already forgot (their exits were acknowledged) included. */
 static void remove_job_tmp_dirs(const char *job_id, uid_t uid)

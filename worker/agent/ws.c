@@ -343,6 +343,9 @@ static int on_message(struct agent *a, const char *text, size_t len)
     case AGENT_MSG_FORGET:
         agent__forget_job(a, m.job_id);
         break;
+    case AGENT_MSG_CHECKPOINT_DELETE:
+        agent__delete_checkpoint(a, m.job_id, m.attempt, m.index);
+        break;
     default: /* the parser gives an agent->server type as UNKNOWN */
         TY_WARN("ws", "ignoring server message of unknown type '%s'", m.type_name);
         break;
