@@ -319,7 +319,6 @@ static enum MHD_Result dispatch(struct srv_request *req)
 
 /* ------------------------------------------------------------------ MHD callbacks */
 
-
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
