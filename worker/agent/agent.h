@@ -521,6 +521,9 @@ int agent__sha256_file(const char *path, char hex[65], int64_t *size);
 /* tar -xf tarfile -C dir (any compression tar recognises). 0 or -1. */
 int agent__unpack(const char *tarfile, const char *dir);
 
+/* isolate.c: removes a tree without following symbolic links (best effort, missing is fine). */
+void agent__remove_tree(const char *path);
+
 /* prepare.c: downloads a launch needs, off the event loop */
 /* Starts the preparation thread. 0 or -1. */
 int agent__prepare_start(struct agent *a);

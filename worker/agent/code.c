@@ -37,21 +37,6 @@ static int run_argv(char *const argv[])
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
-{
-    (void)st;
-    (void)flag;
-    (void)f;
-    if (remove(path) != 0 && errno != ENOENT)
-        TY_DEBUG("code", "cannot remove %s: %s", path, strerror(errno));
-    return 0;
-}
-
-static void remove_tree(const char *path)
-{
-    nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 /* Makes <data>/code/<sha256> hold the unpacked package, fetching it when absent. 0, or -1 with
  * *why set. */
 static int code_cache(struct agent *a, const char *sha256, const char *dir, const char **why)
@@ -63,7 +48,7 @@ static int code_cache(struct agent *a, const char *sha256, const char *dir, cons
     snprintf(tmp, sizeof(tmp), "%s.part", dir);
     snprintf(tgz, sizeof(tgz), "%s.tar.gz", dir);
     snprintf(url, sizeof(url), "/api/v1/agent/code/%s", sha256);
-    remove_tree(tmp);
+    agent__remove_tree(tmp);
     if (mkdir(tmp, 0700) != 0) {
         *why = "cannot create the code cache directory";
         return -1;
@@ -93,7 +78,7 @@ static int code_cache(struct agent *a, const char *sha256, const char *dir, cons
     }
     unlink(tgz);
     if (rc != 0) {
-        remove_tree(tmp);
+        agent__remove_tree(tmp);
         return -1;
     }
     TY_INFO("code", "code package %s (%lld bytes) fetched into %s", sha256, (long long)size, dir);
@@ -145,7 +130,7 @@ char *agent__code_prepare(struct agent *a, const char *job_id, int64_t attempt, 
     snprintf(src, sizeof(src), "%s/.", cache);
     char *cp_argv[] = {"cp", "-R", src, copy, NULL};
     if (mkdir(copy, 0700) != 0 || run_argv(cp_argv) != 0) {
-        remove_tree(copy);
+        agent__remove_tree(copy);
         *why = "cannot copy the code package for the job";
         return NULL;
     }
@@ -189,6 +174,6 @@ void agent__code_release(struct agent *a, const char *job_id, int64_t attempt)
     struct stat sb;
     if (lstat(copy, &sb) != 0)
         return;
-    remove_tree(copy);
+    agent__remove_tree(copy);
     TY_DEBUG("code", "removed %s", copy);
 }

@@ -264,8 +264,7 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
     return 0;
 }
 
-/* Removes a tree without following symbolic links. */
-static void remove_tree(const char *path)
+void agent__remove_tree(const char *path)
 {
     nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
@@ -282,9 +281,9 @@ void agent__forget_job(struct agent *a, const char *job_id)
     if ((size_t)snprintf(path, sizeof(path), "%s/checkpoints/%s", a->data_dir, job_id) >=
         sizeof(path))
         return;
-    remove_tree(path);
+    agent__remove_tree(path);
     if ((size_t)snprintf(path, sizeof(path), "%s/code/run/%s", a->data_dir, job_id) < sizeof(path))
-        remove_tree(path); /* its attempts' copies of its code package, if any were left */
+        agent__remove_tree(path); /* its attempts' copies of its code package, if any were left */
     TY_INFO("agent", "job %s deleted: its checkpoint staging removed", job_id);
 }
 
@@ -314,7 +313,7 @@ void agent__delete_checkpoint(struct agent *a, const char *job_id, int64_t attem
         return;
     }
     snprintf(owners, sizeof(owners), "%s.owners.json", path);
-    remove_tree(path);
+    agent__remove_tree(path);
     if (unlink(owners) != 0 && errno != ENOENT)
         TY_WARN("agent", "cannot remove %s: %s", owners, strerror(errno));
     TY_INFO("agent", "checkpoint %s/%lld/%lld deleted by retention: its staging copy removed",
@@ -341,7 +340,7 @@ static void remove_job_tmp_dirs(const char *job_id, uid_t uid)
             (size_t)snprintf(path, sizeof(path), "/tmp/%s", e->d_name) >= sizeof(path) ||
             lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid)
             continue;
-        remove_tree(path);
+        agent__remove_tree(path);
     }
     closedir(d);
 }
@@ -418,7 +417,7 @@ void agent__isolation_worker_done(struct agent *a, struct agent_worker *w)
 {
     if (w->uid == AGENT_NO_UID) {
         if (w->tmp_dir)
-            remove_tree(w->tmp_dir);
+            agent__remove_tree(w->tmp_dir);
         UTIL_FREE(w->tmp_dir);
         return;
     }
@@ -433,7 +432,7 @@ void agent__isolation_worker_done(struct agent *a, struct agent_worker *w)
         if (o->uid != uid || o->status == AGENT_WORKER_RUNNING)
             continue;
         if (o->tmp_dir)
-            remove_tree(o->tmp_dir);
+            agent__remove_tree(o->tmp_dir);
         UTIL_FREE(o->tmp_dir);
         if (o->grant_dir)
             set_checkpoint_access(a, o->grant_dir, 0);

@@ -571,17 +571,9 @@ char *agent__checkpoint_fetch(struct agent *a, int64_t id, const char *sha256, b
     }
     snprintf(tmp, sizeof(tmp), "%s.part", dir);
     snprintf(tar, sizeof(tar), "%s/uploads/fetch-%s.tar", a->data_dir, sha256);
-    char cmd_dir[1400];
-    snprintf(cmd_dir, sizeof(cmd_dir), "%s", tmp);
     int rc = util_mkdir_p(parent, 0700) == 0 ? 0 : -1;
-    if (rc == 0 && stat(tmp, &sb) == 0) {
-        char *argv[] = {"rm", "-rf", cmd_dir, NULL};
-        pid_t pid;
-        extern char **environ;
-        int st;
-        if (posix_spawnp(&pid, "rm", NULL, NULL, argv, environ) == 0)
-            waitpid(pid, &st, 0);
-    }
+    if (rc == 0 && stat(tmp, &sb) == 0)
+        agent__remove_tree(tmp); /* left by a fetch that was cut */
     if (rc == 0)
         rc = mkdir(tmp, 0700) == 0 ? 0 : -1;
     char url_path[100];
