@@ -66,11 +66,11 @@ def main():
                                                 {"CPU": 100}}})["id"]
         per_rank = args.points // 8
         t = time.time()
-        pg.psql(f"INSERT INTO metrics (job_id, attempt, rank, seq, name, step, value, reported_at) "
-                f"SELECT {big}, 1, r, s, 'loss', s, 1.0 / s + 0.01 * r + random() * 0.05, "
-                f"now() - interval '1 hour' + s * interval '10 ms' "
+        pg.psql(f"INSERT INTO reports (job_id, attempt, rank, seq, step, reported_at, metrics) "
+                f"SELECT {big}, 1, r, s, s, now() - interval '1 hour' + s * interval '10 ms', "
+                f"jsonb_build_object('loss', 1.0 / s + 0.01 * r + random() * 0.05) "
                 f"FROM generate_series(0, 7) r, generate_series(1, {per_rank}) s", db=db)
-        pg.psql("ANALYZE metrics", db=db)
+        pg.psql("ANALYZE reports", db=db)
         print(f"inserted {per_rank * 8} points over 8 ranks in {time.time() - t:.1f} s", flush=True)
         for q in ("mode=band&max_points=600", "max_points=600"):
             t = time.time()

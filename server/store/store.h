@@ -280,12 +280,12 @@ struct store_report {
 struct store_report_outcome {
     bool known_worker;  /* false: no such worker on that node; nothing was stored */
     bool duplicate;     /* stored before (a resend, or earlier in the batch): nothing changed */
-    int metrics_stored; /* metrics rows inserted */
+    int metrics_stored; /* numbers stored (all of a fresh report's; 0 for the others) */
     bool round_ready;   /* stored now, and its round k is complete (every rank has reported k)
                          * with a checkpoint_dir among the round's reports */
 };
-/* Commits n reports in one transaction (migration 0010, ty_report_ingest_batch): each one's
- * report row, its numbers, one `report` row in its job's stream, and (rank 0, newer) the job's
+/* Commits n reports in one transaction (migration 0022, ty_report_ingest_batch): each one's
+ * report row holding its numbers, one `report` row in its job's stream, and (rank 0, newer) the job's
  * result. Resends are no-ops. Returns n, or a db_qs error and then nothing is stored; on
  * DB_HARD_ERROR sqlstate gets the SQLSTATE (class 22 or 23: the data is refused, a retry of the
  * same reports fails the same way). outcome[0..n) is filled on success. */

@@ -19,12 +19,13 @@
 
 struct report_txn {
     const char *batch_json;
+    const struct store_report *reports;
     size_t n;
     struct store_report_outcome *out;
     char *sqlstate;
 };
 
-/* The batch as ty_report_ingest_batch takes it (migration 0010): a JSON array of objects. NULL on
+/* The batch as ty_report_ingest_batch takes it (migration 0022): a JSON array of objects. NULL on
  * OOM. */
 static char *batch_json(const struct store_report *r, size_t n)
 {
@@ -46,12 +47,13 @@ static char *batch_json(const struct store_report *r, size_t n)
     return text;
 }
 
-/* One statement: ty_report_ingest_batch stores every report, its numbers, its stream row and the
- * jobs' results, and says what happened to each. */
+/* One statement: ty_report_ingest_batch stores every report with its numbers inline (one row per
+ * report), its stream row and the jobs' results, and says what happened to each; a fresh report
+ * stored all of its numbers. */
 static int report_batch_body(struct db_conn *c, void *arg)
 {
     static const struct db_stmt st = {"report_ingest_batch",
-                                      "SELECT i, known, fresh, metrics_stored, round_ready "
+                                      "SELECT i, known, fresh, round_ready "
                                       "  FROM ty_report_ingest_batch($1::jsonb)",
                                       1, false};
     struct report_txn *t = arg;
@@ -74,8 +76,9 @@ static int report_batch_body(struct db_conn *c, void *arg)
         struct store_report_outcome *o = &t->out[i];
         o->known_worker = PQgetvalue(res, row, 1)[0] == 't';
         o->duplicate = o->known_worker && PQgetvalue(res, row, 2)[0] != 't';
-        o->metrics_stored = (int)strtol(PQgetvalue(res, row, 3), NULL, 10);
-        o->round_ready = PQgetvalue(res, row, 4)[0] == 't';
+        bool fresh = PQgetvalue(res, row, 2)[0] == 't';
+        o->metrics_stored = fresh ? (int)json_object_size(t->reports[i].numbers) : 0;
+        o->round_ready = PQgetvalue(res, row, 3)[0] == 't';
     }
     PQclear(res);
     return qs;
@@ -93,7 +96,7 @@ int store_reports_insert(struct db_conn *c, const struct store_report *reports, 
         snprintf(sqlstate, 6, "53200"); /* out of memory */
         return DB_HARD_ERROR;
     }
-    struct report_txn t = {text, n, outcome, sqlstate};
+    struct report_txn t = {text, reports, n, outcome, sqlstate};
     int qs = db_run_txn(c, report_batch_body, &t);
     free(text);
     return qs;
@@ -263,23 +266,29 @@ int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metr
     static const struct db_stmt exists = {
         "metrics_job_attempt", "SELECT attempt FROM jobs WHERE id = $1::bigint", 1, true};
     /* Raw rows, each series' points together, oldest first; the time as integer microseconds
-     * (exact, and cheaper than formatting every row in SQL when most are downsampled away). */
+     * (exact, and cheaper than formatting every row in SQL when most are downsampled away).
+     * A report holds all of its numbers (reports.metrics, migration 0022): with name= only
+     * those keys are looked up in each report of the job (reports_series_idx with rank=). */
     static const struct db_stmt series = {
         "metrics_series",
-        "SELECT m.name, m.rank, m.attempt, m.step, m.value, "
-        "       (extract(epoch FROM m.reported_at) * 1000000)::bigint "
-        "  FROM metrics m "
-        " WHERE m.job_id = $1::bigint "
-        "   AND ($2::text IS NULL OR m.name = ANY (string_to_array($2::text, ','))) "
-        "   AND ($3::int IS NULL OR m.rank = $3::int) "
-        "   AND ($4::int IS NULL OR m.attempt = $4::int) "
-        "   AND ($6::bigint IS NULL OR m.step >= $6::bigint) "
-        "   AND ($7::bigint IS NULL OR m.step <= $7::bigint) "
-        "   AND ($8::bigint IS NULL OR m.reported_at >= "
+        "SELECT e.name, r.rank, r.attempt, r.step, ty_metric_value(e.value), "
+        "       (extract(epoch FROM r.reported_at) * 1000000)::bigint "
+        "  FROM reports r "
+        "  CROSS JOIN LATERAL ( "
+        "        SELECT key AS name, value FROM jsonb_each(r.metrics) WHERE $2::text IS NULL "
+        "        UNION ALL "
+        "        SELECT n, r.metrics -> n FROM unnest(string_to_array($2::text, ',')) n "
+        "         WHERE r.metrics ? n) e "
+        " WHERE r.job_id = $1::bigint "
+        "   AND ($3::int IS NULL OR r.rank = $3::int) "
+        "   AND ($4::int IS NULL OR r.attempt = $4::int) "
+        "   AND ($6::bigint IS NULL OR r.step >= $6::bigint) "
+        "   AND ($7::bigint IS NULL OR r.step <= $7::bigint) "
+        "   AND ($8::bigint IS NULL OR r.reported_at >= "
         "        'epoch'::timestamptz + $8::bigint * interval '1 microsecond') "
-        "   AND ($9::bigint IS NULL OR m.reported_at <= "
+        "   AND ($9::bigint IS NULL OR r.reported_at <= "
         "        'epoch'::timestamptz + $9::bigint * interval '1 microsecond') "
-        " ORDER BY m.name, m.rank, m.reported_at, m.attempt, m.seq"
+        " ORDER BY e.name, r.rank, r.reported_at, r.attempt, r.seq"
         " LIMIT $5::bigint",
         9, true};
     *json_out = NULL;

@@ -392,8 +392,8 @@ def test_points_of_a_superseded_attempt_stay_queryable_and_are_marked(srv, node,
     # Restarts are not implemented yet (docs/lifecycle.md): the job's second attempt is made in
     # the database, as a restart will make it, with one point of its own.
     sql(f"UPDATE jobs SET attempt = 2 WHERE id = {job}; "
-        "INSERT INTO metrics (job_id, attempt, rank, seq, name, step, value, reported_at) "
-        f"VALUES ({job}, 2, 0, 1, 'loss', 1, 0.8, '{ts(3000)}')")
+        "INSERT INTO reports (job_id, attempt, rank, seq, step, reported_at, metrics) "
+        f"VALUES ({job}, 2, 0, 1, 1, '{ts(3000)}', '{{\"loss\": 0.8}}')")
     points = metrics(srv, job)
     assert [(p["attempt"], p["value"], p.get("superseded", False)) for p in points] == \
         [(1, 1.0, True), (1, 0.9, True), (2, 0.8, False)]

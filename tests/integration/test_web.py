@@ -119,9 +119,10 @@ def test_metrics_step_range_returns_that_range_at_full_detail(server, database):
     max_points are all spent inside it."""
     job = server.submit({"name": "zoom", "entrypoint": ["/bin/true"], "backend": "none"})["id"]
     subprocess.run(["psql", "-d", database, "-XAtq", "-v", "ON_ERROR_STOP=1", "-c",
-                    "INSERT INTO metrics (job_id, attempt, rank, seq, name, step, value, "
-                    f"reported_at) SELECT {job}, 1, 0, s, 'loss', s, 1.0 / s, "
-                    "now() + s * interval '1 ms' FROM generate_series(1, 1000) s"], check=True)
+                    "INSERT INTO reports (job_id, attempt, rank, seq, step, reported_at, "
+                    f"metrics) SELECT {job}, 1, 0, s, s, "
+                    "now() + s * interval '1 ms', jsonb_build_object('loss', 1.0 / s) "
+                    "FROM generate_series(1, 1000) s"], check=True)
     viewer = server.create_token("vic", "viewer")
     whole = server.request("GET", f"/api/v1/jobs/{job}/metrics?max_points=50", token=viewer)
     assert whole.status == 200 and len(whole.json["metrics"]) == 50
@@ -145,10 +146,11 @@ def test_metrics_time_range_returns_that_range_at_full_detail(server, database):
     job = server.submit({"name": "tzoom", "entrypoint": ["/bin/true"], "backend": "none"})["id"]
     base = 1767225600  # 2026-01-01T00:00:00Z; point s is reported at base + s seconds
     subprocess.run(["psql", "-d", database, "-XAtq", "-v", "ON_ERROR_STOP=1", "-c",
-                    "INSERT INTO metrics (job_id, attempt, rank, seq, name, step, value, "
-                    f"reported_at) SELECT {job}, 1, 0, s, 'loss', s, 1.0 / s, "
-                    "timestamptz '2026-01-01 00:00:00+00' + s * interval '1 s' "
-                    "FROM generate_series(1, 1000) s"], check=True)
+                    "INSERT INTO reports (job_id, attempt, rank, seq, step, reported_at, "
+                    f"metrics) SELECT {job}, 1, 0, s, s, "
+                    "timestamptz '2026-01-01 00:00:00+00' + s * interval '1 s', "
+                    "jsonb_build_object('loss', 1.0 / s) FROM generate_series(1, 1000) s"],
+                   check=True)
     viewer = server.create_token("vic", "viewer")
     url = f"/api/v1/jobs/{job}/metrics?max_points=50"
     whole = server.request("GET", url, token=viewer)
