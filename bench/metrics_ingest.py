@@ -6,9 +6,11 @@ Each simulated agent is a process speaking the agent protocol (docs/agent-protoc
 websocket, as a real agent relays its workers' reports from its spool: it registers a node, is
 sent the launch of its own job, reports its workers started, then sends reports (each with
 --metrics numbers) for every rank as fast as the server acks them, keeping at most --window
-events unacked. A point counts once the server has acked its report (acked = committed). Then the
-same number of rows is loaded into the same `metrics` table with COPY (psql \\copy from a CSV
-file), timed the same way. PostgreSQL is durable here (fsync and synchronous_commit on).
+events unacked. A point counts once the server has acked its report (acked = committed). A report
+is one `reports` row with its numbers inline (reports.metrics, migration 0022). Then the very rows
+the server stored are copied out and loaded again into the same `reports` table (as another job)
+with PostgreSQL's COPY (psql \\copy), timed the same way: the ceiling. PostgreSQL is durable here
+(fsync and synchronous_commit on).
 
 Usage: bench/metrics_ingest.py [--agents 4] [--ranks 4] [--metrics 100] [--seconds 10]
 (builds nothing: run `cmake --build build` first; TY_BUILD_DIR picks another build).
@@ -113,22 +115,21 @@ def agent_main(ws_url, token, node_id, job, ranks, nmetrics, seconds, window, ou
     out.put((acked - first_report + 1, start, last_ack))
 
 
-def copy_ceiling(pg, db, job, rows, nmetrics, workdir):
-    """Seconds for psql \\copy of `rows` metrics rows (the same shape) into `metrics`."""
-    path = os.path.join(workdir, "metrics.csv")
-    with open(path, "w") as f:
-        per = max(1, rows // nmetrics)
-        for seq in range(1, per + 1):
-            for i in range(nmetrics):
-                f.write(f"{job},1,0,{seq},layer{i:03d}.grad_norm,{seq},{(seq * 7 + i) % 1000 / 997.0},"
-                        "2030-01-02 03:04:05+00\n")
-    os.chmod(path, 0o644)
+def copy_ceiling(pg, db, jobs, copy_job, workdir):
+    """Seconds for psql \\copy of the rows the server stored for `jobs` (the same reports rows,
+    numbers and all, renumbered as rank 0 of `copy_job`) back into `reports`; and their count."""
+    path = os.path.join(workdir, "reports.copy")
+    os.chmod(workdir, 0o755)
+    ids = ",".join(str(j) for j in jobs)
+    pg.psql(f"\\copy (SELECT {copy_job}, attempt, 0, row_number() OVER (), step, node_id, "
+            f"reported_at, metrics FROM reports WHERE job_id IN ({ids})) TO '{path}'", db=db)
+    rows = sum(1 for _ in open(path))
     t0 = time.monotonic()
     subprocess.run(["psql", "-h", pg.sockdir, "-U", "trainyard", "-d", db, "-XAtq",
                     "-v", "ON_ERROR_STOP=1", "-c",
-                    f"\\copy metrics (job_id, attempt, rank, seq, name, step, value, reported_at) "
-                    f"FROM '{path}' WITH (FORMAT csv)"], check=True)
-    return time.monotonic() - t0, per * nmetrics
+                    f"\\copy reports (job_id, attempt, rank, seq, step, node_id, reported_at, "
+                    f"metrics) FROM '{path}'"], check=True)
+    return time.monotonic() - t0, rows
 
 
 def main():
@@ -170,15 +171,16 @@ def main():
         server_rate = points / elapsed
         # A job of its own (it stays PENDING: the agents' nodes are full) for the COPY rows.
         copy_job = srv.submit({"name": "copy", "entrypoint": ["true"]})["id"]
-        copy_s, copy_rows = copy_ceiling(pg, db, copy_job, points, a.metrics, workdir)
-        copy_rate = copy_rows / copy_s
+        copy_s, copy_rows = copy_ceiling(pg, db, jobs, copy_job, workdir)
+        copy_rate = copy_rows * a.metrics / copy_s
         print(f"machine: {os.cpu_count()} cores; {a.agents} agents x {a.ranks} ranks, "
               f"{a.metrics} metrics per report, {a.seconds:.0f} s, window {a.window}")
         print(f"through trainyard-server: {points} points ({reports} reports) committed and acked "
               f"in {elapsed:.2f} s = {server_rate:,.0f} points/s (goal >= 200,000)")
-        print(f"PostgreSQL COPY, same table: {copy_rows} rows in {copy_s:.2f} s = "
-              f"{copy_rate:,.0f} rows/s")
+        print(f"PostgreSQL COPY of the same rows into reports: {copy_rows} rows "
+              f"({copy_rows * a.metrics} points) in {copy_s:.2f} s = {copy_rate:,.0f} points/s")
         print(f"ratio server / COPY: {server_rate / copy_rate:.2f}")
+        print("uptime:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     finally:
         if srv:
             srv.stop()
