@@ -285,8 +285,8 @@ struct store_report_outcome {
                          * with a checkpoint_dir among the round's reports */
 };
 /* Commits n reports in one transaction (migration 0022, ty_report_ingest_batch): each one's
- * report row holding its numbers, one `report` row in its job's stream, and (rank 0, newer) the job's
- * result. Resends are no-ops. Returns n, or a db_qs error and then nothing is stored; on
+ * report row holding its numbers, one `report` row in its job's stream, and (rank 0, newer) the
+ * job's result. Resends are no-ops. Returns n, or a db_qs error and then nothing is stored; on
  * DB_HARD_ERROR sqlstate gets the SQLSTATE (class 22 or 23: the data is refused, a retry of the
  * same reports fails the same way). outcome[0..n) is filled on success. */
 int store_reports_insert(struct db_conn *c, const struct store_report *reports, size_t n,
