@@ -9,8 +9,9 @@ sent the launch of its own job, reports its workers started, then sends reports 
 events unacked. A point counts once the server has acked its report (acked = committed). A report
 is one `reports` row with its numbers inline (reports.metrics, migration 0022). Then the very rows
 the server stored are copied out and loaded again into the same `reports` table (as another job)
-with PostgreSQL's COPY (psql \\copy), timed the same way: the ceiling. PostgreSQL is durable here
-(fsync and synchronous_commit on).
+with PostgreSQL's COPY (psql \\copy), timed the same way: the ceiling. For comparison, the same
+points are then copied into a table shaped as the per-number `metrics` table was before 0022 (the
+old design's ceiling). PostgreSQL is durable here (fsync and synchronous_commit on).
 
 Usage: bench/metrics_ingest.py [--agents 4] [--ranks 4] [--metrics 100] [--seconds 10]
 (builds nothing: run `cmake --build build` first; TY_BUILD_DIR picks another build).
@@ -132,6 +133,26 @@ def copy_ceiling(pg, db, jobs, copy_job, workdir):
     return time.monotonic() - t0, rows
 
 
+def old_table_copy(pg, db, jobs, workdir):
+    """Seconds for psql \\copy of the same points into a table shaped as the per-number `metrics`
+    table was before migration 0022 (one row per number, its key and its index); and the count."""
+    path = os.path.join(workdir, "points.copy")
+    ids = ",".join(str(j) for j in jobs)
+    pg.psql("CREATE TABLE old_metrics (job_id bigint NOT NULL REFERENCES jobs (id), "
+            "attempt integer NOT NULL, rank integer NOT NULL, seq bigint NOT NULL, "
+            "name text NOT NULL, step bigint, value double precision NOT NULL, "
+            "reported_at timestamptz NOT NULL, PRIMARY KEY (job_id, attempt, rank, seq, name)); "
+            "CREATE INDEX old_metrics_name_idx ON old_metrics (job_id, name, rank, reported_at)",
+            db=db)
+    pg.psql(f"\\copy (SELECT * FROM metrics WHERE job_id IN ({ids})) TO '{path}'", db=db)
+    points = sum(1 for _ in open(path))
+    t0 = time.monotonic()
+    subprocess.run(["psql", "-h", pg.sockdir, "-U", "trainyard", "-d", db, "-XAtq",
+                    "-v", "ON_ERROR_STOP=1", "-c", f"\\copy old_metrics FROM '{path}'"],
+                   check=True)
+    return time.monotonic() - t0, points
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--agents", type=int, default=4)
@@ -180,6 +201,9 @@ def main():
         print(f"PostgreSQL COPY of the same rows into reports: {copy_rows} rows "
               f"({copy_rows * a.metrics} points) in {copy_s:.2f} s = {copy_rate:,.0f} points/s")
         print(f"ratio server / COPY: {server_rate / copy_rate:.2f}")
+        old_s, old_points = old_table_copy(pg, db, jobs, workdir)
+        print(f"(before migration 0022) PostgreSQL COPY of the same points into a per-number "
+              f"table: {old_points} rows in {old_s:.2f} s = {old_points / old_s:,.0f} points/s")
         print("uptime:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     finally:
         if srv:
