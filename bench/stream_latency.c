@@ -2,14 +2,20 @@
  *
  * One thread ingests report rows into PostgreSQL at a fixed rate with ty_stream_append_batch (one
  * statement, one commit per batch, as batched ingestion does); each row's body carries the
- * wall-clock time it was handed to PostgreSQL (t_ns). Another thread holds `subscribers`
+ * wall-clock time it was handed to PostgreSQL (t_ns) and its batch number; the ingester also
+ * notes when each batch's statement returned (committed). Another thread holds `subscribers`
  * websocket connections to /stream, spread over the jobs, and for every event received records
- * now - t_ns. Same machine, same clock. It also checks that every subscriber's seqs are
- * contiguous and counts subscribers closed as too slow.
+ * now - t_ns. Same machine, same clock. Printed: that latency (report -> subscriber, commit
+ * included), the commit time of the batches (commit_*), and each event's latency after its
+ * batch's commit returned (after_commit_*: the stream's own part; it can be slightly negative, as
+ * the NOTIFY may beat the commit's reply). It also checks that every subscriber's seqs are
+ * contiguous and counts subscribers closed as too slow. --batch: subscribers ask for batched
+ * delivery ("batch": true, several events per frame).
  *
  * Run through bench/stream_latency.py, which starts PostgreSQL and the server and makes the jobs:
  *   stream_latency --conninfo C --ws HOST:PORT --token T --jobs 1,2,3 [--subscribers 100]
  *                  [--points 100000] [--metrics 20] [--batch-ms 10] [--seconds 30] [--warmup 5]
+ *                  [--batch]
  * Prints one line of key=value figures. Not a test. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -23,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,7 +41,13 @@ struct opts {
     int subscribers;
     double points, seconds, warmup;
     int metrics, batch_ms;
+    bool batch;
 };
+
+/* Per ingest batch (by number): microseconds from handing it to PostgreSQL to the commit's
+ * reply; -1 when not sent. Written by the ingester, read after it ended. */
+static int32_t *commit_us;
+static size_t ncommit;
 
 static atomic_bool stop_all;
 static atomic_bool measuring;
@@ -101,8 +114,9 @@ static void *ingest(void *arg)
             len += (size_t)snprintf(buf + len, cap - len,
                                     "%s{\"job_id\":%lld,\"kind\":\"report\",\"attempt\":1,"
                                     "\"rank\":%lld,\"body\":{\"rank\":%lld,\"attempt\":1,"
-                                    "\"k\":%lld,\"step\":%lld,\"t_ns\":%lld,\"metrics\":{",
-                                    i ? "," : "", job, k % 8, k % 8, k, k, (long long)t_ns);
+                                    "\"k\":%lld,\"step\":%lld,\"b\":%lld,\"t_ns\":%lld,"
+                                    "\"metrics\":{",
+                                    i ? "," : "", job, k % 8, k % 8, k, k, b, (long long)t_ns);
             for (int m = 0; m < o->metrics; m++)
                 len += (size_t)snprintf(buf + len, cap - len, "%s\"m%d\":%d.%03d", m ? "," : "", m,
                                         (int)(k % 1000), m);
@@ -118,6 +132,8 @@ static void *ingest(void *arg)
             exit(1);
         }
         PQclear(r);
+        if ((size_t)b < ncommit)
+            commit_us[b] = (int32_t)((now_ns() - t_ns) / 1000);
         if (t_ns - start >= (int64_t)(o->warmup * 1e9)) {
             atomic_store(&measuring, true);
             res.rows += n;
@@ -205,7 +221,40 @@ static void send_text(int fd, const char *text)
         die("send");
 }
 
-static int32_t *samples;
+/* Reads exactly n bytes. */
+static void read_full(int fd, void *buf, size_t n)
+{
+    for (size_t got = 0; got < n;) {
+        ssize_t r = read(fd, (char *)buf + got, n - got);
+        if (r <= 0)
+            die("reading the welcome");
+        got += (size_t)r;
+    }
+}
+
+/* Reads the first frame (short, unmasked) and checks it is the welcome. */
+static void read_welcome(int fd)
+{
+    unsigned char h[2];
+    char text[256];
+    read_full(fd, h, 2);
+    size_t len = h[1] & 0x7f;
+    if (len >= sizeof(text) || len >= 126)
+        die("an unexpected first message");
+    read_full(fd, text, len);
+    text[len] = '\0';
+    if (strstr(text, "\"welcome\"") == NULL) {
+        fprintf(stderr, "stream_latency: auth refused: %s\n", text);
+        exit(1);
+    }
+}
+
+/* One event received: its latency and its batch's number. */
+struct sample {
+    int32_t us;
+    int32_t batch;
+};
+static struct sample *samples;
 static size_t nsamples, samples_cap;
 
 static long long field(const char *p, size_t n, const char *name)
@@ -219,18 +268,35 @@ static long long field(const char *p, size_t n, const char *name)
     return strtoll(at, NULL, 10);
 }
 
+/* One event message at p (n bytes). */
+static void on_event(struct sub *s, const char *p, size_t n, int64_t t)
+{
+    long long seq = field(p, n, "\"seq\":");
+    if (s->last_seq >= 0 && seq != s->last_seq + 1)
+        s->gaps++;
+    s->last_seq = seq;
+    long long t_ns = field(p, n, "\"t_ns\":");
+    if (t_ns > 0 && atomic_load(&measuring)) {
+        s->events++;
+        if (nsamples < samples_cap)
+            samples[nsamples++] =
+                (struct sample){(int32_t)((t - t_ns) / 1000), (int32_t)field(p, n, "\"b\":")};
+    }
+}
+
 static void on_message(struct sub *s, const char *p, size_t n, int64_t t)
 {
-    if (n > 16 && memcmp(p, "{\"type\":\"event\"", 15) == 0) {
-        long long seq = field(p, n, "\"seq\":");
-        if (s->last_seq >= 0 && seq != s->last_seq + 1)
-            s->gaps++;
-        s->last_seq = seq;
-        long long t_ns = field(p, n, "\"t_ns\":");
-        if (t_ns > 0 && atomic_load(&measuring)) {
-            s->events++;
-            if (nsamples < samples_cap)
-                samples[nsamples++] = (int32_t)((t - t_ns) / 1000);
+    static const char ev[] = "{\"type\":\"event\",";
+    if (n > 16 && memcmp(p, ev, strlen(ev)) == 0) {
+        on_event(s, p, n, t);
+    } else if (n > 16 && memcmp(p, "{\"type\":\"events\"", 16) == 0) {
+        /* {"type":"events","events":[e1,e2,...]}: each event runs to the next one's start (the
+         * bench's bodies never contain that text). */
+        const char *end = p + n, *at = memmem(p + 16, n - 16, ev, strlen(ev));
+        while (at) {
+            const char *next = memmem(at + 1, (size_t)(end - at - 1), ev, strlen(ev));
+            on_event(s, at, (size_t)((next ? next : end) - at), t);
+            at = next;
         }
     } else if (strstr(p, "\"closing\"")) {
         s->dropped = true;
@@ -296,6 +362,18 @@ static int cmp_i32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Sorts v[0..n) and prints its percentiles (milliseconds) as NAME_p50_ms=... */
+static void print_pcts(const char *name, int32_t *v, size_t n)
+{
+    qsort(v, n, sizeof(*v), cmp_i32);
+    static const double ps[] = {0.5, 0.9, 0.99, 0.999};
+    static const char *const names[] = {"p50", "p90", "p99", "p999"};
+    for (int i = 0; i < 4; i++)
+        printf(" %s%s_ms=%.2f", name, names[i],
+               n ? v[(size_t)((double)(n - 1) * ps[i])] / 1000.0 : -1.0);
+    printf(" %smax_ms=%.2f", name, n ? v[n - 1] / 1000.0 : -1.0);
+}
+
 int main(int argc, char **argv)
 {
     struct opts o = {.subscribers = 100,
@@ -304,7 +382,9 @@ int main(int argc, char **argv)
                      .warmup = 5,
                      .metrics = 20,
                      .batch_ms = 10};
-    for (int i = 1; i + 1 < argc; i += 2) {
+    for (int i = 1; i < argc; i += 2) {
+        if (i + 1 >= argc && strcmp(argv[i], "--batch") != 0)
+            usage();
         const char *k = argv[i], *v = argv[i + 1];
         if (strcmp(k, "--conninfo") == 0)
             o.conninfo = v;
@@ -324,7 +404,10 @@ int main(int argc, char **argv)
             o.seconds = strtod(v, NULL);
         else if (strcmp(k, "--warmup") == 0)
             o.warmup = strtod(v, NULL);
-        else if (strcmp(k, "--jobs") == 0) {
+        else if (strcmp(k, "--batch") == 0) {
+            o.batch = true;
+            i--;
+        } else if (strcmp(k, "--jobs") == 0) {
             char *end = (char *)v;
             while (*end && o.njobs < 256) {
                 o.jobs[o.njobs++] = strtoll(end, &end, 10);
@@ -339,6 +422,12 @@ int main(int argc, char **argv)
         usage();
     samples_cap = (size_t)(o.points / o.metrics * (o.seconds + 5) * o.subscribers / o.njobs) + 1024;
     samples = malloc(samples_cap * sizeof(*samples));
+    ncommit = (size_t)((o.warmup + o.seconds) * 1000 / o.batch_ms) + 16;
+    commit_us = malloc(ncommit * sizeof(*commit_us));
+    if (commit_us == NULL)
+        die("setup");
+    for (size_t i = 0; i < ncommit; i++)
+        commit_us[i] = -1;
     struct sub *subs = calloc((size_t)o.subscribers, sizeof(*subs));
     int ep = epoll_create1(0);
     if (!samples || !subs || ep < 0)
@@ -353,7 +442,10 @@ int main(int argc, char **argv)
         char msg[512];
         snprintf(msg, sizeof(msg), "{\"type\":\"auth\",\"token\":\"%s\"}", o.token);
         send_text(s->fd, msg);
-        snprintf(msg, sizeof(msg), "{\"type\":\"subscribe\",\"job\":%lld,\"after\":0}", s->job);
+        /* Waits for the welcome: the server limits a peer's unauthenticated connections. */
+        read_welcome(s->fd);
+        snprintf(msg, sizeof(msg), "{\"type\":\"subscribe\",\"job\":%lld,\"after\":0%s}", s->job,
+                 o.batch ? ",\"batch\":true" : "");
         send_text(s->fd, msg);
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = s};
         if (epoll_ctl(ep, EPOLL_CTL_ADD, s->fd, &ev) != 0)
@@ -394,14 +486,39 @@ int main(int argc, char **argv)
         dropped += subs[i].dropped;
         closed += subs[i].closed;
     }
-    qsort(samples, nsamples, sizeof(*samples), cmp_i32);
-#define PCT(p) (nsamples ? samples[(size_t)((double)(nsamples - 1) * (p))] / 1000.0 : -1.0)
+    /* Latency (commit included), commit time of the measured batches, latency after commit. */
+    int32_t *lat = malloc((nsamples + 1) * sizeof(*lat)),
+            *after = malloc((nsamples + 1) * sizeof(*after));
+    int32_t *commits = malloc((ncommit + 1) * sizeof(*commits));
+    if (!lat || !after || !commits)
+        die("results");
+    size_t nafter = 0, ncommits = 0;
+    for (size_t i = 0; i < nsamples; i++) {
+        lat[i] = samples[i].us;
+        int32_t b = samples[i].batch;
+        if (b >= 0 && (size_t)b < ncommit && commit_us[b] >= 0)
+            after[nafter++] = samples[i].us - commit_us[b];
+    }
+    size_t first = (size_t)(o.warmup * 1000 / o.batch_ms);
+    for (size_t b = first; b < ncommit; b++)
+        if (commit_us[b] >= 0)
+            commits[ncommits++] = commit_us[b];
     printf("points_per_s=%.0f rows_per_s=%.0f batches=%lld late_batches=%lld subscribers=%d "
-           "jobs=%d events=%lld events_per_s=%.0f gaps=%lld dropped=%lld closed=%lld "
-           "p50_ms=%.2f p90_ms=%.2f p99_ms=%.2f p999_ms=%.2f max_ms=%.2f\n",
+           "jobs=%d batch=%d events=%lld events_per_s=%.0f gaps=%lld dropped=%lld closed=%lld",
            (double)ir->rows * o.metrics / ir->seconds, (double)ir->rows / ir->seconds, ir->batches,
-           ir->late_batches, o.subscribers, o.njobs, events, (double)events / ir->seconds, gaps,
-           dropped, closed, PCT(0.5), PCT(0.9), PCT(0.99), PCT(0.999),
-           nsamples ? samples[nsamples - 1] / 1000.0 : -1.0);
+           ir->late_batches, o.subscribers, o.njobs, o.batch, events, (double)events / ir->seconds,
+           gaps, dropped, closed);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf(" client_cpu_s=%.1f", (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                                     (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+    print_pcts("", lat, nsamples);
+    printf("\n");
+    print_pcts("commit_", commits, ncommits);
+    print_pcts("after_commit_", after, nafter);
+    printf("\n");
+    free(lat);
+    free(after);
+    free(commits);
     return 0;
 }

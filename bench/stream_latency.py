@@ -11,9 +11,16 @@ PostgreSQL to the subscriber reading it (same machine, same clock). Ingestion go
 ty_stream_append_batch: the agents' report path on this branch commits one report per
 transaction and is not the subject here.
 
+What the figures include: p50..max is report -> subscriber, i.e. the ingesting side's statement
+and commit (with --db embedded: the WAL fsync) plus the stream (NOTIFY, the server's read of the
+new rows, fan-out, websocket write, client read); commit_* is the commit alone (statement handed
+over -> its reply, per batch); after_commit_* is each event's latency after its batch's commit
+returned: the stream's own part. --batch: subscribers ask for batched delivery.
+
     /usr/bin/python3 bench/stream_latency.py                         # 100 subs, 10 jobs, 100k pts/s
     /usr/bin/python3 bench/stream_latency.py --jobs 1                # all 100 on one job
     /usr/bin/python3 bench/stream_latency.py --db embedded --seconds 60
+    /usr/bin/python3 bench/stream_latency.py --jobs 1 --batch        # batched delivery
 
 Prints the figures. Not a test.
 """
@@ -40,6 +47,8 @@ def main():
     ap.add_argument("--warmup", type=float, default=5)
     ap.add_argument("--db", choices=("external", "embedded"), default="external")
     ap.add_argument("--server-arg", action="append", default=[])
+    ap.add_argument("--batch", action="store_true",
+                    help="subscribers ask for batched delivery (several events per frame)")
     a = ap.parse_args()
     lc.use_build(a.build)
     binary = os.path.join(os.path.abspath(a.build), "bench", "stream_latency")
@@ -54,13 +63,18 @@ def main():
         jobs = [srv.submit({"name": f"bench-{i}", "entrypoint": ["true"]})["id"]
                 for i in range(a.jobs)]
         cpu0 = lc.service_cpu(cluster)
-        out = subprocess.run(
+        run = subprocess.run(
             [binary, "--conninfo", conninfo, "--ws",
              f"127.0.0.1:{srv.ws_port}", "--token", srv.admin_token, "--jobs",
              ",".join(map(str, jobs)), "--subscribers", str(a.subscribers), "--points",
              str(a.points), "--metrics", str(a.metrics), "--batch-ms", str(a.batch_ms),
-             "--seconds", str(a.seconds), "--warmup", str(a.warmup)],
-            check=True, stdout=subprocess.PIPE, text=True).stdout.strip()
+             "--seconds", str(a.seconds), "--warmup", str(a.warmup)] +
+            (["--batch"] if a.batch else []),
+            stdout=subprocess.PIPE, text=True)
+        if run.returncode != 0:
+            sys.exit("stream_latency failed; the server's log ends with:\n" +
+                     "\n".join(srv.log_text().splitlines()[-20:]))
+        out = run.stdout.strip()
         cpu = lc.service_cpu(cluster) - cpu0
         print(f"# {lc.machine_caveats()}")
         print(f"# db={a.db} server+postgres CPU seconds during the run: {cpu:.1f}")

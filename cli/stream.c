@@ -138,6 +138,14 @@ static int on_message(struct follow *f, const char *text, size_t len)
         if (on_event(f, &m, raw))
             end = SESSION_DONE;
         break;
+    case STREAM_MSG_EVENTS:
+        for (size_t i = 0; i < json_array_size(m.data) && end < 0; i++) {
+            const json_t *one = json_array_get(m.data, i);
+            struct stream_msg e;
+            if (stream_msg_parse(one, &e) == STREAM_MSG_EVENT && on_event(f, &e, one))
+                end = SESSION_DONE;
+        }
+        break;
     case STREAM_MSG_ERROR:
         if (stream_error_is_transient(m.text)) {
             fprintf(stderr, "warning: the stream server cannot serve now (%s%s%s); retrying\n",

@@ -14,7 +14,7 @@ static const struct {
 } msg_types[] = {
     {"welcome", STREAM_MSG_WELCOME}, {"subscribed", STREAM_MSG_SUBSCRIBED},
     {"event", STREAM_MSG_EVENT},     {"error", STREAM_MSG_ERROR},
-    {"closing", STREAM_MSG_CLOSING},
+    {"closing", STREAM_MSG_CLOSING}, {"events", STREAM_MSG_EVENTS},
 };
 
 static const char *opt_string(const json_t *obj, const char *key)
@@ -72,6 +72,10 @@ enum stream_msg_type stream_msg_parse(const json_t *msg, struct stream_msg *out)
     case STREAM_MSG_CLOSING:
         out->text = opt_string(msg, "reason");
         break;
+    case STREAM_MSG_EVENTS:
+        out->data = json_object_get(msg, "events");
+        bad = !json_is_array(out->data);
+        break;
     default:
         break;
     }
@@ -104,8 +108,8 @@ char *stream_auth_message(const char *token)
 
 char *stream_subscribe_message(long long job, long long after)
 {
-    return dump_steal(
-        json_pack("{s:s, s:I, s:I}", "type", "subscribe", "job", job, "after", after));
+    return dump_steal(json_pack("{s:s, s:I, s:I, s:b}", "type", "subscribe", "job", job, "after",
+                                after, "batch", 1));
 }
 
 int stream_url_from_version(const char *server_base, const json_t *version, char *out,

@@ -25,6 +25,7 @@ enum stream_msg_type {
     STREAM_MSG_EVENT,
     STREAM_MSG_ERROR,
     STREAM_MSG_CLOSING,
+    STREAM_MSG_EVENTS,  /* batched delivery: `data` is the array of event messages */
     STREAM_MSG_BAD = -1 /* not an object with a string "type", or an event without its fields */
 };
 
@@ -57,7 +58,8 @@ bool stream_error_is_transient(const char *code);
 /* The auth message for token, as JSON text (free() it). */
 char *stream_auth_message(const char *token);
 
-/* The subscribe message for job `job` resuming after seq `after`, as JSON text (free() it). */
+/* The subscribe message for job `job` resuming after seq `after`, asking for batched delivery
+ * (several events in one `events` message), as JSON text (free() it). */
 char *stream_subscribe_message(long long job, long long after);
 
 /*

@@ -23,13 +23,19 @@ struct hub_msg {
     unsigned char buf[]; /* LWS_PRE bytes of headroom, then the message */
 };
 
+/* A queued message; `batch`: an event of a subscription that asked for batched delivery. */
+struct ring_entry {
+    struct hub_msg *m;
+    bool batch;
+};
+
 struct conn {
     struct conn *next;
     uint64_t id;
     struct lws *wsi;
     enum hub_kind kind;
     /* Messages waiting to be written, a ring; guarded by hub->lock like the flags below. */
-    struct hub_msg **ring;
+    struct ring_entry *ring;
     size_t cap, head, len;
     size_t watch_mark;
     bool watching;
@@ -111,11 +117,11 @@ static void msg_ref(struct hub_msg *m)
 }
 
 /* Appends m (reference taken over) to c's ring. Under hub->lock. Returns 0 or -1 (OOM). */
-static int ring_push(struct conn *c, struct hub_msg *m)
+static int ring_push(struct conn *c, struct hub_msg *m, bool batch)
 {
     if (c->len == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 16;
-        struct hub_msg **ring = malloc(cap * sizeof(*ring));
+        struct ring_entry *ring = malloc(cap * sizeof(*ring));
         if (ring == NULL)
             return -1;
         for (size_t i = 0; i < c->len; i++)
@@ -125,26 +131,26 @@ static int ring_push(struct conn *c, struct hub_msg *m)
         c->cap = cap;
         c->head = 0;
     }
-    c->ring[(c->head + c->len) % c->cap] = m;
+    c->ring[(c->head + c->len) % c->cap] = (struct ring_entry){m, batch};
     c->len++;
     return 0;
 }
 
-/* Takes the oldest queued message of c, or NULL. Under hub->lock. */
-static struct hub_msg *ring_pop(struct conn *c)
+/* Takes the oldest queued message of c (NULL when none). Under hub->lock. */
+static struct ring_entry ring_pop(struct conn *c)
 {
     if (c->len == 0)
-        return NULL;
-    struct hub_msg *m = c->ring[c->head];
+        return (struct ring_entry){NULL, false};
+    struct ring_entry e = c->ring[c->head];
     c->head = (c->head + 1) % c->cap;
     c->len--;
-    return m;
+    return e;
 }
 
 static void ring_free(struct conn *c)
 {
     struct hub_msg *m;
-    while ((m = ring_pop(c)) != NULL)
+    while ((m = ring_pop(c).m) != NULL)
         hub_msg_unref(m);
     free(c->ring);
     c->ring = NULL;
@@ -281,19 +287,62 @@ static size_t frame_header(unsigned char *out, size_t len)
     return 10;
 }
 
+#define HUB_EVENTS_HEAD "{\"type\":\"events\",\"events\":["
+#define HUB_EVENTS_TAIL "]}"
+#define HUB_EVENTS_EXTRA 48 /* bytes a batched frame may take beyond its messages' own frames */
+
+/* Frames e[0..n) at out: each message as one text frame, except that a run of two or more
+ * `batch` entries becomes one frame {"type":"events","events":[m1,m2,...]} (docs/streams.md).
+ * out has room for the sum of frame_size() plus HUB_EVENTS_EXTRA per `batch` entry. Returns the
+ * bytes. */
+static size_t frame_entries(unsigned char *out, const struct ring_entry *e, size_t n)
+{
+    size_t at = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (e[i].batch && j < n && e[j].batch)
+            j++;
+        if (j - i == 1) {
+            at += frame_header(out + at, e[i].m->len);
+            memcpy(out + at, e[i].m->buf + LWS_PRE, e[i].m->len);
+            at += e[i].m->len;
+            i = j;
+            continue;
+        }
+        size_t plen = strlen(HUB_EVENTS_HEAD) + strlen(HUB_EVENTS_TAIL) + (j - i - 1);
+        for (size_t k = i; k < j; k++)
+            plen += e[k].m->len;
+        at += frame_header(out + at, plen);
+        memcpy(out + at, HUB_EVENTS_HEAD, strlen(HUB_EVENTS_HEAD));
+        at += strlen(HUB_EVENTS_HEAD);
+        for (size_t k = i; k < j; k++) {
+            if (k > i)
+                out[at++] = ',';
+            memcpy(out + at, e[k].m->buf + LWS_PRE, e[k].m->len);
+            at += e[k].m->len;
+        }
+        memcpy(out + at, HUB_EVENTS_TAIL, strlen(HUB_EVENTS_TAIL));
+        at += strlen(HUB_EVENTS_TAIL);
+        i = j;
+    }
+    return at;
+}
+
 /* Writes what c has queued, from its WRITEABLE callback: one message, or for a subscriber as
- * many as fit in HUB_BATCH_BYTES, framed here and handed to lws in one raw write (one send()
- * instead of one per message and one poll round each: a subscriber of a busy job gets thousands
- * a second). lws buffers what the socket does not take and calls WRITEABLE again only once that
- * is out. *more: messages remain; *close_now: the connection is to be closed now. Returns 0, or
- * -1 when the write failed. */
+ * many as fit in HUB_BATCH_BYTES, framed here (frame_entries: batched events of subscriptions
+ * that asked for it share one frame) and handed to lws in one raw write (one send() instead of
+ * one per message and one poll round each: a subscriber of a busy job gets thousands a second).
+ * lws buffers what the socket does not take and calls WRITEABLE again only once that is out.
+ * *more: messages remain; *close_now: the connection is to be closed now. Returns 0, or -1 when
+ * the write failed. */
 static int write_some(struct hub *hub, struct conn *c, struct lws *wsi, bool *more, bool *close_now)
 {
-    struct hub_msg *batch[HUB_BATCH_MAX];
+    struct ring_entry batch[HUB_BATCH_MAX];
     size_t n = 0, bytes = 0;
     pthread_mutex_lock(&hub->lock);
     while (c->len > 0 && n < (c->kind == HUB_STREAM ? HUB_BATCH_MAX : 1)) {
-        size_t size = frame_size(c->ring[c->head]->len);
+        struct ring_entry *e = &c->ring[c->head];
+        size_t size = frame_size(e->m->len) + (e->batch ? HUB_EVENTS_EXTRA : 0);
         if (n > 0 && bytes + size > HUB_BATCH_BYTES)
             break;
         batch[n++] = ring_pop(c);
@@ -309,7 +358,7 @@ static int write_some(struct hub *hub, struct conn *c, struct lws *wsi, bool *mo
         push_event(hub, c->kind, HUB_DRAINED, c->id, NULL, 0, NULL);
     int rc = 0;
     if (n == 1) {
-        if (lws_write(wsi, batch[0]->buf + LWS_PRE, batch[0]->len, LWS_WRITE_TEXT) < 0)
+        if (lws_write(wsi, batch[0].m->buf + LWS_PRE, batch[0].m->len, LWS_WRITE_TEXT) < 0)
             rc = -1;
     } else if (n > 1) {
         if (hub->scratch_cap < LWS_PRE + bytes) {
@@ -321,17 +370,14 @@ static int write_some(struct hub *hub, struct conn *c, struct lws *wsi, bool *mo
                 hub->scratch_cap = LWS_PRE + bytes;
             }
         }
-        size_t at = LWS_PRE;
-        for (size_t i = 0; i < n && rc == 0; i++) {
-            at += frame_header(hub->scratch + at, batch[i]->len);
-            memcpy(hub->scratch + at, batch[i]->buf + LWS_PRE, batch[i]->len);
-            at += batch[i]->len;
+        if (rc == 0) {
+            size_t len = frame_entries(hub->scratch + LWS_PRE, batch, n);
+            if (lws_write(wsi, hub->scratch + LWS_PRE, len, LWS_WRITE_RAW) < 0)
+                rc = -1;
         }
-        if (rc == 0 && lws_write(wsi, hub->scratch + LWS_PRE, bytes, LWS_WRITE_RAW) < 0)
-            rc = -1;
     }
     for (size_t i = 0; i < n; i++)
-        hub_msg_unref(batch[i]);
+        hub_msg_unref(batch[i].m);
     return rc;
 }
 
@@ -606,7 +652,7 @@ int hub_send(struct hub *hub, uint64_t conn, const char *text, size_t len)
         c->kill = true;
         c->want_write = true;
     }
-    if (c == NULL || c->kill || ring_push(c, m) != 0) {
+    if (c == NULL || c->kill || ring_push(c, m, false) != 0) {
         bool wake_lws = c != NULL && c->kill;
         pthread_mutex_unlock(&hub->lock);
         hub_msg_unref(m);
@@ -678,7 +724,7 @@ void hub_stream_detach(struct hub *hub)
 }
 
 int hub_stream_send(struct hub *hub, uint64_t conn, struct hub_msg *const *msgs, size_t n,
-                    size_t *depth)
+                    bool batch, size_t *depth)
 {
     int queued = 0;
     pthread_mutex_lock(&hub->lock);
@@ -688,7 +734,7 @@ int hub_stream_send(struct hub *hub, uint64_t conn, struct hub_msg *const *msgs,
         return -1;
     }
     for (size_t i = 0; i < n && c->len < hub->stream_queue_max; i++) {
-        if (ring_push(c, msgs[i]) != 0)
+        if (ring_push(c, msgs[i], batch) != 0)
             break;
         msg_ref(msgs[i]);
         queued++;
@@ -709,7 +755,7 @@ int hub_stream_send_last(struct hub *hub, uint64_t conn, struct hub_msg *msg)
         pthread_mutex_unlock(&hub->lock);
         return -1;
     }
-    if (!c->close_after && ring_push(c, msg) == 0)
+    if (!c->close_after && ring_push(c, msg, false) == 0)
         msg_ref(msg);
     c->close_after = true;
     c->want_write = true;

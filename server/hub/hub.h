@@ -108,12 +108,14 @@ void hub_stream_detach(struct hub *hub);
 /* Takes the oldest subscriber event into *ev; returns false when none is queued. */
 bool hub_next_stream_event(struct hub *hub, struct hub_event *ev);
 /* Queues msgs[0..n) to subscriber `conn`, in order, as far as its queue has room (each queued
- * message gains a reference; the caller keeps its own). Does not wake the lws thread: call
- * hub_flush() after a round of sends. Returns how many were queued (fewer than n: the queue is
- * full), or -1 when the connection is gone or closing. *depth (when non-NULL) receives the
- * queue's length afterwards. */
+ * message gains a reference; the caller keeps its own). `batch`: they are `event` messages of a
+ * subscription that asked for batched delivery: consecutive ones written together share one
+ * frame, {"type":"events","events":[...]} (a lone one goes out as it is); the bound still counts
+ * messages. Does not wake the lws thread: call hub_flush() after a round of sends. Returns how
+ * many were queued (fewer than n: the queue is full), or -1 when the connection is gone or
+ * closing. *depth (when non-NULL) receives the queue's length afterwards. */
 int hub_stream_send(struct hub *hub, uint64_t conn, struct hub_msg *const *msgs, size_t n,
-                    size_t *depth);
+                    bool batch, size_t *depth);
 /* Queues `msg` after everything already queued, whatever the bound, and closes the connection
  * once it is written (or after HUB_CLOSE_GRACE_S). Later sends to it are refused. Returns 0, or
  * -1 when the connection is gone. Does not wake: call hub_flush(). */

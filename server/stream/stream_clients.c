@@ -25,7 +25,7 @@ void stream__send(struct stream *st, struct stream_client *cl, char *text)
                  (unsigned long long)cl->conn);
         return;
     }
-    int queued = hub_stream_send(st->hub, cl->conn, &m, 1, NULL);
+    int queued = hub_stream_send(st->hub, cl->conn, &m, 1, false, NULL);
     hub_msg_unref(m);
     st->flush = true;
     if (queued == 0)
@@ -119,7 +119,7 @@ static void on_message(struct stream *st, struct stream_client *cl, const char *
         on_auth(st, cl, &req);
         break;
     case STREAM_REQ_SUBSCRIBE:
-        stream__subscribe(st, cl, req.cluster ? 0 : req.job, req.after);
+        stream__subscribe(st, cl, req.cluster ? 0 : req.job, req.after, req.batch);
         break;
     case STREAM_REQ_UNSUBSCRIBE:
         stream__unsubscribe(st, cl, req.cluster ? 0 : req.job);

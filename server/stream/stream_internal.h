@@ -24,6 +24,7 @@ struct stream_sub {
     struct stream_topic *topic;
     int64_t sent; /* last seq queued to the client (at first: its `after`) */
     bool live;    /* sent >= topic->cursor: it gets the live rows; else it is catching up */
+    bool batch;   /* batched delivery (hub_stream_send) */
 };
 
 /* A job's stream or the cluster's, as followed by its subscribers.
@@ -92,7 +93,8 @@ void stream__free_clients(struct stream *st);
 
 /* ---- stream_topics.c ---- */
 /* Subscribes cl to job `job` (0: the cluster) from `after`; answers `subscribed` or an error. */
-void stream__subscribe(struct stream *st, struct stream_client *cl, int64_t job, int64_t after);
+void stream__subscribe(struct stream *st, struct stream_client *cl, int64_t job, int64_t after,
+                       bool batch);
 void stream__unsubscribe(struct stream *st, struct stream_client *cl, int64_t job);
 /* Removes a subscription (sub freed); frees its topic when it was the last (not the cluster). */
 void stream__sub_remove(struct stream *st, struct stream_sub *sub);

@@ -100,6 +100,14 @@ int stream_req_parse(const char *text, size_t len, struct stream_req *req, const
             else
                 req->after = (int64_t)json_integer_value(after);
         }
+        json_t *batch = json_object_get(msg, "batch");
+        if (rc == 0 && req->type == STREAM_REQ_SUBSCRIBE && batch && !json_is_null(batch)) {
+            if (!json_is_boolean(batch))
+                rc = fail(code, STREAM_E_BAD_REQUEST, detail, detail_len,
+                          "'batch' must be true or false");
+            else
+                req->batch = json_is_true(batch);
+        }
     } else {
         rc = fail(code, STREAM_E_UNKNOWN_TYPE, detail, detail_len,
                   "unknown message type '%.64s' (auth, subscribe, unsubscribe)", type);

@@ -22,6 +22,7 @@ struct stream_req {
     bool cluster;                 /* subscribe, unsubscribe */
     int64_t job;                  /* subscribe, unsubscribe: > 0 unless cluster */
     int64_t after;                /* subscribe: >= 0 (default 0) */
+    bool batch;                   /* subscribe: batched delivery asked for (default false) */
 };
 
 /* Error codes of `error` messages. */

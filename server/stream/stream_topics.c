@@ -107,7 +107,8 @@ static int cluster_restart(struct stream *st)
     return qs;
 }
 
-void stream__subscribe(struct stream *st, struct stream_client *cl, int64_t job, int64_t after)
+void stream__subscribe(struct stream *st, struct stream_client *cl, int64_t job, int64_t after,
+                       bool batch)
 {
     char detail[128];
     if (sub_of(cl, job)) {
@@ -153,11 +154,13 @@ void stream__subscribe(struct stream *st, struct stream_client *cl, int64_t job,
     }
     if (job == 0)
         head = t->cursor;
-    if (sub_add(cl, t, after) == NULL) {
+    struct stream_sub *sub = sub_add(cl, t, after);
+    if (sub == NULL) {
         if (t->nsubs == 0 && t->job != 0)
             topic_free(st, t);
         return;
     }
+    sub->batch = batch;
     stream__send(st, cl, stream_msg_subscribed(job, head > t->cursor ? head : t->cursor));
 }
 
@@ -201,7 +204,7 @@ static bool deliver(struct stream *st, struct stream_sub *sub, const int64_t *se
         k++;
     if (k == n)
         return true;
-    int queued = hub_stream_send(st->hub, sub->client->conn, msgs + k, n - k, NULL);
+    int queued = hub_stream_send(st->hub, sub->client->conn, msgs + k, n - k, sub->batch, NULL);
     if (queued < 0)
         return true; /* gone: its HUB_CLOSED is on the way */
     st->flush = true;
@@ -351,7 +354,7 @@ static int catch_up_page(struct stream *st, struct stream_sub *sub, size_t room)
     }
     for (size_t i = 0; i < rows.n; i++) {
         struct hub_msg *m = hub_msg_steal(stream_msg_event(t->job, &rows.rows[i]));
-        int queued = m ? hub_stream_send(st->hub, sub->client->conn, &m, 1, NULL) : 0;
+        int queued = m ? hub_stream_send(st->hub, sub->client->conn, &m, 1, sub->batch, NULL) : 0;
         hub_msg_unref(m);
         if (queued < 0)
             break; /* gone */
@@ -394,7 +397,7 @@ bool stream__catch_up(struct stream *st)
             continue;
         }
         size_t depth = 0;
-        if (hub_stream_send(st->hub, cl->conn, NULL, 0, &depth) < 0)
+        if (hub_stream_send(st->hub, cl->conn, NULL, 0, false, &depth) < 0)
             continue;
         if (depth >= high) {
             cl->waiting_drain = true;

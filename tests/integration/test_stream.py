@@ -28,6 +28,8 @@ class Sub:
         self.ws = WebSocket(server.ws_url + path, subprotocol=PROTOCOL, rcvbuf=rcvbuf)
         self.seqs = {}  # job (0: the cluster) -> seqs received, in order
         self.events = []
+        self.pending = []  # events of a batched frame not returned by next() yet
+        self.frames = {"event": 0, "events": 0}  # frames received of each kind
         if auth:
             tok = server.admin_token if token == "admin" else token
             self.ws.send_json({"type": "auth", "token": tok})
@@ -35,15 +37,28 @@ class Sub:
             assert self.welcome["type"] == "welcome", self.welcome
 
     def next(self, timeout=30):
-        msg = self.ws.recv_json(timeout=timeout)
+        """The next message; the events of a batched frame are returned one by one."""
+        if self.pending:
+            msg = self.pending.pop(0)
+        else:
+            msg = self.ws.recv_json(timeout=timeout)
+            if msg["type"] in self.frames:
+                self.frames[msg["type"]] += 1
+            if msg["type"] == "events":
+                assert len(msg["events"]) > 1, msg  # a lone event is sent as it is
+                assert all(e["type"] == "event" for e in msg["events"]), msg
+                self.pending = msg["events"]
+                msg = self.pending.pop(0)
         if msg["type"] == "event":
             key = 0 if msg.get("cluster") else msg["job"]
             self.seqs.setdefault(key, []).append(msg["seq"])
             self.events.append(msg)
         return msg
 
-    def subscribe(self, job=None, after=0):
+    def subscribe(self, job=None, after=0, batch=None):
         req = {"type": "subscribe", "after": after}
+        if batch is not None:
+            req["batch"] = batch
         req.update({"job": job} if job is not None else {"cluster": True})
         self.ws.send_json(req)
         msg = self.next()
@@ -112,6 +127,31 @@ def test_rows_arrive_in_order_and_resume_after_reconnect_without_gap_or_duplicat
     report = next(e for e in b.events if e["kind"] == "report")
     assert report["attempt"] == 1 and report["rank"] in (0, 1) and "k" in report["data"]
     assert report["at"].endswith("Z")
+
+
+def test_batched_delivery_keeps_order_and_resumes_without_gap_or_duplicate(server, sql):
+    job = pending_job(server)
+    plain = Sub(server)
+    plain.subscribe(job)
+    a = Sub(server)
+    a.subscribe(job, batch=True)
+    append(sql, job, 300)  # one commit: the stream thread queues the rows together
+    a.read_to(job, 200)
+    got = list(a.seqs[job])
+    assert a.frames["events"] > 0, a.frames  # several rows shared a frame
+    a.close()  # mid-stream: some rows may have been queued but not read
+    append(sql, job, 200)
+    b = Sub(server)
+    b.subscribe(job, after=got[-1], batch=True)  # catch-up, then live rows, batched
+    append(sql, job, 100)
+    last = head(sql, job)
+    b.read_to(job, last)
+    assert_exactly(got + b.seqs[job], 1, last)
+    assert sum(e["kind"] == "report" for e in a.events + b.events) == 600
+    # A subscriber that did not ask gets the same rows one per frame, as before.
+    plain.read_to(job, last)
+    assert_exactly(plain.seqs[job], 1, last)
+    assert plain.frames["events"] == 0 and plain.frames["event"] == last, plain.frames
 
 
 def test_catch_up_larger_than_the_queue_is_paced_not_dropped(server_factory, pg):
@@ -184,6 +224,36 @@ def test_stalled_subscriber_is_closed_with_resume_point_while_fast_one_gets_ever
     # It resumes from there and gets the rest, once each.
     again = Sub(server)
     again.subscribe(job, after=resume)
+    again.read_to(job, last)
+    assert_exactly(seqs + again.seqs[job], first, last)
+
+
+def test_stalled_batched_subscriber_is_closed_while_a_fast_batched_one_keeps_up(
+        server_factory, pg):
+    server = server_factory(extra_args=["--stream-queue-max", "100"])
+    sql = lambda text: pg.psql(text, db=db_name(server))  # noqa: E731
+    job = pending_job(server)
+    stalled = Sub(server, rcvbuf=8192)
+    stalled.subscribe(job, after=head(sql, job), batch=True)
+    fast = Sub(server)
+    fast.subscribe(job, after=head(sql, job), batch=True)
+    first = head(sql, job) + 1
+    for _ in range(30):  # 12 MB in 8 KB rows, as above
+        append(sql, job, 50, pad=8192)
+        fast.read_to(job, head(sql, job))
+    last = head(sql, job)
+    assert_exactly(fast.seqs[job], first, last)
+    assert fast.frames["events"] > 0, fast.frames
+    closing = stalled.read_until(lambda m: m["type"] != "event")
+    assert closing["type"] == "closing" and closing["reason"] == "slow_consumer", closing
+    seqs = stalled.seqs.get(job, [])
+    resume = closing["resume"]["job"][str(job)]
+    assert_exactly(seqs, first, resume)
+    assert resume < last
+    with pytest.raises(Closed):
+        stalled.next()
+    again = Sub(server)
+    again.subscribe(job, after=resume, batch=True)
     again.read_to(job, last)
     assert_exactly(seqs + again.seqs[job], first, last)
 
@@ -316,6 +386,16 @@ def test_unknown_job_and_bad_requests_get_errors_and_the_connection_stays(server
     s.subscribe(job)
     s.ws.send_json({"type": "subscribe", "job": job})
     assert s.read_until(lambda m: m["type"] == "error")["code"] == "already_subscribed"
+
+
+def test_a_batch_that_is_not_a_boolean_is_refused_naming_the_field(server, sql):
+    s = Sub(server)
+    job = pending_job(server)
+    s.ws.send_json({"type": "subscribe", "job": job, "batch": "yes"})
+    err = s.next()
+    assert err["type"] == "error" and err["code"] == "bad_request", err
+    assert "'batch'" in err["detail"]
+    s.subscribe(job, batch=True)  # the connection stays
 
 
 def test_unsubscribed_job_sends_nothing_more(server, sql):

@@ -88,6 +88,17 @@ static void control_messages_are_read(void **state)
     v = load("{\"type\":\"welcome\",\"role\":\"viewer\"}");
     assert_int_equal(stream_msg_parse(v, &m), STREAM_MSG_WELCOME);
     json_decref(v);
+    v = load("{\"type\":\"events\",\"events\":[{\"type\":\"event\",\"job\":7,\"seq\":42,"
+             "\"kind\":\"log\"},{\"type\":\"event\",\"job\":7,\"seq\":43,\"kind\":\"log\"}]}");
+    assert_int_equal(stream_msg_parse(v, &m), STREAM_MSG_EVENTS);
+    assert_int_equal(json_array_size(m.data), 2);
+    struct stream_msg e;
+    assert_int_equal(stream_msg_parse(json_array_get(m.data, 1), &e), STREAM_MSG_EVENT);
+    assert_int_equal(e.seq, 43);
+    json_decref(v);
+    v = load("{\"type\":\"events\",\"events\":7}");
+    assert_int_equal(stream_msg_parse(v, &m), STREAM_MSG_BAD);
+    json_decref(v);
     v = load("{\"type\":\"something-newer\"}");
     assert_int_equal(stream_msg_parse(v, &m), STREAM_MSG_OTHER);
     json_decref(v);
@@ -118,6 +129,7 @@ static void auth_and_subscribe_messages_follow_the_protocol(void **state)
     assert_string_equal(json_string_value(json_object_get(v, "type")), "subscribe");
     assert_int_equal(json_integer_value(json_object_get(v, "job")), 7);
     assert_int_equal(json_integer_value(json_object_get(v, "after")), 41);
+    assert_true(json_is_true(json_object_get(v, "batch")));
     json_decref(v);
     free(text);
 }

@@ -91,6 +91,20 @@ static void subscribe_takes_after_and_a_job_id_string(void **state)
     assert_int_equal(req.after, 0);
 }
 
+static void subscribe_takes_batch_and_defaults_it_to_false(void **state)
+{
+    (void)state;
+    assert_false(parse_ok("{\"type\":\"subscribe\",\"job\":7}").batch);
+    assert_true(parse_ok("{\"type\":\"subscribe\",\"job\":7,\"batch\":true}").batch);
+    assert_false(parse_ok("{\"type\":\"subscribe\",\"job\":7,\"batch\":false}").batch);
+    assert_false(parse_ok("{\"type\":\"subscribe\",\"job\":7,\"batch\":null}").batch);
+    assert_true(parse_ok("{\"type\":\"subscribe\",\"cluster\":true,\"batch\":true}").batch);
+    parse_refused("{\"type\":\"subscribe\",\"job\":7,\"batch\":1}", STREAM_E_BAD_REQUEST,
+                  "'batch'");
+    parse_refused("{\"type\":\"subscribe\",\"job\":7,\"batch\":\"yes\"}", STREAM_E_BAD_REQUEST,
+                  "'batch'");
+}
+
 static void subscribe_to_the_cluster(void **state)
 {
     (void)state;
@@ -307,6 +321,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(auth_without_a_token_is_a_bad_request),
     cmocka_unit_test(an_overlong_token_is_refused_not_cut),
     cmocka_unit_test(subscribe_to_a_job_defaults_after_to_zero),
+    cmocka_unit_test(subscribe_takes_batch_and_defaults_it_to_false),
     cmocka_unit_test(subscribe_takes_after_and_a_job_id_string),
     cmocka_unit_test(subscribe_to_the_cluster),
     cmocka_unit_test(subscribe_needs_exactly_one_target),

@@ -87,6 +87,8 @@ export class Stream {
   subMessage(key, type, after) {
     const m = key === 'cluster' ? { type, cluster: true } : { type, job: Number(key) };
     if (after !== undefined) m.after = after;
+    // Batched delivery: several events in one {"type":"events"} message (docs/streams.md).
+    if (type === 'subscribe') m.batch = true;
     return m;
   }
 
@@ -120,11 +122,11 @@ export class Stream {
       return;
     }
     if (m.type === 'event') {
-      const key = m.cluster ? 'cluster' : String(m.job);
-      const s = this.subs.get(key);
-      if (!s || s.after === null || m.seq <= s.after) return;
-      s.after = m.seq;
-      s.handlers.forEach((h) => h.onEvent(m));
+      this.onEvent(m);
+      return;
+    }
+    if (m.type === 'events' && Array.isArray(m.events)) {
+      m.events.forEach((e) => this.onEvent(e));
       return;
     }
     if (m.type === 'closing') {
@@ -135,6 +137,14 @@ export class Stream {
     if (m.type === 'error') {
       if (m.code === 'bad_token' || m.code === 'not_authenticated') this.setState('refused');
     }
+  }
+
+  onEvent(m) {
+    const key = m.cluster ? 'cluster' : String(m.job);
+    const s = this.subs.get(key);
+    if (!s || s.after === null || m.seq <= s.after) return;
+    s.after = m.seq;
+    s.handlers.forEach((h) => h.onEvent(m));
   }
 
   sendSubscribe(key, s) {
