@@ -2,10 +2,11 @@
 the node's gpu_type after them, and a worker sees exactly the GPU it was given, by UUID."""
 import json
 import os
+import sys
 
 import harness
 
-PY = "/usr/bin/python3"
+PY = sys.executable  # the python3 with PyTorch that runs the test
 
 
 def test_nvml_discovery_and_a_job_on_its_gpu(server, agent_factory):

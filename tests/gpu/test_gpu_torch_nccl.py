@@ -2,10 +2,11 @@
 Trainyard gives it (one worker: one GPU cannot hold two NCCL ranks), to the example's bar."""
 import os
 import re
+import sys
 
 import harness
 
-PY = "/usr/bin/python3"
+PY = sys.executable  # the python3 with PyTorch that runs the test
 
 
 def test_torch_example_trains_with_nccl_on_the_gpu(server, agent_factory):

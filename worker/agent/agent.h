@@ -76,7 +76,8 @@ struct agent_config {
     int64_t memory_mb; /* 0: detect */
     char *gpus;        /* NULL: detect through NVML */
     char *gpu_type;
-    char *nvml_library; /* NULL: libnvidia-ml.so.1 */
+    char *nvml_library;            /* NULL: libnvidia-ml.so.1 */
+    int64_t gpu_sample_interval_s; /* 0: no samples sent */
     char *resources;
     char *labels;
     char *port_range;
@@ -325,7 +326,9 @@ struct agent {
     int64_t cpus, memory_mb;
     int *gpus;
     size_t n_gpus;
-    struct agent_gpu *gpu_info; /* n_gpus entries when NVML found them, else NULL */
+    struct agent_gpu *gpu_info; /* n_gpu_info entries when NVML found them, else NULL */
+    size_t n_gpu_info;          /* lost GPUs stay here (marked) but leave gpus */
+    int64_t gpus_sent_ms;       /* when the last `gpus` message went */
     char *report_socket;        /* <data>/report.sock */
     uid_t uid_lo, uid_hi;       /* the uids workers run under; AGENT_NO_UID: the agent's own */
     gid_t run_as_gid;           /* --run-as USER: that user's group */
@@ -583,6 +586,10 @@ size_t agent__detect_gpus(const char *library, int **gpus, struct agent_gpu **in
  * longer has a device, or has one with another UUID, as lost. 0, or -1 when NVML fails (all
  * marked lost). */
 int agent__sample_gpus(const char *library, struct agent_gpu *info, size_t n);
+/* From the poll loop: every --gpu-sample-interval seconds while registered, samples the GPUs
+ * NVML found, takes lost ones out of a->gpus (the next register offers fewer) and sends them in
+ * a `gpus` message. */
+void agent__gpus_tick(struct agent *a);
 
 /* spool.c */
 /* Writes body durably to the spool (write + fdatasync + rename + directory fsync). Returns the

@@ -56,6 +56,8 @@ static const struct option_def options[] = {
      "accelerator type, e.g. H100 (default: the NVML device name, e.g. NVIDIA H100 80GB HBM3)"},
     {"nvml-library", "TRAINYARD_NVML_LIBRARY", S(nvml_library), NULL, 0, 0,
      "NVML library to load (default: libnvidia-ml.so.1)"},
+    {"gpu-sample-interval", "TRAINYARD_AGENT_GPU_SAMPLE_INTERVAL", I(gpu_sample_interval_s), "5", 0,
+     3600, "seconds between samples of the GPUs' use sent to the server (0: none)"},
     {"resources", "TRAINYARD_AGENT_RESOURCES", S(resources), NULL, 0, 0,
      "custom resources as JSON, e.g. '{\"tpu\": 4}'"},
     {"labels", "TRAINYARD_AGENT_LABELS", S(labels), NULL, 0, 0,

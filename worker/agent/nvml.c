@@ -186,3 +186,47 @@ int agent__sample_gpus(const char *library, struct agent_gpu *info, size_t n)
     api_close(&api);
     return 0;
 }
+
+/* Takes GPU `index` out of a->gpus (the indices the node offers). */
+static void drop_gpu(struct agent *a, int index)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < a->n_gpus; i++)
+        if (a->gpus[i] != index)
+            a->gpus[k++] = a->gpus[i];
+    a->n_gpus = k;
+}
+
+void agent__gpus_tick(struct agent *a)
+{
+    int64_t now = agent_now_ms();
+    int64_t every = a->cfg->gpu_sample_interval_s * 1000;
+    if (!a->gpu_info || !a->registered || every <= 0 ||
+        (a->gpus_sent_ms && now - a->gpus_sent_ms < every))
+        return;
+    a->gpus_sent_ms = now;
+    agent__sample_gpus(a->cfg->nvml_library, a->gpu_info, a->n_gpu_info);
+    struct agent_gpu_row *rows = calloc(a->n_gpu_info, sizeof(*rows));
+    if (!rows) {
+        TY_ERROR("agent", "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < a->n_gpu_info; i++) {
+        const struct agent_gpu *g = &a->gpu_info[i];
+        if (g->lost)
+            drop_gpu(a, g->index);
+        rows[i] = (struct agent_gpu_row){
+            .index = g->index,
+            .uuid = g->uuid[0] ? g->uuid : "unknown",
+            .name = g->name,
+            .memory_mb = g->memory_mb,
+            .memory_used_mb = g->memory_used_mb,
+            .utilization_pct = g->utilization_pct,
+            .temperature_c = g->temperature_c,
+            .power_mw = g->power_mw,
+            .lost = g->lost,
+        };
+    }
+    agent__ws_send_ctl(a, agent_msg_gpus(rows, a->n_gpu_info));
+    free(rows);
+}

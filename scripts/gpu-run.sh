@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# The whole GPU run in one command, for a lent GPU machine (CUDA, nvcc, PyTorch with CUDA, NCCL,
+# CMake; no Debian -dev libraries, no package registry). Before it, HERE: scripts/gpu-bundle.sh,
+# then carry .gpu-bundle/root.tar.xz (or .gpu-bundle/root). It:
+#   1. unpacks the bundle and points PATH, LD_LIBRARY_PATH, pkg-config and PYTHONPATH at it;
+#   2. configures and builds into build-gpu (no dashboard: npm has no registry there);
+#   3. runs the `gpu`-labelled tests (tests/gpu: NVML discovery, a job on its GPU by UUID, the
+#      PyTorch example with nccl) and the GPU placement tests;
+#   4. benchmarks the PyTorch example on the GPU against itself on the CPU, sampling the GPU's
+#      utilisation through nvidia-smi while it runs;
+#   5. writes everything to $OUT (default ./gpu-out): logs, ctest output, nvidia-smi -q, timings.
+# Without a GPU it stops after step 3 with the gpu tests "Not Run" (the local dry run).
+# Usage: scripts/gpu-run.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+src=$(pwd)
+out=${OUT:-$src/gpu-out}
+mkdir -p "$out"
+exec > >(tee -a "$out/gpu-run.log") 2>&1
+echo "== gpu-run $(date -u +%FT%TZ) on $(hostname), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+
+bundle=$src/.gpu-bundle
+root=$bundle/root
+if [[ ! -d $root && -f $bundle/root.tar.xz ]]; then
+  tar -C "$bundle" -xJf "$bundle/root.tar.xz"
+fi
+if [[ -d $root ]]; then
+  multi=$root/usr/lib/x86_64-linux-gnu
+  export PATH=$root/usr/bin:$PATH
+  export LD_LIBRARY_PATH=$multi:$root/usr/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  # Only the bundle's .pc files, with its root as sysroot: they say prefix=/usr.
+  export PKG_CONFIG_LIBDIR=$multi/pkgconfig:$root/usr/share/pkgconfig
+  export PKG_CONFIG_SYSROOT_DIR=$root
+  export PYTHONPATH=$root/usr/lib/python3/dist-packages${PYTHONPATH:+:$PYTHONPATH}
+  export TY_PG_BIN_DIR=$root/usr/lib/postgresql/15/bin
+  cmake_prefix=(-DCMAKE_PREFIX_PATH="$root/usr" -DCMAKE_LIBRARY_PATH="$multi"
+                -DCMAKE_INCLUDE_PATH="$root/usr/include")
+  # The harness runs PostgreSQL as the postgres user when root, and the datasets live in /usr/share.
+  if [[ $(id -u) -eq 0 ]] && ! id postgres >/dev/null 2>&1; then
+    useradd -r -M -d /nonexistent -s /usr/sbin/nologin postgres || echo "cannot add user postgres"
+  fi
+  if [[ ! -d /usr/share/datasets/fashion-mnist && -d $root/usr/share/datasets/fashion-mnist ]]; then
+    mkdir -p /usr/share/datasets && ln -s "$root/usr/share/datasets/fashion-mnist" /usr/share/datasets/
+  fi
+  chmod -R a+rX "$root" 2>/dev/null
+  # The postgres user must reach the bundle's binaries.
+  d=$root; while [[ $d != / ]]; do chmod a+x "$d" 2>/dev/null; d=$(dirname "$d"); done
+else
+  echo "no .gpu-bundle: using the system's libraries"
+  cmake_prefix=()
+fi
+py=$(command -v python3)
+echo "python3: $py; $("$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())' 2>&1)"
+nvidia-smi -q > "$out/nvidia-smi-q.txt" 2>&1 && nvidia-smi -L
+command -v nvcc >/dev/null && nvcc --version | tail -2
+
+jobs=$(nproc)
+build=$src/build-gpu
+step() { echo "== $* ($(date -u +%T))"; }
+step configure
+cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTY_WEB=OFF -DTY_FUZZ=OFF \
+  -DTY_GPU_PYTHON="$py" "${cmake_prefix[@]}" > "$out/configure.log" 2>&1
+rc=$?
+grep 'trainyard:' "$out/configure.log"
+if ((rc != 0)); then tail -30 "$out/configure.log"; echo "configure failed"; exit 1; fi
+step build
+if ! cmake --build "$build" -j "$jobs" > "$out/build.log" 2>&1; then
+  tail -40 "$out/build.log"; echo "build failed"; exit 1
+fi
+step "gpu tests"
+ctest --test-dir "$build" -L gpu --output-on-failure -V > "$out/ctest-gpu.log" 2>&1
+gpu_rc=$?
+grep -E 'Test +#|tests passed|Not Run|Skipped|SKIP' "$out/ctest-gpu.log" | tail -20
+step "placement and agent tests"
+ctest --test-dir "$build" -R 'gpu_placement|sched|agent_env|nccl|collectives' -j "$jobs" \
+  --output-on-failure > "$out/ctest-placement.log" 2>&1
+tail -5 "$out/ctest-placement.log"
+
+if ! "$py" "$src/tests/gpu/gpu_gate.py" true > /dev/null; then
+  echo "no GPU here: the benchmark needs one; stopping (gpu tests rc $gpu_rc)"
+  exit "$gpu_rc"
+fi
+step "benchmark: PyTorch example, 3 epochs, GPU then CPU"
+nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used,temperature.gpu,power.draw \
+  --format=csv -lms 200 > "$out/gpu-samples.csv" 2>&1 &
+smi=$!
+CUDA_VISIBLE_DEVICES=0 "$py" examples/torch_fashion_mnist/train.py --epochs 3 --use-gpu yes \
+  > "$out/bench-torch-gpu.log" 2>&1
+kill "$smi" 2>/dev/null
+CUDA_VISIBLE_DEVICES= "$py" examples/torch_fashion_mnist/train.py --epochs 3 --use-gpu no \
+  > "$out/bench-torch-cpu.log" 2>&1
+"$py" - "$out" <<'PYEOF'
+import csv, json, os, sys
+out = sys.argv[1]
+def epochs(name):
+    rows = [json.loads(l) for l in open(os.path.join(out, name)) if l.startswith("{")]
+    return [r["epoch_time_s"] for r in rows], rows[-1]["accuracy"] if rows else None
+gpu, gacc = epochs("bench-torch-gpu.log")
+cpu, cacc = epochs("bench-torch-cpu.log")
+util = []
+for r in csv.reader(open(os.path.join(out, "gpu-samples.csv"))):
+    try:
+        util.append(float(r[1].strip().split()[0]))
+    except (IndexError, ValueError):
+        pass
+res = {"torch_gpu_epoch_s": gpu, "torch_gpu_accuracy": gacc, "torch_cpu_epoch_s": cpu,
+       "torch_cpu_accuracy": cacc,
+       "gpu_busy_share_pct": sum(util) / len(util) if util else None,
+       "load": os.getloadavg()}
+json.dump(res, open(os.path.join(out, "bench.json"), "w"), indent=1)
+print(json.dumps(res))
+PYEOF
+echo "== done (gpu tests rc $gpu_rc); results in $out"
+exit "$gpu_rc"
