@@ -13,3 +13,15 @@ foreach(t agent torch_nccl)
   set_tests_properties(gpu.${t} PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 900
                        ENVIRONMENT "${gpu_env}")
 endforeach()
+
+# The SDK's collectives on device buffers through NCCL, one rank (nccl_world1.c); built where the
+# NCCL backend is (CUDA headers and libcudart found), run where a GPU is.
+if(TY_WITH_NCCL)
+  add_executable(ty_nccl_world1 ${CMAKE_CURRENT_LIST_DIR}/nccl_world1.c)
+  target_include_directories(ty_nccl_world1 PRIVATE ${NCCL_INCLUDE_DIR})
+  target_link_libraries(ty_nccl_world1 PRIVATE trainyard ${CUDART_LIBRARY})
+  set_target_properties(ty_nccl_world1 PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/progs)
+  add_test(NAME gpu.nccl_world1 COMMAND ${TY_GPU_PYTHON} ${gpu_gate} $<TARGET_FILE:ty_nccl_world1>)
+  set_tests_properties(gpu.nccl_world1 PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 300
+                       ENVIRONMENT "CUDA_VISIBLE_DEVICES=0")
+endif()
