@@ -4,10 +4,12 @@
 # then carry .gpu-bundle/root.tar.xz (or .gpu-bundle/root). It:
 #   1. unpacks the bundle and points PATH, LD_LIBRARY_PATH, pkg-config and PYTHONPATH at it;
 #   2. configures and builds into build-gpu (no dashboard: npm has no registry there);
-#   3. runs the `gpu`-labelled tests (tests/gpu: NVML discovery, a job on its GPU by UUID, the
-#      PyTorch example with nccl) and the GPU placement tests;
-#   4. benchmarks the PyTorch example on the GPU against itself on the CPU, sampling the GPU's
-#      utilisation through nvidia-smi while it runs;
+#   3. runs the `gpu`-labelled tests (tests/gpu: NVML discovery and a job on its GPU by UUID, the
+#      PyTorch example with nccl, NCCL through the SDK at world size 1, the CUDA example to its
+#      bar, resuming across the CPU and CUDA examples) and the placement/NVML tests;
+#   4. benchmarks the same MLP for 3 epochs: the CUDA example, PyTorch on the GPU, the C example
+#      and PyTorch on the CPU (epoch times, accuracy), and the GPU's busy share (NVML
+#      utilisation through nvidia-smi, every 100 ms) during each GPU run;
 #   5. writes everything to $OUT (default ./gpu-out): logs, ctest output, nvidia-smi -q, timings.
 # Without a GPU it stops after step 3 with the gpu tests "Not Run" (the local dry run).
 # Usage: scripts/gpu-run.sh
@@ -72,7 +74,7 @@ ctest --test-dir "$build" -L gpu --output-on-failure -V > "$out/ctest-gpu.log" 2
 gpu_rc=$?
 grep -E 'Test +#|tests passed|Not Run|Skipped|SKIP' "$out/ctest-gpu.log" | tail -20
 step "placement and agent tests"
-ctest --test-dir "$build" -R 'gpu_placement|sched|agent_env|nccl|collectives' -j "$jobs" \
+ctest --test-dir "$build" -R 'gpu_placement|gpu_nvml|sched|agent_env|agent_gpus|coll|context_' -j "$jobs" \
   --output-on-failure > "$out/ctest-placement.log" 2>&1
 tail -5 "$out/ctest-placement.log"
 
@@ -80,33 +82,43 @@ if ! "$py" "$src/tests/gpu/gpu_gate.py" true > /dev/null; then
   echo "no GPU here: the benchmark needs one; stopping (gpu tests rc $gpu_rc)"
   exit "$gpu_rc"
 fi
-step "benchmark: PyTorch example, 3 epochs, GPU then CPU"
-nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used,temperature.gpu,power.draw \
-  --format=csv -lms 200 > "$out/gpu-samples.csv" 2>&1 &
-smi=$!
+step "benchmark: the same MLP, 3 epochs each: CUDA example, PyTorch on the GPU, both on the CPU"
+cfg=$out/bench-config.json
+echo '{"epochs": 3, "checkpoint_every": 0}' > "$cfg"
+# GPU busy share: NVML's utilisation (nvidia-smi reads it), sampled every 100 ms per run.
+sample() { nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 > "$1" 2>&1 & smi=$!; }
+sample "$out/util-cuda.txt"
+CUDA_VISIBLE_DEVICES=0 "$build/examples/fashion_mnist_cuda/fashion_mnist_cuda" --config "$cfg" \
+  > "$out/bench-cuda.log" 2>&1
+kill "$smi" 2>/dev/null
+sample "$out/util-torch.txt"
 CUDA_VISIBLE_DEVICES=0 "$py" examples/torch_fashion_mnist/train.py --epochs 3 --use-gpu yes \
   > "$out/bench-torch-gpu.log" 2>&1
 kill "$smi" 2>/dev/null
+CUDA_VISIBLE_DEVICES= "$build/examples/fashion_mnist/fashion_mnist" --config "$cfg" \
+  > "$out/bench-c-cpu.log" 2>&1
 CUDA_VISIBLE_DEVICES= "$py" examples/torch_fashion_mnist/train.py --epochs 3 --use-gpu no \
   > "$out/bench-torch-cpu.log" 2>&1
 "$py" - "$out" <<'PYEOF'
-import csv, json, os, sys
+import json, os, re, sys
 out = sys.argv[1]
-def epochs(name):
-    rows = [json.loads(l) for l in open(os.path.join(out, name)) if l.startswith("{")]
-    return [r["epoch_time_s"] for r in rows], rows[-1]["accuracy"] if rows else None
-gpu, gacc = epochs("bench-torch-gpu.log")
-cpu, cacc = epochs("bench-torch-cpu.log")
-util = []
-for r in csv.reader(open(os.path.join(out, "gpu-samples.csv"))):
-    try:
-        util.append(float(r[1].strip().split()[0]))
-    except (IndexError, ValueError):
-        pass
-res = {"torch_gpu_epoch_s": gpu, "torch_gpu_accuracy": gacc, "torch_cpu_epoch_s": cpu,
-       "torch_cpu_accuracy": cacc,
-       "gpu_busy_share_pct": sum(util) / len(util) if util else None,
-       "load": os.getloadavg()}
+def read(name):
+    p = os.path.join(out, name)
+    return open(p).read() if os.path.exists(p) else ""
+def c_epochs(name):  # "epoch 1/3: ... test_acc 0.8512 lr 0.05 1.23 s"
+    t = read(name)
+    return ([float(x) for x in re.findall(r"epoch \d+/\d+: .* ([0-9.]+) s", t)],
+            re.findall(r"final test accuracy: ([0-9.]+)", t))
+def torch_epochs(name):
+    rows = [json.loads(l) for l in read(name).splitlines() if l.startswith("{")]
+    return [r["epoch_time_s"] for r in rows], [rows[-1]["accuracy"]] if rows else []
+def busy(name):
+    v = [float(x) for x in read(name).split() if x.replace(".", "").isdigit()]
+    return sum(v) / len(v) if v else None
+res = {"cuda_example": c_epochs("bench-cuda.log"), "torch_gpu": torch_epochs("bench-torch-gpu.log"),
+       "c_example_cpu": c_epochs("bench-c-cpu.log"), "torch_cpu": torch_epochs("bench-torch-cpu.log"),
+       "gpu_busy_pct": {"cuda_example": busy("util-cuda.txt"), "torch_gpu": busy("util-torch.txt")},
+       "load": os.getloadavg(), "note": "[epoch seconds], [final accuracy]; busy = mean NVML utilization"}
 json.dump(res, open(os.path.join(out, "bench.json"), "w"), indent=1)
 print(json.dumps(res))
 PYEOF

@@ -5,7 +5,7 @@
 find_program(TY_GPU_PYTHON NAMES python3)
 set(gpu_gate ${CMAKE_CURRENT_LIST_DIR}/gpu_gate.py)
 set(gpu_env "TY_BUILD_DIR=${CMAKE_BINARY_DIR};TY_SOURCE_DIR=${CMAKE_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1")
-foreach(t agent torch_nccl)
+foreach(t agent torch_nccl resume)
   add_test(NAME gpu.${t}
            COMMAND ${TY_GPU_PYTHON} ${gpu_gate} ${TY_GPU_PYTHON} -m pytest -q -p no:cacheprovider
                    ${CMAKE_CURRENT_LIST_DIR}/test_gpu_${t}.py
