@@ -7,6 +7,7 @@ import time
 from prometheus_client.parser import text_string_to_metric_families
 
 import harness
+from wsclient import WebSocket
 
 FAKE_NVML = os.path.join(harness.BUILD_DIR, "tests", "progs", "libfake-nvml.so")
 NAME = "NVIDIA H100 80GB HBM3"
@@ -92,3 +93,16 @@ def test_gpu_samples_reach_api_and_metrics_and_a_lost_gpu_leaves_capacity(server
     assert "GPU 1 (GPU-11111111-bbbb) disappeared" in a.log_text()
     server.request("POST", f"/api/v1/jobs/{job['id']}/stop")
     server.wait_job(job["id"], {"STOPPED", "FAILED"})
+
+
+def test_gpus_message_before_register_is_refused(server):
+    """Only a registered node may send GPU samples: before `register` the server answers an
+    error and closes, storing nothing."""
+    with WebSocket(server.ws_url + "/agent") as ws:
+        ws.send_json({"type": "gpus", "gpus": [
+            {"index": 0, "uuid": "GPU-rogue", "name": NAME, "memory_mb": 1, "memory_used_mb": 0,
+             "utilization_pct": 1, "temperature_c": 1, "power_mw": 1, "lost": False}]})
+        got = ws.expect_closed()
+    assert any(m.get("type") == "error" and "register first" in m.get("message", "")
+               for m in got), got
+    assert all(not n["gpus"] for n in server.request("GET", "/api/v1/nodes").json["nodes"])
