@@ -14,11 +14,11 @@ bundle=.gpu-bundle
 top=(
   libmicrohttpd-dev libwebsockets-dev libjansson-dev libpq-dev libcurl4-openssl-dev libssl-dev
   zlib1g-dev libcmocka-dev pkgconf postgresql-15 postgresql-client-15 python3-pytest
-  dataset-fashion-mnist
+  libopenblas-dev libopenblas-pthread-dev dataset-fashion-mnist
 )
 # Never bundled: the C runtime and compilers (the GPU machine has its own, and a second glibc
 # on LD_LIBRARY_PATH breaks every program), perl and PostgreSQL's JIT (libllvm: jit stays off).
-skip='^(libc6|libc-bin|libc6-dev|libgcc-s1|libstdc\+\+6|gcc-.*|cpp.*|libllvm.*|perl.*|libperl.*|debconf.*|cdebconf|dpkg|locales-all|libc-l10n|libz3-.*|usrmerge|usr-is-merged|libwebsockets-evlib-.*|libglib2\.0-0|lib.*-perl|install-info|mailcap|sensible-utils|libnewt.*|libslang2|libtextwrap1|libdebian-installer4|libsemanage.*|libsepol2|tar|bash|coreutils|sed|grep|lsb-base|sysvinit-utils|init-system-helpers|adduser|passwd|login|util-linux|mount|procps|ssl-cert|tzdata|locales|logrotate|cron|python3|python3\.[0-9]+|python3-minimal|libpython3.*|python3\.[0-9]+-minimal|media-types|mime-support|readline-common|ucf|postgresql-common|netbase|libsystemd0|libselinux1|libaudit.*|libpam.*|libcap-ng0|libcrypt1|libcrypt-dev|linux-libc-dev|libnsl.*|rpcsvc-proto|libtirpc.*)$'
+skip='^(libc6|libc-bin|libc6-dev|libgcc-s1|libstdc\+\+6|gcc-.*|cpp.*|libllvm.*|perl.*|libperl.*|debconf.*|cdebconf|dpkg|locales-all|libc-l10n|libz3-.*|usrmerge|usr-is-merged|libwebsockets-evlib-.*|libglib2\.0-0|lib.*-perl|install-info|mailcap|sensible-utils|libnewt.*|libslang2|libtextwrap1|libdebian-installer4|libsemanage.*|libsepol2|libopenblas.*-(openmp|serial).*|libomp.*|tar|bash|coreutils|sed|grep|lsb-base|sysvinit-utils|init-system-helpers|adduser|passwd|login|util-linux|mount|procps|ssl-cert|tzdata|locales|logrotate|cron|python3|python3\.[0-9]+|python3-minimal|libpython3.*|python3\.[0-9]+-minimal|media-types|mime-support|readline-common|ucf|postgresql-common|netbase|libsystemd0|libselinux1|libaudit.*|libpam.*|libcap-ng0|libcrypt1|libcrypt-dev|linux-libc-dev|libnsl.*|rpcsvc-proto|libtirpc.*)$'
 mapfile -t closure < <(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts \
   --no-breaks --no-replaces --no-enhances "${top[@]}" | grep -v '^ ' | grep -v '^<' | sort -u)
 want=()
@@ -40,12 +40,16 @@ done
 r=$bundle/root
 rm -rf "$r/usr/share/doc" "$r/usr/share/man" "$r/usr/share/locale" "$r/usr/share/lintian" \
   "$r/usr/share/postgresql/15/man" \
-  "$r/usr/lib/postgresql/15/lib/bitcode" "$r/usr/share/info" "$r/usr/lib/x86_64-linux-gnu/"*.a
+  "$r/usr/lib/postgresql/15/lib/bitcode" "$r/usr/share/info"
+find "$r" -name '*.a' -delete # static libraries: the build links shared ones
 find "$r/usr/share/postgresql/15/extension" -type f ! -name 'plpgsql*' -delete
+# The harness needs initdb, pg_ctl, postgres (and psql for a look); not the other clients.
+find "$r/usr/lib/postgresql/15/bin" -type f ! -name initdb ! -name pg_ctl ! -name postgres \
+  ! -name psql -delete
 find "$r/usr/lib/postgresql/15/lib" -name '*.so' ! -name plpgsql.so ! -name dict_snowball.so \
   ! -name 'libpq*' -delete
 # One compressed file to carry: the unpacked tree is larger than the carry limit (64 MiB).
-tar -C "$bundle" -cf - root | xz -T2 -6 > "$bundle/root.tar.xz"
+tar -C "$bundle" -cf - root | xz -T2 -9 > "$bundle/root.tar.xz"
 rm -rf "$bundle/debs"
 echo "bundle: $(du -sh "$r" | cut -f1) unpacked in $r; carry $bundle/root.tar.xz:" \
   "$(du -m "$bundle/root.tar.xz" | cut -f1) MiB (limit 64 MiB)"

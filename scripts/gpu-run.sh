@@ -28,10 +28,12 @@ if [[ ! -d $root && -f $bundle/root.tar.xz ]]; then
 fi
 if [[ -d $root ]]; then
   multi=$root/usr/lib/x86_64-linux-gnu
-  export PATH=$root/usr/bin:$PATH
-  export LD_LIBRARY_PATH=$multi:$root/usr/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  # PostgreSQL's own bin first: /usr/bin/psql is a perl wrapper (postgresql-common, not bundled).
+  export PATH=$root/usr/lib/postgresql/15/bin:$root/usr/bin:$PATH
+  # OpenBLAS lives in openblas-pthread/: Debian links it into place with update-alternatives.
+  export LD_LIBRARY_PATH=$multi:$multi/openblas-pthread:$root/usr/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   # Only the bundle's .pc files, with its root as sysroot: they say prefix=/usr.
-  export PKG_CONFIG_LIBDIR=$multi/pkgconfig:$root/usr/share/pkgconfig
+  export PKG_CONFIG_LIBDIR=$multi/pkgconfig:$multi/openblas-pthread/pkgconfig:$root/usr/share/pkgconfig
   export PKG_CONFIG_SYSROOT_DIR=$root
   export PYTHONPATH=$root/usr/lib/python3/dist-packages${PYTHONPATH:+:$PYTHONPATH}
   export TY_PG_BIN_DIR=$root/usr/lib/postgresql/15/bin
