@@ -834,6 +834,7 @@ int agent_node_msg_parse(const char *text, size_t len, struct agent_node_msg *ou
         {"report", AGENT_MSG_REPORT},
         {"log", AGENT_MSG_LOG},
         {"progress", AGENT_MSG_PROGRESS},
+        {"gpus", AGENT_MSG_GPUS},
     };
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
         if (strcmp(out->type_name, types[i].name) == 0)
@@ -849,6 +850,8 @@ int agent_node_msg_parse(const char *text, size_t len, struct agent_node_msg *ou
         rc = parse_log(out, err, errlen);
     else if (out->type == AGENT_MSG_PROGRESS)
         rc = agent__parse_progress(out->root, &out->progress, &out->n_progress, err, errlen);
+    else if (out->type == AGENT_MSG_GPUS)
+        rc = agent__parse_gpus(out->root, &out->gpu_rows, &out->n_gpu_rows, err, errlen);
     if (rc == 0)
         return 0;
 fail:;
@@ -866,6 +869,7 @@ void agent_node_msg_free(struct agent_node_msg *m)
         return;
     free(m->workers);
     free(m->progress);
+    free(m->gpu_rows);
     free(m->node_gpus);
     json_decref(m->report.numbers);
     json_decref(m->node_custom);

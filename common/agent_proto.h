@@ -60,6 +60,7 @@ enum agent_msg_type {
     AGENT_MSG_REPORT,
     AGENT_MSG_LOG,
     AGENT_MSG_PROGRESS,
+    AGENT_MSG_GPUS,
 };
 
 /* Checks a job id that will become a path component. 0 or -1. */
@@ -236,6 +237,19 @@ struct agent_progress {
     int64_t progress_age_ms;  /* since op, coll_seq, in_collective or report_seq last changed */
 };
 
+/* One GPU of a `gpus` message (agent_proto_gpus.c): NVML's view of it and its latest sample.
+ * Parsed: strings borrowed from the message. */
+#define AGENT_PROTO_MAX_GPU_ROWS 64 /* GPUs in one gpus message */
+#define AGENT_PROTO_MAX_GPU_TEXT 95 /* bytes of a uuid or name */
+struct agent_gpu_row {
+    int64_t index;                          /* 0 .. AGENT_PROTO_MAX_GPUS - 1, unique */
+    const char *uuid, *name;                /* printable ASCII; uuid non-empty */
+    int64_t memory_mb, memory_used_mb;      /* >= 0 */
+    int64_t utilization_pct, temperature_c; /* -1: null (NVML did not say) */
+    int64_t power_mw;                       /* -1: null */
+    bool lost;                              /* gone from NVML since the agent started */
+};
+
 /* A parsed agent message. */
 struct agent_node_msg {
     enum agent_msg_type type;
@@ -258,6 +272,9 @@ struct agent_node_msg {
     /* progress: n_progress rows (malloc'd) */
     struct agent_progress *progress;
     size_t n_progress;
+    /* gpus: n_gpu_rows rows (malloc'd) */
+    struct agent_gpu_row *gpu_rows;
+    size_t n_gpu_rows;
     int64_t seq; /* -1 when absent or not an integer */
 };
 
@@ -280,6 +297,8 @@ char *agent_msg_worker_exited(int64_t seq, const char *job_id, int64_t attempt, 
                               int exit_code, int signal, const char *error);
 /* A `log` message (the chunk's lines are copied). */
 char *agent_msg_log(int64_t seq, const struct agent_log_chunk *c);
+/* A `gpus` message of n rows (strings copied). */
+char *agent_msg_gpus(const struct agent_gpu_row *rows, size_t n);
 /* A `progress` message of n rows (strings copied). */
 char *agent_msg_progress(const struct agent_progress *rows, size_t n);
 /* body: a spooled report (job_id, attempt, rank, report_seq, metrics, step, time,

@@ -14,4 +14,9 @@ int agent__parse_report(json_t *root, struct agent_report *r, char *err, size_t 
 int agent__parse_progress(json_t *root, struct agent_progress **rows, size_t *n, char *err,
                           size_t errlen);
 
+/* Validates a `gpus` message (root: the whole message) into *rows (malloc'd, *n entries,
+ * strings borrowed from root; NULL when empty). 0, or -1 with err naming the field. */
+int agent__parse_gpus(json_t *root, struct agent_gpu_row **rows, size_t *n, char *err,
+                      size_t errlen);
+
 #endif

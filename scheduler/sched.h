@@ -78,7 +78,7 @@ typedef struct sched_node_desc {
     int64_t cpu_milli; /* totals */
     int64_t memory_mb;
     int gpus;             /* 0..SCHED_MAX_GPUS_PER_NODE; indices 0..gpus-1 */
-    const char *gpu_type; /* e.g. "H100"; NULL when the node has none; compared ignoring case */
+    const char *gpu_type; /* e.g. "NVIDIA H100 80GB HBM3"; NULL when the node has none */
     const sched_custom *custom;
     size_t ncustom;
     bool alive;    /* heartbeating */
@@ -112,7 +112,7 @@ typedef struct sched_job_desc {
     int max_workers;     /* elastic: the largest count in [min, max] that fits now is placed */
     sched_bundle bundle;
     sched_strategy strategy;
-    const char *accelerator_type; /* NULL: any node; else only nodes whose gpu_type matches */
+    const char *accelerator_type; /* NULL: any node; else nodes whose gpu_type holds its tokens */
     int64_t timeout_s;            /* 0: no limit (treated as running forever by backfill) */
 } sched_job_desc;
 

@@ -62,7 +62,7 @@ struct feas {
 static bool node_eligible(const struct sched__pass *p, const struct sched__job *j, size_t i)
 {
     const struct sched__node *nd = &p->snap->nodes[i];
-    return nd->schedulable && (j->accel < 0 || nd->type == j->accel);
+    return nd->schedulable && sched__type_match(p, j->accel, nd->type);
 }
 
 static void feas_update(struct feas *f, const struct sched__pass *p, const struct sched__view *v,

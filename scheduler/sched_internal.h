@@ -23,6 +23,10 @@ struct sched__names {
 int sched__names_intern(struct sched__names *names, const char *s, bool nocase);
 /* Id of `s` or -1, without adding it. */
 int sched__names_find(const struct sched__names *names, const char *s, bool nocase);
+/* Whether every token of `want` (split at spaces, '-' and '_') is, ignoring case, a token of
+ * `have`: "H100" and "h100 80gb" match "NVIDIA H100 80GB HBM3"; "H10" and "A100" do not. A
+ * `want` without tokens matches nothing. */
+bool sched__type_tokens_match(const char *want, const char *have);
 void sched__names_free(struct sched__names *names);
 
 /* Writes a milli-unit amount as a decimal ("2", "0.5", "1.25") into buf (>= 32 bytes). */
@@ -333,9 +337,20 @@ struct sched__pass {
     struct sched__pnode *pnodes;
     size_t npnodes, cap_pnodes;
 
-    int *gpu_scratch; /* SCHED_MAX_GPUS_PER_NODE entries */
+    int *gpu_scratch;       /* SCHED_MAX_GPUS_PER_NODE entries */
+    unsigned char *type_ok; /* [want * ntypes + have]: sched__type_tokens_match of two types */
     sched_result *res;
 };
+
+/* Whether a node of GPU type `type` (-1: none) serves accelerator type `accel` (-1: any). */
+static inline bool sched__type_match(const struct sched__pass *p, int accel, int type)
+{
+    if (accel < 0)
+        return true;
+    if (type < 0 || (size_t)type >= p->ntypes)
+        return false;
+    return p->type_ok[(size_t)accel * p->ntypes + (size_t)type] != 0;
+}
 
 /* Custom amounts of a job's request. */
 static inline const struct sched__amount *sched__job_cust(const struct sched__pass *p,

@@ -24,7 +24,7 @@ struct cand {
     struct sched__index *ix;
     int kind;
     int cls_lo, cls_hi;
-    int type; /* >= 0: nodes must have this GPU type (CPU index only) */
+    int type; /* >= 0: nodes must have a GPU type that serves this accelerator type */
 };
 
 /* The smallest index key of a node that can hold r workers of j. */
@@ -63,7 +63,7 @@ static long next_free(struct sched__pass *p, const struct cand *c, struct sched_
     while ((nd = sched__scan_next(s)) >= 0) {
         if (p->mark[nd] == p->epoch)
             continue;
-        if (c->type >= 0 && p->snap->nodes[nd].type != c->type)
+        if (c->type >= 0 && !sched__type_match(p, c->type, p->snap->nodes[nd].type))
             continue;
         return nd;
     }
@@ -90,13 +90,16 @@ static int pl_add(struct sched__pass *p, struct sched__placement *pl, long node,
 }
 
 /* An upper bound on what the strategy can place, from bucket counts alone (no node visited). */
-static int64_t upper_bound(const struct sched__job *j, const struct cand *c, int64_t want)
+static int64_t upper_bound(const struct sched__pass *p, const struct sched__job *j,
+                           const struct cand *c, int64_t want)
 {
     int64_t ub = 0;
     int lo = lower_key(j, c->kind, 1);
     for (int key = c->ix->nkey - 1; key >= lo && ub < want; key--) {
         int64_t per = key_bound(j, c->kind, key, want);
         for (int cls = c->cls_lo; cls <= c->cls_hi && ub < want; cls++) {
+            if (c->kind == SCHED__IX_GPU && !sched__type_match(p, c->type, cls))
+                continue;
             int64_t cnt = sched__index_count(c->ix, cls, key);
             if (!cnt)
                 continue;
@@ -234,14 +237,13 @@ int sched__place(struct sched__pass *p, struct sched__view *v, const struct sche
     c.ix = sched__view_index(v, p, c.kind);
     if (!c.ix)
         return SCHED_ENOMEM;
+    c.type = j->accel; /* an accelerator type matches node types by tokens: scan every class */
     if (c.kind == SCHED__IX_GPU) {
-        c.cls_lo = j->accel >= 0 ? j->accel : 0;
-        c.cls_hi = j->accel >= 0 ? j->accel : (int)p->ntypes;
-    } else {
-        c.type = j->accel;
+        c.cls_lo = 0;
+        c.cls_hi = j->accel >= 0 ? (int)p->ntypes - 1 : (int)p->ntypes;
     }
 
-    int64_t ub = upper_bound(j, &c, want);
+    int64_t ub = upper_bound(p, j, &c, want);
     if (ub < need) {
         pl->fit = (int)ub;
         return 0;

@@ -128,6 +128,20 @@ static void pass_free(struct sched__pass *p)
     free(p->placed);
     free(p->pnodes);
     free(p->gpu_scratch);
+    free(p->type_ok);
+}
+
+/* type_ok of a pass: which interned GPU type serves which (malloc'd; one byte when none). */
+static unsigned char *type_matrix(const sched_snapshot *snap)
+{
+    size_t n = snap->types.n;
+    unsigned char *m = malloc(n * n + 1);
+    if (!m)
+        return NULL;
+    for (size_t w = 0; w < n; w++)
+        for (size_t h = 0; h < n; h++)
+            m[w * n + h] = sched__type_tokens_match(snap->types.v[w], snap->types.v[h]);
+    return m;
 }
 
 int sched_run_pass(const sched_snapshot *snap, int64_t now, sched_result **out)
@@ -149,9 +163,10 @@ int sched_run_pass(const sched_snapshot *snap, int64_t now, sched_result **out)
     p.res = sched__result_new(snap->njobs, snap->nnodes, workers, gpus);
     p.mark = calloc(p.n + 1, sizeof *p.mark);
     p.gpu_scratch = malloc(SCHED_MAX_GPUS_PER_NODE * sizeof *p.gpu_scratch);
+    p.type_ok = type_matrix(snap);
     int rc = SCHED_ENOMEM;
-    if (!order || !p.res || !p.mark || !p.gpu_scratch || sched__view_init_now(&p.now, &p) ||
-        sched__idle_build(&p))
+    if (!order || !p.res || !p.mark || !p.gpu_scratch || !p.type_ok ||
+        sched__view_init_now(&p.now, &p) || sched__idle_build(&p))
         goto done;
 
     for (size_t i = 0; i < snap->njobs; i++)

@@ -105,9 +105,10 @@ static int64_t class_cap(const struct sched__pass *p, const struct sched__iclass
     return n;
 }
 
-static bool eligible(const struct sched__iclass *c, const struct sched__job *j)
+static bool eligible(const struct sched__pass *p, const struct sched__iclass *c,
+                     const struct sched__job *j)
 {
-    return j->accel < 0 || c->type == j->accel;
+    return sched__type_match(p, j->accel, c->type);
 }
 
 /* ------------------------------------------------------------------------- reasons */
@@ -138,7 +139,7 @@ static size_t dims_of(const struct sched__pass *p, const struct sched__job *j, s
         d[n++] = (struct dim){p->snap->custom.v[qc[i].id], true, qc[i].amount, 0, 0};
     for (size_t c = 0; c < p->niclass; c++) {
         const struct sched__iclass *cl = &p->iclass[c];
-        if (!eligible(cl, j))
+        if (!eligible(p, cl, j))
             continue;
         size_t k = 0, ci = 0;
         int64_t tot[3] = {cl->gpus, cl->cpu, cl->mem};
@@ -256,7 +257,7 @@ bool sched__idle_fits(const struct sched__pass *p, const struct sched__job *j, c
     int64_t k = j->min, sum = 0, best = 0, nodes = 0, elig = 0;
     for (size_t c = 0; c < p->niclass; c++) {
         const struct sched__iclass *cl = &p->iclass[c];
-        if (!eligible(cl, j))
+        if (!eligible(p, cl, j))
             continue;
         elig += cl->count;
         int64_t cap = class_cap(p, cl, j, k);

@@ -72,6 +72,36 @@ int sched__names_find(const struct sched__names *names, const char *s, bool noca
     return -1;
 }
 
+/* The next token of *s (advancing *s past it): its start, its length in *len; NULL at the end. */
+static const char *next_token(const char **s, size_t *len)
+{
+    const char *p = *s + strspn(*s, " -_\t");
+    size_t n = strcspn(p, " -_\t");
+    *s = p + n;
+    *len = n;
+    return n ? p : NULL;
+}
+
+bool sched__type_tokens_match(const char *want, const char *have)
+{
+    const char *w = want;
+    size_t wl;
+    const char *wt;
+    bool any = false;
+    while ((wt = next_token(&w, &wl))) {
+        any = true;
+        const char *h = have;
+        size_t hl;
+        const char *ht;
+        bool found = false;
+        while (!found && (ht = next_token(&h, &hl)))
+            found = hl == wl && strncasecmp(ht, wt, wl) == 0;
+        if (!found)
+            return false;
+    }
+    return any;
+}
+
 int sched__names_intern(struct sched__names *names, const char *s, bool nocase)
 {
     int id = sched__names_find(names, s, nocase);

@@ -13,6 +13,11 @@
  * with the next epoch (shuffles and learning rate depend only on the epoch number, so a resumed
  * run follows the same path as an uninterrupted one).
  *
+ * Built with FM_CUDA (examples/fashion_mnist_cuda), the same program trains on the GPU: the
+ * model, its momentum and the gradient live in device memory (fm_device.h), the gradient is
+ * all-reduced there (ty_allreduce on a device buffer: NCCL), and the host copy is refreshed only
+ * for checkpoints, which stay the same model.bin, so a job resumes across the two builds.
+ *
  * Exit status: 0 on success, 2 for a usage or configuration error, 3 when the final accuracy is
  * below the configured min_accuracy (a CI bar), 1 for anything else. */
 #include <cblas.h>
@@ -34,6 +39,9 @@
 #include "fm_error.h"
 #include "mlp.h"
 #include "rng.h"
+#ifdef FM_CUDA
+#include "fm_device.h"
+#endif
 
 #define EVAL_CHUNK 1000
 #define SHUFFLE_SALT 0x53485546464c45ull /* "SHUFFLE": shuffles never reuse init's stream */
@@ -58,6 +66,9 @@ typedef struct trainer {
     uint32_t epoch;  /* epochs completed */
     uint64_t step;   /* optimizer steps taken */
     double final_accuracy;
+#ifdef FM_CUDA
+    fm_dev *dev; /* the model on the GPU */
+#endif
     char prev_ckpt[4096]; /* standalone only: last checkpoint, removed once superseded */
 } trainer;
 
@@ -142,6 +153,13 @@ static int setup_local(trainer *t)
     }
     fm_pixel_table(t->table, t->cfg.standardize);
     mlp_init_he(&t->net, (uint64_t)t->cfg.seed);
+#ifdef FM_CUDA
+    if (fm_dev_open(&t->dev, &t->net, max_batch, err, sizeof err) != 0 ||
+        fm_dev_upload(t->dev, &t->net, t->velocity) != 0) {
+        errorf(t, "GPU: %s", err[0] ? err : "cannot copy the model to the device");
+        return 1;
+    }
+#endif
     return 0;
 }
 
@@ -198,6 +216,12 @@ static int resume(trainer *t)
         return 1;
     }
     LOG0(t, "resumed from %s after epoch %" PRIu32 " (step %" PRIu64 ")\n", dir, t->epoch, t->step);
+#ifdef FM_CUDA
+    if (fm_dev_upload(t->dev, &t->net, t->velocity) != 0) {
+        errorf(t, "GPU: cannot copy the resumed model to the device");
+        return 1;
+    }
+#endif
     return 0;
 }
 
@@ -217,15 +241,25 @@ static int train_epoch(trainer *t, double sums[2])
     for (size_t first = 0; first < n; first += gb) {
         size_t bsz = n - first < gb ? n - first : gb, lo, hi;
         ty_shard(t->ctx, bsz, &lo, &hi);
-        memset(t->grad, 0, np * sizeof(float));
         fm_gather(&t->train, t->order, first + lo, hi - lo, t->table, t->x, t->y);
+#ifdef FM_CUDA
+        sums[0] += fm_dev_loss_grad(t->dev, t->x, t->y, hi - lo, &hits);
+        float *grad = fm_dev_grad(t->dev);
+#else
+        memset(t->grad, 0, np * sizeof(float));
         sums[0] += mlp_loss_grad(&t->net, &t->work, t->x, t->y, hi - lo, t->grad, &hits);
-        int rc = ty_allreduce(t->ctx, t->grad, np, TY_FLOAT32, TY_SUM);
+        float *grad = t->grad;
+#endif
+        int rc = ty_allreduce(t->ctx, grad, np, TY_FLOAT32, TY_SUM);
         if (rc != 0) {
             errorf(t, "gradient allreduce at step %" PRIu64 ": %s", t->step, ty_strerror(rc));
             return 1;
         }
+#ifdef FM_CUDA
+        fm_dev_sgd(t->dev, lr, mu, 1.0f / (float)bsz);
+#else
         sgd_momentum_step(t->net.params, t->velocity, t->grad, np, lr, mu, 1.0f / (float)bsz);
+#endif
         t->step++;
     }
     sums[1] += (double)hits;
@@ -240,7 +274,11 @@ static void evaluate(trainer *t, double sums[2])
     for (size_t i = lo; i < hi; i += EVAL_CHUNK) {
         size_t k = hi - i < EVAL_CHUNK ? hi - i : EVAL_CHUNK;
         fm_gather(&t->test, NULL, i, k, t->table, t->x, t->y);
+#ifdef FM_CUDA
+        sums[0] += fm_dev_evaluate(t->dev, t->x, t->y, k, &hits);
+#else
         sums[0] += mlp_evaluate(&t->net, &t->work, t->x, t->y, k, &hits);
+#endif
     }
     sums[1] += (double)hits;
 }
@@ -275,6 +313,13 @@ static int write_checkpoint(trainer *t, char *dir, size_t dirlen)
     uint8_t *buf = NULL;
     size_t len = 0;
     char err[512] = "";
+#ifdef FM_CUDA
+    if (fm_dev_download(t->dev, &t->net, t->velocity) != 0) {
+        errorf(t, "GPU: cannot copy the model back for a checkpoint");
+        remove_checkpoint_dir(dir);
+        return 1;
+    }
+#endif
     int rc = ckpt_encode(&t->net, t->velocity, t->epoch, t->step, &buf, &len);
     if (rc == 0)
         rc = ckpt_write_dir(dir, buf, len, err, sizeof err);
@@ -400,6 +445,9 @@ static int run(trainer *t)
 
 static void trainer_free(trainer *t)
 {
+#ifdef FM_CUDA
+    fm_dev_close(t->dev);
+#endif
     fm_dataset_free(&t->train);
     fm_dataset_free(&t->test);
     mlp_work_destroy(&t->work);

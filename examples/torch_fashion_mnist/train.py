@@ -1,4 +1,5 @@
-"""Data-parallel MLP on Fashion-MNIST with PyTorch DDP (gloo), launched by Trainyard.
+"""Data-parallel MLP on Fashion-MNIST with PyTorch DDP, launched by Trainyard: gloo on CPUs, nccl
+on the GPU Trainyard gives each worker (a job with scaling_config.use_gpu true; --use-gpu).
 
 Trainyard sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, ... so `init_process_group("gloo")`
 with the default env:// works unchanged. Without Trainyard the same script runs as one worker:
@@ -66,6 +67,9 @@ def config():
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--limit-train", type=int, default=0, help="use only the first N images")
     p.add_argument("--data-dir", default=DATA_DIR)
+    p.add_argument("--use-gpu", choices=("auto", "yes", "no"), default="auto",
+                   help="train on CUDA with the nccl backend (auto: when Trainyard gave this "
+                        "worker a GPU, i.e. CUDA_VISIBLE_DEVICES is not empty)")
     args = vars(p.parse_args())
     cfg = json.loads(os.environ.get("TRAINYARD_CONFIG") or "{}")
     for k, v in cfg.items():
@@ -76,9 +80,19 @@ def config():
 def main():
     cfg = config()
     torch.set_num_threads(1)
-    distributed = "RANK" in os.environ and int(os.environ.get("WORLD_SIZE", "1")) > 1
+    use_gpu = cfg["use_gpu"]
+    if use_gpu in ("auto", None):
+        use_gpu = bool(os.environ.get("CUDA_VISIBLE_DEVICES"))
+    elif isinstance(use_gpu, str):
+        use_gpu = use_gpu == "yes"
+    if use_gpu and not torch.cuda.is_available():
+        print("use_gpu: CUDA is not available to this worker", file=sys.stderr)
+        return 2
+    device = torch.device("cuda:0" if use_gpu else "cpu")  # its own GPU is the only one visible
+    # With a GPU the process group starts even for one worker: nccl is part of what runs.
+    distributed = "RANK" in os.environ and (int(os.environ.get("WORLD_SIZE", "1")) > 1 or use_gpu)
     if distributed:
-        dist.init_process_group("gloo")  # env:// from Trainyard's variables
+        dist.init_process_group("nccl" if use_gpu else "gloo")  # env:// from Trainyard
     rank = dist.get_rank() if distributed else 0
     world = dist.get_world_size() if distributed else 1
     torch.manual_seed(0)
@@ -87,15 +101,17 @@ def main():
     x_test, y_test = load_split(cfg["data_dir"], "test")
     if cfg["limit_train"]:
         x_train, y_train = x_train[:cfg["limit_train"]], y_train[:cfg["limit_train"]]
+    x_train, y_train = x_train.to(device), y_train.to(device)
+    x_test, y_test = x_test.to(device), y_test.to(device)
 
-    model = MLP()
+    model = MLP().to(device)
     if distributed:
-        model = nn.parallel.DistributedDataParallel(model)
+        model = nn.parallel.DistributedDataParallel(model, device_ids=[0] if use_gpu else None)
     opt = torch.optim.SGD(model.parameters(), lr=cfg["lr"], momentum=0.9)
     start_epoch = 0
     resume = os.environ.get("TRAINYARD_CHECKPOINT_DIR")
     if resume and os.path.exists(os.path.join(resume, "model.pt")):
-        state = torch.load(os.path.join(resume, "model.pt"))
+        state = torch.load(os.path.join(resume, "model.pt"), map_location=device)
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
         start_epoch = state["epoch"] + 1
@@ -105,7 +121,7 @@ def main():
     for epoch in range(start_epoch, cfg["epochs"]):
         t0 = time.time()
         g = torch.Generator().manual_seed(epoch)
-        order = torch.randperm(n, generator=g)
+        order = torch.randperm(n, generator=g).to(device)
         model.train()
         total, count = 0.0, 0
         for b in range(0, n - cfg["batch_size"] + 1, cfg["batch_size"]):
@@ -120,7 +136,7 @@ def main():
         with torch.no_grad():
             shard = slice(rank * len(x_test) // world, (rank + 1) * len(x_test) // world)
             correct = (model(x_test[shard]).argmax(1) == y_test[shard]).sum()
-            stats = torch.tensor([float(correct), total, float(count)])
+            stats = torch.tensor([float(correct), total, float(count)], device=device)
             if distributed:
                 dist.all_reduce(stats)
         accuracy = stats[0].item() / len(x_test)
@@ -140,7 +156,8 @@ def main():
                             "epoch": epoch}, os.path.join(ckpt, "model.pt"))
             trainyard.report(metrics, checkpoint=ckpt)
     if rank == 0:
-        print(f"final test accuracy: {accuracy:.4f}", flush=True)
+        print(f"final test accuracy: {accuracy:.4f} ({device}, "
+              f"{dist.get_backend() if distributed else 'not distributed'})", flush=True)
     if distributed:
         dist.destroy_process_group()
     return 0

@@ -14,14 +14,67 @@
 #include "server.h"
 #include "store.h"
 
+#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define LOAD(x) ((double)atomic_load_explicit(&(x), memory_order_relaxed))
 
+struct cluster_read {
+    struct store_cluster_stats stats;
+    char *gpus; /* JSON array of store_node_gpus */
+};
+
 static int read_stats(struct db_conn *c, void *arg)
 {
-    return store_cluster_stats(c, arg);
+    struct cluster_read *r = arg;
+    int rc = store_cluster_stats(c, &r->stats);
+    return rc < 0 ? rc : store_node_gpus(c, &r->gpus);
+}
+
+/* One gauge per GPU of the alive nodes (labels node, gpu, uuid), from the agents' NVML samples;
+ * a sample NVML did not give (null) is left out. */
+static void gpu_family(struct textbuf *b, json_t *gpus, const char *name, const char *help,
+                       const char *field, double scale)
+{
+    prom_family(b, name, "gauge", help);
+    size_t i;
+    json_t *g;
+    json_array_foreach(gpus, i, g)
+    {
+        json_t *v = json_object_get(g, field);
+        if (!json_is_number(v) && !json_is_boolean(v))
+            continue;
+        char index[24];
+        snprintf(index, sizeof(index), "%lld",
+                 (long long)json_integer_value(json_object_get(g, "index")));
+        const char *node = json_string_value(json_object_get(g, "node"));
+        const char *uuid = json_string_value(json_object_get(g, "uuid"));
+        const char *l[] = {"node", node ? node : "", "gpu", index, "uuid", uuid ? uuid : "", NULL};
+        double x = json_is_boolean(v) ? (json_is_true(v) ? 1 : 0) : json_number_value(v) * scale;
+        prom_sample(b, name, l, x);
+    }
+}
+
+static void gpu_figures(struct textbuf *b, const char *text)
+{
+    json_t *gpus = text ? json_loads(text, 0, NULL) : NULL;
+    if (!json_is_array(gpus) || json_array_size(gpus) == 0) {
+        json_decref(gpus);
+        return;
+    }
+    gpu_family(b, gpus, "trainyard_gpu_utilization_ratio", "GPU busy share, NVML's last sample.",
+               "utilization_pct", 0.01);
+    gpu_family(b, gpus, "trainyard_gpu_memory_used_bytes", "GPU memory in use.", "memory_used_mb",
+               1048576.0);
+    gpu_family(b, gpus, "trainyard_gpu_memory_total_bytes", "GPU memory.", "memory_mb", 1048576.0);
+    gpu_family(b, gpus, "trainyard_gpu_temperature_celsius", "GPU temperature.", "temperature_c",
+               1.0);
+    gpu_family(b, gpus, "trainyard_gpu_power_watts", "GPU power draw.", "power_mw", 0.001);
+    gpu_family(b, gpus, "trainyard_gpu_lost", "1 when the GPU left NVML (out of capacity).", "lost",
+               1.0);
+    json_decref(gpus);
 }
 
 static void cluster_figures(struct textbuf *b, const struct store_cluster_stats *s)
@@ -115,15 +168,18 @@ static void http_figures(struct textbuf *b, struct srv_telemetry *t)
 enum MHD_Result h_prometheus(struct srv_request *req)
 {
     struct srv *srv = req->srv;
-    struct store_cluster_stats stats;
-    bool db_up = db_with_conn(srv->db, read_stats, &stats) >= 0;
+    struct cluster_read cr = {0};
+    bool db_up = db_with_conn(srv->db, read_stats, &cr) >= 0;
     struct textbuf b;
     textbuf_init(&b, 8192);
     prom_family(&b, "trainyard_database_up", "gauge",
                 "1 when the database answered this scrape's query, else 0.");
     prom_sample(&b, "trainyard_database_up", NULL, db_up ? 1 : 0);
-    if (db_up)
-        cluster_figures(&b, &stats);
+    if (db_up) {
+        cluster_figures(&b, &cr.stats);
+        gpu_figures(&b, cr.gpus);
+    }
+    free(cr.gpus);
     ingest_figures(&b, &srv->telemetry);
     http_figures(&b, &srv->telemetry);
     uint64_t waits, wait_us;

@@ -419,7 +419,8 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
     /* Every other message is applied after the worker starts queued before it, a change of a
      * job's state after the log chunks queued before it, and every message but a report after
      * the reports queued before it (so a worker's exit follows its reports and its output). */
-    bool unordered = m.type == AGENT_MSG_LOG || m.type == AGENT_MSG_PROGRESS;
+    bool unordered =
+        m.type == AGENT_MSG_LOG || m.type == AGENT_MSG_PROGRESS || m.type == AGENT_MSG_GPUS;
     if (m.type != AGENT_MSG_WORKER_STARTED && !unordered)
         ctl__flush_started(ctl);
     if ((m.type != AGENT_MSG_REPORT && !unordered) || !ok)
@@ -457,6 +458,8 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
             ctl__queue_report(ctl, conn, &m);
         else if (m.type == AGENT_MSG_PROGRESS)
             ctl__on_progress(ctl, node, &m);
+        else if (m.type == AGENT_MSG_GPUS)
+            ctl__on_gpus(ctl, node, &m);
         else if (m.type != AGENT_MSG_HEARTBEAT) /* heartbeat: last_seen updated above */
             TY_DEBUG("control", "node %s: ignoring message type '%s'", node->id, m.type_name);
         if (rc < 0)

@@ -174,6 +174,8 @@ void ctl__flush_logs(struct control *ctl);
  * of the periodic tick (at most once a second): names each hang once in the job's events and
  * fails the job past its hang_timeout_s. */
 void ctl__on_progress(struct control *ctl, struct ctl_node *node, const struct agent_node_msg *m);
+/* control_gpus.c: agent message `gpus`, stored at once in nodes.gpus (one statement). */
+void ctl__on_gpus(struct control *ctl, struct ctl_node *node, const struct agent_node_msg *m);
 void ctl__check_hangs(struct control *ctl);
 
 /* control_specs.c: the parsed spec of a pending job, or NULL if not cached yet. */

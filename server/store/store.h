@@ -32,6 +32,9 @@ struct store_cluster_stats {
 };
 /* Reads them in one statement. Returns 1 or an error. */
 int store_cluster_stats(struct db_conn *c, struct store_cluster_stats *out);
+/* The GPUs of alive nodes with their latest sample, as a JSON array (malloc'd in *json) of
+ * nodes.gpus rows with "node" added (migrations/0027_node_gpus.sql). Returns 1 or an error. */
+int store_node_gpus(struct db_conn *c, char **json);
 
 /* ---- tokens (store_tokens.c) ---- */
 int store_token_lookup(struct db_conn *c, const char *hash, struct srv_identity *who);
@@ -460,6 +463,9 @@ void store_log_lines_free(struct store_log_line *lines, size_t n);
 /* Stores one `progress` message of node_id (rows: a JSON array of ty_progress_ingest rows). Rows
  * of workers not placed on that node are ignored. Returns the rows stored, or an error. */
 int store_progress_ingest(struct db_conn *c, const char *node_id, const char *rows_json);
+/* Stores one `gpus` message of node_id (rows: a JSON array as nodes.gpus holds it,
+ * migrations/0027_node_gpus.sql). Returns how many GPUs were newly lost, or an error (< 0). */
+int store_gpus_ingest(struct db_conn *c, const char *node_id, const char *rows_json);
 /* A running attempt whose ranks all have a fresh heartbeat and none progressed for its
  * hang_warn_s. */
 struct store_hang_suspect {

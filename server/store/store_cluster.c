@@ -32,7 +32,8 @@ static int id_column(struct db_conn *c, const struct db_stmt *st, char ***ids, s
 #define NODE_JSON                                                                                  \
     "jsonb_build_object('id', n.id, 'hostname', n.hostname, 'address', n.address, "                \
     "'status', n.status, 'draining', n.draining, 'resources', n.resources, "                       \
-    "'gpu_type', n.gpu_type, 'labels', n.labels, 'agent_version', n.agent_version, "               \
+    "'gpu_type', n.gpu_type, 'gpus', n.gpus, 'labels', n.labels, 'agent_version', "                \
+    "n.agent_version, "                                                                            \
     "'registered_at', ty_ts(n.registered_at), 'last_heartbeat_at', ty_ts(n.last_heartbeat_at), "   \
     "'running_workers', (SELECT count(*) FROM workers w WHERE w.node_id = n.id "                   \
     "                    AND w.status IN ('PLACED', 'RUNNING')))"

@@ -22,6 +22,20 @@ int store_progress_ingest(struct db_conn *c, const char *node_id, const char *ro
     return stored;
 }
 
+int store_gpus_ingest(struct db_conn *c, const char *node_id, const char *rows_json)
+{
+    static const struct db_stmt st = {"gpus_ingest", "SELECT ty_gpus_ingest($1, $2::jsonb)", 2,
+                                      false};
+    const char *p[] = {node_id, rows_json};
+    char *n = NULL;
+    int qs = db_exec_text(c, &st, p, &n);
+    if (qs <= 0)
+        return qs < 0 ? qs : 0;
+    int lost = n ? (int)strtol(n, NULL, 10) : 0;
+    free(n);
+    return lost;
+}
+
 int store_hang_suspects(struct db_conn *c, struct store_hang_suspect **out, size_t *n)
 {
     /* Only attempts whose every running worker has a heartbeat relayed in the last 10 s (an

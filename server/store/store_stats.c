@@ -63,3 +63,16 @@ int store_cluster_stats(struct db_conn *c, struct store_cluster_stats *out)
     PQclear(res);
     return 1;
 }
+
+int store_node_gpus(struct db_conn *c, char **json)
+{
+    static const struct db_stmt st = {
+        "node_gpus",
+        "SELECT coalesce(jsonb_agg(g || jsonb_build_object('node', n.id) ORDER BY n.id, "
+        "(g->>'index')::integer), '[]')::text "
+        "FROM nodes n, jsonb_array_elements(n.gpus) g WHERE n.status = 'ALIVE'",
+        0, true};
+    *json = NULL;
+    int qs = db_exec_text(c, &st, NULL, json);
+    return qs < 0 ? qs : 1;
+}

@@ -29,6 +29,10 @@ AGENT_WRAPPER = os.environ.get("TY_AGENT_WRAPPER", "").split()
 
 
 def pg_bin_dir():
+    """PostgreSQL's server binaries: $TY_PG_BIN_DIR (e.g. an unpacked bundle, scripts/gpu-run.sh)
+    or the newest under /usr/lib/postgresql."""
+    if os.environ.get("TY_PG_BIN_DIR"):
+        return os.environ["TY_PG_BIN_DIR"]
     base = "/usr/lib/postgresql"
     versions = sorted((int(v) for v in os.listdir(base) if v.isdigit()), reverse=True)
     for v in versions:

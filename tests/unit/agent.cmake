@@ -14,3 +14,6 @@ if(TARGET tywire)
     SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_agent_proto_progress.c
     LIBS tywire tycommon PkgConfig::JANSSON)
 endif()
+# The agent protocol's `gpus` message (tycommon).
+ty_add_unit_tests(test_agent_proto_gpus
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_agent_proto_gpus.c LIBS tycommon PkgConfig::JANSSON)

@@ -229,26 +229,6 @@ static void agent_resources_accept_custom_numbers_only(void **state)
     assert_int_equal(agent_parse_resources("[1]", &o, err, sizeof(err)), -1);
 }
 
-static void agent_gpu_type_from_nvml_name(void **state)
-{
-    (void)state;
-    char t[64];
-    const char *cases[][2] = {
-        {"NVIDIA H100 80GB HBM3", "H100"},
-        {"NVIDIA A100-SXM4-80GB", "A100"},
-        {"Tesla V100-SXM2-16GB", "V100"},
-        {"NVIDIA GeForce RTX 4090", "RTX-4090"},
-        {"NVIDIA L4", "L4"},
-        {"NVIDIA H200", "H200"},
-    };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        agent_gpu_type_from_name(cases[i][0], t, sizeof(t));
-        assert_string_equal(t, cases[i][1]);
-    }
-    agent_gpu_type_from_name("NVIDIA H100", t, 3);
-    assert_string_equal(t, "H1");
-}
-
 /* ---- the option table ---- */
 
 static int load(struct agent_config *cfg, int argc, const char **argv)
@@ -360,7 +340,6 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(agent_server_url_parses_host_port_path),
     cmocka_unit_test(agent_labels_accept_json_or_pairs),
     cmocka_unit_test(agent_resources_accept_custom_numbers_only),
-    cmocka_unit_test(agent_gpu_type_from_nvml_name),
     cmocka_unit_test(agent_config_defaults),
     cmocka_unit_test(agent_config_flags_win_over_environment),
     cmocka_unit_test(agent_config_rejects_bad_values),

@@ -121,6 +121,28 @@ static void agent_cuda_visible_devices_of_the_agent_is_replaced(void **state)
     agent_server_msg_free(&m);
 }
 
+static void agent_cuda_visible_devices_names_nvml_uuids(void **state)
+{
+    (void)state;
+    struct agent_server_msg m = parse_launch(NULL);
+    struct agent_gpu gpus[4] = {{.index = 0, .uuid = "GPU-aaaa"},
+                                {.index = 1, .uuid = "GPU-bbbb"},
+                                {.index = 2, .uuid = "GPU-cccc"},
+                                {.index = 3, .uuid = ""}};
+    struct agent_env_private priv = {.gpus = gpus, .n_gpus = 4};
+    char **env = agent_env_build(NULL, &m.launch, &m.launch.workers[0], "/opt/ty/python",
+                                 "/data/report.sock", NULL, &priv);
+    assert_non_null(env);
+    expect(env, "CUDA_VISIBLE_DEVICES", "GPU-bbbb,3"); /* GPU 3's UUID is unknown: its index */
+    agent_env_free(env);
+    env = agent_env_build(NULL, &m.launch, &m.launch.workers[1], "/opt/ty/python",
+                          "/data/report.sock", NULL, &priv);
+    assert_non_null(env);
+    expect(env, "CUDA_VISIBLE_DEVICES", "");
+    agent_env_free(env);
+    agent_server_msg_free(&m);
+}
+
 static void agent_tensorflow_backend_gets_tf_config(void **state)
 {
     (void)state;
@@ -202,7 +224,9 @@ static void agent_private_variables_are_set(void **state)
     (void)state;
     struct agent_server_msg m = parse_launch("\"rendezvous_secret\":\"rv-1\"");
     char *base[] = {"HOME=/root", "USER=root", NULL};
-    struct agent_env_private priv = {"rep-1", "/tmp/trainyard-j-7.2.2-abc", "trainyard-2000000001"};
+    struct agent_env_private priv = {.report_secret = "rep-1",
+                                     .tmp_dir = "/tmp/trainyard-j-7.2.2-abc",
+                                     .user = "trainyard-2000000001"};
     char **env = agent_env_build(base, &m.launch, &m.launch.workers[0], "/opt/ty/python",
                                  "/data/report.sock", NULL, &priv);
     assert_non_null(env);
@@ -310,6 +334,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(agent_checkpoint_dir_is_passed_when_resuming),
     cmocka_unit_test(agent_cuda_visible_devices_lists_the_worker_gpus),
     cmocka_unit_test(agent_cuda_visible_devices_of_the_agent_is_replaced),
+    cmocka_unit_test(agent_cuda_visible_devices_names_nvml_uuids),
     cmocka_unit_test(agent_tensorflow_backend_gets_tf_config),
     cmocka_unit_test(agent_tf_config_uses_rank_addresses_when_given),
     cmocka_unit_test(agent_job_env_is_applied_last),

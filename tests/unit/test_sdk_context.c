@@ -339,6 +339,27 @@ static void context_should_checkpoint_follows_the_request_file(void **state)
     rmdir(dir);
 }
 
+/* A CUDA stream set for device buffers leaves host buffers on the native path (no GPU here:
+ * CUDA_VISIBLE_DEVICES unset, so CUDA is never loaded). */
+static void context_cuda_stream_leaves_host_buffers_alone(void **state)
+{
+    (void)state;
+    clear_env();
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    assert_int_equal(ty_set_cuda_stream(NULL, NULL), TY_EINVAL);
+    ty_ctx *c;
+    assert_int_equal(ty_init(&c, NULL, NULL), 0);
+    int rc = ty_set_cuda_stream(c, (void *)&rc);
+    assert_true(rc == 0 || rc == TY_ENOTSUP); /* TY_ENOTSUP: built without NCCL */
+    int32_t v[3] = {4, 5, 6}, all[3] = {0};
+    assert_int_equal(ty_allreduce(c, v, 3, TY_INT32, TY_SUM), 0);
+    assert_int_equal(v[0] + v[1] + v[2], 15);
+    assert_int_equal(ty_allgather(c, v, all, sizeof(v)), 0);
+    assert_memory_equal(all, v, sizeof(v));
+    assert_int_equal(ty_set_cuda_stream(c, NULL), rc);
+    ty_finish(&c);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(context_standalone_defaults),
     cmocka_unit_test(context_standalone_config_flag_removed_from_argv),
@@ -353,5 +374,6 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(context_missing_master_port_is_config_error),
     cmocka_unit_test(context_timeouts_validated),
     cmocka_unit_test(context_should_checkpoint_follows_the_request_file),
+    cmocka_unit_test(context_cuda_stream_leaves_host_buffers_alone),
 };
 TY_TEST_MAIN(tests)

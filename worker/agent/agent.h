@@ -76,6 +76,8 @@ struct agent_config {
     int64_t memory_mb; /* 0: detect */
     char *gpus;        /* NULL: detect through NVML */
     char *gpu_type;
+    char *nvml_library;            /* NULL: libnvidia-ml.so.1 */
+    int64_t gpu_sample_interval_s; /* 0: no samples sent */
     char *resources;
     char *labels;
     char *port_range;
@@ -135,9 +137,6 @@ int agent_parse_gpu_list(const char *s, int **out, size_t *n, char *err, size_t 
 int agent_parse_labels(const char *s, json_t **out, char *err, size_t errlen);
 /* '{"name": number}' -> new object; names CPU, GPU and memory_mb are refused (use the flags). */
 int agent_parse_resources(const char *s, json_t **out, char *err, size_t errlen);
-/* A short accelerator type from an NVML device name: "NVIDIA H100 80GB HBM3" -> "H100". Writes
- * into out (always terminated). */
-void agent_gpu_type_from_name(const char *name, char *out, size_t outlen);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Backoff (backoff.c)                                                                         */
@@ -188,11 +187,24 @@ void agent_log_journal_parse(const char *text, struct agent_log_journal *j);
  * notice: drain, preemption, user stop); its path is TRAINYARD_CHECKPOINT_REQUEST_FILE. */
 #define AGENT_CHECKPOINT_REQUEST_FILE "trainyard-checkpoint-request"
 
+/* One GPU as NVML describes it; the sampled fields are -1 when NVML does not say. */
+struct agent_gpu {
+    int index;
+    char uuid[96];
+    char name[96];
+    int64_t memory_mb, memory_used_mb;
+    int utilization_pct, temperature_c;
+    int64_t power_mw;
+    bool lost; /* gone from NVML since discovery */
+};
+
 struct agent_env_private {
-    const char *report_secret; /* TRAINYARD_REPORT_SECRET: proves the worker in `hello` */
-    const char *tmp_dir;       /* TMPDIR: the worker's private temporary directory */
-    const char *user;          /* set when it runs under a uid of its own: USER and LOGNAME,
-                                * and HOME = tmp_dir */
+    const char *report_secret;    /* TRAINYARD_REPORT_SECRET: proves the worker in `hello` */
+    const char *tmp_dir;          /* TMPDIR: the worker's private temporary directory */
+    const char *user;             /* set when it runs under a uid of its own: USER and LOGNAME,
+                                   * and HOME = tmp_dir */
+    const struct agent_gpu *gpus; /* NVML's GPUs, by index: CUDA_VISIBLE_DEVICES names UUIDs */
+    size_t n_gpus;
 };
 
 /* Builds the environment of one worker: the variables of `base` (the agent's environment, may be
@@ -314,10 +326,13 @@ struct agent {
     int64_t cpus, memory_mb;
     int *gpus;
     size_t n_gpus;
-    char *report_socket;  /* <data>/report.sock */
-    uid_t uid_lo, uid_hi; /* the uids workers run under; AGENT_NO_UID: the agent's own */
-    gid_t run_as_gid;     /* --run-as USER: that user's group */
-    char run_as_user[64]; /* --run-as USER: its name; "" otherwise */
+    struct agent_gpu *gpu_info; /* n_gpu_info entries when NVML found them, else NULL */
+    size_t n_gpu_info;          /* lost GPUs stay here (marked) but leave gpus */
+    int64_t gpus_sent_ms;       /* when the last `gpus` message went */
+    char *report_socket;        /* <data>/report.sock */
+    uid_t uid_lo, uid_hi;       /* the uids workers run under; AGENT_NO_UID: the agent's own */
+    gid_t run_as_gid;           /* --run-as USER: that user's group */
+    char run_as_user[64];       /* --run-as USER: its name; "" otherwise */
     char *spool_dir;
     char *workers_dir;        /* <data>/workers: one record per running worker (adopt.c) */
     char *supervisor_path;    /* trainyard-supervisor, beside the agent's executable */
@@ -563,9 +578,18 @@ int agent__credential_save(struct agent *a, const char *credential);
 char *agent__node_id_load(const char *data_dir, const char *declared);
 int64_t agent__detect_cpus(void);
 int64_t agent__detect_memory_mb(void);
-/* GPUs through NVML (dlopen'ed); 0 GPUs when the library is missing or fails. Fills *type
- * (malloc'd or NULL). */
-size_t agent__detect_gpus(int **gpus, char **type);
+/* nvml.c: GPUs through NVML (dlopen'ed from `library`, NULL: libnvidia-ml.so.1). Returns the
+ * number of GPUs with *gpus their indices and *info their identity and first sample (both
+ * malloc'd, NULL when 0); 0 GPUs (logged) when the library is missing or fails. */
+size_t agent__detect_gpus(const char *library, int **gpus, struct agent_gpu **info);
+/* Samples the n GPUs of `info` again (use, temperature, power), marking those whose index no
+ * longer has a device, or has one with another UUID, as lost. 0, or -1 when NVML fails (all
+ * marked lost). */
+int agent__sample_gpus(const char *library, struct agent_gpu *info, size_t n);
+/* From the poll loop: every --gpu-sample-interval seconds while registered, samples the GPUs
+ * NVML found, takes lost ones out of a->gpus (the next register offers fewer) and sends them in
+ * a `gpus` message. */
+void agent__gpus_tick(struct agent *a);
 
 /* spool.c */
 /* Writes body durably to the spool (write + fdatasync + rename + directory fsync). Returns the

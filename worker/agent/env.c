@@ -98,17 +98,35 @@ char *agent_tf_config(const struct agent_launch *l, int64_t rank)
     return s;
 }
 
-/* "0,1,3" from the worker's GPUs ("" without GPUs). */
-static void gpu_list_text(const struct agent_launch_worker *w, char *buf, size_t len)
+/* The UUID NVML gave GPU `index`, or NULL when the agent knows none (declared GPUs). */
+static const char *gpu_uuid(const struct agent_env_private *priv, int index)
 {
-    size_t off = 0;
+    for (size_t i = 0; priv && i < priv->n_gpus; i++)
+        if (priv->gpus[i].index == index && priv->gpus[i].uuid[0])
+            return priv->gpus[i].uuid;
+    return NULL;
+}
+
+/* CUDA_VISIBLE_DEVICES of a worker, "GPU-8f2c...,GPU-11aa..." by UUID where NVML gave them (an
+ * index can name another device once CUDA_DEVICE_ORDER or a lost GPU renumbers them), else
+ * "0,1,3" by index ("" without GPUs). Returns a malloc'd string or NULL. */
+static char *gpu_list_text(const struct agent_launch_worker *w,
+                           const struct agent_env_private *priv)
+{
+    size_t len = w->n_gpus * (sizeof(priv->gpus[0].uuid) + 1) + 1, off = 0;
+    char *buf = malloc(len);
+    if (!buf)
+        return NULL;
     buf[0] = '\0';
     for (size_t i = 0; i < w->n_gpus && off < len; i++) {
-        int n = snprintf(buf + off, len - off, "%s%d", i ? "," : "", w->gpus[i]);
+        const char *uuid = gpu_uuid(priv, w->gpus[i]);
+        int n = uuid ? snprintf(buf + off, len - off, "%s%s", i ? "," : "", uuid)
+                     : snprintf(buf + off, len - off, "%s%d", i ? "," : "", w->gpus[i]);
         if (n < 0)
             break;
         off += (size_t)n;
     }
+    return buf;
 }
 
 /* python_path, then `rest` (when non-empty), joined by ':' (malloc'd). */
@@ -209,9 +227,12 @@ char **agent_env_build(char *const *base, const struct agent_launch *l,
     envb_set_int(&b, "NODE_RANK", l->node_rank);
     envb_set(&b, "MASTER_ADDR", l->master_addr);
     envb_set_int(&b, "MASTER_PORT", l->master_port);
-    char gpus[AGENT_PROTO_MAX_GPUS * 6];
-    gpu_list_text(w, gpus, sizeof(gpus));
-    envb_set(&b, "CUDA_VISIBLE_DEVICES", gpus);
+    char *gpus = gpu_list_text(w, priv);
+    if (!gpus)
+        b.oom = true;
+    else
+        envb_set(&b, "CUDA_VISIBLE_DEVICES", gpus);
+    free(gpus);
     if (strcmp(l->backend, "tensorflow") == 0) {
         char *tf = agent_tf_config(l, w->rank);
         if (!tf)

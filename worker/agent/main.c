@@ -45,6 +45,7 @@ static void poll_tick(lws_sorted_usec_list_t *sul)
     agent__prepare_poll(a);
     agent__tails_poll(a);
     agent__progress_tick(a);
+    agent__gpus_tick(a);
     if (stop_requested && !a->shutting_down) {
         TY_INFO("agent", "signal %d: stopping %zu worker(s), then exiting", (int)stop_requested,
                 agent__workers_running(a));
@@ -174,7 +175,13 @@ static int agent_setup(struct agent *a)
         }
         a->n_gpus = cfg->n_gpus;
     } else {
-        a->n_gpus = agent__detect_gpus(&a->gpus, &detected_type);
+        a->n_gpus = agent__detect_gpus(cfg->nvml_library, &a->gpus, &a->gpu_info);
+        a->n_gpu_info = a->n_gpus;
+        if (a->n_gpus > 0 && a->gpu_info[0].name[0]) {
+            detected_type = strndup(a->gpu_info[0].name, 64); /* node.gpu_type limit */
+            if (!detected_type)
+                return -1;
+        }
     }
     if (cfg->gpu_type) {
         free(detected_type);
@@ -200,6 +207,7 @@ static void agent_free(struct agent *a)
     UTIL_FREE(a->node_credential);
     UTIL_FREE(a->gpu_type);
     UTIL_FREE(a->gpus);
+    UTIL_FREE(a->gpu_info);
     UTIL_FREE(a->report_socket);
     UTIL_FREE(a->spool_dir);
     UTIL_FREE(a->workers_dir);

@@ -1,11 +1,10 @@
-/* Node identity and resources: the node-id file, CPU count, memory, GPUs through NVML. NVML is
- * dlopen'ed at run time, so the agent runs on hosts without a driver. */
+/* Node identity and resources: the node-id file, the credential, CPU count, memory (GPUs: nvml.c).
+ */
 #include "agent.h"
 
 #include "log.h"
 #include "util.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -123,72 +122,4 @@ int64_t agent__detect_memory_mb(void)
     }
     free(text);
     return mb;
-}
-
-/* NVML, declared by hand (no nvml.h needed at build time). */
-typedef int nvml_ret;
-typedef void *nvml_device;
-
-size_t agent__detect_gpus(int **gpus, char **type)
-{
-    *gpus = NULL;
-    *type = NULL;
-    void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        TY_INFO("agent", "no NVML (%s): 0 GPUs", dlerror());
-        return 0;
-    }
-    nvml_ret (*init)(void) = NULL;
-    nvml_ret (*shutdown)(void) = NULL;
-    nvml_ret (*count)(unsigned *) = NULL;
-    nvml_ret (*handle)(unsigned, nvml_device *) = NULL;
-    nvml_ret (*name)(nvml_device, char *, unsigned) = NULL;
-    *(void **)&init = dlsym(lib, "nvmlInit_v2");
-    if (!init)
-        *(void **)&init = dlsym(lib, "nvmlInit");
-    *(void **)&shutdown = dlsym(lib, "nvmlShutdown");
-    *(void **)&count = dlsym(lib, "nvmlDeviceGetCount_v2");
-    if (!count)
-        *(void **)&count = dlsym(lib, "nvmlDeviceGetCount");
-    *(void **)&handle = dlsym(lib, "nvmlDeviceGetHandleByIndex_v2");
-    if (!handle)
-        *(void **)&handle = dlsym(lib, "nvmlDeviceGetHandleByIndex");
-    *(void **)&name = dlsym(lib, "nvmlDeviceGetName");
-    size_t n = 0;
-    if (!init || !count) {
-        TY_WARN("agent", "NVML lacks nvmlInit/nvmlDeviceGetCount: 0 GPUs");
-        goto out;
-    }
-    nvml_ret rc = init();
-    if (rc != 0) {
-        TY_WARN("agent", "nvmlInit failed (%d): 0 GPUs", rc);
-        goto out;
-    }
-    unsigned c = 0;
-    if (count(&c) != 0 || c == 0 || c > AGENT_PROTO_MAX_GPUS) {
-        c = 0;
-    } else {
-        *gpus = calloc(c, sizeof(int));
-        if (*gpus) {
-            n = c;
-            for (unsigned i = 0; i < c; i++)
-                (*gpus)[i] = (int)i;
-        }
-    }
-    if (n > 0 && handle && name) {
-        nvml_device dev = NULL;
-        char buf[96] = {0};
-        if (handle(0, &dev) == 0 && name(dev, buf, sizeof(buf)) == 0) {
-            char t[64];
-            agent_gpu_type_from_name(buf, t, sizeof(t));
-            if (t[0])
-                *type = strdup(t);
-            TY_INFO("agent", "NVML: %zu GPU(s), %s", n, buf);
-        }
-    }
-    if (shutdown)
-        shutdown();
-out:
-    dlclose(lib);
-    return n;
 }

@@ -355,7 +355,8 @@ static char **worker_env(struct agent *a, struct agent_worker *w, const struct a
     }
     char user[64];
     struct agent_env_private priv = {w->secret, w->tmp_dir,
-                                     agent__worker_user(a, w, user, sizeof(user))};
+                                     agent__worker_user(a, w, user, sizeof(user)), a->gpu_info,
+                                     a->n_gpu_info};
     char **env = agent_env_build(environ, l, lw, a->cfg->python_path, a->report_socket,
                                  a->socket_ifname[0] ? a->socket_ifname : NULL, &priv);
     if (!env)

@@ -160,7 +160,7 @@ static int coll_leave(ty_ctx *c, int rc)
 /* ty_allreduce once its arguments are checked. */
 static int coll_allreduce(ty_ctx *c, void *buf, size_t count, ty_dtype dt, ty_op op)
 {
-    if (!c->coll_err && c->world > 1 && count && ty__nccl_is_device_ptr(c, buf))
+    if (!c->coll_err && count && ty__nccl_is_device_ptr(c, buf))
         return coll_leave(c, ty__nccl_allreduce(c, buf, count, dt, op));
     int rc = coll_enter(c);
     if (rc != 0 || count == 0)
@@ -185,7 +185,7 @@ int ty_allreduce(ty_ctx *c, void *buf, size_t count, ty_dtype dt, ty_op op)
 /* ty_broadcast once its arguments are checked. */
 static int coll_broadcast(ty_ctx *c, void *buf, size_t bytes, int root)
 {
-    if (!c->coll_err && c->world > 1 && bytes && ty__nccl_is_device_ptr(c, buf))
+    if (!c->coll_err && bytes && ty__nccl_is_device_ptr(c, buf))
         return coll_leave(c, ty__nccl_broadcast(c, buf, bytes, root));
     int rc = coll_enter(c);
     if (rc != 0 || bytes == 0)
@@ -217,7 +217,7 @@ int ty_barrier(ty_ctx *c)
 /* ty_allgather once its arguments are checked. */
 static int coll_allgather(ty_ctx *c, const void *send, void *recv, size_t bytes_per_rank)
 {
-    if (!c->coll_err && c->world > 1 && bytes_per_rank && ty__nccl_is_device_ptr(c, recv))
+    if (!c->coll_err && bytes_per_rank && ty__nccl_is_device_ptr(c, recv))
         return coll_leave(c, ty__nccl_allgather(c, send, recv, bytes_per_rank));
     if (c->coll_err)
         return c->coll_err;

@@ -61,6 +61,7 @@ struct ty_ctx {
     size_t shm_chunk;    /* TRAINYARD_SHM_CHUNK_KIB, multiple of 8 */
     struct ty__shm *shm; /* set when every rank shares this host's memory */
     struct ty__nccl *nccl;
+    void *cuda_stream; /* ty_set_cuda_stream: the caller's cudaStream_t, NULL: the SDK's own */
 
     /* report client (report.c) */
     int report_fd; /* -1 when not connected */

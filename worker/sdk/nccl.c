@@ -8,8 +8,9 @@
  * The NCCL communicator is created at the first collective on a device buffer (collective:
  * every rank must pass device buffers to that call): rank 0 makes the ncclUniqueId and
  * broadcasts it over the native TCP ring. The device is the caller's current CUDA device.
- * Each call is enqueued on a private stream and waited for by polling, so the collective
- * timeout applies; on timeout or asynchronous error the communicator is aborted.
+ * Each call is enqueued on the caller's stream (ty_set_cuda_stream) or a private one, and that
+ * stream is waited for by polling, so the collective timeout applies; on timeout or asynchronous
+ * error (a failed peer: TY_EPEER) the communicator is aborted.
  */
 #include "internal.h"
 
@@ -43,6 +44,12 @@ int ty__nccl_allgather(ty_ctx *c, const void *send, void *recv, size_t bytes_per
 void ty__nccl_free(ty_ctx *c)
 {
     (void)c;
+}
+
+int ty_set_cuda_stream(ty_ctx *c, void *stream)
+{
+    (void)stream;
+    return c ? TY_ENOTSUP : TY_EINVAL;
 }
 
 #else /* TY_WITH_NCCL */
@@ -184,12 +191,26 @@ static int nccl_comm(ty_ctx *c, struct ty__nccl *n)
     return 0;
 }
 
+/* The stream collectives are enqueued on: the caller's, else the SDK's own. */
+static cudaStream_t nccl_stream(const ty_ctx *c, const struct ty__nccl *n)
+{
+    return c->cuda_stream ? (cudaStream_t)c->cuda_stream : n->stream;
+}
+
+int ty_set_cuda_stream(ty_ctx *c, void *stream)
+{
+    if (!c)
+        return TY_EINVAL;
+    c->cuda_stream = stream;
+    return 0;
+}
+
 /* Wait for the stream by polling, bounded by the collective timeout. */
 static int nccl_wait(ty_ctx *c, struct ty__nccl *n)
 {
     int64_t deadline = ty__now_ms() + c->coll_timeout_ms;
     for (;;) {
-        cudaError_t e = n->StreamQuery(n->stream);
+        cudaError_t e = n->StreamQuery(nccl_stream(c, n));
         if (e == cudaSuccess)
             return 0;
         if (e != cudaErrorNotReady)
@@ -257,7 +278,8 @@ int ty__nccl_allreduce(ty_ctx *c, void *buf, size_t count, ty_dtype dt, ty_op op
     if (rc < 0)
         return rc;
     return nccl_finish(
-        c, n, n->AllReduce(buf, buf, count, nccl_dtype(dt), nccl_op(op), n->comm, n->stream));
+        c, n,
+        n->AllReduce(buf, buf, count, nccl_dtype(dt), nccl_op(op), n->comm, nccl_stream(c, n)));
 }
 
 int ty__nccl_broadcast(ty_ctx *c, void *buf, size_t bytes, int root)
@@ -266,7 +288,8 @@ int ty__nccl_broadcast(ty_ctx *c, void *buf, size_t bytes, int root)
     int rc = n ? nccl_comm(c, n) : TY_ENOTSUP;
     if (rc < 0)
         return rc;
-    return nccl_finish(c, n, n->Broadcast(buf, buf, bytes, ncclInt8, root, n->comm, n->stream));
+    return nccl_finish(c, n,
+                       n->Broadcast(buf, buf, bytes, ncclInt8, root, n->comm, nccl_stream(c, n)));
 }
 
 int ty__nccl_allgather(ty_ctx *c, const void *send, void *recv, size_t bytes_per_rank)
@@ -275,8 +298,8 @@ int ty__nccl_allgather(ty_ctx *c, const void *send, void *recv, size_t bytes_per
     int rc = n ? nccl_comm(c, n) : TY_ENOTSUP;
     if (rc < 0)
         return rc;
-    return nccl_finish(c, n,
-                       n->AllGather(send, recv, bytes_per_rank, ncclInt8, n->comm, n->stream));
+    return nccl_finish(
+        c, n, n->AllGather(send, recv, bytes_per_rank, ncclInt8, n->comm, nccl_stream(c, n)));
 }
 
 void ty__nccl_free(ty_ctx *c)

@@ -1,4 +1,5 @@
-// Nodes: each node's resources, GPUs (type and which are in use), running workers, and
+// Nodes: each node's resources, GPUs (type, which are in use, and NVML's latest sample per GPU),
+// running workers, and
 // Drain/Undrain for admins. Refreshed from the cluster stream.
 import { api, can } from '../api.js';
 import { stream } from '../stream.js';
@@ -69,7 +70,23 @@ export function render(main) {
         h('dt', {}, 'GPUs'), h('dd', {}, gpus.length ? h('span', { class: 'gpus' }, `${n.gpu_type || 'GPU'}: `, gpus.map((g) => h('span', { class: `gpu${used.has(g) ? ' used' : ''}`, title: used.has(g) ? 'in use' : 'free' }, String(g)))) : 'none'),
         other.map(([k, v]) => [h('dt', {}, k), h('dd', {}, String(v))]),
         h('dt', {}, 'Workers'), h('dd', {}, String(n.running_workers ?? workers.length))),
+      gpuTable(n.gpus || []),
       workers.length ? h('ul', { class: 'node-workers' }, workers.map(({ job, w }) => h('li', {}, h('a', { href: `#/jobs/${job.id}` }, `#${job.id} ${job.name || ''}`), ` rank ${w.rank} · pid ${w.pid ?? '—'} · ${w.status}`))) : h('p', { class: 'meta' }, 'No workers running.'));
+  }
+
+  // NVML's view of each GPU (agents that discovered them; declared GPUs have none).
+  function gpuTable(gpus) {
+    if (!gpus.length) return null;
+    const num = (v, unit) => (v === null || v === undefined ? '—' : `${v}${unit}`);
+    return h('table', { class: 'gpu-samples' },
+      h('thead', {}, h('tr', {}, ['GPU', 'UUID', 'Use', 'Memory', 'Temp', 'Power'].map((t) => h('th', {}, t)))),
+      h('tbody', {}, gpus.map((g) => h('tr', { class: g.lost ? 'lost' : '', dataset: { gpu: String(g.index) } },
+        h('td', {}, `${g.index}${g.lost ? ' (lost)' : ''}`),
+        h('td', { title: g.name || '' }, g.uuid),
+        h('td', {}, num(g.utilization_pct, '%')),
+        h('td', {}, `${fmt.bytes((g.memory_used_mb || 0) * 1048576)} / ${fmt.bytes((g.memory_mb || 0) * 1048576)}`),
+        h('td', {}, num(g.temperature_c, ' °C')),
+        h('td', {}, g.power_mw === null || g.power_mw === undefined ? '—' : `${Math.round(g.power_mw / 1000)} W`)))));
   }
 
   function soon() {

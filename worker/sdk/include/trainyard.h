@@ -135,6 +135,17 @@ TY_API int ty_barrier(ty_ctx *c);
  * send may point into recv at this rank's slot. */
 TY_API int ty_allgather(ty_ctx *c, const void *send, void *recv, size_t bytes_per_rank);
 
+/* Device buffers (libtrainyard built with NCCL, CUDA_VISIBLE_DEVICES not empty): ty_allreduce,
+ * ty_broadcast and ty_allgather on CUDA device memory run through NCCL, at any world size; the
+ * communicator is made at the first such call (every rank must pass device memory to it) from a
+ * unique id rank 0 broadcasts over the native ring, on the caller's current CUDA device. Each call
+ * is enqueued on `stream` (a cudaStream_t; NULL, the default: a private stream of the SDK) and
+ * returns once that stream is idle, polling within the collective timeout. A peer that fails
+ * (NCCL's asynchronous error) aborts the communicator (ncclCommAbort) and yields TY_EPEER; no
+ * progress for the collective timeout aborts it too and yields TY_ETIMEDOUT. ty_barrier uses the
+ * native ring. Returns 0, TY_EINVAL for c == NULL, or TY_ENOTSUP without the NCCL backend. */
+TY_API int ty_set_cuda_stream(ty_ctx *c, void *stream);
+
 /* Run the collective rendezvous now instead of at the first collective. */
 TY_API int ty_connect(ty_ctx *c);
 /* How ty_allreduce moves host buffers: "shm" or "tcp" once connected, "self" with one rank,

@@ -1,0 +1,27 @@
+# Tests that need a real NVIDIA GPU (label `gpu`, docs/gpu.md). Each runs through gpu_gate.py,
+# which exits 77 ("Not Run") naming the missing GPU where NVML finds none, so the normal suite
+# passes on machines without one. scripts/gpu-run.sh runs them on a lent GPU machine.
+# The python3 with PyTorch (CUDA) comes first on PATH on a GPU machine; -DTY_GPU_PYTHON= picks another.
+find_program(TY_GPU_PYTHON NAMES python3)
+set(gpu_gate ${CMAKE_CURRENT_LIST_DIR}/gpu_gate.py)
+set(gpu_env "TY_BUILD_DIR=${CMAKE_BINARY_DIR};TY_SOURCE_DIR=${CMAKE_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1")
+foreach(t agent torch_nccl resume)
+  add_test(NAME gpu.${t}
+           COMMAND ${TY_GPU_PYTHON} ${gpu_gate} ${TY_GPU_PYTHON} -m pytest -q -p no:cacheprovider
+                   ${CMAKE_CURRENT_LIST_DIR}/test_gpu_${t}.py
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}/tests/integration)
+  set_tests_properties(gpu.${t} PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 900
+                       ENVIRONMENT "${gpu_env}")
+endforeach()
+
+# The SDK's collectives on device buffers through NCCL, one rank (nccl_world1.c); built where the
+# NCCL backend is (CUDA headers and libcudart found), run where a GPU is.
+if(TY_WITH_NCCL)
+  add_executable(ty_nccl_world1 ${CMAKE_CURRENT_LIST_DIR}/nccl_world1.c)
+  target_include_directories(ty_nccl_world1 PRIVATE ${NCCL_INCLUDE_DIR})
+  target_link_libraries(ty_nccl_world1 PRIVATE trainyard ${CUDART_LIBRARY})
+  set_target_properties(ty_nccl_world1 PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/progs)
+  add_test(NAME gpu.nccl_world1 COMMAND ${TY_GPU_PYTHON} ${gpu_gate} $<TARGET_FILE:ty_nccl_world1>)
+  set_tests_properties(gpu.nccl_world1 PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 300
+                       ENVIRONMENT "CUDA_VISIBLE_DEVICES=0")
+endif()
