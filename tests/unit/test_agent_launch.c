@@ -129,8 +129,8 @@ static void launch_gives_each_node_its_resume_directory(void **state)
     free(nodes);
     /* node-a holds a copy, node-b none: it fetches the checkpoint from the artifact store. */
     char sha[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-    struct srv_resume_dir dirs[] = {{"node-a", "/ck/a/9", NULL, 0, NULL},
-                                    {"node-b", NULL, NULL, 9, sha}};
+    struct srv_resume_dir dirs[] = {{"node-a", "/ck/a/9", NULL, 0, NULL, NULL},
+                                    {"node-b", NULL, NULL, 9, sha, NULL}};
     struct srv_launch_msg *msgs;
     size_t n;
     char err[256];
@@ -146,8 +146,8 @@ static void launch_gives_each_node_its_resume_directory(void **state)
     agent_server_msg_free(&b);
     srv_launch_msgs_free(msgs, n);
     /* A directory listed for another node than the k-th is not used. */
-    struct srv_resume_dir swapped[] = {{"node-b", "/ck/b/9", NULL, 0, NULL},
-                                       {"node-a", "/ck/a/9", NULL, 0, NULL}};
+    struct srv_resume_dir swapped[] = {{"node-b", "/ck/b/9", NULL, 0, NULL, NULL},
+                                       {"node-a", "/ck/a/9", NULL, 0, NULL, NULL}};
     assert_int_equal(srv_launch_build(12, 3, &rows, swapped, 2, &msgs, &n, err, sizeof(err)), 0);
     a = parse(msgs[0].text);
     assert_null(a.launch.checkpoint_dir);
