@@ -218,3 +218,28 @@ def test_only_a_node_of_the_attempt_may_register_a_shared_part(shared):
     finally:
         assert a.stop() == 0, a.log_text()
         assert b.stop() == 0, b.log_text()
+
+
+def test_files_belong_to_the_uid_the_workers_ran_under(shared):
+    srv, root = shared
+    storage = os.path.join(root, "uids")
+    a = harness.Agent(srv, cpus=2, env={"TRAINYARD_AGENT_RUN_AS": "auto"}).start()
+    try:
+        work = harness.make_tmpdir("ty-sp-uid-")
+        os.chmod(work, 0o777)
+        with open(os.path.join(work, "train.py"), "w") as f:
+            f.write(WORKER + "\nopen(f'uid-{rank}', 'w').write(str(os.getuid()))\n")
+        job = srv.submit({"name": "shared-uid", "entrypoint": [PY, "train.py"],
+                          "working_dir": work, "scaling_config": {"num_workers": 2},
+                          "run_config": {"storage_path": storage}})["id"]
+        done = srv.wait_job(job, {"SUCCEEDED", "FAILED"})
+        assert done["status"] == "SUCCEEDED", (done, a.log_text(), a.worker_log(job, 0))
+        assert all(c["artifact"]["state"] == "complete" for c in wait_artifacts(srv, job, 3))
+        uid = int(open(os.path.join(work, "uid-0")).read())
+        assert uid != 0
+        d = part_dir(storage, job, 3, a.node_id)
+        owners = {os.lstat(os.path.join(dp, n)).st_uid
+                  for dp, dirs, names in os.walk(d) for n in dirs + names}
+        assert owners == {uid} and os.lstat(d).st_uid == uid, (owners, uid)
+    finally:
+        assert a.stop() == 0, a.log_text()

@@ -118,7 +118,16 @@ int agent__shared_fetch(const char *shared, const char *dir)
             continue;
         char src[PATH_MAX + 8];
         snprintf(src, sizeof(src), "%s/%s/.", shared, e->d_name);
-        char *cp[] = {"cp", "-a", "--reflink=auto", src, (char *)dir, NULL};
+        /* Not -a: the copy belongs to the agent, not to whichever uid wrote it on its node
+         * (on this node that uid may be another job's). */
+        char *cp[] = {"cp",
+                      "-R",
+                      "--no-dereference",
+                      "--preserve=mode,timestamps",
+                      "--reflink=auto",
+                      src,
+                      (char *)dir,
+                      NULL};
         rc = run(cp);
         n++;
     }
