@@ -6,6 +6,8 @@
  * with their SHA-256, and completes the part; on any failure (server down or restarting,
  * connection cut) it retries with a growing delay, resuming at the server's offset. The thread
  * is joined on shutdown; parts still queued then are not resumed by the next agent (left undone).
+ * A job with run_config.storage_path is not uploaded: shared_one copies the part to that shared
+ * directory instead (shared_store.c) and registers it.
  */
 #include "agent.h"
 
