@@ -7,6 +7,7 @@ import hashlib
 import io
 import os
 import tarfile
+import textwrap
 import time
 import urllib.request
 
@@ -241,5 +242,50 @@ def test_files_belong_to_the_uid_the_workers_ran_under(shared):
         owners = {os.lstat(os.path.join(dp, n)).st_uid
                   for dp, dirs, names in os.walk(d) for n in dirs + names}
         assert owners == {uid} and os.lstat(d).st_uid == uid, (owners, uid)
+    finally:
+        assert a.stop() == 0, a.log_text()
+
+
+# Round 1, then waits for the file "go" in its working directory, then round 2.
+GATED = textwrap.dedent("""
+    import os, shutil, tempfile, time
+    import trainyard
+    rank = trainyard.get_context().get_world_rank()
+    for k in (1, 2):
+        if k == 2:
+            while not os.path.exists("go"):
+                time.sleep(0.05)
+        d = tempfile.mkdtemp(prefix=f"ty-gated-{rank}-")
+        with open(os.path.join(d, f"rank-{rank}.txt"), "w") as f:
+            f.write(f"rank {rank} round {k}")
+        trainyard.report({"step": k}, checkpoint=d)
+        shutil.rmtree(d)
+""")
+
+
+def test_an_agent_restarted_mid_job_still_copies_to_the_storage_path(shared):
+    srv, root = shared
+    storage = os.path.join(root, "restart")
+    a = harness.Agent(srv, cpus=2).start()
+    try:
+        work = harness.make_tmpdir("ty-sp-gated-")
+        os.chmod(work, 0o777)
+        with open(os.path.join(work, "train.py"), "w") as f:
+            f.write(GATED)
+        job = srv.submit({"name": "shared-restart", "entrypoint": [PY, "train.py"],
+                          "working_dir": work, "scaling_config": {"num_workers": 2},
+                          "run_config": {"storage_path": storage}})["id"]
+        [ck1] = wait_artifacts(srv, job, 1)
+        assert ck1["artifact"]["state"] == "complete", ck1
+        a.kill()
+        a.start()  # re-adopts the workers, storage path included (their records)
+        open(os.path.join(work, "go"), "w").close()
+        done = srv.wait_job(job, {"SUCCEEDED", "FAILED"})
+        assert done["status"] == "SUCCEEDED", (done, a.log_text())
+        cks = wait_artifacts(srv, job, 2)
+        assert [c["artifact"]["state"] for c in cks] == ["complete"] * 2, cks
+        assert files_under(part_dir(storage, job, 2, a.node_id)) == {
+            "rank-0.txt": b"rank 0 round 2", "rank-1.txt": b"rank 1 round 2"}
+        assert files_under(os.path.join(srv.data_dir, "artifacts")) == {}
     finally:
         assert a.stop() == 0, a.log_text()
