@@ -231,7 +231,7 @@ char *agent_msg_launch(const struct agent_launch *l)
     }
     return dump_steal(json_pack(
         "{s:s, s:s, s:I, s:s?, s:O, s:o, s:O?, s:O?, s:I, s:I, s:I, s:I, s:s, s:I, s:o, s:o?, "
-        "s:o, s:s?, s:o?, s:s*}",
+        "s:o, s:s?, s:o?, s:s*, s:s*}",
         "type", "launch", "job_id", l->job_id, "attempt", (json_int_t)l->attempt, "backend",
         l->backend, "entrypoint", (json_t *)l->entrypoint, "working_dir",
         str_or_null(l->working_dir), "env", (json_t *)l->env, "config", (json_t *)l->config,
@@ -241,10 +241,10 @@ char *agent_msg_launch(const struct agent_launch *l)
         str_or_null(l->checkpoint_dir), "rank_addresses", ra, "workers", workers,
         "rendezvous_secret", l->rendezvous_secret, "checkpoint_fetch",
         l->checkpoint_fetch_id > 0 && l->checkpoint_fetch_sha256
-            ? json_pack("{s:I, s:s}", "id", (json_int_t)l->checkpoint_fetch_id, "sha256",
-                        l->checkpoint_fetch_sha256)
+            ? json_pack("{s:I, s:s, s:s*}", "id", (json_int_t)l->checkpoint_fetch_id, "sha256",
+                        l->checkpoint_fetch_sha256, "shared", l->checkpoint_fetch_shared)
             : NULL,
-        "code_package", l->code_sha256));
+        "code_package", l->code_sha256, "storage_path", l->storage_path));
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -462,6 +462,17 @@ static int parse_launch(json_t *root, struct agent_launch *l, char *err, size_t 
             return ERR("'checkpoint_fetch' must be {\"id\": N, \"sha256\": 64 hex digits}");
         l->checkpoint_fetch_id = json_integer_value(cid);
         l->checkpoint_fetch_sha256 = sha;
+        json_t *shared = json_object_get(cf, "shared");
+        if (shared && !json_is_null(shared) &&
+            (!json_is_string(shared) || json_string_value(shared)[0] != '/'))
+            return ERR("'checkpoint_fetch.shared' must be an absolute path");
+        l->checkpoint_fetch_shared = json_string_value(shared);
+    }
+    json_t *sp = json_object_get(root, "storage_path");
+    if (sp && !json_is_null(sp)) {
+        if (!json_is_string(sp) || json_string_value(sp)[0] != '/')
+            return ERR("'storage_path' must be an absolute path");
+        l->storage_path = json_string_value(sp);
     }
     json_t *cp = json_object_get(root, "code_package");
     if (cp && !json_is_null(cp)) {

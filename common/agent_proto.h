@@ -98,6 +98,10 @@ struct agent_launch {
     int64_t checkpoint_fetch_id; /* > 0 (checkpoint_dir NULL): fetch this checkpoint from the
                                   * server's artifact store and resume from it (issue 11) */
     const char *checkpoint_fetch_sha256; /* its artifact sha256 (the cache key); with the id */
+    const char *checkpoint_fetch_shared; /* NULL, or the checkpoint's directory on shared storage
+                                          * (its node-* parts): copied from there, not fetched */
+    const char *storage_path;            /* run_config.storage_path: checkpoints are copied there
+                                          * rather than uploaded; NULL: uploaded */
     const char *code_sha256;       /* the job's code package (issue 15): fetched once per node, the
                                     * workers run in a private copy of it; NULL: none */
     const char **rank_addresses;   /* world_size entries (the node address of each rank), or NULL:

@@ -58,6 +58,9 @@ static const struct option_def options[] = {
      "state directory: embedded database, admin token, artifacts"},
     {"artifact-dir", "TRAINYARD_ARTIFACT_DIR", S(artifact_dir), NULL, 0, 0,
      "where the artifact store keeps uploaded checkpoints (default: <data-dir>/artifacts)"},
+    {"storage-path-allow", "TRAINYARD_STORAGE_PATH_ALLOW", S(storage_path_allow), NULL, 0, 0,
+     "directories (absolute, ':'-separated) under which a job's run_config.storage_path may lie "
+     "(a filesystem every node and the server mount); unset: storage_path is refused"},
     {"database-url", "TRAINYARD_DATABASE_URL", S(database_url), NULL, 0, 0,
      "PostgreSQL connection string; unset: run an embedded PostgreSQL under --data-dir"},
     {"pg-bin-dir", "TRAINYARD_PG_BIN_DIR", S(pg_bin_dir), NULL, 0, 0,

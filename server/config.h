@@ -28,11 +28,12 @@ struct srv_config {
     int64_t max_body_bytes;
     int64_t max_upload_chunk_bytes; /* bodies of PUTs of checkpoint parts and code packages */
     char *data_dir;
-    char *artifact_dir;    /* NULL: <data_dir>/artifacts */
-    char *database_url;    /* NULL: run the embedded PostgreSQL under data_dir */
-    char *pg_bin_dir;      /* NULL: newest /usr/lib/postgresql/<v>/bin */
-    char *pg_fallback_dir; /* "none": no fallback (see pg_embedded.h) */
-    char *auth;            /* "token" or "none" */
+    char *artifact_dir;       /* NULL: <data_dir>/artifacts */
+    char *storage_path_allow; /* ':'-separated prefixes for run_config.storage_path; NULL: none */
+    char *database_url;       /* NULL: run the embedded PostgreSQL under data_dir */
+    char *pg_bin_dir;         /* NULL: newest /usr/lib/postgresql/<v>/bin */
+    char *pg_fallback_dir;    /* "none": no fallback (see pg_embedded.h) */
+    char *auth;               /* "token" or "none" */
     enum srv_auth_mode auth_mode;
     int64_t heartbeat_timeout_s;
     int64_t stop_grace_s;

@@ -89,6 +89,7 @@ int main(int argc, char **argv)
         artifact_store_open_local(srv.cfg.artifact_dir ? srv.cfg.artifact_dir : artifact_dir);
     if (srv.artifacts == NULL)
         goto out;
+    srv.artifacts->shared_allow = srv.cfg.storage_path_allow;
     char conninfo[PATH_MAX + 128];
     if (srv.cfg.database_url) {
         snprintf(conninfo, sizeof(conninfo), "%s", srv.cfg.database_url);

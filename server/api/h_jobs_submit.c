@@ -6,6 +6,7 @@
 #include "handlers.h"
 #include "jobspec.h"
 #include "server.h"
+#include "shared.h"
 #include "store.h"
 
 #include <stdio.h>
@@ -96,6 +97,13 @@ enum MHD_Result h_jobs_submit(struct srv_request *req)
                                  "%zu invalid field%s; first: %s: %s", n, n == 1 ? "" : "s",
                                  json_string_value(json_object_get(first, "field")),
                                  json_string_value(json_object_get(first, "detail")));
+    }
+    const char *sp =
+        json_string_value(json_object_get(json_object_get(spec, "run_config"), "storage_path"));
+    char why[256];
+    if (sp && shared_path_check(req->srv->cfg.storage_path_allow, sp, why, sizeof(why)) != 0) {
+        json_decref(spec);
+        return srv_reply_field_problem(req, SRV_P_INVALID_SPEC, "run_config.storage_path", why);
     }
     json_int_t prio = json_integer_value(json_object_get(spec, "priority"));
     if (req->who.role < SRV_ROLE_ADMIN && prio > req->srv->cfg.max_priority_user) {

@@ -2,6 +2,7 @@
 #include "archive.h"
 
 #include "artifact.h"
+#include "shared.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -86,7 +87,8 @@ struct artifact_archive *artifact_archive_open(struct artifact_store *st,
         return NULL;
     }
     for (size_t i = 0; i < n; i++) {
-        int fd = st->ops->open_read(st->be, locations[i]);
+        int fd = locations[i][0] == '/' ? shared_open_tar(st->shared_allow, locations[i])
+                                        : st->ops->open_read(st->be, locations[i]);
         if (fd < 0) {
             artifact_archive_free(ar);
             return NULL;

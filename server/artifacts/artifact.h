@@ -46,6 +46,9 @@ struct artifact_backend {
 struct artifact_store {
     const struct artifact_backend *ops;
     void *be;
+    /* --storage-path-allow (borrowed; NULL: none): parts whose location is an absolute path are
+     * directories on shared storage (shared.h), read and removed outside the backend. */
+    const char *shared_allow;
 };
 
 /* A store of content-addressed files under `dir` (created 0700): objects in

@@ -3,6 +3,7 @@
 
 #include "log.h"
 #include "retention.h"
+#include "shared.h"
 #include "store.h"
 
 #include <stdbool.h>
@@ -13,6 +14,12 @@ static void remove_unused(struct db_conn *c, struct artifact_store *st, int64_t 
                           const struct store_artifact_ref *refs, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
+        if (refs[i].location[0] == '/') { /* a part's own directory on shared storage */
+            if (shared_remove(st->shared_allow, refs[i].location) != 0)
+                TY_WARN("artifacts", "job %lld: cannot remove %s", (long long)job,
+                        refs[i].location);
+            continue;
+        }
         if (store_artifact_lock(c, refs[i].sha256, true) < 0) {
             TY_WARN("artifacts", "job %lld: cannot lock %s; it stays", (long long)job,
                     refs[i].location);

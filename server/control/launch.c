@@ -34,6 +34,7 @@ void srv_resume_dirs_free(struct srv_resume_dir *dirs, size_t n)
         free(dirs[i].path);
         free(dirs[i].message);
         free(dirs[i].fetch_sha256);
+        free(dirs[i].fetch_shared);
     }
     free(dirs);
 }
@@ -75,6 +76,7 @@ static char *node_launch(struct agent_launch *l, const struct srv_launch_rows *r
     l->checkpoint_dir = resume ? resume->path : NULL;
     l->checkpoint_fetch_id = resume && !resume->path ? resume->fetch_id : 0;
     l->checkpoint_fetch_sha256 = resume && !resume->path ? resume->fetch_sha256 : NULL;
+    l->checkpoint_fetch_shared = resume && !resume->path ? resume->fetch_shared : NULL;
     l->workers = ws;
     l->n_workers = last - first;
     char *text = agent_msg_launch(l);
@@ -114,6 +116,8 @@ int srv_launch_build(int64_t job, int attempt, const struct srv_launch_rows *row
         .master_port = rows->master_port,
         .rank_addresses = (const char **)rows->rank_addresses,
         .rendezvous_secret = rows->rendezvous_secret,
+        .storage_path =
+            json_string_value(json_object_get(json_object_get(spec, "run_config"), "storage_path")),
     };
     /* The workers get env and secret_env together (secret_env wins); only the API hides the
      * secret values. */

@@ -38,6 +38,7 @@ struct srv_resume_dir {
     char *message;      /* NULL, or why path is NULL */
     int64_t fetch_id;   /* > 0 when path is NULL but the artifact store has it complete */
     char *fetch_sha256; /* its artifact sha256, with fetch_id */
+    char *fetch_shared; /* with fetch_id, NULL or the checkpoint's directory on shared storage */
 };
 void srv_resume_dirs_free(struct srv_resume_dir *dirs, size_t n);
 

@@ -340,6 +340,9 @@ int store_part_progress(struct db_conn *c, const struct store_part_key *k, int64
  * Returns 1, 0 when the part was already complete or deleted, or an error. */
 int store_part_complete(struct db_conn *c, const struct store_part_key *k, int64_t size,
                         int64_t files, const char *sha256, const char *location);
+/* *out = job `job`'s run_config.storage_path (malloc'd), or NULL when it has none (store_shared.c).
+ * Returns 1, 0 when the job does not exist, or an error. */
+int store_job_storage_path(struct db_conn *c, int64_t job, char **out);
 /* ---- checkpoint retention, num_to_keep (store_retention.c, migration 0019) ---- */
 /* One stored checkpoint of a job, as retention weighs it. */
 struct store_retention_ckpt {

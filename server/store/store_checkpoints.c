@@ -178,7 +178,12 @@ int store_checkpoint_launch_dirs(struct db_conn *c, int64_t ckpt, int64_t job, i
     static const struct db_stmt st = {
         "checkpoint_launch_dirs",
         "WITH ck AS (SELECT coalesce(location::jsonb, '[]'::jsonb) AS loc, "
-        "                   CASE WHEN artifact_state = 'complete' THEN sha256 END AS sha "
+        "                   CASE WHEN artifact_state = 'complete' THEN sha256 END AS sha, "
+        "                   CASE WHEN artifact_state = 'complete' THEN "
+        "                     (SELECT regexp_replace(min(p.location), '/[^/]*$', '') "
+        "                        FROM checkpoint_parts p WHERE p.job_id = checkpoints.job_id "
+        "                         AND p.attempt = checkpoints.attempt AND p.idx = checkpoints.idx "
+        "                         AND p.state = 'complete' AND p.location LIKE '/%') END AS shared "
         "              FROM checkpoints WHERE id = $1::bigint AND status = 'COMMITTED'), "
         "     n AS (SELECT w.node_id, w.ord, "
         "                  (SELECT e->>'path' FROM ck, jsonb_array_elements(ck.loc) e "
@@ -202,7 +207,8 @@ int store_checkpoint_launch_dirs(struct db_conn *c, int64_t ckpt, int64_t job, i
         "                   (SELECT 1 FROM job_events e WHERE e.job_id = $2::bigint "
         "                       AND e.attempt = $3::int AND e.message = m.message)) "
         "SELECT node_id, path, message, "
-        "       CASE WHEN path IS NULL THEN (SELECT sha FROM ck) END FROM m ORDER BY ord",
+        "       CASE WHEN path IS NULL THEN (SELECT sha FROM ck) END, "
+        "       CASE WHEN path IS NULL THEN (SELECT shared FROM ck) END FROM m ORDER BY ord",
         4, false};
     *out = NULL;
     *n = 0;
@@ -236,6 +242,10 @@ int store_checkpoint_launch_dirs(struct db_conn *c, int64_t ckpt, int64_t job, i
             dirs[i].fetch_id = ckpt;
             dirs[i].fetch_sha256 = strdup(PQgetvalue(res, i, 3));
             oom = oom || dirs[i].fetch_sha256 == NULL;
+        }
+        if (!PQgetisnull(res, i, 4)) {
+            dirs[i].fetch_shared = strdup(PQgetvalue(res, i, 4));
+            oom = oom || dirs[i].fetch_shared == NULL;
         }
         oom = oom || dirs[i].node_id == NULL || (!PQgetisnull(res, i, 1) && !dirs[i].path) ||
               (!PQgetisnull(res, i, 2) && !dirs[i].message);

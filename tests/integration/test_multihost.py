@@ -1,6 +1,7 @@
 """Several hosts on one machine: each agent in its own network namespace, joined by a bridge,
 so MASTER_ADDR is a real other address and workers talk across the (virtual) network. The
 TF_CONFIG checks also run on loopback, with agents advertising 127.0.0.2 and 127.0.0.3."""
+import contextlib
 import json
 import os
 import subprocess
@@ -17,9 +18,11 @@ def _ip(*args, check=True):
                           stderr=subprocess.PIPE, text=True)
 
 
-@pytest.fixture
-def hosts():
-    """Two namespaces tyA/tyB (10.231.N.2, .3) bridged to the host (10.231.N.1)."""
+@contextlib.contextmanager
+def netns_hosts(net=231):
+    """Two namespaces tyA/tyB (10.<net>.N.2, .3) bridged to the host (10.<net>.N.1), their names
+    and N made from this process's pid so parallel runs never collide; a test file of its own
+    passes its own `net` so its subnet differs from another file's run at the same time."""
     n = os.getpid() % 200 + 20
     tag = f"{os.getpid() % 100000}"
     bridge, names = f"tybr{tag}", [f"tyA{tag}", f"tyB{tag}"]
@@ -34,7 +37,7 @@ def hosts():
         pytest.skip(f"network namespaces unavailable: {e}")
     made, veths = [], []
     try:
-        _ip("addr", "add", f"10.231.{n}.1/24", "dev", bridge)
+        _ip("addr", "add", f"10.{net}.{n}.1/24", "dev", bridge)
         _ip("link", "set", bridge, "up")
         addrs = []
         for i, ns in enumerate(names):
@@ -46,12 +49,12 @@ def hosts():
             _ip("link", "set", ns_end, "netns", ns)
             _ip("link", "set", host_end, "master", bridge)
             _ip("link", "set", host_end, "up")
-            addr = f"10.231.{n}.{i + 2}"
+            addr = f"10.{net}.{n}.{i + 2}"
             _ip("netns", "exec", ns, "ip", "addr", "add", f"{addr}/24", "dev", ns_end)
             _ip("netns", "exec", ns, "ip", "link", "set", ns_end, "up")
             _ip("netns", "exec", ns, "ip", "link", "set", "lo", "up")
             addrs.append(addr)
-        yield {"bridge_addr": f"10.231.{n}.1", "namespaces": names, "addrs": addrs}
+        yield {"bridge_addr": f"10.{net}.{n}.1", "namespaces": names, "addrs": addrs}
     finally:
         # The veths first: deleting a namespace frees its end asynchronously, and the next test
         # of this process makes the same names again at once.
@@ -60,6 +63,12 @@ def hosts():
         for ns in made:
             _ip("netns", "del", ns, check=False)
         _ip("link", "del", bridge, check=False)
+
+
+@pytest.fixture
+def hosts():
+    with netns_hosts() as h:
+        yield h
 
 
 @pytest.fixture

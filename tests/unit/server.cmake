@@ -39,6 +39,7 @@ ty_add_unit_tests(test_artifact_store
           ${CMAKE_SOURCE_DIR}/server/artifacts/artifact.c
           ${CMAKE_SOURCE_DIR}/server/artifacts/artifact_local.c
           ${CMAKE_SOURCE_DIR}/server/artifacts/archive.c
+          ${CMAKE_SOURCE_DIR}/server/artifacts/shared.c
   LIBS tycommon)
 target_include_directories(test_artifact_store PRIVATE ${CMAKE_SOURCE_DIR}/server/artifacts)
 

@@ -129,8 +129,8 @@ static void launch_gives_each_node_its_resume_directory(void **state)
     free(nodes);
     /* node-a holds a copy, node-b none: it fetches the checkpoint from the artifact store. */
     char sha[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-    struct srv_resume_dir dirs[] = {{"node-a", "/ck/a/9", NULL, 0, NULL},
-                                    {"node-b", NULL, NULL, 9, sha}};
+    struct srv_resume_dir dirs[] = {{"node-a", "/ck/a/9", NULL, 0, NULL, NULL},
+                                    {"node-b", NULL, NULL, 9, sha, NULL}};
     struct srv_launch_msg *msgs;
     size_t n;
     char err[256];
@@ -146,11 +146,47 @@ static void launch_gives_each_node_its_resume_directory(void **state)
     agent_server_msg_free(&b);
     srv_launch_msgs_free(msgs, n);
     /* A directory listed for another node than the k-th is not used. */
-    struct srv_resume_dir swapped[] = {{"node-b", "/ck/b/9", NULL, 0, NULL},
-                                       {"node-a", "/ck/a/9", NULL, 0, NULL}};
+    struct srv_resume_dir swapped[] = {{"node-b", "/ck/b/9", NULL, 0, NULL, NULL},
+                                       {"node-a", "/ck/a/9", NULL, 0, NULL, NULL}};
     assert_int_equal(srv_launch_build(12, 3, &rows, swapped, 2, &msgs, &n, err, sizeof(err)), 0);
     a = parse(msgs[0].text);
     assert_null(a.launch.checkpoint_dir);
+    agent_server_msg_free(&a);
+    srv_launch_msgs_free(msgs, n);
+    srv_launch_rows_free(&rows);
+}
+
+/* A job with run_config.storage_path: every node is told it, and a node without a copy is told
+ * where the checkpoint lies on shared storage. */
+static void launch_carries_the_storage_path_and_the_shared_checkpoint(void **state)
+{
+    (void)state;
+    struct srv_launch_rows rows = rows_two_nodes(
+        "{\"entrypoint\":\"true\",\"run_config\":{\"storage_path\":\"/mnt/shared\"}}");
+    char sha[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    char shared[] = "/mnt/shared/job-1/attempt-1/checkpoint-2";
+    struct srv_resume_dir dirs[] = {{"node-a", "/ck/a/9", NULL, 0, NULL, NULL},
+                                    {"node-b", NULL, NULL, 9, sha, shared}};
+    struct srv_launch_msg *msgs;
+    size_t n;
+    char err[256];
+    assert_int_equal(srv_launch_build(12, 3, &rows, dirs, 2, &msgs, &n, err, sizeof(err)), 0);
+    struct agent_server_msg a = parse(msgs[0].text), b = parse(msgs[1].text);
+    assert_string_equal(a.launch.storage_path, "/mnt/shared");
+    assert_string_equal(b.launch.storage_path, "/mnt/shared");
+    assert_null(a.launch.checkpoint_fetch_shared);
+    assert_int_equal(b.launch.checkpoint_fetch_id, 9);
+    assert_string_equal(b.launch.checkpoint_fetch_shared, shared);
+    agent_server_msg_free(&a);
+    agent_server_msg_free(&b);
+    srv_launch_msgs_free(msgs, n);
+    srv_launch_rows_free(&rows);
+    /* Without one, neither appears. */
+    rows = rows_two_nodes("{\"entrypoint\":\"true\"}");
+    assert_int_equal(srv_launch_build(12, 3, &rows, NULL, 0, &msgs, &n, err, sizeof(err)), 0);
+    assert_null(strstr(msgs[0].text, "storage_path"));
+    a = parse(msgs[0].text);
+    assert_null(a.launch.storage_path);
     agent_server_msg_free(&a);
     srv_launch_msgs_free(msgs, n);
     srv_launch_rows_free(&rows);
@@ -196,6 +232,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(launch_is_one_message_per_node_with_its_workers),
     cmocka_unit_test(launch_carries_the_address_of_every_rank),
     cmocka_unit_test(launch_gives_each_node_its_resume_directory),
+    cmocka_unit_test(launch_carries_the_storage_path_and_the_shared_checkpoint),
     cmocka_unit_test(launch_of_a_minimal_spec_uses_the_agent_defaults),
     cmocka_unit_test(launch_of_a_broken_spec_is_refused),
 };

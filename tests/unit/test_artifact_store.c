@@ -11,6 +11,8 @@
 
 #include "archive.h"
 #include "artifact.h"
+#include "dir_manifest.h"
+#include "shared.h"
 #include "util.h"
 
 struct fixture {
@@ -136,7 +138,108 @@ static void tar_members_end_before_the_end_of_archive_blocks(void **state)
     close(fd);
 }
 
+static void storage_paths_are_absolute_normalised_and_allowed(void **state)
+{
+    (void)state;
+    char why[256];
+    const char *allow = "/mnt/shared:/srv/ckpt/";
+    assert_int_equal(shared_path_check(allow, "/mnt/shared", why, sizeof(why)), 0);
+    assert_int_equal(shared_path_check(allow, "/mnt/shared/runs/a", why, sizeof(why)), 0);
+    assert_int_equal(shared_path_check(allow, "/srv/ckpt/x", why, sizeof(why)), 0);
+    const char *bad[] = {"/mnt/shared/../etc", "/mnt/shared/./a", "/mnt/shared//a",
+                         "/mnt/shared/a/",     "/mnt/shared/..",  "/mnt/shared/a/."};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(shared_path_check(allow, bad[i], why, sizeof(why)), -1);
+        assert_non_null(strstr(why, "normalised"));
+    }
+    assert_int_equal(shared_path_check(allow, "/mnt/sharedx", why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "under a directory this server allows"));
+    assert_int_equal(shared_path_check(allow, "/etc", why, sizeof(why)), -1);
+    assert_int_equal(shared_path_check(allow, "s3://bucket/x", why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "absolute"));
+    assert_int_equal(shared_path_check(NULL, "/mnt/shared", why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "--storage-path-allow"));
+    assert_int_equal(shared_path_check("", "/mnt/shared", why, sizeof(why)), -1);
+}
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+static void the_manifest_digest_covers_names_and_contents(void **state)
+{
+    struct fixture *f = *state;
+    char d[128], sub[160], sha1[65], sha2[65];
+    int64_t bytes = 0, files = 0;
+    snprintf(d, sizeof(d), "%s/part", f->dir);
+    snprintf(sub, sizeof(sub), "%s/sub", d);
+    assert_int_equal(mkdir(d, 0700), 0);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    write_file(d, "a.txt", "alpha");
+    write_file(sub, "b.bin", "beta!");
+    assert_int_equal(dir_manifest(d, sha1, &bytes, &files), 0);
+    assert_int_equal(bytes, 10);
+    assert_int_equal(files, 2);
+    assert_int_equal(dir_manifest(d, sha2, &bytes, &files), 0);
+    assert_string_equal(sha1, sha2);
+    write_file(sub, "b.bin", "betA!"); /* same size, one byte differs */
+    assert_int_equal(dir_manifest(d, sha2, &bytes, &files), 0);
+    assert_string_not_equal(sha1, sha2);
+    write_file(sub, "b.bin", "beta!");
+    char from[256], to[256];
+    snprintf(from, sizeof(from), "%s/a.txt", d);
+    snprintf(to, sizeof(to), "%s/c.txt", d);
+    assert_int_equal(rename(from, to), 0);
+    assert_int_equal(dir_manifest(d, sha2, &bytes, &files), 0);
+    assert_string_not_equal(sha1, sha2);
+    assert_int_equal(rename(to, from), 0);
+    assert_int_equal(dir_manifest(d, sha2, &bytes, &files), 0);
+    assert_string_equal(sha1, sha2);
+    snprintf(to, sizeof(to), "%s/missing", f->dir);
+    assert_int_equal(dir_manifest(to, sha2, &bytes, &files), -1);
+}
+
+static void removal_takes_only_part_directories_under_the_allow_list(void **state)
+{
+    struct fixture *f = *state;
+    char ck[160], part[192], cmd[256];
+    snprintf(ck, sizeof(ck), "%s/sp/job-1/attempt-1/checkpoint-2", f->dir);
+    snprintf(part, sizeof(part), "%s/node-a", ck);
+    snprintf(cmd, sizeof(cmd), "mkdir -p '%s/sub'", part);
+    assert_int_equal(system(cmd), 0);
+    write_file(part, "sub/x", "x");
+    assert_int_equal(shared_remove(f->dir, ck), -1); /* not a part directory */
+    assert_int_equal(shared_remove("/nonexistent-ty", part), -1);
+    struct stat sb;
+    assert_int_equal(stat(part, &sb), 0);
+    int fd = shared_open_tar(f->dir, part);
+    assert_true(fd >= 0);
+    int64_t len = 0;
+    assert_int_equal(artifact_tar_data_len(fd, &len), 0);
+    assert_true(len > 0);
+    close(fd);
+    assert_int_equal(shared_open_tar("/nonexistent-ty", part), -1);
+    assert_int_equal(shared_remove(f->dir, part), 0);
+    assert_int_equal(stat(part, &sb), -1);
+    char job[128];
+    snprintf(job, sizeof(job), "%s/sp/job-1", f->dir);
+    assert_int_equal(stat(job, &sb), -1); /* emptied parents go too, up to the job's */
+    snprintf(job, sizeof(job), "%s/sp", f->dir);
+    assert_int_equal(stat(job, &sb), 0);
+    assert_int_equal(shared_remove(f->dir, part), 0); /* already gone */
+}
+
 static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(storage_paths_are_absolute_normalised_and_allowed),
+    cmocka_unit_test_setup_teardown(the_manifest_digest_covers_names_and_contents, setup, teardown),
+    cmocka_unit_test_setup_teardown(removal_takes_only_part_directories_under_the_allow_list, setup,
+                                    teardown),
     cmocka_unit_test_setup_teardown(tar_members_end_before_the_end_of_archive_blocks, setup,
                                     teardown),
     cmocka_unit_test_setup_teardown(appends_grow_the_staged_upload_only_at_its_end, setup,

@@ -166,11 +166,12 @@ int agent__worker_record_write(struct agent *a, const struct agent_worker *w)
     snprintf(start, sizeof(start), "%llu", w->sup_start);
     long long uid = w->uid == AGENT_NO_UID ? -1 : (long long)w->uid;
     long long gid = w->gid == AGENT_NO_UID ? -1 : (long long)w->gid;
-    json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:s, s:s, s:I, s:I, s:s?, s:s?}", "job_id",
-                          w->job_id, "attempt", (json_int_t)w->attempt, "rank", (json_int_t)w->rank,
-                          "pid", (json_int_t)w->pid, "supervisor_pid", (json_int_t)w->sup_pid,
-                          "supervisor_start", start, "secret", w->secret, "uid", (json_int_t)uid,
-                          "gid", (json_int_t)gid, "tmp_dir", w->tmp_dir, "grant_dir", w->grant_dir);
+    json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:s, s:s, s:I, s:I, s:s?, s:s?, s:s*}",
+                          "job_id", w->job_id, "attempt", (json_int_t)w->attempt, "rank",
+                          (json_int_t)w->rank, "pid", (json_int_t)w->pid, "supervisor_pid",
+                          (json_int_t)w->sup_pid, "supervisor_start", start, "secret", w->secret,
+                          "uid", (json_int_t)uid, "gid", (json_int_t)gid, "tmp_dir", w->tmp_dir,
+                          "grant_dir", w->grant_dir, "storage_path", w->storage_path);
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     int rc = path && text ? write_atomic(path, text) : -1;
@@ -229,6 +230,7 @@ static struct agent_worker *worker_from_record(const char *path)
     long long uid = member_int(o, "uid", -1, INT32_MAX), gid = member_int(o, "gid", -1, INT32_MAX);
     const char *tmp = json_string_value(json_object_get(o, "tmp_dir"));
     const char *grant = json_string_value(json_object_get(o, "grant_dir"));
+    const char *sp = json_string_value(json_object_get(o, "storage_path"));
     struct agent_worker *w = NULL;
     char *end = NULL;
     unsigned long long st = start ? strtoull(start, &end, 10) : 0;
@@ -239,8 +241,9 @@ static struct agent_worker *worker_from_record(const char *path)
         return NULL;
     }
     w = calloc(1, sizeof(*w));
-    if (w && (!(w->job_id = strdup(job)) || (tmp && !(w->tmp_dir = strdup(tmp))) ||
-              (grant && !(w->grant_dir = strdup(grant))))) {
+    if (w &&
+        (!(w->job_id = strdup(job)) || (tmp && !(w->tmp_dir = strdup(tmp))) ||
+         (grant && !(w->grant_dir = strdup(grant))) || (sp && !(w->storage_path = strdup(sp))))) {
         agent__worker_free(w);
         w = NULL;
     }

@@ -290,9 +290,10 @@ struct agent_worker {
     int64_t exit_seq;     /* seq of its worker_exited event; 0 until it exited */
     uid_t uid;            /* what it runs as; AGENT_NO_UID: the agent's own user */
     gid_t gid;
-    char *tmp_dir;   /* its private TMPDIR; NULL once removed */
-    char *grant_dir; /* a checkpoint directory its gid was given read access to, or NULL */
-    char secret[65]; /* TRAINYARD_REPORT_SECRET: proves it on the report socket */
+    char *tmp_dir;      /* its private TMPDIR; NULL once removed */
+    char *grant_dir;    /* a checkpoint directory its gid was given read access to, or NULL */
+    char *storage_path; /* its job's run_config.storage_path (shared_store.c), or NULL */
+    char secret[65];    /* TRAINYARD_REPORT_SECRET: proves it on the report socket */
     struct agent_worker_progress progress;
 };
 
@@ -527,7 +528,8 @@ void agent__uploader_stop(struct agent *a);
  * kept as a cache). With may_fetch false only the cache is looked at; else a miss blocks the
  * caller for the download. One fetch at a time (prepare.c's thread). malloc'd path, or NULL
  * (logged). */
-char *agent__checkpoint_fetch(struct agent *a, int64_t id, const char *sha256, bool may_fetch);
+char *agent__checkpoint_fetch(struct agent *a, int64_t id, const char *sha256, const char *shared,
+                              bool may_fetch);
 /* GETs api_url + url_path as this node (its credential) into file `path`. Blocks the caller.
  * 0 on a 200, or -1 (logged). */
 int agent__fetch_to_file(struct agent *a, const char *url_path, const char *path);
@@ -535,6 +537,19 @@ int agent__fetch_to_file(struct agent *a, const char *url_path, const char *path
 int agent__sha256_file(const char *path, char hex[65], int64_t *size);
 /* tar -xf tarfile -C dir (any compression tar recognises). 0 or -1. */
 int agent__unpack(const char *tarfile, const char *dir);
+
+/* shared_store.c: checkpoints on shared storage (run_config.storage_path, docs/artifacts.md) */
+/* Copies this node's merged directory `src` of a round to `dest` (the part's directory under the
+ * storage path, made with its parents), owned by uid:gid unless they are AGENT_NO_UID, every file
+ * and directory fsync'd: into dest.tmp-<pid> first, renamed to dest when complete (an earlier
+ * dest is replaced). sha = its manifest digest (dir_manifest.h), *files its regular files. 0, or
+ * -1 (logged). Blocks: the uploader thread calls it. */
+int agent__shared_put(const char *src, const char *dest, uid_t uid, gid_t gid, char sha[65],
+                      int64_t *files);
+/* Copies what every node-* directory of `shared` (a checkpoint's directory on shared storage)
+ * holds into existing directory `dir`, which becomes this node's private copy (workers never
+ * write into the stored one). 0 or -1 (logged). */
+int agent__shared_fetch(const char *shared, const char *dir);
 
 /* isolate.c: removes a tree without following symbolic links (best effort, missing is fine). */
 void agent__remove_tree(const char *path);

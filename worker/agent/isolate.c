@@ -446,5 +446,6 @@ void agent__worker_free(struct agent_worker *w)
     free(w->error);
     free(w->tmp_dir);
     free(w->grant_dir);
+    free(w->storage_path);
     free(w);
 }

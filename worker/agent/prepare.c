@@ -27,6 +27,7 @@ struct prep_item {
     int64_t attempt;
     int64_t ckpt_id; /* > 0: fetch this checkpoint */
     char *ckpt_sha256;
+    char *ckpt_shared; /* with ckpt_id: copied from this directory on shared storage, or NULL */
     char *code_sha256; /* non-NULL: fetch this code package */
     bool cancelled;    /* stopped meanwhile: not launched (guarded by the prep's mu) */
 };
@@ -48,6 +49,7 @@ static void item_free(struct prep_item *it)
     free(it->text);
     free(it->job_id);
     free(it->ckpt_sha256);
+    free(it->ckpt_shared);
     free(it->code_sha256);
     free(it);
 }
@@ -107,7 +109,7 @@ static void *prep_main(void *arg)
         TY_INFO("prepare", "job %s attempt %lld: fetching what its launch needs", it->job_id,
                 (long long)it->attempt);
         if (it->ckpt_id > 0)
-            free(agent__checkpoint_fetch(a, it->ckpt_id, it->ckpt_sha256, true));
+            free(agent__checkpoint_fetch(a, it->ckpt_id, it->ckpt_sha256, it->ckpt_shared, true));
         const char *why = NULL;
         if (it->code_sha256 && agent__code_fetch(a, it->code_sha256, &why) != 0)
             TY_WARN("prepare", "job %s: code package %s: %s", it->job_id, it->code_sha256,
@@ -176,8 +178,10 @@ bool agent__prepare_launch(struct agent *a, const struct agent_launch *l, const 
     it->job_id = strdup(l->job_id);
     it->ckpt_sha256 = need_ckpt ? strdup(l->checkpoint_fetch_sha256) : NULL;
     it->code_sha256 = need_code ? strdup(l->code_sha256) : NULL;
+    const char *shared = need_ckpt ? l->checkpoint_fetch_shared : NULL;
+    it->ckpt_shared = shared ? strdup(shared) : NULL;
     if (!it->text || !it->job_id || (need_ckpt && !it->ckpt_sha256) ||
-        (need_code && !it->code_sha256)) {
+        (shared && !it->ckpt_shared) || (need_code && !it->code_sha256)) {
         item_free(it);
         return false; /* out of memory: launch inline, as without the thread */
     }

@@ -448,6 +448,10 @@ static struct agent_worker *start_one(struct agent *a, const struct agent_launch
         return NULL;
     }
     struct agent_worker *w = worker_new(a, l->job_id, l->attempt, lw->rank);
+    if (w && l->storage_path && (w->storage_path = strdup(l->storage_path)) == NULL) {
+        worker_exited(a, w, 127, -1, "out of memory");
+        return NULL;
+    }
     if (!w) {
         TY_ERROR("proc", "out of memory launching job %s", l->job_id);
         return NULL;
@@ -542,7 +546,7 @@ void agent__launch(struct agent *a, const struct agent_launch *l, bool may_fetch
     char *fetched = NULL;
     if (l->checkpoint_dir == NULL && l->checkpoint_fetch_id > 0) {
         fetched = agent__checkpoint_fetch(a, l->checkpoint_fetch_id, l->checkpoint_fetch_sha256,
-                                          may_fetch);
+                                          l->checkpoint_fetch_shared, may_fetch);
         local.checkpoint_dir = fetched;
     }
     /* A job with a code package runs in this node's private copy of it (issue 15). */

@@ -6,6 +6,8 @@
  * with their SHA-256, and completes the part; on any failure (server down or restarting,
  * connection cut) it retries with a growing delay, resuming at the server's offset. The thread
  * is joined on shutdown; parts still queued then are not resumed by the next agent (left undone).
+ * A job with run_config.storage_path is not uploaded: shared_one copies the part to that shared
+ * directory instead (shared_store.c) and registers it.
  */
 #include "agent.h"
 
@@ -38,6 +40,9 @@ struct upload_item {
     struct upload_item *next;
     char *job_id;
     int64_t attempt, k;
+    char *storage_path; /* the job's run_config.storage_path: copied there, not uploaded */
+    uid_t uid;          /* who the copy belongs to (the job's workers' uid), or AGENT_NO_UID */
+    gid_t gid;
 };
 
 /* Reports counted per (job, attempt, k) until every local rank made its k-th. */
@@ -104,8 +109,10 @@ static void tls_trust(CURL *h, struct agent_uploader *u)
 
 static void item_free(struct upload_item *it)
 {
-    if (it)
-        free(it->job_id);
+    if (it == NULL)
+        return;
+    free(it->job_id);
+    free(it->storage_path);
     free(it);
 }
 
@@ -317,6 +324,37 @@ static int send_part(struct agent_uploader *u, const struct upload_item *it, con
     return st == 200 ? 0 : -1;
 }
 
+/* Copies one part to the job's storage path and registers it there (shared_store.c), retrying
+ * until done or stopped. */
+static void shared_one(struct agent_uploader *u, const struct upload_item *it, const char *dir)
+{
+    char dest[4096], url[1200], sha[65];
+    snprintf(dest, sizeof(dest), "%s%sjob-%s/attempt-%lld/checkpoint-%lld/node-%s",
+             it->storage_path, it->storage_path[strlen(it->storage_path) - 1] == '/' ? "" : "/",
+             it->job_id, (long long)it->attempt, (long long)it->k, u->node_id);
+    snprintf(url, sizeof(url), "%s/api/v1/agent/checkpoints/%s/%lld/%lld/shared", u->api_url,
+             it->job_id, (long long)it->attempt, (long long)it->k);
+    int64_t delay = 200, files = 0, off = 0;
+    for (;;) {
+        char body[200], state[16] = "";
+        long st = 0;
+        if (agent__shared_put(dir, dest, it->uid, it->gid, sha, &files) == 0) {
+            snprintf(body, sizeof(body), "{\"sha256\":\"%s\",\"file_count\":%lld}", sha,
+                     (long long)files);
+            st = call(u, "POST", url, body, strlen(body), "application/json", NULL, &off, state);
+            if (st == 200) {
+                TY_INFO("upload", "checkpoint %s/%lld/%lld stored in %s (%lld bytes)", it->job_id,
+                        (long long)it->attempt, (long long)it->k, dest, (long long)off);
+                return;
+            }
+            TY_WARN("upload", "the server did not register %s (HTTP %ld)", dest, st);
+        }
+        if (wait_or_stop(u, delay))
+            return;
+        delay = delay * 2 > 10000 ? 10000 : delay * 2;
+    }
+}
+
 /* Packs and uploads one part, retrying until done or stopped. */
 static void upload_one(struct agent_uploader *u, const struct upload_item *it)
 {
@@ -328,6 +366,10 @@ static void upload_one(struct agent_uploader *u, const struct upload_item *it)
     struct stat sb;
     if (stat(dir, &sb) != 0)
         return; /* no checkpoint in this round on this node */
+    if (it->storage_path) {
+        shared_one(u, it, dir);
+        return;
+    }
     nftw_files = 0;
     char sha[65];
     int64_t size = 0;
@@ -419,9 +461,12 @@ void agent__uploader_note_report(struct agent *a, const char *job_id, int64_t at
     if (u == NULL)
         return;
     int64_t local = 0;
+    const struct agent_worker *any = NULL;
     for (struct agent_worker *w = a->workers; w; w = w->next)
-        if (strcmp(w->job_id, job_id) == 0 && w->attempt == attempt)
+        if (strcmp(w->job_id, job_id) == 0 && w->attempt == attempt) {
             local++;
+            any = w;
+        }
     struct upload_round **pp = &u->rounds, *r;
     for (r = *pp; r; pp = &r->next, r = r->next)
         if (r->attempt == attempt && r->k == k && strcmp(r->job_id, job_id) == 0)
@@ -442,10 +487,14 @@ void agent__uploader_note_report(struct agent *a, const char *job_id, int64_t at
     free(r->job_id);
     free(r);
     struct upload_item *it = calloc(1, sizeof(*it));
-    if (it == NULL || (it->job_id = strdup(job_id)) == NULL) {
-        free(it);
+    if (it == NULL || (it->job_id = strdup(job_id)) == NULL ||
+        (any && any->storage_path && (it->storage_path = strdup(any->storage_path)) == NULL)) {
+        if (it)
+            item_free(it);
         return;
     }
+    it->uid = any ? any->uid : AGENT_NO_UID;
+    it->gid = any ? any->gid : AGENT_NO_UID;
     it->attempt = attempt;
     it->k = k;
     pthread_mutex_lock(&u->mu);
@@ -554,7 +603,8 @@ int agent__unpack(const char *tarfile, const char *dir)
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
-char *agent__checkpoint_fetch(struct agent *a, int64_t id, const char *sha256, bool may_fetch)
+char *agent__checkpoint_fetch(struct agent *a, int64_t id, const char *sha256, const char *shared,
+                              bool may_fetch)
 {
     struct agent_uploader *u = a->uploader;
     if (u == NULL || sha256 == NULL || strlen(sha256) != 64)
@@ -578,9 +628,9 @@ char *agent__checkpoint_fetch(struct agent *a, int64_t id, const char *sha256, b
         rc = mkdir(tmp, 0700) == 0 ? 0 : -1;
     char url_path[100];
     snprintf(url_path, sizeof(url_path), "/api/v1/agent/checkpoint-archives/%lld", (long long)id);
-    if (rc == 0)
-        rc = agent__fetch_to_file(a, url_path, tar);
-    if (rc == 0)
+    if (rc == 0 && shared)
+        rc = agent__shared_fetch(shared, tmp);
+    else if (rc == 0 && (rc = agent__fetch_to_file(a, url_path, tar)) == 0)
         rc = agent__unpack(tar, tmp);
     if (rc == 0)
         rc = rename(tmp, dir);
@@ -589,6 +639,7 @@ char *agent__checkpoint_fetch(struct agent *a, int64_t id, const char *sha256, b
         TY_WARN("upload", "cannot fetch checkpoint %lld into %s", (long long)id, dir);
         return NULL;
     }
-    TY_INFO("upload", "checkpoint %lld fetched from the server into %s", (long long)id, dir);
+    TY_INFO("upload", "checkpoint %lld %s into %s", (long long)id,
+            shared ? "copied from shared storage" : "fetched from the server", dir);
     return strdup(dir);
 }

@@ -303,7 +303,8 @@ def _result(client, job, run_config):
     history = [{k: v for k, v in r.items() if k != "time"}
                for r in _reports(client.get_metrics(job_id, rank=0))]
     if run_config.storage_path:
-        path = os.path.join(run_config.storage_path, run_config.name or str(job_id))
+        # The job's directory there (docs/artifacts.md: job-<id>/attempt-<a>/checkpoint-<k>/...).
+        path = os.path.join(run_config.storage_path, f"job-{job_id}")
     else:
         path = f"{client.address}/api/v1/jobs/{job_id}"
     error = None if job["status"] == "SUCCEEDED" else _failure(client, job)
