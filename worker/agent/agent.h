@@ -549,13 +549,18 @@ void agent__prepare_poll(struct agent *a);
  * Returns the malloc'd path, or NULL with *why set to a static reason (logged). */
 char *agent__code_prepare(struct agent *a, const char *job_id, int64_t attempt, const char *sha256,
                           bool may_fetch, const char **why);
+/* The same for a checkpoint directory uploaded as a package (a launch's checkpoint_package):
+ * <data>/code/run/<job>/<attempt>.checkpoint, the workers' TRAINYARD_CHECKPOINT_DIR. */
+#define AGENT_CHECKPOINT_COPY_SUFFIX ".checkpoint"
+char *agent__code_checkpoint_prepare(struct agent *a, const char *job_id, int64_t attempt,
+                                     const char *sha256, bool may_fetch, const char **why);
 /* Fills this node's cache of code package `sha256` (fetching it when absent; blocks the caller).
  * 0, or -1 with *why set. */
 int agent__code_fetch(struct agent *a, const char *sha256, const char **why);
 /* Makes the private copy `dir` the worker's own (its uid and gid) when it runs under a uid of its
  * own; the agent's user keeps it otherwise. 0 or -1 (logged). */
 int agent__code_grant(const struct agent_worker *w, const char *dir);
-/* Removes the private copy of (job, attempt) on this node, if any. */
+/* Removes the private copies (code, checkpoint) of (job, attempt) on this node, if any. */
 void agent__code_release(struct agent *a, const char *job_id, int64_t attempt);
 /* Keeps a credential the server minted (durably, 0600) and uses it from now on. 0 or -1. */
 int agent__credential_save(struct agent *a, const char *credential);

@@ -4,7 +4,9 @@
  * <data>/code/<sha256> (the agent's alone), and copies the cache into
  * <data>/code/run/<job>/<attempt> for each attempt: the workers' working directory, owned by
  * the job's uid when workers run under uids of their own, removed when the attempt's last
- * worker on the node is gone. */
+ * worker on the node is gone. A checkpoint directory uploaded as a package (the spec's
+ * resume_from_package) travels the same way: cached once, and each attempt's workers get a
+ * private copy, <attempt>.checkpoint beside the code's, as their TRAINYARD_CHECKPOINT_DIR. */
 #include "agent.h"
 
 #include "log.h"
@@ -97,8 +99,10 @@ int agent__code_fetch(struct agent *a, const char *sha256, const char **why)
     return code_cache(a, sha256, cache, why);
 }
 
-char *agent__code_prepare(struct agent *a, const char *job_id, int64_t attempt, const char *sha256,
-                          bool may_fetch, const char **why)
+/* agent__code_prepare and agent__code_checkpoint_prepare: the private copy of package sha256 at
+ * <data>/code/run/<job>/<attempt><suffix>. */
+static char *private_copy(struct agent *a, const char *job_id, int64_t attempt, const char *sha256,
+                          const char *suffix, bool may_fetch, const char **why)
 {
     char root[PATH_MAX], cache[PATH_MAX + 80], run[PATH_MAX + 8], job[PATH_MAX + 200],
         copy[PATH_MAX + 240];
@@ -106,7 +110,8 @@ char *agent__code_prepare(struct agent *a, const char *job_id, int64_t attempt, 
     snprintf(cache, sizeof(cache), "%s/%s", root, sha256);
     snprintf(run, sizeof(run), "%s/run", root);
     snprintf(job, sizeof(job), "%s/%s", run, job_id);
-    if ((size_t)snprintf(copy, sizeof(copy), "%s/%lld", job, (long long)attempt) >= sizeof(copy)) {
+    if ((size_t)snprintf(copy, sizeof(copy), "%s/%lld%s", job, (long long)attempt, suffix) >=
+        sizeof(copy)) {
         *why = "the code directory's path is too long";
         return NULL;
     }
@@ -135,6 +140,18 @@ char *agent__code_prepare(struct agent *a, const char *job_id, int64_t attempt, 
         return NULL;
     }
     return strdup(copy);
+}
+
+char *agent__code_prepare(struct agent *a, const char *job_id, int64_t attempt, const char *sha256,
+                          bool may_fetch, const char **why)
+{
+    return private_copy(a, job_id, attempt, sha256, "", may_fetch, why);
+}
+
+char *agent__code_checkpoint_prepare(struct agent *a, const char *job_id, int64_t attempt,
+                                     const char *sha256, bool may_fetch, const char **why)
+{
+    return private_copy(a, job_id, attempt, sha256, AGENT_CHECKPOINT_COPY_SUFFIX, may_fetch, why);
 }
 
 /* The owner nftw's callback gives (the agent is single-threaded). */
@@ -167,13 +184,16 @@ int agent__code_grant(const struct agent_worker *w, const char *dir)
 
 void agent__code_release(struct agent *a, const char *job_id, int64_t attempt)
 {
-    char copy[PATH_MAX];
-    if ((size_t)snprintf(copy, sizeof(copy), "%s/code/run/%s/%lld", a->data_dir, job_id,
-                         (long long)attempt) >= sizeof(copy))
-        return;
-    struct stat sb;
-    if (lstat(copy, &sb) != 0)
-        return;
-    agent__remove_tree(copy);
-    TY_DEBUG("code", "removed %s", copy);
+    static const char *const suffixes[] = {"", AGENT_CHECKPOINT_COPY_SUFFIX};
+    for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+        char copy[PATH_MAX];
+        if ((size_t)snprintf(copy, sizeof(copy), "%s/code/run/%s/%lld%s", a->data_dir, job_id,
+                             (long long)attempt, suffixes[i]) >= sizeof(copy))
+            continue;
+        struct stat sb;
+        if (lstat(copy, &sb) != 0)
+            continue;
+        agent__remove_tree(copy);
+        TY_DEBUG("code", "removed %s", copy);
+    }
 }

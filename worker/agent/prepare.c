@@ -27,8 +27,9 @@ struct prep_item {
     int64_t attempt;
     int64_t ckpt_id; /* > 0: fetch this checkpoint */
     char *ckpt_sha256;
-    char *code_sha256; /* non-NULL: fetch this code package */
-    bool cancelled;    /* stopped meanwhile: not launched (guarded by the prep's mu) */
+    char *code_sha256;  /* non-NULL: fetch this code package */
+    char *ckpkg_sha256; /* non-NULL: fetch this checkpoint package (into the code cache) */
+    bool cancelled;     /* stopped meanwhile: not launched (guarded by the prep's mu) */
 };
 
 struct agent_prep {
@@ -49,6 +50,7 @@ static void item_free(struct prep_item *it)
     free(it->job_id);
     free(it->ckpt_sha256);
     free(it->code_sha256);
+    free(it->ckpkg_sha256);
     free(it);
 }
 
@@ -112,6 +114,9 @@ static void *prep_main(void *arg)
         if (it->code_sha256 && agent__code_fetch(a, it->code_sha256, &why) != 0)
             TY_WARN("prepare", "job %s: code package %s: %s", it->job_id, it->code_sha256,
                     why ? why : "unknown error");
+        if (it->ckpkg_sha256 && agent__code_fetch(a, it->ckpkg_sha256, &why) != 0)
+            TY_WARN("prepare", "job %s: checkpoint package %s: %s", it->job_id, it->ckpkg_sha256,
+                    why ? why : "unknown error");
         pthread_mutex_lock(&p->mu);
         p->current = NULL;
         push(&p->done, &p->done_tail, it);
@@ -167,7 +172,9 @@ bool agent__prepare_launch(struct agent *a, const struct agent_launch *l, const 
                      l->checkpoint_fetch_sha256 &&
                      !cached(a, "checkpoints/fetched", l->checkpoint_fetch_sha256);
     bool need_code = l->code_sha256 && !cached(a, "code", l->code_sha256);
-    if (p == NULL || (!need_ckpt && !need_code))
+    bool need_pkg = l->checkpoint_package && l->checkpoint_dir == NULL &&
+                    l->checkpoint_fetch_id <= 0 && !cached(a, "code", l->checkpoint_package);
+    if (p == NULL || (!need_ckpt && !need_code && !need_pkg))
         return false;
     struct prep_item *it = calloc(1, sizeof(*it));
     if (it == NULL)
@@ -176,8 +183,9 @@ bool agent__prepare_launch(struct agent *a, const struct agent_launch *l, const 
     it->job_id = strdup(l->job_id);
     it->ckpt_sha256 = need_ckpt ? strdup(l->checkpoint_fetch_sha256) : NULL;
     it->code_sha256 = need_code ? strdup(l->code_sha256) : NULL;
+    it->ckpkg_sha256 = need_pkg ? strdup(l->checkpoint_package) : NULL;
     if (!it->text || !it->job_id || (need_ckpt && !it->ckpt_sha256) ||
-        (need_code && !it->code_sha256)) {
+        (need_code && !it->code_sha256) || (need_pkg && !it->ckpkg_sha256)) {
         item_free(it);
         return false; /* out of memory: launch inline, as without the thread */
     }
@@ -190,9 +198,9 @@ bool agent__prepare_launch(struct agent *a, const struct agent_launch *l, const 
     push(&p->todo, &p->todo_tail, it);
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
-    TY_INFO("prepare", "job %s attempt %lld waits for its downloads (%s%s%s)", l->job_id,
-            (long long)l->attempt, need_ckpt ? "checkpoint" : "",
-            need_ckpt && need_code ? ", " : "", need_code ? "code package" : "");
+    TY_INFO("prepare", "job %s attempt %lld waits for its downloads:%s%s%s", l->job_id,
+            (long long)l->attempt, need_ckpt ? " checkpoint" : "", need_code ? " code" : "",
+            need_pkg ? " checkpoint-package" : "");
     return true;
 }
 
