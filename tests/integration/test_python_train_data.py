@@ -3,7 +3,8 @@ directory given as resume_from_checkpoint=Checkpoint.from_directory(dir) is uplo
 package and every rank reads it through get_checkpoint(); only a user who uploaded a package may
 resume from it (or an admin). datasets= travel with the function and get_dataset_shard(name)
 gives each rank a disjoint share, the shares covering the dataset. Real server, agent and
-workers; the script is run as a user would run it."""
+workers; the script is run as a user would run it. fit() follows the job over the /stream
+websocket: each worker line printed once, a progress line per report, also across reconnects."""
 import hashlib
 import io
 import json
@@ -56,9 +57,19 @@ SCRIPT = textwrap.dedent("""\
             print("MISSING", rank, str(e), flush=True)
 
 
+    def chatty():
+        rank = train.get_context().get_world_rank()
+        for epoch in range(3):
+            for i in range(15):
+                print(f"line {rank} {epoch} {i}", flush=True)
+            train.report({"epoch": epoch})
+
+
     if __name__ == "__main__":
         mode = sys.argv[1]
-        if mode == "resume":
+        if mode == "stream":
+            trainer = DataParallelTrainer(chatty, scaling_config=ScalingConfig(num_workers=2))
+        elif mode == "resume":
             trainer = DataParallelTrainer(
                 read_checkpoint, scaling_config=ScalingConfig(num_workers=2),
                 resume_from_checkpoint=Checkpoint.from_directory(sys.argv[2]))
@@ -71,14 +82,14 @@ SCRIPT = textwrap.dedent("""\
     """)
 
 
-def run_script(server, tmp_path, token, *args):
+def run_script(server, tmp_path, token, *args, env=None):
     d = tmp_path / "proj"
     d.mkdir(exist_ok=True)
     (d / "train.py").write_text(SCRIPT)
     env = dict(os.environ, TRAINYARD_SERVER=server.url, TRAINYARD_TOKEN=token,
                PYTHONPATH=os.path.join(harness.SOURCE_DIR, "worker", "python"),
                TRAINYARD_WORKER_PYTHON="/usr/bin/python3",
-               XDG_CACHE_HOME=str(tmp_path / "cache"))
+               XDG_CACHE_HOME=str(tmp_path / "cache"), **(env or {}))
     r = subprocess.run(["/usr/bin/python3", "train.py", *args], cwd=d, env=env, text=True,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -190,3 +201,35 @@ def test_datasets_are_sharded_disjoint_and_covering(server, agent_factory, tmp_p
     assert got[0]["ids"] == list(range(0, 11, 2)) and got[1]["ids"] == list(range(1, 11, 2))
     missing = lines(server, job, "MISSING")
     assert "no dataset named 'nope'" in missing[0] and "ids, squares" in missing[0], missing
+
+
+def check_stream_output(server, job, stderr):
+    assert "polling instead" not in stderr, stderr
+    printed = [ln for ln in stderr.splitlines() if ln.startswith("(rank ")]
+    want = []
+    for rank in (0, 1):
+        mine = [f"(rank {rank}) line {rank} {e} {i}" for e in range(3) for i in range(15)]
+        got = [ln for ln in printed if ln.startswith(f"(rank {rank}) ")]
+        assert got == mine, (rank, got)
+        want += mine
+    assert sorted(printed) == sorted(want)
+    # The same as the job's stored log, once each.
+    stored = server.request("GET", f"/api/v1/jobs/{job}/logs?format=jsonl").text.splitlines()
+    assert len(stored) == len(printed)
+    assert [ln for ln in stderr.splitlines() if "[report]" in ln] == \
+        [f"trainyard: [report] epoch={e}" for e in range(3)], stderr
+
+
+def test_fit_prints_the_stream_once_each(server, agent_factory, tmp_path):
+    agent_factory(cpus=2)
+    job, err = run_script(server, tmp_path, server.admin_token, "stream")
+    check_stream_output(server, job, err)
+    assert "stream connection lost" not in err, err
+
+
+def test_fit_resumes_the_stream_after_a_dropped_connection(server, agent_factory, tmp_path):
+    agent_factory(cpus=2)
+    job, err = run_script(server, tmp_path, server.admin_token, "stream",
+                          env={"TRAINYARD_STREAM_DROP_AFTER": "2"})
+    check_stream_output(server, job, err)
+    assert err.count("stream connection lost; resuming after seq") >= 3, err

@@ -10,6 +10,7 @@ import time
 from ._checkpoint import Checkpoint, Result, TrainingFailedError, check_assertions
 from ._client import Client
 from ._config import RunConfig, ScalingConfig
+from ._stream import StreamUnavailable, follow_job
 from ._pack import (DEFAULT_MAX_BYTES, directory_signature, pack_directory, remember_package,
                     remembered_package)
 
@@ -195,7 +196,7 @@ class DataParallelTrainer:
                   f"{self.scaling_config.num_workers} workers, code {sha[:12]} {how})",
                   file=sys.stderr, flush=True)
         try:
-            job = _follow(client, job_id, verbose)
+            job = _follow_stream(client, job_id, verbose)
         except KeyboardInterrupt:
             print(f"\ntrainyard: stopping job {job_id}", file=sys.stderr, flush=True)
             try:
@@ -239,11 +240,51 @@ def _code_package(client, workdir, max_bytes, extra=None):
     return sha, uploaded
 
 
-def _follow(client, job_id, verbose):
+def _follow_stream(client, job_id, verbose):
+    """Follows the job over the /stream websocket until it ends, printing each log line once as
+    it commits (verbose 2) and one progress line per rank-0 report (verbose >= 1); falls back to
+    polling REST (_follow) when the stream cannot be used, going on from the lines already
+    printed. Returns the final job."""
+    printed = {}  # (attempt, rank) -> lines printed
+
+    def on_log(attempt, rank, line):
+        key = (attempt, rank)
+        printed[key] = printed.get(key, 0) + 1
+        if verbose >= 2:
+            print(f"(rank {rank}) {line}", file=sys.stderr, flush=True)
+
+    def on_report(data):
+        if verbose >= 1 and data.get("rank") == 0:
+            _print_report(data.get("step"), data.get("metrics") or {})
+
+    def on_resume(after):
+        if verbose >= 2:
+            print(f"trainyard: stream connection lost; resuming after seq {after}",
+                  file=sys.stderr, flush=True)
+
+    drop = os.environ.get("TRAINYARD_STREAM_DROP_AFTER")  # tests: drop every N rows
+    try:
+        job = follow_job(client, job_id, TERMINAL, on_log, on_report,
+                         int(drop) if drop and drop.isdigit() else None, on_resume)
+    except StreamUnavailable as e:
+        if verbose:
+            print(f"trainyard: {e}; polling instead", file=sys.stderr, flush=True)
+        return _follow(client, job_id, verbose, printed, stream_reports=True)
+    if verbose >= 2:  # lines that committed after the job's last status change
+        _print_new_lines(client, job_id, printed)
+    return job
+
+
+def _follow(client, job_id, verbose, seen_lines=None, stream_reports=False):
     """Polls the job until it ends, printing new log lines (verbose 2) and one progress line
-    per rank-0 report (verbose >= 1). Returns the final job."""
-    seen_lines = {}
+    per rank-0 report (verbose >= 1). seen_lines: lines already printed per (attempt, rank);
+    stream_reports: the reports so far were printed already (from the stream). Returns the
+    final job."""
+    seen_lines = {} if seen_lines is None else seen_lines
     seen_reports = set()
+    if stream_reports:
+        seen_reports = {(r["attempt"], r["time"])
+                        for r in _reports(client.get_metrics(job_id, rank=0))}
     delay, last = POLL_MIN_S, None
     while True:
         job = client.get_job(job_id)
@@ -289,10 +330,15 @@ def _print_new_reports(client, job_id, seen):
         if key in seen:
             continue
         seen.add(key)
-        vals = " ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
-                        for k, v in r.items() if k not in ("step", "attempt", "time"))
-        step = "" if r["step"] is None else f" step {r['step']}"
-        print(f"trainyard: [report]{step} {vals}", file=sys.stderr, flush=True)
+        _print_report(r["step"], {k: v for k, v in r.items()
+                                  if k not in ("step", "attempt", "time")})
+
+
+def _print_report(step, metrics):
+    vals = " ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
+                    for k, v in metrics.items() if k != "step")
+    step = "" if step is None else f" step {step}"
+    print(f"trainyard: [report]{step} {vals}", file=sys.stderr, flush=True)
 
 
 def _failure(client, job):
