@@ -89,6 +89,7 @@ struct agent_config {
     int64_t log_backlog_max;  /* unacked bytes of one log file before the oldest are skipped */
     int64_t max_queued_bytes; /* events held for the server above which reports are held back */
     int64_t log_flush_ms;     /* a partial last line is sent after waiting this long */
+    int64_t code_cache_bytes; /* the node's code cache is trimmed to this (LRU, code.c) */
 
     /* Derived by agent_config_load. servers[] lists --server's URLs (at least one, the same
      * scheme for all); url_host, url_port and url_path are the first one's. */
@@ -278,9 +279,11 @@ struct agent_worker {
     int64_t exit_seq;     /* seq of its worker_exited event; 0 until it exited */
     uid_t uid;            /* what it runs as; AGENT_NO_UID: the agent's own user */
     gid_t gid;
-    char *tmp_dir;   /* its private TMPDIR; NULL once removed */
-    char *grant_dir; /* a checkpoint directory its gid was given read access to, or NULL */
-    char secret[65]; /* TRAINYARD_REPORT_SECRET: proves it on the report socket */
+    char *tmp_dir;     /* its private TMPDIR; NULL once removed */
+    char *grant_dir;   /* a checkpoint directory its gid was given read access to, or NULL */
+    char *packages[2]; /* the code and checkpoint packages (sha256) it was launched with, or
+                        * NULL: kept in the node's code cache while it runs (code.c) */
+    char secret[65];   /* TRAINYARD_REPORT_SECRET: proves it on the report socket */
     struct agent_worker_progress progress;
 };
 
@@ -560,6 +563,13 @@ int agent__code_fetch(struct agent *a, const char *sha256, const char **why);
 /* Makes the private copy `dir` the worker's own (its uid and gid) when it runs under a uid of its
  * own; the agent's user keeps it otherwise. 0 or -1 (logged). */
 int agent__code_grant(const struct agent_worker *w, const char *dir);
+/* Trims the node's code cache (<data>/code/<sha256>) to --code-cache-bytes: removes the least
+ * recently used packages first, never one a running worker was launched with or a pending
+ * launch waits for. Event loop only. */
+void agent__code_trim(struct agent *a);
+/* Whether a launch waiting in the preparation thread (queued, being fetched or done) needs
+ * package `sha256`. */
+bool agent__prepare_wants(struct agent *a, const char *sha256);
 /* Removes the private copies (code, checkpoint) of (job, attempt) on this node, if any. */
 void agent__code_release(struct agent *a, const char *job_id, int64_t attempt);
 /* Keeps a credential the server minted (durably, 0600) and uses it from now on. 0 or -1. */

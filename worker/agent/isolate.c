@@ -446,5 +446,7 @@ void agent__worker_free(struct agent_worker *w)
     free(w->error);
     free(w->tmp_dir);
     free(w->grant_dir);
+    free(w->packages[0]);
+    free(w->packages[1]);
     free(w);
 }

@@ -221,18 +221,35 @@ void agent__prepare_cancel(struct agent *a, const char *job_id, int64_t attempt)
     pthread_mutex_unlock(&p->mu);
 }
 
+bool agent__prepare_wants(struct agent *a, const char *sha256)
+{
+    struct agent_prep *p = a->prep;
+    if (p == NULL)
+        return false;
+    bool wants = false;
+    pthread_mutex_lock(&p->mu);
+    struct prep_item *lists[] = {p->todo, p->done, p->current};
+    for (size_t i = 0; i < 3 && !wants; i++) {
+        for (struct prep_item *it = lists[i]; it && !wants; it = i < 2 ? it->next : NULL)
+            wants = (it->code_sha256 && strcmp(it->code_sha256, sha256) == 0) ||
+                    (it->ckpkg_sha256 && strcmp(it->ckpkg_sha256, sha256) == 0);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return wants;
+}
+
 void agent__prepare_poll(struct agent *a)
 {
     struct agent_prep *p = a->prep;
     if (p == NULL)
         return;
-    pthread_mutex_lock(&p->mu);
-    struct prep_item *ready = p->done;
-    p->done = p->done_tail = NULL;
-    pthread_mutex_unlock(&p->mu);
-    while (ready) {
-        struct prep_item *it = ready;
-        ready = it->next;
+    /* One at a time: those still in `done` keep their packages from agent__code_trim. */
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        struct prep_item *it = pop(&p->done, &p->done_tail);
+        pthread_mutex_unlock(&p->mu);
+        if (it == NULL)
+            break;
         struct agent_server_msg m;
         char err[256];
         if (it->cancelled) {
