@@ -10,9 +10,9 @@ import time
 from ._checkpoint import Checkpoint, Result, TrainingFailedError, check_assertions
 from ._client import Client
 from ._config import RunConfig, ScalingConfig
-from ._stream import StreamUnavailable, follow_job
 from ._pack import (DEFAULT_MAX_BYTES, directory_signature, pack_directory, remember_package,
                     remembered_package)
+from ._stream import StreamUnavailable, follow_job
 
 __all__ = ["DataParallelTrainer", "function_reference", "build_spec"]
 
