@@ -8,11 +8,9 @@ import sys
 import time
 
 from ._checkpoint import Checkpoint, Result, TrainingFailedError, check_assertions
-from ._client import Client
 from ._config import RunConfig, ScalingConfig
 from ._pack import (DEFAULT_MAX_BYTES, directory_signature, pack_directory, remember_package,
                     remembered_package)
-from ._stream import StreamUnavailable, follow_job
 
 __all__ = ["DataParallelTrainer", "function_reference", "build_spec"]
 
@@ -175,6 +173,7 @@ class DataParallelTrainer:
         Ctrl-C stops the job before re-raising KeyboardInterrupt."""
         if in_worker_import:
             raise WorkerImportStop()
+        from ._client import Client  # not on the workers' import path
         client = self.client or Client()
         local_ck = self._local_checkpoint()
         resume_package = None
@@ -245,6 +244,7 @@ def _follow_stream(client, job_id, verbose):
     it commits (verbose 2) and one progress line per rank-0 report (verbose >= 1); falls back to
     polling REST (_follow) when the stream cannot be used, going on from the lines already
     printed. Returns the final job."""
+    from ._stream import StreamUnavailable, follow_job
     printed = {}  # (attempt, rank) -> lines printed
 
     def on_log(attempt, rank, line):
