@@ -256,6 +256,19 @@ void agent__code_trim(struct agent *a)
     free(list);
 }
 
+void agent__code_track(struct agent *a, struct agent_worker **workers, size_t n,
+                       const char *code_sha256, const char *ckpt_sha256)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (workers[i] && code_sha256)
+            workers[i]->packages[0] = strdup(code_sha256);
+        if (workers[i] && ckpt_sha256)
+            workers[i]->packages[1] = strdup(ckpt_sha256);
+    }
+    if (code_sha256 || ckpt_sha256)
+        agent__code_trim(a);
+}
+
 char *agent__code_prepare(struct agent *a, const char *job_id, int64_t attempt, const char *sha256,
                           bool may_fetch, const char **why)
 {

@@ -591,14 +591,8 @@ void agent__launch(struct agent *a, const struct agent_launch *l, bool may_fetch
     for (size_t i = 0; i < l->n_workers; i++)
         if (started[i])
             started[i] = start_finish(a, &local, started[i], start_fds[i]);
-    for (size_t i = 0; i < l->n_workers; i++) {
-        if (started[i] && l->code_sha256)
-            started[i]->packages[0] = strdup(l->code_sha256);
-        if (started[i] && local.checkpoint_package)
-            started[i]->packages[1] = strdup(local.checkpoint_package);
-    }
-    if (code || ckpkg)
-        agent__code_trim(a);
+    agent__code_track(a, started, l->n_workers, code ? l->code_sha256 : NULL,
+                      ckpkg ? local.checkpoint_package : NULL);
     free(start_fds);
     free(fetched);
     free(code);
