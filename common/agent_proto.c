@@ -231,7 +231,7 @@ char *agent_msg_launch(const struct agent_launch *l)
     }
     return dump_steal(json_pack(
         "{s:s, s:s, s:I, s:s?, s:O, s:o, s:O?, s:O?, s:I, s:I, s:I, s:I, s:s, s:I, s:o, s:o?, "
-        "s:o, s:s?, s:o?, s:s*, s:s*}",
+        "s:o, s:s?, s:o?, s:s*, s:s*, s:s*}",
         "type", "launch", "job_id", l->job_id, "attempt", (json_int_t)l->attempt, "backend",
         l->backend, "entrypoint", (json_t *)l->entrypoint, "working_dir",
         str_or_null(l->working_dir), "env", (json_t *)l->env, "config", (json_t *)l->config,
@@ -244,7 +244,8 @@ char *agent_msg_launch(const struct agent_launch *l)
             ? json_pack("{s:I, s:s, s:s*}", "id", (json_int_t)l->checkpoint_fetch_id, "sha256",
                         l->checkpoint_fetch_sha256, "shared", l->checkpoint_fetch_shared)
             : NULL,
-        "code_package", l->code_sha256, "storage_path", l->storage_path));
+        "code_package", l->code_sha256, "storage_path", l->storage_path, "checkpoint_package",
+        l->checkpoint_package));
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -480,6 +481,13 @@ static int parse_launch(json_t *root, struct agent_launch *l, char *err, size_t 
         if (sha == NULL || strlen(sha) != 64 || strspn(sha, "0123456789abcdef") != 64)
             return ERR("'code_package' must be a SHA-256 of 64 lowercase hex digits");
         l->code_sha256 = sha;
+    }
+    json_t *kp = json_object_get(root, "checkpoint_package");
+    if (kp && !json_is_null(kp)) {
+        const char *sha = json_string_value(kp);
+        if (sha == NULL || strlen(sha) != 64 || strspn(sha, "0123456789abcdef") != 64)
+            return ERR("'checkpoint_package' must be a SHA-256 of 64 lowercase hex digits");
+        l->checkpoint_package = sha;
     }
 
     json_t *ra = json_object_get(root, "rank_addresses");

@@ -102,11 +102,15 @@ struct agent_launch {
                                           * (its node-* parts): copied from there, not fetched */
     const char *storage_path;            /* run_config.storage_path: checkpoints are copied there
                                           * rather than uploaded; NULL: uploaded */
-    const char *code_sha256;       /* the job's code package (issue 15): fetched once per node, the
-                                    * workers run in a private copy of it; NULL: none */
-    const char **rank_addresses;   /* world_size entries (the node address of each rank), or NULL:
-                                    * all on master_addr */
-    const char *rendezvous_secret; /* the attempt's collective rendezvous secret; NULL: none */
+    const char *code_sha256;        /* the job's code package (issue 15): fetched once per node, the
+                                     * workers run in a private copy of it; NULL: none */
+    const char *checkpoint_package; /* a checkpoint directory uploaded as a package (the spec's
+                                     * resume_from_package), fetched like code_sha256; each
+                                     * attempt's workers resume from a private copy of it when
+                                     * checkpoint_dir and checkpoint_fetch are absent; NULL: none */
+    const char **rank_addresses;    /* world_size entries (the node address of each rank), or NULL:
+                                     * all on master_addr */
+    const char *rendezvous_secret;  /* the attempt's collective rendezvous secret; NULL: none */
     struct agent_launch_worker *workers;
     size_t n_workers;
 };

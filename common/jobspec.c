@@ -24,9 +24,9 @@
 #define MILLI_TOLERANCE 1e-3
 
 static const char *const top_fields[] = {
-    "name",     "entrypoint",        "working_dir",    "env",         "secret_env",
-    "backend",  "train_loop_config", "scaling_config", "run_config",  "resume_from_checkpoint",
-    "priority", "timeout_s",         "metadata",       "code_package"};
+    "name",     "entrypoint",        "working_dir",    "env",          "secret_env",
+    "backend",  "train_loop_config", "scaling_config", "run_config",   "resume_from_checkpoint",
+    "priority", "timeout_s",         "metadata",       "code_package", "resume_from_package"};
 static const char *const scaling_fields[] = {"num_workers",          "use_gpu",
                                              "resources_per_worker", "placement_strategy",
                                              "accelerator_type",     "elastic_resize_interval_s"};
@@ -326,19 +326,27 @@ static json_t *norm_working_dir(struct vctx *c, const json_t *v)
     return copy_string(c, v);
 }
 
+/* Whether v, a string, is a SHA-256 (64 lowercase hex digits); else fails `field`. */
+static bool check_sha256(struct vctx *c, const json_t *v, const char *field)
+{
+    if (!check_string(c, v, field, 1, 64, false))
+        return false;
+    const char *s = json_string_value(v);
+    for (size_t i = 0; i < 64; i++) {
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) { /* NUL: short */
+            fail(c, field, "must be a SHA-256: 64 lowercase hex digits");
+            return false;
+        }
+    }
+    return true;
+}
+
 /* code_package: the SHA-256 of an uploaded code package (issue 15); the workers then run in a
  * private copy of it, so working_dir may not be given with it. */
 static json_t *norm_code_package(struct vctx *c, const json_t *v, const json_t *working_dir)
 {
-    if (!check_string(c, v, "code_package", 1, 64, false))
+    if (!check_sha256(c, v, "code_package"))
         return NULL;
-    const char *s = json_string_value(v);
-    for (size_t i = 0; i < 64; i++) {
-        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) { /* NUL: short */
-            fail(c, "code_package", "must be a SHA-256: 64 lowercase hex digits");
-            return NULL;
-        }
-    }
     if (working_dir && !json_is_null(working_dir)) {
         fail(c, "working_dir",
              "cannot be given with code_package: the workers run in a private copy of the "
@@ -697,6 +705,21 @@ static json_t *norm_run_config(struct vctx *c, const json_t *v)
     return rc;
 }
 
+/* resume_from_package: the SHA-256 of a checkpoint directory uploaded as a package (the code
+ * package endpoint); the workers start from a private copy of it, so it excludes
+ * resume_from_checkpoint. */
+static json_t *norm_resume_package(struct vctx *c, const json_t *v, const json_t *resume)
+{
+    if (!check_sha256(c, v, "resume_from_package"))
+        return NULL;
+    if (resume && !json_is_null(resume)) {
+        fail(c, "resume_from_package",
+             "cannot be given with resume_from_checkpoint: a job resumes from one checkpoint");
+        return NULL;
+    }
+    return copy_string(c, v);
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* The remaining top-level fields and the entry point                                           */
 /* ------------------------------------------------------------------------------------------ */
@@ -773,6 +796,10 @@ static json_t *norm_spec(struct vctx *c, const json_t *in)
     put(c, o, "scaling_config", norm_scaling_config(c, member(in, "scaling_config")));
     put(c, o, "run_config", norm_run_config(c, member(in, "run_config")));
     put(c, o, "resume_from_checkpoint", norm_resume(c, member(in, "resume_from_checkpoint")));
+    if (member(in, "resume_from_package")) /* only when given, as code_package */
+        put(c, o, "resume_from_package",
+            norm_resume_package(c, member(in, "resume_from_package"),
+                                member(in, "resume_from_checkpoint")));
     put(c, o, "priority",
         norm_int(c, member(in, "priority"), "priority", JOBSPEC_PRIORITY_MIN, JOBSPEC_PRIORITY_MAX,
                  0));

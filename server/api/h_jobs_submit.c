@@ -22,15 +22,18 @@ struct job_submit {
     bool foreign_checkpoint;      /* out: resume_from is another user's; nothing was inserted */
     const char *code_package;     /* the spec's code_package, or NULL */
     bool no_code_package;         /* out: it is not stored; nothing was inserted */
+    const char *resume_package;   /* the spec's resume_from_package, or NULL */
+    bool no_resume_package;       /* out: it is not stored; nothing was inserted */
+    bool foreign_resume_package;  /* out: the submitter did not upload it; nothing was inserted */
     const char *key;              /* Idempotency-Key, or NULL */
     enum store_once_outcome once; /* out, with a key */
     int64_t id;
     char *job;
 };
 
-/* Checks the checkpoint to resume from (it exists, and is the submitter's own unless the
- * submitter is an admin: a checkpoint holds its job's weights and data), then inserts the job.
- * Returns a db_qs. */
+/* Checks the checkpoint to resume from, a checkpoint id or a package (it exists, and is the
+ * submitter's own unless the submitter is an admin: a checkpoint holds its job's weights and
+ * data), and the code package, then inserts the job. Returns a db_qs. */
 static int job_submit(struct db_conn *c, void *arg)
 {
     struct job_submit *a = arg;
@@ -46,6 +49,22 @@ static int job_submit(struct db_conn *c, void *arg)
         free(owner);
         if (!mine) {
             a->foreign_checkpoint = true;
+            return 0;
+        }
+    }
+    if (a->resume_package) {
+        struct store_code code;
+        int qs = store_code_get(c, a->resume_package, &code);
+        if (qs <= 0) {
+            a->no_resume_package = qs == 0;
+            return qs;
+        }
+        bool owned = false;
+        qs = store_code_owned(c, a->resume_package, a->owner[0] ? a->owner : "anonymous", &owned);
+        if (qs < 0)
+            return qs;
+        if (!owned && a->who->role < SRV_ROLE_ADMIN) {
+            a->foreign_resume_package = true;
             return 0;
         }
     }
@@ -120,6 +139,7 @@ enum MHD_Result h_jobs_submit(struct srv_request *req)
         .spec = spec,
         .resume_from = json_integer_value(json_object_get(spec, "resume_from_checkpoint")),
         .code_package = json_string_value(json_object_get(spec, "code_package")),
+        .resume_package = json_string_value(json_object_get(spec, "resume_from_package")),
     };
     int qs = db_with_conn(req->srv->db, job_submit, &a);
     if (a.no_code_package) {
@@ -129,6 +149,14 @@ enum MHD_Result h_jobs_submit(struct srv_request *req)
                                        "/api/v1/code/{sha256})");
     }
     json_decref(spec);
+    if (a.no_resume_package)
+        return srv_reply_field_problem(req, SRV_P_CODE_PACKAGE_NOT_FOUND, "resume_from_package",
+                                       "no such package: upload the checkpoint directory first "
+                                       "(PUT /api/v1/code/{sha256})");
+    if (a.foreign_resume_package)
+        return srv_reply_field_problem(req, SRV_P_PACKAGE_FORBIDDEN, "resume_from_package",
+                                       "this package was uploaded by another user: upload the "
+                                       "checkpoint directory yourself");
     if (a.no_checkpoint) {
         char detail[64];
         snprintf(detail, sizeof(detail), "checkpoint %lld does not exist",

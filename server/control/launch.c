@@ -108,6 +108,10 @@ int srv_launch_build(int64_t job, int attempt, const struct srv_launch_rows *row
         .entrypoint = entrypoint,
         .working_dir = json_string_value(json_object_get(spec, "working_dir")),
         .code_sha256 = json_string_value(json_object_get(spec, "code_package")),
+        /* A restart that resumes from the job's own checkpoint does not go back to it. */
+        .checkpoint_package = rows->resume_from > 0
+                                  ? NULL
+                                  : json_string_value(json_object_get(spec, "resume_from_package")),
         .env = json_object_get(spec, "env"),
         .config = json_object_get(spec, "train_loop_config"),
         .world_size = rows->world_size,

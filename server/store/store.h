@@ -390,11 +390,14 @@ struct store_code {
 };
 /* Fills *out for the stored code package `sha256`. Returns 1, 0 (not stored) or an error. */
 int store_code_get(struct db_conn *c, const char *sha256, struct store_code *out);
-/* Records a verified package (a repeat is a no-op); `who` names the uploader. Returns a db_qs. */
+/* Records a verified package (a repeat is a no-op) and `who` as one of its owners (the users who
+ * uploaded its bytes). Returns a db_qs. */
 int store_code_insert(struct db_conn *c, const char *sha256, int64_t size, const char *location,
                       const char *who);
-/* *may = whether `node` runs or ran a worker of a job whose spec names package `sha256`.
- * Returns 1 or an error. */
+/* *owned = whether `who` uploaded package `sha256`. Returns 1 or an error. */
+int store_code_owned(struct db_conn *c, const char *sha256, const char *who, bool *owned);
+/* *may = whether `node` runs or ran a worker of a job whose spec names package `sha256` (as its
+ * code_package or resume_from_package). Returns 1 or an error. */
 int store_code_node_may_fetch(struct db_conn *c, const char *sha256, const char *node, bool *may);
 
 /* ---- checkpoints (store_checkpoints.c) ---- */

@@ -140,7 +140,7 @@ def test_who_may_upload_and_fetch_code_packages(server, agent_factory, tmp_path)
     user = srv.create_token("alice", "user")
     sha, r = upload(srv, data, token=user)
     assert r.status == 200 and r.json == {"state": "complete", "offset": len(data),
-                                          "size": len(data)}, r
+                                          "size": len(data), "owned": True}, r
 
     # The node may not fetch it: no job of it runs there.
     node_h = {"X-Trainyard-Node": agent.node_id}

@@ -91,6 +91,7 @@ struct agent_config {
     int64_t log_backlog_max;  /* unacked bytes of one log file before the oldest are skipped */
     int64_t max_queued_bytes; /* events held for the server above which reports are held back */
     int64_t log_flush_ms;     /* a partial last line is sent after waiting this long */
+    int64_t code_cache_bytes; /* the node's code cache is trimmed to this (LRU, code.c) */
 
     /* Derived by agent_config_load. servers[] lists --server's URLs (at least one, the same
      * scheme for all); url_host, url_port and url_path are the first one's. */
@@ -293,6 +294,8 @@ struct agent_worker {
     char *tmp_dir;      /* its private TMPDIR; NULL once removed */
     char *grant_dir;    /* a checkpoint directory its gid was given read access to, or NULL */
     char *storage_path; /* its job's run_config.storage_path (shared_store.c), or NULL */
+    char *packages[2];  /* the code and checkpoint packages (sha256) it was launched with, or
+                         * NULL: kept in the node's code cache while it runs (code.c) */
     char secret[65];    /* TRAINYARD_REPORT_SECRET: proves it on the report socket */
     struct agent_worker_progress progress;
 };
@@ -579,13 +582,29 @@ void agent__prepare_poll(struct agent *a);
  * Returns the malloc'd path, or NULL with *why set to a static reason (logged). */
 char *agent__code_prepare(struct agent *a, const char *job_id, int64_t attempt, const char *sha256,
                           bool may_fetch, const char **why);
+/* The same for a checkpoint directory uploaded as a package (a launch's checkpoint_package):
+ * <data>/code/run/<job>/<attempt>.checkpoint, the workers' TRAINYARD_CHECKPOINT_DIR. */
+#define AGENT_CHECKPOINT_COPY_SUFFIX ".checkpoint"
+char *agent__code_checkpoint_prepare(struct agent *a, const char *job_id, int64_t attempt,
+                                     const char *sha256, bool may_fetch, const char **why);
 /* Fills this node's cache of code package `sha256` (fetching it when absent; blocks the caller).
  * 0, or -1 with *why set. */
 int agent__code_fetch(struct agent *a, const char *sha256, const char **why);
 /* Makes the private copy `dir` the worker's own (its uid and gid) when it runs under a uid of its
  * own; the agent's user keeps it otherwise. 0 or -1 (logged). */
 int agent__code_grant(const struct agent_worker *w, const char *dir);
-/* Removes the private copy of (job, attempt) on this node, if any. */
+/* Trims the node's code cache (<data>/code/<sha256>) to --code-cache-bytes: removes the least
+ * recently used packages first, never one a running worker was launched with or a pending
+ * launch waits for. Event loop only. */
+void agent__code_trim(struct agent *a);
+/* After a launch: notes on each started worker (workers[i] non-NULL) the packages it runs with
+ * (code_sha256, ckpt_sha256: NULL for none), then trims the cache if it used one. */
+void agent__code_track(struct agent *a, struct agent_worker **workers, size_t n,
+                       const char *code_sha256, const char *ckpt_sha256);
+/* Whether a launch waiting in the preparation thread (queued, being fetched or done) needs
+ * package `sha256`. */
+bool agent__prepare_wants(struct agent *a, const char *sha256);
+/* Removes the private copies (code, checkpoint) of (job, attempt) on this node, if any. */
 void agent__code_release(struct agent *a, const char *job_id, int64_t attempt);
 /* Keeps a credential the server minted (durably, 0600) and uses it from now on. 0 or -1. */
 int agent__credential_save(struct agent *a, const char *credential);

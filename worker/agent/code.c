@@ -4,13 +4,19 @@
  * <data>/code/<sha256> (the agent's alone), and copies the cache into
  * <data>/code/run/<job>/<attempt> for each attempt: the workers' working directory, owned by
  * the job's uid when workers run under uids of their own, removed when the attempt's last
- * worker on the node is gone. */
+ * worker on the node is gone. A checkpoint directory uploaded as a package (the spec's
+ * resume_from_package) travels the same way: cached once, and each attempt's workers get a
+ * private copy, <attempt>.checkpoint beside the code's, as their TRAINYARD_CHECKPOINT_DIR.
+ * The cache is kept under --code-cache-bytes by removing the least recently used packages
+ * (agent__code_trim), never one a running worker was launched with. */
 #include "agent.h"
 
 #include "log.h"
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <spawn.h>
@@ -97,8 +103,10 @@ int agent__code_fetch(struct agent *a, const char *sha256, const char **why)
     return code_cache(a, sha256, cache, why);
 }
 
-char *agent__code_prepare(struct agent *a, const char *job_id, int64_t attempt, const char *sha256,
-                          bool may_fetch, const char **why)
+/* agent__code_prepare and agent__code_checkpoint_prepare: the private copy of package sha256 at
+ * <data>/code/run/<job>/<attempt><suffix>. */
+static char *private_copy(struct agent *a, const char *job_id, int64_t attempt, const char *sha256,
+                          const char *suffix, bool may_fetch, const char **why)
 {
     char root[PATH_MAX], cache[PATH_MAX + 80], run[PATH_MAX + 8], job[PATH_MAX + 200],
         copy[PATH_MAX + 240];
@@ -106,7 +114,8 @@ char *agent__code_prepare(struct agent *a, const char *job_id, int64_t attempt, 
     snprintf(cache, sizeof(cache), "%s/%s", root, sha256);
     snprintf(run, sizeof(run), "%s/run", root);
     snprintf(job, sizeof(job), "%s/%s", run, job_id);
-    if ((size_t)snprintf(copy, sizeof(copy), "%s/%lld", job, (long long)attempt) >= sizeof(copy)) {
+    if ((size_t)snprintf(copy, sizeof(copy), "%s/%lld%s", job, (long long)attempt, suffix) >=
+        sizeof(copy)) {
         *why = "the code directory's path is too long";
         return NULL;
     }
@@ -124,6 +133,8 @@ char *agent__code_prepare(struct agent *a, const char *job_id, int64_t attempt, 
     }
     if (code_cache(a, sha256, cache, why) != 0)
         return NULL;
+    if (utimensat(AT_FDCWD, cache, NULL, 0) != 0) /* its last use, for agent__code_trim */
+        TY_WARN("code", "cannot touch %s: %s", cache, strerror(errno));
     if (stat(copy, &sb) == 0)
         return strdup(copy); /* a repeated launch of the same attempt */
     char src[PATH_MAX + 90];
@@ -135,6 +146,139 @@ char *agent__code_prepare(struct agent *a, const char *job_id, int64_t attempt, 
         return NULL;
     }
     return strdup(copy);
+}
+
+/* The bytes nftw's callback adds up (the event loop is the only caller). */
+static int64_t tree_bytes;
+
+static int count_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)path;
+    (void)f;
+    if (flag == FTW_F)
+        tree_bytes += st->st_size;
+    return 0;
+}
+
+struct cache_entry {
+    char sha256[65];
+    int64_t bytes;
+    struct timespec used; /* the directory's mtime, set at each use */
+};
+
+static int older_first(const void *x, const void *y)
+{
+    const struct cache_entry *a = x, *b = y;
+    if (a->used.tv_sec != b->used.tv_sec)
+        return a->used.tv_sec < b->used.tv_sec ? -1 : 1;
+    if (a->used.tv_nsec != b->used.tv_nsec)
+        return a->used.tv_nsec < b->used.tv_nsec ? -1 : 1;
+    return strcmp(a->sha256, b->sha256);
+}
+
+static bool is_sha256(const char *s)
+{
+    return strlen(s) == 64 && strspn(s, "0123456789abcdef") == 64;
+}
+
+/* Whether a running worker was launched with package sha256, or a pending launch needs it. */
+static bool package_in_use(struct agent *a, const char *sha256)
+{
+    for (const struct agent_worker *w = a->workers; w; w = w->next) {
+        if (w->status != AGENT_WORKER_RUNNING)
+            continue;
+        for (size_t i = 0; i < 2; i++)
+            if (w->packages[i] && strcmp(w->packages[i], sha256) == 0)
+                return true;
+    }
+    return agent__prepare_wants(a, sha256);
+}
+
+/* The packages of <data>/code (sha256, size, last use): a malloc'd array of *n, or NULL. */
+static struct cache_entry *cache_list(const char *root, size_t *n)
+{
+    *n = 0;
+    DIR *d = opendir(root);
+    if (d == NULL)
+        return NULL;
+    struct cache_entry *list = NULL;
+    size_t cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        char path[PATH_MAX + 80];
+        struct stat sb;
+        if (!is_sha256(de->d_name) ||
+            (size_t)snprintf(path, sizeof(path), "%s/%.64s", root, de->d_name) >= sizeof(path) ||
+            lstat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
+            continue;
+        if (*n == cap) {
+            size_t ncap = cap ? 2 * cap : 16;
+            struct cache_entry *grown = realloc(list, ncap * sizeof(*list));
+            if (grown == NULL)
+                break;
+            list = grown;
+            cap = ncap;
+        }
+        struct cache_entry *e = &list[(*n)++];
+        snprintf(e->sha256, sizeof(e->sha256), "%s", de->d_name);
+        e->used = sb.st_mtim;
+        tree_bytes = 0;
+        nftw(path, count_entry, 16, FTW_PHYS);
+        e->bytes = tree_bytes;
+    }
+    closedir(d);
+    return list;
+}
+
+void agent__code_trim(struct agent *a)
+{
+    char root[PATH_MAX];
+    snprintf(root, sizeof(root), "%s/code", a->data_dir);
+    size_t n;
+    struct cache_entry *list = cache_list(root, &n);
+    int64_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += list[i].bytes;
+    qsort(list, n, sizeof(*list), older_first);
+    for (size_t i = 0; i < n && total > a->cfg->code_cache_bytes; i++) {
+        if (package_in_use(a, list[i].sha256))
+            continue;
+        char path[PATH_MAX + 80];
+        snprintf(path, sizeof(path), "%s/%s", root, list[i].sha256);
+        agent__remove_tree(path);
+        total -= list[i].bytes;
+        TY_INFO("code", "code cache over --code-cache-bytes %lld: removed package %s (%lld bytes)",
+                (long long)a->cfg->code_cache_bytes, list[i].sha256, (long long)list[i].bytes);
+    }
+    if (total > a->cfg->code_cache_bytes)
+        TY_INFO("code", "code cache holds %lld bytes, over --code-cache-bytes, all in use",
+                (long long)total);
+    free(list);
+}
+
+void agent__code_track(struct agent *a, struct agent_worker **workers, size_t n,
+                       const char *code_sha256, const char *ckpt_sha256)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (workers[i] && code_sha256)
+            workers[i]->packages[0] = strdup(code_sha256);
+        if (workers[i] && ckpt_sha256)
+            workers[i]->packages[1] = strdup(ckpt_sha256);
+    }
+    if (code_sha256 || ckpt_sha256)
+        agent__code_trim(a);
+}
+
+char *agent__code_prepare(struct agent *a, const char *job_id, int64_t attempt, const char *sha256,
+                          bool may_fetch, const char **why)
+{
+    return private_copy(a, job_id, attempt, sha256, "", may_fetch, why);
+}
+
+char *agent__code_checkpoint_prepare(struct agent *a, const char *job_id, int64_t attempt,
+                                     const char *sha256, bool may_fetch, const char **why)
+{
+    return private_copy(a, job_id, attempt, sha256, AGENT_CHECKPOINT_COPY_SUFFIX, may_fetch, why);
 }
 
 /* The owner nftw's callback gives (the agent is single-threaded). */
@@ -167,13 +311,16 @@ int agent__code_grant(const struct agent_worker *w, const char *dir)
 
 void agent__code_release(struct agent *a, const char *job_id, int64_t attempt)
 {
-    char copy[PATH_MAX];
-    if ((size_t)snprintf(copy, sizeof(copy), "%s/code/run/%s/%lld", a->data_dir, job_id,
-                         (long long)attempt) >= sizeof(copy))
-        return;
-    struct stat sb;
-    if (lstat(copy, &sb) != 0)
-        return;
-    agent__remove_tree(copy);
-    TY_DEBUG("code", "removed %s", copy);
+    static const char *const suffixes[] = {"", AGENT_CHECKPOINT_COPY_SUFFIX};
+    for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+        char copy[PATH_MAX];
+        if ((size_t)snprintf(copy, sizeof(copy), "%s/code/run/%s/%lld%s", a->data_dir, job_id,
+                             (long long)attempt, suffixes[i]) >= sizeof(copy))
+            continue;
+        struct stat sb;
+        if (lstat(copy, &sb) != 0)
+            continue;
+        agent__remove_tree(copy);
+        TY_DEBUG("code", "removed %s", copy);
+    }
 }

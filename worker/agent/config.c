@@ -87,6 +87,10 @@ static const struct option_def options[] = {
      "while the server is away"},
     {"log-flush-ms", "TRAINYARD_AGENT_LOG_FLUSH_MS", I(log_flush_ms), "500", 0, 60000,
      "a worker's partial last line (no newline yet) is sent after waiting this long"},
+    {"code-cache-bytes", "TRAINYARD_AGENT_CODE_CACHE_BYTES", I(code_cache_bytes), "2147483648", 0,
+     INT64_C(1) << 50,
+     "code and checkpoint packages kept unpacked in <data-dir>/code: beyond this, the least "
+     "recently used are removed (never one a running worker was launched with)"},
     {"log-level", "TRAINYARD_LOG_LEVEL", S(log_level), "info", 0, 0, "error, warn, info or debug"},
     {"debug", "TRAINYARD_DEBUG", S(debug), "", 0, 0,
      "comma separated subsystems to debug-log (ws,proc,report,all)"},

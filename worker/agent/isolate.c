@@ -447,5 +447,7 @@ void agent__worker_free(struct agent_worker *w)
     free(w->tmp_dir);
     free(w->grant_dir);
     free(w->storage_path);
+    free(w->packages[0]);
+    free(w->packages[1]);
     free(w);
 }

@@ -27,9 +27,10 @@ struct prep_item {
     int64_t attempt;
     int64_t ckpt_id; /* > 0: fetch this checkpoint */
     char *ckpt_sha256;
-    char *ckpt_shared; /* with ckpt_id: copied from this directory on shared storage, or NULL */
-    char *code_sha256; /* non-NULL: fetch this code package */
-    bool cancelled;    /* stopped meanwhile: not launched (guarded by the prep's mu) */
+    char *ckpt_shared;  /* with ckpt_id: copied from this directory on shared storage, or NULL */
+    char *code_sha256;  /* non-NULL: fetch this code package */
+    char *ckpkg_sha256; /* non-NULL: fetch this checkpoint package (into the code cache) */
+    bool cancelled;     /* stopped meanwhile: not launched (guarded by the prep's mu) */
 };
 
 struct agent_prep {
@@ -51,6 +52,7 @@ static void item_free(struct prep_item *it)
     free(it->ckpt_sha256);
     free(it->ckpt_shared);
     free(it->code_sha256);
+    free(it->ckpkg_sha256);
     free(it);
 }
 
@@ -114,6 +116,9 @@ static void *prep_main(void *arg)
         if (it->code_sha256 && agent__code_fetch(a, it->code_sha256, &why) != 0)
             TY_WARN("prepare", "job %s: code package %s: %s", it->job_id, it->code_sha256,
                     why ? why : "unknown error");
+        if (it->ckpkg_sha256 && agent__code_fetch(a, it->ckpkg_sha256, &why) != 0)
+            TY_WARN("prepare", "job %s: checkpoint package %s: %s", it->job_id, it->ckpkg_sha256,
+                    why ? why : "unknown error");
         pthread_mutex_lock(&p->mu);
         p->current = NULL;
         push(&p->done, &p->done_tail, it);
@@ -169,7 +174,9 @@ bool agent__prepare_launch(struct agent *a, const struct agent_launch *l, const 
                      l->checkpoint_fetch_sha256 &&
                      !cached(a, "checkpoints/fetched", l->checkpoint_fetch_sha256);
     bool need_code = l->code_sha256 && !cached(a, "code", l->code_sha256);
-    if (p == NULL || (!need_ckpt && !need_code))
+    bool need_pkg = l->checkpoint_package && l->checkpoint_dir == NULL &&
+                    l->checkpoint_fetch_id <= 0 && !cached(a, "code", l->checkpoint_package);
+    if (p == NULL || (!need_ckpt && !need_code && !need_pkg))
         return false;
     struct prep_item *it = calloc(1, sizeof(*it));
     if (it == NULL)
@@ -180,8 +187,10 @@ bool agent__prepare_launch(struct agent *a, const struct agent_launch *l, const 
     it->code_sha256 = need_code ? strdup(l->code_sha256) : NULL;
     const char *shared = need_ckpt ? l->checkpoint_fetch_shared : NULL;
     it->ckpt_shared = shared ? strdup(shared) : NULL;
+    it->ckpkg_sha256 = need_pkg ? strdup(l->checkpoint_package) : NULL;
     if (!it->text || !it->job_id || (need_ckpt && !it->ckpt_sha256) ||
-        (shared && !it->ckpt_shared) || (need_code && !it->code_sha256)) {
+        (shared && !it->ckpt_shared) || (need_code && !it->code_sha256) ||
+        (need_pkg && !it->ckpkg_sha256)) {
         item_free(it);
         return false; /* out of memory: launch inline, as without the thread */
     }
@@ -194,9 +203,9 @@ bool agent__prepare_launch(struct agent *a, const struct agent_launch *l, const 
     push(&p->todo, &p->todo_tail, it);
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
-    TY_INFO("prepare", "job %s attempt %lld waits for its downloads (%s%s%s)", l->job_id,
-            (long long)l->attempt, need_ckpt ? "checkpoint" : "",
-            need_ckpt && need_code ? ", " : "", need_code ? "code package" : "");
+    TY_INFO("prepare", "job %s attempt %lld waits for its downloads:%s%s%s", l->job_id,
+            (long long)l->attempt, need_ckpt ? " checkpoint" : "", need_code ? " code" : "",
+            need_pkg ? " checkpoint-package" : "");
     return true;
 }
 
@@ -217,18 +226,35 @@ void agent__prepare_cancel(struct agent *a, const char *job_id, int64_t attempt)
     pthread_mutex_unlock(&p->mu);
 }
 
+bool agent__prepare_wants(struct agent *a, const char *sha256)
+{
+    struct agent_prep *p = a->prep;
+    if (p == NULL)
+        return false;
+    bool wants = false;
+    pthread_mutex_lock(&p->mu);
+    struct prep_item *lists[] = {p->todo, p->done, p->current};
+    for (size_t i = 0; i < 3 && !wants; i++) {
+        for (struct prep_item *it = lists[i]; it && !wants; it = i < 2 ? it->next : NULL)
+            wants = (it->code_sha256 && strcmp(it->code_sha256, sha256) == 0) ||
+                    (it->ckpkg_sha256 && strcmp(it->ckpkg_sha256, sha256) == 0);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return wants;
+}
+
 void agent__prepare_poll(struct agent *a)
 {
     struct agent_prep *p = a->prep;
     if (p == NULL)
         return;
-    pthread_mutex_lock(&p->mu);
-    struct prep_item *ready = p->done;
-    p->done = p->done_tail = NULL;
-    pthread_mutex_unlock(&p->mu);
-    while (ready) {
-        struct prep_item *it = ready;
-        ready = it->next;
+    /* One at a time: those still in `done` keep their packages from agent__code_trim. */
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        struct prep_item *it = pop(&p->done, &p->done_tail);
+        pthread_mutex_unlock(&p->mu);
+        if (it == NULL)
+            break;
         struct agent_server_msg m;
         char err[256];
         if (it->cancelled) {

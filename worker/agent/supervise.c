@@ -353,6 +353,11 @@ static char **worker_env(struct agent *a, struct agent_worker *w, const struct a
         start_failed(a, w, logfd, "cannot hand over", "the job's copy of its code package", errno);
         return NULL;
     }
+    if (l->checkpoint_package && agent__code_grant(w, l->checkpoint_dir) != 0) {
+        start_failed(a, w, logfd, "cannot hand over", "the job's copy of its checkpoint package",
+                     errno);
+        return NULL;
+    }
     char user[64];
     struct agent_env_private priv = {w->secret, w->tmp_dir,
                                      agent__worker_user(a, w, user, sizeof(user)), a->gpu_info,
@@ -516,10 +521,12 @@ static struct agent_worker *start_finish(struct agent *a, const struct agent_lau
     return w;
 }
 
-/* A worker whose job's code package could not be made ready: it exits at once (127) with the
- * reason. Returns NULL, as start_one does for a worker that did not start. */
+/* A worker whose job's code package (or checkpoint package: `kind`, `sha256`) could not be made
+ * ready: it exits at once (127) with the reason. Returns NULL, as start_one does for a worker
+ * that did not start. */
 static struct agent_worker *code_failed(struct agent *a, const struct agent_launch *l,
-                                        const struct agent_launch_worker *lw, const char *why)
+                                        const struct agent_launch_worker *lw, const char *kind,
+                                        const char *sha256, const char *why)
 {
     if (agent__worker_find(a, l->job_id, l->attempt, lw->rank))
         return NULL;
@@ -527,7 +534,7 @@ static struct agent_worker *code_failed(struct agent *a, const struct agent_laun
     if (w == NULL)
         return NULL;
     char what[200];
-    snprintf(what, sizeof(what), "code package %s:", l->code_sha256);
+    snprintf(what, sizeof(what), "%s %s:", kind, sha256);
     start_failed(a, w, -1, what, why ? why : "unknown error", EIO);
     return NULL;
 }
@@ -556,6 +563,17 @@ void agent__launch(struct agent *a, const struct agent_launch *l, bool may_fetch
         code = agent__code_prepare(a, l->job_id, l->attempt, l->code_sha256, may_fetch, &code_why);
         local.working_dir = code;
     }
+    /* One resuming from a checkpoint package (resume_from_package) gets a private copy of it,
+     * unless it resumes from a checkpoint of its own (a restart). */
+    char *ckpkg = NULL;
+    const char *ckpkg_why = NULL;
+    local.checkpoint_package = NULL;
+    if (l->checkpoint_package && l->checkpoint_dir == NULL && l->checkpoint_fetch_id <= 0) {
+        ckpkg = agent__code_checkpoint_prepare(a, l->job_id, l->attempt, l->checkpoint_package,
+                                               may_fetch, &ckpkg_why);
+        local.checkpoint_dir = ckpkg;
+        local.checkpoint_package = l->checkpoint_package;
+    }
     /* Start every worker first, then queue their worker_started events together, which the
      * server records in one transaction. */
     int *start_fds = calloc(l->n_workers ? l->n_workers : 1, sizeof(*start_fds));
@@ -563,19 +581,27 @@ void agent__launch(struct agent *a, const struct agent_launch *l, bool may_fetch
         TY_ERROR("proc", "out of memory launching job %s", l->job_id);
         free(started);
         free(fetched);
+        free(ckpkg);
         return;
     }
     /* Every supervisor first, then their answers: the workers' fork and exec overlap. */
     for (size_t i = 0; i < l->n_workers; i++)
-        started[i] = l->code_sha256 && code == NULL
-                         ? code_failed(a, &local, &l->workers[i], code_why)
-                         : start_one(a, &local, &l->workers[i], &start_fds[i]);
+        started[i] =
+            l->code_sha256 && code == NULL
+                ? code_failed(a, &local, &l->workers[i], "code package", l->code_sha256, code_why)
+            : local.checkpoint_package && ckpkg == NULL
+                ? code_failed(a, &local, &l->workers[i], "checkpoint package",
+                              local.checkpoint_package, ckpkg_why)
+                : start_one(a, &local, &l->workers[i], &start_fds[i]);
     for (size_t i = 0; i < l->n_workers; i++)
         if (started[i])
             started[i] = start_finish(a, &local, started[i], start_fds[i]);
+    agent__code_track(a, started, l->n_workers, code ? l->code_sha256 : NULL,
+                      ckpkg ? local.checkpoint_package : NULL);
     free(start_fds);
     free(fetched);
     free(code);
+    free(ckpkg);
     for (size_t i = 0; i < l->n_workers; i++) {
         struct agent_worker *w = started[i];
         if (w == NULL)

@@ -133,3 +133,27 @@ def test_signature_changes_with_content_size_or_time_and_is_remembered(tmp_path,
     assert remembered_package(sig) is None
     remember_package(sig, "ab" * 32)
     assert remembered_package(sig) == "ab" * 32
+
+
+def test_checkpoint_package_keeps_every_file_and_extra_files_are_added(tmp_path):
+    tree(str(tmp_path), {"w.bin": "w", ".gitignore": "*\n", "__pycache__/x.pyc": "c"})
+    with tarfile.open(fileobj=io.BytesIO(pack_directory(str(tmp_path), keep_all=True))) as t:
+        assert sorted(t.getnames()) == [".gitignore", "__pycache__", "__pycache__/x.pyc", "w.bin"]
+    extra = {"__trainyard_datasets__.pkl": b"data"}
+    with tarfile.open(fileobj=io.BytesIO(pack_directory(str(tmp_path), extra=extra))) as t:
+        assert sorted(t.getnames()) == ["__trainyard_datasets__.pkl"]
+        assert t.extractfile("__trainyard_datasets__.pkl").read() == b"data"
+    assert directory_signature(str(tmp_path), extra) != directory_signature(str(tmp_path))
+    spec = build_spec("e", "none", ["true"], ScalingConfig(), RunConfig(), None,
+                      resume_package="ab" * 32)
+    assert spec["resume_from_package"] == "ab" * 32 and "resume_from_checkpoint" not in spec
+
+
+def test_named_dataset_shards_are_disjoint_and_cover(monkeypatch):
+    from trainyard.train import _session
+    monkeypatch.setattr(_session, "_datasets", {"ids": list(range(7))})
+    shards = [get_dataset_shard("ids", rank=r, world_size=3) for r in range(3)]
+    assert sorted(sum(shards, [])) == list(range(7))
+    assert shards[0] == [0, 3, 6]
+    with pytest.raises(KeyError, match="given: ids"):
+        get_dataset_shard("other", rank=0, world_size=1)

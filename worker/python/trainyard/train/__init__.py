@@ -16,10 +16,21 @@ Standard library only on the submitting side; see docs/python-api.md.
 
 from ._checkpoint import (Checkpoint, MetricAssertionError, Result, TrainingFailedError,
                           check_assertions)
-from ._client import Client, JobSubmissionClient, TrainyardAPIError
 from ._config import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
 from ._session import TrainContext, get_checkpoint, get_context, get_dataset_shard, report
 from ._trainer import DataParallelTrainer
+
+_LAZY = ("Client", "JobSubmissionClient", "TrainyardAPIError")
+
+
+def __getattr__(name):
+    """The REST client's names, imported on first use: a worker's runner never needs
+    urllib (about a third of this package's import time)."""
+    if name in _LAZY:
+        from . import _client
+        return getattr(_client, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "Checkpoint", "CheckpointConfig", "Client", "DataParallelTrainer", "FailureConfig",

@@ -130,19 +130,20 @@ class Client:
         """"missing", "uploading" or "complete": what the server holds of package sha256."""
         return self.request("GET", f"/api/v1/code/{sha256}")["state"]
 
-    def upload_code(self, data):
+    def upload_code(self, data, own=False):
         """Stores a packed working directory (tar.gz bytes) unless the server holds it already.
-        Returns (sha256, uploaded: bool)."""
+        own: also unless this user uploaded it before (a checkpoint package, which only its
+        uploaders may resume from). Returns (sha256, uploaded: bool)."""
         sha = hashlib.sha256(data).hexdigest()
         st = self.request("GET", f"/api/v1/code/{sha}")
-        if st["state"] == "complete":
+        if st["state"] == "complete" and (st.get("owned", True) or not own):
             return sha, False
         off = st.get("offset", 0) or 0
         while off < len(data):
             chunk = data[off:off + CODE_CHUNK]
             r = self.request("PUT", f"/api/v1/code/{sha}?offset={off}", chunk,
                              {"X-Content-SHA256": hashlib.sha256(chunk).hexdigest()})
-            if r["state"] == "complete":
+            if r["state"] == "complete" and r.get("owned", True):
                 return sha, False
             off = max(r["offset"], off + len(chunk))
         self.request("POST", f"/api/v1/code/{sha}/complete", {})

@@ -74,10 +74,20 @@ class IgnoreRules:
         return False
 
 
-def list_files(top):
+class KeepAll(IgnoreRules):
+    """No rule at all: a checkpoint directory travels whole."""
+
+    def __init__(self):
+        self.rules = []
+
+    def add_file(self, path, base):
+        pass
+
+
+def list_files(top, keep_all=False):
     """The (relative path, absolute path) pairs pack_directory keeps, sorted."""
     top = os.path.abspath(top)
-    rules = IgnoreRules()
+    rules = KeepAll() if keep_all else IgnoreRules()
     kept = []
 
     def walk(rel_dir):
@@ -99,14 +109,19 @@ def list_files(top):
     return kept
 
 
-def pack_directory(path, max_bytes=DEFAULT_MAX_BYTES):
-    """The tar.gz of directory `path` (bytes). Raises PackageTooLarge over max_bytes."""
+def pack_directory(path, max_bytes=DEFAULT_MAX_BYTES, keep_all=False, what="working_dir",
+                   extra=None):
+    """The tar.gz of directory `path` (bytes); keep_all: every file, no ignore rule (a
+    checkpoint); extra: {name: bytes} of files added at the top (after the directory's, which
+    they replace). Raises PackageTooLarge over max_bytes."""
     if not os.path.isdir(path):
-        raise NotADirectoryError(f"working_dir {path!r} is not a directory")
+        raise NotADirectoryError(f"{what} {path!r} is not a directory")
     raw = io.BytesIO()
     with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as gz:
         with tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as tar:
-            for rel, full in list_files(path):
+            for rel, full in list_files(path, keep_all):
+                if extra and rel in extra:
+                    continue
                 st = os.lstat(full)
                 info = tarfile.TarInfo(rel)
                 info.mtime = 0
@@ -126,19 +141,27 @@ def pack_directory(path, max_bytes=DEFAULT_MAX_BYTES):
                         tar.addfile(info, f)
                 if raw.tell() > max_bytes:
                     break
+            for name, blob in sorted((extra or {}).items()):
+                info = tarfile.TarInfo(name)
+                info.mtime = 0
+                info.mode = 0o644
+                info.size = len(blob)
+                tar.addfile(info, io.BytesIO(blob))
     data = raw.getvalue()
     if len(data) > max_bytes:
         raise PackageTooLarge(
-            f"working_dir {path!r} packs to more than {max_bytes} bytes (the cap): leave large "
+            f"{what} {path!r} packs to more than {max_bytes} bytes (the cap): leave large "
             f"files out with a .trainyardignore, or raise the cap")
     return data
 
 
-def directory_signature(path):
+def directory_signature(path, extra=None):
     """A hash of what pack_directory would read (names, types, modes, sizes, modification
-    times, link targets), cheap to compute: equal signatures mean an unchanged directory, as
-    make and rsync judge it."""
+    times, link targets, and the extra files' contents), cheap to compute: equal signatures
+    mean an unchanged directory, as make and rsync judge it."""
     h = hashlib.sha256(os.path.abspath(path).encode())
+    for name, blob in sorted((extra or {}).items()):
+        h.update(json.dumps([name, hashlib.sha256(blob).hexdigest()]).encode())
     for rel, full in list_files(path):
         st = os.lstat(full)
         link = os.readlink(full) if stat.S_ISLNK(st.st_mode) else ""

@@ -9,6 +9,7 @@ import importlib.util
 import inspect
 import json
 import os
+import pickle
 import sys
 import traceback
 
@@ -40,6 +41,27 @@ def load_function(spec):
     return obj
 
 
+class _MainUnpickler(pickle.Unpickler):
+    """Finds what the user's script defined (pickled as __main__) in its import under
+    MAIN_ALIAS."""
+
+    def find_class(self, module, name):
+        if module == "__main__" and MAIN_ALIAS in sys.modules:
+            module = MAIN_ALIAS
+        return super().find_class(module, name)
+
+
+def load_datasets():
+    """The datasets= that fit() packed into the code package, or None."""
+    from ._trainer import DATASETS_FILE
+    try:
+        f = open(DATASETS_FILE, "rb")
+    except FileNotFoundError:
+        return None
+    with f:
+        return _MainUnpickler(f).load()
+
+
 def setup_backend(backend):
     """torch: the default process group over MASTER_ADDR/MASTER_PORT (NCCL with GPUs, else
     Gloo), each worker on its local GPU. Returns a teardown function."""
@@ -65,6 +87,8 @@ def main():
     os.environ["TRAINYARD_EXPERIMENT_NAME"] = spec.get("name", "")
     del sys.argv[1]
     fn = load_function(spec)
+    from . import _session
+    _session.set_datasets(load_datasets())
     teardown = setup_backend(spec.get("backend", "none"))
     import trainyard
     config = trainyard.get_context().config

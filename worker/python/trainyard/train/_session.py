@@ -75,9 +75,25 @@ def get_checkpoint():
     return Checkpoint.from_directory(path) if path else None
 
 
+_datasets = None  # the trainer's datasets= on this worker (set by the runner)
+
+
+def set_datasets(datasets):
+    global _datasets
+    _datasets = datasets
+
+
 def get_dataset_shard(dataset, rank=None, world_size=None):
-    """This worker's share of `dataset`: every world_size-th item starting at its rank. A
+    """This worker's share of `dataset`: every world_size-th item starting at its rank, so the
+    ranks' shards are disjoint, cover it, and are the same on every run. `dataset` is the name
+    of one of the trainer's datasets= (as in Ray) or a sequence / torch Dataset itself. A
     sequence gives a list; a torch Dataset a torch.utils.data.Subset."""
+    if isinstance(dataset, str):
+        if not _datasets or dataset not in _datasets:
+            have = ", ".join(sorted(_datasets or {})) or "none"
+            raise KeyError(f"no dataset named {dataset!r} was given to the trainer's datasets= "
+                           f"(given: {have})")
+        dataset = _datasets[dataset]
     ctx = _ty.get_context()
     rank = ctx.world_rank if rank is None else rank
     world_size = ctx.world_size if world_size is None else world_size

@@ -3,11 +3,11 @@ job, stream its logs and a progress line per report, and return a Result (docs/p
 
 import json
 import os
+import pickle
 import sys
 import time
 
 from ._checkpoint import Checkpoint, Result, TrainingFailedError, check_assertions
-from ._client import Client
 from ._config import RunConfig, ScalingConfig
 from ._pack import (DEFAULT_MAX_BYTES, directory_signature, pack_directory, remember_package,
                     remembered_package)
@@ -15,6 +15,7 @@ from ._pack import (DEFAULT_MAX_BYTES, directory_signature, pack_directory, reme
 __all__ = ["DataParallelTrainer", "function_reference", "build_spec"]
 
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
+DATASETS_FILE = "__trainyard_datasets__.pkl"  # datasets= in the code package
 POLL_MIN_S, POLL_MAX_S = 0.1, 1.0  # polling backs off while nothing changes
 
 
@@ -62,8 +63,9 @@ def function_reference(fn, working_dir):
 
 
 def build_spec(name, backend, entrypoint, scaling_config, run_config, train_loop_config,
-               fit_ref=None, resume_from=None, env=None):
-    """The job spec of a fit() (DESIGN.md section 3)."""
+               fit_ref=None, resume_from=None, env=None, resume_package=None):
+    """The job spec of a fit() (DESIGN.md section 3); resume_package: the package (sha256) of
+    a local checkpoint directory to resume from, instead of resume_from."""
     if fit_ref is not None:  # the runner's one argument names the function
         entrypoint = list(entrypoint) + [json.dumps(dict(fit_ref, backend=backend, name=name),
                                                     separators=(",", ":"))]
@@ -73,11 +75,13 @@ def build_spec(name, backend, entrypoint, scaling_config, run_config, train_loop
         spec["train_loop_config"] = train_loop_config
     if env:
         spec["env"] = dict(env)
-    if resume_from is not None:
+    if resume_package is not None:
+        spec["resume_from_package"] = resume_package
+    elif resume_from is not None:
         cid = getattr(resume_from, "id", resume_from)
-        if not isinstance(cid, int):
-            raise ValueError("resume_from_checkpoint must be a Checkpoint of an earlier Result "
-                             "(one the server holds) or its id")
+        if not isinstance(cid, int) or isinstance(cid, bool):
+            raise ValueError("resume_from_checkpoint must be a Checkpoint (of an earlier Result, "
+                             "or Checkpoint.from_directory(a local directory)) or its id")
         spec["resume_from_checkpoint"] = cid
     if run_config.metadata:
         spec["metadata"] = {str(k): str(v) for k, v in run_config.metadata.items()}
@@ -109,9 +113,7 @@ class DataParallelTrainer:
         self.env = env
         self.max_package_bytes = max_package_bytes
         self.worker_python = worker_python
-        if datasets:
-            raise NotImplementedError("datasets= is not supported: load data in the training "
-                                      "function and use trainyard.train.get_dataset_shard()")
+        self.datasets = _check_datasets(datasets)
         if metadata:
             self.run_config.metadata.update(metadata)
         self.job_id = None
@@ -134,8 +136,22 @@ class DataParallelTrainer:
         fn = self.train_loop_per_worker
         return getattr(fn, "__name__", None) or type(self).__name__
 
-    def build(self):
-        """The job spec (without its code package) and the working directory to pack."""
+    def _local_checkpoint(self):
+        """The local directory of resume_from_checkpoint when it is one
+        (Checkpoint.from_directory) rather than a checkpoint the server holds, else None."""
+        ck = self.resume_from_checkpoint
+        if isinstance(ck, Checkpoint) and ck.id is None:
+            if not ck.path or not os.path.isdir(ck.path):
+                raise ValueError(f"resume_from_checkpoint {ck.path!r} is not a directory")
+            return ck.path
+        if isinstance(ck, (str, os.PathLike)):
+            raise ValueError("resume_from_checkpoint must be a Checkpoint: use "
+                             "Checkpoint.from_directory(path) for a local directory")
+        return None
+
+    def build(self, resume_package=None):
+        """The job spec (without its code package) and the working directory to pack;
+        resume_package: the package (sha256) of a local resume_from_checkpoint."""
         wd = self._working_dir()
         fn = self.train_loop_per_worker
         if isinstance(fn, (list, tuple, str)):
@@ -144,7 +160,8 @@ class DataParallelTrainer:
             entry, ref = runner_entrypoint(self.worker_python), function_reference(fn, wd)
         spec = build_spec(self._name(), self.backend, entry, self.scaling_config,
                           self.run_config, self.train_loop_config, ref,
-                          self.resume_from_checkpoint, self.env)
+                          None if resume_package else self.resume_from_checkpoint, self.env,
+                          resume_package)
         return spec, wd
 
     # --- running it ---
@@ -156,9 +173,19 @@ class DataParallelTrainer:
         Ctrl-C stops the job before re-raising KeyboardInterrupt."""
         if in_worker_import:
             raise WorkerImportStop()
+        from ._client import Client  # not on the workers' import path
         client = self.client or Client()
-        spec, wd = self.build()
-        sha, uploaded = _code_package(client, wd, self.max_package_bytes)
+        local_ck = self._local_checkpoint()
+        resume_package = None
+        if local_ck is not None:  # it travels as a package, as the working directory does
+            resume_package, _ = client.upload_code(
+                pack_directory(local_ck, self.max_package_bytes, keep_all=True,
+                               what="resume_from_checkpoint"), own=True)
+        spec, wd = self.build(resume_package)
+        extra = None
+        if self.datasets:  # they travel in the code package, pickled
+            extra = {DATASETS_FILE: pickle.dumps(self.datasets, protocol=4)}
+        sha, uploaded = _code_package(client, wd, self.max_package_bytes, extra)
         spec["code_package"] = sha
         verbose = self.run_config.verbose
         self.job_id = job_id = client.submit_job(spec)
@@ -168,7 +195,7 @@ class DataParallelTrainer:
                   f"{self.scaling_config.num_workers} workers, code {sha[:12]} {how})",
                   file=sys.stderr, flush=True)
         try:
-            job = _follow(client, job_id, verbose)
+            job = _follow_stream(client, job_id, verbose)
         except KeyboardInterrupt:
             print(f"\ntrainyard: stopping job {job_id}", file=sys.stderr, flush=True)
             try:
@@ -183,24 +210,81 @@ class DataParallelTrainer:
         return result
 
 
-def _code_package(client, workdir, max_bytes):
-    """The code package of `workdir` on the server: (sha256, uploaded). An unchanged directory
-    (same signature as when it was last packed) whose package the server still holds is
-    neither packed nor sent again."""
-    sig = directory_signature(workdir)
+def _check_datasets(datasets):
+    """datasets= checked: None, or a dict of name -> a sequence (len and indexing) or a torch
+    Dataset, which must pickle (a class defined in the user's script is fine)."""
+    if not datasets:
+        return None
+    if not isinstance(datasets, dict):
+        raise TypeError("datasets must be a dict of name -> sequence or torch Dataset")
+    for name, ds in datasets.items():
+        if not isinstance(name, str):
+            raise TypeError(f"datasets key {name!r} is not a string")
+        if not (hasattr(ds, "__len__") and hasattr(ds, "__getitem__")):
+            raise TypeError(f"datasets[{name!r}] is a {type(ds).__name__}: give a sequence or a "
+                            "torch Dataset (len() and indexing)")
+    return dict(datasets)
+
+
+def _code_package(client, workdir, max_bytes, extra=None):
+    """The code package of `workdir` (plus the `extra` files) on the server: (sha256, uploaded).
+    An unchanged directory (same signature as when it was last packed) whose package the server
+    still holds is neither packed nor sent again."""
+    sig = directory_signature(workdir, extra)
     known = remembered_package(sig)
     if known and client.code_state(known) == "complete":
         return known, False
-    sha, uploaded = client.upload_code(pack_directory(workdir, max_bytes))
+    sha, uploaded = client.upload_code(pack_directory(workdir, max_bytes, extra=extra))
     remember_package(sig, sha)
     return sha, uploaded
 
 
-def _follow(client, job_id, verbose):
+def _follow_stream(client, job_id, verbose):
+    """Follows the job over the /stream websocket until it ends, printing each log line once as
+    it commits (verbose 2) and one progress line per rank-0 report (verbose >= 1); falls back to
+    polling REST (_follow) when the stream cannot be used, going on from the lines already
+    printed. Returns the final job."""
+    from ._stream import StreamUnavailable, follow_job
+    printed = {}  # (attempt, rank) -> lines printed
+
+    def on_log(attempt, rank, line):
+        key = (attempt, rank)
+        printed[key] = printed.get(key, 0) + 1
+        if verbose >= 2:
+            print(f"(rank {rank}) {line}", file=sys.stderr, flush=True)
+
+    def on_report(data):
+        if verbose >= 1 and data.get("rank") == 0:
+            _print_report(data.get("step"), data.get("metrics") or {})
+
+    def on_resume(after):
+        if verbose >= 2:
+            print(f"trainyard: stream connection lost; resuming after seq {after}",
+                  file=sys.stderr, flush=True)
+
+    drop = os.environ.get("TRAINYARD_STREAM_DROP_AFTER")  # tests: drop every N rows
+    try:
+        job = follow_job(client, job_id, TERMINAL, on_log, on_report,
+                         int(drop) if drop and drop.isdigit() else None, on_resume)
+    except StreamUnavailable as e:
+        if verbose:
+            print(f"trainyard: {e}; polling instead", file=sys.stderr, flush=True)
+        return _follow(client, job_id, verbose, printed, stream_reports=True)
+    if verbose >= 2:  # lines that committed after the job's last status change
+        _print_new_lines(client, job_id, printed)
+    return job
+
+
+def _follow(client, job_id, verbose, seen_lines=None, stream_reports=False):
     """Polls the job until it ends, printing new log lines (verbose 2) and one progress line
-    per rank-0 report (verbose >= 1). Returns the final job."""
-    seen_lines = {}
+    per rank-0 report (verbose >= 1). seen_lines: lines already printed per (attempt, rank);
+    stream_reports: the reports so far were printed already (from the stream). Returns the
+    final job."""
+    seen_lines = {} if seen_lines is None else seen_lines
     seen_reports = set()
+    if stream_reports:
+        seen_reports = {(r["attempt"], r["time"])
+                        for r in _reports(client.get_metrics(job_id, rank=0))}
     delay, last = POLL_MIN_S, None
     while True:
         job = client.get_job(job_id)
@@ -246,10 +330,15 @@ def _print_new_reports(client, job_id, seen):
         if key in seen:
             continue
         seen.add(key)
-        vals = " ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
-                        for k, v in r.items() if k not in ("step", "attempt", "time"))
-        step = "" if r["step"] is None else f" step {r['step']}"
-        print(f"trainyard: [report]{step} {vals}", file=sys.stderr, flush=True)
+        _print_report(r["step"], {k: v for k, v in r.items()
+                                  if k not in ("step", "attempt", "time")})
+
+
+def _print_report(step, metrics):
+    vals = " ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
+                    for k, v in metrics.items() if k != "step")
+    step = "" if step is None else f" step {step}"
+    print(f"trainyard: [report]{step} {vals}", file=sys.stderr, flush=True)
 
 
 def _failure(client, job):

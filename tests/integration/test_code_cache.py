@@ -1,0 +1,68 @@
+"""The node's code cache (issue 15): an agent keeps at most --code-cache-bytes of unpacked
+packages in <data>/code, removing the least recently used first and never one a running worker
+was launched with. Real server, agent and workers."""
+import hashlib
+import io
+import os
+import tarfile
+
+PAD = 1000  # bytes of each package's pad file: about 1.1 kB unpacked with its program
+
+
+def package(tag):
+    """A code package (tar.gz) whose program sleeps argv[1] seconds; distinct per tag."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w:gz") as tar:
+        for name, text in (("w.py", f"# {tag}\nimport sys, time\ntime.sleep(float(sys.argv[1]))\n"),
+                           ("pad.bin", tag[0] * PAD)):
+            info = tarfile.TarInfo(name)
+            info.size = len(text)
+            tar.addfile(info, io.BytesIO(text.encode()))
+    data = raw.getvalue()
+    return data, hashlib.sha256(data).hexdigest()
+
+
+def upload(srv, data, sha):
+    r = srv.request("PUT", f"/api/v1/code/{sha}?offset=0", body=data,
+                    headers={"X-Content-SHA256": sha, "Content-Type": "application/octet-stream"})
+    assert r.status == 200, r
+    r = srv.request("POST", f"/api/v1/code/{sha}/complete", body={})
+    assert r.status == 200 and r.json["state"] == "complete", r
+
+
+def run(srv, sha, seconds, wait=True):
+    job = srv.submit({"name": "cache", "entrypoint": ["/usr/bin/python3", "w.py", str(seconds)],
+                      "code_package": sha, "scaling_config": {"num_workers": 1}})["id"]
+    if wait:
+        assert srv.wait_job(job, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
+    return job
+
+
+def cached(agent):
+    root = os.path.join(agent.data_dir, "code")
+    return {n for n in os.listdir(root) if len(n) == 64}
+
+
+def test_code_cache_is_trimmed_lru_never_a_running_package(server, agent_factory):
+    # Room for two packages (about 2.2 kB), not three.
+    agent = agent_factory(cpus=2, extra_args=["--code-cache-bytes", str(int(2.5 * PAD))])
+    p = {}
+    for tag in ("one", "two", "three"):
+        data, sha = package(tag)
+        upload(server, data, sha)
+        p[tag] = sha
+    long = run(server, p["one"], 600, wait=False)  # "one" stays in use
+    server.wait_job(long, {"RUNNING"})
+    run(server, p["two"], 0)
+    assert cached(agent) == {p["one"], p["two"]}
+    # A third: over the cap. "one" is the oldest but a running worker uses it; "two" goes.
+    run(server, p["three"], 0)
+    assert cached(agent) == {p["one"], p["three"]}
+    assert server.request("POST", f"/api/v1/jobs/{long}/stop").status in (200, 202)
+    assert server.wait_job(long, {"STOPPED"})["status"] == "STOPPED"
+    # "one" used again (a cache hit) is now the most recent: "three" is the least recently used
+    # when "two" comes back (fetched again).
+    run(server, p["one"], 0)
+    assert cached(agent) == {p["one"], p["three"]}
+    run(server, p["two"], 0)
+    assert cached(agent) == {p["one"], p["two"]}
