@@ -521,6 +521,20 @@ int agent__sha256_file(const char *path, char hex[65], int64_t *size);
 /* tar -xf tarfile -C dir (any compression tar recognises). 0 or -1. */
 int agent__unpack(const char *tarfile, const char *dir);
 
+/* tarstream.c: a directory as a reproducible tar stream, read at any offset (no tar file). */
+struct agent_tar;
+/* Walks `dir` (names sorted) and lays its tar out. NULL when it cannot be read. */
+struct agent_tar *agent__tar_open(const char *dir);
+/* The stream's length in bytes (end blocks included) and its regular file count. */
+int64_t agent__tar_size(const struct agent_tar *t);
+int64_t agent__tar_files(const struct agent_tar *t);
+/* Fills buf with the stream's bytes at `off`: len of them, fewer only at its end; -1 when a file
+ * is missing, unreadable or changed since agent__tar_open (agent__tar_error says which). */
+ssize_t agent__tar_read(struct agent_tar *t, int64_t off, char *buf, size_t len);
+/* The last read's failure ("file NAME: REASON"), "" when none. */
+const char *agent__tar_error(const struct agent_tar *t);
+void agent__tar_free(struct agent_tar *t);
+
 /* isolate.c: removes a tree without following symbolic links (best effort, missing is fine). */
 void agent__remove_tree(const char *path);
 
