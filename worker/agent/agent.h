@@ -498,14 +498,14 @@ char *agent__credential_load(const char *data_dir);
 
 /* upload.c: checkpoint parts to the server's artifact store (docs/artifacts.md). */
 /* Starts the uploader thread (REST URL: --api-url, else the --server host on port 8080; none:
- * no uploader). 0 or -1. */
+ * no uploader), first queuing the parts a previous agent left unsent. 0 or -1. */
 int agent__uploader_start(struct agent *a);
 /* Counts report k of (job, attempt) on this node (lws thread, after it was spooled); once every
  * local worker of that attempt made it, queues <data>/checkpoints/<job>/<attempt>/<k> (if it
  * exists) for upload and returns at once. */
 void agent__uploader_note_report(struct agent *a, const char *job_id, int64_t attempt, int64_t k);
 /* Stops and joins the uploader (an upload in progress is abandoned; the server keeps what it
- * acknowledged). */
+ * acknowledged, and the part's marker in <data>/uploads makes the next agent resume it). */
 void agent__uploader_stop(struct agent *a);
 /* The directory to resume from when this node holds no copy of checkpoint `id`: its archive
  * fetched from the server and unpacked into <data>/checkpoints/fetched/<sha256> (once per node:
