@@ -247,14 +247,14 @@ static long call(struct agent_uploader *u, const char *method, const char *url, 
     return status;
 }
 
-/* Brings ctx to the first `upto` bytes of the stream (from 0: a resumed upload's one re-read).
- * 0, or -1 when the directory cannot be read. */
-static int hash_prefix(struct agent_tar *t, EVP_MD_CTX *ctx, char *buf, int64_t upto)
+/* Brings ctx to the first `upto` bytes of the stream (from 0: a resumed upload's one re-read),
+ * through buf (cap bytes). 0, or -1 when the directory cannot be read. */
+static int hash_prefix(struct agent_tar *t, EVP_MD_CTX *ctx, char *buf, size_t cap, int64_t upto)
 {
     if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1)
         return -1;
     for (int64_t off = 0; off < upto;) {
-        size_t want = upto - off < UPLOAD_CHUNK ? (size_t)(upto - off) : UPLOAD_CHUNK;
+        size_t want = upto - off < (int64_t)cap ? (size_t)(upto - off) : cap;
         ssize_t n = agent__tar_read(t, off, buf, want);
         if (n <= 0)
             return -1;
@@ -307,7 +307,7 @@ static int send_part(struct agent_uploader *u, const struct upload_item *it, str
     if (strcmp(state, "complete") == 0 || strcmp(state, "deleted") == 0)
         return 0;
     if (off > size)
-        off = 0; /* not this stream's bytes: completing fails, the server discards them */
+        off = size; /* not this stream's bytes: completing fails, the server discards them */
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     struct chunk c[2] = {{.t = t, .part = ctx, .cap = u->chunk_len},
                          {.t = t, .part = ctx, .cap = u->chunk_len}};
@@ -315,7 +315,7 @@ static int send_part(struct agent_uploader *u, const struct upload_item *it, str
     c[1].buf = malloc(u->chunk_len);
     int rc = ctx && c[0].buf && c[1].buf ? 0 : -1;
     if (rc == 0)
-        rc = hash_prefix(t, ctx, c[0].buf, off);
+        rc = hash_prefix(t, ctx, c[0].buf, u->chunk_len, off);
     int cur = 0;
     c[cur].off = off;
     if (rc == 0 && off < size)
