@@ -27,10 +27,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+/* The uploader thread's nice value (its helper threads inherit it). */
+#define UPLOAD_NICE 10
 
 /* send_part's results beside 0 (stored) and -1 (retry). */
 #define UPLOAD_BROKEN (-2)
@@ -498,6 +503,10 @@ static void queue_restore(struct agent_uploader *u, const char *uploads)
 static void *uploader_main(void *arg)
 {
     struct agent_uploader *u = arg;
+    /* Background work: below the agent's event loop (reports, heartbeats) for the CPU. Threads it
+     * starts (the chunk hashing helper) inherit the nice value. */
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), UPLOAD_NICE) != 0)
+        TY_DEBUG("upload", "cannot lower the uploader's priority: %s", strerror(errno));
     for (;;) {
         pthread_mutex_lock(&u->mu);
         while (!u->stop && u->head == NULL)
