@@ -2,6 +2,9 @@
  *   GET  /api/v1/agent/checkpoints/{job}/{attempt}/{index}/part           resume point
  *   PUT  /api/v1/agent/checkpoints/{job}/{attempt}/{index}/part?offset=N  one chunk
  *   POST /api/v1/agent/checkpoints/{job}/{attempt}/{index}/part/complete  {"sha256","file_count"}
+ *   POST /api/v1/agent/checkpoints/{job}/{attempt}/{index}/part/failed    {"reason"}
+ * A rejected chunk, a store that cannot write (disk full) and a part the agent cannot read
+ * (part/failed) each leave a job event naming the checkpoint, the node's ranks and the reason.
  * Authenticated as a node, not a user: X-Trainyard-Node names it and the bearer is its node
  * credential (with --auth none only the name). A node may upload only for attempts it ran
  * workers of. Each reply is {"state","offset"} (offset: bytes the server holds). */
@@ -13,6 +16,9 @@
 #include "store.h"
 #include "util.h"
 
+#include "log.h"
+
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +33,7 @@ struct part_call {
     /* progress / completion */
     int64_t received, size, files;
     const char *sha256, *staging_key;
+    const char *event; /* part_event's reason */
     struct artifact_store *artifacts;
     int store_rc;
     char location_buf[ARTIFACT_LOCATION_MAX];
@@ -62,6 +69,29 @@ static int part_progress(struct db_conn *c, void *arg)
 {
     struct part_call *pc = arg;
     return store_part_progress(c, &pc->key, pc->received);
+}
+
+static int part_event(struct db_conn *c, void *arg)
+{
+    struct part_call *pc = arg;
+    return store_part_event(c, &pc->key, pc->event);
+}
+
+/* Records `fmt` as a job event on the part (best effort: the reply does not depend on it). */
+static void note_event(struct srv_request *req, struct part_call *pc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void note_event(struct srv_request *req, struct part_call *pc, const char *fmt, ...)
+{
+    char msg[700];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    pc->event = msg;
+    if (db_with_conn(req->srv->db, part_event, pc) < 0)
+        TY_WARN("artifacts", "job %lld: cannot record the event \"%s\"", (long long)pc->key.job,
+                msg);
+    pc->event = NULL;
 }
 
 /* Stores the staged part as its object and marks the part complete, under the object's lock
@@ -248,15 +278,23 @@ enum MHD_Result h_checkpoint_part_put(struct srv_request *req)
                                        "the chunk's SHA-256, 64 lowercase hex digits");
     char got[65];
     util_sha256_hex(req->body ? req->body : "", req->body_len, got);
-    if (strcmp(got, sum) != 0)
+    if (strcmp(got, sum) != 0) {
+        note_event(req, &pc,
+                   "the chunk at offset %lld failed its checksum (corrupted on the way): the "
+                   "agent sends it again",
+                   (long long)offset);
         return srv_reply_problem(req, SRV_P_UPLOAD_CORRUPT, NULL,
                                  "the chunk at offset %lld does not hash to X-Content-SHA256: "
                                  "send it again",
                                  (long long)offset);
+    }
     struct artifact_store *st = req->srv->artifacts;
     int64_t staged = 0;
     int rc =
         st->ops->append(st->be, key, offset, req->body ? req->body : "", req->body_len, &staged);
+    if (rc != 0 && rc != ARTIFACT_EOFFSET)
+        note_event(req, &pc, "the server cannot store it (%s): the agent retries later",
+                   artifact_strerror(rc));
     if (rc != 0)
         return reply_store_error(req, rc, staged);
     pc.received = staged;
@@ -305,6 +343,11 @@ enum MHD_Result h_checkpoint_part_complete(struct srv_request *req)
     int qs = db_with_conn(req->srv->db, part_complete, &pc);
     json_decref(body);
     if (qs >= 0 && pc.store_rc != 0) {
+        note_event(req, &pc, "%s: %s",
+                   pc.store_rc == ARTIFACT_ECORRUPT ? "the part does not hash to its SHA-256"
+                                                    : "the server cannot store it",
+                   pc.store_rc == ARTIFACT_ECORRUPT ? "discarded, the agent uploads it again"
+                                                    : artifact_strerror(pc.store_rc));
         if (pc.store_rc == ARTIFACT_ECORRUPT) {
             pc.received = 0;
             db_with_conn(req->srv->db, part_progress, &pc);
@@ -314,4 +357,26 @@ enum MHD_Result h_checkpoint_part_complete(struct srv_request *req)
     if (qs < 0)
         return srv_reply_db_error(req, qs);
     return reply_state(req, "complete", pc.size);
+}
+
+enum MHD_Result h_checkpoint_part_failed(struct srv_request *req)
+{
+    struct part_call pc;
+    memset(&pc, 0, sizeof(pc));
+    char key[256];
+    enum MHD_Result res;
+    if (part_begin(req, &pc, key, &res) != 0)
+        return res;
+    json_t *body = srv_body_json(req, &res);
+    if (body == NULL)
+        return res;
+    const char *why = json_string_value(json_object_get(body, "reason"));
+    if (why == NULL || why[0] == '\0' || strlen(why) > 500) {
+        json_decref(body);
+        return srv_reply_field_problem(req, SRV_P_INVALID_BODY, "reason",
+                                       "why the part cannot be uploaded, 1 to 500 bytes");
+    }
+    note_event(req, &pc, "the agent cannot upload it (%s): the checkpoint stays incomplete", why);
+    json_decref(body);
+    return reply_state(req, pc.part.state[0] ? pc.part.state : "uploading", pc.part.received);
 }

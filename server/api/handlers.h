@@ -23,6 +23,8 @@ enum MHD_Result h_checkpoint_part_status(struct srv_request *req);
 enum MHD_Result h_checkpoint_part_put(struct srv_request *req);
 enum MHD_Result h_checkpoint_part_complete(struct srv_request *req);
 enum MHD_Result h_checkpoint_shared(struct srv_request *req);
+
+enum MHD_Result h_checkpoint_part_failed(struct srv_request *req);
 /* h_code.c: code packages (issue 15). */
 enum MHD_Result h_code_get(struct srv_request *req);
 enum MHD_Result h_code_put(struct srv_request *req);

@@ -29,12 +29,14 @@ struct artifact_backend {
     /* *size = bytes staged under `key` (0 when none). */
     int (*staged_size)(void *be, const char *key, int64_t *size);
     /* Appends len bytes at `offset`, which must equal the staged size (ARTIFACT_EOFFSET and
-     * *size = the staged size otherwise); durable on return. *size = the new staged size. */
+     * *size = the staged size otherwise). Not synced: durable across a server restart, and on
+     * the disk once committed (commit syncs it). *size = the new staged size. */
     int (*append)(void *be, const char *key, int64_t offset, const void *data, size_t len,
                   int64_t *size);
-    /* Hashes the staged bytes: equal to `sha256` (hex), they become the object `location`
-     * (written, NUL-terminated, ARTIFACT_LOCATION_MAX bytes) and the staging is gone; otherwise
-     * the staging is discarded and ARTIFACT_ECORRUPT returned. *size = the object's size. */
+    /* Hashes the staged bytes (the local backend keeps the hash running across appends): equal to
+     * `sha256` (hex), they become the object `location` (written, NUL-terminated,
+     * ARTIFACT_LOCATION_MAX bytes) and the staging is gone (synced to disk first); otherwise the
+     * staging is discarded and ARTIFACT_ECORRUPT returned. *size = the object's size. */
     int (*commit)(void *be, const char *key, const char *sha256, char *location, int64_t *size);
     /* Opens object `location` for reading: a file descriptor (the caller closes it) or an error. */
     int (*open_read)(void *be, const char *location);

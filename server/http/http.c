@@ -340,8 +340,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
          * the 413 instead of a reset connection. */
         const char *clen =
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (clen && strtoll(clen, NULL, 10) > body_limit(srv, method, url))
+        long long announced = clen ? strtoll(clen, NULL, 10) : 0;
+        if (announced > body_limit(srv, method, url))
             req->body_too_large = true;
+        else if (announced > 0 && (req->body = malloc((size_t)announced + 1)) != NULL) {
+            req->body[0] = '\0';
+            req->body_cap = (size_t)announced + 1; /* one allocation, no growing copies */
+        }
         return MHD_YES;
     }
     if (*upload_size > 0) {
@@ -351,13 +356,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 req->body_too_large = true;
                 UTIL_FREE(req->body);
                 req->body_len = 0;
+                req->body_cap = 0;
             } else {
-                char *grown = realloc(req->body, want + 1);
-                if (grown == NULL)
-                    return MHD_NO;
-                memcpy(grown + req->body_len, upload, *upload_size);
-                grown[want] = '\0';
-                req->body = grown;
+                if (want + 1 > req->body_cap) {
+                    char *grown = realloc(req->body, want + 1);
+                    if (grown == NULL)
+                        return MHD_NO;
+                    req->body = grown;
+                    req->body_cap = want + 1;
+                }
+                memcpy(req->body + req->body_len, upload, *upload_size);
+                req->body[want] = '\0';
                 req->body_len = want;
             }
         }

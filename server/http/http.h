@@ -27,6 +27,7 @@ struct srv_request {
     char *path_copy;                     /* storage for args */
     char *body;                          /* NUL-terminated request body */
     size_t body_len;
+    size_t body_cap; /* bytes allocated for body (at least body_len + 1) */
     bool body_too_large;
     struct srv_identity who;
     double started;  /* monotonic seconds when the request arrived */

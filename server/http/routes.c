@@ -29,6 +29,9 @@ const struct srv_route srv_routes[] = {
      h_checkpoint_part_complete, SRV_ROLE_NONE},
     {"POST", "/api/v1/agent/checkpoints/{job}/{attempt}/{index}/shared", h_checkpoint_shared,
      SRV_ROLE_NONE},
+
+    {"POST", "/api/v1/agent/checkpoints/{job}/{attempt}/{index}/part/failed",
+     h_checkpoint_part_failed, SRV_ROLE_NONE},
     {"GET", "/api/v1/code/{sha256}", h_code_get, SRV_ROLE_USER},
     {"PUT", "/api/v1/code/{sha256}", h_code_put, SRV_ROLE_USER},
     {"POST", "/api/v1/code/{sha256}/complete", h_code_complete, SRV_ROLE_USER},

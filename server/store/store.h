@@ -335,6 +335,9 @@ int store_part_get(struct db_conn *c, const struct store_part_key *k, struct sto
 /* Records `received` bytes of part `k` (creating it as uploading); a complete or deleted part is
  * left alone (0 rows). Returns a db_qs. */
 int store_part_progress(struct db_conn *c, const struct store_part_key *k, int64_t received);
+/* Records a job event on part `k`'s upload: "checkpoint I (id N) of attempt A, part of node X
+ * (rank R, ...): `reason`", once per distinct text. Returns a db_qs. */
+int store_part_event(struct db_conn *c, const struct store_part_key *k, const char *reason);
 /* Marks part `k` complete (size, file count, verified sha256, location); the migration's trigger
  * then marks its checkpoint complete when every node of its location has a complete part.
  * Returns 1, 0 when the part was already complete or deleted, or an error. */

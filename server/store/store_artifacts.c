@@ -68,6 +68,30 @@ int store_part_progress(struct db_conn *c, const struct store_part_key *k, int64
     return db_exec(c, &st, p, NULL);
 }
 
+int store_part_event(struct db_conn *c, const struct store_part_key *k, const char *reason)
+{
+    static const struct db_stmt st = {
+        "part_event",
+        "WITH m AS (SELECT 'checkpoint ' || $3::int::text || "
+        "                  coalesce(' (id ' || (SELECT ck.id FROM checkpoints ck "
+        "                     WHERE ck.job_id = $1::bigint AND ck.attempt = $2::int "
+        "                       AND ck.idx = $3::int)::text || ')', '') || "
+        "                  ' of attempt ' || $2::int::text || ', part of node ' || $4 || "
+        "                  coalesce(' (rank ' || (SELECT string_agg(w.rank::text, ', ' "
+        "                     ORDER BY w.rank) FROM workers w WHERE w.job_id = $1::bigint "
+        "                       AND w.attempt = $2::int AND w.node_id = $4) || ')', '') || "
+        "                  ': ' || $5 AS message) "
+        "INSERT INTO job_events (job_id, attempt, status, message) "
+        "SELECT j.id, $2::int, j.status, m.message FROM jobs j, m "
+        " WHERE j.id = $1::bigint AND NOT EXISTS (SELECT 1 FROM job_events e "
+        "       WHERE e.job_id = $1::bigint AND e.message = m.message)",
+        5, false};
+    struct part_params pp;
+    part_params(&pp, k);
+    const char *p[] = {pp.job, pp.attempt, pp.idx, pp.node, reason};
+    return db_exec(c, &st, p, NULL);
+}
+
 int store_part_complete(struct db_conn *c, const struct store_part_key *k, int64_t size,
                         int64_t files, const char *sha256, const char *location)
 {

@@ -235,6 +235,44 @@ static void removal_takes_only_part_directories_under_the_allow_list(void **stat
     assert_int_equal(shared_remove(f->dir, part), 0); /* already gone */
 }
 
+/* The SHA-256 runs across appends; a store opened afresh on the same directory (a server
+ * restart) re-hashes what is staged, and so does one whose staging grew behind its back (another
+ * server on the same directory): the commit checks the bytes on disk either way. */
+static void the_running_hash_survives_a_restart_and_follows_the_disk(void **state)
+{
+    struct fixture *f = *state;
+    int64_t size;
+    char sha[65], loc[ARTIFACT_LOCATION_MAX];
+    assert_int_equal(append(f, "r1", 0, "hello ", &size), 0);
+    artifact_store_close(f->st);
+    f->st = artifact_store_open_local(f->dir);
+    assert_non_null(f->st);
+    assert_int_equal(append(f, "r1", 6, "world", &size), 0);
+    util_sha256_hex("hello world", 11, sha);
+    assert_int_equal(f->st->ops->commit(f->st->be, "r1", sha, loc, &size), 0);
+    assert_int_equal(size, 11);
+
+    assert_int_equal(append(f, "r2", 0, "abc", &size), 0);
+    char path[128];
+    snprintf(path, sizeof(path), "%s/uploads/r2", f->dir);
+    int fd = open(path, O_WRONLY | O_APPEND);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "def", 3), 3);
+    close(fd);
+    assert_int_equal(append(f, "r2", 6, "ghi", &size), 0);
+    util_sha256_hex("abcdefghi", 9, sha);
+    assert_int_equal(f->st->ops->commit(f->st->be, "r2", sha, loc, &size), 0);
+
+    assert_int_equal(append(f, "r3", 0, "abc", &size), 0);
+    snprintf(path, sizeof(path), "%s/uploads/r3", f->dir);
+    fd = open(path, O_WRONLY | O_APPEND);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "X", 1), 1);
+    close(fd);
+    util_sha256_hex("abc", 3, sha);
+    assert_int_equal(f->st->ops->commit(f->st->be, "r3", sha, loc, &size), ARTIFACT_ECORRUPT);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(storage_paths_are_absolute_normalised_and_allowed),
     cmocka_unit_test_setup_teardown(the_manifest_digest_covers_names_and_contents, setup, teardown),
@@ -248,6 +286,8 @@ static const struct CMUnitTest tests[] = {
                                     teardown),
     cmocka_unit_test_setup_teardown(commit_with_a_wrong_hash_discards_the_staging, setup, teardown),
     cmocka_unit_test_setup_teardown(keys_locations_and_hashes_are_validated, setup, teardown),
+    cmocka_unit_test_setup_teardown(the_running_hash_survives_a_restart_and_follows_the_disk, setup,
+                                    teardown),
 };
 
 TY_TEST_MAIN(tests)

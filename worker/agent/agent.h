@@ -517,14 +517,14 @@ char *agent__credential_load(const char *data_dir);
 
 /* upload.c: checkpoint parts to the server's artifact store (docs/artifacts.md). */
 /* Starts the uploader thread (REST URL: --api-url, else the --server host on port 8080; none:
- * no uploader). 0 or -1. */
+ * no uploader), first queuing the parts a previous agent left unsent. 0 or -1. */
 int agent__uploader_start(struct agent *a);
 /* Counts report k of (job, attempt) on this node (lws thread, after it was spooled); once every
  * local worker of that attempt made it, queues <data>/checkpoints/<job>/<attempt>/<k> (if it
  * exists) for upload and returns at once. */
 void agent__uploader_note_report(struct agent *a, const char *job_id, int64_t attempt, int64_t k);
 /* Stops and joins the uploader (an upload in progress is abandoned; the server keeps what it
- * acknowledged). */
+ * acknowledged, and the part's marker in <data>/uploads makes the next agent resume it). */
 void agent__uploader_stop(struct agent *a);
 /* The directory to resume from when this node holds no copy of checkpoint `id`: its archive
  * fetched from the server and unpacked into <data>/checkpoints/fetched/<sha256> (once per node:
@@ -553,6 +553,20 @@ int agent__shared_put(const char *src, const char *dest, uid_t uid, gid_t gid, c
  * holds into existing directory `dir`, which becomes this node's private copy (workers never
  * write into the stored one). 0 or -1 (logged). */
 int agent__shared_fetch(const char *shared, const char *dir);
+
+/* tarstream.c: a directory as a reproducible tar stream, read at any offset (no tar file). */
+struct agent_tar;
+/* Walks `dir` (names sorted) and lays its tar out. NULL when it cannot be read. */
+struct agent_tar *agent__tar_open(const char *dir);
+/* The stream's length in bytes (end blocks included) and its regular file count. */
+int64_t agent__tar_size(const struct agent_tar *t);
+int64_t agent__tar_files(const struct agent_tar *t);
+/* Fills buf with the stream's bytes at `off`: len of them, fewer only at its end; -1 when a file
+ * is missing, unreadable or changed since agent__tar_open (agent__tar_error says which). */
+ssize_t agent__tar_read(struct agent_tar *t, int64_t off, char *buf, size_t len);
+/* The last read's failure ("file NAME: REASON"), "" when none. */
+const char *agent__tar_error(const struct agent_tar *t);
+void agent__tar_free(struct agent_tar *t);
 
 /* isolate.c: removes a tree without following symbolic links (best effort, missing is fine). */
 void agent__remove_tree(const char *path);

@@ -1,13 +1,16 @@
 /* Background upload of checkpoint parts to the server's artifact store (issue 11,
  * docs/artifacts.md). When every local rank of an attempt has made its k-th report, this node's
  * merged directory <data>/checkpoints/<job>/<attempt>/<k> is final: the lws thread queues it here
- * and goes on (report() never waits for an upload). One uploader thread packs it as a tar
- * (<data>/uploads/<job>-<attempt>-<k>.tar), asks the server where to resume, sends 8 MiB chunks
- * with their SHA-256, and completes the part; on any failure (server down or restarting,
- * connection cut) it retries with a growing delay, resuming at the server's offset. The thread
- * is joined on shutdown; parts still queued then are not resumed by the next agent (left undone).
+ * and goes on (report() never waits for an upload). One uploader thread streams it as a tar
+ * made on the fly from the directory (tarstream.c: no tar file, each byte read once), asks the
+ * server where to resume, sends chunks with their own SHA-256 while it keeps the part's SHA-256
+ * running, and completes the part with it; on any failure (server down or restarting,
+ * connection cut) it retries with a growing delay, resuming at the server's offset (the stream
+ * is reproducible; the resumed part's first bytes are re-read once for the hash). The thread
+ * is joined on shutdown. The queue is durable: a marker file per part (queue_marker), so an agent
+ * killed before a part was stored uploads it when it starts again, from the server's offset.
  * A job with run_config.storage_path is not uploaded: shared_one copies the part to that shared
- * directory instead (shared_store.c) and registers it.
+ * directory instead (shared_store.c) and registers it; its marker holds the path and the owner.
  */
 #include "agent.h"
 
@@ -15,9 +18,9 @@
 #include "util.h"
 
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -26,13 +29,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-/* Chunks of 8 MiB (fewer requests, server syncs and progress rows per GiB); a server that
- * refuses one as too large (413: an older --max-upload-chunk-bytes) gets 1 MiB ones. */
+/* The uploader thread's nice value (its helper threads inherit it). */
+#define UPLOAD_NICE 10
+
+/* send_part's results beside 0 (stored) and -1 (retry). */
+#define UPLOAD_BROKEN (-2)
+#define UPLOAD_REFUSED (-3)
+
+/* Chunks of 8 MiB (fewer requests and progress rows per GiB); a server that refuses one as too
+ * large (413: an older --max-upload-chunk-bytes) gets 1 MiB ones. */
 #define UPLOAD_CHUNK (8 * 1024 * 1024)
 #define UPLOAD_CHUNK_SMALL (1024 * 1024)
 
@@ -62,9 +74,10 @@ struct agent_uploader {
     struct upload_item *head, *tail;
     struct upload_round *rounds; /* lws thread only */
     char *api_url, *node_id, *data_dir;
-    CURL *curl;    /* the uploader thread's handle, reused so that its connection is kept alive */
-    char *ca_file; /* --ca-file, or NULL: the system's CAs */
-    bool pinned;   /* --server-fingerprint: pin holds it */
+    CURL *curl; /* the uploader thread's handle, reused so that its connection is kept alive */
+    size_t chunk_len; /* UPLOAD_CHUNK, or UPLOAD_CHUNK_SMALL once the server refused one (413) */
+    char *ca_file;    /* --ca-file, or NULL: the system's CAs */
+    bool pinned;      /* --server-fingerprint: pin holds it */
     unsigned char pin[32]; /* SHA-256 of the server certificate's DER */
 };
 
@@ -135,32 +148,7 @@ static bool wait_or_stop(struct agent_uploader *u, int64_t ms)
     return stop;
 }
 
-/* ---- packing ---------------------------------------------------------------------------- */
-
-static __thread int64_t nftw_files;
-
-static int count_file(const char *path, const struct stat *sb, int flag, struct FTW *f)
-{
-    (void)path;
-    (void)f;
-    if (flag == FTW_F && S_ISREG(sb->st_mode))
-        nftw_files++;
-    return 0;
-}
-
-/* tar -cf out -C dir . (names sorted). 0 or -1. */
-static int pack_dir(const char *dir, const char *out)
-{
-    char *argv[] = {"tar", "--sort=name", "-cf", (char *)out, "-C", (char *)dir, ".", NULL};
-    pid_t pid;
-    extern char **environ;
-    if (posix_spawnp(&pid, "tar", NULL, NULL, argv, environ) != 0)
-        return -1;
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
-    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
-}
+/* ---- hashing ---------------------------------------------------------------------------- */
 
 int agent__sha256_file(const char *path, char hex[65], int64_t *size)
 {
@@ -271,62 +259,136 @@ static long call(struct agent_uploader *u, const char *method, const char *url, 
     return status;
 }
 
-/* Sends part `tar` (sha, size, files) from the server's offset to completion. 0 done, -1 retry
- * later. */
-static int send_part(struct agent_uploader *u, const struct upload_item *it, const char *tar,
-                     const char *sha, int64_t size, int64_t files)
+/* Brings ctx to the first `upto` bytes of the stream (from 0: a resumed upload's one re-read),
+ * through buf (cap bytes). 0, or -1 when the directory cannot be read. */
+static int hash_prefix(struct agent_tar *t, EVP_MD_CTX *ctx, char *buf, size_t cap, int64_t upto)
+{
+    if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1)
+        return -1;
+    for (int64_t off = 0; off < upto;) {
+        size_t want = upto - off < (int64_t)cap ? (size_t)(upto - off) : cap;
+        ssize_t n = agent__tar_read(t, off, buf, want);
+        if (n <= 0)
+            return -1;
+        EVP_DigestUpdate(ctx, buf, (size_t)n);
+        off += n;
+    }
+    return 0;
+}
+
+/* One chunk of the stream, made ready (read, hashed) while the previous one is being sent. */
+struct chunk {
+    struct agent_tar *t;
+    EVP_MD_CTX *part; /* the part's running SHA-256: this chunk is added to it */
+    char *buf;
+    size_t cap;
+    int64_t off;
+    ssize_t n; /* bytes read, -1 on a failure */
+    char sha[65];
+};
+
+static void *chunk_make(void *arg)
+{
+    struct chunk *c = arg;
+    c->n = agent__tar_read(c->t, c->off, c->buf, c->cap);
+    if (c->n > 0) {
+        util_sha256_hex(c->buf, (size_t)c->n, c->sha);
+        EVP_DigestUpdate(c->part, c->buf, (size_t)c->n);
+    }
+    return NULL;
+}
+
+/* Streams part `t` (the round's directory as a tar) from the server's offset to completion:
+ * each chunk read once from the files, hashed (its own SHA-256 and the part's running one) by a
+ * helper thread while the previous chunk is on the wire, and PUT. 0 done; -1 retry later (a
+ * failed chunk or a moved offset: the next try starts from the server's offset again);
+ * UPLOAD_BROKEN: a file of the directory is missing or changed (agent__tar_error says which);
+ * UPLOAD_REFUSED: the server refuses this node the part (403/404: the job is gone). */
+static int send_part(struct agent_uploader *u, const struct upload_item *it, struct agent_tar *t)
 {
     char base[1024], url[1200];
     snprintf(base, sizeof(base), "%s/api/v1/agent/checkpoints/%s/%lld/%lld/part", u->api_url,
              it->job_id, (long long)it->attempt, (long long)it->k);
-    int64_t off = 0;
+    int64_t off = 0, size = agent__tar_size(t);
     char state[16] = "";
-    if (call(u, "GET", base, NULL, 0, NULL, NULL, &off, state) != 200)
+    long got = call(u, "GET", base, NULL, 0, NULL, NULL, &off, state);
+    if (got == 403 || got == 404)
+        return UPLOAD_REFUSED;
+    if (got != 200)
         return -1;
     if (strcmp(state, "complete") == 0 || strcmp(state, "deleted") == 0)
         return 0;
-    int fd = open(tar, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    char *chunk = malloc(UPLOAD_CHUNK);
-    size_t chunk_len = UPLOAD_CHUNK;
-    int rc = chunk ? 0 : -1;
+    if (off > size)
+        off = size; /* not this stream's bytes: completing fails, the server discards them */
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    struct chunk c[2] = {{.t = t, .part = ctx, .cap = u->chunk_len},
+                         {.t = t, .part = ctx, .cap = u->chunk_len}};
+    c[0].buf = malloc(u->chunk_len);
+    c[1].buf = malloc(u->chunk_len);
+    int rc = ctx && c[0].buf && c[1].buf ? 0 : -1;
+    if (rc == 0)
+        rc = hash_prefix(t, ctx, c[0].buf, u->chunk_len, off);
+    int cur = 0;
+    c[cur].off = off;
+    if (rc == 0 && off < size)
+        chunk_make(&c[cur]);
     while (rc == 0 && off < size) {
-        ssize_t n = pread(fd, chunk, chunk_len, off);
-        if (n <= 0) {
+        struct chunk *now = &c[cur], *next = &c[1 - cur];
+        if (now->n <= 0) {
             rc = -1;
             break;
         }
-        char csha[65];
-        util_sha256_hex(chunk, (size_t)n, csha);
+        pthread_t helper;
+        next->off = off + now->n;
+        bool helping = next->off < size && pthread_create(&helper, NULL, chunk_make, next) == 0;
         snprintf(url, sizeof(url), "%s?offset=%lld", base, (long long)off);
-        long st =
-            call(u, "PUT", url, chunk, (size_t)n, "application/octet-stream", csha, &off, state);
-        if (st == 409 && call(u, "GET", base, NULL, 0, NULL, NULL, &off, state) == 200)
-            continue;
-        if (st == 413 && chunk_len > UPLOAD_CHUNK_SMALL) {
-            chunk_len = UPLOAD_CHUNK_SMALL;
-            continue;
-        }
-        if (st != 200)
+        int64_t acked = -1;
+        long st = call(u, "PUT", url, now->buf, (size_t)now->n, "application/octet-stream",
+                       now->sha, &acked, state);
+        if (helping)
+            pthread_join(helper, NULL);
+        if (st == 413 && u->chunk_len > UPLOAD_CHUNK_SMALL)
+            u->chunk_len = UPLOAD_CHUNK_SMALL; /* the next try uses small chunks */
+        if (st != 200 || (strcmp(state, "uploading") == 0 && acked != off + now->n)) {
             rc = -1;
-        else if (strcmp(state, "uploading") != 0)
             break;
+        }
+        if (strcmp(state, "uploading") != 0)
+            break;
+        if (next->off < size && !helping)
+            chunk_make(next);
+        off = acked;
+        cur = 1 - cur;
     }
-    close(fd);
-    free(chunk);
-    if (rc != 0)
+    unsigned char md[32];
+    unsigned mdlen = 0;
+    char sha[65] = "";
+    if (rc == 0 && strcmp(state, "uploading") == 0 && EVP_DigestFinal_ex(ctx, md, &mdlen) == 1)
+        for (unsigned i = 0; i < 32; i++)
+            snprintf(sha + 2 * i, 3, "%02x", md[i]);
+    EVP_MD_CTX_free(ctx);
+    free(c[0].buf);
+    free(c[1].buf);
+    if (rc != 0 && agent__tar_error(t)[0]) {
+        TY_WARN("upload", "checkpoint %s/%lld/%lld: %s", it->job_id, (long long)it->attempt,
+                (long long)it->k, agent__tar_error(t));
+        return UPLOAD_BROKEN;
+    }
+    if (rc != 0 || strcmp(state, "uploading") != 0)
+        return rc;
+    if (sha[0] == '\0')
         return -1;
     char body[200];
-    snprintf(body, sizeof(body), "{\"sha256\":\"%s\",\"file_count\":%lld}", sha, (long long)files);
+    snprintf(body, sizeof(body), "{\"sha256\":\"%s\",\"file_count\":%lld}", sha,
+             (long long)agent__tar_files(t));
     snprintf(url, sizeof(url), "%s/complete", base);
     long st = call(u, "POST", url, body, strlen(body), "application/json", NULL, &off, state);
     return st == 200 ? 0 : -1;
 }
 
 /* Copies one part to the job's storage path and registers it there (shared_store.c), retrying
- * until done or stopped. */
-static void shared_one(struct agent_uploader *u, const struct upload_item *it, const char *dir)
+ * until done. True when done, false when stopped. */
+static bool shared_one(struct agent_uploader *u, const struct upload_item *it, const char *dir)
 {
     char dest[4096], url[1200], sha[65];
     snprintf(dest, sizeof(dest), "%s%sjob-%s/attempt-%lld/checkpoint-%lld/node-%s",
@@ -345,54 +407,195 @@ static void shared_one(struct agent_uploader *u, const struct upload_item *it, c
             if (st == 200) {
                 TY_INFO("upload", "checkpoint %s/%lld/%lld stored in %s (%lld bytes)", it->job_id,
                         (long long)it->attempt, (long long)it->k, dest, (long long)off);
-                return;
+                return true;
             }
             TY_WARN("upload", "the server did not register %s (HTTP %ld)", dest, st);
         }
         if (wait_or_stop(u, delay))
-            return;
+            return false;
         delay = delay * 2 > 10000 ? 10000 : delay * 2;
     }
 }
 
-/* Packs and uploads one part, retrying until done or stopped. */
-static void upload_one(struct agent_uploader *u, const struct upload_item *it)
+/* Tells the server (POST .../part/failed) why this node's part cannot be uploaded, so that the
+ * job's events say so. Best effort. */
+static void report_broken(struct agent_uploader *u, const struct upload_item *it, const char *why)
 {
-    char dir[1024], tar[1100];
+    char url[1200];
+    snprintf(url, sizeof(url), "%s/api/v1/agent/checkpoints/%s/%lld/%lld/part/failed", u->api_url,
+             it->job_id, (long long)it->attempt, (long long)it->k);
+    json_t *j = json_pack("{s:s}", "reason", why);
+    char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    int64_t off = 0;
+    char state[16];
+    if (body)
+        call(u, "POST", url, body, strlen(body), "application/json", NULL, &off, state);
+    free(body);
+}
+
+/* Uploads one part, streamed from its directory, retrying with a growing delay until it is
+ * stored. A part that cannot be (its directory gone or broken, the server refusing it) is
+ * given up, the server told why. True when finished either way, false when stopped. */
+static bool upload_one(struct agent_uploader *u, const struct upload_item *it)
+{
+    char dir[1024];
     snprintf(dir, sizeof(dir), "%s/checkpoints/%s/%lld/%lld", u->data_dir, it->job_id,
-             (long long)it->attempt, (long long)it->k);
-    snprintf(tar, sizeof(tar), "%s/uploads/%s-%lld-%lld.tar", u->data_dir, it->job_id,
              (long long)it->attempt, (long long)it->k);
     struct stat sb;
     if (stat(dir, &sb) != 0)
-        return; /* no checkpoint in this round on this node */
-    if (it->storage_path) {
-        shared_one(u, it, dir);
-        return;
-    }
-    nftw_files = 0;
-    char sha[65];
-    int64_t size = 0;
-    if (nftw(dir, count_file, 16, FTW_PHYS) != 0 || pack_dir(dir, tar) != 0 ||
-        agent__sha256_file(tar, sha, &size) != 0) {
-        TY_WARN("upload", "cannot pack %s into %s", dir, tar);
-        unlink(tar);
-        return;
-    }
-    int64_t files = nftw_files, delay = 200;
-    while (send_part(u, it, tar, sha, size, files) != 0) {
+        return true; /* no checkpoint in this round on this node, or deleted since */
+    if (it->storage_path)
+        return shared_one(u, it, dir);
+    int64_t delay = 200, size = 0;
+    int rc;
+    for (;;) {
+        /* Laid out afresh on each try: the stream is a function of the directory. */
+        struct agent_tar *t = agent__tar_open(dir);
+        if (t == NULL) {
+            TY_WARN("upload", "cannot read checkpoint directory %s", dir);
+            rc = stat(dir, &sb) != 0 ? UPLOAD_REFUSED : -1;
+        } else {
+            rc = send_part(u, it, t);
+            size = agent__tar_size(t);
+            if (rc == UPLOAD_BROKEN)
+                report_broken(u, it, agent__tar_error(t));
+        }
+        agent__tar_free(t);
+        if (rc != -1)
+            break;
         if (wait_or_stop(u, delay))
-            return;
+            return false;
         delay = delay * 2 > 10000 ? 10000 : delay * 2;
     }
-    TY_INFO("upload", "checkpoint %s/%lld/%lld stored on the server (%lld bytes)", it->job_id,
-            (long long)it->attempt, (long long)it->k, (long long)size);
-    unlink(tar);
+    if (rc == 0)
+        TY_INFO("upload", "checkpoint %s/%lld/%lld stored on the server (%lld bytes)", it->job_id,
+                (long long)it->attempt, (long long)it->k, (long long)size);
+    else
+        TY_WARN("upload", "checkpoint %s/%lld/%lld given up: %s", it->job_id,
+                (long long)it->attempt, (long long)it->k,
+                rc == UPLOAD_BROKEN ? "its directory lost a file" : "the server refuses it");
+    return true;
+}
+
+/* <data>/uploads/<job>-<attempt>-<k>.queued: the durable queue. A part's marker exists from the
+ * round being final (note_report) until it is stored or given up, so a restarted agent finds the
+ * parts its predecessor left unsent (queue_restore). */
+static void queue_marker(const struct agent_uploader *u, const char *job_id, int64_t attempt,
+                         int64_t k, char *out, size_t n)
+{
+    snprintf(out, n, "%s/uploads/%s-%lld-%lld.queued", u->data_dir, job_id, (long long)attempt,
+             (long long)k);
+}
+
+/* Creates a part's marker. For a job with a storage path it holds "UID GID PATH\n" (the part's
+ * owner and destination, which a restarted agent no longer knows); otherwise it is empty. */
+static void marker_write(const char *marker, const struct agent_worker *w)
+{
+    int fd = open(marker, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        TY_WARN("upload", "cannot create %s: %s", marker, strerror(errno));
+        return;
+    }
+    if (w && w->storage_path) {
+        char line[4200];
+        int n = snprintf(line, sizeof(line), "%lld %lld %s\n", (long long)(int64_t)w->uid,
+                         (long long)(int64_t)w->gid, w->storage_path);
+        if (n < 0 || (size_t)n >= sizeof(line) || write(fd, line, (size_t)n) != n)
+            TY_WARN("upload", "cannot write %s", marker);
+    }
+    close(fd);
+}
+
+/* Reads a marker written by marker_write: *storage_path (malloc'd, or NULL for an upload), *uid
+ * and *gid. */
+static void marker_read(const char *marker, char **storage_path, uid_t *uid, gid_t *gid)
+{
+    *storage_path = NULL;
+    *uid = AGENT_NO_UID;
+    *gid = AGENT_NO_UID;
+    FILE *fp = fopen(marker, "re");
+    if (fp == NULL)
+        return;
+    long long u = 0, g = 0;
+    char path[4100];
+    if (fscanf(fp, "%lld %lld %4095[^\n]", &u, &g, path) == 3 && path[0] == '/') {
+        *storage_path = strdup(path);
+        *uid = (uid_t)u;
+        *gid = (gid_t)g;
+    }
+    fclose(fp);
+}
+
+/* Appends (job, attempt, k) to the queue and wakes the uploader. */
+static void queue_push(struct agent_uploader *u, const char *job_id, int64_t attempt, int64_t k,
+                       const char *storage_path, uid_t uid, gid_t gid)
+{
+    struct upload_item *it = calloc(1, sizeof(*it));
+    if (it == NULL || (it->job_id = strdup(job_id)) == NULL ||
+        (storage_path && (it->storage_path = strdup(storage_path)) == NULL)) {
+        item_free(it);
+        return;
+    }
+    it->attempt = attempt;
+    it->k = k;
+    it->uid = uid;
+    it->gid = gid;
+    pthread_mutex_lock(&u->mu);
+    if (u->tail)
+        u->tail->next = it;
+    else
+        u->head = it;
+    u->tail = it;
+    pthread_cond_signal(&u->cv);
+    pthread_mutex_unlock(&u->mu);
+}
+
+/* Queues the parts a previous agent on this data directory left unsent (their markers). */
+static void queue_restore(struct agent_uploader *u, const char *uploads)
+{
+    DIR *d = opendir(uploads);
+    if (d == NULL)
+        return;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        char name[256];
+        snprintf(name, sizeof(name), "%s", e->d_name);
+        size_t len = strlen(name);
+        if (len < 8 || strcmp(name + len - 7, ".queued") != 0)
+            continue;
+        name[len - 7] = '\0';
+        char *dash_k = strrchr(name, '-');
+        if (dash_k == NULL)
+            continue;
+        *dash_k = '\0';
+        char *dash_a = strrchr(name, '-');
+        int64_t attempt, k;
+        if (dash_a == NULL || dash_a == name ||
+            util_parse_int64(dash_a + 1, 1, INT32_MAX, &attempt) != 0 ||
+            util_parse_int64(dash_k + 1, 0, INT32_MAX, &k) != 0)
+            continue;
+        *dash_a = '\0';
+        char marker[1300], *storage_path;
+        uid_t uid;
+        gid_t gid;
+        snprintf(marker, sizeof(marker), "%s/%s", uploads, e->d_name);
+        marker_read(marker, &storage_path, &uid, &gid);
+        TY_INFO("upload",
+                "resuming the upload of checkpoint %s/%lld/%lld left by the previous agent", name,
+                (long long)attempt, (long long)k);
+        queue_push(u, name, attempt, k, storage_path, uid, gid);
+        free(storage_path);
+    }
+    closedir(d);
 }
 
 static void *uploader_main(void *arg)
 {
     struct agent_uploader *u = arg;
+    /* Background work: below the agent's event loop (reports, heartbeats) for the CPU. Threads it
+     * starts (the chunk hashing helper) inherit the nice value. */
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), UPLOAD_NICE) != 0)
+        TY_DEBUG("upload", "cannot lower the uploader's priority: %s", strerror(errno));
     for (;;) {
         pthread_mutex_lock(&u->mu);
         while (!u->stop && u->head == NULL)
@@ -406,7 +609,12 @@ static void *uploader_main(void *arg)
         pthread_mutex_unlock(&u->mu);
         if (it == NULL)
             return NULL;
-        upload_one(u, it);
+        char uploads[1100], marker[1300];
+        snprintf(uploads, sizeof(uploads), "%s/uploads", u->data_dir);
+        queue_marker(u, it->job_id, it->attempt, it->k, marker, sizeof(marker));
+        util_fsync_dir(uploads); /* the lws thread created the marker: make it durable */
+        if (upload_one(u, it))
+            unlink(marker);
         item_free(it);
     }
 }
@@ -430,6 +638,7 @@ int agent__uploader_start(struct agent *a)
                  a->cfg->url_host);
         u->api_url = strdup(url);
     }
+    u->chunk_len = UPLOAD_CHUNK;
     u->node_id = strdup(a->node_id);
     u->data_dir = strdup(a->data_dir);
     u->ca_file = a->cfg->ca_file ? strdup(a->cfg->ca_file) : NULL;
@@ -439,6 +648,7 @@ int agent__uploader_start(struct agent *a)
         goto fail;
     pthread_mutex_init(&u->mu, NULL);
     pthread_cond_init(&u->cv, NULL);
+    queue_restore(u, uploads);
     if (pthread_create(&u->thread, NULL, uploader_main, u) != 0)
         goto fail;
     u->started = true;
@@ -486,25 +696,11 @@ void agent__uploader_note_report(struct agent *a, const char *job_id, int64_t at
     *pp = r->next;
     free(r->job_id);
     free(r);
-    struct upload_item *it = calloc(1, sizeof(*it));
-    if (it == NULL || (it->job_id = strdup(job_id)) == NULL ||
-        (any && any->storage_path && (it->storage_path = strdup(any->storage_path)) == NULL)) {
-        if (it)
-            item_free(it);
-        return;
-    }
-    it->uid = any ? any->uid : AGENT_NO_UID;
-    it->gid = any ? any->gid : AGENT_NO_UID;
-    it->attempt = attempt;
-    it->k = k;
-    pthread_mutex_lock(&u->mu);
-    if (u->tail)
-        u->tail->next = it;
-    else
-        u->head = it;
-    u->tail = it;
-    pthread_cond_signal(&u->cv);
-    pthread_mutex_unlock(&u->mu);
+    char marker[1300];
+    queue_marker(u, job_id, attempt, k, marker, sizeof(marker));
+    marker_write(marker, any);
+    queue_push(u, job_id, attempt, k, any ? any->storage_path : NULL, any ? any->uid : AGENT_NO_UID,
+               any ? any->gid : AGENT_NO_UID);
 }
 
 void agent__uploader_stop(struct agent *a)
