@@ -578,7 +578,7 @@ static void queue_restore(struct agent_uploader *u, const char *uploads)
         char marker[1300], *storage_path;
         uid_t uid;
         gid_t gid;
-        snprintf(marker, sizeof(marker), "%s/%s", uploads, e->d_name);
+        queue_marker(u, name, attempt, k, marker, sizeof(marker));
         marker_read(marker, &storage_path, &uid, &gid);
         TY_INFO("upload",
                 "resuming the upload of checkpoint %s/%lld/%lld left by the previous agent", name,
