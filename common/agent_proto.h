@@ -249,13 +249,16 @@ struct agent_progress {
  * Parsed: strings borrowed from the message. */
 #define AGENT_PROTO_MAX_GPU_ROWS 64 /* GPUs in one gpus message */
 #define AGENT_PROTO_MAX_GPU_TEXT 95 /* bytes of a uuid or name */
+#define AGENT_PROTO_MAX_XID 65535   /* largest Xid a gpus message carries */
 struct agent_gpu_row {
     int64_t index;                          /* 0 .. AGENT_PROTO_MAX_GPUS - 1, unique */
     const char *uuid, *name;                /* printable ASCII; uuid non-empty */
     int64_t memory_mb, memory_used_mb;      /* >= 0 */
     int64_t utilization_pct, temperature_c; /* -1: null (NVML did not say) */
     int64_t power_mw;                       /* -1: null */
-    bool lost;                              /* gone from NVML since the agent started */
+    bool lost;                              /* gone from NVML since the agent started, or
+                                             * unhealthy after a critical Xid */
+    int64_t xid; /* the critical Xid that made it unhealthy; 0: none (absent or null) */
 };
 
 /* A parsed agent message. */

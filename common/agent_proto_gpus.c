@@ -3,7 +3,11 @@
  * lost one is replaced by the next.
  *
  *   {"type":"gpus", "gpus":[{"index", "uuid", "name", "memory_mb", "memory_used_mb",
- *    "utilization_pct":n|null, "temperature_c":n|null, "power_mw":n|null, "lost":bool}, ...]}
+ *    "utilization_pct":n|null, "temperature_c":n|null, "power_mw":n|null, "lost":bool,
+ *    "xid":n}, ...]}
+ *
+ * "xid" (a critical Xid error that made the GPU unhealthy, docs/gpu.md) is sent only when there
+ * is one; a row without it (an older agent) or with null has none.
  *
  * Pure. */
 #include "agent_proto_internal.h"
@@ -32,6 +36,10 @@ char *agent_msg_gpus(const struct agent_gpu_row *rows, size_t n)
             (json_int_t)g->memory_used_mb, "utilization_pct", int_or_null(g->utilization_pct),
             "temperature_c", int_or_null(g->temperature_c), "power_mw", int_or_null(g->power_mw),
             "lost", g->lost);
+        if (o && g->xid > 0 && json_object_set_new(o, "xid", json_integer(g->xid)) != 0) {
+            json_decref(o);
+            o = NULL;
+        }
         if (!o || json_array_append_new(arr, o) != 0) {
             json_decref(msg);
             msg = NULL;
@@ -96,6 +104,10 @@ static int parse_row(const json_t *o, size_t i, struct agent_gpu_row *g, char *e
     if (!json_is_boolean(lost))
         return ERR("'gpus[%zu].lost' must be a boolean", i);
     g->lost = json_is_true(lost);
+    if (row_int(o, i, "xid", AGENT_PROTO_MAX_XID, true, &g->xid, err, errlen) != 0)
+        return -1;
+    if (g->xid < 0)
+        g->xid = 0;
     return 0;
 }
 

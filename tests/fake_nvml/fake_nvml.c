@@ -3,7 +3,15 @@
  * call, so a test can change a GPU's use or make one disappear while the agent runs. One GPU a
  * line, fields separated by '|':
  *
- *   UUID|NAME|MEMORY_MIB|MEMORY_USED_MIB|UTILIZATION_PCT|TEMPERATURE_C|POWER_MW
+ *   UUID|NAME|MEMORY_MIB|MEMORY_USED_MIB|UTILIZATION_PCT|TEMPERATURE_C|POWER_MW[|XID]
+ *
+ * An XID other than 0 raises one critical Xid event (nvmlEventTypeXidCriticalError) on that GPU
+ * for an event set it is registered in: nvmlEventSetWait_v2 returns it once (per GPU and Xid
+ * value; this process remembers which it returned), then NVML_ERROR_TIMEOUT as when none is
+ * pending.
+ *
+ * When TY_FAKE_NVML_CALLS names a file, nvmlInit and nvmlShutdown append "init" or "shutdown"
+ * to it, so a test can count the agent's NVML sessions.
  *
  * Lines starting with '#' are skipped. Without the variable, or without the file, nvmlInit
  * fails (NVML_ERROR_DRIVER_NOT_LOADED) as on a host without a driver. This stands in only for
@@ -19,13 +27,29 @@
 #define NVML_ERROR_NOT_FOUND 6
 #define NVML_ERROR_INSUFFICIENT_SIZE 7
 #define NVML_ERROR_DRIVER_NOT_LOADED 9
+#define NVML_ERROR_TIMEOUT 10
 #define NVML_ERROR_GPU_IS_LOST 15
+#define NVML_EVENT_XID_CRITICAL 0x8ULL
 
 struct fake_gpu {
     char uuid[96], name[96];
     unsigned long long mem, used;
     unsigned util, temp, power;
+    unsigned xid; /* 0: none */
 };
+
+struct nvml_event_data { /* nvmlEventData_t */
+    void *device;
+    unsigned long long type, data;
+    unsigned gpu_instance, compute_instance;
+};
+
+/* The one event set (its handle is its address): which GPUs are registered, and which Xid each
+ * last returned. */
+static struct {
+    unsigned long long registered[FAKE_MAX];
+    unsigned returned[FAKE_MAX];
+} fake_set;
 
 struct nvml_memory {
     unsigned long long total, free, used;
@@ -48,9 +72,9 @@ static int load(struct fake_gpu *gpus)
             continue;
         struct fake_gpu *g = &gpus[n];
         memset(g, 0, sizeof(*g));
-        char *save = NULL, *field[7] = {0};
+        char *save = NULL, *field[8] = {0};
         int k = 0;
-        for (char *t = strtok_r(line, "|\n", &save); t && k < 7; t = strtok_r(NULL, "|\n", &save))
+        for (char *t = strtok_r(line, "|\n", &save); t && k < 8; t = strtok_r(NULL, "|\n", &save))
             field[k++] = t;
         if (k < 7)
             continue;
@@ -61,6 +85,7 @@ static int load(struct fake_gpu *gpus)
         g->util = (unsigned)strtoul(field[4], NULL, 10);
         g->temp = (unsigned)strtoul(field[5], NULL, 10);
         g->power = (unsigned)strtoul(field[6], NULL, 10);
+        g->xid = k > 7 ? (unsigned)strtoul(field[7], NULL, 10) : 0;
         n++;
     }
     fclose(f);
@@ -97,15 +122,32 @@ int nvmlDeviceGetMemoryInfo(void *dev, struct nvml_memory *mem);
 int nvmlDeviceGetUtilizationRates(void *dev, struct nvml_utilization *u);
 int nvmlDeviceGetTemperature(void *dev, int sensor, unsigned *temp);
 int nvmlDeviceGetPowerUsage(void *dev, unsigned *mw);
+int nvmlEventSetCreate(void **set);
+int nvmlEventSetFree(void *set);
+int nvmlDeviceRegisterEvents(void *dev, unsigned long long types, void *set);
+int nvmlEventSetWait_v2(void *set, struct nvml_event_data *data, unsigned timeout_ms);
+
+/* Appends `what` to the TY_FAKE_NVML_CALLS file, if named. */
+static void note_call(const char *what)
+{
+    const char *path = getenv("TY_FAKE_NVML_CALLS");
+    FILE *f = path ? fopen(path, "a") : NULL;
+    if (!f)
+        return;
+    fprintf(f, "%s\n", what);
+    fclose(f);
+}
 
 int nvmlInit_v2(void)
 {
     struct fake_gpu gpus[FAKE_MAX];
+    note_call("init");
     return load(gpus) < 0 ? NVML_ERROR_DRIVER_NOT_LOADED : NVML_SUCCESS;
 }
 
 int nvmlShutdown(void)
 {
+    note_call("shutdown");
     return NVML_SUCCESS;
 }
 
@@ -183,4 +225,51 @@ int nvmlDeviceGetPowerUsage(void *dev, unsigned *mw)
         return rc;
     *mw = g.power;
     return NVML_SUCCESS;
+}
+
+int nvmlEventSetCreate(void **set)
+{
+    if (!set)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    memset(&fake_set, 0, sizeof(fake_set));
+    *set = &fake_set;
+    return NVML_SUCCESS;
+}
+
+int nvmlEventSetFree(void *set)
+{
+    return set == &fake_set ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT;
+}
+
+int nvmlDeviceRegisterEvents(void *dev, unsigned long long types, void *set)
+{
+    struct fake_gpu g;
+    int rc = lookup(dev, &g);
+    if (rc)
+        return rc;
+    if (set != &fake_set)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    fake_set.registered[(uintptr_t)dev - 1] |= types;
+    return NVML_SUCCESS;
+}
+
+/* Never waits: the file says at once whether an Xid is pending. */
+int nvmlEventSetWait_v2(void *set, struct nvml_event_data *data, unsigned timeout_ms)
+{
+    (void)timeout_ms;
+    struct fake_gpu gpus[FAKE_MAX];
+    int n = load(gpus);
+    if (set != &fake_set || !data)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    for (int i = 0; i < n; i++) {
+        if (!gpus[i].xid || gpus[i].xid == fake_set.returned[i] ||
+            !(fake_set.registered[i] & NVML_EVENT_XID_CRITICAL))
+            continue;
+        fake_set.returned[i] = gpus[i].xid;
+        *data = (struct nvml_event_data){.device = (void *)(uintptr_t)(i + 1),
+                                         .type = NVML_EVENT_XID_CRITICAL,
+                                         .data = gpus[i].xid};
+        return NVML_SUCCESS;
+    }
+    return NVML_ERROR_TIMEOUT;
 }

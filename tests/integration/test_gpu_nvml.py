@@ -95,6 +95,61 @@ def test_gpu_samples_reach_api_and_metrics_and_a_lost_gpu_leaves_capacity(server
     server.wait_job(job["id"], {"STOPPED", "FAILED"})
 
 
+def test_a_critical_xid_takes_its_gpu_out_and_one_nvml_session_serves_the_agent(
+        server, agent_factory):
+    """The fake raises Xid 79 (fallen off the bus) on GPU 1 and Xid 13 (an application fault) on
+    GPU 0 at once: GPU 1 leaves the node's capacity, shown lost with its Xid in GET /nodes, and
+    the job on it gets an event naming the GPU and the Xid; GPU 0 stays. The agent initialised
+    NVML once for all its samples and shuts it down when it stops."""
+    tmp = harness.make_tmpdir("ty-nvml-")
+    nvml, calls = os.path.join(tmp, "gpus"), os.path.join(tmp, "calls")
+    write(nvml, GPU0 + GPU1)
+    a = agent_factory(args=["--cpus", "4", "--nvml-library", FAKE_NVML,
+                            "--gpu-sample-interval", "1"],
+                      env={"TY_FAKE_NVML_FILE": nvml, "TY_FAKE_NVML_CALLS": calls})
+    node_id = a.wait_node()["id"]
+    wait_for("the first GPU sample",
+             lambda: len(server.request("GET", f"/api/v1/nodes/{node_id}").json["gpus"]) == 2)
+    job = server.submit({"entrypoint": "sleep 60",
+                         "scaling_config": {"num_workers": 2, "use_gpu": True}})
+    server.wait_job(job["id"], {"RUNNING"})
+    write(nvml, GPU0.replace("\n", "|13\n") + GPU1.replace("\n", "|79\n"))
+
+    def shrunk():
+        n = [n for n in server.request("GET", "/api/v1/nodes").json["nodes"]
+             if n["id"] == node_id][0]
+        return n if n["resources"]["GPU"] == [0] else None
+    node = wait_for("the node's capacity to shrink", shrunk)
+    g0, g1 = sorted(node["gpus"], key=lambda g: g["index"])
+    assert (g0["lost"], g0.get("xid")) == (False, None), g0
+    assert (g1["uuid"], g1["lost"], g1["xid"]) == ("GPU-11111111-bbbb", True, 79), g1
+    events = server.request("GET", f"/api/v1/jobs/{job['id']}/events").json["events"]
+    xid = [e for e in events if "GPU 1 (GPU-11111111-bbbb)" in (e["message"] or "")]
+    assert len(xid) == 1 and "Xid 79" in xid[0]["message"], events
+    assert node_id in xid[0]["message"]
+    assert not [e for e in events if "GPU 0 (" in (e["message"] or "")], events
+    log = a.log_text()
+    assert "GPU 1 (GPU-11111111-bbbb): critical Xid 79" in log
+    assert "GPU 0 (GPU-00000000-aaaa): Xid 13 (the GPU stays usable)" in log
+    assert "disappeared" not in log
+
+    # Later samples keep GPU 1 out, with its Xid, though the file still lists it.
+    write(nvml, GPU0.replace("|42|", "|66|") + GPU1.replace("\n", "|79\n"))
+    node = wait_for("a later sample", lambda: [g for g in server.request(
+        "GET", f"/api/v1/nodes/{node_id}").json["gpus"] if g["utilization_pct"] == 66] and
+        server.request("GET", f"/api/v1/nodes/{node_id}").json)
+    assert [(g["lost"], g.get("xid")) for g in sorted(node["gpus"], key=lambda g: g["index"])] \
+        == [(False, None), (True, 79)]
+    assert node["resources"]["GPU"] == [0]
+    server.request("POST", f"/api/v1/jobs/{job['id']}/stop")
+    server.wait_job(job["id"], {"STOPPED", "FAILED"})
+    with open(calls) as f:
+        assert f.read().split() == ["init"]
+    a.stop()
+    with open(calls) as f:
+        assert f.read().split() == ["init", "shutdown"]
+
+
 def test_gpus_message_before_register_is_refused(server):
     """Only a registered node may send GPU samples: before `register` the server answers an
     error and closes, storing nothing."""

@@ -33,7 +33,8 @@ static void agent_gpus_message_round_trips(void **state)
          .utilization_pct = -1,
          .temperature_c = -1,
          .power_mw = -1,
-         .lost = true},
+         .lost = true,
+         .xid = 79},
     };
     char *text = agent_msg_gpus(in, 2);
     assert_non_null(text);
@@ -57,6 +58,8 @@ static void agent_gpus_message_round_trips(void **state)
     assert_int_equal(m.gpu_rows[1].temperature_c, -1);
     assert_int_equal(m.gpu_rows[1].power_mw, -1);
     assert_true(m.gpu_rows[1].lost);
+    assert_int_equal(m.gpu_rows[0].xid, 0);
+    assert_int_equal(m.gpu_rows[1].xid, 79);
     agent_node_msg_free(&m);
     free(text);
 }
@@ -84,6 +87,9 @@ static void agent_gpus_message_refuses_bad_rows(void **state)
         {"[{\"index\":0,\"uuid\":\"GPU-1\",\"name\":\"x\",\"memory_mb\":1,"
          "\"memory_used_mb\":0,\"lost\":1}]",
          "'gpus[0].lost'"},
+        {"[{\"index\":0,%s,\"xid\":-1}]", "'gpus[0].xid'"},
+        {"[{\"index\":0,%s,\"xid\":\"79\"}]", "'gpus[0].xid'"},
+        {"[{\"index\":0,%s,\"xid\":65536}]", "'gpus[0].xid'"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char gpus[400];
@@ -98,9 +104,34 @@ static void agent_gpus_message_refuses_bad_rows(void **state)
     }
 }
 
+/* An older agent sends no "xid"; null is none too; only an Xid is written out. */
+static void agent_gpus_message_xid_is_optional(void **state)
+{
+    (void)state;
+    static const char *const old =
+        "{\"type\":\"gpus\",\"gpus\":[{\"index\":0,\"uuid\":\"GPU-1\",\"name\":\"x\","
+        "\"memory_mb\":1,\"memory_used_mb\":0,\"lost\":true},{\"index\":1,\"uuid\":\"GPU-2\","
+        "\"name\":\"x\",\"memory_mb\":1,\"memory_used_mb\":0,\"lost\":false,\"xid\":null}]}";
+    struct agent_node_msg m;
+    char err[256] = "";
+    assert_int_equal(parse(old, &m, err, sizeof(err)), 0);
+    assert_int_equal(m.n_gpu_rows, 2);
+    assert_true(m.gpu_rows[0].lost);
+    assert_int_equal(m.gpu_rows[0].xid, 0);
+    assert_int_equal(m.gpu_rows[1].xid, 0);
+    agent_node_msg_free(&m);
+    struct agent_gpu_row row = {
+        .uuid = "GPU-1", .name = "x", .utilization_pct = -1, .temperature_c = -1, .power_mw = -1};
+    char *text = agent_msg_gpus(&row, 1);
+    assert_non_null(text);
+    assert_null(strstr(text, "xid"));
+    free(text);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(agent_gpus_message_round_trips),
     cmocka_unit_test(agent_gpus_message_refuses_bad_rows),
+    cmocka_unit_test(agent_gpus_message_xid_is_optional),
 };
 
 TY_TEST_MAIN(tests)

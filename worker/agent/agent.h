@@ -196,7 +196,8 @@ struct agent_gpu {
     int64_t memory_mb, memory_used_mb;
     int utilization_pct, temperature_c;
     int64_t power_mw;
-    bool lost; /* gone from NVML since discovery */
+    bool lost;   /* gone from NVML since discovery, or unhealthy (xid) */
+    int64_t xid; /* the critical Xid that took it down (agent__xid_takes_gpu_down); 0: none */
 };
 
 struct agent_env_private {
@@ -630,10 +631,16 @@ int64_t agent__detect_memory_mb(void);
  * number of GPUs with *gpus their indices and *info their identity and first sample (both
  * malloc'd, NULL when 0); 0 GPUs (logged) when the library is missing or fails. */
 size_t agent__detect_gpus(const char *library, int **gpus, struct agent_gpu **info);
-/* Samples the n GPUs of `info` again (use, temperature, power), marking those whose index no
- * longer has a device, or has one with another UUID, as lost. 0, or -1 when NVML fails (all
- * marked lost). */
+/* Samples the n GPUs of `info` again (use, temperature, power) in the session discovery opened
+ * (initialising NVML once more when it fails), marking those whose index no longer has a device,
+ * or has one with another UUID, as lost, and those with a pending critical Xid that takes them
+ * down as lost with that xid. 0, or -1 when NVML fails again (all marked lost). */
 int agent__sample_gpus(const char *library, struct agent_gpu *info, size_t n);
+/* Whether a critical Xid error makes its GPU unhealthy (out of the node), per NVIDIA's guidance
+ * (docs/gpu.md): false for application faults and the Xids the GPU survives. */
+bool agent__xid_takes_gpu_down(unsigned long long xid);
+/* Shuts down the agent's NVML session, if open. */
+void agent__nvml_close(void);
 /* From the poll loop: every --gpu-sample-interval seconds while registered, samples the GPUs
  * NVML found, takes lost ones out of a->gpus (the next register offers fewer) and sends them in
  * a `gpus` message. */

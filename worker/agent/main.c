@@ -208,6 +208,7 @@ static void agent_free(struct agent *a)
     UTIL_FREE(a->gpu_type);
     UTIL_FREE(a->gpus);
     UTIL_FREE(a->gpu_info);
+    agent__nvml_close();
     UTIL_FREE(a->report_socket);
     UTIL_FREE(a->spool_dir);
     UTIL_FREE(a->workers_dir);
