@@ -611,10 +611,12 @@ int agent__code_grant(const struct agent_worker *w, const char *dir);
  * recently used packages first, never one a running worker was launched with or a pending
  * launch waits for. Event loop only. */
 void agent__code_trim(struct agent *a);
-/* After a launch: notes on each started worker (workers[i] non-NULL) the packages it runs with
- * (code_sha256, ckpt_sha256: NULL for none), then trims the cache if it used one. */
-void agent__code_track(struct agent *a, struct agent_worker **workers, size_t n,
-                       const char *code_sha256, const char *ckpt_sha256);
+/* During a launch, before its workers are recorded (adopt.c keeps the packages in each worker's
+ * record, so a restarted agent still knows them): notes on each started worker (workers[i]
+ * non-NULL) the packages it runs with (code_sha256, ckpt_sha256: NULL for none). The launch
+ * trims the cache afterwards if it used one. */
+void agent__code_track(struct agent_worker **workers, size_t n, const char *code_sha256,
+                       const char *ckpt_sha256);
 /* Whether a launch waiting in the preparation thread (queued, being fetched or done) needs
  * package `sha256`. */
 bool agent__prepare_wants(struct agent *a, const char *sha256);
