@@ -236,6 +236,16 @@ char *agent_tf_config(const struct agent_launch *l, int64_t rank);
 /* <data_dir>/checkpoints/<job>/<attempt>/<k>: where round k's parts on this node are merged
  * (malloc'd), or NULL for an invalid job id, attempt < 0, k < 1, or OOM. */
 char *agent_checkpoint_path(const char *data_dir, const char *job_id, int64_t attempt, int64_t k);
+/* How many local ranks made their k-th report, kept in <k>.reports beside round k's directory
+ * while the round waits for the others (upload.c), so that an agent restarted between two of
+ * them still completes it. _load: the count a previous agent left (0 when none). _save: writes
+ * `reports` (through a temporary file and a rename; not synced: it matters across an agent crash,
+ * as the worker records do) when round k has a directory, the only rounds with something of this
+ * node's to upload; removes the file when reports is 0 or there is no directory. */
+int64_t agent_checkpoint_count_load(const char *data_dir, const char *job_id, int64_t attempt,
+                                    int64_t k);
+void agent_checkpoint_count_save(const char *data_dir, const char *job_id, int64_t attempt,
+                                 int64_t k, int64_t reports);
 /* 0 when src is an absolute path to a directory the agent can read; else -1 with a reason naming
  * the path in err (for the worker's error reply). */
 int agent_checkpoint_check_src(const char *src, char *err, size_t errlen);
