@@ -11,11 +11,12 @@ import tarfile
 import textwrap
 import threading
 import time
+import urllib.request
 
 import pytest
 
 import harness
-from test_artifacts import BIG_WORKER, node_credential, part_url, wait_artifacts
+from test_artifacts import BIG_WORKER, node_credential, part_url, untar, wait_artifacts
 from test_checkpoints import PY, WORKER, submit, wait_checkpoints
 
 
@@ -248,3 +249,53 @@ def test_a_full_artifact_dir_is_an_event_and_no_complete_checkpoint(server_facto
         assert srv.request("GET", f"/api/v1/checkpoints/{ck['id']}/archive").status == 409
     finally:
         subprocess.run(["umount", "-l", art], check=False)
+
+
+# Rank 0 reports its checkpoint and says so; rank 1 reports its own once the test says go. Both
+# run until rank 1's report is acked, so the node counts two local ranks throughout.
+GATED_WORKER = textwrap.dedent("""
+    import os, tempfile, time
+    import trainyard
+    rank = trainyard.get_context().get_world_rank()
+    work = os.getcwd()
+    if rank == 1:
+        while not os.path.exists(os.path.join(work, "go")):
+            time.sleep(0.05)
+    d = tempfile.mkdtemp(prefix=f"ty-gated-{rank}-")
+    with open(os.path.join(d, f"rank-{rank}.txt"), "w") as f:
+        f.write(f"rank {rank}")
+    trainyard.report({"loss": 1.0, "step": 1}, checkpoint=d)
+    open(os.path.join(work, f"reported-{rank}"), "w").close()
+    while not os.path.exists(os.path.join(work, "reported-1")):  # both ranks local till then
+        time.sleep(0.05)
+""")
+
+
+def test_agent_restarted_between_two_ranks_reports_still_uploads_the_round(server,
+                                                                         agent_factory):
+    # The count of the round's local reports is kept beside the round (upload.c): the agent that
+    # saw rank 0's report is SIGKILLed, the next one sees rank 1's and completes the round.
+    srv = server
+    agent = agent_factory(cpus=2)
+    work = harness.make_tmpdir("ty-ckpt-")
+    os.chmod(work, 0o777)  # workers may run under uids of their own (TY_TEST_RUN_AS=auto)
+    with open(os.path.join(work, "train.py"), "w") as f:
+        f.write(GATED_WORKER)
+    job = srv.submit({"name": "upload-restart", "entrypoint": [PY, "train.py"],
+                      "working_dir": work, "scaling_config": {"num_workers": 2}})["id"]
+    deadline = time.time() + 60
+    while not os.path.exists(os.path.join(work, "reported-0")):  # acked: the agent counted it
+        assert time.time() < deadline, agent.log_text()
+        time.sleep(0.05)
+    agent.kill()
+    agent.start()
+    assert "re-adopted job" in agent.log_text()
+    open(os.path.join(work, "go"), "w").close()
+    assert srv.wait_job(job, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
+    [ck] = wait_artifacts(srv, job, 1, timeout=60)
+    assert ck["artifact"]["state"] == "complete", (ck, agent.log_text())
+    viewer = srv.create_token("restart-viewer", "viewer")
+    raw = urllib.request.urlopen(urllib.request.Request(
+        srv.url + f"/api/v1/checkpoints/{ck['id']}/archive",
+        headers={"Authorization": f"Bearer {viewer}"})).read()
+    assert untar(raw) == {"rank-0.txt": b"rank 0", "rank-1.txt": b"rank 1"}

@@ -6,6 +6,8 @@ import io
 import os
 import tarfile
 
+import harness
+
 PAD = 1000  # bytes of each package's pad file: about 1.1 kB unpacked with its program
 
 
@@ -66,3 +68,35 @@ def test_code_cache_is_trimmed_lru_never_a_running_package(server, agent_factory
     assert cached(agent) == {p["one"], p["three"]}
     run(server, p["two"], 0)
     assert cached(agent) == {p["one"], p["two"]}
+
+
+def test_restarted_agent_keeps_the_package_of_a_readopted_worker(server, agent_factory):
+    # The worker's record keeps its package (adopt.c): an agent SIGKILLed and restarted with a
+    # cache too small for any package still knows the re-adopted worker runs from it.
+    gate_dir = harness.make_tmpdir("ty-cache-gate-")
+    os.chmod(gate_dir, 0o777)  # the worker may run under a uid of its own (TY_TEST_RUN_AS=auto)
+    gate = os.path.join(gate_dir, "go")
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w:gz") as tar:
+        text = ("import os, sys, time\n"
+                "while not os.path.exists(sys.argv[1]):\n    time.sleep(0.05)\n").encode()
+        info = tarfile.TarInfo("w.py")
+        info.size = len(text)
+        tar.addfile(info, io.BytesIO(text))
+    gated, gated_sha = raw.getvalue(), hashlib.sha256(raw.getvalue()).hexdigest()
+    upload(server, gated, gated_sha)
+    other, other_sha = package("other")
+    upload(server, other, other_sha)
+    agent = agent_factory(cpus=2)
+    long = server.submit({"name": "cache", "entrypoint": ["/usr/bin/python3", "w.py", gate],
+                          "code_package": gated_sha, "scaling_config": {"num_workers": 1}})["id"]
+    server.wait_job(long, {"RUNNING"})
+    agent.kill()
+    agent.args += ["--code-cache-bytes", "1"]
+    agent.start()
+    assert "re-adopted job" in agent.log_text()
+    run(server, other_sha, 0)  # its launch trims the cache: everything is over 1 byte
+    assert gated_sha in cached(agent), agent.log_text()
+    assert other_sha in cached(agent)  # used by no one now, but the trim came with its launch
+    open(gate, "w").close()
+    assert server.wait_job(long, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"

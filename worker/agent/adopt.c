@@ -166,12 +166,15 @@ int agent__worker_record_write(struct agent *a, const struct agent_worker *w)
     snprintf(start, sizeof(start), "%llu", w->sup_start);
     long long uid = w->uid == AGENT_NO_UID ? -1 : (long long)w->uid;
     long long gid = w->gid == AGENT_NO_UID ? -1 : (long long)w->gid;
-    json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:s, s:s, s:I, s:I, s:s?, s:s?, s:s*}",
+    /* The packages too: a restarted agent must not trim the cache of one in use (code.c). */
+    json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:s, s:s, s:I, s:I, s:s?, s:s?, s:s*, s:s*, "
+                          "s:s*}",
                           "job_id", w->job_id, "attempt", (json_int_t)w->attempt, "rank",
                           (json_int_t)w->rank, "pid", (json_int_t)w->pid, "supervisor_pid",
                           (json_int_t)w->sup_pid, "supervisor_start", start, "secret", w->secret,
                           "uid", (json_int_t)uid, "gid", (json_int_t)gid, "tmp_dir", w->tmp_dir,
-                          "grant_dir", w->grant_dir, "storage_path", w->storage_path);
+                          "grant_dir", w->grant_dir, "storage_path", w->storage_path,
+                          "code_package", w->packages[0], "checkpoint_package", w->packages[1]);
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     int rc = path && text ? write_atomic(path, text) : -1;
@@ -216,6 +219,13 @@ static long long member_int(const json_t *o, const char *key, long long lo, long
     return json_integer_value(v);
 }
 
+/* The package (sha256) a record names under `key`, or NULL when absent or not a sha256. */
+static const char *member_package(const json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s && strlen(s) == 64 && strspn(s, "0123456789abcdef") == 64 ? s : NULL;
+}
+
 /* A worker from its record (NULL when the record is unreadable: logged). */
 static struct agent_worker *worker_from_record(const char *path)
 {
@@ -231,6 +241,8 @@ static struct agent_worker *worker_from_record(const char *path)
     const char *tmp = json_string_value(json_object_get(o, "tmp_dir"));
     const char *grant = json_string_value(json_object_get(o, "grant_dir"));
     const char *sp = json_string_value(json_object_get(o, "storage_path"));
+    const char *code = member_package(o, "code_package");
+    const char *ckpt = member_package(o, "checkpoint_package");
     struct agent_worker *w = NULL;
     char *end = NULL;
     unsigned long long st = start ? strtoull(start, &end, 10) : 0;
@@ -243,7 +255,9 @@ static struct agent_worker *worker_from_record(const char *path)
     w = calloc(1, sizeof(*w));
     if (w &&
         (!(w->job_id = strdup(job)) || (tmp && !(w->tmp_dir = strdup(tmp))) ||
-         (grant && !(w->grant_dir = strdup(grant))) || (sp && !(w->storage_path = strdup(sp))))) {
+         (grant && !(w->grant_dir = strdup(grant))) || (sp && !(w->storage_path = strdup(sp))) ||
+         (code && !(w->packages[0] = strdup(code))) ||
+         (ckpt && !(w->packages[1] = strdup(ckpt))))) {
         agent__worker_free(w);
         w = NULL;
     }

@@ -237,6 +237,16 @@ char *agent_tf_config(const struct agent_launch *l, int64_t rank);
 /* <data_dir>/checkpoints/<job>/<attempt>/<k>: where round k's parts on this node are merged
  * (malloc'd), or NULL for an invalid job id, attempt < 0, k < 1, or OOM. */
 char *agent_checkpoint_path(const char *data_dir, const char *job_id, int64_t attempt, int64_t k);
+/* How many local ranks made their k-th report, kept in <k>.reports beside round k's directory
+ * while the round waits for the others (upload.c), so that an agent restarted between two of
+ * them still completes it. _load: the count a previous agent left (0 when none). _save: writes
+ * `reports` (through a temporary file and a rename; not synced: it matters across an agent crash,
+ * as the worker records do) when round k has a directory, the only rounds with something of this
+ * node's to upload; removes the file when reports is 0 or there is no directory. */
+int64_t agent_checkpoint_count_load(const char *data_dir, const char *job_id, int64_t attempt,
+                                    int64_t k);
+void agent_checkpoint_count_save(const char *data_dir, const char *job_id, int64_t attempt,
+                                 int64_t k, int64_t reports);
 /* 0 when src is an absolute path to a directory the agent can read; else -1 with a reason naming
  * the path in err (for the worker's error reply). */
 int agent_checkpoint_check_src(const char *src, char *err, size_t errlen);
@@ -612,10 +622,12 @@ int agent__code_grant(const struct agent_worker *w, const char *dir);
  * recently used packages first, never one a running worker was launched with or a pending
  * launch waits for. Event loop only. */
 void agent__code_trim(struct agent *a);
-/* After a launch: notes on each started worker (workers[i] non-NULL) the packages it runs with
- * (code_sha256, ckpt_sha256: NULL for none), then trims the cache if it used one. */
-void agent__code_track(struct agent *a, struct agent_worker **workers, size_t n,
-                       const char *code_sha256, const char *ckpt_sha256);
+/* During a launch, before its workers are recorded (adopt.c keeps the packages in each worker's
+ * record, so a restarted agent still knows them): notes on each started worker (workers[i]
+ * non-NULL) the packages it runs with (code_sha256, ckpt_sha256: NULL for none). The launch
+ * trims the cache afterwards if it used one. */
+void agent__code_track(struct agent_worker **workers, size_t n, const char *code_sha256,
+                       const char *ckpt_sha256);
 /* Whether a launch waiting in the preparation thread (queued, being fetched or done) needs
  * package `sha256`. */
 bool agent__prepare_wants(struct agent *a, const char *sha256);

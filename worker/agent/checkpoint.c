@@ -392,3 +392,68 @@ out:
     free(owners_path);
     return rc;
 }
+
+/* <k>.reports beside round k's directory (malloc'd), or NULL. */
+static char *count_path(const char *data_dir, const char *job_id, int64_t attempt, int64_t k)
+{
+    char *dir = agent_checkpoint_path(data_dir, job_id, attempt, k);
+    size_t n = dir ? strlen(dir) + 16 : 0;
+    char *p = dir ? malloc(n) : NULL;
+    if (p)
+        snprintf(p, n, "%s.reports", dir);
+    free(dir);
+    return p;
+}
+
+int64_t agent_checkpoint_count_load(const char *data_dir, const char *job_id, int64_t attempt,
+                                    int64_t k)
+{
+    char *path = count_path(data_dir, job_id, attempt, k);
+    char *text = path ? util_read_file(path, NULL) : NULL;
+    int64_t v = 0;
+    if (text) {
+        text[strcspn(text, "\n")] = '\0';
+        if (util_parse_int64(text, 0, INT32_MAX, &v) != 0)
+            v = 0;
+    }
+    free(text);
+    free(path);
+    return v;
+}
+
+void agent_checkpoint_count_save(const char *data_dir, const char *job_id, int64_t attempt,
+                                 int64_t k, int64_t reports)
+{
+    char *path = count_path(data_dir, job_id, attempt, k);
+    size_t len = path ? strlen(path) : 0;
+    char *tmp = path ? malloc(len + 8) : NULL;
+    if (tmp == NULL) {
+        free(path);
+        return;
+    }
+    struct stat sb;
+    path[len - 8] = '\0'; /* the round's directory */
+    bool has_dir = stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+    path[len - 8] = '.';
+    snprintf(tmp, len + 8, "%s.tmp", path);
+    char line[32];
+    int n = snprintf(line, sizeof(line), "%lld\n", (long long)reports);
+    if (reports <= 0 || !has_dir) {
+        if (unlink(path) != 0 && errno != ENOENT)
+            TY_WARN("report", "cannot remove %s: %s", path, strerror(errno));
+    } else {
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        bool ok = fd >= 0 && write(fd, line, (size_t)n) == n;
+        if (fd >= 0 && close(fd) != 0)
+            ok = false;
+        if (!ok || rename(tmp, path) != 0) {
+            TY_WARN("checkpoint",
+                    "cannot write %s: %s; an agent restart before the round's last local report "
+                    "would leave the round unsent",
+                    path, strerror(errno));
+            unlink(tmp);
+        }
+    }
+    free(tmp);
+    free(path);
+}

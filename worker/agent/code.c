@@ -256,8 +256,8 @@ void agent__code_trim(struct agent *a)
     free(list);
 }
 
-void agent__code_track(struct agent *a, struct agent_worker **workers, size_t n,
-                       const char *code_sha256, const char *ckpt_sha256)
+void agent__code_track(struct agent_worker **workers, size_t n, const char *code_sha256,
+                       const char *ckpt_sha256)
 {
     for (size_t i = 0; i < n; i++) {
         if (workers[i] && code_sha256)
@@ -265,8 +265,6 @@ void agent__code_track(struct agent *a, struct agent_worker **workers, size_t n,
         if (workers[i] && ckpt_sha256)
             workers[i]->packages[1] = strdup(ckpt_sha256);
     }
-    if (code_sha256 || ckpt_sha256)
-        agent__code_trim(a);
 }
 
 char *agent__code_prepare(struct agent *a, const char *job_id, int64_t attempt, const char *sha256,

@@ -312,10 +312,15 @@ void agent__delete_checkpoint(struct agent *a, const char *job_id, int64_t attem
                 job_id, (long long)attempt, (long long)index);
         return;
     }
-    snprintf(owners, sizeof(owners), "%s.owners.json", path);
     agent__remove_tree(path);
-    if (unlink(owners) != 0 && errno != ENOENT)
-        TY_WARN("agent", "cannot remove %s: %s", owners, strerror(errno));
+    /* Its owners file (checkpoint.c) and the count of a round still waiting for ranks
+     * (upload.c). */
+    static const char *const beside[] = {".owners.json", ".reports"};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(owners, sizeof(owners), "%s%s", path, beside[i]);
+        if (unlink(owners) != 0 && errno != ENOENT)
+            TY_WARN("agent", "cannot remove %s: %s", owners, strerror(errno));
+    }
     TY_INFO("agent", "checkpoint %s/%lld/%lld deleted by retention: its staging copy removed",
             job_id, (long long)attempt, (long long)index);
 }

@@ -593,11 +593,13 @@ void agent__launch(struct agent *a, const struct agent_launch *l, bool may_fetch
                 ? code_failed(a, &local, &l->workers[i], "checkpoint package",
                               local.checkpoint_package, ckpkg_why)
                 : start_one(a, &local, &l->workers[i], &start_fds[i]);
+    agent__code_track(started, l->n_workers, code ? l->code_sha256 : NULL,
+                      ckpkg ? local.checkpoint_package : NULL);
     for (size_t i = 0; i < l->n_workers; i++)
         if (started[i])
             started[i] = start_finish(a, &local, started[i], start_fds[i]);
-    agent__code_track(a, started, l->n_workers, code ? l->code_sha256 : NULL,
-                      ckpkg ? local.checkpoint_package : NULL);
+    if (code || ckpkg)
+        agent__code_trim(a);
     free(start_fds);
     free(fetched);
     free(code);

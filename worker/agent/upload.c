@@ -8,7 +8,8 @@
  * connection cut) it retries with a growing delay, resuming at the server's offset (the stream
  * is reproducible; the resumed part's first bytes are re-read once for the hash). The thread
  * is joined on shutdown. The queue is durable: a marker file per part (queue_marker), so an agent
- * killed before a part was stored uploads it when it starts again, from the server's offset.
+ * killed before a part was stored uploads it when it starts again, from the server's offset; one
+ * killed between two local ranks' k-th reports finds their count beside the round's directory.
  * A job with run_config.storage_path is not uploaded: shared_one copies the part to that shared
  * directory instead (shared_store.c) and registers it; its marker holds the path and the owner.
  */
@@ -57,7 +58,8 @@ struct upload_item {
     gid_t gid;
 };
 
-/* Reports counted per (job, attempt, k) until every local rank made its k-th. */
+/* Reports counted per (job, attempt, k) until every local rank made its k-th (kept on disk too
+ * for a round with a checkpoint: agent_checkpoint_count_save). */
 struct upload_round {
     struct upload_round *next;
     char *job_id;
@@ -689,16 +691,23 @@ void agent__uploader_note_report(struct agent *a, const char *job_id, int64_t at
         }
         r->attempt = attempt;
         r->k = k;
+        /* A previous agent may have counted some of the round's reports. */
+        r->reports = local > 1 ? agent_checkpoint_count_load(a->data_dir, job_id, attempt, k) : 0;
         *pp = r;
     }
-    if (++r->reports < local)
+    if (++r->reports < local) {
+        agent_checkpoint_count_save(a->data_dir, job_id, attempt, k, r->reports);
         return;
+    }
+    int64_t counted = r->reports;
     *pp = r->next;
     free(r->job_id);
     free(r);
     char marker[1300];
     queue_marker(u, job_id, attempt, k, marker, sizeof(marker));
     marker_write(marker, any);
+    if (counted > 1)
+        agent_checkpoint_count_save(a->data_dir, job_id, attempt, k, 0);
     queue_push(u, job_id, attempt, k, any ? any->storage_path : NULL, any ? any->uid : AGENT_NO_UID,
                any ? any->gid : AGENT_NO_UID);
 }
