@@ -102,6 +102,27 @@ static void commit_with_a_wrong_hash_discards_the_staging(void **state)
     assert_int_equal(f->st->ops->commit(f->st->be, "k3", sha, loc, &size), ARTIFACT_ENOTFOUND);
 }
 
+/* The chunk checksum of uploads (X-Chunk-CRC32C): the standard check values, and the same
+ * result whole or in pieces of every alignment (the 8-byte steps and the byte tail). */
+static void crc32c_matches_the_standard_and_extends_in_pieces(void **state)
+{
+    (void)state;
+    assert_int_equal(util_crc32c(0, "123456789", 9), 0xe3069283u);
+    assert_int_equal(util_crc32c(0, "", 0), 0);
+    unsigned char zeros[32] = {0};
+    assert_int_equal(util_crc32c(0, zeros, sizeof(zeros)), 0x8a9136aau);
+    unsigned char buf[1000];
+    for (size_t i = 0; i < sizeof(buf); i++)
+        buf[i] = (unsigned char)(i * 31 + 7);
+    uint32_t whole = util_crc32c(0, buf, sizeof(buf));
+    for (size_t cut = 0; cut <= 17; cut++) {
+        uint32_t c = util_crc32c(0, buf, cut);
+        assert_int_equal(util_crc32c(c, buf + cut, sizeof(buf) - cut), whole);
+    }
+    buf[500] ^= 1;
+    assert_int_not_equal(util_crc32c(0, buf, sizeof(buf)), whole);
+}
+
 static void keys_locations_and_hashes_are_validated(void **state)
 {
     struct fixture *f = *state;
@@ -275,6 +296,7 @@ static void the_running_hash_survives_a_restart_and_follows_the_disk(void **stat
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(storage_paths_are_absolute_normalised_and_allowed),
+    cmocka_unit_test(crc32c_matches_the_standard_and_extends_in_pieces),
     cmocka_unit_test_setup_teardown(the_manifest_digest_covers_names_and_contents, setup, teardown),
     cmocka_unit_test_setup_teardown(removal_takes_only_part_directories_under_the_allow_list, setup,
                                     teardown),
