@@ -8,6 +8,7 @@
 #include <math.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,56 @@ void util_sha256_hex(const void *data, size_t len, char hex[65])
     EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL);
     for (unsigned i = 0; i < 32; i++)
         snprintf(hex + 2 * i, 3, "%02x", md[i]);
+}
+
+static uint32_t crc32c_table[256];
+static pthread_once_t crc32c_once = PTHREAD_ONCE_INIT;
+
+static void crc32c_table_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+        crc32c_table[i] = c;
+    }
+}
+
+static uint32_t crc32c_soft(uint32_t crc, const unsigned char *p, size_t len)
+{
+    pthread_once(&crc32c_once, crc32c_table_init);
+    while (len--)
+        crc = crc32c_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+    return crc;
+}
+
+#if defined(__x86_64__)
+#include <nmmintrin.h>
+
+__attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, const unsigned char *p,
+                                                               size_t len)
+{
+    uint64_t c = crc;
+    for (; len >= 8; p += 8, len -= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        c = _mm_crc32_u64(c, w);
+    }
+    crc = (uint32_t)c;
+    for (; len > 0; p++, len--)
+        crc = _mm_crc32_u8(crc, *p);
+    return crc;
+}
+#endif
+
+uint32_t util_crc32c(uint32_t crc, const void *data, size_t len)
+{
+    crc = ~crc;
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("sse4.2"))
+        return ~crc32c_sse42(crc, data, len);
+#endif
+    return ~crc32c_soft(crc, data, len);
 }
 
 int util_random_bytes(void *buf, size_t len)

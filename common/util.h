@@ -14,6 +14,12 @@ int util_parse_double(const char *s, double min, double max, double *out);
 /* Writes the lowercase hex SHA-256 of `data` into `hex` (65 bytes with the terminator). */
 void util_sha256_hex(const void *data, size_t len, char hex[65]);
 
+/* Extends the CRC32C (Castagnoli, as iSCSI and ext4 use it) `crc` of earlier bytes with `data`;
+ * start from 0. util_crc32c(0, "123456789", 9) == 0xe3069283. Uses the SSE4.2 instruction where
+ * the CPU has it (about 4x faster than SHA-256 with SHA-NI), a table otherwise. A cheap check
+ * against corruption in transit, not against tampering. */
+uint32_t util_crc32c(uint32_t crc, const void *data, size_t len);
+
 /* Fills `buf` with `len` cryptographically random bytes. Returns 0 or -1. */
 int util_random_bytes(void *buf, size_t len);
 

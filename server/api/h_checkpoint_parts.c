@@ -257,6 +257,33 @@ enum MHD_Result h_checkpoint_part_status(struct srv_request *req)
     return reply_state(req, "uploading", staged);
 }
 
+/* Whether the chunk (the body) matches its checksum: X-Chunk-CRC32C (8 lowercase hex digits,
+ * one cheap pass) when sent, else X-Content-SHA256 (64, the older agents' header). False with
+ * *bad_header naming the header when neither is sent or the one sent is malformed, false with
+ * *bad_header NULL when the body does not match. */
+static bool chunk_intact(struct srv_request *req, const char **bad_header)
+{
+    const void *body = req->body ? req->body : "";
+    const char *crc = header(req, "X-Chunk-CRC32C");
+    if (crc != NULL) {
+        *bad_header = "X-Chunk-CRC32C";
+        if (strlen(crc) != 8 || strspn(crc, "0123456789abcdef") != 8)
+            return false;
+        *bad_header = NULL;
+        char got[9];
+        snprintf(got, sizeof(got), "%08x", util_crc32c(0, body, req->body_len));
+        return strcmp(got, crc) == 0;
+    }
+    const char *sum = header(req, "X-Content-SHA256");
+    *bad_header = sum == NULL ? "X-Chunk-CRC32C" : "X-Content-SHA256";
+    if (sum == NULL || !artifact_sha256_valid(sum))
+        return false;
+    *bad_header = NULL;
+    char got[65];
+    util_sha256_hex(body, req->body_len, got);
+    return strcmp(got, sum) == 0;
+}
+
 enum MHD_Result h_checkpoint_part_put(struct srv_request *req)
 {
     struct part_call pc;
@@ -272,20 +299,19 @@ enum MHD_Result h_checkpoint_part_put(struct srv_request *req)
     if (o == NULL || util_parse_int64(o, 0, INT64_MAX / 2, &offset) != 0)
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "offset",
                                        "offset must be the byte position of this chunk");
-    const char *sum = header(req, "X-Content-SHA256");
-    if (sum == NULL || !artifact_sha256_valid(sum))
-        return srv_reply_field_problem(req, SRV_P_BAD_REQUEST, "X-Content-SHA256",
-                                       "the chunk's SHA-256, 64 lowercase hex digits");
-    char got[65];
-    util_sha256_hex(req->body ? req->body : "", req->body_len, got);
-    if (strcmp(got, sum) != 0) {
+    const char *name = NULL;
+    if (!chunk_intact(req, &name)) {
+        if (name != NULL)
+            return srv_reply_field_problem(req, SRV_P_BAD_REQUEST, name,
+                                           "X-Chunk-CRC32C: the chunk's CRC32C, 8 lowercase hex "
+                                           "digits (or X-Content-SHA256: its SHA-256, 64)");
         note_event(req, &pc,
                    "the chunk at offset %lld failed its checksum (corrupted on the way): the "
                    "agent sends it again",
                    (long long)offset);
         return srv_reply_problem(req, SRV_P_UPLOAD_CORRUPT, NULL,
-                                 "the chunk at offset %lld does not hash to X-Content-SHA256: "
-                                 "send it again",
+                                 "the chunk at offset %lld does not match its checksum "
+                                 "(X-Chunk-CRC32C or X-Content-SHA256): send it again",
                                  (long long)offset);
     }
     struct artifact_store *st = req->srv->artifacts;

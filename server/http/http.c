@@ -284,6 +284,16 @@ static const struct srv_route *route_find(struct srv_request *req, char *allow, 
     return NULL;
 }
 
+/* A body buffer of `size` bytes (freed with free()): page-aligned from 64 KiB on, so that the
+ * artifact store can write upload chunks from it with O_DIRECT. NULL when out of memory. */
+static char *body_alloc(size_t size)
+{
+    void *p = NULL;
+    if (size < 65536)
+        return malloc(size);
+    return posix_memalign(&p, 4096, size) == 0 ? p : NULL;
+}
+
 /* The largest body this request may carry: the chunks of uploads (checkpoint parts, code
  * packages) may be larger than other requests' bodies. */
 static int64_t body_limit(const struct srv *srv, const char *method, const char *url)
@@ -343,7 +353,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         long long announced = clen ? strtoll(clen, NULL, 10) : 0;
         if (announced > body_limit(srv, method, url))
             req->body_too_large = true;
-        else if (announced > 0 && (req->body = malloc((size_t)announced + 1)) != NULL) {
+        else if (announced > 0 && (req->body = body_alloc((size_t)announced + 1)) != NULL) {
             req->body[0] = '\0';
             req->body_cap = (size_t)announced + 1; /* one allocation, no growing copies */
         }

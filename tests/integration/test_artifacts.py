@@ -54,6 +54,32 @@ def put_chunk(srv, agent, job, idx, offset, chunk, sha=None):
                          "Content-Type": "application/octet-stream"})
 
 
+def _crc32c_table():
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+CRC32C_TABLE = _crc32c_table()
+
+
+def crc32c(data):
+    """CRC32C (Castagnoli) of data, as the X-Chunk-CRC32C header carries it (8 hex digits)."""
+    c = 0xFFFFFFFF
+    for b in data:
+        c = CRC32C_TABLE[(c ^ b) & 0xFF] ^ (c >> 8)
+    return "%08x" % (c ^ 0xFFFFFFFF)
+
+
+def put_chunk_crc(srv, agent, job, idx, offset, chunk, crc):
+    return node_request(srv, agent, "PUT", part_url(job, 1, idx) + f"?offset={offset}", chunk,
+                        {"X-Chunk-CRC32C": crc, "Content-Type": "application/octet-stream"})
+
+
 def upload(srv, agent, job, idx, data, start=0):
     off = start
     while off < len(data):
@@ -153,6 +179,36 @@ def test_corrupted_chunk_and_corrupted_part_are_refused(server, agent_factory):
     r = node_request(srv, agent, "GET", part_url(job, 1, 3))
     assert r.json == {"state": "uploading", "offset": 0}, r
     upload(srv, agent, job, 3, data)
+    r = node_request(srv, agent, "POST", part_url(job, 1, 3, "/complete"),
+                     {"sha256": hashlib.sha256(data).hexdigest(), "file_count": 4})
+    assert r.status == 200, r
+    assert artifact(srv, job, 3)["state"] == "complete"
+
+
+def test_chunks_checked_by_crc32c_reject_corruption_and_bad_headers(server, agent_factory):
+    srv = server
+    agent, job, cks = finished_job(srv, agent_factory)
+    assert crc32c(b"123456789") == "e3069283"  # the standard check value
+    data = os.urandom(2 * CHUNK)
+    chunk = bytearray(data[:CHUNK])
+    good = crc32c(bytes(chunk))
+    chunk[100] ^= 0xFF  # flipped in transit
+    r = put_chunk_crc(srv, agent, job, 3, 0, bytes(chunk), good)
+    assert r.status == 422 and r.json["type"].endswith("upload-corrupt"), r
+    for bad in ["E3069283", "e306928", "e30692830", "zz069283", ""]:
+        r = put_chunk_crc(srv, agent, job, 3, 0, data[:CHUNK], bad)
+        assert r.status == 400 and r.json["errors"][0]["field"] == "X-Chunk-CRC32C", (bad, r)
+    r = node_request(srv, agent, "PUT", part_url(job, 1, 3) + "?offset=0", data[:CHUNK],
+                     {"Content-Type": "application/octet-stream"})
+    assert r.status == 400 and r.json["errors"][0]["field"] == "X-Chunk-CRC32C", r
+    r = node_request(srv, agent, "GET", part_url(job, 1, 3))
+    assert r.json["offset"] == 0, r
+
+    # CRC32C chunks and SHA-256 chunks mix; the part's SHA-256 is still checked end to end.
+    r = put_chunk_crc(srv, agent, job, 3, 0, data[:CHUNK], good)
+    assert r.status == 200 and r.json["offset"] == CHUNK, r
+    r = put_chunk(srv, agent, job, 3, CHUNK, data[CHUNK:])
+    assert r.status == 200 and r.json["offset"] == 2 * CHUNK, r
     r = node_request(srv, agent, "POST", part_url(job, 1, 3, "/complete"),
                      {"sha256": hashlib.sha256(data).hexdigest(), "file_count": 4})
     assert r.status == 200, r

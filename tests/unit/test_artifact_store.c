@@ -102,6 +102,64 @@ static void commit_with_a_wrong_hash_discards_the_staging(void **state)
     assert_int_equal(f->st->ops->commit(f->st->be, "k3", sha, loc, &size), ARTIFACT_ENOTFOUND);
 }
 
+/* Appends from page-aligned buffers at block-aligned offsets go (where the filesystem takes it)
+ * through O_DIRECT, their unaligned tails and other appends through the page cache: the stored
+ * object is still exactly the bytes sent, in order. */
+static void aligned_and_unaligned_appends_store_the_same_bytes(void **state)
+{
+    struct fixture *f = *state;
+    size_t n = 5 * 4096 + 100;
+    char *all = malloc(3 * n), *aligned = NULL;
+    assert_non_null(all);
+    assert_int_equal(posix_memalign((void **)&aligned, 4096, n), 0);
+    for (size_t i = 0; i < 3 * n; i++)
+        all[i] = (char)(i * 131 + i / 4096);
+    int64_t size = -1;
+    memcpy(aligned, all, 2 * 4096);
+    assert_int_equal(f->st->ops->append(f->st->be, "kd", 0, aligned, 2 * 4096, &size), 0);
+    memcpy(aligned, all + 2 * 4096, n);
+    assert_int_equal(f->st->ops->append(f->st->be, "kd", 2 * 4096, aligned, n, &size), 0);
+    int64_t off = 2 * 4096 + (int64_t)n;
+    assert_int_equal(size, off);
+    assert_int_equal(
+        f->st->ops->append(f->st->be, "kd", off, all + off, 3 * n - (size_t)off, &size), 0);
+    assert_int_equal(size, (int64_t)(3 * n));
+    char sha[65], loc[ARTIFACT_LOCATION_MAX];
+    util_sha256_hex(all, 3 * n, sha);
+    assert_int_equal(f->st->ops->commit(f->st->be, "kd", sha, loc, &size), 0);
+    int fd = f->st->ops->open_read(f->st->be, loc);
+    assert_true(fd >= 0);
+    char *back = malloc(3 * n + 1);
+    assert_non_null(back);
+    assert_int_equal(read(fd, back, 3 * n + 1), (ssize_t)(3 * n));
+    close(fd);
+    assert_memory_equal(back, all, 3 * n);
+    free(back);
+    free(aligned);
+    free(all);
+}
+
+/* The chunk checksum of uploads (X-Chunk-CRC32C): the standard check values, and the same
+ * result whole or in pieces of every alignment (the 8-byte steps and the byte tail). */
+static void crc32c_matches_the_standard_and_extends_in_pieces(void **state)
+{
+    (void)state;
+    assert_int_equal(util_crc32c(0, "123456789", 9), 0xe3069283u);
+    assert_int_equal(util_crc32c(0, "", 0), 0);
+    unsigned char zeros[32] = {0};
+    assert_int_equal(util_crc32c(0, zeros, sizeof(zeros)), 0x8a9136aau);
+    unsigned char buf[1000];
+    for (size_t i = 0; i < sizeof(buf); i++)
+        buf[i] = (unsigned char)(i * 31 + 7);
+    uint32_t whole = util_crc32c(0, buf, sizeof(buf));
+    for (size_t cut = 0; cut <= 17; cut++) {
+        uint32_t c = util_crc32c(0, buf, cut);
+        assert_int_equal(util_crc32c(c, buf + cut, sizeof(buf) - cut), whole);
+    }
+    buf[500] ^= 1;
+    assert_int_not_equal(util_crc32c(0, buf, sizeof(buf)), whole);
+}
+
 static void keys_locations_and_hashes_are_validated(void **state)
 {
     struct fixture *f = *state;
@@ -275,6 +333,9 @@ static void the_running_hash_survives_a_restart_and_follows_the_disk(void **stat
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(storage_paths_are_absolute_normalised_and_allowed),
+    cmocka_unit_test(crc32c_matches_the_standard_and_extends_in_pieces),
+    cmocka_unit_test_setup_teardown(aligned_and_unaligned_appends_store_the_same_bytes, setup,
+                                    teardown),
     cmocka_unit_test_setup_teardown(the_manifest_digest_covers_names_and_contents, setup, teardown),
     cmocka_unit_test_setup_teardown(removal_takes_only_part_directories_under_the_allow_list, setup,
                                     teardown),

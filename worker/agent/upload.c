@@ -201,7 +201,7 @@ static size_t on_body(char *p, size_t sz, size_t n, void *arg)
 /* One request; *offset and state from the {"state","offset"} reply. Returns the HTTP status, or
  * -1 when the server could not be reached. */
 static long call(struct agent_uploader *u, const char *method, const char *url, const void *body,
-                 size_t len, const char *ctype, const char *chunk_sha, int64_t *offset,
+                 size_t len, const char *ctype, const char *chunk_crc, int64_t *offset,
                  char state[16])
 {
     if (u->curl == NULL)
@@ -212,7 +212,7 @@ static long call(struct agent_uploader *u, const char *method, const char *url, 
     if (h == NULL)
         return -1;
     char *cred = agent__credential_load(u->data_dir);
-    char hdr_node[300], hdr_auth[300], hdr_sha[100], hdr_ct[100];
+    char hdr_node[300], hdr_auth[300], hdr_crc[100], hdr_ct[100];
     struct curl_slist *hs = NULL;
     snprintf(hdr_node, sizeof(hdr_node), "X-Trainyard-Node: %s", u->node_id);
     hs = curl_slist_append(hs, hdr_node);
@@ -220,9 +220,9 @@ static long call(struct agent_uploader *u, const char *method, const char *url, 
         snprintf(hdr_auth, sizeof(hdr_auth), "Authorization: Bearer %s", cred);
         hs = curl_slist_append(hs, hdr_auth);
     }
-    if (chunk_sha) {
-        snprintf(hdr_sha, sizeof(hdr_sha), "X-Content-SHA256: %s", chunk_sha);
-        hs = curl_slist_append(hs, hdr_sha);
+    if (chunk_crc) {
+        snprintf(hdr_crc, sizeof(hdr_crc), "X-Chunk-CRC32C: %s", chunk_crc);
+        hs = curl_slist_append(hs, hdr_crc);
     }
     if (ctype) {
         snprintf(hdr_ct, sizeof(hdr_ct), "Content-Type: %s", ctype);
@@ -285,8 +285,8 @@ struct chunk {
     char *buf;
     size_t cap;
     int64_t off;
-    ssize_t n; /* bytes read, -1 on a failure */
-    char sha[65];
+    ssize_t n;   /* bytes read, -1 on a failure */
+    char crc[9]; /* its CRC32C, the X-Chunk-CRC32C header */
 };
 
 static void *chunk_make(void *arg)
@@ -294,16 +294,16 @@ static void *chunk_make(void *arg)
     struct chunk *c = arg;
     c->n = agent__tar_read(c->t, c->off, c->buf, c->cap);
     if (c->n > 0) {
-        util_sha256_hex(c->buf, (size_t)c->n, c->sha);
+        snprintf(c->crc, sizeof(c->crc), "%08x", util_crc32c(0, c->buf, (size_t)c->n));
         EVP_DigestUpdate(c->part, c->buf, (size_t)c->n);
     }
     return NULL;
 }
 
 /* Streams part `t` (the round's directory as a tar) from the server's offset to completion:
- * each chunk read once from the files, hashed (its own SHA-256 and the part's running one) by a
- * helper thread while the previous chunk is on the wire, and PUT. 0 done; -1 retry later (a
- * failed chunk or a moved offset: the next try starts from the server's offset again);
+ * each chunk read once from the files, checksummed (its own CRC32C and the part's running
+ * SHA-256) by a helper thread while the previous chunk is on the wire, and PUT. 0 done; -1 retry
+ * later (a failed chunk or a moved offset: the next try starts from the server's offset again);
  * UPLOAD_BROKEN: a file of the directory is missing or changed (agent__tar_error says which);
  * UPLOAD_REFUSED: the server refuses this node the part (403/404: the job is gone). */
 static int send_part(struct agent_uploader *u, const struct upload_item *it, struct agent_tar *t)
@@ -346,7 +346,7 @@ static int send_part(struct agent_uploader *u, const struct upload_item *it, str
         snprintf(url, sizeof(url), "%s?offset=%lld", base, (long long)off);
         int64_t acked = -1;
         long st = call(u, "PUT", url, now->buf, (size_t)now->n, "application/octet-stream",
-                       now->sha, &acked, state);
+                       now->crc, &acked, state);
         if (helping)
             pthread_join(helper, NULL);
         if (st == 413 && u->chunk_len > UPLOAD_CHUNK_SMALL)
