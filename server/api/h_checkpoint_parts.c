@@ -217,10 +217,36 @@ int srv_node_auth(struct srv_request *req, enum MHD_Result *res)
     return 0;
 }
 
-static enum MHD_Result reply_state(struct srv_request *req, const char *state, int64_t offset)
+enum MHD_Result h_part_reply_state(struct srv_request *req, const char *state, int64_t offset)
 {
     return srv_reply_json(req, MHD_HTTP_OK,
                           json_pack("{s:s, s:I}", "state", state, "offset", (json_int_t)offset));
+}
+
+int h_part_completion(struct srv_request *req, json_t *body, const char *what,
+                      const struct store_part *part, const char **sha, int64_t *files,
+                      enum MHD_Result *res)
+{
+    *sha = json_string_value(json_object_get(body, "sha256"));
+    json_t *n = json_object_get(body, "file_count");
+    if (*sha == NULL || !artifact_sha256_valid(*sha)) {
+        *res = srv_reply_field_problem(req, SRV_P_INVALID_BODY, "sha256", what);
+        return -1;
+    }
+    if (!json_is_integer(n) || json_integer_value(n) < 0 || json_integer_value(n) > INT32_MAX) {
+        *res = srv_reply_field_problem(req, SRV_P_INVALID_BODY, "file_count",
+                                       "the number of regular files in the part");
+        return -1;
+    }
+    *files = json_integer_value(n);
+    if (strcmp(part->state, "complete") != 0 && strcmp(part->state, "deleted") != 0)
+        return 0;
+    if (strcmp(part->sha256, *sha) != 0)
+        *res = srv_reply_problem(req, SRV_P_UPLOAD_CORRUPT, NULL,
+                                 "the part is already %s with another SHA-256", part->state);
+    else
+        *res = h_part_reply_state(req, part->state, part->received);
+    return -1;
 }
 
 /* The reply for an artifact store error; staged: the staged size for ARTIFACT_EOFFSET. */
@@ -248,13 +274,13 @@ enum MHD_Result h_checkpoint_part_status(struct srv_request *req)
     if (part_begin(req, &pc, key, &res) != 0)
         return res;
     if (strcmp(pc.part.state, "complete") == 0 || strcmp(pc.part.state, "deleted") == 0)
-        return reply_state(req, pc.part.state, pc.part.received);
+        return h_part_reply_state(req, pc.part.state, pc.part.received);
     struct artifact_store *st = req->srv->artifacts;
     int64_t staged = 0;
     int rc = st->ops->staged_size(st->be, key, &staged);
     if (rc != 0)
         return reply_store_error(req, rc, 0);
-    return reply_state(req, "uploading", staged);
+    return h_part_reply_state(req, "uploading", staged);
 }
 
 /* Whether the chunk (the body) matches its checksum: X-Chunk-CRC32C (8 lowercase hex digits,
@@ -293,7 +319,7 @@ enum MHD_Result h_checkpoint_part_put(struct srv_request *req)
     if (part_begin(req, &pc, key, &res) != 0)
         return res;
     if (strcmp(pc.part.state, "complete") == 0 || strcmp(pc.part.state, "deleted") == 0)
-        return reply_state(req, pc.part.state, pc.part.received);
+        return h_part_reply_state(req, pc.part.state, pc.part.received);
     int64_t offset;
     const char *o = srv_query(req, "offset");
     if (o == NULL || util_parse_int64(o, 0, INT64_MAX / 2, &offset) != 0)
@@ -327,7 +353,7 @@ enum MHD_Result h_checkpoint_part_put(struct srv_request *req)
     int qs = db_with_conn(req->srv->db, part_progress, &pc);
     if (qs < 0)
         return srv_reply_db_error(req, qs); /* the bytes are staged: a resend finds them */
-    return reply_state(req, "uploading", staged);
+    return h_part_reply_state(req, "uploading", staged);
 }
 
 enum MHD_Result h_checkpoint_part_complete(struct srv_request *req)
@@ -341,28 +367,12 @@ enum MHD_Result h_checkpoint_part_complete(struct srv_request *req)
     json_t *body = srv_body_json(req, &res);
     if (body == NULL)
         return res;
-    const char *sha = json_string_value(json_object_get(body, "sha256"));
-    json_t *files = json_object_get(body, "file_count");
-    if (sha == NULL || !artifact_sha256_valid(sha)) {
+    const char *sha;
+    if (h_part_completion(req, body, "the part's SHA-256, 64 lowercase hex digits", &pc.part, &sha,
+                          &pc.files, &res) != 0) {
         json_decref(body);
-        return srv_reply_field_problem(req, SRV_P_INVALID_BODY, "sha256",
-                                       "the part's SHA-256, 64 lowercase hex digits");
+        return res;
     }
-    if (!json_is_integer(files) || json_integer_value(files) < 0 ||
-        json_integer_value(files) > INT32_MAX) {
-        json_decref(body);
-        return srv_reply_field_problem(req, SRV_P_INVALID_BODY, "file_count",
-                                       "the number of regular files in the part");
-    }
-    if (strcmp(pc.part.state, "complete") == 0 || strcmp(pc.part.state, "deleted") == 0) {
-        bool same = strcmp(pc.part.sha256, sha) == 0;
-        json_decref(body);
-        if (!same)
-            return srv_reply_problem(req, SRV_P_UPLOAD_CORRUPT, NULL,
-                                     "the part is already %s with another SHA-256", pc.part.state);
-        return reply_state(req, pc.part.state, pc.part.received);
-    }
-    pc.files = json_integer_value(files);
     pc.sha256 = sha;
     pc.staging_key = key;
     pc.artifacts = req->srv->artifacts;
@@ -382,7 +392,7 @@ enum MHD_Result h_checkpoint_part_complete(struct srv_request *req)
     }
     if (qs < 0)
         return srv_reply_db_error(req, qs);
-    return reply_state(req, "complete", pc.size);
+    return h_part_reply_state(req, "complete", pc.size);
 }
 
 enum MHD_Result h_checkpoint_part_failed(struct srv_request *req)
@@ -404,5 +414,6 @@ enum MHD_Result h_checkpoint_part_failed(struct srv_request *req)
     }
     note_event(req, &pc, "the agent cannot upload it (%s): the checkpoint stays incomplete", why);
     json_decref(body);
-    return reply_state(req, pc.part.state[0] ? pc.part.state : "uploading", pc.part.received);
+    return h_part_reply_state(req, pc.part.state[0] ? pc.part.state : "uploading",
+                              pc.part.received);
 }

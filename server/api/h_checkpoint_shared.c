@@ -52,12 +52,6 @@ static int shared_complete(struct db_conn *c, void *arg)
     return qs;
 }
 
-static enum MHD_Result reply_state(struct srv_request *req, const char *state, int64_t offset)
-{
-    return srv_reply_json(req, MHD_HTTP_OK,
-                          json_pack("{s:s, s:I}", "state", state, "offset", (json_int_t)offset));
-}
-
 /* Checks the request up to the manifest: fills sc and dir, or queues a reply (-1, *res). */
 static int shared_begin(struct srv_request *req, struct shared_call *sc, char *dir, size_t len,
                         enum MHD_Result *res)
@@ -123,30 +117,16 @@ enum MHD_Result h_checkpoint_shared(struct srv_request *req)
     json_t *body = srv_body_json(req, &res);
     if (body == NULL)
         return res;
-    const char *sha = json_string_value(json_object_get(body, "sha256"));
-    json_t *files = json_object_get(body, "file_count");
-    if (sha == NULL || !artifact_sha256_valid(sha)) {
+    const char *sha;
+    int64_t files;
+    if (h_part_completion(req, body, "the part's manifest SHA-256, 64 lowercase hex digits",
+                          &sc.part, &sha, &files, &res) != 0) {
         json_decref(body);
-        return srv_reply_field_problem(req, SRV_P_INVALID_BODY, "sha256",
-                                       "the part's manifest SHA-256, 64 lowercase hex digits");
-    }
-    if (!json_is_integer(files) || json_integer_value(files) < 0 ||
-        json_integer_value(files) > INT32_MAX) {
-        json_decref(body);
-        return srv_reply_field_problem(req, SRV_P_INVALID_BODY, "file_count",
-                                       "the number of regular files in the part");
-    }
-    if (strcmp(sc.part.state, "complete") == 0 || strcmp(sc.part.state, "deleted") == 0) {
-        bool same = strcmp(sc.part.sha256, sha) == 0;
-        json_decref(body);
-        if (!same)
-            return srv_reply_problem(req, SRV_P_UPLOAD_CORRUPT, NULL,
-                                     "the part is already %s with another SHA-256", sc.part.state);
-        return reply_state(req, sc.part.state, sc.part.received);
+        return res;
     }
     char found[65];
     if (dir_manifest(dir, found, &sc.bytes, &sc.files) != 0 || strcmp(found, sha) != 0 ||
-        sc.files != json_integer_value(files)) {
+        sc.files != files) {
         json_decref(body);
         return srv_reply_problem(req, SRV_P_UPLOAD_CORRUPT, NULL,
                                  "the files in %s do not match the manifest's SHA-256: copy "
@@ -160,5 +140,5 @@ enum MHD_Result h_checkpoint_shared(struct srv_request *req)
     json_decref(body);
     if (qs < 0)
         return srv_reply_db_error(req, qs);
-    return reply_state(req, "complete", sc.bytes);
+    return h_part_reply_state(req, "complete", sc.bytes);
 }

@@ -25,6 +25,16 @@ enum MHD_Result h_checkpoint_part_complete(struct srv_request *req);
 enum MHD_Result h_checkpoint_shared(struct srv_request *req);
 
 enum MHD_Result h_checkpoint_part_failed(struct srv_request *req);
+/* Shared by the part handlers (uploads and shared storage): {"state","offset"} with 200. */
+enum MHD_Result h_part_reply_state(struct srv_request *req, const char *state, int64_t offset);
+/* Reads a completion body {"sha256","file_count"} (`what` describes the SHA-256 in the 400's
+ * text) into *sha (borrowed from body) and *files. When `part` is already complete or deleted,
+ * replies itself: its state when the SHA-256 is the same, 422 otherwise. 0: go on; -1: *res holds
+ * the queued reply. */
+struct store_part;
+int h_part_completion(struct srv_request *req, json_t *body, const char *what,
+                      const struct store_part *part, const char **sha, int64_t *files,
+                      enum MHD_Result *res);
 /* h_code.c: code packages (issue 15). */
 enum MHD_Result h_code_get(struct srv_request *req);
 enum MHD_Result h_code_put(struct srv_request *req);
