@@ -28,6 +28,52 @@ static void format_real(char *buf, size_t n, double d)
     }
 }
 
+/* Appends v as compact JSON, its reals in the shortest form that reads back (json_dumps would
+ * write 0.8637 as 0.86370000000000002). */
+static void json_shortest(struct strbuf *sb, const json_t *v)
+{
+    char num[64];
+    size_t i;
+    const char *k;
+    json_t *e;
+    switch (json_typeof(v)) {
+    case JSON_REAL:
+        format_real(num, sizeof num, json_real_value(v));
+        sb_puts(sb, num);
+        break;
+    case JSON_ARRAY:
+        sb_puts(sb, "[");
+        json_array_foreach(v, i, e)
+        {
+            if (i)
+                sb_puts(sb, ",");
+            json_shortest(sb, e);
+        }
+        sb_puts(sb, "]");
+        break;
+    case JSON_OBJECT:
+        sb_puts(sb, "{");
+        i = 0;
+        json_object_foreach((json_t *)v, k, e)
+        {
+            json_t *key = json_string(k);
+            char *ks = key ? json_dumps(key, JSON_ENCODE_ANY) : NULL;
+            sb_printf(sb, "%s%s:", i++ ? "," : "", ks ? ks : "\"\"");
+            free(ks);
+            json_decref(key);
+            json_shortest(sb, e);
+        }
+        sb_puts(sb, "}");
+        break;
+    default: {
+        char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (s)
+            sb_puts(sb, s);
+        free(s);
+    }
+    }
+}
+
 void out_clean(struct strbuf *sb, const char *text, size_t len)
 {
     size_t start = 0;
@@ -92,10 +138,10 @@ void out_value(struct strbuf *sb, const json_t *v)
             out_clean(sb, k, strlen(k));
             sb_puts(sb, "=");
             if (json_is_object(e) || json_is_array(e)) {
-                char *s = json_dumps(e, JSON_COMPACT | JSON_ENCODE_ANY);
-                if (s)
-                    out_clean(sb, s, strlen(s));
-                free(s);
+                struct strbuf nested = STRBUF_INIT;
+                json_shortest(&nested, e);
+                out_clean(sb, sb_str(&nested), nested.len);
+                sb_free(&nested);
             } else {
                 out_value(sb, e);
             }

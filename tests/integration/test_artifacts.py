@@ -418,6 +418,12 @@ def test_cli_lists_checkpoints_and_downloads_one(server, agent_factory):
     lines = r.stdout.splitlines()
     assert lines[0].split()[:6] == ["ID", "ATTEMPT", "INDEX", "STEP", "SIZE", "STORED"]
     assert [ln.split()[5] for ln in lines[1:]] == ["complete"] * 3
+    # The job's latest checkpoint, metrics nested in it: rank 0's last loss 1/3 reads as the
+    # shortest text that is that double, not JSON's 17 digits (0.33333333333333331).
+    r = harness.run_cli(srv, "get", str(job))
+    assert r.returncode == 0, r.stderr
+    latest = next(ln for ln in r.stdout.splitlines() if ln.startswith("latest_checkpoint"))
+    assert '"loss":0.3333333333333333' in latest and "333331" not in r.stdout, r.stdout
     out = os.path.join(harness.make_tmpdir("ty-dl-"), "ck")
     r = harness.run_cli(srv, "checkpoint", "download", str(cks[1]["id"]), out)
     assert r.returncode == 0, r.stderr
