@@ -40,6 +40,7 @@ Build first (cmake --build build; --build or TY_BUILD_DIR picks another). Prints
 """
 import argparse
 import http.client
+import hashlib
 import json
 import os
 import re
@@ -180,6 +181,23 @@ def wait_lines(path, n, proc_check, timeout=1800):
     raise RuntimeError(f"{path}: fewer than {n} results after {timeout} s")
 
 
+def cpu_s(pid):
+    """CPU seconds (user + system, every thread) process pid has used so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def sha256_mbps(mib=256):
+    """SHA-256 throughput of one core (hashlib is OpenSSL's, as the server and agent use)."""
+    buf = os.urandom(64 << 20)
+    t0 = time.perf_counter()
+    h = hashlib.sha256()
+    for _ in range(mib // 64):
+        h.update(buf)
+    return mib * (1 << 20) / (time.perf_counter() - t0) / 1e6
+
+
 def wait_complete(client, job, k, proc_check, timeout=1800):
     """Polls the job's checkpoints every 20 ms until index k's artifact is complete: (time seen,
     the checkpoint)."""
@@ -224,12 +242,16 @@ def write_phase(a, h, srv, agent, client, root, dd_dir):
     for k, item in enumerate(plan, 1):
         if item["label"] == largest:
             dds.append(run_dd(dd_dir))
+        cpu0 = cpu_s(srv.proc.pid), cpu_s(agent.proc.pid)
         open(os.path.join(work, f"go-{k - 1}"), "w").close()
         res = wait_lines(os.path.join(work, "results.jsonl"), k, check)[-1]
         t_done, last = wait_complete(client, job, k, check)
         up_s = t_done - res["t_ret"]
+        gib = item["bytes"] / (1 << 30)
         samples.append({**item, **res, "upload_s": up_s, "call_to_stored_s": t_done - res["t_call"],
                         "upload_mbps": item["bytes"] / up_s / 1e6,
+                        "server_cpu_s_per_gib": (cpu_s(srv.proc.pid) - cpu0[0]) / gib,
+                        "agent_cpu_s_per_gib": (cpu_s(agent.proc.pid) - cpu0[1]) / gib,
                         "dd_mbps": dds[-1] if item["label"] == largest else None})
         print(f"  {k}/{len(plan)} {item['label']}: report {res['report_ms']:.1f} ms, "
               f"{res['left']} files left, stored {up_s:.2f} s after", flush=True)
@@ -306,6 +328,23 @@ def med_max(values):
     return statistics.median(values), max(values)
 
 
+def print_ceiling(big, dd):
+    """What this machine allows an upload whose both ends run on it: the CPU the server and the
+    agent used per GiB (measured during the uploads above) over the CPUs there are, and one
+    core's SHA-256 rate (the server hashes every byte in order to verify the part)."""
+    srv_cpu = statistics.median(s["server_cpu_s_per_gib"] for s in big)
+    agent_cpu = statistics.median(s["agent_cpu_s_per_gib"] for s in big)
+    ncpu = os.cpu_count()
+    floor_s = (srv_cpu + agent_cpu) / ncpu
+    cpu_mbps = (1 << 30) / floor_s / 1e6
+    sha = sha256_mbps()
+    print(f"CPU per GiB uploaded, median: server {srv_cpu:.2f} s, agent {agent_cpu:.2f} s; on "
+          f"{ncpu} CPUs no upload with both ends here can beat {floor_s:.2f} s per GiB "
+          f"({cpu_mbps:.0f} MB/s, {cpu_mbps / dd:.2f} of dd)")
+    print(f"SHA-256 on one core, this run: {sha:.0f} MB/s ({sha / dd:.2f} of dd): the most any "
+          "upload the server verifies by SHA-256 can reach, with nothing else to do")
+
+
 def print_figures(samples, dds, fetched, cached):
     print()
     print(f"# {lc.machine_caveats()}")
@@ -334,6 +373,7 @@ def print_figures(samples, dds, fetched, cached):
     print(f"report called -> artifact complete, median: "
           f"{statistics.median(s['call_to_stored_s'] for s in big):.2f} s")
     print(f"ratio upload / dd: {up / dd:.2f}")
+    print_ceiling(big, dd)
     if fetched:
         gib = fetched[0]["ck_bytes"] / (1 << 30)
         print(f"## 3. resume from a {gib:.2f} GiB checkpoint (ms from submission)")

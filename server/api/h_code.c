@@ -102,6 +102,9 @@ static enum MHD_Result reply_store_error(struct srv_request *req, int rc, int64_
         return srv_reply_problem(req, SRV_P_UPLOAD_OFFSET, NULL,
                                  "the server holds %lld bytes of this package: resume there",
                                  (long long)staged);
+    if (rc == ARTIFACT_EBUSY)
+        return srv_reply_problem(req, SRV_P_UPLOAD_BUSY, NULL,
+                                 "another request is writing this package: retry shortly");
     if (rc == ARTIFACT_ECORRUPT)
         return srv_reply_problem(req, SRV_P_UPLOAD_CORRUPT, NULL,
                                  "%s: upload the package again from offset 0",
@@ -157,8 +160,7 @@ enum MHD_Result h_code_put(struct srv_request *req)
                                  (long long)offset);
     struct artifact_store *st = req->srv->artifacts;
     int64_t staged = 0;
-    int rc =
-        st->ops->append(st->be, key, offset, req->body ? req->body : "", req->body_len, &staged);
+    int rc = artifact_append(st, key, offset, req->body ? req->body : "", req->body_len, &staged);
     if (rc != 0)
         return reply_store_error(req, rc, staged);
     return reply_state(req, "uploading", staged, -1, false);

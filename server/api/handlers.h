@@ -21,6 +21,8 @@ enum MHD_Result h_jobs_checkpoints(struct srv_request *req);
 /* h_checkpoint_parts.c: agents' uploads of checkpoint parts (node credential). */
 enum MHD_Result h_checkpoint_part_status(struct srv_request *req);
 enum MHD_Result h_checkpoint_part_put(struct srv_request *req);
+/* The part PUT's body, written as it arrives. */
+extern const struct srv_body_stream h_checkpoint_part_stream;
 enum MHD_Result h_checkpoint_part_complete(struct srv_request *req);
 enum MHD_Result h_checkpoint_shared(struct srv_request *req);
 

@@ -39,9 +39,23 @@ const char *artifact_strerror(int code)
         return "no such upload or object";
     case ARTIFACT_EINVAL:
         return "malformed key, hash or location";
+    case ARTIFACT_EBUSY:
+        return "another request is writing this upload";
     default:
         return "the artifact store failed (disk full or unwritable?)";
     }
+}
+
+int artifact_append(struct artifact_store *st, const char *key, int64_t offset, const void *data,
+                    size_t len, int64_t *size)
+{
+    struct artifact_append *ap = NULL;
+    int rc = st->ops->append_begin(st->be, key, offset, &ap, size);
+    if (rc != 0)
+        return rc;
+    rc = st->ops->append_data(ap, data, len);
+    int end = st->ops->append_end(ap, rc == 0, size);
+    return rc != 0 ? rc : end;
 }
 
 void artifact_store_close(struct artifact_store *st)

@@ -21,18 +21,29 @@ enum {
     ARTIFACT_EOFFSET = -2,   /* an append not at the staged end */
     ARTIFACT_ECORRUPT = -3,  /* the staged bytes do not hash to the SHA-256 given: discarded */
     ARTIFACT_ENOTFOUND = -4, /* no such staged upload or object */
-    ARTIFACT_EINVAL = -5     /* a malformed key, hash or location */
+    ARTIFACT_EINVAL = -5,    /* a malformed key, hash or location */
+    ARTIFACT_EBUSY = -6      /* another request is writing this upload: retry shortly */
 };
+
+/* One append in progress (append_begin .. append_end), owned by the backend. */
+struct artifact_append;
 
 struct artifact_backend {
     const char *name;
     /* *size = bytes staged under `key` (0 when none). */
     int (*staged_size)(void *be, const char *key, int64_t *size);
-    /* Appends len bytes at `offset`, which must equal the staged size (ARTIFACT_EOFFSET and
-     * *size = the staged size otherwise). Not synced: durable across a server restart, and on
-     * the disk once committed (commit syncs it). *size = the new staged size. */
-    int (*append)(void *be, const char *key, int64_t offset, const void *data, size_t len,
-                  int64_t *size);
+    /* Appends bytes at `offset` as they arrive: begin (offset must equal the staged size:
+     * ARTIFACT_EOFFSET and *size = the staged size otherwise), data any number of times, then
+     * end, exactly once after a successful begin. end with keep != 0 makes the bytes part of the
+     * staging (*size = the new staged size); keep == 0 drops them all, leaving the staging as
+     * it was before begin (a chunk that failed its checksum, a request cut mid-body). The
+     * staging is locked from begin to end: a second begin, staged_size or commit on the key
+     * meanwhile gets ARTIFACT_EBUSY rather than waiting, since both may be served by one
+     * thread. Not synced: durable across a server restart, and on the disk once committed. */
+    int (*append_begin)(void *be, const char *key, int64_t offset, struct artifact_append **ap,
+                        int64_t *size);
+    int (*append_data)(struct artifact_append *ap, const void *data, size_t len);
+    int (*append_end)(struct artifact_append *ap, int keep, int64_t *size);
     /* Hashes the staged bytes (the local backend keeps the hash running across appends): equal to
      * `sha256` (hex), they become the object `location` (written, NUL-terminated,
      * ARTIFACT_LOCATION_MAX bytes) and the staging is gone (synced to disk first); otherwise the
@@ -58,6 +69,10 @@ struct artifact_store {
 struct artifact_store *artifact_store_open_local(const char *dir);
 /* Frees the store (NULL is fine). */
 void artifact_store_close(struct artifact_store *st);
+
+/* Appends len bytes at `offset` in one call (append_begin, append_data, append_end). */
+int artifact_append(struct artifact_store *st, const char *key, int64_t offset, const void *data,
+                    size_t len, int64_t *size);
 
 /* Whether `key` is a valid staging key. */
 int artifact_key_valid(const char *key);

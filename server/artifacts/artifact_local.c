@@ -1,16 +1,21 @@
 /* The local backend of the artifact store: content-addressed files under one directory.
  *   <dir>/uploads/<key>              staged bytes of an upload in progress (append-only)
  *   <dir>/sha256/<ab>/<ab...64 hex>  committed objects, named by their SHA-256
- * Each call on a key takes an exclusive flock on its staged file, so two requests for one upload
- * cannot interleave. The SHA-256 of a staged upload is kept running as chunks are appended (one
- * hash pass over the bytes, none at commit), and appends are written without a sync: the staged
- * file is fsync'd once, at commit, before it becomes an object. The block-aligned part of an
- * append whose offset and buffer are block-aligned is written with O_DIRECT (no page-cache
- * pages: on this project's VMs, filling new page-cache pages cost 3-4 s per GiB against 0.5 s
- * direct; docs/bench-checkpoints.md), the rest buffered. A server restart (the page cache
- * survives it) loses nothing acknowledged; the first append after it re-hashes what is on disk
- * once. After a machine crash the staged size is the resume point, and any bytes the crash
- * damaged fail the commit's hash check, which discards the staging (the agent starts again). */
+ * Each call on a key, and each append from its begin to its end, holds an exclusive flock on the
+ * staged file, so two requests for one upload cannot interleave; a second one gets
+ * ARTIFACT_EBUSY at once instead of blocking (the holder may be waiting for more of its body on
+ * the same HTTP thread). An append takes its bytes as they arrive, gathered in blocks of
+ * APPEND_BLOCK: each full block is added to the upload's running SHA-256 (one hash pass over the
+ * bytes, none at commit) and written, so the work overlaps the transfer of the rest of the
+ * chunk; an append that is dropped (bad checksum, cut request) is cut off the file and the hash
+ * set back to where it began. Appends are written without a sync: the staged file is fsync'd
+ * once, at commit, before it becomes an object. Block-aligned writes at block-aligned offsets
+ * go with O_DIRECT (no page-cache pages: on this project's VMs, filling new page-cache pages
+ * cost 3-4 s per GiB against 0.5 s direct; docs/bench-checkpoints.md), the rest buffered. A server
+ * restart (the page cache survives it) loses nothing acknowledged; the first append after it
+ * re-hashes what is on disk once. After a machine crash the staged size is the resume point, and
+ * any bytes the crash damaged fail the commit's hash check, which discards the staging (the agent
+ * starts again). */
 #include "artifact.h"
 
 #include "log.h"
@@ -20,6 +25,7 @@
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +58,8 @@ static int staged_path(const struct local_be *be, const char *key, char *out, si
     return w < 0 || (size_t)w >= n ? ARTIFACT_EINVAL : 0;
 }
 
-/* Opens (flags) and locks the staged file of `key`: an fd, or an error. */
+/* Opens (flags) and locks the staged file of `key`: an fd, or an error (ARTIFACT_EBUSY while
+ * another request holds it). */
 static int open_staged(const struct local_be *be, const char *key, int flags)
 {
     char path[4096];
@@ -62,9 +69,10 @@ static int open_staged(const struct local_be *be, const char *key, int flags)
     int fd = open(path, flags | O_CLOEXEC, 0600);
     if (fd < 0)
         return errno == ENOENT ? ARTIFACT_ENOTFOUND : ARTIFACT_EIO;
-    if (flock(fd, LOCK_EX) != 0) {
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int err = errno;
         close(fd);
-        return ARTIFACT_EIO;
+        return err == EWOULDBLOCK ? ARTIFACT_EBUSY : ARTIFACT_EIO;
     }
     return fd;
 }
@@ -178,38 +186,247 @@ static int local_staged_size(void *arg, const char *key, int64_t *size)
     return rc;
 }
 
-static int local_append(void *arg, const char *key, int64_t offset, const void *data, size_t len,
-                        int64_t *size)
+/* Bytes of an append gathered before they are hashed and written: a multiple of DIRECT_ALIGN,
+ * large enough for few system calls, small enough that hashing and writing follow the transfer
+ * closely. */
+#define APPEND_BLOCK (1024 * 1024)
+
+/* Blocks in flight per append: one being gathered, one being hashed, one being written, and
+ * one spare so that none of the three waits for another's block. */
+#define APPEND_BLOCKS 4
+
+/* An append in progress: a pipeline of three stages over a ring of blocks. The caller's thread
+ * (the HTTP thread) gathers the pieces into a block and hands it on full; a hasher thread adds
+ * each block to the running hash, in order; a writer thread writes each hashed block, in
+ * order. So receiving, hashing and the disk's time overlap (on one thread the write waited for
+ * the hash and the receiving for both). Blocks are numbered in sequence; block n lives in
+ * block[n % APPEND_BLOCKS], and the caller reuses it only once it is written. */
+struct artifact_append {
+    int fd; /* the staged file, locked, positioned at start + written */
+    struct running_hash *h;
+    EVP_MD_CTX *undo; /* h->ctx as it was at begin: restored when the bytes are dropped */
+    int64_t start;    /* the staged size at begin */
+    unsigned char *block[APPEND_BLOCKS]; /* APPEND_BLOCK bytes each, DIRECT_ALIGN-aligned */
+    size_t fill;                         /* bytes gathered in block `gathered` */
+    pthread_t hasher, writer;
+    bool threads;       /* the two threads are running */
+    pthread_mutex_t mu; /* guards the fields below */
+    pthread_cond_t cv;
+    size_t len[APPEND_BLOCKS];          /* bytes of each handed-on block */
+    uint64_t gathered, hashed, flushed; /* blocks handed on, hashed, written */
+    bool closing;                       /* no more blocks: the threads exit when done */
+    int64_t written;                    /* bytes written after start */
+    bool failed; /* a write failed: later blocks are not written, and end drops the bytes */
+};
+
+static void *append_hasher(void *arg)
+{
+    struct artifact_append *ap = arg;
+    pthread_mutex_lock(&ap->mu);
+    for (;;) {
+        while (ap->hashed == ap->gathered && !ap->closing)
+            pthread_cond_wait(&ap->cv, &ap->mu);
+        if (ap->hashed == ap->gathered)
+            break;
+        size_t i = ap->hashed % APPEND_BLOCKS, len = ap->len[i];
+        pthread_mutex_unlock(&ap->mu);
+        EVP_DigestUpdate(ap->h->ctx, ap->block[i], len);
+        pthread_mutex_lock(&ap->mu);
+        ap->hashed++;
+        pthread_cond_broadcast(&ap->cv);
+    }
+    pthread_mutex_unlock(&ap->mu);
+    return NULL;
+}
+
+/* Writes block i (len bytes) at start + written, unless a write failed already. */
+static void append_write(struct artifact_append *ap, size_t i, size_t len)
+{
+    pthread_mutex_lock(&ap->mu);
+    bool skip = ap->failed;
+    int64_t at = ap->start + ap->written;
+    pthread_mutex_unlock(&ap->mu);
+    int rc = skip ? 0 : write_staged(ap->fd, at, ap->block[i], len);
+    if (rc != 0)
+        TY_WARN("artifacts", "cannot append to staged upload %s: %s", ap->h->key, strerror(errno));
+    pthread_mutex_lock(&ap->mu);
+    if (rc != 0)
+        ap->failed = true;
+    else if (!skip)
+        ap->written += (int64_t)len;
+    pthread_mutex_unlock(&ap->mu);
+}
+
+static void *append_writer(void *arg)
+{
+    struct artifact_append *ap = arg;
+    pthread_mutex_lock(&ap->mu);
+    for (;;) {
+        while (ap->flushed == ap->hashed && !(ap->closing && ap->flushed == ap->gathered))
+            pthread_cond_wait(&ap->cv, &ap->mu);
+        if (ap->flushed == ap->hashed)
+            break; /* closing, and every block written */
+        size_t i = ap->flushed % APPEND_BLOCKS, len = ap->len[i];
+        pthread_mutex_unlock(&ap->mu);
+        append_write(ap, i, len);
+        pthread_mutex_lock(&ap->mu);
+        ap->flushed++;
+        pthread_cond_broadcast(&ap->cv);
+    }
+    pthread_mutex_unlock(&ap->mu);
+    return NULL;
+}
+
+/* Hands the gathered block on (hashed and written here, if the threads cannot be started) and
+ * waits, if need be, until the next block is free to gather into. */
+static void append_hand_over(struct artifact_append *ap)
+{
+    if (ap->fill == 0)
+        return;
+    size_t i = ap->gathered % APPEND_BLOCKS;
+    if (!ap->threads && ap->gathered == 0 &&
+        pthread_create(&ap->hasher, NULL, append_hasher, ap) == 0) {
+        if (pthread_create(&ap->writer, NULL, append_writer, ap) == 0) {
+            ap->threads = true;
+        } else {
+            pthread_mutex_lock(&ap->mu);
+            ap->closing = true;
+            pthread_cond_broadcast(&ap->cv);
+            pthread_mutex_unlock(&ap->mu);
+            pthread_join(ap->hasher, NULL);
+            ap->closing = false;
+        }
+    }
+    if (!ap->threads) {
+        EVP_DigestUpdate(ap->h->ctx, ap->block[i], ap->fill);
+        append_write(ap, i, ap->fill);
+        ap->gathered++;
+        ap->fill = 0;
+        return;
+    }
+    pthread_mutex_lock(&ap->mu);
+    ap->len[i] = ap->fill;
+    ap->gathered++;
+    pthread_cond_broadcast(&ap->cv);
+    while (ap->gathered - ap->flushed >= APPEND_BLOCKS) /* the next block is still in flight */
+        pthread_cond_wait(&ap->cv, &ap->mu);
+    pthread_mutex_unlock(&ap->mu);
+    ap->fill = 0;
+}
+
+/* Lets the threads finish the blocks handed on, and joins them. */
+static void append_stop_threads(struct artifact_append *ap)
+{
+    if (!ap->threads)
+        return;
+    pthread_mutex_lock(&ap->mu);
+    ap->closing = true;
+    pthread_cond_broadcast(&ap->cv);
+    pthread_mutex_unlock(&ap->mu);
+    pthread_join(ap->hasher, NULL);
+    pthread_join(ap->writer, NULL);
+    ap->threads = false;
+}
+
+static void append_free(struct artifact_append *ap)
+{
+    append_stop_threads(ap);
+    if (ap->fd >= 0)
+        close(ap->fd);
+    EVP_MD_CTX_free(ap->undo);
+    for (size_t i = 0; i < APPEND_BLOCKS; i++)
+        free(ap->block[i]);
+    pthread_cond_destroy(&ap->cv);
+    pthread_mutex_destroy(&ap->mu);
+    free(ap);
+}
+
+static int local_append_begin(void *arg, const char *key, int64_t offset,
+                              struct artifact_append **out, int64_t *size)
 {
     struct local_be *be = arg;
+    *out = NULL;
     *size = 0;
-    int fd = open_staged(be, key, O_RDWR | O_CREAT);
-    if (fd < 0)
-        return fd;
+    struct artifact_append *ap = calloc(1, sizeof(*ap));
+    if (ap == NULL)
+        return ARTIFACT_EIO;
+    pthread_mutex_init(&ap->mu, NULL);
+    pthread_cond_init(&ap->cv, NULL);
+    ap->fd = open_staged(be, key, O_RDWR | O_CREAT);
+    if (ap->fd < 0) {
+        int rc = ap->fd;
+        ap->fd = -1;
+        append_free(ap);
+        return rc;
+    }
     struct stat sb;
-    struct running_hash *h = running_get(be, key);
-    int rc = h ? 0 : ARTIFACT_EIO;
-    if (rc == 0 && fstat(fd, &sb) != 0) {
+    int rc = 0;
+    if ((ap->h = running_get(be, key)) == NULL || fstat(ap->fd, &sb) != 0 ||
+        (ap->undo = EVP_MD_CTX_new()) == NULL)
         rc = ARTIFACT_EIO;
-    } else if (rc == 0 && sb.st_size != offset) {
+    for (size_t i = 0; i < APPEND_BLOCKS && rc == 0; i++) {
+        void *b = NULL;
+        if (posix_memalign(&b, DIRECT_ALIGN, APPEND_BLOCK) != 0)
+            rc = ARTIFACT_EIO;
+        ap->block[i] = b;
+    }
+    if (rc == 0 && sb.st_size != offset) {
         *size = sb.st_size;
         rc = ARTIFACT_EOFFSET;
-    } else if (rc == 0 && (running_sync(h, fd, sb.st_ino, offset) != 0 ||
-                           lseek(fd, offset, SEEK_SET) != offset ||
-                           write_staged(fd, offset, data, len) != 0)) {
-        /* A short write (disk full) leaves a tail: cut it so the staged size stays what was
-         * acknowledged. */
-        TY_WARN("artifacts", "cannot append to staged upload %s: %s", key, strerror(errno));
-        if (ftruncate(fd, offset) != 0)
-            TY_WARN("artifacts", "cannot cut staged upload %s back: %s", key, strerror(errno));
-        *size = offset;
-        rc = ARTIFACT_EIO;
-    } else if (rc == 0) {
-        EVP_DigestUpdate(h->ctx, data, len);
-        h->hashed = offset + (int64_t)len;
-        *size = h->hashed;
     }
-    close(fd);
+    if (rc == 0 && (running_sync(ap->h, ap->fd, sb.st_ino, offset) != 0 ||
+                    EVP_MD_CTX_copy_ex(ap->undo, ap->h->ctx) != 1 ||
+                    lseek(ap->fd, offset, SEEK_SET) != offset))
+        rc = ARTIFACT_EIO;
+    if (rc != 0) {
+        append_free(ap);
+        return rc;
+    }
+    ap->start = offset;
+    *size = offset;
+    *out = ap;
+    return 0;
+}
+
+static int local_append_data(struct artifact_append *ap, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    while (len > 0) {
+        size_t n = APPEND_BLOCK - ap->fill < len ? APPEND_BLOCK - ap->fill : len;
+        memcpy(ap->block[ap->gathered % APPEND_BLOCKS] + ap->fill, p, n);
+        ap->fill += n;
+        p += n;
+        len -= n;
+        if (ap->fill == APPEND_BLOCK)
+            append_hand_over(ap);
+    }
+    pthread_mutex_lock(&ap->mu);
+    bool failed = ap->failed;
+    pthread_mutex_unlock(&ap->mu);
+    return failed ? ARTIFACT_EIO : 0;
+}
+
+static int local_append_end(struct artifact_append *ap, int keep, int64_t *size)
+{
+    if (keep)
+        append_hand_over(ap);
+    append_stop_threads(ap);
+    int rc = 0;
+    if (keep && !ap->failed) {
+        ap->h->hashed = ap->start + ap->written;
+    } else {
+        /* Dropped, or a write failed (disk full): cut what was written so that the staged size
+         * stays what was acknowledged, and set the hash back to match. */
+        if (ftruncate(ap->fd, ap->start) != 0)
+            TY_WARN("artifacts", "cannot cut staged upload %s back: %s", ap->h->key,
+                    strerror(errno));
+        ap->h->hashed =
+            EVP_MD_CTX_copy_ex(ap->h->ctx, ap->undo) == 1 ? ap->start : -1; /* -1: re-hash */
+        if (keep)
+            rc = ARTIFACT_EIO;
+    }
+    *size = ap->h->hashed >= 0 ? ap->h->hashed : ap->start;
+    append_free(ap);
     return rc;
 }
 
@@ -357,8 +574,15 @@ static void local_destroy(void *arg)
 }
 
 static const struct artifact_backend local_backend = {
-    "local",         local_staged_size, local_append,  local_commit,
-    local_open_read, local_remove,      local_destroy,
+    .name = "local",
+    .staged_size = local_staged_size,
+    .append_begin = local_append_begin,
+    .append_data = local_append_data,
+    .append_end = local_append_end,
+    .commit = local_commit,
+    .open_read = local_open_read,
+    .remove = local_remove,
+    .destroy = local_destroy,
 };
 
 struct artifact_store *artifact_store_open_local(const char *dir)

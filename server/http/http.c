@@ -308,7 +308,8 @@ static int64_t body_limit(const struct srv *srv, const char *method, const char 
 static enum MHD_Result dispatch(struct srv_request *req)
 {
     char allow[128];
-    req->route = route_find(req, allow, sizeof(allow));
+    if (req->route == NULL) /* else routed at the headers, for its body stream */
+        req->route = route_find(req, allow, sizeof(allow));
     if (req->route == NULL) {
         if (allow[0] == '\0' && srv_static_claims(req->url))
             return srv_static_serve(req);
@@ -328,6 +329,22 @@ static enum MHD_Result dispatch(struct srv_request *req)
 }
 
 /* ------------------------------------------------------------------ MHD callbacks */
+
+/* Whether the request's route takes its body as a stream and its begin accepted it (then
+ * req->stream is set). Routes the request on the way (dispatch keeps req->route). */
+static bool stream_begin(struct srv_request *req)
+{
+    if (strcmp(req->method, "PUT") != 0)
+        return false; /* the only streamed bodies: uploads' chunks */
+    char allow[128];
+    req->route = route_find(req, allow, sizeof(allow));
+    for (const struct srv_streamed_route *s = srv_streamed_routes; req->route && s->handler; s++)
+        if (s->handler == req->route->handler) {
+            req->body_stream = s->body;
+            return s->body->begin(req) == 0;
+        }
+    return false;
+}
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload,
@@ -353,10 +370,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         long long announced = clen ? strtoll(clen, NULL, 10) : 0;
         if (announced > body_limit(srv, method, url))
             req->body_too_large = true;
-        else if (announced > 0 && (req->body = body_alloc((size_t)announced + 1)) != NULL) {
+        else if (announced > 0 && !stream_begin(req) && /* streamed: no buffer */
+                 (req->body = body_alloc((size_t)announced + 1)) != NULL) {
             req->body[0] = '\0';
             req->body_cap = (size_t)announced + 1; /* one allocation, no growing copies */
         }
+        return MHD_YES;
+    }
+    if (*upload_size > 0 && req->stream != NULL) {
+        req->body_len += *upload_size;
+        if ((int64_t)req->body_len > body_limit(req->srv, req->method, req->url))
+            req->body_too_large = true;
+        else if (!req->stream_stopped && req->body_stream->piece(req, upload, *upload_size) != 0)
+            req->stream_stopped = true;
+        *upload_size = 0;
         return MHD_YES;
     }
     if (*upload_size > 0) {
@@ -410,6 +437,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (req == NULL)
         return;
     count_request(req);
+    if (req->stream != NULL)
+        req->body_stream->release(req);
     free(req->body);
     free(req->path_copy);
     free(req);

@@ -29,12 +29,31 @@ struct srv_request {
     size_t body_len;
     size_t body_cap; /* bytes allocated for body (at least body_len + 1) */
     bool body_too_large;
+    const struct srv_body_stream *body_stream; /* the route's, when its body is streamed */
+    void *stream;        /* body_stream's state, NULL when the body is buffered */
+    bool stream_stopped; /* its piece callback refused: the rest of the body is drained */
     struct srv_identity who;
     double started;  /* monotonic seconds when the request arrived */
     unsigned status; /* the status of the reply queued, 0 before one */
 };
 
 typedef enum MHD_Result (*srv_handler)(struct srv_request *req);
+
+/* A route that takes its body piece by piece as it arrives instead of in one buffer (large
+ * uploads: the work on each piece overlaps the transfer of the rest, and no chunk-sized
+ * allocation is made). */
+struct srv_body_stream {
+    /* Called once the headers are in, before any of the body; it authenticates the caller
+     * itself (the route's min_role is SRV_ROLE_NONE). 0: it takes the body (req->stream set;
+     * each piece goes to `piece`, then the route's handler runs and answers); -1: the body is
+     * buffered as for any route and the handler answers, its errors included. */
+    int (*begin)(struct srv_request *req);
+    /* The next piece of the body. -1 refuses the rest (drained, not passed on); the handler
+     * still runs and answers. */
+    int (*piece)(struct srv_request *req, const char *data, size_t len);
+    /* Frees req->stream when the request goes: answered, refused (413) or cut mid-body. */
+    void (*release)(struct srv_request *req);
+};
 
 struct srv_route {
     const char *method;
@@ -45,6 +64,14 @@ struct srv_route {
 
 /* The routing table (routes.c), ended by a {NULL} entry. */
 extern const struct srv_route srv_routes[];
+
+/* The routes whose bodies are streamed, by handler (routes.c), ended by a {NULL} entry; every
+ * other route's body is buffered (req->body). */
+struct srv_streamed_route {
+    srv_handler handler;
+    const struct srv_body_stream *body;
+};
+extern const struct srv_streamed_route srv_streamed_routes[];
 
 /* Starts the daemon on cfg.http_host:http_port. Returns 0 or -1 (logged). */
 int srv_http_start(struct srv *srv);

@@ -31,6 +31,7 @@
       "Idempotency-Key already used for another job spec")                                         \
     X(TOKEN_NAME_TAKEN, 409, "token-name-taken", "Token name already in use")                      \
     X(UPLOAD_OFFSET, 409, "upload-offset", "Upload offset is not where the stored bytes end")      \
+    X(UPLOAD_BUSY, 409, "upload-busy", "Another request is writing this upload")                   \
     X(UPLOAD_CORRUPT, 422, "upload-corrupt", "Uploaded bytes do not match their SHA-256")          \
     X(ARTIFACT_STORE_FAILED, 507, "artifact-store-failed", "The artifact store could not write")   \
     X(ARCHIVE_NOT_READY, 409, "archive-not-ready", "Checkpoint not (yet) in the artifact store")   \

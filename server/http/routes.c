@@ -46,3 +46,8 @@ const struct srv_route srv_routes[] = {
     {"GET", "/metrics", h_prometheus, SRV_ROLE_VIEWER},
     {NULL, NULL, NULL, SRV_ROLE_NONE},
 };
+
+const struct srv_streamed_route srv_streamed_routes[] = {
+    {h_checkpoint_part_put, &h_checkpoint_part_stream},
+    {NULL, NULL},
+};

@@ -123,11 +123,11 @@ def test_agent_killed_mid_upload_uploads_the_part_when_it_starts_again(server, a
         job = submit(srv, BIG_WORKER, "upload-killed")
         assert srv.wait_job(job, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
         assert proxy.reached.wait(120), agent.log_text()
-        # The first 8 MiB chunk is on the server, the second held: kill the agent there.
+        # The first 16 MiB chunk is on the server, the second held: kill the agent there.
         [ck] = wait_checkpoints(srv, job, 1)
         r = srv.request("GET", f"/api/v1/checkpoints/{ck['id']}")
         assert r.json["artifact"]["state"] == "uploading", r.json
-        assert [p["received_bytes"] for p in r.json["artifact"]["parts"]] == [8 << 20], r.json
+        assert [p["received_bytes"] for p in r.json["artifact"]["parts"]] == [16 << 20], r.json
         agent.kill()
         proxy.released.set()  # the held chunk is dropped, never forwarded
         agent.start()
@@ -159,7 +159,7 @@ def test_a_chunk_corrupted_on_the_way_is_an_event_and_the_upload_completes(serve
     [msg] = wait_event(srv, job, "failed its checksum")
     # The id is there once the checkpoint was registered (its report may arrive after the chunk).
     assert msg.startswith("checkpoint 1 ") and f"of attempt 1, part of node {agent.node_id} " \
-        f"(rank 0, 1): the chunk at offset {8 << 20} failed its checksum" in msg, msg
+        f"(rank 0, 1): the chunk at offset {16 << 20} failed its checksum" in msg, msg
     assert stored_files(srv, ck) == disk_files(ck["location"][0]["path"])
 
 

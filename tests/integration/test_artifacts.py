@@ -116,8 +116,11 @@ def test_part_upload_in_chunks_is_verified_and_completes_the_checkpoint(server, 
     r = node_request(srv, agent, "GET", part_url(job, 1, 1))
     assert r.status == 200 and r.json == {"state": "uploading", "offset": 0}, r
     half = upload(srv, agent, job, 1, data[:2 * CHUNK])
+    assert half == 2 * CHUNK
+    # The API's progress is recorded at the first chunk and then every 64 MiB (one database
+    # write per step, not per chunk); the resume point above is the staged size itself.
     a = artifact(srv, job, 1)
-    assert a["state"] == "uploading" and a["uploaded_bytes"] == half == 2 * CHUNK, a
+    assert a["state"] == "uploading" and a["uploaded_bytes"] == CHUNK, a
     upload(srv, agent, job, 1, data, start=half)
 
     sha = hashlib.sha256(data).hexdigest()
@@ -136,6 +139,23 @@ def test_part_upload_in_chunks_is_verified_and_completes_the_checkpoint(server, 
                      {"sha256": sha, "file_count": nfiles})
     assert r.status == 200 and r.json["state"] == "complete", r
     assert artifact(srv, job, 2)["state"] is None
+
+
+def test_upload_progress_shows_at_the_first_chunk_and_every_64_mib(server, agent_factory):
+    srv = server
+    agent, job, cks = finished_job(srv, agent_factory)
+    mib = 1 << 20
+    data = os.urandom(4 * mib) * 17  # 68 MiB, in chunks of 4 MiB
+    progress = []
+    for off in range(0, len(data), 4 * mib):
+        r = put_chunk(srv, agent, job, 1, off, data[off:off + 4 * mib])
+        assert r.status == 200 and r.json["offset"] == off + 4 * mib, r
+        progress.append(artifact(srv, job, 1)["uploaded_bytes"])
+    assert progress == [4 * mib] * 15 + [64 * mib] * 2, progress
+    r = node_request(srv, agent, "POST", part_url(job, 1, 1, "/complete"),
+                     {"sha256": hashlib.sha256(data).hexdigest(), "file_count": 1})
+    assert r.status == 200 and r.json["state"] == "complete", r
+    assert artifact(srv, job, 1)["uploaded_bytes"] == len(data)
 
 
 def test_upload_cut_mid_stream_resumes_after_a_server_restart(server, agent_factory):
@@ -183,6 +203,51 @@ def test_corrupted_chunk_and_corrupted_part_are_refused(server, agent_factory):
                      {"sha256": hashlib.sha256(data).hexdigest(), "file_count": 4})
     assert r.status == 200, r
     assert artifact(srv, job, 3)["state"] == "complete"
+
+
+def test_a_chunk_cut_mid_body_leaves_no_bytes_and_others_wait_for_it_as_busy(server,
+                                                                              agent_factory):
+    """The server writes a chunk as it arrives. A PUT whose connection closes halfway through its
+    body leaves none of its bytes (on disk or in the part's running SHA-256); while it is open,
+    other requests on the same part are told 409 upload-busy at once instead of waiting."""
+    srv = server
+    agent, job, cks = finished_job(srv, agent_factory)
+    mib = 1 << 20
+    data = os.urandom(3 * mib + 5)  # several of the server's write blocks
+    r = put_chunk_crc(srv, agent, job, 2, 0, data[:mib], crc32c(data[:mib]))
+    assert r.status == 200 and r.json["offset"] == mib, r
+    rest = data[mib:]
+    head = (f"PUT {part_url(job, 1, 2)}?offset={mib} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"X-Trainyard-Node: {agent.node_id}\r\n"
+            f"Authorization: Bearer {node_credential(agent)}\r\n"
+            f"X-Chunk-CRC32C: {crc32c(rest)}\r\nContent-Type: application/octet-stream\r\n"
+            f"Content-Length: {len(rest)}\r\n\r\n").encode()
+    cut = socket.create_connection(("127.0.0.1", srv.port))
+    try:
+        cut.sendall(head + rest[:3 * mib // 2])
+        deadline = time.time() + 30
+        while True:
+            r = node_request(srv, agent, "GET", part_url(job, 1, 2))
+            if r.status == 409 or time.time() > deadline:
+                break
+            time.sleep(0.05)
+        assert r.status == 409 and r.json["type"].endswith("upload-busy"), r
+        r = put_chunk_crc(srv, agent, job, 2, mib, rest, crc32c(rest))
+        assert r.status == 409 and r.json["type"].endswith("upload-busy"), r
+    finally:
+        cut.close()
+    deadline = time.time() + 30
+    while True:
+        r = node_request(srv, agent, "GET", part_url(job, 1, 2))
+        if r.status == 200 or time.time() > deadline:
+            break
+        time.sleep(0.05)
+    assert r.status == 200 and r.json == {"state": "uploading", "offset": mib}, r
+    r = put_chunk_crc(srv, agent, job, 2, mib, rest, crc32c(rest))
+    assert r.status == 200 and r.json["offset"] == len(data), r
+    r = node_request(srv, agent, "POST", part_url(job, 1, 2, "/complete"),
+                     {"sha256": hashlib.sha256(data).hexdigest(), "file_count": 4})
+    assert r.status == 200 and r.json["state"] == "complete", r
 
 
 def test_chunks_checked_by_crc32c_reject_corruption_and_bad_headers(server, agent_factory):
@@ -272,7 +337,7 @@ BIG_WORKER = textwrap.dedent("""
     rank = trainyard.get_context().get_world_rank()
     d = tempfile.mkdtemp(prefix=f"ty-big-{rank}-")
     with open(os.path.join(d, f"weights-{rank}.bin"), "wb") as f:
-        f.write(os.urandom(12 * 1024 * 1024 + rank))
+        f.write(os.urandom(24 * 1024 * 1024 + rank))  # 3 of the agent's 16 MiB chunks per node
     trainyard.report({"loss": 1.0}, checkpoint=d)
     shutil.rmtree(d)
 """)
@@ -338,7 +403,7 @@ def test_agent_upload_resumes_after_lost_chunks_and_lost_replies(server, agent_f
         assert done["status"] == "SUCCEEDED", done
         cks = wait_artifacts(srv, job, 1)
         assert cks[0]["artifact"]["state"] == "complete", (cks, agent.log_text())
-        assert proxy.puts >= 4  # 3 chunks of 8 MiB, plus the resend of the lost one
+        assert proxy.puts >= 4  # 3 chunks of 16 MiB, plus the resend of the lost one
     finally:
         proxy.close()
     merged = cks[0]["location"][0]["path"]
