@@ -50,8 +50,9 @@ static const struct option_def options[] = {
      3600, "longest wait for a new database connection to open (libpq connect_timeout)"},
     {"max-upload-chunk-bytes", "TRAINYARD_MAX_UPLOAD_CHUNK_BYTES", I(max_upload_chunk_bytes),
      "16777216", 1024, 1073741824,
-     "largest chunk of a checkpoint part or code package upload (PUT; held in memory while it is "
-     "written), beside --max-body-bytes for every other request"},
+     "largest chunk of a checkpoint part or code package upload (PUT), beside --max-body-bytes for "
+     "every other request; a code package chunk is held in memory while it is written, a part's "
+     "chunk is written as it arrives"},
     {"max-body-bytes", "TRAINYARD_MAX_BODY_BYTES", I(max_body_bytes), "1048576", 1024, 1073741824,
      "largest request body accepted (413 beyond)"},
     {"data-dir", "TRAINYARD_DATA_DIR", S(data_dir), "./trainyard-data", 0, 0,

@@ -41,6 +41,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <curl/curl.h>
 #include <jansson.h>
 
 #include "agent_proto.h"
@@ -537,6 +538,13 @@ void agent__uploader_note_report(struct agent *a, const char *job_id, int64_t at
 /* Stops and joins the uploader (an upload in progress is abandoned; the server keeps what it
  * acknowledged, and the part's marker in <data>/uploads makes the next agent resume it). */
 void agent__uploader_stop(struct agent *a);
+/* A new curl handle for a request to api_url + url_path as this node: its name and credential
+ * in the headers (*hs: the caller frees it with curl_slist_free_all after curl_easy_cleanup),
+ * no signals, a 10 s connect timeout, the agent's TLS trust (--ca-file or the pin). NULL without
+ * an uploader (--api-url none) or memory. */
+CURL *agent__server_request(struct agent *a, const char *url_path, struct curl_slist **hs);
+
+/* fetch.c: a checkpoint to resume from, fetched to this node (docs/artifacts.md). */
 /* The directory to resume from when this node holds no copy of checkpoint `id`: its archive
  * fetched from the server and unpacked into <data>/checkpoints/fetched/<sha256> (once per node:
  * kept as a cache). With may_fetch false only the cache is looked at; else a miss blocks the

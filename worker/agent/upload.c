@@ -26,14 +26,12 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <pthread.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -125,6 +123,31 @@ static void tls_trust(CURL *h, struct agent_uploader *u)
         curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, pin_ctx);
         curl_easy_setopt(h, CURLOPT_SSL_CTX_DATA, u->pin);
     }
+}
+
+CURL *agent__server_request(struct agent *a, const char *url_path, struct curl_slist **hs)
+{
+    struct agent_uploader *u = a->uploader;
+    *hs = NULL;
+    CURL *h = u ? curl_easy_init() : NULL;
+    if (h == NULL)
+        return NULL;
+    char url[1200], hdr_node[300], hdr_auth[300];
+    snprintf(url, sizeof(url), "%s%s", u->api_url, url_path);
+    snprintf(hdr_node, sizeof(hdr_node), "X-Trainyard-Node: %s", u->node_id);
+    *hs = curl_slist_append(*hs, hdr_node);
+    char *cred = agent__credential_load(u->data_dir);
+    if (cred) {
+        snprintf(hdr_auth, sizeof(hdr_auth), "Authorization: Bearer %s", cred);
+        *hs = curl_slist_append(*hs, hdr_auth);
+        free(cred);
+    }
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, *hs);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
+    tls_trust(h, u);
+    return h;
 }
 
 static void item_free(struct upload_item *it)
@@ -750,107 +773,4 @@ void agent__uploader_stop(struct agent *a)
         curl_easy_cleanup(u->curl);
     free(u);
     a->uploader = NULL;
-}
-
-/* ---- fetching a checkpoint to resume from (prepare.c's thread) -------------------------- */
-
-static size_t on_file(char *p, size_t sz, size_t n, void *arg)
-{
-    return fwrite(p, sz, n, arg) * sz;
-}
-
-int agent__fetch_to_file(struct agent *a, const char *url_path, const char *path)
-{
-    struct agent_uploader *u = a->uploader;
-    if (u == NULL)
-        return -1;
-    FILE *f = fopen(path, "wbe");
-    CURL *h = f ? curl_easy_init() : NULL;
-    if (h == NULL) {
-        if (f)
-            fclose(f);
-        return -1;
-    }
-    char url[700], hdr_node[300], hdr_auth[300];
-    snprintf(url, sizeof(url), "%s%s", u->api_url, url_path);
-    char *cred = agent__credential_load(u->data_dir);
-    struct curl_slist *hs = NULL;
-    snprintf(hdr_node, sizeof(hdr_node), "X-Trainyard-Node: %s", u->node_id);
-    hs = curl_slist_append(hs, hdr_node);
-    if (cred) {
-        snprintf(hdr_auth, sizeof(hdr_auth), "Authorization: Bearer %s", cred);
-        hs = curl_slist_append(hs, hdr_auth);
-    }
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hs);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_file);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, f);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
-    tls_trust(h, u);
-    long status = -1;
-    CURLcode cc = curl_easy_perform(h);
-    if (cc == CURLE_OK)
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    curl_slist_free_all(hs);
-    curl_easy_cleanup(h);
-    free(cred);
-    bool ok = fclose(f) == 0 && status == 200;
-    if (!ok)
-        TY_WARN("upload", "fetching %s: %s (HTTP %ld)", url, curl_easy_strerror(cc), status);
-    return ok ? 0 : -1;
-}
-
-int agent__unpack(const char *tarfile, const char *dir)
-{
-    char *argv[] = {"tar", "-xf", (char *)tarfile, "-C", (char *)dir, NULL};
-    pid_t pid;
-    extern char **environ;
-    if (posix_spawnp(&pid, "tar", NULL, NULL, argv, environ) != 0)
-        return -1;
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
-    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
-}
-
-char *agent__checkpoint_fetch(struct agent *a, int64_t id, const char *sha256, const char *shared,
-                              bool may_fetch)
-{
-    struct agent_uploader *u = a->uploader;
-    if (u == NULL || sha256 == NULL || strlen(sha256) != 64)
-        return NULL;
-    char dir[1200], tmp[1300], tar[1300], parent[1100];
-    snprintf(parent, sizeof(parent), "%s/checkpoints/fetched", a->data_dir);
-    snprintf(dir, sizeof(dir), "%s/%s", parent, sha256);
-    struct stat sb;
-    if (stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode))
-        return strdup(dir); /* fetched before: the cache is keyed by the artifact's sha256 */
-    if (!may_fetch) {
-        TY_WARN("upload", "checkpoint %lld is not in this node's cache %s", (long long)id, dir);
-        return NULL;
-    }
-    snprintf(tmp, sizeof(tmp), "%s.part", dir);
-    snprintf(tar, sizeof(tar), "%s/uploads/fetch-%s.tar", a->data_dir, sha256);
-    int rc = util_mkdir_p(parent, 0700) == 0 ? 0 : -1;
-    if (rc == 0 && stat(tmp, &sb) == 0)
-        agent__remove_tree(tmp); /* left by a fetch that was cut */
-    if (rc == 0)
-        rc = mkdir(tmp, 0700) == 0 ? 0 : -1;
-    char url_path[100];
-    snprintf(url_path, sizeof(url_path), "/api/v1/agent/checkpoint-archives/%lld", (long long)id);
-    if (rc == 0 && shared)
-        rc = agent__shared_fetch(shared, tmp);
-    else if (rc == 0 && (rc = agent__fetch_to_file(a, url_path, tar)) == 0)
-        rc = agent__unpack(tar, tmp);
-    if (rc == 0)
-        rc = rename(tmp, dir);
-    unlink(tar);
-    if (rc != 0) {
-        TY_WARN("upload", "cannot fetch checkpoint %lld into %s", (long long)id, dir);
-        return NULL;
-    }
-    TY_INFO("upload", "checkpoint %lld %s into %s", (long long)id,
-            shared ? "copied from shared storage" : "fetched from the server", dir);
-    return strdup(dir);
 }

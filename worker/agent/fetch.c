@@ -1,0 +1,103 @@
+/* Fetching a checkpoint to resume from when this node holds no copy (issue 11,
+ * docs/artifacts.md): its archive from the server's artifact store (or its parts from the job's
+ * shared storage_path), unpacked into <data>/checkpoints/fetched/<sha256>, kept as the node's
+ * cache. Runs on prepare.c's thread; the HTTP set-up (URL, node credential, TLS trust) is the
+ * uploader's (upload.c). */
+#include "agent.h"
+
+#include "log.h"
+#include "util.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <spawn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static size_t on_file(char *p, size_t sz, size_t n, void *arg)
+{
+    return fwrite(p, sz, n, arg) * sz;
+}
+
+int agent__fetch_to_file(struct agent *a, const char *url_path, const char *path)
+{
+    FILE *f = fopen(path, "wbe");
+    struct curl_slist *hs = NULL;
+    CURL *h = f ? agent__server_request(a, url_path, &hs) : NULL;
+    if (h == NULL) {
+        if (f)
+            fclose(f);
+        curl_slist_free_all(hs);
+        return -1;
+    }
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_file);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, f);
+    long status = -1;
+    CURLcode cc = curl_easy_perform(h);
+    if (cc == CURLE_OK)
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(h);
+    curl_slist_free_all(hs);
+    bool ok = fclose(f) == 0 && status == 200;
+    if (!ok)
+        TY_WARN("upload", "fetching %s: %s (HTTP %ld)", url_path, curl_easy_strerror(cc), status);
+    return ok ? 0 : -1;
+}
+
+int agent__unpack(const char *tarfile, const char *dir)
+{
+    char *argv[] = {"tar", "-xf", (char *)tarfile, "-C", (char *)dir, NULL};
+    pid_t pid;
+    extern char **environ;
+    if (posix_spawnp(&pid, "tar", NULL, NULL, argv, environ) != 0)
+        return -1;
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+char *agent__checkpoint_fetch(struct agent *a, int64_t id, const char *sha256, const char *shared,
+                              bool may_fetch)
+{
+    if (a->uploader == NULL || sha256 == NULL || strlen(sha256) != 64)
+        return NULL;
+    char dir[1200], tmp[1300], tar[1300], parent[1100];
+    snprintf(parent, sizeof(parent), "%s/checkpoints/fetched", a->data_dir);
+    snprintf(dir, sizeof(dir), "%s/%s", parent, sha256);
+    struct stat sb;
+    if (stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return strdup(dir); /* fetched before: the cache is keyed by the artifact's sha256 */
+    if (!may_fetch) {
+        TY_WARN("upload", "checkpoint %lld is not in this node's cache %s", (long long)id, dir);
+        return NULL;
+    }
+    snprintf(tmp, sizeof(tmp), "%s.part", dir);
+    snprintf(tar, sizeof(tar), "%s/uploads/fetch-%s.tar", a->data_dir, sha256);
+    int rc = util_mkdir_p(parent, 0700) == 0 ? 0 : -1;
+    if (rc == 0 && stat(tmp, &sb) == 0)
+        agent__remove_tree(tmp); /* left by a fetch that was cut */
+    if (rc == 0)
+        rc = mkdir(tmp, 0700) == 0 ? 0 : -1;
+    char url_path[100];
+    snprintf(url_path, sizeof(url_path), "/api/v1/agent/checkpoint-archives/%lld", (long long)id);
+    if (rc == 0 && shared)
+        rc = agent__shared_fetch(shared, tmp);
+    else if (rc == 0 && (rc = agent__fetch_to_file(a, url_path, tar)) == 0)
+        rc = agent__unpack(tar, tmp);
+    if (rc == 0)
+        rc = rename(tmp, dir);
+    unlink(tar);
+    if (rc != 0) {
+        TY_WARN("upload", "cannot fetch checkpoint %lld into %s", (long long)id, dir);
+        return NULL;
+    }
+    TY_INFO("upload", "checkpoint %lld %s into %s", (long long)id,
+            shared ? "copied from shared storage" : "fetched from the server", dir);
+    return strdup(dir);
+}
