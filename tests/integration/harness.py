@@ -6,6 +6,7 @@ the tests run as root), servers on free loopback ports. Nothing is mocked.
 import json
 import os
 import pwd
+import shlex
 import shutil
 import signal
 import socket
@@ -313,8 +314,11 @@ class Agent:
     A --port-range from port_range() is added unless the flags give one."""
 
     def __init__(self, server, data_dir=None, cpus=2, memory_mb=4096, gpus=None, gpu_type=None,
-                 extra_args=(), netns=None, server_addr=None, args=None, env=None, also=()):
-        """also: more servers of the same cluster, listed after `server` in --server."""
+                 extra_args=(), netns=None, server_addr=None, args=None, env=None, also=(),
+                 hide=()):
+        """also: more servers of the same cluster, listed after `server` in --server. hide:
+        directories this agent (and its workers) must not see: each is covered by an empty tmpfs
+        in a mount namespace of its own, as on a node where that filesystem is not mounted."""
         root = make_tmpdir("ty-agent-")
         self.server = server
         self.also = list(also)
@@ -328,6 +332,7 @@ class Agent:
             self.args += ["--port-range", port_range()]
         self.port_range = self.args[self.args.index("--port-range") + 1]
         self.netns = netns
+        self.hide = list(hide)
         self.server_addr = server_addr
         # Workers run as the agent (root here) unless a test asks for isolation: most tests hand
         # jobs directories under their own temporary paths. TY_TEST_RUN_AS=auto runs the whole
@@ -347,8 +352,14 @@ class Agent:
             token = cluster_token(self.server)
         ws = f"ws://{self.server_addr}" if self.server_addr else self.server.ws_url
         ws = ",".join([ws, *(s.ws_url for s in self.also)])
-        cmd = [*(["ip", "netns", "exec", self.netns] if self.netns else []), *AGENT_WRAPPER,
-               AGENT_BIN, "--server", ws, "--data-dir", self.data_dir, *self.args]
+        hiding = []
+        if self.hide:
+            mounts = " && ".join(f"mount -t tmpfs tmpfs {shlex.quote(d)}" for d in self.hide)
+            hiding = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                      f'{mounts} && exec "$@"', "sh"]
+        cmd = [*(["ip", "netns", "exec", self.netns] if self.netns else []), *hiding,
+               *AGENT_WRAPPER, AGENT_BIN, "--server", ws, "--data-dir", self.data_dir,
+               *self.args]
         if token:
             # A token file, never argv: every local user can read a command line (ps).
             token_file = os.path.join(make_tmpdir("ty-token-"), "cluster.token")

@@ -142,6 +142,34 @@ def test_resume_on_another_node_copies_from_the_storage_path(shared):
             assert b.stop() == 0, b.log_text()
 
 
+def test_a_node_that_cannot_see_the_storage_path_fetches_the_checkpoint_from_the_server(shared):
+    """Node B does not mount the job's storage path (here: covered by an empty tmpfs in B's own
+    mount namespace): it fetches the same checkpoint from the server, which reads it there."""
+    srv, root = shared
+    storage = os.path.join(root, "unmounted")
+    a = harness.Agent(srv, cpus=2).start()
+    b = None
+    try:
+        job = submit_worker(srv, storage, "shared-writer-2")
+        assert srv.wait_job(job, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
+        cks = wait_artifacts(srv, job, 3)
+        last = next(c for c in cks if c["index"] == 3)
+        assert srv.request("POST", f"/api/v1/nodes/{a.node_id}/drain").status == 200
+        b = harness.Agent(srv, cpus=2, hide=[root]).start()
+        second, work, done = run_script(srv, READER, "shared-reader-2", 2,
+                                        resume_from_checkpoint=last["id"])
+        assert done["status"] == "SUCCEEDED", (done, b.log_text())
+        expect = {n: v.hex() for n, v in {**written(0, 3), **written(1, 3)}.items()}
+        for rank in (0, 1):
+            assert seen(work, rank)["files"] == expect, (seen(work, rank), b.log_text())
+        assert "is not readable on this node: fetching it from the server" in b.log_text()
+        assert "fetched from the server" in b.log_text(), b.log_text()
+    finally:
+        assert a.stop() == 0, a.log_text()
+        if b:
+            assert b.stop() == 0, b.log_text()
+
+
 def test_retention_deletes_from_the_storage_path(shared):
     srv, root = shared
     storage = os.path.join(root, "keep")

@@ -1,8 +1,8 @@
 /* Fetching a checkpoint to resume from when this node holds no copy (issue 11,
  * docs/artifacts.md): its archive from the server's artifact store (or its parts from the job's
- * shared storage_path), unpacked into <data>/checkpoints/fetched/<sha256>, kept as the node's
- * cache. Runs on prepare.c's thread; the HTTP set-up (URL, node credential, TLS trust) is the
- * uploader's (upload.c). */
+ * shared storage_path; from the server when this node cannot read that path), unpacked into
+ * <data>/checkpoints/fetched/<sha256>, kept as the node's cache. Runs on prepare.c's thread; the
+ * HTTP set-up (URL, node credential, TLS trust) is the uploader's (upload.c). */
 #include "agent.h"
 
 #include "log.h"
@@ -86,9 +86,18 @@ char *agent__checkpoint_fetch(struct agent *a, int64_t id, const char *sha256, c
         rc = mkdir(tmp, 0700) == 0 ? 0 : -1;
     char url_path[100];
     snprintf(url_path, sizeof(url_path), "/api/v1/agent/checkpoint-archives/%lld", (long long)id);
-    if (rc == 0 && shared)
-        rc = agent__shared_fetch(shared, tmp);
-    else if (rc == 0 && (rc = agent__fetch_to_file(a, url_path, tar)) == 0)
+    bool copied = false;
+    if (rc == 0 && shared && !(copied = agent__shared_fetch(shared, tmp) == 0)) {
+        /* This node does not see the job's storage path (not mounted here, or not readable):
+         * the server, which does, serves the same parts as an archive. */
+        TY_WARN("upload",
+                "checkpoint %lld: %s is not readable on this node: fetching it from "
+                "the server instead",
+                (long long)id, shared);
+        agent__remove_tree(tmp);
+        rc = mkdir(tmp, 0700) == 0 ? 0 : -1;
+    }
+    if (rc == 0 && !copied && (rc = agent__fetch_to_file(a, url_path, tar)) == 0)
         rc = agent__unpack(tar, tmp);
     if (rc == 0)
         rc = rename(tmp, dir);
@@ -98,6 +107,6 @@ char *agent__checkpoint_fetch(struct agent *a, int64_t id, const char *sha256, c
         return NULL;
     }
     TY_INFO("upload", "checkpoint %lld %s into %s", (long long)id,
-            shared ? "copied from shared storage" : "fetched from the server", dir);
+            copied ? "copied from shared storage" : "fetched from the server", dir);
     return strdup(dir);
 }
