@@ -205,6 +205,16 @@ def test_corrupted_chunk_and_corrupted_part_are_refused(server, agent_factory):
     assert artifact(srv, job, 3)["state"] == "complete"
 
 
+def part_status_once(srv, agent, job, idx, status, timeout=30):
+    """GETs the part's upload status until it answers `status` (or the timeout): the last reply."""
+    deadline = time.time() + timeout
+    while True:
+        r = node_request(srv, agent, "GET", part_url(job, 1, idx))
+        if r.status == status or time.time() > deadline:
+            return r
+        time.sleep(0.05)
+
+
 def test_a_chunk_cut_mid_body_leaves_no_bytes_and_others_wait_for_it_as_busy(server,
                                                                               agent_factory):
     """The server writes a chunk as it arrives. A PUT whose connection closes halfway through its
@@ -225,23 +235,13 @@ def test_a_chunk_cut_mid_body_leaves_no_bytes_and_others_wait_for_it_as_busy(ser
     cut = socket.create_connection(("127.0.0.1", srv.port))
     try:
         cut.sendall(head + rest[:3 * mib // 2])
-        deadline = time.time() + 30
-        while True:
-            r = node_request(srv, agent, "GET", part_url(job, 1, 2))
-            if r.status == 409 or time.time() > deadline:
-                break
-            time.sleep(0.05)
+        r = part_status_once(srv, agent, job, 2, 409)
         assert r.status == 409 and r.json["type"].endswith("upload-busy"), r
         r = put_chunk_crc(srv, agent, job, 2, mib, rest, crc32c(rest))
         assert r.status == 409 and r.json["type"].endswith("upload-busy"), r
     finally:
         cut.close()
-    deadline = time.time() + 30
-    while True:
-        r = node_request(srv, agent, "GET", part_url(job, 1, 2))
-        if r.status == 200 or time.time() > deadline:
-            break
-        time.sleep(0.05)
+    r = part_status_once(srv, agent, job, 2, 200)
     assert r.status == 200 and r.json == {"state": "uploading", "offset": mib}, r
     r = put_chunk_crc(srv, agent, job, 2, mib, rest, crc32c(rest))
     assert r.status == 200 and r.json["offset"] == len(data), r

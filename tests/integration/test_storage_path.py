@@ -108,23 +108,39 @@ def test_two_rank_job_checkpoints_to_the_storage_path(shared):
         assert b.stop() == 0, b.log_text()
 
 
+def resume_elsewhere(srv, storage, name, agents, **b_args):
+    """WORKER checkpoints to `storage` on a first agent, which is then drained; a fresh agent B
+    (b_args) that holds no copy runs a two-rank READER job resuming from the last checkpoint.
+    Every agent started is appended to `agents` (the caller stops them). Returns (writer job,
+    its last checkpoint, the reader's work directory, the reader's final job)."""
+    a = harness.Agent(srv, cpus=2).start()
+    agents.append(a)
+    job = submit_worker(srv, storage, f"{name}-writer")
+    assert srv.wait_job(job, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
+    cks = wait_artifacts(srv, job, 3)
+    assert all(c["artifact"]["state"] == "complete" for c in cks), cks
+    last = next(c for c in cks if c["index"] == 3)
+    # A takes no new work: the resumed job runs on B.
+    assert srv.request("POST", f"/api/v1/nodes/{a.node_id}/drain").status == 200
+    agents.append(harness.Agent(srv, cpus=2, **b_args).start())
+    _, work, done = run_script(srv, READER, f"{name}-reader", 2,
+                               resume_from_checkpoint=last["id"])
+    assert done["status"] == "SUCCEEDED", (done, agents[-1].log_text())
+    return job, last, work, done
+
+
+def stop_all(agents):
+    for ag in agents:
+        assert ag.stop() == 0, ag.log_text()
+
+
 def test_resume_on_another_node_copies_from_the_storage_path(shared):
     srv, root = shared
     storage = os.path.join(root, "resume")
-    a = harness.Agent(srv, cpus=2).start()
-    b = None
+    agents = []
     try:
-        job = submit_worker(srv, storage, "shared-writer")
-        assert srv.wait_job(job, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
-        cks = wait_artifacts(srv, job, 3)
-        assert all(c["artifact"]["state"] == "complete" for c in cks), cks
-        last = next(c for c in cks if c["index"] == 3)
-        # A takes no new work: the resumed job runs on B, which holds no copy.
-        assert srv.request("POST", f"/api/v1/nodes/{a.node_id}/drain").status == 200
-        b = harness.Agent(srv, cpus=2).start()
-        second, work, done = run_script(srv, READER, "shared-reader", 2,
-                                        resume_from_checkpoint=last["id"])
-        assert done["status"] == "SUCCEEDED", (done, b.log_text())
+        job, last, work, _ = resume_elsewhere(srv, storage, "shared", agents)
+        a, b = agents
         cache = os.path.join(os.path.realpath(b.data_dir), "checkpoints", "fetched",
                              last["artifact"]["sha256"])
         expect = {n: v.hex() for n, v in {**written(0, 3), **written(1, 3)}.items()}
@@ -137,37 +153,25 @@ def test_resume_on_another_node_copies_from_the_storage_path(shared):
         assert files_under(part_dir(storage, job, 3, a.node_id)) == {**written(0, 3),
                                                                      **written(1, 3)}
     finally:
-        assert a.stop() == 0, a.log_text()
-        if b:
-            assert b.stop() == 0, b.log_text()
+        stop_all(agents)
 
 
 def test_a_node_that_cannot_see_the_storage_path_fetches_the_checkpoint_from_the_server(shared):
     """Node B does not mount the job's storage path (here: covered by an empty tmpfs in B's own
     mount namespace): it fetches the same checkpoint from the server, which reads it there."""
     srv, root = shared
-    storage = os.path.join(root, "unmounted")
-    a = harness.Agent(srv, cpus=2).start()
-    b = None
+    agents = []
     try:
-        job = submit_worker(srv, storage, "shared-writer-2")
-        assert srv.wait_job(job, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
-        cks = wait_artifacts(srv, job, 3)
-        last = next(c for c in cks if c["index"] == 3)
-        assert srv.request("POST", f"/api/v1/nodes/{a.node_id}/drain").status == 200
-        b = harness.Agent(srv, cpus=2, hide=[root]).start()
-        second, work, done = run_script(srv, READER, "shared-reader-2", 2,
-                                        resume_from_checkpoint=last["id"])
-        assert done["status"] == "SUCCEEDED", (done, b.log_text())
+        _, _, work, _ = resume_elsewhere(srv, os.path.join(root, "unmounted"), "hidden", agents,
+                                         hide=[root])
+        b = agents[-1]
         expect = {n: v.hex() for n, v in {**written(0, 3), **written(1, 3)}.items()}
         for rank in (0, 1):
             assert seen(work, rank)["files"] == expect, (seen(work, rank), b.log_text())
         assert "is not readable on this node: fetching it from the server" in b.log_text()
         assert "fetched from the server" in b.log_text(), b.log_text()
     finally:
-        assert a.stop() == 0, a.log_text()
-        if b:
-            assert b.stop() == 0, b.log_text()
+        stop_all(agents)
 
 
 def test_retention_deletes_from_the_storage_path(shared):
