@@ -20,7 +20,7 @@ struct fm_dev {
     float *act[MLP_MAX_LAYERS + 1]; /* act[0]: the batch's inputs */
     float *delta[2];
     uint8_t *y;
-    double *loss;        /* one double: the batch's summed loss */
+    double *loss; /* one double: the batch's summed loss */
     unsigned long long *hits;
 };
 
@@ -129,8 +129,8 @@ int fm_dev_open(fm_dev **out, const mlp *net, size_t max_batch, char *err, size_
          cudaMalloc(&d->loss, sizeof(double)) == cudaSuccess &&
          cudaMalloc(&d->hits, sizeof(unsigned long long)) == cudaSuccess;
     for (int l = 0; ok && l <= net->nlayers; l++)
-        ok = cudaMalloc(&d->act[l], max_batch * (size_t)net->dims[l] * sizeof(float)) ==
-             cudaSuccess;
+        ok =
+            cudaMalloc(&d->act[l], max_batch * (size_t)net->dims[l] * sizeof(float)) == cudaSuccess;
     for (int k = 0; ok && k < 2; k++)
         ok = cudaMalloc(&d->delta[k], max_batch * widest * sizeof(float)) == cudaSuccess;
     if (!ok) {
@@ -209,9 +209,8 @@ static double xent(fm_dev *d, size_t n, int to_grad, size_t *hits)
     const mlp *m = d->net;
     cudaMemsetAsync(d->loss, 0, sizeof(double), d->stream);
     cudaMemsetAsync(d->hits, 0, sizeof(unsigned long long), d->stream);
-    k_softmax_xent<<<blocks(n), THREADS, 0, d->stream>>>(d->act[m->nlayers], d->y, n,
-                                                          m->dims[m->nlayers], to_grad, d->loss,
-                                                          d->hits);
+    k_softmax_xent<<<blocks(n), THREADS, 0, d->stream>>>(
+        d->act[m->nlayers], d->y, n, m->dims[m->nlayers], to_grad, d->loss, d->hits);
     double loss = 0.0;
     unsigned long long h = 0;
     cudaMemcpyAsync(&loss, d->loss, sizeof(loss), cudaMemcpyDeviceToHost, d->stream);
@@ -233,8 +232,8 @@ double fm_dev_loss_grad(fm_dev *d, const float *x, const uint8_t *y, size_t n, s
     const float one = 1.0f, zero = 0.0f;
     cudaMemsetAsync(d->loss, 0, sizeof(double), d->stream);
     cudaMemsetAsync(d->hits, 0, sizeof(unsigned long long), d->stream);
-    k_softmax_xent<<<blocks(n), THREADS, 0, d->stream>>>(d->act[L], d->y, n, m->dims[L], 1,
-                                                          d->loss, d->hits);
+    k_softmax_xent<<<blocks(n), THREADS, 0, d->stream>>>(d->act[L], d->y, n, m->dims[L], 1, d->loss,
+                                                         d->hits);
     float *delta = d->act[L];
     int spare = 0;
     for (int l = L - 1; l >= 0; l--) {
@@ -269,7 +268,7 @@ void fm_dev_sgd(fm_dev *d, float lr, float momentum, float grad_scale)
 {
     size_t n = d->net->nparams;
     k_sgd<<<blocks(n), THREADS, 0, d->stream>>>(d->params, d->velocity, d->grad, n, lr, momentum,
-                                               grad_scale);
+                                                grad_scale);
 }
 
 double fm_dev_evaluate(fm_dev *d, const float *x, const uint8_t *y, size_t n, size_t *hits)

@@ -24,4 +24,15 @@ if(TY_WITH_NCCL)
   add_test(NAME gpu.nccl_world1 COMMAND ${TY_GPU_PYTHON} ${gpu_gate} $<TARGET_FILE:ty_nccl_world1>)
   set_tests_properties(gpu.nccl_world1 PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 300
                        ENVIRONMENT "CUDA_VISIBLE_DEVICES=0")
+  # Communicator creation with a peer that never arrives: TY_ETIMEDOUT within the collective
+  # timeout (nccl_init_timeout.c); a hang is caught by TIMEOUT.
+  add_executable(ty_nccl_init_timeout ${CMAKE_CURRENT_LIST_DIR}/nccl_init_timeout.c)
+  target_include_directories(ty_nccl_init_timeout PRIVATE ${NCCL_INCLUDE_DIR})
+  target_link_libraries(ty_nccl_init_timeout PRIVATE trainyard ${CUDART_LIBRARY})
+  set_target_properties(ty_nccl_init_timeout PROPERTIES
+                        RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/progs)
+  add_test(NAME gpu.nccl_init_timeout
+           COMMAND ${TY_GPU_PYTHON} ${gpu_gate} $<TARGET_FILE:ty_nccl_init_timeout>)
+  set_tests_properties(gpu.nccl_init_timeout PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 120
+                       ENVIRONMENT "CUDA_VISIBLE_DEVICES=0")
 endif()

@@ -8,9 +8,13 @@
  * The NCCL communicator is created at the first collective on a device buffer (collective:
  * every rank must pass device buffers to that call): rank 0 makes the ncclUniqueId and
  * broadcasts it over the native TCP ring. The device is the caller's current CUDA device.
- * Each call is enqueued on the caller's stream (ty_set_cuda_stream) or a private one, and that
- * stream is waited for by polling, so the collective timeout applies; on timeout or asynchronous
- * error (a failed peer: TY_EPEER) the communicator is aborted.
+ * The communicator is non-blocking (ncclCommInitRankConfig, config.blocking = 0): its creation
+ * and every enqueue may answer ncclInProgress, and ncclCommGetAsyncError is polled until
+ * ncclSuccess, so a peer that never arrives is bounded by the collective timeout too. An NCCL
+ * without ncclCommInitRankConfig (before 2.14) gets the blocking ncclCommInitRank, said once on
+ * stderr. Each call is enqueued on the caller's stream (ty_set_cuda_stream) or a private one, and
+ * that stream is waited for by polling, so the collective timeout applies; on timeout or
+ * asynchronous error (a failed peer: TY_EPEER) the communicator is aborted.
  */
 #include "internal.h"
 
@@ -57,6 +61,7 @@ int ty_set_cuda_stream(ty_ctx *c, void *stream)
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <nccl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +78,7 @@ struct ty__nccl {
     int state; /* 1 loaded, -1 unavailable */
     void *cudart, *lib;
     ncclComm_t comm;
+    bool nonblocking; /* comm made by ncclCommInitRankConfig with blocking = 0 */
     cudaStream_t stream;
     cudaError_t (*PointerGetAttributes)(struct cudaPointerAttributes *, const void *);
     cudaError_t (*GetDevice)(int *);
@@ -82,6 +88,8 @@ struct ty__nccl {
     cudaError_t (*GetLastError)(void);
     ncclResult_t (*GetUniqueId)(ncclUniqueId *);
     ncclResult_t (*CommInitRank)(ncclComm_t *, int, ncclUniqueId, int);
+    /* NULL when the loaded NCCL predates it (2.14): the blocking ncclCommInitRank is used. */
+    ncclResult_t (*CommInitRankConfig)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *);
     ncclResult_t (*AllReduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
                               cudaStream_t);
     ncclResult_t (*Broadcast)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t,
@@ -101,7 +109,8 @@ static void *nccl_open(const char *a, const char *b)
     return h ? h : dlopen(b, RTLD_NOW | RTLD_LOCAL);
 }
 
-/* Resolve every symbol; 0 or -1 when one is missing. */
+/* Resolve every symbol; 0 or -1 when a required one is missing (ncclCommInitRankConfig is
+ * optional). */
 static int nccl_bind(struct ty__nccl *n)
 {
 #define SYM(h, field, name)                                                                        \
@@ -126,6 +135,7 @@ static int nccl_bind(struct ty__nccl *n)
     SYM(n->lib, CommDestroy, "ncclCommDestroy");
     SYM(n->lib, GetErrorString, "ncclGetErrorString");
 #undef SYM
+    *(void **)(&n->CommInitRankConfig) = dlsym(n->lib, "ncclCommInitRankConfig");
     return 0;
 }
 
@@ -164,7 +174,46 @@ int ty__nccl_is_device_ptr(ty_ctx *c, const void *buf)
     return a.type == cudaMemoryTypeDevice;
 }
 
-/* Create the communicator (collective over the TCP ring). */
+/* Abort the communicator after an error or a timeout; returns rc. */
+static int nccl_abort(struct ty__nccl *n, int rc)
+{
+    if (n->comm)
+        n->CommAbort(n->comm);
+    n->comm = NULL;
+    n->nonblocking = false;
+    return rc;
+}
+
+/* Brief pause between polls of a stream or of the communicator's state. */
+static void nccl_nap(void)
+{
+    struct timespec ts = {0, 50000};
+    nanosleep(&ts, NULL);
+}
+
+/* A non-blocking communicator's pending call (its creation, an enqueue that answered
+ * ncclInProgress): poll ncclCommGetAsyncError until ncclSuccess (0), an error (TY_EPEER) or the
+ * deadline (TY_ETIMEDOUT), the communicator aborted on either. */
+static int nccl_settle(struct ty__nccl *n, int64_t deadline)
+{
+    for (;;) {
+        ncclResult_t ar = ncclInProgress;
+        ncclResult_t r = n->CommGetAsyncError(n->comm, &ar);
+        if (r == ncclSuccess && ar == ncclSuccess)
+            return 0;
+        if (r != ncclSuccess || ar != ncclInProgress) {
+            fprintf(stderr, "trainyard: nccl: %s\n", n->GetErrorString(r != ncclSuccess ? r : ar));
+            return nccl_abort(n, TY_EPEER);
+        }
+        if (ty__ms_left(deadline) == 0)
+            return nccl_abort(n, TY_ETIMEDOUT);
+        nccl_nap();
+    }
+}
+
+/* Create the communicator (collective over the TCP ring): non-blocking where the loaded NCCL
+ * has ncclCommInitRankConfig, its creation then bounded by the collective timeout. 0, TY_ECUDA,
+ * TY_EPEER (NCCL failed asynchronously), TY_ETIMEDOUT (a peer never arrived) or a ring error. */
 static int nccl_comm(ty_ctx *c, struct ty__nccl *n)
 {
     if (n->comm)
@@ -180,15 +229,29 @@ static int nccl_comm(ty_ctx *c, struct ty__nccl *n)
     if (rc < 0)
         return rc;
     int dev = 0;
-    if (n->GetDevice(&dev) != cudaSuccess || n->StreamCreate(&n->stream) != cudaSuccess)
+    if (n->GetDevice(&dev) != cudaSuccess ||
+        (!n->stream && n->StreamCreate(&n->stream) != cudaSuccess))
         return TY_ECUDA;
-    ncclResult_t r = n->CommInitRank(&n->comm, c->world, id, c->rank);
-    if (r != ncclSuccess) {
-        fprintf(stderr, "trainyard: ncclCommInitRank: %s\n", n->GetErrorString(r));
-        n->comm = NULL;
-        return TY_ECUDA;
+    if (!n->CommInitRankConfig) {
+        fprintf(stderr, "trainyard: nccl: the loaded NCCL has no ncclCommInitRankConfig; using the "
+                        "blocking ncclCommInitRank, not bounded by the collective timeout\n");
+        ncclResult_t r = n->CommInitRank(&n->comm, c->world, id, c->rank);
+        if (r != ncclSuccess) {
+            fprintf(stderr, "trainyard: ncclCommInitRank: %s\n", n->GetErrorString(r));
+            n->comm = NULL;
+            return TY_ECUDA;
+        }
+        return 0;
     }
-    return 0;
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.blocking = 0;
+    ncclResult_t r = n->CommInitRankConfig(&n->comm, c->world, id, c->rank, &cfg);
+    if (r != ncclSuccess && r != ncclInProgress) {
+        fprintf(stderr, "trainyard: ncclCommInitRankConfig: %s\n", n->GetErrorString(r));
+        return nccl_abort(n, TY_ECUDA);
+    }
+    n->nonblocking = true;
+    return nccl_settle(n, ty__now_ms() + c->coll_timeout_ms);
 }
 
 /* The stream collectives are enqueued on: the caller's, else the SDK's own. */
@@ -205,10 +268,9 @@ int ty_set_cuda_stream(ty_ctx *c, void *stream)
     return 0;
 }
 
-/* Wait for the stream by polling, bounded by the collective timeout. */
-static int nccl_wait(ty_ctx *c, struct ty__nccl *n)
+/* Wait for the stream by polling until deadline. */
+static int nccl_wait(ty_ctx *c, struct ty__nccl *n, int64_t deadline)
 {
-    int64_t deadline = ty__now_ms() + c->coll_timeout_ms;
     for (;;) {
         cudaError_t e = n->StreamQuery(nccl_stream(c, n));
         if (e == cudaSuccess)
@@ -216,18 +278,12 @@ static int nccl_wait(ty_ctx *c, struct ty__nccl *n)
         if (e != cudaErrorNotReady)
             return TY_ECUDA;
         ncclResult_t ar = ncclSuccess;
-        if (n->CommGetAsyncError(n->comm, &ar) != ncclSuccess || ar != ncclSuccess) {
-            n->CommAbort(n->comm);
-            n->comm = NULL;
-            return TY_EPEER;
-        }
-        if (ty__ms_left(deadline) == 0) {
-            n->CommAbort(n->comm);
-            n->comm = NULL;
-            return TY_ETIMEDOUT;
-        }
-        struct timespec ts = {0, 50000};
-        nanosleep(&ts, NULL);
+        if (n->CommGetAsyncError(n->comm, &ar) != ncclSuccess ||
+            (ar != ncclSuccess && ar != ncclInProgress))
+            return nccl_abort(n, TY_EPEER);
+        if (ty__ms_left(deadline) == 0)
+            return nccl_abort(n, TY_ETIMEDOUT);
+        nccl_nap();
     }
 }
 
@@ -261,14 +317,21 @@ static ncclRedOp_t nccl_op(ty_op op)
     return ncclSum;
 }
 
-/* Common tail: check the enqueue result and wait. */
+/* Common tail: check the enqueue result (ncclInProgress on a non-blocking communicator: the
+ * enqueue is settled first, the stream holds the work only then) and wait for the stream, both
+ * within one collective timeout. */
 static int nccl_finish(ty_ctx *c, struct ty__nccl *n, ncclResult_t r)
 {
-    if (r != ncclSuccess) {
+    int64_t deadline = ty__now_ms() + c->coll_timeout_ms;
+    if (r == ncclInProgress && n->nonblocking) {
+        int rc = nccl_settle(n, deadline);
+        if (rc < 0)
+            return rc;
+    } else if (r != ncclSuccess) {
         fprintf(stderr, "trainyard: nccl: %s\n", n->GetErrorString(r));
         return TY_ECUDA;
     }
-    return nccl_wait(c, n);
+    return nccl_wait(c, n, deadline);
 }
 
 int ty__nccl_allreduce(ty_ctx *c, void *buf, size_t count, ty_dtype dt, ty_op op)
