@@ -26,7 +26,7 @@ set(FMC_DIR ${CMAKE_CURRENT_LIST_DIR}/fashion_mnist_cuda)
 add_executable(fashion_mnist_cuda ${FM_DIR}/train.c ${FMC_DIR}/fm_device.cu)
 target_compile_definitions(fashion_mnist_cuda PRIVATE FM_CUDA)
 target_compile_options(fashion_mnist_cuda PRIVATE
-  "$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra,-Werror;-O3>")
+  "$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra,-Werror>") # -O: the build type's
 target_include_directories(fashion_mnist_cuda PRIVATE ${FMC_DIR})
 target_link_libraries(fashion_mnist_cuda PRIVATE tymlp trainyard CUDA::cudart CUDA::cublas)
 set_target_properties(fashion_mnist_cuda PROPERTIES
