@@ -20,11 +20,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct shared_call {
     struct store_part_key key;
     struct store_part part;
     char *storage_path;
+    int dir_fd; /* the part's directory, opened by shared_open_dir (-1: not open) */
     /* completion */
     const char *sha256, *dir;
     int64_t bytes, files;
@@ -95,9 +97,12 @@ static int shared_begin(struct srv_request *req, struct shared_call *sc, char *d
                                  sc->storage_path, ARTIFACT_LOCATION_MAX - 1);
         return -1;
     }
-    if (!shared_real_allowed(req->srv->cfg.storage_path_allow, dir)) {
+    sc->dir_fd = shared_open_dir(req->srv->cfg.storage_path_allow, dir);
+    if (sc->dir_fd < 0) {
         *res = srv_reply_problem(req, SRV_P_UPLOAD_CORRUPT, NULL,
-                                 "%s is missing or not under --storage-path-allow", dir);
+                                 "%s is missing, not under --storage-path-allow, or reached "
+                                 "through a symbolic link",
+                                 dir);
         return -1;
     }
     return 0;
@@ -115,18 +120,24 @@ enum MHD_Result h_checkpoint_shared(struct srv_request *req)
     }
     free(sc.storage_path);
     json_t *body = srv_body_json(req, &res);
-    if (body == NULL)
+    if (body == NULL) {
+        close(sc.dir_fd);
         return res;
+    }
     const char *sha;
     int64_t files;
     if (h_part_completion(req, body, "the part's manifest SHA-256, 64 lowercase hex digits",
                           &sc.part, &sha, &files, &res) != 0) {
         json_decref(body);
+        close(sc.dir_fd);
         return res;
     }
-    char found[65];
-    if (dir_manifest(dir, found, &sc.bytes, &sc.files) != 0 || strcmp(found, sha) != 0 ||
-        sc.files != files) {
+    /* The directory opened above, not its path again: a link swapped in since is not followed. */
+    char found[65], pinned[64];
+    snprintf(pinned, sizeof(pinned), "/proc/self/fd/%d/.", sc.dir_fd);
+    int mrc = dir_manifest(pinned, found, &sc.bytes, &sc.files);
+    close(sc.dir_fd);
+    if (mrc != 0 || strcmp(found, sha) != 0 || sc.files != files) {
         json_decref(body);
         return srv_reply_problem(req, SRV_P_UPLOAD_CORRUPT, NULL,
                                  "the files in %s do not match the manifest's SHA-256: copy "

@@ -3,9 +3,9 @@
 
 #include "log.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <spawn.h>
 #include <stdbool.h>
@@ -92,28 +92,88 @@ int shared_part_dir(const char *sp, int64_t job, int64_t attempt, int64_t index,
     return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
-int shared_real_allowed(const char *allow, const char *path)
+/* Opens the directory `rest` (components separated by '/') below directory fd `at`, one
+ * component at a time with O_NOFOLLOW: a descriptor, or -1 (missing, not a directory, or a
+ * symbolic link on the way). Closes `at`. */
+static int open_below(int at, const char *rest)
 {
-    char real[PATH_MAX];
-    return realpath(path, real) != NULL && any_prefix(allow, real, true);
+    char comp[NAME_MAX + 1];
+    while (at >= 0 && *rest) {
+        const char *end = strchr(rest, '/');
+        size_t n = end ? (size_t)(end - rest) : strlen(rest);
+        int next = -1;
+        if (n > 0 && n <= NAME_MAX) {
+            memcpy(comp, rest, n);
+            comp[n] = '\0';
+            next = openat(at, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        } else if (n == 0) {
+            next = dup(at); /* a doubled or trailing '/' */
+        }
+        close(at);
+        at = next;
+        rest = end ? end + 1 : rest + n;
+    }
+    return at;
+}
+
+int shared_open_dir(const char *allow, const char *path)
+{
+    if (path == NULL || path[0] != '/')
+        return -1;
+    for (const char *p = allow ? allow : ""; *p;) {
+        const char *end = strchr(p, ':');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char prefix[PATH_MAX], resolved[PATH_MAX];
+        if (len > 0 && p[0] == '/' && len < PATH_MAX) {
+            memcpy(prefix, p, len);
+            prefix[len] = '\0';
+            /* The prefix as written, else its real path: the administrator's, resolved as is. */
+            const char *base =
+                under(path, prefix, len)                                                ? prefix
+                : realpath(prefix, resolved) && under(path, resolved, strlen(resolved)) ? resolved
+                                                                                        : NULL;
+            if (base != NULL) {
+                size_t blen = strlen(base);
+                while (blen > 1 && base[blen - 1] == '/')
+                    blen--;
+                const char *rest = path + (blen == 1 ? 1 : blen);
+                while (*rest == '/')
+                    rest++;
+                return open_below(open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rest);
+            }
+        }
+        p = end ? end + 1 : p + len;
+    }
+    return -1;
 }
 
 int shared_open_tar(const char *allow, const char *dir)
 {
-    if (!shared_real_allowed(allow, dir))
+    int at = shared_open_dir(allow, dir);
+    if (at < 0)
         return -1;
     const char *tmpdir = getenv("TMPDIR");
     char tmp[PATH_MAX];
     snprintf(tmp, sizeof(tmp), "%s/trainyard-archive-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
     int fd = mkstemp(tmp);
-    if (fd < 0)
+    if (fd < 0) {
+        close(at);
         return -1;
-    char *argv[] = {"tar", "--sort=name", "-cf", tmp, "-C", (char *)dir, ".", NULL};
+    }
+    /* tar starts in the directory opened above (not its path, which a job's workers could have
+     * pointed elsewhere since), and archives links as links. */
+    char *argv[] = {"tar", "--sort=name", "-cf", tmp, ".", NULL};
+    posix_spawn_file_actions_t fa;
     pid_t pid;
     int st = 0;
-    int rc = posix_spawnp(&pid, "tar", NULL, NULL, argv, environ) == 0 ? 0 : -1;
+    int rc = posix_spawn_file_actions_init(&fa) == 0 ? 0 : -1;
+    if (rc == 0 && (posix_spawn_file_actions_addfchdir_np(&fa, at) != 0 ||
+                    posix_spawnp(&pid, "tar", &fa, NULL, argv, environ) != 0))
+        rc = -1;
+    posix_spawn_file_actions_destroy(&fa);
     while (rc == 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
         ;
+    close(at);
     unlink(tmp);
     if (rc != 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
         TY_WARN("artifacts", "cannot pack %s (tar failed)", dir);
@@ -123,11 +183,46 @@ int shared_open_tar(const char *allow, const char *dir)
     return fd;
 }
 
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *f)
+/* Removes everything directory fd holds, never following a link (each subdirectory opened
+ * with O_NOFOLLOW from its parent's descriptor), and closes fd. 0 or -1. */
+static int empty_dir(int fd)
 {
-    (void)sb;
-    (void)f;
-    return (flag == FTW_DP ? rmdir(path) : unlink(path)) == 0 || errno == ENOENT ? 0 : -1;
+    DIR *d = fdopendir(fd);
+    if (d == NULL) {
+        close(fd);
+        return -1;
+    }
+    int rc = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (unlinkat(dirfd(d), e->d_name, 0) == 0 || errno == ENOENT)
+            continue;
+        int sub = errno == EISDIR
+                      ? openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                      : -1;
+        if (sub < 0 || empty_dir(sub) != 0 || unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR) != 0)
+            rc = -1;
+    }
+    closedir(d);
+    return rc;
+}
+
+/* Removes the empty directory `path` (its parent opened by shared_open_dir). 0 or -1. */
+static int remove_empty(const char *allow, const char *path)
+{
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof(parent), "%s", path);
+    char *slash = strrchr(parent, '/');
+    if (slash == NULL || slash == parent)
+        return -1;
+    *slash = '\0';
+    int at = shared_open_dir(allow, parent);
+    int rc = at >= 0 && unlinkat(at, slash + 1, AT_REMOVEDIR) == 0 ? 0 : -1;
+    if (at >= 0)
+        close(at);
+    return rc;
 }
 
 int shared_remove(const char *allow, const char *dir)
@@ -144,9 +239,8 @@ int shared_remove(const char *allow, const char *dir)
     struct stat sb;
     if (lstat(dir, &sb) != 0)
         return errno == ENOENT ? 0 : -1;
-    if (!S_ISDIR(sb.st_mode) || !shared_real_allowed(allow, dir))
-        return -1;
-    if (nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+    int at = shared_open_dir(allow, dir);
+    if (at < 0 || empty_dir(at) != 0 || remove_empty(allow, dir) != 0)
         return -1;
     /* checkpoint-<k>, attempt-<a>, job-<j>: each goes when it is empty (rmdir fails otherwise). */
     char parent[PATH_MAX];
@@ -156,7 +250,7 @@ int shared_remove(const char *allow, const char *dir)
         if (slash == NULL || slash == parent)
             break;
         *slash = '\0';
-        if (rmdir(parent) != 0)
+        if (remove_empty(allow, parent) != 0)
             break;
     }
     return 0;

@@ -5,8 +5,10 @@
  * and register it; the server verifies it by its manifest (dir_manifest.h), records the part
  * with that directory as its location, packs it for downloads and removes it for retention.
  * Trust boundary: a job names storage_path, so the server only accepts paths under the prefixes
- * of --storage-path-allow (none: storage_path refused), and re-checks the real path (symbolic
- * links resolved) against them before it reads or deletes anything there. */
+ * of --storage-path-allow (none: storage_path refused), and reaches a part's directory from the
+ * allowed prefix one component at a time without following a symbolic link (shared_open_dir),
+ * then reads or deletes through the descriptor it got: the job's workers own the layout's
+ * directories and could otherwise swap one for a link between a check of the path and its use. */
 #ifndef SRV_SHARED_H
 #define SRV_SHARED_H
 
@@ -24,16 +26,18 @@ int shared_path_check(const char *allow, const char *path, char *detail, size_t 
 int shared_part_dir(const char *sp, int64_t job, int64_t attempt, int64_t index, const char *node,
                     char *out, size_t len);
 
-/* Whether the real path of existing `path` is under a prefix of `allow` (each prefix's own real
- * path). */
-int shared_real_allowed(const char *allow, const char *path);
+/* Opens existing directory `path` under a prefix of `allow` (as written, or its real path): the
+ * prefix is opened as is (the administrator's, links resolved), every component below it with
+ * O_NOFOLLOW from the previous one. An O_DIRECTORY descriptor (the caller closes it), or -1: not
+ * under a prefix, missing, not a directory, or a symbolic link below the prefix. */
+int shared_open_dir(const char *allow, const char *path);
 
 /* Packs directory `dir` (names relative to it, sorted) as a tar into an unlinked temporary file:
  * its descriptor at offset 0, or -1 (not allowed, missing, tar failed). */
 int shared_open_tar(const char *allow, const char *dir);
 
-/* Removes directory `dir` and what it holds, then its parents up to the job's directory when
- * they are left empty. 0 (also when already gone), or -1. */
+/* Removes directory `dir` and what it holds (never following a link), then its parents up to the
+ * job's directory when they are left empty. 0 (also when already gone), or -1. */
 int shared_remove(const char *allow, const char *dir);
 
 #endif

@@ -353,6 +353,36 @@ static void removal_takes_only_part_directories_under_the_allow_list(void **stat
     assert_int_equal(shared_remove(f->dir, part), 0); /* already gone */
 }
 
+/* A job's workers own the layout's directories: one swapped for a symbolic link (here into
+ * another directory under the same allowed root, whose real path passes any prefix check) is
+ * neither packed nor emptied: every component below the allowed prefix is opened without
+ * following links. */
+static void a_symbolic_link_in_a_part_path_is_never_followed(void **state)
+{
+    struct fixture *f = *state;
+    char elsewhere[160], part[224], cmd[512], link[160];
+    snprintf(elsewhere, sizeof(elsewhere), "%s/elsewhere/job-2", f->dir);
+    snprintf(cmd, sizeof(cmd), "mkdir -p '%s/attempt-1/checkpoint-1/node-a' '%s/sp'", elsewhere,
+             f->dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(part, sizeof(part), "%s/attempt-1/checkpoint-1/node-a", elsewhere);
+    write_file(part, "keep", "not the job's to delete");
+    snprintf(link, sizeof(link), "%s/sp/job-2", f->dir);
+    assert_int_equal(symlink(elsewhere, link), 0);
+    snprintf(part, sizeof(part), "%s/attempt-1/checkpoint-1/node-a", link);
+    assert_int_equal(shared_open_dir(f->dir, part), -1);
+    assert_int_equal(shared_open_tar(f->dir, part), -1);
+    assert_int_equal(shared_remove(f->dir, part), -1);
+    snprintf(part, sizeof(part), "%s/attempt-1/checkpoint-1/node-a/keep", elsewhere);
+    struct stat sb;
+    assert_int_equal(stat(part, &sb), 0);
+    /* The same directory reached without the link is opened. */
+    snprintf(part, sizeof(part), "%s/attempt-1/checkpoint-1/node-a", elsewhere);
+    int fd = shared_open_dir(f->dir, part);
+    assert_true(fd >= 0);
+    close(fd);
+}
+
 /* The SHA-256 runs across appends; a store opened afresh on the same directory (a server
  * restart) re-hashes what is staged, and so does one whose staging grew behind its back (another
  * server on the same directory): the commit checks the bytes on disk either way. */
@@ -401,6 +431,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(aligned_and_unaligned_appends_store_the_same_bytes, setup,
                                     teardown),
     cmocka_unit_test_setup_teardown(the_manifest_digest_covers_names_and_contents, setup, teardown),
+    cmocka_unit_test_setup_teardown(a_symbolic_link_in_a_part_path_is_never_followed, setup,
+                                    teardown),
     cmocka_unit_test_setup_teardown(removal_takes_only_part_directories_under_the_allow_list, setup,
                                     teardown),
     cmocka_unit_test_setup_teardown(tar_members_end_before_the_end_of_archive_blocks, setup,
