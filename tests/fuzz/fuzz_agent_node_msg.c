@@ -1,4 +1,4 @@
-/* libFuzzer: the server's parser of agent messages (common/agent_proto.c and
+/* libFuzzer: the server's parser of agent messages (common/agent_proto_parse.c and
  * agent_proto_report.c, agent -> server), reached by anyone who opens the websocket port. */
 #include "agent_proto.h"
 

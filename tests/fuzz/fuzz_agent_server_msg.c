@@ -1,4 +1,4 @@
-/* libFuzzer: the agent's parser of server messages (common/agent_proto.c, server -> agent). */
+/* libFuzzer: the agent's parser of server messages (common/agent_proto_parse.c). */
 #include "agent_proto.h"
 
 #include <stddef.h>

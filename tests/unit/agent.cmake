@@ -1,5 +1,5 @@
 # trainyard-agent pure modules (worker/agent: config, parsers, backoff, environment; the agent
-# protocol of common/agent_proto.c), linked through `agentcore` and tycommon.
+# protocol of common/agent_proto.c, agent_proto_parse.c), linked through `agentcore` and tycommon.
 foreach(t test_agent_env test_agent_proto test_agent_proto_report test_agent_config
          test_agent_logcut)
   ty_add_unit_tests(${t}

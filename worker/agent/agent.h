@@ -14,8 +14,8 @@
  *   resources.c   node identity and resources: node-id file, CPUs, memory, NVML (dlopen)
  *   events.c      the outgoing event queue (seq, kept until acked) and the worker table
  *   supervise.c   starting workers (each through a trainyard-supervisor, posix_spawn'ed, or
- *                 fork + setuid under --run-as; the worker in its own process group), reaping,
- *                 stopping process groups
+ *                 fork + setuid under --run-as; the worker in its own process group)
+ *   supervise_reap.c  reaping workers (SIGCHLD signalfd, poll timer), stopping process groups
  *   adopt.c       workers that outlive the agent: the agent lease, per-worker records in
  *                 <data>/workers, re-adopting them at start-up (docs/agent-restart.md)
  *   supervisor.c  not the agent: trainyard-supervisor, the program between the agent and each
@@ -426,6 +426,12 @@ size_t agent__workers_running(const struct agent *a);
  * cache miss is fetched here, blocking the caller (the event loop hands such launches to
  * prepare.c first, and launches them with may_fetch false once the caches are filled). */
 void agent__launch(struct agent *a, const struct agent_launch *l, bool may_fetch);
+/* Marks w exited (exit code, signal or -1, error or NULL: copied) and queues its worker_exited
+ * event, after its last output; spools the exit so that an agent restart resends it. */
+void agent__worker_exited(struct agent *a, struct agent_worker *w, int exit_code, int sig,
+                          const char *error);
+
+/* supervise_reap.c */
 /* Stops each matching running worker: first asks it to checkpoint (creates its
  * AGENT_CHECKPOINT_REQUEST_FILE, which ty_should_checkpoint() and trainyard.should_checkpoint()
  * see), then SIGTERM to its process group notice_s seconds later (at once when notice_s <= 0),
@@ -434,13 +440,6 @@ void agent__launch(struct agent *a, const struct agent_launch *l, bool may_fetch
  * every job. */
 void agent__stop(struct agent *a, const char *job_id, int64_t attempt, int64_t grace_s,
                  int64_t notice_s);
-/* The job was deleted: removes its checkpoint staging (<data>/checkpoints/<job>/), unless one of
- * its workers still runs here. */
-void agent__forget_job(struct agent *a, const char *job_id);
-/* Retention deleted round `index` of the job's attempt `attempt`: removes its staging copy
- * (<data>/checkpoints/<job>/<attempt>/<index>/ and <index>.owners.json), unless a running worker
- * reads it (its resume checkpoint); a bad job id or a missing round does nothing. */
-void agent__delete_checkpoint(struct agent *a, const char *job_id, int64_t attempt, int64_t index);
 /* Reaps exited workers (waitpid WNOHANG), queues worker_exited, and SIGKILLs groups whose grace
  * ran out. Called from the poll timer and whenever SIGCHLD arrives. */
 void agent__supervise_poll(struct agent *a);
@@ -479,6 +478,13 @@ void agent__workers_adopt(struct agent *a);
 bool agent__supervisor_alive(const struct agent_worker *w);
 
 /* isolate.c */
+/* The job was deleted: removes its checkpoint staging (<data>/checkpoints/<job>/), unless one of
+ * its workers still runs here. */
+void agent__forget_job(struct agent *a, const char *job_id);
+/* Retention deleted round `index` of the job's attempt `attempt`: removes its staging copy
+ * (<data>/checkpoints/<job>/<attempt>/<index>/ and <index>.owners.json), unless a running worker
+ * reads it (its resume checkpoint); a bad job id or a missing round does nothing. */
+void agent__delete_checkpoint(struct agent *a, const char *job_id, int64_t attempt, int64_t index);
 /* Decides what workers run as (--run-as, --worker-uids) and sets the modes of the data directory
  * (0711: workers reach report.sock and nothing else) and of logs/ and checkpoints/. 0, or -1
  * (logged) for a bad option or a --run-as that needs root. */

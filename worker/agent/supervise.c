@@ -1,26 +1,19 @@
-/* The process supervisor: starts workers, each under a trainyard-supervisor (supervisor.c;
- * posix_spawn: log file, chdir, exec; the worker in a process group of its own), notices their
- * ends (waitpid WNOHANG on the supervisors when a SIGCHLD arrives on a signalfd in the event
- * loop, and on the poll timer; /proc for the supervisors of adopted workers, adopt.c) and stops
- * their process groups (SIGTERM, then SIGKILL after the grace period). */
+/* The process supervisor, starting half: starts workers, each under a trainyard-supervisor
+ * (supervisor.c; posix_spawn: log file, chdir, exec; the worker in a process group of its own),
+ * and records a worker's end (agent__worker_exited). Noticing those ends and stopping workers is
+ * in supervise_reap.c. */
 #include "agent.h"
 
 #include "log.h"
 #include "util.h"
-#include "wire.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <limits.h>
 #include <fcntl.h>
-#include <libwebsockets.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -279,8 +272,7 @@ static struct agent_worker *worker_new(struct agent *a, const char *job_id, int6
     return w;
 }
 
-/* Marks w exited and queues its worker_exited event. */
-static void worker_exited(struct agent *a, struct agent_worker *w, int exit_code, int sig,
+void agent__worker_exited(struct agent *a, struct agent_worker *w, int exit_code, int sig,
                           const char *error)
 {
     w->status = AGENT_WORKER_EXITED;
@@ -320,7 +312,7 @@ static void start_failed(struct agent *a, struct agent_worker *w, int logfd, con
     }
     TY_WARN("proc", "job %s attempt %lld rank %lld did not start: %s", w->job_id,
             (long long)w->attempt, (long long)w->rank, msg);
-    worker_exited(a, w, 127, -1, msg);
+    agent__worker_exited(a, w, 127, -1, msg);
 }
 
 /* What makes w private before it starts (its uid, TMPDIR, report secret, read access to the
@@ -454,7 +446,7 @@ static struct agent_worker *start_one(struct agent *a, const struct agent_launch
     }
     struct agent_worker *w = worker_new(a, l->job_id, l->attempt, lw->rank);
     if (w && l->storage_path && (w->storage_path = strdup(l->storage_path)) == NULL) {
-        worker_exited(a, w, 127, -1, "out of memory");
+        agent__worker_exited(a, w, 127, -1, "out of memory");
         return NULL;
     }
     if (!w) {
@@ -462,7 +454,7 @@ static struct agent_worker *start_one(struct agent *a, const struct agent_launch
         return NULL;
     }
     if (a->shutting_down) {
-        worker_exited(a, w, 127, -1, "the agent is shutting down");
+        agent__worker_exited(a, w, 127, -1, "the agent is shutting down");
         return NULL;
     }
     /* Opened here, not as a file action, so that a failure can be written into it. */
@@ -614,199 +606,4 @@ void agent__launch(struct agent *a, const struct agent_launch *l, bool may_fetch
             agent_msg_worker_started(seq, w->job_id, w->attempt, w->rank, (long)w->pid), seq, NULL);
     }
     free(started);
-}
-
-/* Creates w's checkpoint request file (AGENT_CHECKPOINT_REQUEST_FILE in its TMPDIR); best effort.
- */
-static void request_checkpoint(const struct agent_worker *w)
-{
-    char path[4200];
-    if (w->tmp_dir == NULL || (size_t)snprintf(path, sizeof(path), "%s/%s", w->tmp_dir,
-                                               AGENT_CHECKPOINT_REQUEST_FILE) >= sizeof(path))
-        return;
-    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0) {
-        TY_WARN("proc", "cannot create %s: %s", path, strerror(errno));
-        return;
-    }
-    close(fd);
-}
-
-/* SIGTERM to w's process group now (SIGKILL when grace_s is 0), SIGKILL grace_s later. */
-static void terminate(struct agent_worker *w, int64_t now, int64_t grace_s)
-{
-    int64_t at = now + grace_s * 1000;
-    TY_INFO("proc", "stopping job %s attempt %lld rank %lld (pgid %ld), grace %llds", w->job_id,
-            (long long)w->attempt, (long long)w->rank, (long)w->pid, (long long)grace_s);
-    if (kill(-w->pid, grace_s > 0 ? SIGTERM : SIGKILL) != 0 && errno != ESRCH)
-        TY_WARN("proc", "kill(-%ld): %s", (long)w->pid, strerror(errno));
-    w->term_at_ms = 0;
-    w->kill_at_ms = at > 0 ? at : 1;
-}
-
-void agent__stop(struct agent *a, const char *job_id, int64_t attempt, int64_t grace_s,
-                 int64_t notice_s)
-{
-    agent__prepare_cancel(a, job_id, attempt);
-    int64_t now = agent_now_ms();
-    for (struct agent_worker *w = a->workers; w; w = w->next) {
-        if (w->status != AGENT_WORKER_RUNNING || (job_id && strcmp(w->job_id, job_id) != 0) ||
-            (attempt >= 0 && w->attempt != attempt))
-            continue;
-        int64_t term_at = now + (notice_s > 0 ? notice_s * 1000 : 0);
-        if (w->kill_at_ms && w->kill_at_ms <= term_at + grace_s * 1000)
-            continue; /* already stopping, sooner */
-        if (w->term_at_ms && w->term_at_ms <= term_at)
-            continue; /* its notice ends sooner */
-        request_checkpoint(w);
-        if (notice_s <= 0) {
-            terminate(w, now, grace_s);
-            continue;
-        }
-        TY_INFO("proc",
-                "job %s attempt %lld rank %lld asked to checkpoint; SIGTERM in %llds, then "
-                "SIGKILL after %llds",
-                w->job_id, (long long)w->attempt, (long long)w->rank, (long long)notice_s,
-                (long long)grace_s);
-        w->term_at_ms = term_at;
-        w->term_grace_s = grace_s;
-    }
-}
-
-/* Whether a worker of this attempt of the job still runs on this node. */
-static bool attempt_running(const struct agent *a, const char *job_id, int64_t attempt)
-{
-    for (const struct agent_worker *w = a->workers; w; w = w->next) {
-        if (w->status == AGENT_WORKER_RUNNING && w->attempt == attempt &&
-            strcmp(w->job_id, job_id) == 0)
-            return true;
-    }
-    return false;
-}
-
-/* Unlinks the shared-memory segments of an attempt whose workers on this node are all gone.
- * libtrainyard's rank 0 unlinks its segment as soon as every rank has mapped it; one killed in
- * between would leave it in /dev/shm (RAM) until reboot. */
-static void remove_shm_leftovers(const char *job_id, int64_t attempt)
-{
-    char prefix[TY_WIRE_SHM_PREFIX_MAX];
-    ty_wire_shm_prefix(job_id, attempt, prefix, sizeof(prefix));
-    DIR *d = opendir("/dev/shm");
-    if (d == NULL)
-        return;
-    size_t n = strlen(prefix + 1); /* names in /dev/shm lack the leading '/' */
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        char name[NAME_MAX + 2];
-        if (strncmp(e->d_name, prefix + 1, n) != 0 ||
-            (size_t)snprintf(name, sizeof(name), "/%s", e->d_name) >= sizeof(name))
-            continue;
-        if (shm_unlink(name) == 0)
-            TY_INFO("proc", "removed shared-memory segment %s left by job %s attempt %lld", name,
-                    job_id, (long long)attempt);
-    }
-    closedir(d);
-}
-
-void agent__worker_gone(struct agent *a, struct agent_worker *w, const int *wait_status)
-{
-    /* Whatever the worker left behind in its process group goes with it. */
-    kill(-w->pid, SIGKILL);
-    int code = -1, sig = -1;
-    char error[200];
-    if (agent__worker_status_read(a, w, &code, &sig, error, sizeof(error)) != 0) {
-        error[0] = '\0';
-        if (wait_status && WIFSIGNALED(*wait_status))
-            sig = WTERMSIG(*wait_status);
-        else if (wait_status)
-            code = WEXITSTATUS(*wait_status);
-        else {
-            sig = SIGKILL;
-            snprintf(error, sizeof(error), "its supervisor ended without a status");
-        }
-    }
-    if (sig >= 0)
-        TY_INFO("proc", "job %s attempt %lld rank %lld (pid %ld) killed by signal %d", w->job_id,
-                (long long)w->attempt, (long long)w->rank, (long)w->pid, sig);
-    else
-        TY_INFO("proc", "job %s attempt %lld rank %lld (pid %ld) exited with %d", w->job_id,
-                (long long)w->attempt, (long long)w->rank, (long)w->pid, code);
-    worker_exited(a, w, code, sig, error[0] ? error : NULL);
-    if (!attempt_running(a, w->job_id, w->attempt)) {
-        remove_shm_leftovers(w->job_id, w->attempt);
-        agent__code_release(a, w->job_id, w->attempt);
-    }
-}
-
-void agent__supervise_poll(struct agent *a)
-{
-    /* Only our supervisors are reaped here, by pid: other threads wait for the children they
-     * spawn themselves (tar in the uploader and the preparation thread). */
-    for (struct agent_worker *w = a->workers; w; w = w->next) {
-        int st;
-        if (w->status == AGENT_WORKER_RUNNING && !w->adopted && w->sup_pid > 0 &&
-            waitpid(w->sup_pid, &st, WNOHANG) == w->sup_pid)
-            agent__worker_gone(a, w, &st);
-    }
-    for (struct agent_worker *w = a->workers; w; w = w->next)
-        if (w->status == AGENT_WORKER_RUNNING && w->adopted && !agent__supervisor_alive(w))
-            agent__worker_gone(a, w, NULL);
-    int64_t now = agent_now_ms();
-    for (struct agent_worker *w = a->workers; w; w = w->next) {
-        if (w->status == AGENT_WORKER_RUNNING && w->term_at_ms && w->term_at_ms <= now)
-            terminate(w, now, w->term_grace_s);
-        if (w->status == AGENT_WORKER_RUNNING && w->kill_at_ms && w->kill_at_ms <= now) {
-            TY_WARN("proc", "job %s attempt %lld rank %lld outlived its grace period: SIGKILL",
-                    w->job_id, (long long)w->attempt, (long long)w->rank);
-            kill(-w->pid, SIGKILL);
-            w->kill_at_ms = now + 1000; /* again in a second if it somehow survives */
-        }
-    }
-}
-
-int agent__children_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
-                             void *in, size_t len)
-{
-    (void)user;
-    (void)in;
-    (void)len;
-    if (reason != LWS_CALLBACK_RAW_RX_FILE)
-        return 0;
-    struct agent *a = lws_context_user(lws_get_context(wsi));
-    struct signalfd_siginfo si[8];
-    while (read(lws_get_socket_fd(wsi), si, sizeof(si)) > 0)
-        ; /* drained: one waitpid loop reaps every child that exited */
-    agent__supervise_poll(a);
-    return 0;
-}
-
-int agent__children_watch(struct agent *a)
-{
-    sigset_t chld;
-    sigemptyset(&chld);
-    sigaddset(&chld, SIGCHLD);
-    /* Workers get an empty signal mask from posix_spawn (spawn_worker), so blocking it here
-     * changes nothing for them. */
-    if (sigprocmask(SIG_BLOCK, &chld, NULL) != 0)
-        return -1;
-    int fd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
-    if (fd < 0) {
-        TY_WARN("proc", "signalfd: %s; exits are noticed by the poll timer", strerror(errno));
-        sigprocmask(SIG_UNBLOCK, &chld, NULL);
-        return -1;
-    }
-    lws_adopt_desc_t ad;
-    memset(&ad, 0, sizeof(ad));
-    ad.vh = lws_get_vhost_by_name(a->ctx, "default");
-    ad.type = LWS_ADOPT_RAW_FILE_DESC;
-    ad.fd.filefd = fd;
-    ad.vh_prot_name = "trainyard-children";
-    if (!ad.vh || !lws_adopt_descriptor_vhost_via_info(&ad)) {
-        TY_WARN("proc", "cannot watch SIGCHLD in the event loop; exits are noticed by the poll "
-                        "timer");
-        close(fd);
-        sigprocmask(SIG_UNBLOCK, &chld, NULL);
-        return -1;
-    }
-    return 0;
 }

@@ -481,7 +481,7 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
 
 int agent__report_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
                            size_t len);
-/* supervise.c: the SIGCHLD signalfd (agent__children_watch). */
+/* supervise_reap.c: the SIGCHLD signalfd (agent__children_watch). */
 int agent__children_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
                              void *in, size_t len);
 
