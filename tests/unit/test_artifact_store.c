@@ -124,9 +124,12 @@ static void streamed_appends_keep_or_drop_their_bytes_whole(void **state)
 
     assert_int_equal(f->st->ops->append_begin(f->st->be, "ks", (int64_t)n, &ap, &size), 0);
     assert_int_equal(f->st->ops->append_data(ap, "garbage that must not stay", 26), 0);
-    char junk[3 * 1024 * 1024];
-    memset(junk, 'x', sizeof(junk));
-    assert_int_equal(f->st->ops->append_data(ap, junk, sizeof(junk)), 0);
+    size_t junk_len = 3 * 1024 * 1024;
+    char *junk = malloc(junk_len);
+    assert_non_null(junk);
+    memset(junk, 'x', junk_len);
+    assert_int_equal(f->st->ops->append_data(ap, junk, junk_len), 0);
+    free(junk);
     assert_int_equal(f->st->ops->append_end(ap, 0, &size), 0);
     assert_int_equal(size, (int64_t)n);
     assert_int_equal(f->st->ops->staged_size(f->st->be, "ks", &size), 0);
