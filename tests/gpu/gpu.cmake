@@ -26,8 +26,10 @@ if(TY_WITH_NCCL)
                        ENVIRONMENT "CUDA_VISIBLE_DEVICES=0")
   # Communicator creation with a peer that never arrives: TY_ETIMEDOUT within the collective
   # timeout (nccl_init_timeout.c); a hang is caught by TIMEOUT.
-  add_executable(ty_nccl_init_timeout ${CMAKE_CURRENT_LIST_DIR}/nccl_init_timeout.c)
-  target_include_directories(ty_nccl_init_timeout PRIVATE ${NCCL_INCLUDE_DIR})
+  add_executable(ty_nccl_init_timeout ${CMAKE_CURRENT_LIST_DIR}/nccl_init_timeout.c
+                 ${PROJECT_SOURCE_DIR}/tests/unit/test_collectives_world.c)
+  target_include_directories(ty_nccl_init_timeout PRIVATE ${NCCL_INCLUDE_DIR}
+                             ${PROJECT_SOURCE_DIR}/tests/unit)
   target_link_libraries(ty_nccl_init_timeout PRIVATE trainyard ${CUDART_LIBRARY})
   set_target_properties(ty_nccl_init_timeout PROPERTIES
                         RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/progs)
