@@ -209,8 +209,8 @@ struct artifact_append {
     unsigned char *block[APPEND_BLOCKS]; /* APPEND_BLOCK bytes each, DIRECT_ALIGN-aligned */
     size_t fill;                         /* bytes gathered in block `gathered` */
     pthread_t hasher, writer;
-    bool threads;       /* the two threads are running */
-    pthread_mutex_t mu; /* guards the fields below */
+    bool hashing, writing; /* the hasher, the writer thread is running */
+    pthread_mutex_t mu;    /* guards the fields below */
     pthread_cond_t cv;
     size_t len[APPEND_BLOCKS];          /* bytes of each handed-on block */
     uint64_t gathered, hashed, flushed; /* blocks handed on, hashed, written */
@@ -277,35 +277,14 @@ static void *append_writer(void *arg)
     return NULL;
 }
 
-/* Hands the gathered block on (hashed and written here, if the threads cannot be started) and
- * waits, if need be, until the next block is free to gather into. */
+/* Hands the gathered block on and waits, if need be, until the next block is free to gather
+ * into. */
 static void append_hand_over(struct artifact_append *ap)
 {
     if (ap->fill == 0)
         return;
-    size_t i = ap->gathered % APPEND_BLOCKS;
-    if (!ap->threads && ap->gathered == 0 &&
-        pthread_create(&ap->hasher, NULL, append_hasher, ap) == 0) {
-        if (pthread_create(&ap->writer, NULL, append_writer, ap) == 0) {
-            ap->threads = true;
-        } else {
-            pthread_mutex_lock(&ap->mu);
-            ap->closing = true;
-            pthread_cond_broadcast(&ap->cv);
-            pthread_mutex_unlock(&ap->mu);
-            pthread_join(ap->hasher, NULL);
-            ap->closing = false;
-        }
-    }
-    if (!ap->threads) {
-        EVP_DigestUpdate(ap->h->ctx, ap->block[i], ap->fill);
-        append_write(ap, i, ap->fill);
-        ap->gathered++;
-        ap->fill = 0;
-        return;
-    }
     pthread_mutex_lock(&ap->mu);
-    ap->len[i] = ap->fill;
+    ap->len[ap->gathered % APPEND_BLOCKS] = ap->fill;
     ap->gathered++;
     pthread_cond_broadcast(&ap->cv);
     while (ap->gathered - ap->flushed >= APPEND_BLOCKS) /* the next block is still in flight */
@@ -317,15 +296,15 @@ static void append_hand_over(struct artifact_append *ap)
 /* Lets the threads finish the blocks handed on, and joins them. */
 static void append_stop_threads(struct artifact_append *ap)
 {
-    if (!ap->threads)
-        return;
     pthread_mutex_lock(&ap->mu);
     ap->closing = true;
     pthread_cond_broadcast(&ap->cv);
     pthread_mutex_unlock(&ap->mu);
-    pthread_join(ap->hasher, NULL);
-    pthread_join(ap->writer, NULL);
-    ap->threads = false;
+    if (ap->hashing)
+        pthread_join(ap->hasher, NULL);
+    if (ap->writing)
+        pthread_join(ap->writer, NULL);
+    ap->hashing = ap->writing = false;
 }
 
 static void append_free(struct artifact_append *ap)
@@ -383,6 +362,13 @@ static int local_append_begin(void *arg, const char *key, int64_t offset,
         return rc;
     }
     ap->start = offset;
+    ap->hashing = pthread_create(&ap->hasher, NULL, append_hasher, ap) == 0;
+    ap->writing = ap->hashing && pthread_create(&ap->writer, NULL, append_writer, ap) == 0;
+    if (!ap->writing) {
+        TY_WARN("artifacts", "cannot start the threads of an append to %s", key);
+        append_free(ap);
+        return ARTIFACT_EIO;
+    }
     *size = offset;
     *out = ap;
     return 0;
