@@ -125,6 +125,22 @@ static void tls_trust(CURL *h, struct agent_uploader *u)
     }
 }
 
+/* The headers that make a request this node's: its name and, once it has one, its credential
+ * (read from the data directory at each call: the server may have issued a new one). */
+static struct curl_slist *node_headers(const struct agent_uploader *u)
+{
+    char hdr[300];
+    snprintf(hdr, sizeof(hdr), "X-Trainyard-Node: %s", u->node_id);
+    struct curl_slist *hs = curl_slist_append(NULL, hdr);
+    char *cred = agent__credential_load(u->data_dir);
+    if (cred) {
+        snprintf(hdr, sizeof(hdr), "Authorization: Bearer %s", cred);
+        hs = curl_slist_append(hs, hdr);
+        free(cred);
+    }
+    return hs;
+}
+
 CURL *agent__server_request(struct agent *a, const char *url_path, struct curl_slist **hs)
 {
     struct agent_uploader *u = a->uploader;
@@ -132,16 +148,9 @@ CURL *agent__server_request(struct agent *a, const char *url_path, struct curl_s
     CURL *h = u ? curl_easy_init() : NULL;
     if (h == NULL)
         return NULL;
-    char url[1200], hdr_node[300], hdr_auth[300];
+    char url[1200];
     snprintf(url, sizeof(url), "%s%s", u->api_url, url_path);
-    snprintf(hdr_node, sizeof(hdr_node), "X-Trainyard-Node: %s", u->node_id);
-    *hs = curl_slist_append(*hs, hdr_node);
-    char *cred = agent__credential_load(u->data_dir);
-    if (cred) {
-        snprintf(hdr_auth, sizeof(hdr_auth), "Authorization: Bearer %s", cred);
-        *hs = curl_slist_append(*hs, hdr_auth);
-        free(cred);
-    }
+    *hs = node_headers(u);
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, *hs);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -239,15 +248,8 @@ static long call(struct agent_uploader *u, const char *method, const char *url, 
     CURL *h = u->curl;
     if (h == NULL)
         return -1;
-    char *cred = agent__credential_load(u->data_dir);
-    char hdr_node[300], hdr_auth[300], hdr_crc[100], hdr_ct[100];
-    struct curl_slist *hs = NULL;
-    snprintf(hdr_node, sizeof(hdr_node), "X-Trainyard-Node: %s", u->node_id);
-    hs = curl_slist_append(hs, hdr_node);
-    if (cred) {
-        snprintf(hdr_auth, sizeof(hdr_auth), "Authorization: Bearer %s", cred);
-        hs = curl_slist_append(hs, hdr_auth);
-    }
+    char hdr_crc[100], hdr_ct[100];
+    struct curl_slist *hs = node_headers(u);
     if (chunk_crc) {
         snprintf(hdr_crc, sizeof(hdr_crc), "X-Chunk-CRC32C: %s", chunk_crc);
         hs = curl_slist_append(hs, hdr_crc);
@@ -278,7 +280,6 @@ static long call(struct agent_uploader *u, const char *method, const char *url, 
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
     curl_slist_free_all(hs);
-    free(cred);
     json_t *j = status == 200 ? json_loads(r.buf, 0, NULL) : NULL;
     if (j) {
         *offset = json_integer_value(json_object_get(j, "offset"));
