@@ -9,13 +9,15 @@
  * parts) may fetch only the packages of jobs that have workers placed on it. A package also
  * carries checkpoint directories to resume from (a spec's resume_from_package), which only a
  * user who uploaded the bytes may name: GET says "owned", and a user who does not own a stored
- * package uploads it like a missing one (the server hashes it) to become one of its owners. */
+ * package uploads it like a missing one (the server hashes it) to become one of its owners.
+ * The chunked protocol is upload.c's, as for checkpoint parts; this file says who may upload
+ * which package, its replies and what the completion records. */
 #include "artifact.h"
 #include "db.h"
 #include "handlers.h"
 #include "server.h"
 #include "store.h"
-#include "util.h"
+#include "upload.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -25,11 +27,13 @@
 #include <unistd.h>
 
 struct code_call {
+    struct upload up; /* staging key "code-<sha256>" */
     const char *sha256;
     const char *node;
     struct store_code code;
     const char *who; /* the caller's name */
-    bool may, owned;
+    bool may, stored, owned;
+    int qs; /* code_lookup's result */
     /* completion */
     int64_t size;
     const char *location;
@@ -60,28 +64,41 @@ static int code_record(struct db_conn *c, void *arg)
     return store_code_insert(c, cc->sha256, cc->size, cc->location, cc->who);
 }
 
-/* Reads {sha256} (argument 0), whether the package is stored and whether the caller owns it;
- * fills the staging key. Returns 1 (stored), 0 (not stored), or -1 after queuing a reply
- * (*res). */
-static int code_begin(struct srv_request *req, struct code_call *cc, char key[80],
-                      enum MHD_Result *res)
+/* ---- the upload's kind (upload.h) ---- */
+
+enum code_refusal { CODE_BAD_NAME = 1, CODE_DB };
+
+/* Reads {sha256} (argument 0), whether the package is stored and whether the caller owns it. */
+static int code_identify(struct srv_request *req, struct upload *u)
 {
-    memset(cc, 0, sizeof(*cc));
+    struct code_call *cc = (struct code_call *)u;
     cc->sha256 = req->args[0];
-    if (cc->sha256 == NULL || !artifact_sha256_valid(cc->sha256)) {
-        *res = srv_reply_field_problem(req, SRV_P_NOT_FOUND, "sha256",
-                                       "a code package is named by its SHA-256, 64 lowercase "
-                                       "hex digits");
-        return -1;
-    }
-    snprintf(key, 80, "code-%s", cc->sha256);
+    if (cc->sha256 == NULL || !artifact_sha256_valid(cc->sha256))
+        return CODE_BAD_NAME;
+    snprintf(u->key, sizeof(u->key), "code-%s", cc->sha256);
     cc->who = req->who.name[0] ? req->who.name : "anonymous";
-    int qs = db_with_conn(req->srv->db, code_lookup, cc);
-    if (qs < 0) {
-        *res = srv_reply_db_error(req, qs);
-        return -1;
-    }
-    return qs > 0 ? 1 : 0;
+    cc->qs = db_with_conn(req->srv->db, code_lookup, cc);
+    if (cc->qs < 0)
+        return CODE_DB;
+    cc->stored = cc->qs > 0;
+    return 0;
+}
+
+static enum MHD_Result code_refuse(struct srv_request *req, struct upload *u, int why)
+{
+    struct code_call *cc = (struct code_call *)u;
+    if (why == CODE_DB)
+        return srv_reply_db_error(req, cc->qs);
+    return srv_reply_field_problem(req, SRV_P_NOT_FOUND, "sha256",
+                                   "a code package is named by its SHA-256, 64 lowercase hex "
+                                   "digits");
+}
+
+/* Stored and the caller's: a user who does not own a stored package uploads it to own it. */
+static bool code_finished(const struct upload *u)
+{
+    const struct code_call *cc = (const struct code_call *)u;
+    return cc->stored && cc->owned;
 }
 
 /* {"state", "offset", "size" (when known), "owned"}. */
@@ -95,113 +112,60 @@ static enum MHD_Result reply_state(struct srv_request *req, const char *state, i
     return srv_reply_json(req, MHD_HTTP_OK, o);
 }
 
-/* The reply for an artifact store error; staged: the staged size for ARTIFACT_EOFFSET. */
-static enum MHD_Result reply_store_error(struct srv_request *req, int rc, int64_t staged)
+static enum MHD_Result code_reply(struct srv_request *req, struct upload *u, enum upload_step step,
+                                  int64_t offset)
 {
-    if (rc == ARTIFACT_EOFFSET)
-        return srv_reply_problem(req, SRV_P_UPLOAD_OFFSET, NULL,
-                                 "the server holds %lld bytes of this package: resume there",
-                                 (long long)staged);
-    if (rc == ARTIFACT_EBUSY)
-        return srv_reply_problem(req, SRV_P_UPLOAD_BUSY, NULL,
-                                 "another request is writing this package: retry shortly");
-    if (rc == ARTIFACT_ECORRUPT)
-        return srv_reply_problem(req, SRV_P_UPLOAD_CORRUPT, NULL,
-                                 "%s: upload the package again from offset 0",
-                                 artifact_strerror(rc));
-    return srv_reply_problem(req, SRV_P_ARTIFACT_STORE_FAILED, NULL, "%s", artifact_strerror(rc));
+    struct code_call *cc = (struct code_call *)u;
+    if (step == UPLOAD_FINISHED)
+        return reply_state(req, "complete", cc->code.size, cc->code.size, true);
+    if (step == UPLOAD_STAGED && cc->stored) /* the caller's own upload (to own it) is at offset */
+        return reply_state(req, "complete", offset, cc->code.size, false);
+    if (step == UPLOAD_STAGED && offset <= 0)
+        return reply_state(req, "missing", offset, -1, false);
+    return reply_state(req, "uploading", offset, -1, false);
 }
+
+static const struct upload_kind code_upload = {
+    .noun = "package",
+    .resume_hint = "",
+    .crc32c = false,
+    .call_size = sizeof(struct code_call),
+    .identify = code_identify,
+    .refuse = code_refuse,
+    .finished = code_finished,
+    .reply = code_reply,
+};
 
 enum MHD_Result h_code_get(struct srv_request *req)
 {
     struct code_call cc;
-    char key[80];
-    enum MHD_Result res;
-    int stored = code_begin(req, &cc, key, &res);
-    if (stored < 0)
-        return res;
-    if (stored && cc.owned)
-        return reply_state(req, "complete", cc.code.size, cc.code.size, true);
-    struct artifact_store *st = req->srv->artifacts;
-    int64_t staged = 0;
-    int rc = st->ops->staged_size(st->be, key, &staged);
-    if (rc != 0)
-        return reply_store_error(req, rc, 0);
-    if (stored) /* complete, but the caller's own upload (to own it) is at `offset` */
-        return reply_state(req, "complete", staged, cc.code.size, false);
-    return reply_state(req, staged > 0 ? "uploading" : "missing", staged, -1, false);
+    return upload_status(req, &code_upload, &cc.up);
 }
 
 enum MHD_Result h_code_put(struct srv_request *req)
 {
     struct code_call cc;
-    char key[80];
-    enum MHD_Result res;
-    int stored = code_begin(req, &cc, key, &res);
-    if (stored < 0)
-        return res;
-    if (stored && cc.owned)
-        return reply_state(req, "complete", cc.code.size, cc.code.size, true);
-    int64_t offset;
-    const char *o = srv_query(req, "offset");
-    if (o == NULL || util_parse_int64(o, 0, INT64_MAX / 2, &offset) != 0)
-        return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "offset",
-                                       "offset must be the byte position of this chunk");
-    const char *sum = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "X-Content-SHA256");
-    if (sum == NULL || !artifact_sha256_valid(sum))
-        return srv_reply_field_problem(req, SRV_P_BAD_REQUEST, "X-Content-SHA256",
-                                       "the chunk's SHA-256, 64 lowercase hex digits");
-    char got[65];
-    util_sha256_hex(req->body ? req->body : "", req->body_len, got);
-    if (strcmp(got, sum) != 0)
-        return srv_reply_problem(req, SRV_P_UPLOAD_CORRUPT, NULL,
-                                 "the chunk at offset %lld does not hash to X-Content-SHA256: "
-                                 "send it again",
-                                 (long long)offset);
-    struct artifact_store *st = req->srv->artifacts;
-    int64_t staged = 0;
-    int rc = artifact_append(st, key, offset, req->body ? req->body : "", req->body_len, &staged);
-    if (rc != 0)
-        return reply_store_error(req, rc, staged);
-    return reply_state(req, "uploading", staged, -1, false);
+    return upload_put(req, &code_upload, &cc.up);
 }
 
 enum MHD_Result h_code_complete(struct srv_request *req)
 {
     struct code_call cc;
-    char key[80];
     enum MHD_Result res;
-    int stored = code_begin(req, &cc, key, &res);
-    if (stored < 0)
+    if (upload_begin(req, &code_upload, &cc.up, &res) != 0)
         return res;
-    if (stored && cc.owned)
-        return reply_state(req, "complete", cc.code.size, cc.code.size, true);
+    if (code_finished(&cc.up))
+        return code_reply(req, &cc.up, UPLOAD_FINISHED, 0);
     char location[ARTIFACT_LOCATION_MAX];
-    struct artifact_store *st = req->srv->artifacts;
-    int rc = st->ops->commit(st->be, key, cc.sha256, location, &cc.size);
-    if (rc == ARTIFACT_ENOTFOUND && !stored) {
-        /* Committed by an earlier call whose database write failed: the object is there. (A
-         * stored package's owners are those who sent its bytes: no shortcut for the others.) */
-        snprintf(location, sizeof(location), "sha256/%.2s/%s", cc.sha256, cc.sha256);
-        int fd = st->ops->open_read(st->be, location);
-        struct stat sb;
-        if (fd >= 0 && fstat(fd, &sb) == 0) {
-            cc.size = sb.st_size;
-            rc = 0;
-        }
-        if (fd >= 0)
-            close(fd);
-        if (rc != 0)
-            return srv_reply_problem(req, SRV_P_UPLOAD_OFFSET, NULL,
-                                     "nothing of package %s was uploaded: PUT it from offset 0",
-                                     cc.sha256);
-    }
+    /* A stored package's owners are those who sent its bytes: no shortcut for the others. */
+    int rc =
+        upload_commit(req->srv->artifacts, cc.up.key, cc.sha256, !cc.stored, location, &cc.size);
     if (rc == ARTIFACT_ENOTFOUND)
         return srv_reply_problem(req, SRV_P_UPLOAD_OFFSET, NULL,
                                  "nothing of package %s was uploaded: PUT it from offset 0",
                                  cc.sha256);
     if (rc != 0)
-        return reply_store_error(req, rc, 0);
+        return upload_reply_store_error(req, &code_upload, rc, 0);
     cc.location = location;
     int qs = db_with_conn(req->srv->db, code_record, &cc);
     if (qs < 0)
