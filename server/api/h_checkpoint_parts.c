@@ -326,14 +326,23 @@ enum MHD_Result h_checkpoint_part_put(struct srv_request *req)
     return upload_put(req, &part_upload, &pc.up);
 }
 
+/* upload_begin, then the request's JSON body (*body, the caller decrefs it). 0, or -1 after
+ * queuing the reply (*res). */
+static int part_begin_json(struct srv_request *req, struct part_call *pc, json_t **body,
+                           enum MHD_Result *res)
+{
+    if (upload_begin(req, &part_upload, &pc->up, res) != 0)
+        return -1;
+    *body = srv_body_json(req, res);
+    return *body != NULL ? 0 : -1;
+}
+
 enum MHD_Result h_checkpoint_part_complete(struct srv_request *req)
 {
     struct part_call pc;
+    json_t *body;
     enum MHD_Result res;
-    if (upload_begin(req, &part_upload, &pc.up, &res) != 0)
-        return res;
-    json_t *body = srv_body_json(req, &res);
-    if (body == NULL)
+    if (part_begin_json(req, &pc, &body, &res) != 0)
         return res;
     const char *sha;
     if (h_part_completion(req, body, "the part's SHA-256, 64 lowercase hex digits", &pc.part, &sha,
@@ -365,11 +374,9 @@ enum MHD_Result h_checkpoint_part_complete(struct srv_request *req)
 enum MHD_Result h_checkpoint_part_failed(struct srv_request *req)
 {
     struct part_call pc;
+    json_t *body;
     enum MHD_Result res;
-    if (upload_begin(req, &part_upload, &pc.up, &res) != 0)
-        return res;
-    json_t *body = srv_body_json(req, &res);
-    if (body == NULL)
+    if (part_begin_json(req, &pc, &body, &res) != 0)
         return res;
     const char *why = json_string_value(json_object_get(body, "reason"));
     if (why == NULL || why[0] == '\0' || strlen(why) > 500) {
