@@ -3,13 +3,17 @@
 #include "store.h"
 
 #include "db_query.h"
+#include "log.h"
 
+#include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Copies "1,3" (array_to_string of workers.gpus; NULL or "" for none) into w->gpus. */
+/* Copies "1,3" (array_to_string of workers.gpus; "" for none) into w->gpus. Returns 0, or -1
+ * (out of memory, or text that is not such a list: logged). */
 static int launch_gpus(const char *text, struct srv_launch_worker *w)
 {
     size_t n = *text ? 1 : 0;
@@ -18,25 +22,45 @@ static int launch_gpus(const char *text, struct srv_launch_worker *w)
     w->gpus = n ? calloc(n, sizeof(int)) : NULL;
     if (n && w->gpus == NULL)
         return -1;
-    for (const char *p = text; w->n_gpus < n; p++) {
+    for (const char *p = text; w->n_gpus < n;) {
         char *end;
-        w->gpus[w->n_gpus++] = (int)strtol(p, &end, 10);
-        p = end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno != 0 || v < 0 || v > INT_MAX || (*end != ',' && *end != '\0')) {
+            TY_BUG("store", "workers.gpus reads '%s', not a list of GPU indices", text);
+            return -1;
+        }
+        w->gpus[w->n_gpus++] = (int)v;
+        p = *end ? end + 1 : end;
     }
     return 0;
+}
+
+/* A malloc'd copy of the text of column `name` in row `row` (NULL: ""), or NULL (logged, or out of
+ * memory). */
+static char *dup_col(const PGresult *res, int row, const char *name)
+{
+    const char *v;
+    return db_col_text_opt(res, row, name, &v) == 0 ? strdup(v ? v : "") : NULL;
 }
 
 /* The attempt's fields (the first row) and rank_addresses (JSON text, one per rank). */
 static int launch_attempt(PGresult *res, struct srv_launch_rows *out)
 {
-    out->spec_json = strdup(PQgetvalue(res, 0, 0));
-    out->master_addr = strdup(PQgetvalue(res, 0, 1));
-    out->master_port = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
-    out->world_size = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
-    out->num_nodes = strtoll(PQgetvalue(res, 0, 4), NULL, 10);
-    out->rendezvous_secret = strdup(PQgetvalue(res, 0, 12));
-    out->resume_from = PQgetisnull(res, 0, 13) ? 0 : strtoll(PQgetvalue(res, 0, 13), NULL, 10);
-    json_t *addrs = json_loads(PQgetvalue(res, 0, 5), 0, NULL);
+    const char *addresses;
+    if (db_col_int64(res, 0, "master_port", &out->master_port) != 0 ||
+        db_col_int64(res, 0, "world_size", &out->world_size) != 0 ||
+        db_col_int64(res, 0, "num_nodes", &out->num_nodes) != 0 ||
+        db_col_text(res, 0, "rank_addresses", &addresses) != 0)
+        return -1;
+    out->resume_from = 0;
+    if (!db_col_is_null(res, 0, "resumed_from") &&
+        db_col_int64(res, 0, "resumed_from", &out->resume_from) != 0)
+        return -1;
+    out->spec_json = dup_col(res, 0, "spec");
+    out->master_addr = dup_col(res, 0, "master_addr");
+    out->rendezvous_secret = dup_col(res, 0, "rendezvous_secret");
+    json_t *addrs = json_loads(addresses, 0, NULL);
     if (out->spec_json == NULL || out->master_addr == NULL || out->rendezvous_secret == NULL ||
         !json_is_array(addrs) || (int64_t)json_array_size(addrs) != out->world_size) {
         json_decref(addrs);
@@ -53,6 +77,20 @@ static int launch_attempt(PGresult *res, struct srv_launch_rows *out)
     return out->rank_addresses ? 0 : -1;
 }
 
+/* One PLACED worker of the launch rows. */
+static int launch_worker(const PGresult *res, int row, struct srv_launch_worker *w)
+{
+    const char *gpus;
+    if (db_col_int64(res, row, "node_rank", &w->node_rank) != 0 ||
+        db_col_int64(res, row, "rank", &w->rank) != 0 ||
+        db_col_int64(res, row, "local_rank", &w->local_rank) != 0 ||
+        db_col_int64(res, row, "local_world_size", &w->local_world_size) != 0 ||
+        db_col_text(res, row, "gpus", &gpus) != 0)
+        return -1;
+    w->node_id = dup_col(res, row, "node_id");
+    return w->node_id == NULL ? -1 : launch_gpus(gpus, w);
+}
+
 int store_launch_rows(struct db_conn *c, int64_t job, int attempt, const char *node_id,
                       struct srv_launch_rows *out)
 {
@@ -61,12 +99,13 @@ int store_launch_rows(struct db_conn *c, int64_t job, int attempt, const char *n
         "WITH aw AS (SELECT x.node_id, x.rank, n.address FROM workers x "
         "             JOIN nodes n ON n.id = x.node_id "
         "             WHERE x.job_id = $1::bigint AND x.attempt = $2::int) "
-        "SELECT j.spec::text, a.master_addr, a.master_port, a.world_size, "
-        "       (SELECT count(DISTINCT node_id) FROM aw), "
-        "       (SELECT jsonb_agg(address ORDER BY rank) FROM aw)::text, "
-        "       w.node_id, w.node_rank, w.rank, w.local_rank, array_to_string(w.gpus, ','), "
-        "       (SELECT count(*) FROM aw WHERE aw.node_id = w.node_id), a.rendezvous_secret, "
-        "       a.resumed_from "
+        "SELECT j.spec::text AS spec, a.master_addr, a.master_port, a.world_size, "
+        "       (SELECT count(DISTINCT node_id) FROM aw) AS num_nodes, "
+        "       (SELECT jsonb_agg(address ORDER BY rank) FROM aw)::text AS rank_addresses, "
+        "       w.node_id, w.node_rank, w.rank, w.local_rank, "
+        "       array_to_string(w.gpus, ',') AS gpus, "
+        "       (SELECT count(*) FROM aw WHERE aw.node_id = w.node_id) AS local_world_size, "
+        "       a.rendezvous_secret, a.resumed_from "
         "FROM workers w JOIN attempts a USING (job_id, attempt) JOIN jobs j ON j.id = w.job_id "
         "WHERE w.job_id = $1::bigint AND w.attempt = $2::int AND w.status = 'PLACED' "
         "  AND ($3::text IS NULL OR w.node_id = $3) "
@@ -84,13 +123,7 @@ int store_launch_rows(struct db_conn *c, int64_t job, int attempt, const char *n
     int rc = launch_attempt(res, out);
     out->workers = rc == 0 ? calloc((size_t)qs, sizeof(*out->workers)) : NULL;
     for (int i = 0; out->workers && i < qs; i++) {
-        struct srv_launch_worker *w = &out->workers[out->n_workers++];
-        w->node_id = strdup(PQgetvalue(res, i, 6));
-        w->node_rank = strtoll(PQgetvalue(res, i, 7), NULL, 10);
-        w->rank = strtoll(PQgetvalue(res, i, 8), NULL, 10);
-        w->local_rank = strtoll(PQgetvalue(res, i, 9), NULL, 10);
-        w->local_world_size = strtoll(PQgetvalue(res, i, 11), NULL, 10);
-        if (w->node_id == NULL || launch_gpus(PQgetvalue(res, i, 10), w) != 0)
+        if (launch_worker(res, i, &out->workers[out->n_workers++]) != 0)
             rc = -1;
     }
     PQclear(res);
@@ -109,7 +142,7 @@ int store_stop_targets(struct db_conn *c, int64_t job, struct store_stop_target 
         "       CASE WHEN a.end_reason IS NULL OR a.end_reason->>'event' IN ('preempted', "
         "'resize') "
         "            THEN coalesce((j.spec #>> "
-        "'{run_config,failure_config,preemption_grace_s}')::int, 0) ELSE 0 END "
+        "'{run_config,failure_config,preemption_grace_s}')::int, 0) ELSE 0 END AS notice_s "
         "FROM workers w JOIN jobs j ON j.id = w.job_id "
         "JOIN attempts a ON a.job_id = w.job_id AND a.attempt = w.attempt "
         "WHERE w.job_id = $1::bigint AND w.attempt = j.attempt "
@@ -126,10 +159,9 @@ int store_stop_targets(struct db_conn *c, int64_t job, struct store_stop_target 
         return qs;
     struct store_stop_target *targets = calloc((size_t)qs, sizeof(*targets));
     for (int i = 0; targets && i < qs; i++) {
-        targets[i].attempt = (int)strtol(PQgetvalue(res, i, 1), NULL, 10);
-        targets[i].notice_s = (int)strtol(PQgetvalue(res, i, 2), NULL, 10);
-        targets[i].node_id = strdup(PQgetvalue(res, i, 0));
-        if (targets[i].node_id == NULL) {
+        if (db_col_int(res, i, "attempt", &targets[i].attempt) != 0 ||
+            db_col_int(res, i, "notice_s", &targets[i].notice_s) != 0 ||
+            (targets[i].node_id = dup_col(res, i, "node_id")) == NULL) {
             store_stop_targets_free(targets, (size_t)i);
             targets = NULL;
         }

@@ -18,9 +18,23 @@ static int id_column(struct db_conn *c, const struct db_stmt *st, char ***ids, s
     if (qs <= 0)
         return qs;
     *ids = calloc((size_t)qs, sizeof(char *));
-    for (int i = 0; *ids && i < qs; i++)
-        (*ids)[(*n)++] = strdup(PQgetvalue(res, i, 0));
+    for (int i = 0; *ids && i < qs; i++) {
+        const char *id;
+        if (db_col_text(res, i, "id", &id) != 0 || ((*ids)[*n] = strdup(id)) == NULL) {
+            qs = DB_HARD_ERROR;
+            break;
+        }
+        (*n)++;
+    }
     PQclear(res);
+    if (*ids == NULL || qs < 0) {
+        for (size_t i = 0; *ids && i < *n; i++)
+            free((*ids)[i]);
+        free(*ids);
+        *ids = NULL;
+        *n = 0;
+        return DB_HARD_ERROR;
+    }
     return qs;
 }
 
@@ -107,7 +121,7 @@ int store_node_live_workers(struct db_conn *c, const char *id, struct store_live
 {
     static const struct db_stmt st = {
         "node_live_workers",
-        "SELECT job_id, attempt, rank, status = 'PLACED' FROM workers "
+        "SELECT job_id, attempt, rank, status = 'PLACED' AS placed FROM workers "
         "WHERE node_id = $1 AND status IN ('PLACED', 'RUNNING') ORDER BY job_id, attempt, rank",
         1, true};
     const char *p[] = {id};
@@ -122,13 +136,18 @@ int store_node_live_workers(struct db_conn *c, const char *id, struct store_live
         PQclear(res);
         return DB_HARD_ERROR;
     }
-    for (int i = 0; i < qs; i++)
-        (*out)[i] = (struct store_live_worker){
-            .job = strtoll(PQgetvalue(res, i, 0), NULL, 10),
-            .attempt = (int)strtol(PQgetvalue(res, i, 1), NULL, 10),
-            .rank = (int)strtol(PQgetvalue(res, i, 2), NULL, 10),
-            .placed = strcmp(PQgetvalue(res, i, 3), "t") == 0,
-        };
+    for (int i = 0; i < qs; i++) {
+        struct store_live_worker *w = &(*out)[i];
+        if (db_col_int64(res, i, "job_id", &w->job) != 0 ||
+            db_col_int(res, i, "attempt", &w->attempt) != 0 ||
+            db_col_int(res, i, "rank", &w->rank) != 0 ||
+            db_col_bool(res, i, "placed", &w->placed) != 0) {
+            PQclear(res);
+            free(*out);
+            *out = NULL;
+            return DB_HARD_ERROR;
+        }
+    }
     *n = (size_t)qs;
     PQclear(res);
     return qs;

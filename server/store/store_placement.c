@@ -3,6 +3,8 @@
 #include "store.h"
 
 #include "db_query.h"
+#include "log.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +29,8 @@ int store_job_specs(struct db_conn *c, const int64_t *ids, size_t n, struct stor
                     size_t *nout)
 {
     static const struct db_stmt st = {
-        "job_specs", "SELECT id, spec::text FROM jobs WHERE id = ANY($1::bigint[])", 1, true};
+        "job_specs", "SELECT id, spec::text AS spec FROM jobs WHERE id = ANY($1::bigint[])", 1,
+        true};
     *out = NULL;
     *nout = 0;
     if (n == 0)
@@ -43,9 +46,10 @@ int store_job_specs(struct db_conn *c, const int64_t *ids, size_t n, struct stor
         return qs;
     struct store_job_spec *specs = calloc((size_t)qs, sizeof(*specs));
     for (int i = 0; specs && i < qs; i++) {
-        specs[i].id = strtoll(PQgetvalue(res, i, 0), NULL, 10);
-        specs[i].spec_json = strdup(PQgetvalue(res, i, 1));
-        if (specs[i].spec_json == NULL) {
+        const char *spec;
+        if (db_col_int64(res, i, "id", &specs[i].id) != 0 ||
+            db_col_text(res, i, "spec", &spec) != 0 ||
+            (specs[i].spec_json = strdup(spec)) == NULL) {
             store_job_specs_free(specs, (size_t)i);
             specs = NULL;
         }
@@ -84,7 +88,13 @@ int store_place(struct db_conn *c, int64_t job, const char *workers_json, int np
         return qs;
     if (out == NULL)
         return 0;
-    *attempt = (int)strtol(out, NULL, 10);
+    int64_t n;
+    if (util_parse_int64(out, 1, INT32_MAX, &n) != 0) {
+        TY_BUG("store", "job %lld: ty_place returned attempt '%s'", (long long)job, out);
+        free(out);
+        return DB_HARD_ERROR;
+    }
+    *attempt = (int)n;
     free(out);
     return 1;
 }

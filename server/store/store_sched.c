@@ -12,12 +12,46 @@ struct sched_storage {
     PGresult *nodes, *workers, *pending;
 };
 
-static const char *value_or_null(const PGresult *res, int row, int col)
+static int node_row(const PGresult *res, int r, struct store_sched_node *n)
 {
-    return PQgetisnull(res, row, col) ? NULL : PQgetvalue(res, row, col);
+    const char *status;
+    if (db_col_text(res, r, "id", &n->id) != 0 ||
+        db_col_text(res, r, "address", &n->address) != 0 ||
+        db_col_text(res, r, "status", &status) != 0 ||
+        db_col_bool(res, r, "draining", &n->draining) != 0 ||
+        db_col_text(res, r, "resources", &n->resources_json) != 0 ||
+        db_col_text_opt(res, r, "gpu_type", &n->gpu_type) != 0)
+        return -1;
+    n->alive = strcmp(status, "ALIVE") == 0;
+    return 0;
 }
 
-/* Fills rows from the three results; strings point into them. Returns 0 or -1 (out of memory). */
+static int worker_row(const PGresult *res, int r, struct store_sched_worker *w)
+{
+    return db_col_int64(res, r, "job_id", &w->job) != 0 ||
+                   db_col_text(res, r, "node_id", &w->node_id) != 0 ||
+                   db_col_text(res, r, "resources", &w->resources_json) != 0 ||
+                   db_col_text(res, r, "gpus", &w->gpus_json) != 0 ||
+                   db_col_int64(res, r, "end_epoch", &w->end_epoch) != 0 ||
+                   db_col_text(res, r, "owner", &w->owner) != 0
+               ? -1
+               : 0;
+}
+
+static int pending_row(const PGresult *res, int r, struct store_sched_pending *p)
+{
+    return db_col_int64(res, r, "id", &p->id) != 0 ||
+                   db_col_int(res, r, "priority", &p->priority) != 0 ||
+                   db_col_int64(res, r, "created", &p->created_epoch) != 0 ||
+                   db_col_text(res, r, "owner", &p->owner) != 0 ||
+                   db_col_int(res, r, "grow_from", &p->grow_from) != 0 ||
+                   db_col_int(res, r, "resize_interval", &p->resize_interval_s) != 0
+               ? -1
+               : 0;
+}
+
+/* Fills rows from the three results; strings point into them. Returns 0, or -1 (out of memory,
+ * or a value that does not read: logged). */
 static int sched_rows_fill(struct store_sched_rows *rows, const struct sched_storage *st)
 {
     size_t nn = st->nodes ? (size_t)PQntuples(st->nodes) : 0;
@@ -28,39 +62,15 @@ static int sched_rows_fill(struct store_sched_rows *rows, const struct sched_sto
     rows->pending = np ? calloc(np, sizeof(*rows->pending)) : NULL;
     if ((nn && !rows->nodes) || (nw && !rows->workers) || (np && !rows->pending))
         return -1;
-    for (size_t i = 0; i < nn; i++) {
-        int r = (int)i;
-        rows->nodes[i] = (struct store_sched_node){
-            .id = PQgetvalue(st->nodes, r, 0),
-            .address = PQgetvalue(st->nodes, r, 1),
-            .alive = strcmp(PQgetvalue(st->nodes, r, 2), "ALIVE") == 0,
-            .draining = strcmp(PQgetvalue(st->nodes, r, 3), "t") == 0,
-            .resources_json = PQgetvalue(st->nodes, r, 4),
-            .gpu_type = value_or_null(st->nodes, r, 5),
-        };
-    }
-    for (size_t i = 0; i < nw; i++) {
-        int r = (int)i;
-        rows->workers[i] = (struct store_sched_worker){
-            .job = strtoll(PQgetvalue(st->workers, r, 0), NULL, 10),
-            .node_id = PQgetvalue(st->workers, r, 1),
-            .resources_json = PQgetvalue(st->workers, r, 2),
-            .gpus_json = PQgetvalue(st->workers, r, 3),
-            .end_epoch = strtoll(PQgetvalue(st->workers, r, 4), NULL, 10),
-            .owner = PQgetvalue(st->workers, r, 5),
-        };
-    }
-    for (size_t i = 0; i < np; i++) {
-        int r = (int)i;
-        rows->pending[i] = (struct store_sched_pending){
-            .id = strtoll(PQgetvalue(st->pending, r, 0), NULL, 10),
-            .priority = (int)strtol(PQgetvalue(st->pending, r, 1), NULL, 10),
-            .created_epoch = strtoll(PQgetvalue(st->pending, r, 2), NULL, 10),
-            .owner = PQgetvalue(st->pending, r, 3),
-            .grow_from = (int)strtol(PQgetvalue(st->pending, r, 4), NULL, 10),
-            .resize_interval_s = (int)strtol(PQgetvalue(st->pending, r, 5), NULL, 10),
-        };
-    }
+    for (size_t i = 0; i < nn; i++)
+        if (node_row(st->nodes, (int)i, &rows->nodes[i]) != 0)
+            return -1;
+    for (size_t i = 0; i < nw; i++)
+        if (worker_row(st->workers, (int)i, &rows->workers[i]) != 0)
+            return -1;
+    for (size_t i = 0; i < np; i++)
+        if (pending_row(st->pending, (int)i, &rows->pending[i]) != 0)
+            return -1;
     rows->nnodes = nn;
     rows->nworkers = nw;
     rows->npending = np;
@@ -71,15 +81,17 @@ int store_sched_snapshot(struct db_conn *c, struct store_sched_rows *out)
 {
     static const struct db_stmt st_nodes = {
         "sched_nodes",
-        "SELECT id, address, status, draining, resources::text, gpu_type FROM nodes ORDER BY id", 0,
-        true};
+        "SELECT id, address, status, draining, resources::text AS resources, gpu_type FROM nodes "
+        "ORDER BY id",
+        0, true};
     static const struct db_stmt st_running = {
         "sched_running",
-        "SELECT w.job_id, w.node_id, w.resources::text, to_jsonb(w.gpus)::text, "
+        "SELECT w.job_id, w.node_id, w.resources::text AS resources, "
+        "       to_jsonb(w.gpus)::text AS gpus, "
         "       CASE WHEN j.spec->>'timeout_s' IS NULL THEN -1 "
         "            ELSE (extract(epoch FROM a.created_at) + "
         "(j.spec->>'timeout_s')::float8)::bigint "
-        "       END, j.owner "
+        "       END AS end_epoch, j.owner "
         "FROM workers w JOIN attempts a USING (job_id, attempt) JOIN jobs j ON j.id = w.job_id "
         "WHERE w.status IN ('PLACED', 'RUNNING') ORDER BY w.job_id, w.node_id",
         0, true};

@@ -37,8 +37,15 @@ int store_jobs_stopping(struct db_conn *c, int64_t **ids, size_t *n)
         return qs;
     *ids = calloc((size_t)qs, sizeof(int64_t));
     for (int i = 0; *ids && i < qs; i++)
-        (*ids)[(*n)++] = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+        if (db_col_int64(res, i, "id", &(*ids)[i]) != 0)
+            qs = DB_HARD_ERROR;
     PQclear(res);
+    if (*ids == NULL || qs < 0) {
+        free(*ids);
+        *ids = NULL;
+        return DB_HARD_ERROR;
+    }
+    *n = (size_t)qs;
     return qs;
 }
 
