@@ -39,7 +39,7 @@ struct leader_hooks {
 
 struct leader;
 
-/* Starts the thread on `conninfo` (a libpq connection string). NULL on failure (logged). */
+/* Starts the thread on `conninfo` (a PostgreSQL connection string). NULL on failure (logged). */
 struct leader *leader_start(const char *conninfo, const struct leader_hooks *hooks);
 /* Whether this server holds the lock now. Any thread; NULL: false. */
 bool leader_is_leader(const struct leader *l);
