@@ -78,12 +78,26 @@ struct jobspec_resource {
     int64_t amount_milli;
 };
 
+/* An environment variable of the spec's env or secret_env. */
+struct jobspec_env {
+    char *name;  /* owned */
+    char *value; /* owned */
+};
+
 /* Typed view of a valid spec. Strings and arrays are owned; free with jobspec_clear(). */
 struct jobspec {
     char *name;
     char **argv; /* NULL-terminated; a string entrypoint becomes {"/bin/sh", "-c", s} */
     size_t argc;
-    char *working_dir; /* NULL: the agent's default */
+    bool entrypoint_is_string; /* the entrypoint was that string s (argv[2]) */
+    char *working_dir;         /* NULL: the agent's default */
+    struct jobspec_env *env;   /* n_env variables, in spec order */
+    size_t n_env;
+    struct jobspec_env *secret_env; /* n_secret_env; only the workers see the values */
+    size_t n_secret_env;
+    json_t *train_loop_config; /* owned reference: any JSON, {} when the submission had none */
+    char *code_package;        /* NULL: none */
+    char *resume_from_package; /* NULL: none */
     enum jobspec_backend backend;
     int32_t num_workers_min; /* equal to max unless elastic */
     int32_t num_workers_max;

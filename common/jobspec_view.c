@@ -60,6 +60,34 @@ static bool fill_argv(struct jobspec *s, const json_t *ep)
     return true;
 }
 
+/* Copies the object of strings `obj` (env or secret_env) into *vars, in its order. */
+static bool fill_env(const json_t *obj, struct jobspec_env **vars, size_t *n)
+{
+    *vars = calloc(json_object_size(obj) + 1, sizeof **vars);
+    if (!*vars)
+        return false;
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)obj, key, val)
+    {
+        struct jobspec_env *v = &(*vars)[(*n)++];
+        v->name = strdup(key);
+        v->value = strdup(json_string_value(val) ? json_string_value(val) : "");
+        if (!v->name || !v->value)
+            return false;
+    }
+    return true;
+}
+
+static void free_env(struct jobspec_env *vars, size_t n)
+{
+    for (size_t i = 0; vars && i < n; i++) {
+        free(vars[i].name);
+        free(vars[i].value);
+    }
+    free(vars);
+}
+
 static bool fill_resources(struct jobspec *s, const json_t *res)
 {
     s->custom = calloc(json_object_size(res) + 1, sizeof *s->custom);
@@ -125,6 +153,13 @@ static bool fill(struct jobspec *s, const json_t *n)
     s->resume_from_checkpoint = json_integer_value(json_object_get(n, "resume_from_checkpoint"));
     s->priority = (int32_t)json_integer_value(json_object_get(n, "priority"));
     s->timeout_s = json_is_number(timeout) ? json_number_value(timeout) : 0.0;
+    s->code_package = dup_opt(json_object_get(n, "code_package"), &ok);
+    s->resume_from_package = dup_opt(json_object_get(n, "resume_from_package"), &ok);
+    s->train_loop_config = json_deep_copy(json_object_get(n, "train_loop_config"));
+    ok = ok && (s->train_loop_config || !json_object_get(n, "train_loop_config"));
+    ok = fill_env(json_object_get(n, "env"), &s->env, &s->n_env) && ok;
+    ok = fill_env(json_object_get(n, "secret_env"), &s->secret_env, &s->n_secret_env) && ok;
+    s->entrypoint_is_string = json_is_string(json_object_get(n, "entrypoint"));
     ok = fill_argv(s, json_object_get(n, "entrypoint")) && ok;
     return fill_resources(s, json_object_get(sc, "resources_per_worker")) && ok;
 }
@@ -160,6 +195,11 @@ void jobspec_clear(struct jobspec *spec)
         free(spec->argv[i]);
     free(spec->argv);
     free(spec->working_dir);
+    free_env(spec->env, spec->n_env);
+    free_env(spec->secret_env, spec->n_secret_env);
+    json_decref(spec->train_loop_config);
+    free(spec->code_package);
+    free(spec->resume_from_package);
     for (size_t i = 0; i < spec->n_custom; i++)
         free(spec->custom[i].name);
     free(spec->custom);

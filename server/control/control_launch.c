@@ -7,6 +7,7 @@
 #include "log.h"
 #include "store.h"
 
+#include <jansson.h>
 #include <stdlib.h>
 
 /* The resume points of the launch's nodes (the attempt's resumed_from: resume_from_checkpoint, or
@@ -41,6 +42,26 @@ static int resume_dirs(struct control *ctl, int64_t job, int attempt,
     return 0;
 }
 
+/* The job's parsed spec: the scheduling pass's (control_specs.c) when it has it, else parsed from
+ * the rows into *own (jobspec_clear it). NULL when it does not parse (logged). */
+static const struct jobspec *launch_spec(struct control *ctl, int64_t job,
+                                         const struct srv_launch_rows *rows, struct jobspec *own)
+{
+    const struct jobspec *spec = ctl__spec_get(&ctl->specs, job);
+    if (spec)
+        return spec;
+    json_t *json = json_loads(rows->spec_json ? rows->spec_json : "", 0, NULL);
+    char err[256] = "";
+    int rc = json ? jobspec_from_json(json, own, err, sizeof(err)) : JOBSPEC_EINVAL;
+    json_decref(json);
+    if (rc != JOBSPEC_OK) {
+        TY_ERROR("control", "job %lld: its spec does not parse (%s); not launching", (long long)job,
+                 err);
+        return NULL;
+    }
+    return own;
+}
+
 /* ctl__send_launches; here_only: the launch was placed by another server (a notification), so a
  * node not connected here is no news: it is connected to another server, which sends its part. */
 static void send_launches(struct control *ctl, int64_t job, int attempt, const char *node_id,
@@ -53,10 +74,12 @@ static void send_launches(struct control *ctl, int64_t job, int attempt, const c
     size_t n_dirs = 0, n_msgs = 0;
     struct srv_launch_msg *msgs = NULL;
     char err[256];
-    if (resume_dirs(ctl, job, attempt, &rows, &dirs, &n_dirs) != 0)
+    struct jobspec own = {0};
+    const struct jobspec *spec = launch_spec(ctl, job, &rows, &own);
+    if (spec == NULL || resume_dirs(ctl, job, attempt, &rows, &dirs, &n_dirs) != 0)
         goto out;
-    if (srv_launch_build(job, attempt, &rows, dirs, n_dirs, &msgs, &n_msgs, err, sizeof(err)) !=
-        0) {
+    if (srv_launch_build(job, attempt, spec, &rows, dirs, n_dirs, &msgs, &n_msgs, err,
+                         sizeof(err)) != 0) {
         TY_ERROR("control", "attempt %d not launched: %s", attempt, err);
         goto out;
     }
@@ -73,6 +96,7 @@ static void send_launches(struct control *ctl, int64_t job, int attempt, const c
         }
     }
 out:
+    jobspec_clear(&own);
     srv_launch_msgs_free(msgs, n_msgs);
     srv_resume_dirs_free(dirs, n_dirs);
     srv_launch_rows_free(&rows);

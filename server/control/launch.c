@@ -85,57 +85,69 @@ static char *node_launch(struct agent_launch *l, const struct srv_launch_rows *r
     return text;
 }
 
-int srv_launch_build(int64_t job, int attempt, const struct srv_launch_rows *rows,
-                     const struct srv_resume_dir *dirs, size_t n_dirs, struct srv_launch_msg **out,
-                     size_t *n, char *err, size_t errlen)
+/* The entrypoint as submitted: the string run with /bin/sh -c, or the argv array. NULL when out
+ * of memory. */
+static json_t *entrypoint_json(const struct jobspec *spec)
+{
+    if (spec->entrypoint_is_string && spec->argc == 3)
+        return json_string(spec->argv[2]);
+    json_t *argv = json_array();
+    for (size_t i = 0; argv && i < spec->argc; i++)
+        if (json_array_append_new(argv, json_string(spec->argv[i])) != 0) {
+            json_decref(argv);
+            return NULL;
+        }
+    return argv;
+}
+
+/* The workers' environment: env and secret_env together (secret_env wins; only the API hides the
+ * secret values). NULL when out of memory. */
+static json_t *worker_env(const struct jobspec *spec)
+{
+    json_t *env = json_object();
+    for (size_t i = 0; env && i < spec->n_env + spec->n_secret_env; i++) {
+        const struct jobspec_env *v =
+            i < spec->n_env ? &spec->env[i] : &spec->secret_env[i - spec->n_env];
+        if (json_object_set_new(env, v->name, json_string(v->value)) != 0) {
+            json_decref(env);
+            return NULL;
+        }
+    }
+    return env;
+}
+
+int srv_launch_build(int64_t job, int attempt, const struct jobspec *spec,
+                     const struct srv_launch_rows *rows, const struct srv_resume_dir *dirs,
+                     size_t n_dirs, struct srv_launch_msg **out, size_t *n, char *err,
+                     size_t errlen)
 {
     *out = NULL;
     *n = 0;
-    json_t *spec = json_loads(rows->spec_json ? rows->spec_json : "", 0, NULL);
-    json_t *entrypoint = json_object_get(spec, "entrypoint");
-    if (!json_is_object(spec) || entrypoint == NULL) {
-        json_decref(spec);
-        snprintf(err, errlen, "job %lld: its spec does not parse or has no entrypoint",
-                 (long long)job);
-        return -1;
-    }
     char job_text[32];
     snprintf(job_text, sizeof(job_text), "%lld", (long long)job);
+    json_t *entrypoint = entrypoint_json(spec);
+    json_t *env = worker_env(spec);
     struct agent_launch l = {
         .job_id = job_text,
         .attempt = attempt,
-        .backend = json_string_value(json_object_get(spec, "backend")),
+        .backend = jobspec_backend_name(spec->backend),
         .entrypoint = entrypoint,
-        .working_dir = json_string_value(json_object_get(spec, "working_dir")),
-        .code_sha256 = json_string_value(json_object_get(spec, "code_package")),
+        .working_dir = spec->working_dir,
+        .code_sha256 = spec->code_package,
         /* A restart that resumes from the job's own checkpoint does not go back to it. */
-        .checkpoint_package = rows->resume_from > 0
-                                  ? NULL
-                                  : json_string_value(json_object_get(spec, "resume_from_package")),
-        .env = json_object_get(spec, "env"),
-        .config = json_object_get(spec, "train_loop_config"),
+        .checkpoint_package = rows->resume_from > 0 ? NULL : spec->resume_from_package,
+        .env = env,
+        .config = spec->train_loop_config,
         .world_size = rows->world_size,
         .num_nodes = rows->num_nodes,
         .master_addr = rows->master_addr,
         .master_port = rows->master_port,
         .rank_addresses = (const char **)rows->rank_addresses,
         .rendezvous_secret = rows->rendezvous_secret,
-        .storage_path =
-            json_string_value(json_object_get(json_object_get(spec, "run_config"), "storage_path")),
+        .storage_path = spec->storage_path,
     };
-    /* The workers get env and secret_env together (secret_env wins); only the API hides the
-     * secret values. */
-    json_t *worker_env = json_object();
-    if (worker_env) {
-        if (l.env)
-            json_object_update(worker_env, (json_t *)l.env);
-        json_t *secret = json_object_get(spec, "secret_env");
-        if (json_is_object(secret))
-            json_object_update(worker_env, secret);
-    }
-    l.env = worker_env;
     struct srv_launch_msg *msgs = calloc(rows->n_workers + 1, sizeof(*msgs));
-    int rc = msgs && l.env ? 0 : -1;
+    int rc = msgs && entrypoint && env ? 0 : -1;
     size_t k = 0;
     for (size_t i = 0; rc == 0 && i < rows->n_workers; k++) {
         size_t first = i;
@@ -149,8 +161,8 @@ int srv_launch_build(int64_t job, int attempt, const struct srv_launch_rows *row
         if (msgs[k].text == NULL)
             rc = -1;
     }
-    json_decref(worker_env);
-    json_decref(spec);
+    json_decref(env);
+    json_decref(entrypoint);
     if (rc != 0) {
         srv_launch_msgs_free(msgs, k);
         snprintf(err, errlen, "job %lld: out of memory building its launch", (long long)job);

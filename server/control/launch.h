@@ -1,9 +1,12 @@
-/* Launch orders from typed store rows: a pure module (no I/O, no globals), so that
- * tests/unit/test_agent_launch.c can check the `launch` messages the server sends for an attempt
- * without a database or an agent. control_sched.c fetches the rows (store_launch_rows,
- * store_checkpoint_launch_dirs), builds the messages here, and sends them. */
+/* Launch orders from the job's parsed spec (struct jobspec) and typed store rows: a pure module
+ * (no I/O, no globals), so that tests/unit/test_agent_launch.c can check the `launch` messages the
+ * server sends for an attempt without a database or an agent. control_launch.c fetches the rows
+ * (store_launch_rows, store_checkpoint_launch_dirs) and the spec (the scheduling pass's, or parsed
+ * from the rows), builds the messages here, and sends them. */
 #ifndef SRV_LAUNCH_H
 #define SRV_LAUNCH_H
+
+#include "jobspec.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -20,7 +23,7 @@ struct srv_launch_worker {
 /* What store_launch_rows reads of an attempt: the job's spec, the attempt's rendezvous and its
  * PLACED workers ordered by node_rank then local_rank (all malloc'd; srv_launch_rows_free). */
 struct srv_launch_rows {
-    char *spec_json; /* the job's spec (JSON text) */
+    char *spec_json; /* the job's spec (JSON text), for jobspec_from_json */
     char *master_addr;
     int64_t master_port, world_size, num_nodes;
     char **rank_addresses;   /* world_size entries: the address of each rank's node */
@@ -53,14 +56,15 @@ struct srv_launch_msg {
 };
 
 /* Builds the `launch` of each node of the rows (srv_launch_nodes order) for attempt `attempt` of
- * `job`: the spec's backend, entrypoint, working_dir, env and train_loop_config, the attempt's
- * rendezvous, rank_addresses, and that node's workers. dirs: the n_dirs resume directories in
- * node order (the k-th node gets dirs[k].path when dirs[k] names it), or NULL. Returns 0 with
- * *out (*n entries; srv_launch_msgs_free), or -1 with the reason in err (a spec that does not
- * parse, out of memory). */
-int srv_launch_build(int64_t job, int attempt, const struct srv_launch_rows *rows,
-                     const struct srv_resume_dir *dirs, size_t n_dirs, struct srv_launch_msg **out,
-                     size_t *n, char *err, size_t errlen);
+ * `job`: the spec's backend, entrypoint, working_dir, env and secret_env, train_loop_config and
+ * packages, the attempt's rendezvous, rank_addresses, and that node's workers. dirs: the n_dirs
+ * resume directories in node order (the k-th node gets dirs[k].path when dirs[k] names it), or
+ * NULL. Returns 0 with *out (*n entries; srv_launch_msgs_free), or -1 with the reason in err (out
+ * of memory). */
+int srv_launch_build(int64_t job, int attempt, const struct jobspec *spec,
+                     const struct srv_launch_rows *rows, const struct srv_resume_dir *dirs,
+                     size_t n_dirs, struct srv_launch_msg **out, size_t *n, char *err,
+                     size_t errlen);
 void srv_launch_msgs_free(struct srv_launch_msg *msgs, size_t n);
 
 #endif

@@ -1,11 +1,12 @@
 /* Leadership among the servers sharing one database, and the notifications between them
  * (docs/high-availability.md).
  *
- * A thread of its own holds a dedicated PostgreSQL connection (not one of the pool): it tries
- * pg_try_advisory_lock(LEADER_LOCK_KEY) until it gets it, and from then on this server is the
- * leader until that session ends (the process dies, or the connection breaks: PostgreSQL releases
- * the lock with the session, and the thread checks its connection every second). The same
- * connection LISTENs on the channels below and hands each notification to a hook. */
+ * A thread of its own holds a dedicated PostgreSQL connection (store_leader.h, not one of the
+ * pool): it tries pg_try_advisory_lock(LEADER_LOCK_KEY) until it gets it, and from then on this
+ * server is the leader until that session ends (the process dies, or the connection breaks:
+ * PostgreSQL releases the lock with the session, and the thread checks its connection every
+ * second). The same connection LISTENs on the channels below and hands each notification to a hook.
+ */
 #ifndef SRV_LEADER_H
 #define SRV_LEADER_H
 
@@ -38,7 +39,7 @@ struct leader_hooks {
 
 struct leader;
 
-/* Starts the thread on `conninfo` (a libpq connection string). NULL on failure (logged). */
+/* Starts the thread on `conninfo` (a PostgreSQL connection string). NULL on failure (logged). */
 struct leader *leader_start(const char *conninfo, const struct leader_hooks *hooks);
 /* Whether this server holds the lock now. Any thread; NULL: false. */
 bool leader_is_leader(const struct leader *l);

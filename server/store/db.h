@@ -27,7 +27,7 @@ struct db *db_create(const char *conninfo, int size);
  * connection in use, and a new connection gives up after `connect_timeout_s`; 0 for either
  * means no bound. Call before the pool is shared. */
 void db_set_timeouts(struct db *db, int acquire_timeout_ms, int connect_timeout_s);
-/* The connection string the pool was made with (for a connection of one's own, leader.c). */
+/* The connection string the pool was made with (for a connection of one's own, store_leader.c). */
 const char *db_conninfo(const struct db *db);
 /* Closes every connection. All connections must have been released. */
 void db_destroy(struct db *db);

@@ -7,6 +7,7 @@
 
 #include <libpq-fe.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 /* A statement: prepared under `name` on first use on each connection (and again after a
  * reconnect). Declare them `static const` next to the store function that uses them. */
@@ -32,6 +33,27 @@ int db_exec_text(struct db_conn *c, const struct db_stmt *stmt, const char *cons
                  char **out);
 /* Runs a parameterless command (BEGIN, COMMIT, migration files). Same return convention. */
 int db_exec_simple(struct db_conn *c, const char *sql);
+
+/* Named, typed column readers (db_col.c), for reading a result by column name, not position.
+ * A column the statement does not return is our bug: logged (TY_BUG), and the reader fails. So is
+ * a value that does not parse or is out of range, and SQL NULL where a value is required. Each
+ * returns 0 and sets *out, or -1 and leaves *out untouched. Strings are borrowed from `res`. */
+/* The number of column `name` in res, or -1 (logged) when there is none. */
+int db_col(const PGresult *res, const char *name);
+/* Whether the value is SQL NULL (a missing column, logged, reads as NULL). */
+bool db_col_is_null(const PGresult *res, int row, const char *name);
+/* The text of the value (SQL NULL refused). */
+int db_col_text(const PGresult *res, int row, const char *name, const char **out);
+/* The text of the value; *out is NULL for SQL NULL. */
+int db_col_text_opt(const PGresult *res, int row, const char *name, const char **out);
+/* A bigint, integer or smallint value. */
+int db_col_int64(const PGresult *res, int row, const char *name, int64_t *out);
+/* An integer value within the range of int. */
+int db_col_int(const PGresult *res, int row, const char *name, int *out);
+/* A boolean value ('t' or 'f'). */
+int db_col_bool(const PGresult *res, int row, const char *name, bool *out);
+/* A double precision (or any numeric) value, finite. */
+int db_col_double(const PGresult *res, int row, const char *name, double *out);
 
 /* SQLSTATE of the last failed db_exec on this connection ("" if none), e.g. "23505". */
 const char *db_last_sqlstate(const struct db_conn *c);

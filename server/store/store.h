@@ -107,7 +107,7 @@ enum store_delete_outcome {
 int store_job_delete(struct db_conn *c, int64_t id, enum store_delete_outcome *outcome,
                      char **status_out);
 
-/* ---- cluster: nodes, placements, worker events (store_cluster.c) ---- */
+/* ---- nodes (store_nodes.c) ---- */
 /* Ids of nodes whose status is ALIVE (arrays malloc'd; caller frees each id and the array). */
 int store_nodes_alive(struct db_conn *c, char ***ids, size_t *n);
 int store_node_register(struct db_conn *c, const char *id, const char *hostname,
@@ -131,9 +131,8 @@ struct store_live_worker {
 int store_node_live_workers(struct db_conn *c, const char *id, struct store_live_worker **out,
                             size_t *n);
 
-/* Records a worker start (ty_worker_started) sent by node `node`: applied only when the worker
- * is placed on that node (another node's event changes nothing). Returns a db_qs. */
-/* Node credentials (store_node_auth.c). *hash_out = the SHA-256 hex of node `id`'s credential
+/* ---- node credentials (store_node_auth.c) ---- */
+/* *hash_out = the SHA-256 hex of node `id`'s credential
  * (malloc'd; NULL when none was minted), *alive = the node is ALIVE. Returns 1, 0 when there is
  * no such node, or an error. */
 int store_node_auth(struct db_conn *c, const char *id, char **hash_out, bool *alive);
@@ -153,6 +152,9 @@ void store_ckpt_deletes_free(struct store_ckpt_delete *rows, size_t n);
 /* Replaces node `id`'s credential hash (after store_node_register). Returns a db_qs. */
 int store_node_set_credential(struct db_conn *c, const char *id, const char *hash);
 
+/* ---- workers' events (store_worker_events.c) ---- */
+/* Records a worker start (ty_worker_started) sent by node `node`: applied only when the worker
+ * is placed on that node (another node's event changes nothing). Returns a db_qs. */
 int store_worker_started(struct db_conn *c, const char *node, int64_t job, int attempt, int rank,
                          int64_t pid);
 /* One worker_started event, sent by `node` (borrowed; [A-Za-z0-9._-]). */
@@ -180,12 +182,14 @@ int store_worker_exited(struct db_conn *c, const char *node, int64_t job, int at
                         const int64_t *exit_code, const int64_t *signal, const char *error,
                         enum store_exit_outcome *outcome);
 
+/* ---- sweeps over running jobs (store_sweeps.c) ---- */
 /* Fails (event timeout) the running jobs past their timeout_s. Returns how many, or an error. */
 int store_jobs_timed_out(struct db_conn *c);
 int store_jobs_stopping(struct db_conn *c, int64_t **ids, size_t *n);
 /* Finishes STOPPING jobs with no live worker. Returns how many finished, or an error. */
 int store_jobs_settle_stopping(struct db_conn *c);
 
+/* ---- the scheduler's snapshot (store_sched.c) ---- */
 /* What a scheduling pass reads (store_sched_snapshot). Strings are owned by the enclosing
  * struct store_sched_rows and valid until store_sched_rows_free(). */
 struct store_sched_node {
@@ -230,6 +234,8 @@ struct store_sched_rows {
  * store_sched_rows_free, also after a failure). Returns a db_qs (>= 0 on success). */
 int store_sched_snapshot(struct db_conn *c, struct store_sched_rows *out);
 void store_sched_rows_free(struct store_sched_rows *rows);
+
+/* ---- placements (store_placement.c) ---- */
 /* A job's spec, as submitted (JSON text, malloc'd). */
 struct store_job_spec {
     int64_t id;
@@ -246,6 +252,10 @@ void store_job_specs_free(struct store_job_spec *specs, size_t n);
 int store_place(struct db_conn *c, int64_t job, const char *workers_json, int nports, int *attempt,
                 const char *origin);
 int store_job_set_waiting_message(struct db_conn *c, int64_t job, const char *message);
+/* Restarts elastic job `job` to grow it (ty_job_resize; message: why). Returns rows or an error. */
+int store_job_resize(struct db_conn *c, int64_t job, const char *message);
+
+/* ---- launch and stop orders (store_launch.c) ---- */
 /* Launch data of an attempt (launch.h): the job's spec, the attempt's rendezvous, the address
  * of every rank's node, and its PLACED workers on `node_id` or on all nodes (NULL), ordered by
  * node_rank then local_rank. Returns the number of workers (0: none PLACED, *out left empty) or
@@ -264,8 +274,8 @@ struct store_stop_target {
  * NULL). */
 int store_stop_targets(struct db_conn *c, int64_t job, struct store_stop_target **out, size_t *n);
 void store_stop_targets_free(struct store_stop_target *targets, size_t n);
-/* Restarts elastic job `job` to grow it (ty_job_resize; message: why). Returns rows or an error. */
-int store_job_resize(struct db_conn *c, int64_t job, const char *message);
+
+/* ---- a job's workers, events and attempts as JSON (store_job_children.c) ---- */
 int store_job_workers(struct db_conn *c, int64_t job, char **json_out);
 int store_job_events(struct db_conn *c, int64_t job, char **json_out);
 int store_job_attempts(struct db_conn *c, int64_t job, char **json_out);

@@ -25,9 +25,11 @@ int store_nodes_heard(struct db_conn *c, const char *heard_json, char ***alive, 
     if (qs <= 0)
         return qs;
     *alive = calloc((size_t)qs, sizeof(char *));
-    for (int i = 0; *alive && i < qs; i++)
-        if (((*alive)[*n] = strdup(PQgetvalue(res, i, 0))) != NULL)
+    for (int i = 0; *alive && i < qs; i++) {
+        const char *id;
+        if (db_col_text(res, i, "id", &id) == 0 && ((*alive)[*n] = strdup(id)) != NULL)
             (*n)++;
+    }
     PQclear(res);
     return *alive ? qs : DB_HARD_ERROR;
 }
@@ -49,9 +51,11 @@ int store_nodes_silent(struct db_conn *c, int64_t timeout_s, char ***ids, size_t
     if (qs <= 0)
         return qs;
     *ids = calloc((size_t)qs, sizeof(char *));
-    for (int i = 0; *ids && i < qs; i++)
-        if (((*ids)[*n] = strdup(PQgetvalue(res, i, 0))) != NULL)
+    for (int i = 0; *ids && i < qs; i++) {
+        const char *id;
+        if (db_col_text(res, i, "id", &id) == 0 && ((*ids)[*n] = strdup(id)) != NULL)
             (*n)++;
+    }
     PQclear(res);
     return *ids ? qs : DB_HARD_ERROR;
 }

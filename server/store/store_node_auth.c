@@ -11,7 +11,8 @@
 int store_node_auth(struct db_conn *c, const char *id, char **hash_out, bool *alive)
 {
     static const struct db_stmt st = {
-        "node_auth", "SELECT credential_hash, status = 'ALIVE' FROM nodes WHERE id = $1", 1, true};
+        "node_auth", "SELECT credential_hash, status = 'ALIVE' AS alive FROM nodes WHERE id = $1",
+        1, true};
     const char *p[] = {id};
     PGresult *res = NULL;
     *hash_out = NULL;
@@ -19,10 +20,16 @@ int store_node_auth(struct db_conn *c, const char *id, char **hash_out, bool *al
     int qs = db_exec(c, &st, p, &res);
     if (qs <= 0)
         return qs;
-    if (!PQgetisnull(res, 0, 0) && !(*hash_out = strdup(PQgetvalue(res, 0, 0))))
+    const char *hash;
+    if (db_col_text_opt(res, 0, "credential_hash", &hash) != 0 ||
+        db_col_bool(res, 0, "alive", alive) != 0 || (hash && !(*hash_out = strdup(hash))))
         qs = DB_HARD_ERROR;
-    *alive = strcmp(PQgetvalue(res, 0, 1), "t") == 0;
     PQclear(res);
+    if (qs < 0) {
+        free(*hash_out);
+        *hash_out = NULL;
+        *alive = false;
+    }
     return qs;
 }
 
@@ -52,7 +59,12 @@ int store_node_forgets_take(struct db_conn *c, const char *id, int64_t **jobs, s
         return DB_HARD_ERROR;
     }
     for (int i = 0; i < qs; i++)
-        (*jobs)[i] = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+        if (db_col_int64(res, i, "job_id", &(*jobs)[i]) != 0) {
+            PQclear(res);
+            free(*jobs);
+            *jobs = NULL;
+            return DB_HARD_ERROR;
+        }
     *n = (size_t)qs;
     PQclear(res);
     return qs;
@@ -88,12 +100,12 @@ int store_node_ckpt_deletes_take(struct db_conn *c, const char *const *node_ids,
     }
     for (int i = 0; i < qs; i++) {
         struct store_ckpt_delete *r = &(*rows)[i];
-        r->node_id = strdup(PQgetvalue(res, i, 0));
-        r->job = strtoll(PQgetvalue(res, i, 1), NULL, 10);
-        r->attempt = strtoll(PQgetvalue(res, i, 2), NULL, 10);
-        r->index = strtoll(PQgetvalue(res, i, 3), NULL, 10);
+        const char *node;
         *n = (size_t)i + 1;
-        if (r->node_id == NULL) {
+        if (db_col_text(res, i, "node_id", &node) != 0 || (r->node_id = strdup(node)) == NULL ||
+            db_col_int64(res, i, "job_id", &r->job) != 0 ||
+            db_col_int64(res, i, "attempt", &r->attempt) != 0 ||
+            db_col_int64(res, i, "idx", &r->index) != 0) {
             store_ckpt_deletes_free(*rows, *n);
             *rows = NULL;
             *n = 0;

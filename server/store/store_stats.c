@@ -12,24 +12,26 @@ int store_cluster_stats(struct db_conn *c, struct store_cluster_stats *out)
     static const struct db_stmt st = {
         "cluster_stats",
         "SELECT (SELECT coalesce(string_agg(status || '=' || n, ','), '') "
-        "          FROM (SELECT status, count(*) AS n FROM jobs GROUP BY status) s), "
-        "       (SELECT count(*) FROM jobs WHERE status = 'PENDING'), "
+        "          FROM (SELECT status, count(*) AS n FROM jobs GROUP BY status) s) AS by_status, "
+        "       (SELECT count(*) FROM jobs WHERE status = 'PENDING') AS queue_length, "
         "       (SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0) "
-        "          FROM jobs WHERE status = 'PENDING'), "
-        "       (SELECT count(*) FROM nodes WHERE status = 'ALIVE' AND NOT draining), "
-        "       (SELECT count(*) FROM nodes WHERE status = 'ALIVE' AND draining), "
-        "       (SELECT count(*) FROM nodes WHERE status = 'LOST'), "
+        "          FROM jobs WHERE status = 'PENDING') AS oldest_pending_s, "
+        "       (SELECT count(*) FROM nodes WHERE status = 'ALIVE' AND NOT draining) AS "
+        "nodes_alive, "
+        "       (SELECT count(*) FROM nodes WHERE status = 'ALIVE' AND draining) AS "
+        "nodes_draining, "
+        "       (SELECT count(*) FROM nodes WHERE status = 'LOST') AS nodes_lost, "
         "       (SELECT coalesce(sum((resources->>'CPU')::double precision), 0) "
         "          FROM nodes WHERE status = 'ALIVE' AND jsonb_typeof(resources->'CPU') = "
-        "'number'), "
+        "'number') AS cpus_total, "
         "       (SELECT coalesce(sum(jsonb_array_length(resources->'GPU')), 0) "
         "          FROM nodes WHERE status = 'ALIVE' AND jsonb_typeof(resources->'GPU') = "
-        "'array'), "
+        "'array') AS gpus_total, "
         "       (SELECT coalesce(sum(CASE WHEN jsonb_typeof(resources->'CPU') = 'number' "
         "                                 THEN (resources->>'CPU')::double precision END), 0) "
-        "          FROM workers WHERE status IN ('PLACED', 'RUNNING')), "
+        "          FROM workers WHERE status IN ('PLACED', 'RUNNING')) AS cpus_allocated, "
         "       (SELECT coalesce(sum(cardinality(gpus)), 0) "
-        "          FROM workers WHERE status IN ('PLACED', 'RUNNING'))",
+        "          FROM workers WHERE status IN ('PLACED', 'RUNNING')) AS gpus_allocated",
         0, true};
     memset(out, 0, sizeof(*out));
     PGresult *res = NULL;
@@ -39,7 +41,20 @@ int store_cluster_stats(struct db_conn *c, struct store_cluster_stats *out)
         return qs < 0 ? qs : DB_HARD_ERROR;
     }
     /* "RUNNING=3,PENDING=1" */
-    const char *p = PQgetvalue(res, 0, 0);
+    const char *p = "";
+    if (db_col_text(res, 0, "by_status", &p) != 0 ||
+        db_col_int64(res, 0, "queue_length", &out->queue_length) != 0 ||
+        db_col_double(res, 0, "oldest_pending_s", &out->oldest_pending_s) != 0 ||
+        db_col_int64(res, 0, "nodes_alive", &out->nodes_alive) != 0 ||
+        db_col_int64(res, 0, "nodes_draining", &out->nodes_draining) != 0 ||
+        db_col_int64(res, 0, "nodes_lost", &out->nodes_lost) != 0 ||
+        db_col_double(res, 0, "cpus_total", &out->cpus_total) != 0 ||
+        db_col_int64(res, 0, "gpus_total", &out->gpus_total) != 0 ||
+        db_col_double(res, 0, "cpus_allocated", &out->cpus_allocated) != 0 ||
+        db_col_int64(res, 0, "gpus_allocated", &out->gpus_allocated) != 0) {
+        PQclear(res);
+        return DB_HARD_ERROR;
+    }
     while (*p) {
         const char *eq = strchr(p, '=');
         if (eq == NULL)
@@ -51,15 +66,6 @@ int store_cluster_stats(struct db_conn *c, struct store_cluster_stats *out)
         const char *comma = strchr(eq, ',');
         p = comma ? comma + 1 : eq + strlen(eq);
     }
-    out->queue_length = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
-    out->oldest_pending_s = strtod(PQgetvalue(res, 0, 2), NULL);
-    out->nodes_alive = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
-    out->nodes_draining = strtoll(PQgetvalue(res, 0, 4), NULL, 10);
-    out->nodes_lost = strtoll(PQgetvalue(res, 0, 5), NULL, 10);
-    out->cpus_total = strtod(PQgetvalue(res, 0, 6), NULL);
-    out->gpus_total = strtoll(PQgetvalue(res, 0, 7), NULL, 10);
-    out->cpus_allocated = strtod(PQgetvalue(res, 0, 8), NULL);
-    out->gpus_allocated = strtoll(PQgetvalue(res, 0, 9), NULL, 10);
     PQclear(res);
     return 1;
 }

@@ -18,9 +18,14 @@ int store_token_lookup(struct db_conn *c, const char *hash, struct srv_identity 
     int qs = db_exec(c, &st, params, &res);
     if (qs <= 0)
         return qs;
-    who->token_id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-    snprintf(who->name, sizeof(who->name), "%s", PQgetvalue(res, 0, 1));
-    if (srv_role_from_string(PQgetvalue(res, 0, 2), &who->role) != 0)
+    const char *name, *role;
+    if (db_col_int64(res, 0, "id", &who->token_id) != 0 ||
+        db_col_text(res, 0, "name", &name) != 0 || db_col_text(res, 0, "role", &role) != 0) {
+        PQclear(res);
+        return DB_HARD_ERROR;
+    }
+    snprintf(who->name, sizeof(who->name), "%s", name);
+    if (srv_role_from_string(role, &who->role) != 0)
         who->role = SRV_ROLE_NONE;
     PQclear(res);
     return qs;
@@ -74,12 +79,14 @@ int store_token_count_admins(struct db_conn *c, int64_t *count)
 {
     static const struct db_stmt st = {
         "token_count_admins",
-        "SELECT count(*) FROM api_tokens WHERE role = 'admin' AND revoked_at IS NULL", 0, true};
+        "SELECT count(*) AS admins FROM api_tokens WHERE role = 'admin' AND revoked_at IS NULL", 0,
+        true};
     PGresult *res = NULL;
     int qs = db_exec(c, &st, NULL, &res);
     if (qs <= 0)
         return qs;
-    *count = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    if (db_col_int64(res, 0, "admins", count) != 0)
+        qs = DB_HARD_ERROR;
     PQclear(res);
     return qs;
 }

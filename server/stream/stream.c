@@ -99,8 +99,8 @@ static void *stream_thread(void *arg)
             busy = stream__fan_out(st);
             stream__cluster_wait(st);
             busy = stream__catch_up(st) || busy;
-            /* Notifications that arrived while the queries ran are in libpq's buffer, where
-             * poll() cannot see them. */
+            /* Notifications that arrived while the queries ran are in the connection's buffer,
+             * where poll() cannot see them. */
             busy = take_notifications(st) || busy;
         }
         if (st->flush) {

@@ -1,0 +1,154 @@
+/* Nodes: registration, loss, the node list, draining, and the workers live on a node. A node's
+ * loss and its drain are SQL functions (ty_node_lost, ty_node_drain in the state machine,
+ * docs/lifecycle.md), so each is one atomic statement. */
+#include "store.h"
+
+#include "db_query.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int id_column(struct db_conn *c, const struct db_stmt *st, char ***ids, size_t *n)
+{
+    PGresult *res = NULL;
+    int qs = db_exec(c, st, NULL, &res);
+    *ids = NULL;
+    *n = 0;
+    if (qs <= 0)
+        return qs;
+    *ids = calloc((size_t)qs, sizeof(char *));
+    for (int i = 0; *ids && i < qs; i++) {
+        const char *id;
+        if (db_col_text(res, i, "id", &id) != 0 || ((*ids)[*n] = strdup(id)) == NULL) {
+            qs = DB_HARD_ERROR;
+            break;
+        }
+        (*n)++;
+    }
+    PQclear(res);
+    if (*ids == NULL || qs < 0) {
+        for (size_t i = 0; *ids && i < *n; i++)
+            free((*ids)[i]);
+        free(*ids);
+        *ids = NULL;
+        *n = 0;
+        return DB_HARD_ERROR;
+    }
+    return qs;
+}
+
+#define NODE_JSON                                                                                  \
+    "jsonb_build_object('id', n.id, 'hostname', n.hostname, 'address', n.address, "                \
+    "'status', n.status, 'draining', n.draining, 'resources', n.resources, "                       \
+    "'gpu_type', n.gpu_type, 'gpus', n.gpus, 'labels', n.labels, 'agent_version', "                \
+    "n.agent_version, "                                                                            \
+    "'registered_at', ty_ts(n.registered_at), 'last_heartbeat_at', ty_ts(n.last_heartbeat_at), "   \
+    "'running_workers', (SELECT count(*) FROM workers w WHERE w.node_id = n.id "                   \
+    "                    AND w.status IN ('PLACED', 'RUNNING')))"
+
+int store_nodes_alive(struct db_conn *c, char ***ids, size_t *n)
+{
+    static const struct db_stmt st = {"nodes_alive", "SELECT id FROM nodes WHERE status = 'ALIVE'",
+                                      0, true};
+    return id_column(c, &st, ids, n);
+}
+
+int store_node_register(struct db_conn *c, const char *id, const char *hostname,
+                        const char *address, const char *resources_json, const char *gpu_type,
+                        const char *labels_json, const char *version, int port_lo, int port_hi)
+{
+    static const struct db_stmt st = {
+        "node_register",
+        "INSERT INTO nodes (id, hostname, address, status, resources, gpu_type, labels, "
+        "                   agent_version, port_lo, port_hi) "
+        "VALUES ($1, $2, $3, 'ALIVE', $4::jsonb, $5, $6::jsonb, $7, $8::int, $9::int) "
+        "ON CONFLICT (id) DO UPDATE SET hostname = $2, address = $3, status = 'ALIVE', "
+        "  resources = $4::jsonb, gpu_type = $5, labels = $6::jsonb, agent_version = $7, "
+        "  port_lo = $8::int, port_hi = $9::int, last_heartbeat_at = now()",
+        9, false};
+    char lo[16], hi[16];
+    STORE_NUM(lo, port_lo);
+    STORE_NUM(hi, port_hi);
+    const char *p[] = {id,      hostname, address, resources_json, gpu_type, labels_json,
+                       version, lo,       hi};
+    return db_exec(c, &st, p, NULL);
+}
+
+int store_node_lost(struct db_conn *c, const char *id)
+{
+    static const struct db_stmt st = {"node_lost", "SELECT * FROM ty_node_lost($1)", 1, false};
+    const char *p[] = {id};
+    return db_exec(c, &st, p, NULL);
+}
+
+int store_node_list(struct db_conn *c, char **json_out)
+{
+    static const struct db_stmt st = {"node_list",
+                                      "SELECT coalesce(jsonb_agg(" NODE_JSON
+                                      " ORDER BY n.id), '[]')::text "
+                                      "FROM nodes n",
+                                      0, true};
+    return db_exec_text(c, &st, NULL, json_out);
+}
+
+int store_node_get(struct db_conn *c, const char *id, char **json_out)
+{
+    static const struct db_stmt st = {
+        "node_get", "SELECT " NODE_JSON "::text FROM nodes n WHERE n.id = $1", 1, true};
+    const char *p[] = {id};
+    return db_exec_text(c, &st, p, json_out);
+}
+
+int store_node_set_draining(struct db_conn *c, const char *id, bool draining, char **json_out)
+{
+    static const struct db_stmt st = {"node_drain",
+                                      "UPDATE nodes n SET draining = $2::boolean WHERE n.id = $1 "
+                                      "RETURNING " NODE_JSON "::text",
+                                      2, false};
+    static const struct db_stmt st_preempt = {"node_drain_preempt",
+                                              "SELECT count(*) FROM ty_node_drain($1)", 1, false};
+    const char *p[] = {id, draining ? "true" : "false"};
+    if (draining) { /* ty_node_drain sets the flag itself */
+        int qs = db_exec(c, &st_preempt, p, NULL);
+        return qs < 0 ? qs : store_node_get(c, id, json_out);
+    }
+    return db_exec_text(c, &st, p, json_out);
+}
+
+int store_node_live_workers(struct db_conn *c, const char *id, struct store_live_worker **out,
+                            size_t *n)
+{
+    static const struct db_stmt st = {
+        "node_live_workers",
+        "SELECT job_id, attempt, rank, status = 'PLACED' AS placed FROM workers "
+        "WHERE node_id = $1 AND status IN ('PLACED', 'RUNNING') ORDER BY job_id, attempt, rank",
+        1, true};
+    const char *p[] = {id};
+    PGresult *res = NULL;
+    *out = NULL;
+    *n = 0;
+    int qs = db_exec(c, &st, p, &res);
+    if (qs <= 0)
+        return qs;
+    *out = calloc((size_t)qs, sizeof(**out));
+    if (*out == NULL) {
+        PQclear(res);
+        return DB_HARD_ERROR;
+    }
+    for (int i = 0; i < qs; i++) {
+        struct store_live_worker *w = &(*out)[i];
+        if (db_col_int64(res, i, "job_id", &w->job) != 0 ||
+            db_col_int(res, i, "attempt", &w->attempt) != 0 ||
+            db_col_int(res, i, "rank", &w->rank) != 0 ||
+            db_col_bool(res, i, "placed", &w->placed) != 0) {
+            PQclear(res);
+            free(*out);
+            *out = NULL;
+            return DB_HARD_ERROR;
+        }
+    }
+    *n = (size_t)qs;
+    PQclear(res);
+    return qs;
+}

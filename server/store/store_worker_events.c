@@ -1,0 +1,117 @@
+/* Workers' events sent by the agents: starts and exits, each one statement calling the state
+ * machine (ty_worker_started, ty_worker_exited; docs/lifecycle.md), applied only when the worker
+ * is placed on the node that sends it. */
+#include "store.h"
+
+#include "agent_proto.h"
+#include "db_query.h"
+#include "job_status.h"
+#include "log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Events are applied only when the worker is placed on the node that sends them. */
+#define STORE_WORKER_ON_NODE(job, attempt, rank, node)                                             \
+    "EXISTS (SELECT 1 FROM workers w WHERE w.job_id = " job " AND w.attempt = " attempt            \
+    " AND w.rank = " rank " AND w.node_id = " node ")"
+
+int store_worker_started(struct db_conn *c, const char *node, int64_t job, int attempt, int rank,
+                         int64_t pid)
+{
+    static const struct db_stmt st = {
+        "worker_started",
+        "SELECT ty_worker_started($1::bigint, $2::int, $3::int, $4::int) WHERE " //
+        STORE_WORKER_ON_NODE("$1::bigint", "$2::int", "$3::int", "$5"),
+        5, false};
+    char j[32], a[16], r[16], p[32];
+    STORE_NUM(j, job);
+    STORE_NUM(a, attempt);
+    STORE_NUM(r, rank);
+    STORE_NUM(p, pid);
+    const char *params[] = {j, a, r, p, node};
+    return db_exec(c, &st, params, NULL);
+}
+
+int store_workers_started(struct db_conn *c, const struct store_worker_start *w, size_t n)
+{
+    /* WITH ORDINALITY + ORDER BY: the calls run in the order of the events. */
+    static const struct db_stmt st = {
+        "workers_started",
+        "SELECT ty_worker_started(e.job, e.attempt, e.rank, e.pid)"
+        "  FROM unnest($1::bigint[], $2::int[], $3::int[], $4::int[], $5::text[]) WITH ORDINALITY"
+        "       AS e(job, attempt, rank, pid, node, i)"
+        " WHERE " STORE_WORKER_ON_NODE("e.job", "e.attempt", "e.rank", "e.node") //
+        " ORDER BY e.i",
+        5, false};
+    if (n == 0)
+        return 0;
+    /* Five array literals {v0,v1,...}: job, attempt, rank, pid, node (node ids are
+     * [A-Za-z0-9._-], agent_proto.c, so they need no quoting beyond the double quotes). */
+    size_t cap = 3 + n * 21, ncap = 3 + n * (AGENT_PROTO_MAX_NODE_ID + 3);
+    char *arrays[5] = {malloc(cap), malloc(cap), malloc(cap), malloc(cap), malloc(ncap)};
+    int qs = DB_HARD_ERROR;
+    if (arrays[0] && arrays[1] && arrays[2] && arrays[3] && arrays[4]) {
+        size_t len[5] = {0, 0, 0, 0, 0};
+        for (size_t i = 0; i < n; i++) {
+            long long v[4] = {w[i].job, w[i].attempt, w[i].rank, w[i].pid};
+            for (size_t k = 0; k < 4; k++)
+                len[k] += (size_t)snprintf(arrays[k] + len[k], cap - len[k], "%c%lld",
+                                           i ? ',' : '{', v[k]);
+            len[4] += (size_t)snprintf(arrays[4] + len[4], ncap - len[4], "%c\"%s\"", i ? ',' : '{',
+                                       w[i].node);
+        }
+        for (size_t k = 0; k < 4; k++)
+            snprintf(arrays[k] + len[k], cap - len[k], "}");
+        snprintf(arrays[4] + len[4], ncap - len[4], "}");
+        const char *params[] = {arrays[0], arrays[1], arrays[2], arrays[3], arrays[4]};
+        qs = db_exec(c, &st, params, NULL);
+        if (qs >= 0)
+            qs = (int)n;
+    }
+    for (size_t k = 0; k < 5; k++)
+        free(arrays[k]);
+    return qs;
+}
+
+int store_worker_exited(struct db_conn *c, const char *node, int64_t job, int attempt, int rank,
+                        const int64_t *exit_code, const int64_t *signal, const char *error,
+                        enum store_exit_outcome *outcome)
+{
+    static const struct db_stmt st = {
+        "worker_exited",
+        "SELECT ty_worker_exited($1::bigint, $2::int, $3::int, $4::int, $5::int, $6) WHERE " //
+        STORE_WORKER_ON_NODE("$1::bigint", "$2::int", "$3::int", "$7"),
+        7, false};
+    char j[32], a[16], r[16], code[32], sig[32];
+    STORE_NUM(j, job);
+    STORE_NUM(a, attempt);
+    STORE_NUM(r, rank);
+    if (exit_code)
+        STORE_NUM(code, *exit_code);
+    if (signal)
+        STORE_NUM(sig, *signal);
+    const char *params[] = {j, a, r, exit_code ? code : NULL, signal ? sig : NULL, error, node};
+    char *after = NULL; /* the job's status after the exit; NULL: nothing recorded */
+    int qs = db_exec_text(c, &st, params, &after);
+    enum job_status s = JOB_STATUS_COUNT;
+    if (qs < 0)
+        return qs;
+    if (after && job_status_from_string(after, &s) != 0) {
+        TY_ERROR("store", "worker exit of job %lld: unknown job status '%s'", (long long)job,
+                 after);
+        qs = DB_HARD_ERROR;
+    }
+    free(after);
+    if (qs < 0)
+        return qs;
+    if (s == JOB_STATUS_COUNT)
+        *outcome = STORE_EXIT_IGNORED;
+    else if (job_status_is_terminal(s))
+        *outcome = STORE_EXIT_SETTLED;
+    else if (s == JOB_STATUS_STOPPING || s == JOB_STATUS_RESTARTING)
+        *outcome = STORE_EXIT_STOP_OTHERS;
+    else
+        *outcome = STORE_EXIT_RECORDED;
+    return qs;
+}
