@@ -102,7 +102,7 @@ static void check_suspect(struct control *ctl, const struct store_hang_suspect *
 
 void ctl__check_hangs(struct control *ctl)
 {
-    double now = ctl__now();
+    double now = util_mono_s();
     if (now - ctl->last_hang_check < CTL_HANG_CHECK_S)
         return;
     ctl->last_hang_check = now;

@@ -392,8 +392,7 @@ struct agent {
     struct agent_prep *prep;         /* prepare.c; NULL: not started (launches fetch inline) */
 };
 
-/* Monotonic and wall-clock milliseconds. */
-int64_t agent_now_ms(void);
+/* Wall-clock milliseconds (monotonic ones: util_mono_ms). */
 int64_t agent_wall_ms(void);
 
 /* events.c */

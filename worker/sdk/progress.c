@@ -17,6 +17,7 @@
 
 #include "internal.h"
 #include "wire.h"
+#include "util.h"
 
 #define PROGRESS_DEFAULT_INTERVAL_S 1.0
 #define PROGRESS_WRITE_TIMEOUT_MS 1000
@@ -134,7 +135,7 @@ static void progress_send(struct ty__progress *p, int64_t now)
 /* One tick: samples the published state, and sends it when the interval has passed. */
 static void progress_tick(struct ty__progress *p)
 {
-    int64_t now = ty__now_ms();
+    int64_t now = util_mono_ms();
     uint64_t w = atomic_load_explicit(&p->c->progress_word, memory_order_relaxed);
     int64_t r = atomic_load_explicit(&p->c->progress_reports, memory_order_relaxed);
     if (w != p->word || r != p->reports || p->changed_ms == 0) {

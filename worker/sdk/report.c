@@ -16,6 +16,7 @@
 
 #include "internal.h"
 #include "wire.h"
+#include "util.h"
 
 #define TY__REPORT_RETRY_MS 200 /* between two tries to reach a restarting agent */
 
@@ -66,7 +67,7 @@ static int report_connect(ty_ctx *c)
  * TY_ETIMEDOUT, TY_EPROTO. Unrelated frames are skipped. */
 static int report_wait_ack(ty_ctx *c, int64_t seq)
 {
-    int64_t deadline = ty__now_ms() + c->report_timeout_ms;
+    int64_t deadline = util_mono_ms() + c->report_timeout_ms;
     for (;;) {
         int left = ty__ms_left(deadline);
         if (left == 0)
@@ -154,7 +155,7 @@ int ty_report(ty_ctx *c, const json_t *metrics, const char *checkpoint_dir)
     /* The agent may be restarting (docs/agent-restart.md): a connection that cannot be made or
      * breaks is retried with the same seq (the agent keeps each report once) until the report
      * timeout. */
-    int64_t deadline = ty__now_ms() + c->report_timeout_ms;
+    int64_t deadline = util_mono_ms() + c->report_timeout_ms;
     for (;;) {
         rc = c->report_fd >= 0 ? 0 : report_connect(c);
         if (rc == 0)
@@ -163,7 +164,7 @@ int ty_report(ty_ctx *c, const json_t *metrics, const char *checkpoint_dir)
             rc = report_wait_ack(c, seq);
         if (rc < 0 && rc != TY_EREJECTED)
             ty__report_close(c);
-        if ((rc != TY_EPEER && rc != TY_EIO) || ty__now_ms() + TY__REPORT_RETRY_MS >= deadline)
+        if ((rc != TY_EPEER && rc != TY_EIO) || util_mono_ms() + TY__REPORT_RETRY_MS >= deadline)
             break;
         struct timespec pause = {0, TY__REPORT_RETRY_MS * 1000000L};
         nanosleep(&pause, NULL);

@@ -45,6 +45,7 @@
 
 #include "internal.h"
 #include "wire.h"
+#include "util.h"
 
 #define SHM_MAGIC 0x5459534d454d3031ull /* "TYSMEM01" */
 #define SHM_HEADER 4096
@@ -115,7 +116,7 @@ static int shm_barrier(ty_ctx *c)
         shm_futex(&h->arrived, FUTEX_WAKE, INT_MAX, NULL);
         return 0;
     }
-    int64_t deadline = ty__now_ms() + c->coll_timeout_ms;
+    int64_t deadline = util_mono_ms() + c->coll_timeout_ms;
     for (unsigned spin = 0;; spin++) {
         uint32_t cur = atomic_load(&h->arrived);
         if ((int32_t)(cur - target) >= 0)

@@ -4,6 +4,8 @@
  */
 #include "wire.h"
 
+#include "util.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -121,20 +123,13 @@ int ty_wire_decoder_next(ty_wire_decoder *d, json_t **msg, char *err, size_t err
 
 /* ================================ blocking frame I/O ================================ */
 
-static int64_t wire_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Wait for events on fd until deadline (-1: forever). 1 ready, TY_ETIMEDOUT, TY_EIO. */
 static int wire_wait(int fd, short events, int64_t deadline)
 {
     for (;;) {
         int tmo = -1;
         if (deadline >= 0) {
-            int64_t left = deadline - wire_now_ms();
+            int64_t left = deadline - util_mono_ms();
             if (left <= 0)
                 return TY_ETIMEDOUT;
             tmo = left > 1000000000 ? 1000000000 : (int)left;
@@ -211,7 +206,7 @@ int ty_wire_write(int fd, const json_t *msg, int timeout_ms)
     int rc = ty_wire_encode(msg, &frame, &len);
     if (rc < 0)
         return rc;
-    int64_t deadline = timeout_ms < 0 ? -1 : wire_now_ms() + timeout_ms;
+    int64_t deadline = timeout_ms < 0 ? -1 : util_mono_ms() + timeout_ms;
     rc = wire_write_all(fd, frame, len, deadline);
     free(frame);
     return rc;
@@ -219,7 +214,7 @@ int ty_wire_write(int fd, const json_t *msg, int timeout_ms)
 
 int ty_wire_read(int fd, json_t **msg, int timeout_ms, char *err, size_t errlen)
 {
-    int64_t deadline = timeout_ms < 0 ? -1 : wire_now_ms() + timeout_ms;
+    int64_t deadline = timeout_ms < 0 ? -1 : util_mono_ms() + timeout_ms;
     unsigned char hdr[TY_WIRE_HEADER_LEN];
     int rc = wire_read_all(fd, (char *)hdr, sizeof hdr, deadline);
     if (rc < 0)
