@@ -5,6 +5,7 @@
 #include "wire.h"
 
 #include "util.h"
+#include "util_json.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -315,22 +316,11 @@ json_t *ty_wire_error_new(int64_t seq, const char *message)
                      message);
 }
 
-/* Integer field `key` of msg within [lo, hi]; TY_EPROTO naming the field otherwise. */
+/* Integer field `key` of msg within [lo, hi] (required); TY_EPROTO naming the field otherwise. */
 static int wire_int_field(const json_t *msg, const char *key, int64_t lo, int64_t hi, int64_t *out,
                           char *err, size_t errlen)
 {
-    json_t *v = json_object_get(msg, key);
-    if (!json_is_integer(v)) {
-        ERRF("field '%s' missing or not an integer", key);
-        return TY_EPROTO;
-    }
-    json_int_t x = json_integer_value(v);
-    if (x < lo || x > hi) {
-        ERRF("field '%s' out of range", key);
-        return TY_EPROTO;
-    }
-    *out = x;
-    return 0;
+    return util_json_int(msg, key, false, lo, hi, out, err, errlen) < 0 ? TY_EPROTO : 0;
 }
 
 static int wire_expect_type(const json_t *msg, ty_wire_type t, const char *name, char *err,

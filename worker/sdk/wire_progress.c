@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "util_json.h"
 #include "wire.h"
 
 #define ERRF(...)                                                                                  \
@@ -38,17 +39,11 @@ json_t *ty_wire_progress_new(const struct ty_wire_progress *p)
     return m;
 }
 
-/* A non-negative integer field; TY_EPROTO naming it otherwise. */
+/* A non-negative integer field (required); TY_EPROTO naming it otherwise. */
 static int progress_count(const json_t *msg, const char *key, int64_t *out, char *err,
                           size_t errlen)
 {
-    json_t *v = json_object_get(msg, key);
-    if (!json_is_integer(v) || json_integer_value(v) < 0) {
-        ERRF("field '%s' missing or not a non-negative integer", key);
-        return TY_EPROTO;
-    }
-    *out = json_integer_value(v);
-    return 0;
+    return util_json_int(msg, key, false, 0, INT64_MAX, out, err, errlen) < 0 ? TY_EPROTO : 0;
 }
 
 int ty_wire_parse_progress(const json_t *msg, struct ty_wire_progress *out, char *err,
