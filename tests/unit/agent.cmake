@@ -7,13 +7,11 @@ foreach(t test_agent_env test_agent_proto test_agent_proto_report test_agent_con
     LIBS agentcore tycommon PkgConfig::JANSSON)
 endforeach()
 
-# Heartbeats: the report protocol's `progress` frame (tywire) and the agent protocol's
-# `progress` message (tycommon).
-if(TARGET tywire)
-  ty_add_unit_tests(test_agent_proto_progress
-    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_agent_proto_progress.c
-    LIBS tywire tycommon PkgConfig::JANSSON)
-endif()
+# Heartbeats: the report protocol's `progress` frame and the agent protocol's `progress` message
+# (both in tycommon).
+ty_add_unit_tests(test_agent_proto_progress
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_agent_proto_progress.c
+  LIBS tycommon PkgConfig::JANSSON)
 # The agent protocol's `gpus` message (tycommon).
 ty_add_unit_tests(test_agent_proto_gpus
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_agent_proto_gpus.c LIBS tycommon PkgConfig::JANSSON)

@@ -5,7 +5,7 @@
 #include "agent.h"
 
 #include "log.h"
-#include "wire.h"
+#include "report_proto.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -14,7 +14,7 @@
 
 #define AGENT_PROGRESS_INTERVAL_MS 1000
 
-void agent__progress_note(struct agent_worker *w, const struct ty_wire_progress *p)
+void agent__progress_note(struct agent_worker *w, const struct rproto_progress *p)
 {
     struct agent_worker_progress *s = &w->progress;
     int64_t now = util_mono_ms();

@@ -6,7 +6,7 @@
 #include "agent.h"
 
 #include "log.h"
-#include "wire.h"
+#include "report_proto.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -102,8 +102,8 @@ static bool attempt_running(const struct agent *a, const char *job_id, int64_t a
  * between would leave it in /dev/shm (RAM) until reboot. */
 static void remove_shm_leftovers(const char *job_id, int64_t attempt)
 {
-    char prefix[TY_WIRE_SHM_PREFIX_MAX];
-    ty_wire_shm_prefix(job_id, attempt, prefix, sizeof(prefix));
+    char prefix[RPROTO_SHM_PREFIX_MAX];
+    rproto_shm_prefix(job_id, attempt, prefix, sizeof(prefix));
     DIR *d = opendir("/dev/shm");
     if (d == NULL)
         return;

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "wire.h"
+#include "report_proto.h"
 #include "util.h"
 
 #define PROGRESS_DEFAULT_INTERVAL_S 1.0
@@ -114,15 +114,15 @@ static void progress_send(struct ty__progress *p, int64_t now)
             return;
         }
     }
-    struct ty_wire_progress msg = {
-        .op = ty_wire_op_name((int)(p->word >> 1 & 0x7f)),
+    struct rproto_progress msg = {
+        .op = rproto_op_name((int)(p->word >> 1 & 0x7f)),
         .coll_seq = (int64_t)(p->word >> 8),
         .in_collective = (p->word & 1) != 0,
         .report_seq = p->reports,
         .progress_age_ms = now - p->changed_ms,
     };
-    json_t *m = ty_wire_progress_new(&msg);
-    int rc = m ? ty_wire_write(p->fd, m, PROGRESS_WRITE_TIMEOUT_MS) : TY_ENOMEM;
+    json_t *m = rproto_progress_new(&msg);
+    int rc = m ? rproto_write(p->fd, m, PROGRESS_WRITE_TIMEOUT_MS) : TY_ENOMEM;
     json_decref(m);
     if (rc < 0) {
         close(p->fd);
