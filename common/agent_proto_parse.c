@@ -351,9 +351,11 @@ int agent_server_msg_parse(const char *text, size_t len, struct agent_server_msg
         out->type = AGENT_MSG_UNKNOWN;
     }
     return 0;
-fail:
+fail:;
+    enum agent_msg_type keep_type = out->type;
     json_decref(out->root);
     memset(out, 0, sizeof(*out));
+    out->type = keep_type;
     return -1;
 }
 
@@ -365,6 +367,46 @@ void agent_server_msg_free(struct agent_server_msg *m)
         agent_launch_free(&m->launch);
     json_decref(m->root);
     memset(m, 0, sizeof(*m));
+}
+
+int agent_launch_refused_parse(const char *text, size_t len, struct agent_launch_refused *out)
+{
+    memset(out, 0, sizeof(*out));
+    char err[8];
+    json_t *root = load_object(text, len, err, sizeof(err));
+    const char *job = json_string_value(json_object_get(root, "job_id"));
+    json_t *att = json_object_get(root, "attempt");
+    json_t *ws = json_object_get(root, "workers");
+    if (!job || !json_is_integer(att) || !json_is_array(ws)) {
+        json_decref(root);
+        return -1;
+    }
+    out->root = root;
+    out->job_id = job;
+    out->attempt = json_integer_value(att);
+    out->ranks = calloc(json_array_size(ws) + 1, sizeof(*out->ranks));
+    if (!out->ranks) {
+        agent_launch_refused_free(out);
+        return -1;
+    }
+    size_t i;
+    json_t *w;
+    json_array_foreach(ws, i, w)
+    {
+        json_t *r = json_object_get(w, "rank");
+        if (json_is_integer(r))
+            out->ranks[out->n_ranks++] = json_integer_value(r);
+    }
+    return 0;
+}
+
+void agent_launch_refused_free(struct agent_launch_refused *r)
+{
+    if (!r)
+        return;
+    free(r->ranks);
+    json_decref(r->root);
+    memset(r, 0, sizeof(*r));
 }
 
 /* ------------------------------------------------------------------------------------------ */

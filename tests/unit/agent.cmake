@@ -1,7 +1,7 @@
 # trainyard-agent pure modules (worker/agent: config, parsers, backoff, environment; the agent
 # protocol of common/agent_proto.c, agent_proto_parse.c), linked through `agentcore` and tycommon.
-foreach(t test_agent_env test_agent_proto test_agent_proto_report test_agent_config
-         test_agent_logcut)
+foreach(t test_agent_env test_agent_proto test_agent_proto_report test_agent_proto_spool
+         test_agent_config test_agent_logcut)
   ty_add_unit_tests(${t}
     SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/${t}.c
     LIBS agentcore tycommon PkgConfig::JANSSON)
