@@ -8,6 +8,7 @@
 #include "follow_format.h"
 #include "output.h"
 #include "stream.h"
+#include "util.h"
 
 #include <regex.h>
 #include <stdio.h>
@@ -281,7 +282,7 @@ int cli_follow_wait(struct cli_ctx *ctx, long id, long timeout_s, bool print_sta
     struct wait_state st = {.id = id, .json = ctx->cfg.output == CLI_OUTPUT_JSON};
     struct stream_follow_opts o = {.job = id, .on_event = wait_row, .ud = &st};
     if (timeout_s > 0)
-        o.deadline = stream_now_ms() + timeout_s * 1000LL;
+        o.deadline = util_mono_ms() + timeout_s * 1000LL;
     enum stream_outcome out = stream_follow(ctx, &o);
     fflush(stdout);
     if (out == STREAM_TIMED_OUT && !st.ended) {

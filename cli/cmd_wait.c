@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "job_status.h"
 #include "output.h"
+#include "util.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -15,13 +16,6 @@
 /* Poll interval: starts short so quick jobs return quickly, then backs off. */
 #define POLL_FIRST_MS 250
 #define POLL_MAX_MS 2000
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sleep_ms(long long ms)
 {
@@ -71,7 +65,7 @@ int cli_wait_for_job(struct cli_ctx *ctx, long id, long timeout_s, bool print_st
         return cli_follow_wait(ctx, id, timeout_s, print_status);
     char path[64];
     snprintf(path, sizeof path, "/api/v1/jobs/%ld", id);
-    long long start = now_ms();
+    long long start = util_mono_ms();
     long long deadline = timeout_s > 0 ? start + (long long)timeout_s * 1000 : LLONG_MAX;
     long long lost_since = -1;
     long long interval = POLL_FIRST_MS;
@@ -81,7 +75,7 @@ int cli_wait_for_job(struct cli_ctx *ctx, long id, long timeout_s, bool print_st
         struct http_response resp;
         char why[HTTP_ERROR_MAX];
         int rc = api_send(ctx, "GET", path, NULL, 0, true, &resp, why, sizeof why);
-        long long now = now_ms();
+        long long now = util_mono_ms();
         if (rc == CLI_EXIT_UNREACHABLE) {
             if (lost_since < 0) {
                 lost_since = now;

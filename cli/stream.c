@@ -7,6 +7,7 @@
 #include "api.h"
 #include "ws_client.h"
 #include "ws_frame.h"
+#include "util.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -20,13 +21,6 @@
 /* After the handler asked to drain: stop once nothing came for QUIET, or DRAIN_MAX at most. */
 #define STREAM_DRAIN_QUIET_MS 1000
 #define STREAM_DRAIN_MAX_MS 5000
-
-long long stream_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sleep_ms(long long ms)
 {
@@ -103,7 +97,7 @@ static bool on_event(struct follow *f, const struct stream_msg *m, const json_t 
 {
     if (!stream_cursor_take(&f->cursor, m->job, m->seq))
         return false;
-    long long now = stream_now_ms();
+    long long now = util_mono_ms();
     enum stream_verdict v = f->o->on_event(f->o->ud, m, raw);
     fflush(stdout);
     if (v == STREAM_STOP)
@@ -194,7 +188,7 @@ static enum session_end session(struct follow *f, struct ws_conn *c)
     bool pinged = false;
     enum session_end end = SESSION_DROPPED;
     while (rc == 0) {
-        long long now = stream_now_ms();
+        long long now = util_mono_ms();
         if (f->draining && (now >= f->drain_quiet_at || now >= f->drain_end_at)) {
             end = SESSION_DONE;
             break;
@@ -244,7 +238,7 @@ enum stream_outcome stream_follow(struct cli_ctx *ctx, const struct stream_follo
     long long reconnect_ms = ctx->cfg.reconnect_s * 1000LL;
 
     for (;;) {
-        long long now = stream_now_ms();
+        long long now = util_mono_ms();
         if (o->deadline && now >= o->deadline)
             return STREAM_TIMED_OUT;
         long long connect_ms = ctx->cfg.connect_timeout_s * 1000LL;
@@ -266,7 +260,7 @@ enum stream_outcome stream_follow(struct cli_ctx *ctx, const struct stream_follo
                 break;
             }
             if (f.lost_since < 0)
-                f.lost_since = stream_now_ms();
+                f.lost_since = util_mono_ms();
         } else if (refused) {
             fprintf(stderr, "error: %s (%s)\n", err, url);
             return STREAM_REFUSED;
@@ -274,7 +268,7 @@ enum stream_outcome stream_follow(struct cli_ctx *ctx, const struct stream_follo
             f.lost_since = now;
             fprintf(stderr, "warning: cannot reach the stream at %s (%s); retrying\n", url, err);
         }
-        now = stream_now_ms();
+        now = util_mono_ms();
         if (f.lost_since >= 0 && now - f.lost_since >= reconnect_ms) {
             fprintf(stderr, "error: cannot reach the stream at %s for %lld s: %s\n", url,
                     reconnect_ms / 1000, connected ? "connections keep dropping" : err);

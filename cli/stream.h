@@ -33,13 +33,10 @@ enum stream_outcome {
 struct stream_follow_opts {
     long long job;
     bool until_head;    /* stop once the rows that existed at subscribe time are handed on */
-    long long deadline; /* CLOCK_MONOTONIC milliseconds (stream_now_ms), or 0 for none */
+    long long deadline; /* CLOCK_MONOTONIC milliseconds (util_mono_ms), or 0 for none */
     stream_event_fn on_event;
     void *ud;
 };
-
-/* Milliseconds on the monotonic clock deadlines are given in. */
-long long stream_now_ms(void);
 
 /*
  * Follows the job until the handler stops, the deadline passes, or the server is refused or out

@@ -7,6 +7,7 @@
 
 #include "strbuf.h"
 #include "ws_frame.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -36,13 +37,6 @@ struct ws_conn {
 /* Room for the handshake reply's head; a longer one is refused. */
 #define WS_HEAD_MAX 16384
 
-static long long mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void random_bytes(uint8_t *out, size_t n)
 {
     if (RAND_bytes(out, (int)n) != 1) {
@@ -56,7 +50,7 @@ static void random_bytes(uint8_t *out, size_t n)
 static int wait_fd(int fd, short events, long long deadline)
 {
     for (;;) {
-        long long left = deadline - mono_ms();
+        long long left = deadline - util_mono_ms();
         if (left < 0)
             left = 0;
         struct pollfd p = {fd, events, 0};
@@ -294,7 +288,7 @@ struct ws_conn *ws_conn_open(const char *url, const char *protocol, const char *
         *refused = 1;
         return NULL;
     }
-    long long deadline = mono_ms() + timeout_ms;
+    long long deadline = util_mono_ms() + timeout_ms;
     int fd = tcp_connect(u.host, u.port, deadline, err, errlen);
     if (fd < 0)
         return NULL;
@@ -332,7 +326,7 @@ struct ws_conn *ws_conn_open(const char *url, const char *protocol, const char *
         ws_conn_close(c, 0);
         return NULL;
     }
-    c->last_rx_ms = mono_ms();
+    c->last_rx_ms = util_mono_ms();
     return c;
 }
 
@@ -344,7 +338,7 @@ static int send_frame(struct ws_conn *c, enum ws_opcode op, const void *payload,
     random_bytes(mask, sizeof mask);
     struct strbuf f = STRBUF_INIT;
     ws_frame_encode(&f, op, payload, len, mask);
-    int rc = write_all(c, f.buf, f.len, mono_ms() + 10000, err, errlen);
+    int rc = write_all(c, f.buf, f.len, util_mono_ms() + 10000, err, errlen);
     sb_free(&f);
     return rc;
 }
@@ -362,7 +356,7 @@ int ws_conn_ping(struct ws_conn *c)
 
 long long ws_conn_idle_ms(const struct ws_conn *c)
 {
-    return mono_ms() - c->last_rx_ms;
+    return util_mono_ms() - c->last_rx_ms;
 }
 
 /* Handles a control frame. Returns 0 to go on, or -1 when the connection is over (err set). */
@@ -389,7 +383,7 @@ static int on_control(struct ws_conn *c, enum ws_opcode op, const uint8_t *paylo
 enum ws_recv_result ws_conn_recv(struct ws_conn *c, long timeout_ms, const char **text, size_t *len,
                                  char *err, size_t errlen)
 {
-    long long deadline = mono_ms() + timeout_ms;
+    long long deadline = util_mono_ms() + timeout_ms;
     char buf[65536];
     for (;;) {
         enum ws_opcode op;
@@ -423,7 +417,7 @@ enum ws_recv_result ws_conn_recv(struct ws_conn *c, long timeout_ms, const char 
             c->open = false;
             return WS_RECV_CLOSED;
         }
-        c->last_rx_ms = mono_ms();
+        c->last_rx_ms = util_mono_ms();
         ws_reader_feed(&c->reader, buf, (size_t)n);
     }
 }
@@ -438,7 +432,7 @@ void ws_conn_close(struct ws_conn *c, uint16_t code)
         struct strbuf f = STRBUF_INIT;
         random_bytes(mask, sizeof mask);
         ws_close_encode(&f, code, NULL, mask);
-        write_all(c, f.buf, f.len, mono_ms() + 1000, ignored, sizeof ignored);
+        write_all(c, f.buf, f.len, util_mono_ms() + 1000, ignored, sizeof ignored);
         sb_free(&f);
     }
     if (c->tls) {

@@ -144,12 +144,30 @@ struct agent_server_msg {
 };
 
 /* Parses one server message. Returns 0 with *out filled (free with agent_server_msg_free), or -1
- * with a reason naming the bad field in err (malformed JSON, missing type, invalid launch...). An
- * unknown type is not an error: type is AGENT_MSG_UNKNOWN. A message of an agent->server type is
- * UNKNOWN here too. */
+ * with a reason naming the bad field in err (malformed JSON, missing type, invalid launch...);
+ * then only out->type is kept (UNKNOWN when the type itself is missing), so that a refused launch
+ * can be answered (agent_launch_refused_parse). An unknown type is not an error: type is
+ * AGENT_MSG_UNKNOWN. A message of an agent->server type is UNKNOWN here too. */
 int agent_server_msg_parse(const char *text, size_t len, struct agent_server_msg *out, char *err,
                            size_t errlen);
 void agent_server_msg_free(struct agent_server_msg *m);
+
+/* What a `launch` that agent_server_msg_parse refused still says most of the time: its job, its
+ * attempt and the ranks of its workers, so that the agent can answer each rank with
+ * worker_exited and the server fails the attempt instead of waiting for workers that will never
+ * start. Lenient on purpose: job_id any string, attempt any integer, workers[].rank any integer
+ * (a worker without one is skipped). */
+struct agent_launch_refused {
+    json_t *root;
+    const char *job_id; /* borrowed from root */
+    int64_t attempt;
+    int64_t *ranks; /* n_ranks entries, malloc'd */
+    size_t n_ranks;
+};
+/* 0 with *out filled (free with agent_launch_refused_free), or -1 when the text is not an object
+ * naming job_id, attempt and a workers array (or out of memory). */
+int agent_launch_refused_parse(const char *text, size_t len, struct agent_launch_refused *out);
+void agent_launch_refused_free(struct agent_launch_refused *r);
 
 /* credential: the node credential minted at this join (the agent keeps it and sends it in every
  * later register), or NULL. */
@@ -319,6 +337,38 @@ char *agent_msg_report(int64_t seq, const json_t *body);
 json_t *agent_report_body(const char *job_id, int64_t attempt, int64_t rank, int64_t report_seq,
                           const json_t *metrics, int64_t step, const char *time_rfc3339,
                           const char *checkpoint_dir);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Spooled bodies (agent_proto_spool.c): written by the agent, read back after a restart        */
+/* ------------------------------------------------------------------------------------------ */
+
+/* The keys of a spooled report body: its file name and the order it is resent in. Strings
+ * borrowed from the body. */
+struct agent_report_body_keys {
+    const char *job_id; /* not checked with agent_job_id_valid: the caller does before a path */
+    int64_t attempt, rank, report_seq;
+};
+/* 0 when `body` is an object with job_id (a string), attempt, rank and report_seq (integers) and
+ * metrics (an object): what agent_msg_report needs to resend it. -1 otherwise. */
+int agent_report_body_parse(const json_t *body, struct agent_report_body_keys *out);
+
+/* A spooled worker exit: the worker_exited event an agent restart resends. Parsed: strings
+ * borrowed from root. */
+struct agent_exit_body {
+    json_t *root; /* parsed only */
+    const char *job_id;
+    int64_t attempt, rank;
+    int exit_code;     /* -1: none (killed by a signal, or never started) */
+    int signal;        /* -1: none */
+    const char *error; /* NULL: none */
+};
+/* The body's compact JSON text (caller frees), or NULL when out of memory. */
+char *agent_exit_body(const struct agent_exit_body *e);
+/* 0 with *out filled (free with agent_exit_body_free), or -1 when the text is not a spooled
+ * exit: not JSON, job_id not a valid job id, attempt or rank not integers. exit_code or signal
+ * not an integer reads as -1, error not a string as NULL. */
+int agent_exit_body_parse(const char *text, size_t len, struct agent_exit_body *out);
+void agent_exit_body_free(struct agent_exit_body *e);
 /* RFC 3339 UTC time with milliseconds of `ms` (since the epoch) into out (>= 32 bytes). */
 void agent_format_time(int64_t ms, char *out, size_t outlen);
 

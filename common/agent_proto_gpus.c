@@ -11,6 +11,7 @@
  *
  * Pure. */
 #include "agent_proto_internal.h"
+#include "util_json.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,22 +53,6 @@ char *agent_msg_gpus(const struct agent_gpu_row *rows, size_t n)
     return text;
 }
 
-/* Member `name` of o: an integer in [0, max], or (when `nullable`) null or absent as -1. */
-static int row_int(const json_t *o, size_t i, const char *name, int64_t max, bool nullable,
-                   int64_t *out, char *err, size_t errlen)
-{
-    json_t *v = json_object_get(o, name);
-    if (nullable && (!v || json_is_null(v))) {
-        *out = -1;
-        return 0;
-    }
-    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > max)
-        return ERR("'gpus[%zu].%s' must be %san integer from 0 to %lld", i, name,
-                   nullable ? "null or " : "", (long long)max);
-    *out = json_integer_value(v);
-    return 0;
-}
-
 /* Member `name` of o: a string of printable ASCII without quotes, min..max bytes. */
 static int row_text(const json_t *o, size_t i, const char *name, size_t min, const char **out,
                     char *err, size_t errlen)
@@ -91,23 +76,30 @@ static int parse_row(const json_t *o, size_t i, struct agent_gpu_row *g, char *e
     if (!json_is_object(o))
         return ERR("'gpus[%zu]' must be an object", i);
     int64_t big = INT64_C(1) << 40;
-    if (row_int(o, i, "index", AGENT_PROTO_MAX_GPUS - 1, false, &g->index, err, errlen) != 0 ||
-        row_text(o, i, "uuid", 1, &g->uuid, err, errlen) != 0 ||
-        row_text(o, i, "name", 0, &g->name, err, errlen) != 0 ||
-        row_int(o, i, "memory_mb", big, false, &g->memory_mb, err, errlen) != 0 ||
-        row_int(o, i, "memory_used_mb", big, false, &g->memory_used_mb, err, errlen) != 0 ||
-        row_int(o, i, "utilization_pct", 100, true, &g->utilization_pct, err, errlen) != 0 ||
-        row_int(o, i, "temperature_c", 1000, true, &g->temperature_c, err, errlen) != 0 ||
-        row_int(o, i, "power_mw", big, true, &g->power_mw, err, errlen) != 0)
+    char sub[160];
+    /* utilization_pct, temperature_c, power_mw: null or absent (NVML did not say) is -1 */
+    g->utilization_pct = g->temperature_c = g->power_mw = -1;
+    if (util_json_int(o, "index", false, 0, AGENT_PROTO_MAX_GPUS - 1, &g->index, sub, sizeof(sub)) <
+        0)
+        return ERR("'gpus[%zu].%s", i, sub + 1);
+    if (row_text(o, i, "uuid", 1, &g->uuid, err, errlen) != 0 ||
+        row_text(o, i, "name", 0, &g->name, err, errlen) != 0)
         return -1;
+    if (util_json_int(o, "memory_mb", false, 0, big, &g->memory_mb, sub, sizeof(sub)) < 0 ||
+        util_json_int(o, "memory_used_mb", false, 0, big, &g->memory_used_mb, sub, sizeof(sub)) <
+            0 ||
+        util_json_int(o, "utilization_pct", true, 0, 100, &g->utilization_pct, sub, sizeof(sub)) <
+            0 ||
+        util_json_int(o, "temperature_c", true, 0, 1000, &g->temperature_c, sub, sizeof(sub)) < 0 ||
+        util_json_int(o, "power_mw", true, 0, big, &g->power_mw, sub, sizeof(sub)) < 0)
+        return ERR("'gpus[%zu].%s", i, sub + 1);
     json_t *lost = json_object_get(o, "lost");
     if (!json_is_boolean(lost))
         return ERR("'gpus[%zu].lost' must be a boolean", i);
     g->lost = json_is_true(lost);
-    if (row_int(o, i, "xid", AGENT_PROTO_MAX_XID, true, &g->xid, err, errlen) != 0)
-        return -1;
-    if (g->xid < 0)
-        g->xid = 0;
+    g->xid = 0; /* absent or null: none */
+    if (util_json_int(o, "xid", true, 0, AGENT_PROTO_MAX_XID, &g->xid, sub, sizeof(sub)) < 0)
+        return ERR("'gpus[%zu].%s", i, sub + 1);
     return 0;
 }
 

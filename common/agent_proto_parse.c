@@ -5,6 +5,7 @@
  * are in agent_proto.c. No I/O, no globals. */
 #include "agent_proto.h"
 #include "agent_proto_internal.h"
+#include "util_json.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,26 +28,6 @@ int agent_job_id_valid(const char *id)
               c == '-' || c == '_' || c == '.'))
             return -1;
     }
-    return 0;
-}
-
-/* Reads integer field `name` of o into *out within [min, max]. required=false: absent or null
- * leaves *out unchanged. 0 or -1 with err. */
-static int get_int(const json_t *o, const char *name, bool required, int64_t min, int64_t max,
-                   int64_t *out, char *err, size_t errlen)
-{
-    json_t *v = json_object_get(o, name);
-    if (!v || json_is_null(v)) {
-        if (required)
-            return ERR("'%s' is missing", name);
-        return 0;
-    }
-    if (!json_is_integer(v))
-        return ERR("'%s' must be an integer", name);
-    json_int_t i = json_integer_value(v);
-    if (i < min || i > max)
-        return ERR("'%s' must be in [%lld, %lld]", name, (long long)min, (long long)max);
-    *out = i;
     return 0;
 }
 
@@ -103,9 +84,10 @@ static int parse_launch_workers(const json_t *root, struct agent_launch *l, char
         char sub[200];
         if (!json_is_object(w))
             return ERR("'workers[%zu]' must be an object", i);
-        if (get_int(w, "rank", true, 0, l->world_size - 1, &lw->rank, sub, sizeof(sub)) != 0 ||
-            get_int(w, "local_rank", true, 0, l->local_world_size - 1, &lw->local_rank, sub,
-                    sizeof(sub)) != 0)
+        if (util_json_int(w, "rank", false, 0, l->world_size - 1, &lw->rank, sub, sizeof(sub)) <
+                0 ||
+            util_json_int(w, "local_rank", false, 0, l->local_world_size - 1, &lw->local_rank, sub,
+                          sizeof(sub)) < 0)
             return ERR("workers[%zu]: %s", i, sub);
         for (size_t j = 0; j < i; j++)
             if (l->workers[j].rank == lw->rank)
@@ -138,7 +120,7 @@ static int parse_launch(json_t *root, struct agent_launch *l, char *err, size_t 
         return -1;
     if (agent_job_id_valid(l->job_id) != 0)
         return ERR("'job_id' must be 1-200 characters of [A-Za-z0-9._-]");
-    if (get_int(root, "attempt", true, 0, INT32_MAX, &l->attempt, err, errlen) != 0)
+    if (util_json_int(root, "attempt", false, 0, INT32_MAX, &l->attempt, err, errlen) < 0)
         return -1;
     if (get_str(root, "backend", false, true, &l->backend, err, errlen) != 0)
         return -1;
@@ -204,13 +186,14 @@ static int parse_launch(json_t *root, struct agent_launch *l, char *err, size_t 
     if (!l->config_json)
         return ERR("out of memory");
 
-    if (get_int(root, "world_size", true, 1, 1 << 20, &l->world_size, err, errlen) != 0 ||
-        get_int(root, "num_nodes", true, 1, 1 << 20, &l->num_nodes, err, errlen) != 0 ||
-        get_int(root, "node_rank", true, 0, l->num_nodes - 1, &l->node_rank, err, errlen) != 0 ||
-        get_int(root, "local_world_size", true, 1, l->world_size, &l->local_world_size, err,
-                errlen) != 0 ||
+    if (util_json_int(root, "world_size", false, 1, 1 << 20, &l->world_size, err, errlen) < 0 ||
+        util_json_int(root, "num_nodes", false, 1, 1 << 20, &l->num_nodes, err, errlen) < 0 ||
+        util_json_int(root, "node_rank", false, 0, l->num_nodes - 1, &l->node_rank, err, errlen) <
+            0 ||
+        util_json_int(root, "local_world_size", false, 1, l->world_size, &l->local_world_size, err,
+                      errlen) < 0 ||
         get_str(root, "master_addr", true, true, &l->master_addr, err, errlen) != 0 ||
-        get_int(root, "master_port", true, 1, 65535, &l->master_port, err, errlen) != 0 ||
+        util_json_int(root, "master_port", false, 1, 65535, &l->master_port, err, errlen) < 0 ||
         get_str(root, "checkpoint_dir", false, false, &l->checkpoint_dir, err, errlen) != 0 ||
         get_str(root, "rendezvous_secret", false, true, &l->rendezvous_secret, err, errlen) != 0)
         return -1;
@@ -312,8 +295,8 @@ int agent_server_msg_parse(const char *text, size_t len, struct agent_server_msg
     if (strcmp(type, "registered") == 0) {
         out->type = AGENT_MSG_REGISTERED;
         if (get_str(root, "node_id", false, false, &out->node_id, err, errlen) != 0 ||
-            get_int(root, "heartbeat_interval_s", false, 1, 3600, &out->heartbeat_interval_s, err,
-                    errlen) != 0 ||
+            util_json_int(root, "heartbeat_interval_s", true, 1, 3600, &out->heartbeat_interval_s,
+                          err, errlen) < 0 ||
             get_str(root, "credential", false, true, &out->credential, err, errlen) != 0)
             goto fail;
         if (out->credential && strlen(out->credential) > AGENT_PROTO_MAX_SECRET) {
@@ -328,7 +311,7 @@ int agent_server_msg_parse(const char *text, size_t len, struct agent_server_msg
             out->message = "(no message)";
     } else if (strcmp(type, "ack") == 0) {
         out->type = AGENT_MSG_ACK;
-        if (get_int(root, "seq", true, 0, INT64_MAX, &out->seq, err, errlen) != 0)
+        if (util_json_int(root, "seq", false, 0, INT64_MAX, &out->seq, err, errlen) < 0)
             goto fail;
     } else if (strcmp(type, "stop") == 0) {
         out->type = AGENT_MSG_STOP;
@@ -336,9 +319,9 @@ int agent_server_msg_parse(const char *text, size_t len, struct agent_server_msg
         out->grace_s = -1;
         out->notice_s = 0;
         if (get_str(root, "job_id", true, true, &out->job_id, err, errlen) != 0 ||
-            get_int(root, "attempt", false, 0, INT32_MAX, &out->attempt, err, errlen) != 0 ||
-            get_int(root, "grace_s", false, 0, 86400, &out->grace_s, err, errlen) != 0 ||
-            get_int(root, "notice_s", false, 0, 86400, &out->notice_s, err, errlen) != 0)
+            util_json_int(root, "attempt", true, 0, INT32_MAX, &out->attempt, err, errlen) < 0 ||
+            util_json_int(root, "grace_s", true, 0, 86400, &out->grace_s, err, errlen) < 0 ||
+            util_json_int(root, "notice_s", true, 0, 86400, &out->notice_s, err, errlen) < 0)
             goto fail;
     } else if (strcmp(type, "forget") == 0) {
         out->type = AGENT_MSG_FORGET;
@@ -351,8 +334,8 @@ int agent_server_msg_parse(const char *text, size_t len, struct agent_server_msg
     } else if (strcmp(type, "checkpoint_delete") == 0) {
         out->type = AGENT_MSG_CHECKPOINT_DELETE;
         if (get_str(root, "job_id", true, true, &out->job_id, err, errlen) != 0 ||
-            get_int(root, "attempt", true, 0, INT32_MAX, &out->attempt, err, errlen) != 0 ||
-            get_int(root, "index", true, 0, INT32_MAX, &out->index, err, errlen) != 0)
+            util_json_int(root, "attempt", false, 0, INT32_MAX, &out->attempt, err, errlen) < 0 ||
+            util_json_int(root, "index", false, 0, INT32_MAX, &out->index, err, errlen) < 0)
             goto fail;
         if (agent_job_id_valid(out->job_id) != 0) {
             snprintf(err, errlen, "'job_id' is not a valid job id");
@@ -368,9 +351,11 @@ int agent_server_msg_parse(const char *text, size_t len, struct agent_server_msg
         out->type = AGENT_MSG_UNKNOWN;
     }
     return 0;
-fail:
+fail:;
+    enum agent_msg_type keep_type = out->type;
     json_decref(out->root);
     memset(out, 0, sizeof(*out));
+    out->type = keep_type;
     return -1;
 }
 
@@ -384,6 +369,46 @@ void agent_server_msg_free(struct agent_server_msg *m)
     memset(m, 0, sizeof(*m));
 }
 
+int agent_launch_refused_parse(const char *text, size_t len, struct agent_launch_refused *out)
+{
+    memset(out, 0, sizeof(*out));
+    char err[8];
+    json_t *root = load_object(text, len, err, sizeof(err));
+    const char *job = json_string_value(json_object_get(root, "job_id"));
+    json_t *att = json_object_get(root, "attempt");
+    json_t *ws = json_object_get(root, "workers");
+    if (!job || !json_is_integer(att) || !json_is_array(ws)) {
+        json_decref(root);
+        return -1;
+    }
+    out->root = root;
+    out->job_id = job;
+    out->attempt = json_integer_value(att);
+    out->ranks = calloc(json_array_size(ws) + 1, sizeof(*out->ranks));
+    if (!out->ranks) {
+        agent_launch_refused_free(out);
+        return -1;
+    }
+    size_t i;
+    json_t *w;
+    json_array_foreach(ws, i, w)
+    {
+        json_t *r = json_object_get(w, "rank");
+        if (json_is_integer(r))
+            out->ranks[out->n_ranks++] = json_integer_value(r);
+    }
+    return 0;
+}
+
+void agent_launch_refused_free(struct agent_launch_refused *r)
+{
+    if (!r)
+        return;
+    free(r->ranks);
+    json_decref(r->root);
+    memset(r, 0, sizeof(*r));
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Parser: agent -> server                                                                      */
 /* ------------------------------------------------------------------------------------------ */
@@ -393,7 +418,7 @@ static int get_int_or_null(const json_t *o, const char *name, int64_t max, int *
                            size_t errlen)
 {
     int64_t v = -1;
-    if (get_int(o, name, false, 0, max, &v, err, errlen) != 0)
+    if (util_json_int(o, name, true, 0, max, &v, err, errlen) < 0)
         return -1;
     *out = (int)v;
     return 0;
@@ -406,8 +431,8 @@ static int parse_worker_ids(const json_t *o, struct agent_worker_event *w, char 
         return -1;
     if (agent_job_id_valid(w->job_id) != 0)
         return ERR("'job_id' must be 1-%d characters of [A-Za-z0-9._-]", AGENT_PROTO_MAX_JOB_ID);
-    return get_int(o, "attempt", true, 0, INT32_MAX, &w->attempt, err, errlen) != 0 ||
-                   get_int(o, "rank", true, 0, INT32_MAX, &w->rank, err, errlen) != 0
+    return util_json_int(o, "attempt", false, 0, INT32_MAX, &w->attempt, err, errlen) < 0 ||
+                   util_json_int(o, "rank", false, 0, INT32_MAX, &w->rank, err, errlen) < 0
                ? -1
                : 0;
 }
@@ -432,7 +457,7 @@ static int parse_worker_state(const json_t *o, struct agent_worker_event *w, cha
         return ERR("must be an object");
     const char *status;
     if (parse_worker_ids(o, w, err, errlen) != 0 ||
-        get_int(o, "pid", false, -1, INT32_MAX, &w->pid, err, errlen) != 0 ||
+        util_json_int(o, "pid", true, -1, INT32_MAX, &w->pid, err, errlen) < 0 ||
         get_str(o, "status", true, true, &status, err, errlen) != 0)
         return -1;
     if (strcmp(status, "EXITED") == 0)
@@ -552,11 +577,11 @@ static int parse_worker_event(struct agent_node_msg *m, char *err, size_t errlen
 {
     struct agent_worker_event *e = &m->event;
     *e = (struct agent_worker_event){.seq = m->seq, .pid = -1, .exit_code = -1, .signal = -1};
-    if (get_int(m->root, "seq", true, 0, INT64_MAX, &e->seq, err, errlen) != 0 ||
+    if (util_json_int(m->root, "seq", false, 0, INT64_MAX, &e->seq, err, errlen) < 0 ||
         parse_worker_ids(m->root, e, err, errlen) != 0)
         return -1;
     if (m->type == AGENT_MSG_WORKER_STARTED)
-        return get_int(m->root, "pid", true, 1, INT32_MAX, &e->pid, err, errlen);
+        return util_json_int(m->root, "pid", false, 1, INT32_MAX, &e->pid, err, errlen);
     return parse_exit(m->root, e, err, errlen);
 }
 
@@ -567,11 +592,12 @@ static int parse_log(struct agent_node_msg *m, char *err, size_t errlen)
     struct agent_log_chunk *c = &m->log;
     struct agent_worker_event ids = {0};
     memset(c, 0, sizeof(*c));
-    if (get_int(m->root, "seq", true, 0, INT64_MAX, &m->seq, err, errlen) != 0 ||
+    if (util_json_int(m->root, "seq", false, 0, INT64_MAX, &m->seq, err, errlen) < 0 ||
         parse_worker_ids(m->root, &ids, err, errlen) != 0 ||
-        get_int(m->root, "offset", true, 0, INT64_MAX, &c->offset, err, errlen) != 0 ||
-        get_int(m->root, "bytes", true, 1, AGENT_PROTO_MAX_MESSAGE, &c->bytes, err, errlen) != 0 ||
-        get_int(m->root, "dropped", false, 0, INT64_MAX, &c->dropped, err, errlen) != 0)
+        util_json_int(m->root, "offset", false, 0, INT64_MAX, &c->offset, err, errlen) < 0 ||
+        util_json_int(m->root, "bytes", false, 1, AGENT_PROTO_MAX_MESSAGE, &c->bytes, err, errlen) <
+            0 ||
+        util_json_int(m->root, "dropped", true, 0, INT64_MAX, &c->dropped, err, errlen) < 0)
         return -1;
     c->job_id = ids.job_id;
     c->attempt = ids.attempt;

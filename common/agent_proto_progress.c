@@ -9,6 +9,7 @@
 #include "agent_proto_internal.h"
 
 #include "util.h"
+#include "util_json.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,18 +41,6 @@ char *agent_msg_progress(const struct agent_progress *rows, size_t n)
     return text;
 }
 
-/* Integer member `name` of o within [min, max]. 0 or -1 with err naming workers[i].name. */
-static int row_int(const json_t *o, size_t i, const char *name, int64_t min, int64_t max,
-                   int64_t *out, char *err, size_t errlen)
-{
-    json_t *v = json_object_get(o, name);
-    if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
-        return ERR("'workers[%zu].%s' must be an integer from %lld to %lld", i, name,
-                   (long long)min, (long long)max);
-    *out = json_integer_value(v);
-    return 0;
-}
-
 /* One row of `workers`. */
 static int parse_row(const json_t *o, size_t i, struct agent_progress *p, char *err, size_t errlen)
 {
@@ -60,13 +49,16 @@ static int parse_row(const json_t *o, size_t i, struct agent_progress *p, char *
     p->job_id = json_string_value(json_object_get(o, "job_id"));
     if (p->job_id == NULL || agent_job_id_valid(p->job_id) != 0)
         return ERR("'workers[%zu].job_id' must be a job id", i);
-    if (row_int(o, i, "attempt", 0, INT32_MAX, &p->attempt, err, errlen) != 0 ||
-        row_int(o, i, "rank", 0, INT32_MAX, &p->rank, err, errlen) != 0 ||
-        row_int(o, i, "coll_seq", 0, INT64_MAX, &p->coll_seq, err, errlen) != 0 ||
-        row_int(o, i, "report_seq", 0, INT64_MAX, &p->report_seq, err, errlen) != 0 ||
-        row_int(o, i, "heartbeat_age_ms", 0, INT64_MAX, &p->heartbeat_age_ms, err, errlen) != 0 ||
-        row_int(o, i, "progress_age_ms", 0, INT64_MAX, &p->progress_age_ms, err, errlen) != 0)
-        return -1;
+    char sub[160];
+    if (util_json_int(o, "attempt", false, 0, INT32_MAX, &p->attempt, sub, sizeof(sub)) < 0 ||
+        util_json_int(o, "rank", false, 0, INT32_MAX, &p->rank, sub, sizeof(sub)) < 0 ||
+        util_json_int(o, "coll_seq", false, 0, INT64_MAX, &p->coll_seq, sub, sizeof(sub)) < 0 ||
+        util_json_int(o, "report_seq", false, 0, INT64_MAX, &p->report_seq, sub, sizeof(sub)) < 0 ||
+        util_json_int(o, "heartbeat_age_ms", false, 0, INT64_MAX, &p->heartbeat_age_ms, sub,
+                      sizeof(sub)) < 0 ||
+        util_json_int(o, "progress_age_ms", false, 0, INT64_MAX, &p->progress_age_ms, sub,
+                      sizeof(sub)) < 0)
+        return ERR("'workers[%zu].%s", i, sub + 1);
     json_t *in = json_object_get(o, "in_collective");
     if (!json_is_boolean(in))
         return ERR("'workers[%zu].in_collective' must be a boolean", i);

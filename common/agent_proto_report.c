@@ -11,6 +11,7 @@
 #include "agent_proto_internal.h"
 
 #include "util.h"
+#include "util_json.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -50,21 +51,6 @@ bool agent_rfc3339_valid(const char *s)
     return (*p == '+' || *p == '-') && isdigit((unsigned char)p[1]) &&
            isdigit((unsigned char)p[2]) && p[3] == ':' && isdigit((unsigned char)p[4]) &&
            isdigit((unsigned char)p[5]) && p[6] == '\0';
-}
-
-/* Integer field `name` within [min, max] into *out. required=false: absent or null leaves *out
- * unchanged. 0 or -1 with err. */
-static int int_field(const json_t *msg, const char *name, bool required, int64_t min, int64_t max,
-                     int64_t *out, char *err, size_t errlen)
-{
-    json_t *v = json_object_get(msg, name);
-    if (!required && (v == NULL || json_is_null(v)))
-        return 0;
-    if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
-        return ERR("'%s' must be an integer from %lld to %lld", name, (long long)min,
-                   (long long)max);
-    *out = json_integer_value(v);
-    return 0;
 }
 
 /* job_id: the server's job id, as the protocol's decimal string or as an integer. */
@@ -107,12 +93,12 @@ static int numbers_field(const json_t *msg, struct agent_report *r, char *err, s
 int agent__parse_report(json_t *msg, struct agent_report *r, char *err, size_t errlen)
 {
     *r = (struct agent_report){.step = -1, .checkpoint_bytes = -1};
-    if (int_field(msg, "seq", true, 1, INT64_MAX, &r->seq, err, errlen) != 0 ||
+    if (util_json_int(msg, "seq", false, 1, INT64_MAX, &r->seq, err, errlen) < 0 ||
         job_field(msg, &r->job, err, errlen) != 0 ||
-        int_field(msg, "attempt", true, 0, INT32_MAX, &r->attempt, err, errlen) != 0 ||
-        int_field(msg, "rank", true, 0, INT32_MAX, &r->rank, err, errlen) != 0 ||
-        int_field(msg, "report_seq", true, 1, INT64_MAX, &r->report_seq, err, errlen) != 0 ||
-        int_field(msg, "step", false, 0, INT64_MAX, &r->step, err, errlen) != 0)
+        util_json_int(msg, "attempt", false, 0, INT32_MAX, &r->attempt, err, errlen) < 0 ||
+        util_json_int(msg, "rank", false, 0, INT32_MAX, &r->rank, err, errlen) < 0 ||
+        util_json_int(msg, "report_seq", false, 1, INT64_MAX, &r->report_seq, err, errlen) < 0 ||
+        util_json_int(msg, "step", true, 0, INT64_MAX, &r->step, err, errlen) < 0)
         return -1;
     r->time = json_string_value(json_object_get(msg, "time"));
     if (r->time == NULL || !agent_rfc3339_valid(r->time))
@@ -126,8 +112,8 @@ int agent__parse_report(json_t *msg, struct agent_report *r, char *err, size_t e
             return ERR("'checkpoint_dir' must be null or a path of 1 to %d bytes",
                        AGENT_PROTO_MAX_CHECKPOINT_PATH);
         /* checkpoint_bytes: bytes of the agent-owned directory after this part merged. */
-        if (int_field(msg, "checkpoint_bytes", false, 0, INT64_MAX, &r->checkpoint_bytes, err,
-                      errlen) != 0)
+        if (util_json_int(msg, "checkpoint_bytes", true, 0, INT64_MAX, &r->checkpoint_bytes, err,
+                          errlen) < 0)
             return -1;
     }
     return numbers_field(msg, r, err, errlen);

@@ -1,5 +1,6 @@
 /* See log.h for what this module does and its contract. */
 #include "log.h"
+#include "util.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -50,9 +51,7 @@ bool log_debug_enabled(const char *subsystem)
 
 bool log_throttle_allow(struct log_throttle *t, unsigned limit_per_s, unsigned *suppressed)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    long long now = (long long)ts.tv_sec;
+    long long now = (long long)(util_mono_ms() / 1000);
     long long seen = __atomic_load_n(&t->window, __ATOMIC_ACQUIRE);
     if (seen != now && __atomic_compare_exchange_n(&t->window, &seen, now, false, __ATOMIC_ACQ_REL,
                                                    __ATOMIC_ACQUIRE))

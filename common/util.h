@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 /* Parses the whole of `s` as a base-10 integer within [min, max]. Returns 0, or -1 when `s` is
  * empty, has trailing characters, or is out of range. */
@@ -51,6 +52,24 @@ int util_uid_can_reach(unsigned uid, unsigned gid, const char *dir, char *blocke
  * it names one process for good, as pids are reused. 0, or -1 when there is no such process or
  * it is a zombie. */
 int util_proc_start_time(int pid, unsigned long long *start);
+
+/* The monotonic clock (CLOCK_MONOTONIC: never jumps with the wall clock), in milliseconds and in
+ * seconds: the one clock for timeouts, deadlines and intervals in every Trainyard program. Inline
+ * (no symbol), so that the static trainyard-supervisor and libtrainyard read it without linking
+ * the rest of common. */
+static inline int64_t util_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static inline double util_mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 #define UTIL_FREE(p)                                                                               \
     do {                                                                                           \

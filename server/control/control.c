@@ -23,13 +23,6 @@
 #define CTL_PASS_INTERVAL_S 5.0 /* a pass at least this often: backfill windows move with time */
 #define CTL_STOP_RESEND_S 15.0
 
-double ctl__now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 struct ctl_node *ctl__node_by_conn(struct control *ctl, uint64_t conn)
 {
     for (struct ctl_node *n = ctl->nodes; n; n = n->next)
@@ -133,7 +126,7 @@ static void drive_stopping_jobs(struct control *ctl)
         ctl->dirty = true;
     if (store_jobs_stopping(ctl->db, &jobs, &n) < 0)
         return;
-    double now = ctl__now();
+    double now = util_mono_s();
     for (size_t i = 0; i < n; i++) {
         struct ctl_stop_sent *s = ctl->stops;
         while (s && s->job != jobs[i])
@@ -235,14 +228,14 @@ static void *control_thread(void *arg)
         ctl__flush_started(ctl);
         ctl__flush_reports(ctl);
         ctl__flush_logs(ctl);
-        if (ctl__now() - ctl->last_tick >= CTL_TICK_MS / 1000.0) {
-            ctl->last_tick = ctl__now();
+        if (util_mono_s() - ctl->last_tick >= CTL_TICK_MS / 1000.0) {
+            ctl->last_tick = util_mono_s();
             ctl__ha_tick(ctl);
             if (ctl->leading)
                 ctl__check_hangs(ctl);
             drive_stopping_jobs(ctl);
-            if (ctl__now() - ctl->last_ckpt_deletes >= CTL_CKPT_DELETES_S) {
-                ctl->last_ckpt_deletes = ctl__now();
+            if (util_mono_s() - ctl->last_ckpt_deletes >= CTL_CKPT_DELETES_S) {
+                ctl->last_ckpt_deletes = util_mono_s();
                 ctl__send_ckpt_deletes(ctl);
             }
         }
@@ -252,12 +245,12 @@ static void *control_thread(void *arg)
         }
         /* A pass as soon as one is due, but never more than half of this thread's time in
          * passes: under a flood of submissions the passes batch them up. */
-        double since = ctl__now() - ctl->last_pass;
+        double since = util_mono_s() - ctl->last_pass;
         if ((ctl->dirty && since >= ctl->last_pass_cost) || since > CTL_PASS_INTERVAL_S) {
             ctl->dirty = false;
-            ctl->last_pass = ctl__now();
+            ctl->last_pass = util_mono_s();
             ctl__schedule(ctl);
-            ctl->last_pass_cost = ctl__now() - ctl->last_pass;
+            ctl->last_pass_cost = util_mono_s() - ctl->last_pass;
             srv_histogram_observe(&ctl->srv->telemetry.sched_pass, ctl->last_pass_cost);
         }
     }

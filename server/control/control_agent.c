@@ -275,7 +275,7 @@ static struct ctl_node *attach_node(struct control *ctl, const char *id, uint64_
         hub_close(ctl->hub, n->conn); /* an older connection of the same node */
     n->conn = conn;
     n->alive = true;
-    n->last_seen = ctl__now();
+    n->last_seen = util_mono_s();
     return n;
 }
 
@@ -442,11 +442,11 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
     } else if (!ok) {
         /* A resend would be refused the same way: ack it so that the agent drops it. */
         TY_BAD_PEER("control", "node %s: malformed message dropped: %s", node->id, err);
-        node->last_seen = ctl__now();
+        node->last_seen = util_mono_s();
         if (m.seq >= 0)
             ack_seq(ctl, conn, m.seq);
     } else {
-        node->last_seen = ctl__now();
+        node->last_seen = util_mono_s();
         int rc = 0;
         if (m.type == AGENT_MSG_WORKER_STARTED || m.type == AGENT_MSG_WORKER_EXITED)
             rc = on_worker_event(ctl, node, conn, &m);

@@ -135,7 +135,7 @@ void ctl__ha_poll(struct control *ctl)
 {
     bool leading = leader_is_leader(ctl->leader);
     if (leading && !ctl->leading) {
-        ctl->lead_since = ctl__now();
+        ctl->lead_since = util_mono_s();
         ctl->dirty = true;
     }
     ctl->leading = leading;
@@ -171,7 +171,7 @@ void ctl__ha_poll(struct control *ctl)
 /* Writes last_heartbeat_at of the nodes connected here heard from since the last write. */
 static void flush_heard(struct control *ctl)
 {
-    double now = ctl__now();
+    double now = util_mono_s();
     json_t *heard = json_array();
     for (struct ctl_node *n = ctl->nodes; heard && n; n = n->next)
         if (n->conn != 0 && n->last_seen - n->flushed >= CTL_HEARD_EVERY_S)
@@ -212,7 +212,7 @@ static void flush_heard(struct control *ctl)
 static void mark_silent_lost(struct control *ctl)
 {
     int64_t timeout = ctl->srv->cfg.heartbeat_timeout_s;
-    if (ctl__now() - ctl->lead_since <= (double)timeout)
+    if (util_mono_s() - ctl->lead_since <= (double)timeout)
         return;
     char **ids = NULL;
     size_t n = 0;

@@ -17,32 +17,8 @@ void ctl__on_progress(struct control *ctl, struct ctl_node *node, const struct a
 {
     if (m->n_progress == 0)
         return;
-    json_t *rows = json_array();
-    for (size_t i = 0; rows && i < m->n_progress; i++) {
-        const struct agent_progress *p = &m->progress[i];
-        int64_t job;
-        if (util_parse_int64(p->job_id, 1, INT64_MAX, &job) != 0)
-            continue; /* not a job of this server */
-        json_t *row = json_pack(
-            "{s:I, s:I, s:I, s:s?, s:I, s:b, s:I, s:I, s:I}", "job_id", (json_int_t)job, "attempt",
-            (json_int_t)p->attempt, "rank", (json_int_t)p->rank, "op", p->op, "coll_seq",
-            (json_int_t)p->coll_seq, "in_collective", p->in_collective, "report_seq",
-            (json_int_t)p->report_seq, "heartbeat_age_ms", (json_int_t)p->heartbeat_age_ms,
-            "progress_age_ms", (json_int_t)p->progress_age_ms);
-        if (row == NULL || json_array_append_new(rows, row) != 0) {
-            json_decref(rows);
-            rows = NULL;
-        }
-    }
-    char *text = rows ? json_dumps(rows, JSON_COMPACT) : NULL;
-    json_decref(rows);
-    if (text == NULL) {
-        TY_ERROR("control", "out of memory storing progress of node %s", node->id);
-        return;
-    }
-    if (store_progress_ingest(ctl->db, node->id, text) < 0)
+    if (store_progress_ingest(ctl->db, node->id, m->progress, m->n_progress) < 0)
         TY_WARN("control", "node %s: progress not stored (database error)", node->id);
-    free(text);
 }
 
 /* The ranks of a suspect (store_hang_suspect.ranks_json) into r (n entries, malloc'd; strings
@@ -102,7 +78,7 @@ static void check_suspect(struct control *ctl, const struct store_hang_suspect *
 
 void ctl__check_hangs(struct control *ctl)
 {
-    double now = ctl__now();
+    double now = util_mono_s();
     if (now - ctl->last_hang_check < CTL_HANG_CHECK_S)
         return;
     ctl->last_hang_check = now;

@@ -125,7 +125,6 @@ struct control {
     size_t nremote_forget, remote_forget_cap;
 };
 
-double ctl__now(void);
 struct ctl_node *ctl__node_by_conn(struct control *ctl, uint64_t conn);
 struct ctl_node *ctl__node_by_id(struct control *ctl, const char *id);
 /* Sends `checkpoint_delete` to the agents connected here for the checkpoints retention deleted

@@ -10,6 +10,7 @@
 #include "scheduler/sched.h"
 #include "server.h"
 #include "store.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,7 +164,7 @@ static void grow_elastic_jobs(struct control *ctl, const struct store_sched_rows
                               const sched_result *result)
 {
     struct ctl_grow *kept = NULL;
-    double now = ctl__now();
+    double now = util_mono_s();
     for (size_t i = 0; i < rows->npending; i++) {
         const struct store_sched_pending *p = &rows->pending[i];
         if (p->id >= 0)

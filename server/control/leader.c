@@ -3,6 +3,7 @@
 
 #include "log.h"
 #include "store_leader.h"
+#include "util.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -23,13 +24,6 @@ struct leader {
     atomic_bool leading;
     atomic_bool stopping;
 };
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static void set_leading(struct leader *l, bool leading)
 {
@@ -99,13 +93,13 @@ static void *leader_thread(void *arg)
 {
     struct leader *l = arg;
     bool warned = false;
-    double last_try = now_ms(), last_check = now_ms();
+    double last_try = (double)util_mono_ms(), last_check = (double)util_mono_ms();
     while (!atomic_load(&l->stopping)) {
         if (l->conn == NULL && connect_and_listen(l, &warned) != 0) {
             usleep(LEADER_RECONNECT_MS * 1000);
             continue;
         }
-        double t = now_ms();
+        double t = (double)util_mono_ms();
         if (!atomic_load(&l->leading) && t - last_try >= LEADER_TRY_MS) {
             last_try = t;
             if (try_lock(l) != 0)
@@ -120,7 +114,7 @@ static void *leader_thread(void *arg)
         /* Until the next try or check is due (a notification ends the wait early). */
         double due =
             atomic_load(&l->leading) ? last_check + LEADER_CHECK_MS : last_try + LEADER_TRY_MS;
-        double left = due - now_ms();
+        double left = due - (double)util_mono_ms();
         int ms = left < 1 ? 1 : left > LEADER_CHECK_MS ? LEADER_CHECK_MS : (int)left;
         if (store_leader_wait(l->conn, ms, notified, l) < 0)
             disconnect(l);

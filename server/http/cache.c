@@ -1,5 +1,6 @@
 /* See cache.h for what this module does and its contract. */
 #include "cache.h"
+#include "util.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -23,13 +24,6 @@ struct cache {
     pthread_mutex_t locks[CACHE_STRIPES];
     struct entry *entries;
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static size_t hash_key(const char *key)
 {
@@ -77,7 +71,7 @@ char *cache_get(struct cache *c, const char *key, uint64_t gen, size_t *len)
     struct entry *e = &c->entries[slot];
     char *copy = NULL;
     pthread_mutex_lock(lock);
-    if (e->value && e->gen == gen && strcmp(e->key, key) == 0 && now_s() < e->expires) {
+    if (e->value && e->gen == gen && strcmp(e->key, key) == 0 && util_mono_s() < e->expires) {
         copy = malloc(e->len + 1);
         if (copy) {
             memcpy(copy, e->value, e->len + 1);
@@ -104,7 +98,7 @@ void cache_put(struct cache *c, const char *key, uint64_t gen, const char *value
     free(e->value);
     memcpy(e->key, key, strlen(key) + 1);
     e->gen = gen;
-    e->expires = now_s() + c->ttl;
+    e->expires = util_mono_s() + c->ttl;
     e->value = copy;
     e->len = len;
     pthread_mutex_unlock(lock);

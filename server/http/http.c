@@ -19,13 +19,6 @@
 /* Seconds a 503 (database unavailable, pool exhausted) asks the client to wait. */
 #define SRV_RETRY_AFTER_S "1"
 
-static double monotonic_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* ------------------------------------------------------------------ replies */
 
 enum MHD_Result srv_reply_steal(struct srv_request *req, unsigned status, const char *ctype,
@@ -361,7 +354,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         req->conn = conn;
         req->method = method;
         req->url = url;
-        req->started = monotonic_s();
+        req->started = util_mono_s();
         *con_cls = req;
         /* An announced body over the cap is drained, not stored, so that the client reads
          * the 413 instead of a reset connection. */
@@ -424,7 +417,7 @@ static void count_request(const struct srv_request *req)
     unsigned cls = req->status / 100;
     atomic_fetch_add_explicit(&st->by_class[cls >= 2 && cls <= 5 ? cls : 0], 1,
                               memory_order_relaxed);
-    srv_histogram_observe(&st->latency, monotonic_s() - req->started);
+    srv_histogram_observe(&st->latency, util_mono_s() - req->started);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,

@@ -478,13 +478,21 @@ int store_logs_read(struct db_conn *c, int64_t job, const struct store_logs_quer
                     struct store_log_line **lines, size_t *n, char *sqlstate);
 void store_log_lines_free(struct store_log_line *lines, size_t n);
 
-/* Workers' heartbeats and hangs (store_progress.c, migrations/0016_worker_progress.sql). */
-/* Stores one `progress` message of node_id (rows: a JSON array of ty_progress_ingest rows). Rows
- * of workers not placed on that node are ignored. Returns the rows stored, or an error. */
-int store_progress_ingest(struct db_conn *c, const char *node_id, const char *rows_json);
-/* Stores one `gpus` message of node_id (rows: a JSON array as nodes.gpus holds it,
+/* Agents' periodic messages, typed (store_ingest.c): the rows as the agent protocol parsed them
+ * (common/agent_proto.h). */
+struct agent_progress;
+struct agent_gpu_row;
+/* Stores the n rows of one `progress` message of node_id (ty_progress_ingest,
+ * migrations/0016_worker_progress.sql). Rows whose job_id is not a job id of this server, and
+ * rows of workers not placed on that node, are ignored. Returns the rows stored, or an error. */
+int store_progress_ingest(struct db_conn *c, const char *node_id, const struct agent_progress *rows,
+                          size_t n);
+/* Stores the n rows of one `gpus` message of node_id in nodes.gpus (ty_gpus_ingest,
  * migrations/0027_node_gpus.sql). Returns how many GPUs were newly lost, or an error (< 0). */
-int store_gpus_ingest(struct db_conn *c, const char *node_id, const char *rows_json);
+int store_gpus_ingest(struct db_conn *c, const char *node_id, const struct agent_gpu_row *rows,
+                      size_t n);
+
+/* Workers' hangs (store_progress.c, migrations/0016_worker_progress.sql). */
 /* A running attempt whose ranks all have a fresh heartbeat and none progressed for its
  * hang_warn_s. */
 struct store_hang_suspect {

@@ -1,5 +1,6 @@
-/* Workers' heartbeats and hangs: the statements behind the control loop's hang check
- * (control_hang.c). The SQL functions are in migrations/0016_worker_progress.sql. */
+/* Workers' hangs: the statements behind the control loop's hang check (control_hang.c). The SQL
+ * functions are in migrations/0016_worker_progress.sql; heartbeats come in through
+ * store_ingest.c. */
 #include "store.h"
 
 #include "db_query.h"
@@ -7,34 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int store_progress_ingest(struct db_conn *c, const char *node_id, const char *rows_json)
-{
-    static const struct db_stmt st = {"progress_ingest", "SELECT ty_progress_ingest($1, $2::jsonb)",
-                                      2, false};
-    const char *p[] = {node_id, rows_json};
-    char *n = NULL;
-    int qs = db_exec_text(c, &st, p, &n);
-    if (qs <= 0)
-        return qs;
-    int stored = n ? (int)strtol(n, NULL, 10) : 0;
-    free(n);
-    return stored;
-}
-
-int store_gpus_ingest(struct db_conn *c, const char *node_id, const char *rows_json)
-{
-    static const struct db_stmt st = {"gpus_ingest", "SELECT ty_gpus_ingest($1, $2::jsonb)", 2,
-                                      false};
-    const char *p[] = {node_id, rows_json};
-    char *n = NULL;
-    int qs = db_exec_text(c, &st, p, &n);
-    if (qs <= 0)
-        return qs < 0 ? qs : 0;
-    int lost = n ? (int)strtol(n, NULL, 10) : 0;
-    free(n);
-    return lost;
-}
 
 int store_hang_suspects(struct db_conn *c, struct store_hang_suspect **out, size_t *n)
 {

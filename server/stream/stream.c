@@ -5,6 +5,7 @@
 #include "db.h"
 #include "log.h"
 #include "server.h"
+#include "util.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -19,16 +20,9 @@
 #define STREAM_IDLE_MS 1000
 #define STREAM_GOODBYE_WAIT_MS 1000
 
-double stream__now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 void stream__db_failed(struct stream *st)
 {
-    st->backoff_until = stream__now() + STREAM_BACKOFF_S;
+    st->backoff_until = util_mono_s() + STREAM_BACKOFF_S;
 }
 
 /* Called by the lws thread when it queued a subscriber event, and by stream_stop. */
@@ -54,7 +48,7 @@ static bool ensure_connected(struct stream *st)
 {
     if (store_stream_connected(st->db))
         return true;
-    double now = stream__now();
+    double now = util_mono_s();
     if (now < st->next_connect)
         return false;
     st->next_connect = now + STREAM_RECONNECT_S;
@@ -110,7 +104,7 @@ static void *stream_thread(void *arg)
         int timeout = STREAM_IDLE_MS;
         if (st->cluster.wait_snapshot)
             timeout = 20;
-        if (!store_stream_connected(st->db) || stream__now() < st->backoff_until)
+        if (!store_stream_connected(st->db) || util_mono_s() < st->backoff_until)
             timeout = 100;
         if (busy)
             timeout = 0;

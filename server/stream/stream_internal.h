@@ -79,7 +79,6 @@ struct stream {
     bool flush;           /* messages were queued since the last hub_flush */
 };
 
-double stream__now(void);
 /* A query failed: reads pause for a moment (no busy loop on a broken database). */
 void stream__db_failed(struct stream *st);
 

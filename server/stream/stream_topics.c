@@ -5,6 +5,7 @@
 
 #include "log.h"
 #include "server.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -243,7 +244,7 @@ static int fan_out_page(struct stream *st, struct stream_topic *t)
             /* A hole: only a transaction running in this read's snapshot can fill it. */
             t->wait_snapshot = strdup(rows.snapshot);
             t->wait_limit = seqs[rows.n - 1];
-            t->next_wait_check = stream__now() + STREAM_WAIT_CHECK_S;
+            t->next_wait_check = util_mono_s() + STREAM_WAIT_CHECK_S;
         }
     }
     /* Slow clients are dropped after the loop: dropping changes t->subs. */
@@ -287,7 +288,7 @@ static int fan_out_topic(struct stream *st, int64_t job)
 
 bool stream__fan_out(struct stream *st)
 {
-    if (stream__now() < st->backoff_until)
+    if (util_mono_s() < st->backoff_until)
         return false;
     /* By job id, not by pointer: dropping a slow client can free other topics. */
     size_t n = 1;
@@ -319,7 +320,7 @@ bool stream__fan_out(struct stream *st)
 void stream__cluster_wait(struct stream *st)
 {
     struct stream_topic *c = &st->cluster;
-    double now = stream__now();
+    double now = util_mono_s();
     if (c->wait_snapshot == NULL || now < c->next_wait_check || now < st->backoff_until)
         return;
     c->next_wait_check = now + STREAM_WAIT_CHECK_S;
@@ -378,7 +379,7 @@ static int catch_up_page(struct stream *st, struct stream_sub *sub, size_t room)
 
 bool stream__catch_up(struct stream *st)
 {
-    if (stream__now() < st->backoff_until)
+    if (util_mono_s() < st->backoff_until)
         return false;
     size_t high = st->queue_max / 2 ? st->queue_max / 2 : 1;
     bool left = false;

@@ -1,19 +1,17 @@
 # trainyard-agent pure modules (worker/agent: config, parsers, backoff, environment; the agent
 # protocol of common/agent_proto.c, agent_proto_parse.c), linked through `agentcore` and tycommon.
-foreach(t test_agent_env test_agent_proto test_agent_proto_report test_agent_config
-         test_agent_logcut)
+foreach(t test_agent_env test_agent_proto test_agent_proto_report test_agent_proto_spool
+         test_agent_config test_agent_logcut)
   ty_add_unit_tests(${t}
     SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/${t}.c
     LIBS agentcore tycommon PkgConfig::JANSSON)
 endforeach()
 
-# Heartbeats: the report protocol's `progress` frame (tywire) and the agent protocol's
-# `progress` message (tycommon).
-if(TARGET tywire)
-  ty_add_unit_tests(test_agent_proto_progress
-    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_agent_proto_progress.c
-    LIBS tywire tycommon PkgConfig::JANSSON)
-endif()
+# Heartbeats: the report protocol's `progress` frame and the agent protocol's `progress` message
+# (both in tycommon).
+ty_add_unit_tests(test_agent_proto_progress
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_agent_proto_progress.c
+  LIBS tycommon PkgConfig::JANSSON)
 # The agent protocol's `gpus` message (tycommon).
 ty_add_unit_tests(test_agent_proto_gpus
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_agent_proto_gpus.c LIBS tycommon PkgConfig::JANSSON)

@@ -1,5 +1,5 @@
 /* Unit tests for the heartbeat messages: the report protocol's `progress` frame (worker ->
- * agent, worker/sdk/wire_progress.c) and the agent protocol's `progress` message (agent ->
+ * agent, common/report_proto_progress.c) and the agent protocol's `progress` message (agent ->
  * server, common/agent_proto_progress.c). Each built message parses back to what was built, and
  * malformed ones are refused naming the field. */
 #include "ty_test.h"
@@ -8,22 +8,22 @@
 #include <string.h>
 
 #include "agent_proto.h"
-#include "wire.h"
+#include "report_proto.h"
 
 static void wire_progress_round_trips(void **state)
 {
     (void)state;
-    struct ty_wire_progress in = {.op = "allreduce",
-                                  .coll_seq = 1842,
-                                  .in_collective = true,
-                                  .report_seq = 3,
-                                  .progress_age_ms = 250};
-    json_t *m = ty_wire_progress_new(&in);
+    struct rproto_progress in = {.op = "allreduce",
+                                 .coll_seq = 1842,
+                                 .in_collective = true,
+                                 .report_seq = 3,
+                                 .progress_age_ms = 250};
+    json_t *m = rproto_progress_new(&in);
     assert_non_null(m);
-    assert_int_equal(ty_wire_type_of(m), TY_WIRE_PROGRESS);
-    struct ty_wire_progress out;
+    assert_int_equal(rproto_type_of(m), RPROTO_PROGRESS);
+    struct rproto_progress out;
     char err[128] = "";
-    assert_int_equal(ty_wire_parse_progress(m, &out, err, sizeof(err)), 0);
+    assert_int_equal(rproto_parse_progress(m, &out, err, sizeof(err)), 0);
     assert_string_equal(out.op, "allreduce");
     assert_int_equal(out.coll_seq, 1842);
     assert_true(out.in_collective);
@@ -35,18 +35,18 @@ static void wire_progress_round_trips(void **state)
 static void wire_progress_before_any_collective_has_no_op(void **state)
 {
     (void)state;
-    struct ty_wire_progress in = {.progress_age_ms = -1};
-    json_t *m = ty_wire_progress_new(&in);
+    struct rproto_progress in = {.progress_age_ms = -1};
+    json_t *m = rproto_progress_new(&in);
     assert_non_null(m);
     assert_true(json_is_null(json_object_get(m, "op")));
     assert_null(json_object_get(m, "progress_age_ms"));
-    struct ty_wire_progress out;
-    assert_int_equal(ty_wire_parse_progress(m, &out, NULL, 0), 0);
+    struct rproto_progress out;
+    assert_int_equal(rproto_parse_progress(m, &out, NULL, 0), 0);
     assert_null(out.op);
     assert_int_equal(out.progress_age_ms, -1);
     json_decref(m);
     in.in_collective = true; /* inside a collective without a name */
-    assert_null(ty_wire_progress_new(&in));
+    assert_null(rproto_progress_new(&in));
 }
 
 /* Parses `text` (a JSON object) and expects TY_EPROTO naming `field`. */
@@ -54,9 +54,9 @@ static void expect_wire_refused(const char *text, const char *field)
 {
     json_t *m = json_loads(text, 0, NULL);
     assert_non_null(m);
-    struct ty_wire_progress out;
+    struct rproto_progress out;
     char err[128] = "";
-    assert_int_equal(ty_wire_parse_progress(m, &out, err, sizeof(err)), TY_EPROTO);
+    assert_int_equal(rproto_parse_progress(m, &out, err, sizeof(err)), TY_EPROTO);
     assert_non_null(strstr(err, field));
     json_decref(m);
 }

@@ -9,7 +9,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "wire.h"
+#include "report_proto.h"
 
 /* Serve one connection until EOF or stop. Returns 1 if asked to stop. */
 static int stub_serve(struct agent_stub *s, int fd)
@@ -22,12 +22,12 @@ static int stub_serve(struct agent_stub *s, int fd)
         if (p[1].revents)
             return 1;
         json_t *m = NULL;
-        if (ty_wire_read(fd, &m, 5000, NULL, 0) < 0)
+        if (rproto_read(fd, &m, 5000, NULL, 0) < 0)
             return 0;
-        switch (ty_wire_type_of(m)) {
-        case TY_WIRE_HELLO: {
-            struct ty_wire_hello h;
-            if (ty_wire_parse_hello(m, &h, NULL, 0) < 0)
+        switch (rproto_type_of(m)) {
+        case RPROTO_HELLO: {
+            struct rproto_hello h;
+            if (rproto_parse_hello(m, &h, NULL, 0) < 0)
                 s->bad_frames++;
             json_array_append(s->hellos, m);
             if (s->mode == STUB_CLOSE_AFTER_HELLO) {
@@ -36,24 +36,24 @@ static int stub_serve(struct agent_stub *s, int fd)
             }
             break;
         }
-        case TY_WIRE_REPORT: {
-            struct ty_wire_report r;
+        case RPROTO_REPORT: {
+            struct rproto_report r;
             char err[128];
-            if (ty_wire_parse_report(m, &r, err, sizeof err) < 0) {
+            if (rproto_parse_report(m, &r, err, sizeof err) < 0) {
                 fprintf(stderr, "stub: bad report: %s\n", err);
                 s->bad_frames++;
                 break;
             }
             json_array_append(s->reports, m);
-            json_t *reply = s->mode == STUB_ACK      ? ty_wire_ack_new(r.seq)
-                            : s->mode == STUB_REJECT ? ty_wire_error_new(r.seq, "no space")
+            json_t *reply = s->mode == STUB_ACK      ? rproto_ack_new(r.seq)
+                            : s->mode == STUB_REJECT ? rproto_error_new(r.seq, "no space")
                                                      : NULL;
             if (reply) {
                 /* an unrelated ack first: the client must skip it */
-                json_t *noise = ty_wire_ack_new(r.seq + 1000);
-                ty_wire_write(fd, noise, 1000);
+                json_t *noise = rproto_ack_new(r.seq + 1000);
+                rproto_write(fd, noise, 1000);
                 json_decref(noise);
-                ty_wire_write(fd, reply, 1000);
+                rproto_write(fd, reply, 1000);
                 json_decref(reply);
             }
             break;

@@ -1,5 +1,6 @@
 /* A tiny stand-in for the agent's report socket, run on a thread: accepts connections, checks
- * every frame with the tywire validators and records hello/report messages. */
+ * every frame with the report protocol validators (common/report_proto.h) and records hello/report
+ * messages. */
 #ifndef TEST_SDK_AGENT_STUB_H
 #define TEST_SDK_AGENT_STUB_H
 

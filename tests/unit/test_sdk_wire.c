@@ -1,4 +1,5 @@
-/* Report protocol codec (tywire): framing, limits, incremental decoding, messages, frame I/O. */
+/* Report protocol codec (common/report_proto.c): framing, limits, incremental decoding, messages,
+ * frame I/O. */
 #include "ty_test.h"
 
 #include <stdlib.h>
@@ -6,7 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "wire.h"
+#include "report_proto.h"
 
 static json_t *sample(void)
 {
@@ -20,14 +21,14 @@ static void wire_round_trip_preserves_message(void **state)
     json_t *m = sample();
     char *f;
     size_t n;
-    assert_int_equal(ty_wire_encode(m, &f, &n), 0);
+    assert_int_equal(rproto_encode(m, &f, &n), 0);
     assert_true(n > 4);
     size_t payload = ((size_t)(unsigned char)f[0] << 24) | ((size_t)(unsigned char)f[1] << 16) |
                      ((size_t)(unsigned char)f[2] << 8) | (unsigned char)f[3];
     assert_int_equal(payload, n - 4);
     json_t *out = NULL;
     size_t used = 0;
-    assert_int_equal(ty_wire_decode(f, n, &out, &used, NULL, 0), 1);
+    assert_int_equal(rproto_decode(f, n, &out, &used, NULL, 0), 1);
     assert_int_equal(used, n);
     assert_true(json_equal(m, out));
     json_decref(out);
@@ -41,10 +42,10 @@ static void wire_truncated_frame_needs_more_bytes(void **state)
     json_t *m = sample();
     char *f;
     size_t n;
-    assert_int_equal(ty_wire_encode(m, &f, &n), 0);
+    assert_int_equal(rproto_encode(m, &f, &n), 0);
     for (size_t k = 0; k < n; k++) {
         json_t *out = NULL;
-        assert_int_equal(ty_wire_decode(f, k, &out, NULL, NULL, 0), 0);
+        assert_int_equal(rproto_decode(f, k, &out, NULL, NULL, 0), 0);
         assert_null(out);
     }
     json_decref(m);
@@ -57,28 +58,28 @@ static void wire_oversized_frame_rejected_from_header(void **state)
     unsigned char h[4] = {0x00, 0x10, 0x00, 0x01}; /* 1 MiB + 1 */
     json_t *out = NULL;
     char err[128] = "";
-    assert_int_equal(ty_wire_decode(h, 4, &out, NULL, err, sizeof err), TY_ERANGE);
+    assert_int_equal(rproto_decode(h, 4, &out, NULL, err, sizeof err), TY_ERANGE);
     assert_non_null(strstr(err, "frame length"));
     unsigned char z[4] = {0, 0, 0, 0};
-    assert_int_equal(ty_wire_decode(z, 4, &out, NULL, NULL, 0), TY_ERANGE);
+    assert_int_equal(rproto_decode(z, 4, &out, NULL, NULL, 0), TY_ERANGE);
     /* exactly the maximum is fine from the header's point of view */
     unsigned char mx[4] = {0x00, 0x10, 0x00, 0x00};
-    assert_int_equal(ty_wire_decode(mx, 4, &out, NULL, NULL, 0), 0);
+    assert_int_equal(rproto_decode(mx, 4, &out, NULL, NULL, 0), 0);
 }
 
 static void wire_oversized_message_not_encoded(void **state)
 {
     (void)state;
-    char *big = malloc(TY_WIRE_MAX_FRAME + 1);
-    memset(big, 'x', TY_WIRE_MAX_FRAME);
-    big[TY_WIRE_MAX_FRAME] = '\0';
+    char *big = malloc(RPROTO_MAX_FRAME + 1);
+    memset(big, 'x', RPROTO_MAX_FRAME);
+    big[RPROTO_MAX_FRAME] = '\0';
     json_t *m = json_pack("{s:s}", "blob", big);
     char *f = NULL;
     size_t n = 0;
-    assert_int_equal(ty_wire_encode(m, &f, &n), TY_ERANGE);
+    assert_int_equal(rproto_encode(m, &f, &n), TY_ERANGE);
     assert_null(f);
     json_t *arr = json_array();
-    assert_int_equal(ty_wire_encode(arr, &f, &n), TY_EINVAL);
+    assert_int_equal(rproto_encode(arr, &f, &n), TY_EINVAL);
     json_decref(arr);
     json_decref(m);
     free(big);
@@ -94,7 +95,7 @@ static void wire_bad_json_is_protocol_error(void **state)
         memcpy(f + 4, bodies[i], len);
         json_t *out = NULL;
         char err[128] = "";
-        assert_int_equal(ty_wire_decode(f, 4 + len, &out, NULL, err, sizeof err), TY_EPROTO);
+        assert_int_equal(rproto_decode(f, 4 + len, &out, NULL, err, sizeof err), TY_EPROTO);
         assert_true(err[0] != '\0');
         assert_null(out);
     }
@@ -103,30 +104,30 @@ static void wire_bad_json_is_protocol_error(void **state)
 static void wire_decoder_splits_byte_stream(void **state)
 {
     (void)state;
-    ty_wire_decoder d;
-    ty_wire_decoder_init(&d);
-    json_t *a = ty_wire_ack_new(1), *b = ty_wire_ack_new(2);
+    rproto_decoder d;
+    rproto_decoder_init(&d);
+    json_t *a = rproto_ack_new(1), *b = rproto_ack_new(2);
     char *fa, *fb;
     size_t na, nb;
-    assert_int_equal(ty_wire_encode(a, &fa, &na), 0);
-    assert_int_equal(ty_wire_encode(b, &fb, &nb), 0);
+    assert_int_equal(rproto_encode(a, &fa, &na), 0);
+    assert_int_equal(rproto_encode(b, &fb, &nb), 0);
     char *all = malloc(na + nb);
     memcpy(all, fa, na);
     memcpy(all + na, fb, nb);
     int got = 0;
     for (size_t i = 0; i < na + nb; i++) {
-        assert_int_equal(ty_wire_decoder_feed(&d, all + i, 1), 0);
+        assert_int_equal(rproto_decoder_feed(&d, all + i, 1), 0);
         json_t *m;
-        while (ty_wire_decoder_next(&d, &m, NULL, 0) == 1) {
+        while (rproto_decoder_next(&d, &m, NULL, 0) == 1) {
             int64_t seq;
-            assert_int_equal(ty_wire_parse_ack(m, &seq, NULL, 0), 0);
+            assert_int_equal(rproto_parse_ack(m, &seq, NULL, 0), 0);
             assert_int_equal(seq, ++got);
             json_decref(m);
         }
     }
     assert_int_equal(got, 2);
     assert_int_equal(d.len, 0);
-    ty_wire_decoder_free(&d);
+    rproto_decoder_free(&d);
     free(all);
     free(fa);
     free(fb);
@@ -138,27 +139,27 @@ static void wire_messages_build_and_validate(void **state)
 {
     (void)state;
     char err[128];
-    json_t *h = ty_wire_hello_new("job-9", 2, 5, 1234, NULL);
-    struct ty_wire_hello hv;
-    assert_int_equal(ty_wire_parse_hello(h, &hv, err, sizeof err), 0);
+    json_t *h = rproto_hello_new("job-9", 2, 5, 1234, NULL);
+    struct rproto_hello hv;
+    assert_int_equal(rproto_parse_hello(h, &hv, err, sizeof err), 0);
     assert_string_equal(hv.job_id, "job-9");
     assert_int_equal(hv.attempt, 2);
     assert_int_equal(hv.rank, 5);
     assert_int_equal(hv.pid, 1234);
     assert_null(hv.secret);
-    assert_int_equal(ty_wire_type_of(h), TY_WIRE_HELLO);
+    assert_int_equal(rproto_type_of(h), RPROTO_HELLO);
     json_decref(h);
-    h = ty_wire_hello_new("job-9", 2, 5, 1234, "s3cret");
-    assert_int_equal(ty_wire_parse_hello(h, &hv, err, sizeof err), 0);
+    h = rproto_hello_new("job-9", 2, 5, 1234, "s3cret");
+    assert_int_equal(rproto_parse_hello(h, &hv, err, sizeof err), 0);
     assert_string_equal(hv.secret, "s3cret");
     json_object_set_new(h, "secret", json_integer(7));
-    assert_int_equal(ty_wire_parse_hello(h, &hv, err, sizeof err), TY_EPROTO);
+    assert_int_equal(rproto_parse_hello(h, &hv, err, sizeof err), TY_EPROTO);
     json_decref(h);
 
     json_t *metrics = json_pack("{s:f, s:i}", "loss", 0.5, "step", 10);
-    json_t *r = ty_wire_report_new(3, metrics, true, 10, "/tmp/ck");
-    struct ty_wire_report rv;
-    assert_int_equal(ty_wire_parse_report(r, &rv, err, sizeof err), 0);
+    json_t *r = rproto_report_new(3, metrics, true, 10, "/tmp/ck");
+    struct rproto_report rv;
+    assert_int_equal(rproto_parse_report(r, &rv, err, sizeof err), 0);
     assert_int_equal(rv.seq, 3);
     assert_true(rv.has_step);
     assert_int_equal(rv.step, 10);
@@ -166,14 +167,14 @@ static void wire_messages_build_and_validate(void **state)
     assert_null(json_object_get(rv.metrics, "step"));
     assert_true(json_real_value(json_object_get(rv.metrics, "loss")) == 0.5);
     json_decref(r);
-    assert_null(ty_wire_report_new(1, metrics, false, 0, "relative/dir"));
-    assert_null(ty_wire_report_new(0, metrics, false, 0, NULL));
+    assert_null(rproto_report_new(1, metrics, false, 0, "relative/dir"));
+    assert_null(rproto_report_new(0, metrics, false, 0, NULL));
     json_decref(metrics);
 
-    json_t *e = ty_wire_error_new(4, "disk full");
+    json_t *e = rproto_error_new(4, "disk full");
     int64_t seq;
     const char *text;
-    assert_int_equal(ty_wire_parse_error(e, &seq, &text, NULL, 0), 0);
+    assert_int_equal(rproto_parse_error(e, &seq, &text, NULL, 0), 0);
     assert_int_equal(seq, 4);
     assert_string_equal(text, "disk full");
     json_decref(e);
@@ -183,8 +184,8 @@ static void wire_validators_name_the_bad_field(void **state)
 {
     (void)state;
     char err[128];
-    struct ty_wire_report rv;
-    struct ty_wire_hello hv;
+    struct rproto_report rv;
+    struct rproto_hello hv;
     const char *cases[][2] = {
         {"{\"type\":\"report\",\"metrics\":{}}", "seq"},
         {"{\"type\":\"report\",\"seq\":0,\"metrics\":{}}", "seq"},
@@ -198,18 +199,18 @@ static void wire_validators_name_the_bad_field(void **state)
         json_t *m = json_loads(cases[i][0], 0, NULL);
         assert_non_null(m);
         err[0] = '\0';
-        assert_int_equal(ty_wire_parse_report(m, &rv, err, sizeof err), TY_EPROTO);
+        assert_int_equal(rproto_parse_report(m, &rv, err, sizeof err), TY_EPROTO);
         assert_non_null(strstr(err, cases[i][1]));
         json_decref(m);
     }
     json_t *h = json_loads("{\"type\":\"hello\",\"job_id\":\"j\",\"attempt\":0,\"rank\":-1,"
                            "\"pid\":3}",
                            0, NULL);
-    assert_int_equal(ty_wire_parse_hello(h, &hv, err, sizeof err), TY_EPROTO);
+    assert_int_equal(rproto_parse_hello(h, &hv, err, sizeof err), TY_EPROTO);
     assert_non_null(strstr(err, "rank"));
     json_decref(h);
     json_t *bad = json_pack("{s:b}", "ok", 1);
-    assert_int_equal(ty_wire_check_metrics(bad, err, sizeof err), TY_EINVAL);
+    assert_int_equal(rproto_check_metrics(bad, err, sizeof err), TY_EINVAL);
     json_decref(bad);
 }
 
@@ -218,20 +219,20 @@ static void wire_read_write_over_socketpair(void **state)
     (void)state;
     int sv[2];
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-    json_t *m = ty_wire_ack_new(9), *out = NULL;
-    assert_int_equal(ty_wire_write(sv[0], m, 1000), 0);
-    assert_int_equal(ty_wire_read(sv[1], &out, 1000, NULL, 0), 0);
+    json_t *m = rproto_ack_new(9), *out = NULL;
+    assert_int_equal(rproto_write(sv[0], m, 1000), 0);
+    assert_int_equal(rproto_read(sv[1], &out, 1000, NULL, 0), 0);
     assert_true(json_equal(m, out));
     json_decref(out);
     /* nothing to read: timeout */
-    assert_int_equal(ty_wire_read(sv[1], &out, 50, NULL, 0), TY_ETIMEDOUT);
+    assert_int_equal(rproto_read(sv[1], &out, 50, NULL, 0), TY_ETIMEDOUT);
     /* half a frame then EOF: peer error */
     unsigned char half[6] = {0, 0, 0, 10, '{', '"'};
     assert_int_equal(write(sv[0], half, sizeof half), (ssize_t)sizeof half);
     close(sv[0]);
-    assert_int_equal(ty_wire_read(sv[1], &out, 1000, NULL, 0), TY_EPEER);
+    assert_int_equal(rproto_read(sv[1], &out, 1000, NULL, 0), TY_EPEER);
     /* writing to a closed peer: TY_EPEER, no SIGPIPE */
-    assert_int_equal(ty_wire_write(sv[1], m, 1000), TY_EPEER);
+    assert_int_equal(rproto_write(sv[1], m, 1000), TY_EPEER);
     close(sv[1]);
     json_decref(m);
 }
@@ -251,15 +252,15 @@ static void wire_strerror_covers_every_code(void **state)
 static void wire_shm_prefix_is_a_safe_file_name(void **state)
 {
     (void)state;
-    char buf[TY_WIRE_SHM_PREFIX_MAX];
-    ty_wire_shm_prefix("42", 3, buf, sizeof buf);
+    char buf[RPROTO_SHM_PREFIX_MAX];
+    rproto_shm_prefix("42", 3, buf, sizeof buf);
     assert_string_equal(buf, "/trainyard-42-3-");
-    ty_wire_shm_prefix("../etc/x y", 1, buf, sizeof buf);
+    rproto_shm_prefix("../etc/x y", 1, buf, sizeof buf);
     assert_string_equal(buf, "/trainyard-___etc_x_y-1-");
-    ty_wire_shm_prefix("a-very-long-job-id-that-goes-on-and-on", 2147483647, buf, sizeof buf);
+    rproto_shm_prefix("a-very-long-job-id-that-goes-on-and-on", 2147483647, buf, sizeof buf);
     assert_string_equal(buf, "/trainyard-a_very_long_job_id_t-2147483647-");
     assert_true(strlen(buf) + 16 < 64); /* room for the 16 hex digits of a segment name */
-    ty_wire_shm_prefix(NULL, 0, buf, sizeof buf);
+    rproto_shm_prefix(NULL, 0, buf, sizeof buf);
     assert_string_equal(buf, "/trainyard--0-");
 }
 

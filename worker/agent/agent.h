@@ -392,8 +392,7 @@ struct agent {
     struct agent_prep *prep;         /* prepare.c; NULL: not started (launches fetch inline) */
 };
 
-/* Monotonic and wall-clock milliseconds. */
-int64_t agent_now_ms(void);
+/* Wall-clock milliseconds (monotonic ones: util_mono_ms). */
 int64_t agent_wall_ms(void);
 
 /* events.c */
@@ -697,9 +696,9 @@ void agent__report_close_all(struct agent *a);
 void agent__report_queue_drained(struct agent *a);
 
 /* progress.c */
-struct ty_wire_progress;
+struct rproto_progress;
 /* Keeps worker w's heartbeat p (a `progress` frame on the report socket). */
-void agent__progress_note(struct agent_worker *w, const struct ty_wire_progress *p);
+void agent__progress_note(struct agent_worker *w, const struct rproto_progress *p);
 /* Poll timer: at most once a second, sends the server one `progress` message with the last
  * heartbeat of every running worker that sent one. */
 void agent__progress_tick(struct agent *a);

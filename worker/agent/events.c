@@ -10,13 +10,6 @@
 #include <time.h>
 #include <unistd.h>
 
-int64_t agent_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int64_t agent_wall_ms(void)
 {
     struct timespec ts;

@@ -55,8 +55,8 @@ static void poll_tick(lws_sorted_usec_list_t *sul)
     if (a->shutting_down && agent__workers_running(a) == 0) {
         /* Give the server up to a second to take the last worker_exited events. */
         if (a->shutdown_deadline_ms == 0)
-            a->shutdown_deadline_ms = agent_now_ms() + 1000;
-        if (a->registered && a->events && agent_now_ms() < a->shutdown_deadline_ms) {
+            a->shutdown_deadline_ms = util_mono_ms() + 1000;
+        if (a->registered && a->events && util_mono_ms() < a->shutdown_deadline_ms) {
             lws_sul_schedule(a->ctx, 0, &pt->sul, poll_tick, AGENT_POLL_US);
             return;
         }

@@ -10,6 +10,7 @@
 #include "agent.h"
 
 #include "log.h"
+#include "util.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -313,7 +314,7 @@ static void drop_gpu(struct agent *a, int index)
 
 void agent__gpus_tick(struct agent *a)
 {
-    int64_t now = agent_now_ms();
+    int64_t now = util_mono_ms();
     int64_t every = a->cfg->gpu_sample_interval_s * 1000;
     if (!a->gpu_info || !a->registered || every <= 0 ||
         (a->gpus_sent_ms && now - a->gpus_sent_ms < every))

@@ -5,7 +5,8 @@
 #include "agent.h"
 
 #include "log.h"
-#include "wire.h"
+#include "report_proto.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,10 +14,10 @@
 
 #define AGENT_PROGRESS_INTERVAL_MS 1000
 
-void agent__progress_note(struct agent_worker *w, const struct ty_wire_progress *p)
+void agent__progress_note(struct agent_worker *w, const struct rproto_progress *p)
 {
     struct agent_worker_progress *s = &w->progress;
-    int64_t now = agent_now_ms();
+    int64_t now = util_mono_ms();
     const char *op = p->op ? p->op : "";
     bool changed = !s->known || s->coll_seq != p->coll_seq ||
                    s->in_collective != p->in_collective || s->report_seq != p->report_seq ||
@@ -38,7 +39,7 @@ void agent__progress_note(struct agent_worker *w, const struct ty_wire_progress 
 
 void agent__progress_tick(struct agent *a)
 {
-    int64_t now = agent_now_ms();
+    int64_t now = util_mono_ms();
     if (!a->registered || now - a->progress_sent_ms < AGENT_PROGRESS_INTERVAL_MS)
         return;
     a->progress_sent_ms = now;

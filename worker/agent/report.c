@@ -2,7 +2,7 @@
  * and send reports; each report's checkpoint directory is copied into the agent's data directory
  * (checkpoint.c; the copy blocks the event loop for now), the report is spooled durably naming
  * that copy, queued for the server as a `report` event, and only then acked to the worker.
- * Framing and validation come from the SDK's `tywire`.
+ * Framing and validation come from the report protocol module (common/report_proto.c).
  *
  * The listening socket and every connection are adopted into the lws loop as raw file
  * descriptors, so all I/O stays non-blocking on the agent's single thread. */
@@ -10,7 +10,7 @@
 
 #include "log.h"
 #include "util.h"
-#include "wire.h"
+#include "report_proto.h"
 
 #include <libwebsockets.h>
 
@@ -32,7 +32,7 @@ struct agent_report_conn {
     int fd;
     pid_t peer_pid; /* SO_PEERCRED of the connecting process; peer_uid -1: unknown */
     long long peer_uid;
-    ty_wire_decoder dec;
+    rproto_decoder dec;
     bool hello;
     char *job_id;
     int64_t attempt, rank;
@@ -55,7 +55,7 @@ static void conn_send(struct agent_report_conn *c, json_t *msg)
 {
     char *buf = NULL;
     size_t len = 0;
-    int rc = msg ? ty_wire_encode(msg, &buf, &len) : TY_ENOMEM;
+    int rc = msg ? rproto_encode(msg, &buf, &len) : TY_ENOMEM;
     json_decref(msg);
     if (rc != 0) {
         TY_ERROR("report", "cannot encode a reply: %s", ty_strerror(rc));
@@ -124,15 +124,15 @@ static const char *peer_refusal(const struct agent_report_conn *c, const struct 
 
 static void on_hello(struct agent_report_conn *c, const json_t *m)
 {
-    struct ty_wire_hello h;
+    struct rproto_hello h;
     char err[256];
     if (c->hello) {
-        conn_send(c, ty_wire_error_new(0, "hello sent twice"));
+        conn_send(c, rproto_error_new(0, "hello sent twice"));
         return;
     }
-    if (ty_wire_parse_hello(m, &h, err, sizeof(err)) != 0) {
+    if (rproto_parse_hello(m, &h, err, sizeof(err)) != 0) {
         TY_BAD_PEER("report", "bad hello: %s", err);
-        conn_send(c, ty_wire_error_new(0, err));
+        conn_send(c, rproto_error_new(0, err));
         c->close_after_write = true;
         return;
     }
@@ -142,7 +142,7 @@ static void on_hello(struct agent_report_conn *c, const json_t *m)
         snprintf(msg, sizeof(msg), "job %s attempt %d rank %d is not a worker of this agent",
                  h.job_id, h.attempt, h.rank);
         TY_BAD_PEER("report", "%s", msg);
-        conn_send(c, ty_wire_error_new(0, msg));
+        conn_send(c, rproto_error_new(0, msg));
         c->close_after_write = true;
         return;
     }
@@ -152,7 +152,7 @@ static void on_hello(struct agent_report_conn *c, const json_t *m)
         snprintf(msg, sizeof(msg), "hello for job %s attempt %d rank %d refused: %s", h.job_id,
                  h.attempt, h.rank, why);
         TY_BAD_PEER("report", "%s (pid %ld, uid %lld)", msg, (long)c->peer_pid, c->peer_uid);
-        conn_send(c, ty_wire_error_new(0, msg));
+        conn_send(c, rproto_error_new(0, msg));
         c->close_after_write = true;
         return;
     }
@@ -170,19 +170,19 @@ static void on_hello(struct agent_report_conn *c, const json_t *m)
 
 static void on_report(struct agent_report_conn *c, const json_t *m)
 {
-    struct ty_wire_report r;
+    struct rproto_report r;
     char err[256];
     json_t *seqv = json_object_get(m, "seq");
     int64_t seq =
         json_is_integer(seqv) && json_integer_value(seqv) > 0 ? json_integer_value(seqv) : 0;
     if (!c->hello) {
-        conn_send(c, ty_wire_error_new(seq, "hello first"));
+        conn_send(c, rproto_error_new(seq, "hello first"));
         c->close_after_write = true;
         return;
     }
-    if (ty_wire_parse_report(m, &r, err, sizeof(err)) != 0) {
+    if (rproto_parse_report(m, &r, err, sizeof(err)) != 0) {
         TY_BAD_PEER("report", "report refused: %s", err);
-        conn_send(c, ty_wire_error_new(seq, err));
+        conn_send(c, rproto_error_new(seq, err));
         return;
     }
     char when[40];
@@ -195,7 +195,7 @@ static void on_report(struct agent_report_conn *c, const json_t *m)
         char cerr[512];
         owned = agent_checkpoint_path(c->a->data_dir, c->job_id, c->attempt, r.seq);
         if (!owned) {
-            conn_send(c, ty_wire_error_new(r.seq, "the agent could not take the checkpoint"));
+            conn_send(c, rproto_error_new(r.seq, "the agent could not take the checkpoint"));
             return;
         }
         bool taken = agent__spool_has(c->a, c->job_id, c->attempt, c->rank, r.seq);
@@ -207,7 +207,7 @@ static void on_report(struct agent_report_conn *c, const json_t *m)
         if (!taken) {
             TY_WARN("report", "worker %s/%lld/%lld report %lld: %s", c->job_id,
                     (long long)c->attempt, (long long)c->rank, (long long)r.seq, cerr);
-            conn_send(c, ty_wire_error_new(r.seq, cerr));
+            conn_send(c, rproto_error_new(r.seq, cerr));
             free(owned);
             return;
         }
@@ -224,7 +224,7 @@ static void on_report(struct agent_report_conn *c, const json_t *m)
     char *path = body ? agent__spool_write(c->a, body, &dup) : NULL;
     if (!path) {
         json_decref(body);
-        conn_send(c, ty_wire_error_new(r.seq, "the agent could not store the report"));
+        conn_send(c, rproto_error_new(r.seq, "the agent could not store the report"));
         return;
     }
     if (dup) {
@@ -237,7 +237,7 @@ static void on_report(struct agent_report_conn *c, const json_t *m)
         agent__uploader_note_report(c->a, c->job_id, c->attempt, r.seq);
     }
     json_decref(body);
-    conn_send(c, ty_wire_ack_new(r.seq));
+    conn_send(c, rproto_ack_new(r.seq));
 }
 
 /* Back-pressure: while the events waiting for the server's ack fill --max-queued-bytes (the
@@ -281,16 +281,16 @@ void agent__report_queue_drained(struct agent *a)
  * connection (the worker reconnects at its next heartbeat). */
 static void on_progress(struct agent_report_conn *c, const json_t *m)
 {
-    struct ty_wire_progress p;
+    struct rproto_progress p;
     char err[256];
     if (!c->hello) {
-        conn_send(c, ty_wire_error_new(0, "hello first"));
+        conn_send(c, rproto_error_new(0, "hello first"));
         c->close_after_write = true;
         return;
     }
-    if (ty_wire_parse_progress(m, &p, err, sizeof(err)) != 0) {
+    if (rproto_parse_progress(m, &p, err, sizeof(err)) != 0) {
         TY_BAD_PEER("report", "progress refused: %s", err);
-        conn_send(c, ty_wire_error_new(0, err));
+        conn_send(c, rproto_error_new(0, err));
         c->close_after_write = true;
         return;
     }
@@ -316,7 +316,7 @@ static int conn_read(struct agent_report_conn *c)
                 break;
             return -1;
         }
-        if (ty_wire_decoder_feed(&c->dec, buf, (size_t)n) < 0)
+        if (rproto_decoder_feed(&c->dec, buf, (size_t)n) < 0)
             return -1;
         if ((size_t)n < sizeof(buf))
             break;
@@ -325,20 +325,20 @@ static int conn_read(struct agent_report_conn *c)
     char err[256];
     int rc;
     while (!c->close_after_write &&
-           (rc = ty_wire_decoder_next(&c->dec, &m, err, sizeof(err))) == 1) {
-        switch (ty_wire_type_of(m)) {
-        case TY_WIRE_HELLO:
+           (rc = rproto_decoder_next(&c->dec, &m, err, sizeof(err))) == 1) {
+        switch (rproto_type_of(m)) {
+        case RPROTO_HELLO:
             on_hello(c, m);
             break;
-        case TY_WIRE_REPORT:
+        case RPROTO_REPORT:
             c->reporter = true;
             on_report(c, m);
             break;
-        case TY_WIRE_PROGRESS:
+        case RPROTO_PROGRESS:
             on_progress(c, m);
             break;
         default:
-            conn_send(c, ty_wire_error_new(0, "unknown message type"));
+            conn_send(c, rproto_error_new(0, "unknown message type"));
             break;
         }
         json_decref(m);
@@ -361,7 +361,7 @@ static void conn_free(struct agent_report_conn *c)
         pp = &(*pp)->next;
     if (*pp)
         *pp = c->next;
-    ty_wire_decoder_free(&c->dec);
+    rproto_decoder_free(&c->dec);
     free(c->job_id);
     free(c->out);
     free(c);
@@ -392,7 +392,7 @@ static void accept_all(struct agent *a, struct lws *lwsi)
             c->peer_pid = cred.pid;
             c->peer_uid = (long long)cred.uid;
         }
-        ty_wire_decoder_init(&c->dec);
+        rproto_decoder_init(&c->dec);
         lws_adopt_desc_t ad;
         memset(&ad, 0, sizeof(ad));
         ad.vh = lws_get_vhost(lwsi);

@@ -33,18 +33,16 @@ bool agent__spool_has(struct agent *a, const char *job_id, int64_t attempt, int6
 char *agent__spool_write(struct agent *a, const json_t *body, bool *dup)
 {
     *dup = false;
-    const char *job = json_string_value(json_object_get(body, "job_id"));
-    long long attempt = json_integer_value(json_object_get(body, "attempt"));
-    long long rank = json_integer_value(json_object_get(body, "rank"));
-    long long rseq = json_integer_value(json_object_get(body, "report_seq"));
-    if (!job || agent_job_id_valid(job) != 0)
+    struct agent_report_body_keys k;
+    if (agent_report_body_parse(body, &k) != 0 || agent_job_id_valid(k.job_id) != 0)
         return NULL;
-    size_t plen = strlen(a->spool_dir) + strlen(job) + 96;
+    size_t plen = strlen(a->spool_dir) + strlen(k.job_id) + 96;
     char *path = malloc(plen);
     char *text = json_dumps(body, JSON_COMPACT);
     if (!path || !text)
         goto fail;
-    snprintf(path, plen, "%s/%s.%lld.%lld.%lld.json", a->spool_dir, job, attempt, rank, rseq);
+    snprintf(path, plen, "%s/%s.%lld.%lld.%lld.json", a->spool_dir, k.job_id, (long long)k.attempt,
+             (long long)k.rank, (long long)k.report_seq);
     if (access(path, F_OK) == 0) {
         *dup = true;
         free(text);
@@ -68,34 +66,24 @@ fail:
 
 struct spooled {
     json_t *body;
+    struct agent_report_body_keys k; /* borrowed from body */
     char *path;
 };
 
+/* Resent in the order they were made: by job, attempt, rank and report_seq. */
 static int cmp_spooled(const void *x, const void *y)
 {
-    const json_t *a = ((const struct spooled *)x)->body, *b = ((const struct spooled *)y)->body;
-    int c = strcmp(json_string_value(json_object_get(a, "job_id")),
-                   json_string_value(json_object_get(b, "job_id")));
+    const struct agent_report_body_keys *a = &((const struct spooled *)x)->k;
+    const struct agent_report_body_keys *b = &((const struct spooled *)y)->k;
+    int c = strcmp(a->job_id, b->job_id);
     if (c)
         return c;
-    static const char *const keys[] = {"attempt", "rank", "report_seq"};
-    for (size_t i = 0; i < 3; i++) {
-        json_int_t u = json_integer_value(json_object_get(a, keys[i]));
-        json_int_t v = json_integer_value(json_object_get(b, keys[i]));
-        if (u != v)
-            return u < v ? -1 : 1;
-    }
+    const int64_t u[] = {a->attempt, a->rank, a->report_seq};
+    const int64_t v[] = {b->attempt, b->rank, b->report_seq};
+    for (size_t i = 0; i < 3; i++)
+        if (u[i] != v[i])
+            return u[i] < v[i] ? -1 : 1;
     return 0;
-}
-
-/* A spooled body has what the report message needs. */
-static bool body_valid(const json_t *b)
-{
-    return json_is_object(b) && json_is_string(json_object_get(b, "job_id")) &&
-           json_is_integer(json_object_get(b, "attempt")) &&
-           json_is_integer(json_object_get(b, "rank")) &&
-           json_is_integer(json_object_get(b, "report_seq")) &&
-           json_is_object(json_object_get(b, "metrics"));
 }
 
 void agent__spool_reload(struct agent *a)
@@ -128,7 +116,8 @@ void agent__spool_reload(struct agent *a)
             continue;
         }
         json_t *body = json_load_file(path, 0, NULL);
-        if (!body_valid(body)) {
+        struct agent_report_body_keys k;
+        if (agent_report_body_parse(body, &k) != 0) {
             TY_WARN("report", "ignoring unreadable spooled report %s", path);
             json_decref(body);
             free(path);
@@ -146,6 +135,7 @@ void agent__spool_reload(struct agent *a)
             cap = nc;
         }
         v[n].body = body;
+        v[n].k = k;
         v[n].path = path;
         n++;
     }
@@ -182,12 +172,12 @@ char *agent__spool_exit(struct agent *a, const struct agent_worker *w)
     if (agent_job_id_valid(w->job_id) != 0)
         return NULL;
     char *path = exit_path(a, w->job_id, w->attempt, w->rank);
-    json_t *o =
-        json_pack("{s:s, s:I, s:I, s:I, s:I, s:s?}", "job_id", w->job_id, "attempt",
-                  (json_int_t)w->attempt, "rank", (json_int_t)w->rank, "exit_code",
-                  (json_int_t)w->exit_code, "signal", (json_int_t)w->signal, "error", w->error);
-    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    json_decref(o);
+    char *text = agent_exit_body(&(struct agent_exit_body){.job_id = w->job_id,
+                                                           .attempt = w->attempt,
+                                                           .rank = w->rank,
+                                                           .exit_code = w->exit_code,
+                                                           .signal = w->signal,
+                                                           .error = w->error});
     if (!path || !text || util_write_file_durable(path, text, strlen(text), 0600) != 0) {
         TY_ERROR("proc", "cannot spool the exit of job %s attempt %lld rank %lld: %s", w->job_id,
                  (long long)w->attempt, (long long)w->rank, strerror(errno));
@@ -201,38 +191,34 @@ char *agent__spool_exit(struct agent *a, const struct agent_worker *w)
 /* Re-queues one spooled exit (path taken over). */
 static void reload_exit(struct agent *a, char *path)
 {
-    json_t *o = json_load_file(path, 0, NULL);
-    const char *job = json_string_value(json_object_get(o, "job_id"));
-    json_t *att = json_object_get(o, "attempt"), *rank = json_object_get(o, "rank");
-    if (!job || agent_job_id_valid(job) != 0 || !json_is_integer(att) || !json_is_integer(rank)) {
+    size_t len = 0;
+    char *text = util_read_file(path, &len);
+    struct agent_exit_body e;
+    if (!text || agent_exit_body_parse(text, len, &e) != 0) {
         TY_WARN("proc", "ignoring unreadable spooled exit %s", path);
-        json_decref(o);
+        free(text);
         free(path);
         return;
     }
+    free(text);
     struct agent_worker *w = calloc(1, sizeof(*w));
-    const char *error = json_string_value(json_object_get(o, "error"));
-    if (!w || !(w->job_id = strdup(job)) || (error && !(w->error = strdup(error)))) {
+    if (!w || !(w->job_id = strdup(e.job_id)) || (e.error && !(w->error = strdup(e.error)))) {
         if (w)
             free(w->job_id);
         free(w);
-        json_decref(o);
+        agent_exit_body_free(&e);
         free(path);
         return;
     }
-    w->attempt = json_integer_value(att);
-    w->rank = json_integer_value(rank);
+    w->attempt = e.attempt;
+    w->rank = e.rank;
     w->status = AGENT_WORKER_EXITED;
-    w->exit_code = (int)json_integer_value(json_object_get(o, "exit_code"));
-    w->signal = (int)json_integer_value(json_object_get(o, "signal"));
-    if (!json_is_integer(json_object_get(o, "exit_code")))
-        w->exit_code = -1;
-    if (!json_is_integer(json_object_get(o, "signal")))
-        w->signal = -1;
+    w->exit_code = e.exit_code;
+    w->signal = e.signal;
     w->exit_seq = agent__next_seq(a);
     w->next = a->workers;
     a->workers = w;
-    json_decref(o);
+    agent_exit_body_free(&e);
     TY_INFO("proc", "resending the exit of job %s attempt %lld rank %lld", w->job_id,
             (long long)w->attempt, (long long)w->rank);
     agent__event_push(a, AGENT_EV_EXITED,

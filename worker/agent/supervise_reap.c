@@ -6,7 +6,8 @@
 #include "agent.h"
 
 #include "log.h"
-#include "wire.h"
+#include "report_proto.h"
+#include "util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -56,7 +57,7 @@ void agent__stop(struct agent *a, const char *job_id, int64_t attempt, int64_t g
                  int64_t notice_s)
 {
     agent__prepare_cancel(a, job_id, attempt);
-    int64_t now = agent_now_ms();
+    int64_t now = util_mono_ms();
     for (struct agent_worker *w = a->workers; w; w = w->next) {
         if (w->status != AGENT_WORKER_RUNNING || (job_id && strcmp(w->job_id, job_id) != 0) ||
             (attempt >= 0 && w->attempt != attempt))
@@ -101,8 +102,8 @@ static bool attempt_running(const struct agent *a, const char *job_id, int64_t a
  * between would leave it in /dev/shm (RAM) until reboot. */
 static void remove_shm_leftovers(const char *job_id, int64_t attempt)
 {
-    char prefix[TY_WIRE_SHM_PREFIX_MAX];
-    ty_wire_shm_prefix(job_id, attempt, prefix, sizeof(prefix));
+    char prefix[RPROTO_SHM_PREFIX_MAX];
+    rproto_shm_prefix(job_id, attempt, prefix, sizeof(prefix));
     DIR *d = opendir("/dev/shm");
     if (d == NULL)
         return;
@@ -163,7 +164,7 @@ void agent__supervise_poll(struct agent *a)
     for (struct agent_worker *w = a->workers; w; w = w->next)
         if (w->status == AGENT_WORKER_RUNNING && w->adopted && !agent__supervisor_alive(w))
             agent__worker_gone(a, w, NULL);
-    int64_t now = agent_now_ms();
+    int64_t now = util_mono_ms();
     for (struct agent_worker *w = a->workers; w; w = w->next) {
         if (w->status == AGENT_WORKER_RUNNING && w->term_at_ms && w->term_at_ms <= now)
             terminate(w, now, w->term_grace_s);

@@ -40,13 +40,6 @@
 
 extern char **environ;
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Writes all of buf to fd (retrying short writes and EINTR). 0 or -1. */
 static int write_all(int fd, const void *buf, size_t len)
 {
@@ -203,7 +196,7 @@ int main(int argc, char **argv)
     }
     start_report(0, child);
 
-    int64_t seen_ms = now_ms();
+    int64_t seen_ms = util_mono_ms();
     for (;;) {
         struct timespec tick = {1, 0};
         sigtimedwait(&chld, NULL, &tick);
@@ -217,10 +210,10 @@ int main(int argc, char **argv)
         if (r < 0 && errno != EINTR)
             return 127; /* cannot happen: the worker is our only child */
         if (agent_alive(&timeout_s) == 1) {
-            seen_ms = now_ms();
+            seen_ms = util_mono_ms();
             continue;
         }
-        if (now_ms() - seen_ms < timeout_s * 1000)
+        if (util_mono_ms() - seen_ms < timeout_s * 1000)
             continue;
         fprintf(stderr, "trainyard-supervisor: no agent for %lld s: killing the worker (pid %ld)\n",
                 (long long)timeout_s, (long)child);

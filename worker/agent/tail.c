@@ -249,7 +249,7 @@ static void tail_read(struct agent *a, struct agent_tail *t)
         size_t line_max = (size_t)a->cfg->log_line_max;
         size_t cut = agent_log_cut(buf, (size_t)n, line_max, false, lines);
         if (cut == 0) { /* only a partial line: wait for its end, the flush delay, or the exit */
-            int64_t now = agent_now_ms();
+            int64_t now = util_mono_ms();
             if (!t->partial_since)
                 t->partial_since = now;
             if (!t->done && now - t->partial_since < a->cfg->log_flush_ms) {

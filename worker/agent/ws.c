@@ -260,28 +260,18 @@ static void send_register(struct agent *a)
  * waiting for workers that will never start. */
 static void reject_launch(struct agent *a, const char *text, size_t len, const char *reason)
 {
-    json_t *root = json_loadb(text, len, 0, NULL);
-    const char *job = json_string_value(json_object_get(root, "job_id"));
-    json_t *att = json_object_get(root, "attempt");
-    json_t *ws = json_object_get(root, "workers");
-    if (job && json_is_integer(att) && json_is_array(ws)) {
-        char msg[512];
-        snprintf(msg, sizeof(msg), "invalid launch: %s", reason);
-        size_t i;
-        json_t *w;
-        json_array_foreach(ws, i, w)
-        {
-            json_t *r = json_object_get(w, "rank");
-            if (!json_is_integer(r))
-                continue;
-            int64_t seq = agent__next_seq(a);
-            agent__event_push(a, AGENT_EV_EXITED,
-                              agent_msg_worker_exited(seq, job, json_integer_value(att),
-                                                      json_integer_value(r), 127, -1, msg),
-                              seq, NULL);
-        }
+    struct agent_launch_refused r;
+    if (agent_launch_refused_parse(text, len, &r) != 0)
+        return;
+    char msg[512];
+    snprintf(msg, sizeof(msg), "invalid launch: %s", reason);
+    for (size_t i = 0; i < r.n_ranks; i++) {
+        int64_t seq = agent__next_seq(a);
+        agent__event_push(
+            a, AGENT_EV_EXITED,
+            agent_msg_worker_exited(seq, r.job_id, r.attempt, r.ranks[i], 127, -1, msg), seq, NULL);
     }
-    json_decref(root);
+    agent_launch_refused_free(&r);
 }
 
 /* Acts on one complete server message. Returns -1 to close the connection. */
@@ -292,11 +282,8 @@ static int on_message(struct agent *a, const char *text, size_t len)
     char err[256];
     if (agent_server_msg_parse(text, len, &m, err, sizeof(err)) != 0) {
         TY_BAD_PEER("ws", "server message refused: %s", err);
-        json_t *root = json_loadb(text, len, 0, NULL);
-        const char *type = json_string_value(json_object_get(root, "type"));
-        if (type && strcmp(type, "launch") == 0)
+        if (m.type == AGENT_MSG_LAUNCH)
             reject_launch(a, text, len, err);
-        json_decref(root);
         return 0;
     }
     int rc = 0;

@@ -1,6 +1,6 @@
 /*
- * errors.c — ty_strerror(), generated from TY_ERRNO_MAP. Part of the tywire objects so both
- * libtrainyard and the agent (which links tywire) get it.
+ * errors.c — ty_strerror(), generated from TY_ERRNO_MAP. Compiled into libtrainyard and into
+ * the static tyerrors, which the agent links to name the TY_E* codes of the report protocol.
  */
 #include "trainyard.h"
 

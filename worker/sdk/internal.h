@@ -85,8 +85,6 @@ int ty__ctx_from_env(ty_ctx *c, int *argc, char ***argv, char *err, size_t errle
 
 /* ---- net.c: sockets with deadlines ---- */
 
-/* Monotonic clock in milliseconds. */
-int64_t ty__now_ms(void);
 /* Milliseconds left until deadline_ms (>= 0), clamped to INT32_MAX for poll(). */
 int ty__ms_left(int64_t deadline_ms);
 /* Set O_NONBLOCK and FD_CLOEXEC. Returns 0 or TY_EIO. */

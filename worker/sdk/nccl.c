@@ -17,6 +17,7 @@
  * asynchronous error (a failed peer: TY_EPEER) the communicator is aborted.
  */
 #include "internal.h"
+#include "util.h"
 
 #ifndef TY_WITH_NCCL
 
@@ -251,7 +252,7 @@ static int nccl_comm(ty_ctx *c, struct ty__nccl *n)
         return nccl_abort(n, TY_ECUDA);
     }
     n->nonblocking = true;
-    return nccl_settle(n, ty__now_ms() + c->coll_timeout_ms);
+    return nccl_settle(n, util_mono_ms() + c->coll_timeout_ms);
 }
 
 /* The stream collectives are enqueued on: the caller's, else the SDK's own. */
@@ -322,7 +323,7 @@ static ncclRedOp_t nccl_op(ty_op op)
  * within one collective timeout. */
 static int nccl_finish(ty_ctx *c, struct ty__nccl *n, ncclResult_t r)
 {
-    int64_t deadline = ty__now_ms() + c->coll_timeout_ms;
+    int64_t deadline = util_mono_ms() + c->coll_timeout_ms;
     if (r == ncclInProgress && n->nonblocking) {
         int rc = nccl_settle(n, deadline);
         if (rc < 0)

@@ -13,17 +13,11 @@
 #include <unistd.h>
 
 #include "internal.h"
-
-int64_t ty__now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "util.h"
 
 int ty__ms_left(int64_t deadline_ms)
 {
-    int64_t left = deadline_ms - ty__now_ms();
+    int64_t left = deadline_ms - util_mono_ms();
     if (left < 0)
         return 0;
     return left > INT32_MAX ? INT32_MAX : (int)left;

@@ -16,7 +16,8 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "wire.h"
+#include "report_proto.h"
+#include "util.h"
 
 #define PROGRESS_DEFAULT_INTERVAL_S 1.0
 #define PROGRESS_WRITE_TIMEOUT_MS 1000
@@ -113,15 +114,15 @@ static void progress_send(struct ty__progress *p, int64_t now)
             return;
         }
     }
-    struct ty_wire_progress msg = {
-        .op = ty_wire_op_name((int)(p->word >> 1 & 0x7f)),
+    struct rproto_progress msg = {
+        .op = rproto_op_name((int)(p->word >> 1 & 0x7f)),
         .coll_seq = (int64_t)(p->word >> 8),
         .in_collective = (p->word & 1) != 0,
         .report_seq = p->reports,
         .progress_age_ms = now - p->changed_ms,
     };
-    json_t *m = ty_wire_progress_new(&msg);
-    int rc = m ? ty_wire_write(p->fd, m, PROGRESS_WRITE_TIMEOUT_MS) : TY_ENOMEM;
+    json_t *m = rproto_progress_new(&msg);
+    int rc = m ? rproto_write(p->fd, m, PROGRESS_WRITE_TIMEOUT_MS) : TY_ENOMEM;
     json_decref(m);
     if (rc < 0) {
         close(p->fd);
@@ -134,7 +135,7 @@ static void progress_send(struct ty__progress *p, int64_t now)
 /* One tick: samples the published state, and sends it when the interval has passed. */
 static void progress_tick(struct ty__progress *p)
 {
-    int64_t now = ty__now_ms();
+    int64_t now = util_mono_ms();
     uint64_t w = atomic_load_explicit(&p->c->progress_word, memory_order_relaxed);
     int64_t r = atomic_load_explicit(&p->c->progress_reports, memory_order_relaxed);
     if (w != p->word || r != p->reports || p->changed_ms == 0) {

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "util.h"
 
 #define RV_MAGIC_HELLO 0x54595248u /* "TYRH" */
 #define RV_MAGIC_TABLE 0x54595254u /* "TYRT" */
@@ -407,7 +408,7 @@ int ty__rendezvous(ty_ctx *c)
         fprintf(stderr, "trainyard: MASTER_PORT is not set; cannot connect the collectives\n");
         return TY_ECONFIG;
     }
-    int64_t deadline = ty__now_ms() + c->coll_timeout_ms;
+    int64_t deadline = util_mono_ms() + c->coll_timeout_ms;
     unsigned char *table = calloc(1, RV_TABLE_LEN(c->world));
     if (!table)
         return TY_ENOMEM;

@@ -15,7 +15,8 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "wire.h"
+#include "report_proto.h"
+#include "util.h"
 
 #define TY__REPORT_RETRY_MS 200 /* between two tries to reach a restarting agent */
 
@@ -41,12 +42,12 @@ int ty__report_dial(const ty_ctx *c, int timeout_ms, int *out)
         return (e == ENOENT || e == ECONNREFUSED) ? TY_EPEER : TY_EIO;
     }
     json_t *hello =
-        ty_wire_hello_new(c->job_id, c->attempt, c->rank, (long)getpid(), c->report_secret);
+        rproto_hello_new(c->job_id, c->attempt, c->rank, (long)getpid(), c->report_secret);
     if (!hello) {
         close(fd);
         return TY_ENOMEM;
     }
-    int rc = ty_wire_write(fd, hello, timeout_ms);
+    int rc = rproto_write(fd, hello, timeout_ms);
     json_decref(hello);
     if (rc < 0) {
         close(fd);
@@ -66,14 +67,14 @@ static int report_connect(ty_ctx *c)
  * TY_ETIMEDOUT, TY_EPROTO. Unrelated frames are skipped. */
 static int report_wait_ack(ty_ctx *c, int64_t seq)
 {
-    int64_t deadline = ty__now_ms() + c->report_timeout_ms;
+    int64_t deadline = util_mono_ms() + c->report_timeout_ms;
     for (;;) {
         int left = ty__ms_left(deadline);
         if (left == 0)
             return TY_ETIMEDOUT;
         json_t *msg = NULL;
         char err[256] = "";
-        int rc = ty_wire_read(c->report_fd, &msg, left, err, sizeof err);
+        int rc = rproto_read(c->report_fd, &msg, left, err, sizeof err);
         if (rc < 0) {
             if (err[0])
                 fprintf(stderr, "trainyard: report: %s\n", err);
@@ -81,16 +82,16 @@ static int report_wait_ack(ty_ctx *c, int64_t seq)
         }
         int64_t got = 0;
         const char *text = NULL;
-        switch (ty_wire_type_of(msg)) {
-        case TY_WIRE_ACK:
-            rc = ty_wire_parse_ack(msg, &got, NULL, 0);
+        switch (rproto_type_of(msg)) {
+        case RPROTO_ACK:
+            rc = rproto_parse_ack(msg, &got, NULL, 0);
             if (rc == 0 && got == seq) {
                 json_decref(msg);
                 return 0;
             }
             break;
-        case TY_WIRE_ERROR:
-            if (ty_wire_parse_error(msg, &got, &text, NULL, 0) == 0 && (got == seq || got == 0)) {
+        case RPROTO_ERROR:
+            if (rproto_parse_error(msg, &got, &text, NULL, 0) == 0 && (got == seq || got == 0)) {
                 fprintf(stderr, "trainyard: report %lld rejected by the agent: %s\n",
                         (long long)seq, text);
                 json_decref(msg);
@@ -124,7 +125,7 @@ int ty_report(ty_ctx *c, const json_t *metrics, const char *checkpoint_dir)
     if (!c)
         return TY_EINVAL;
     char err[256];
-    if (ty_wire_check_metrics(metrics, err, sizeof err) < 0) {
+    if (rproto_check_metrics(metrics, err, sizeof err) < 0) {
         fprintf(stderr, "trainyard: report: %s\n", err);
         return TY_EINVAL;
     }
@@ -135,8 +136,8 @@ int ty_report(ty_ctx *c, const json_t *metrics, const char *checkpoint_dir)
     json_t *step = json_object_get(metrics, "step");
     int64_t seq = ++c->report_seq;
     ty__progress_note_report(c, seq);
-    json_t *msg = ty_wire_report_new(seq, metrics, step != NULL,
-                                     step ? (int64_t)json_integer_value(step) : 0, abs);
+    json_t *msg = rproto_report_new(seq, metrics, step != NULL,
+                                    step ? (int64_t)json_integer_value(step) : 0, abs);
     free(abs);
     if (!msg)
         return TY_ENOMEM;
@@ -154,16 +155,16 @@ int ty_report(ty_ctx *c, const json_t *metrics, const char *checkpoint_dir)
     /* The agent may be restarting (docs/agent-restart.md): a connection that cannot be made or
      * breaks is retried with the same seq (the agent keeps each report once) until the report
      * timeout. */
-    int64_t deadline = ty__now_ms() + c->report_timeout_ms;
+    int64_t deadline = util_mono_ms() + c->report_timeout_ms;
     for (;;) {
         rc = c->report_fd >= 0 ? 0 : report_connect(c);
         if (rc == 0)
-            rc = ty_wire_write(c->report_fd, msg, (int)c->report_timeout_ms);
+            rc = rproto_write(c->report_fd, msg, (int)c->report_timeout_ms);
         if (rc == 0)
             rc = report_wait_ack(c, seq);
         if (rc < 0 && rc != TY_EREJECTED)
             ty__report_close(c);
-        if ((rc != TY_EPEER && rc != TY_EIO) || ty__now_ms() + TY__REPORT_RETRY_MS >= deadline)
+        if ((rc != TY_EPEER && rc != TY_EIO) || util_mono_ms() + TY__REPORT_RETRY_MS >= deadline)
             break;
         struct timespec pause = {0, TY__REPORT_RETRY_MS * 1000000L};
         nanosleep(&pause, NULL);

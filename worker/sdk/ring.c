@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 
 #include "internal.h"
+#include "util.h"
 
 /* Map errno of a failed send/recv on a ring link to a TY code. */
 static int ring_errno(int e)
@@ -83,7 +84,7 @@ int ty__ring_run(ty_ctx *c, const struct ty__ring_step *steps, int nsteps, ty_dt
     int ss = 0; /* send step */
     size_t soff = 0;
     struct ring_rx rx = {0};
-    int64_t deadline = ty__now_ms() + c->coll_timeout_ms;
+    int64_t deadline = util_mono_ms() + c->coll_timeout_ms;
     int rc = 0;
     for (;;) {
         while (ss < nsteps && soff == steps[ss].send_len) {
@@ -127,7 +128,7 @@ int ty__ring_run(ty_ctx *c, const struct ty__ring_step *steps, int nsteps, ty_dt
             moved = moved || r > 0;
         }
         if (moved) {
-            deadline = ty__now_ms() + c->coll_timeout_ms;
+            deadline = util_mono_ms() + c->coll_timeout_ms;
             continue;
         }
         struct pollfd p[2];

@@ -24,7 +24,7 @@
  * name and token, broadcasts both over the ring, every rank maps it and checks the token, an
  * allreduce (MIN) over the ring agrees on the result, and rank 0 unlinks the name. Ranks on
  * other hosts cannot open the name, so the agreement falls back to the TCP ring for everyone.
- * The name starts with the job's prefix (ty_wire_shm_prefix): should rank 0 die before it
+ * The name starts with the job's prefix (rproto_shm_prefix): should rank 0 die before it
  * unlinks it, the agent does once the attempt's workers on the node are gone.
  */
 #include <errno.h>
@@ -44,7 +44,8 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "wire.h"
+#include "report_proto.h"
+#include "util.h"
 
 #define SHM_MAGIC 0x5459534d454d3031ull /* "TYSMEM01" */
 #define SHM_HEADER 4096
@@ -115,7 +116,7 @@ static int shm_barrier(ty_ctx *c)
         shm_futex(&h->arrived, FUTEX_WAKE, INT_MAX, NULL);
         return 0;
     }
-    int64_t deadline = ty__now_ms() + c->coll_timeout_ms;
+    int64_t deadline = util_mono_ms() + c->coll_timeout_ms;
     for (unsigned spin = 0;; spin++) {
         uint32_t cur = atomic_load(&h->arrived);
         if ((int32_t)(cur - target) >= 0)
@@ -196,8 +197,8 @@ static int shm_create(const ty_ctx *c, struct ty__shm *s, struct shm_offer *o)
     uint64_t rnd[2];
     if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
         return -1;
-    char prefix[TY_WIRE_SHM_PREFIX_MAX];
-    ty_wire_shm_prefix(c->job_id, c->attempt, prefix, sizeof prefix);
+    char prefix[RPROTO_SHM_PREFIX_MAX];
+    rproto_shm_prefix(c->job_id, c->attempt, prefix, sizeof prefix);
     snprintf(o->name, sizeof o->name, "%s%016llx", prefix, (unsigned long long)rnd[0]);
     o->token = rnd[1] | 1;
     int fd = shm_open(o->name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);

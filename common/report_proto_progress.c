@@ -1,12 +1,14 @@
 /*
- * wire_progress.c — the report protocol's `progress` message (docs/report-protocol.md): a
+ * report_proto_progress.c — the report protocol's `progress` message (docs/report-protocol.md): a
  * worker's heartbeat carrying the collective it is in or last left, and how many reports it
- * made. Sent by the SDK's heartbeat thread (progress.c) and by trainyard.py; read by the agent.
+ * made. Sent by the SDK's heartbeat thread (worker/sdk/progress.c) and by trainyard.py; read by the
+ * agent.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "wire.h"
+#include "util_json.h"
+#include "report_proto.h"
 
 #define ERRF(...)                                                                                  \
     do {                                                                                           \
@@ -16,14 +18,14 @@
 
 static const char *const wire_ops[] = {"allreduce", "broadcast", "allgather"};
 
-const char *ty_wire_op_name(int op)
+const char *rproto_op_name(int op)
 {
     if (op < 1 || op > (int)(sizeof wire_ops / sizeof wire_ops[0]))
         return NULL;
     return wire_ops[op - 1];
 }
 
-json_t *ty_wire_progress_new(const struct ty_wire_progress *p)
+json_t *rproto_progress_new(const struct rproto_progress *p)
 {
     if (!p || p->coll_seq < 0 || p->report_seq < 0 || (p->in_collective && !p->op))
         return NULL;
@@ -38,32 +40,25 @@ json_t *ty_wire_progress_new(const struct ty_wire_progress *p)
     return m;
 }
 
-/* A non-negative integer field; TY_EPROTO naming it otherwise. */
+/* A non-negative integer field (required); TY_EPROTO naming it otherwise. */
 static int progress_count(const json_t *msg, const char *key, int64_t *out, char *err,
                           size_t errlen)
 {
-    json_t *v = json_object_get(msg, key);
-    if (!json_is_integer(v) || json_integer_value(v) < 0) {
-        ERRF("field '%s' missing or not a non-negative integer", key);
-        return TY_EPROTO;
-    }
-    *out = json_integer_value(v);
-    return 0;
+    return util_json_int(msg, key, false, 0, INT64_MAX, out, err, errlen) < 0 ? TY_EPROTO : 0;
 }
 
-int ty_wire_parse_progress(const json_t *msg, struct ty_wire_progress *out, char *err,
-                           size_t errlen)
+int rproto_parse_progress(const json_t *msg, struct rproto_progress *out, char *err, size_t errlen)
 {
-    if (!json_is_object(msg) || ty_wire_type_of(msg) != TY_WIRE_PROGRESS) {
+    if (!json_is_object(msg) || rproto_type_of(msg) != RPROTO_PROGRESS) {
         ERRF("field 'type' must be \"progress\"");
         return TY_EPROTO;
     }
-    *out = (struct ty_wire_progress){0};
+    *out = (struct rproto_progress){0};
     json_t *op = json_object_get(msg, "op");
     if (op && !json_is_null(op)) {
         const char *s = json_string_value(op);
-        if (!s || !*s || strlen(s) > TY_WIRE_MAX_OP || strlen(s) != json_string_length(op)) {
-            ERRF("field 'op' must be null or a name of 1 to %d bytes", TY_WIRE_MAX_OP);
+        if (!s || !*s || strlen(s) > RPROTO_MAX_OP || strlen(s) != json_string_length(op)) {
+            ERRF("field 'op' must be null or a name of 1 to %d bytes", RPROTO_MAX_OP);
             return TY_EPROTO;
         }
         for (const char *q = s; *q; q++)

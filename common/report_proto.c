@@ -1,8 +1,11 @@
 /*
- * wire.c — report protocol framing, blocking frame I/O, message builders and validators.
- * No globals; depends on jansson and POSIX only (no other libtrainyard file).
+ * report_proto.c — report protocol framing, blocking frame I/O, message builders and validators
+ * (report_proto.h). No globals; depends on jansson and POSIX only (no libtrainyard file).
  */
-#include "wire.h"
+#include "report_proto.h"
+
+#include "util.h"
+#include "util_json.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -21,19 +24,19 @@
 
 /* ===================================== framing ===================================== */
 
-int ty_wire_encode(const json_t *msg, char **out, size_t *outlen)
+int rproto_encode(const json_t *msg, char **out, size_t *outlen)
 {
     if (!json_is_object(msg) || !out || !outlen)
         return TY_EINVAL;
     size_t n = json_dumpb(msg, NULL, 0, JSON_COMPACT);
     if (n == 0)
         return TY_EINVAL;
-    if (n > TY_WIRE_MAX_FRAME)
+    if (n > RPROTO_MAX_FRAME)
         return TY_ERANGE;
-    char *buf = malloc(TY_WIRE_HEADER_LEN + n);
+    char *buf = malloc(RPROTO_HEADER_LEN + n);
     if (!buf)
         return TY_ENOMEM;
-    if (json_dumpb(msg, buf + TY_WIRE_HEADER_LEN, n, JSON_COMPACT) != n) {
+    if (json_dumpb(msg, buf + RPROTO_HEADER_LEN, n, JSON_COMPACT) != n) {
         free(buf);
         return TY_EIO;
     }
@@ -42,25 +45,25 @@ int ty_wire_encode(const json_t *msg, char **out, size_t *outlen)
     buf[2] = (char)((n >> 8) & 0xff);
     buf[3] = (char)(n & 0xff);
     *out = buf;
-    *outlen = TY_WIRE_HEADER_LEN + n;
+    *outlen = RPROTO_HEADER_LEN + n;
     return 0;
 }
 
-int ty_wire_decode(const void *buf, size_t len, json_t **msg, size_t *consumed, char *err,
-                   size_t errlen)
+int rproto_decode(const void *buf, size_t len, json_t **msg, size_t *consumed, char *err,
+                  size_t errlen)
 {
     const unsigned char *p = buf;
-    if (len < TY_WIRE_HEADER_LEN)
+    if (len < RPROTO_HEADER_LEN)
         return 0;
     uint32_t n = ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
-    if (n == 0 || n > TY_WIRE_MAX_FRAME) {
-        ERRF("frame length %u outside 1..%d", (unsigned)n, TY_WIRE_MAX_FRAME);
+    if (n == 0 || n > RPROTO_MAX_FRAME) {
+        ERRF("frame length %u outside 1..%d", (unsigned)n, RPROTO_MAX_FRAME);
         return TY_ERANGE;
     }
-    if (len - TY_WIRE_HEADER_LEN < n)
+    if (len - RPROTO_HEADER_LEN < n)
         return 0;
     json_error_t jerr;
-    json_t *j = json_loadb((const char *)p + TY_WIRE_HEADER_LEN, n, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *j = json_loadb((const char *)p + RPROTO_HEADER_LEN, n, JSON_REJECT_DUPLICATES, &jerr);
     if (!j) {
         ERRF("bad JSON in frame: %s", jerr.text);
         return TY_EPROTO;
@@ -72,26 +75,26 @@ int ty_wire_decode(const void *buf, size_t len, json_t **msg, size_t *consumed, 
     }
     *msg = j;
     if (consumed)
-        *consumed = TY_WIRE_HEADER_LEN + n;
+        *consumed = RPROTO_HEADER_LEN + n;
     return 1;
 }
 
-void ty_wire_decoder_init(ty_wire_decoder *d)
+void rproto_decoder_init(rproto_decoder *d)
 {
     memset(d, 0, sizeof *d);
 }
 
-void ty_wire_decoder_free(ty_wire_decoder *d)
+void rproto_decoder_free(rproto_decoder *d)
 {
     free(d->buf);
     memset(d, 0, sizeof *d);
 }
 
-int ty_wire_decoder_feed(ty_wire_decoder *d, const void *data, size_t n)
+int rproto_decoder_feed(rproto_decoder *d, const void *data, size_t n)
 {
     if (n == 0)
         return 0;
-    if (d->len + n > 2 * (size_t)(TY_WIRE_MAX_FRAME + TY_WIRE_HEADER_LEN))
+    if (d->len + n > 2 * (size_t)(RPROTO_MAX_FRAME + RPROTO_HEADER_LEN))
         return TY_ERANGE;
     if (d->len + n > d->cap) {
         size_t cap = d->cap ? d->cap : 4096;
@@ -108,10 +111,10 @@ int ty_wire_decoder_feed(ty_wire_decoder *d, const void *data, size_t n)
     return 0;
 }
 
-int ty_wire_decoder_next(ty_wire_decoder *d, json_t **msg, char *err, size_t errlen)
+int rproto_decoder_next(rproto_decoder *d, json_t **msg, char *err, size_t errlen)
 {
     size_t used = 0;
-    int rc = ty_wire_decode(d->buf, d->len, msg, &used, err, errlen);
+    int rc = rproto_decode(d->buf, d->len, msg, &used, err, errlen);
     if (rc == 1) {
         memmove(d->buf, d->buf + used, d->len - used);
         d->len -= used;
@@ -121,20 +124,13 @@ int ty_wire_decoder_next(ty_wire_decoder *d, json_t **msg, char *err, size_t err
 
 /* ================================ blocking frame I/O ================================ */
 
-static int64_t wire_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Wait for events on fd until deadline (-1: forever). 1 ready, TY_ETIMEDOUT, TY_EIO. */
 static int wire_wait(int fd, short events, int64_t deadline)
 {
     for (;;) {
         int tmo = -1;
         if (deadline >= 0) {
-            int64_t left = deadline - wire_now_ms();
+            int64_t left = deadline - util_mono_ms();
             if (left <= 0)
                 return TY_ETIMEDOUT;
             tmo = left > 1000000000 ? 1000000000 : (int)left;
@@ -204,39 +200,39 @@ static int wire_read_all(int fd, char *p, size_t n, int64_t deadline)
     return 0;
 }
 
-int ty_wire_write(int fd, const json_t *msg, int timeout_ms)
+int rproto_write(int fd, const json_t *msg, int timeout_ms)
 {
     char *frame;
     size_t len;
-    int rc = ty_wire_encode(msg, &frame, &len);
+    int rc = rproto_encode(msg, &frame, &len);
     if (rc < 0)
         return rc;
-    int64_t deadline = timeout_ms < 0 ? -1 : wire_now_ms() + timeout_ms;
+    int64_t deadline = timeout_ms < 0 ? -1 : util_mono_ms() + timeout_ms;
     rc = wire_write_all(fd, frame, len, deadline);
     free(frame);
     return rc;
 }
 
-int ty_wire_read(int fd, json_t **msg, int timeout_ms, char *err, size_t errlen)
+int rproto_read(int fd, json_t **msg, int timeout_ms, char *err, size_t errlen)
 {
-    int64_t deadline = timeout_ms < 0 ? -1 : wire_now_ms() + timeout_ms;
-    unsigned char hdr[TY_WIRE_HEADER_LEN];
+    int64_t deadline = timeout_ms < 0 ? -1 : util_mono_ms() + timeout_ms;
+    unsigned char hdr[RPROTO_HEADER_LEN];
     int rc = wire_read_all(fd, (char *)hdr, sizeof hdr, deadline);
     if (rc < 0)
         return rc;
     uint32_t n =
         ((uint32_t)hdr[0] << 24) | ((uint32_t)hdr[1] << 16) | ((uint32_t)hdr[2] << 8) | hdr[3];
-    if (n == 0 || n > TY_WIRE_MAX_FRAME) {
-        ERRF("frame length %u outside 1..%d", (unsigned)n, TY_WIRE_MAX_FRAME);
+    if (n == 0 || n > RPROTO_MAX_FRAME) {
+        ERRF("frame length %u outside 1..%d", (unsigned)n, RPROTO_MAX_FRAME);
         return TY_ERANGE;
     }
-    char *buf = malloc(TY_WIRE_HEADER_LEN + (size_t)n);
+    char *buf = malloc(RPROTO_HEADER_LEN + (size_t)n);
     if (!buf)
         return TY_ENOMEM;
     memcpy(buf, hdr, sizeof hdr);
-    rc = wire_read_all(fd, buf + TY_WIRE_HEADER_LEN, n, deadline);
+    rc = wire_read_all(fd, buf + RPROTO_HEADER_LEN, n, deadline);
     if (rc == 0) {
-        rc = ty_wire_decode(buf, TY_WIRE_HEADER_LEN + (size_t)n, msg, NULL, err, errlen);
+        rc = rproto_decode(buf, RPROTO_HEADER_LEN + (size_t)n, msg, NULL, err, errlen);
         rc = rc == 1 ? 0 : (rc == 0 ? TY_EPROTO : rc);
     }
     free(buf);
@@ -245,25 +241,25 @@ int ty_wire_read(int fd, json_t **msg, int timeout_ms, char *err, size_t errlen)
 
 /* ===================================== messages ===================================== */
 
-ty_wire_type ty_wire_type_of(const json_t *msg)
+rproto_type rproto_type_of(const json_t *msg)
 {
     const char *t = json_string_value(json_object_get(msg, "type"));
     if (!t)
-        return TY_WIRE_UNKNOWN;
+        return RPROTO_UNKNOWN;
     if (strcmp(t, "hello") == 0)
-        return TY_WIRE_HELLO;
+        return RPROTO_HELLO;
     if (strcmp(t, "report") == 0)
-        return TY_WIRE_REPORT;
+        return RPROTO_REPORT;
     if (strcmp(t, "ack") == 0)
-        return TY_WIRE_ACK;
+        return RPROTO_ACK;
     if (strcmp(t, "error") == 0)
-        return TY_WIRE_ERROR;
+        return RPROTO_ERROR;
     if (strcmp(t, "progress") == 0)
-        return TY_WIRE_PROGRESS;
-    return TY_WIRE_UNKNOWN;
+        return RPROTO_PROGRESS;
+    return RPROTO_UNKNOWN;
 }
 
-json_t *ty_wire_hello_new(const char *job_id, int attempt, int rank, long pid, const char *secret)
+json_t *rproto_hello_new(const char *job_id, int attempt, int rank, long pid, const char *secret)
 {
     if (!job_id || !*job_id || attempt < 0 || rank < 0 || pid <= 0)
         return NULL;
@@ -271,8 +267,8 @@ json_t *ty_wire_hello_new(const char *job_id, int attempt, int rank, long pid, c
                      "attempt", attempt, "rank", rank, "pid", (json_int_t)pid, "secret", secret);
 }
 
-json_t *ty_wire_report_new(int64_t seq, const json_t *metrics, bool has_step, int64_t step,
-                           const char *checkpoint_dir)
+json_t *rproto_report_new(int64_t seq, const json_t *metrics, bool has_step, int64_t step,
+                          const char *checkpoint_dir)
 {
     if (seq < 1 || !json_is_object(metrics) || (has_step && step < 0) ||
         (checkpoint_dir && checkpoint_dir[0] != '/'))
@@ -305,14 +301,14 @@ fail:
     return NULL;
 }
 
-json_t *ty_wire_ack_new(int64_t seq)
+json_t *rproto_ack_new(int64_t seq)
 {
     if (seq < 1)
         return NULL;
     return json_pack("{s:s, s:I}", "type", "ack", "seq", (json_int_t)seq);
 }
 
-json_t *ty_wire_error_new(int64_t seq, const char *message)
+json_t *rproto_error_new(int64_t seq, const char *message)
 {
     if (seq < 0 || !message)
         return NULL;
@@ -320,37 +316,26 @@ json_t *ty_wire_error_new(int64_t seq, const char *message)
                      message);
 }
 
-/* Integer field `key` of msg within [lo, hi]; TY_EPROTO naming the field otherwise. */
+/* Integer field `key` of msg within [lo, hi] (required); TY_EPROTO naming the field otherwise. */
 static int wire_int_field(const json_t *msg, const char *key, int64_t lo, int64_t hi, int64_t *out,
                           char *err, size_t errlen)
 {
-    json_t *v = json_object_get(msg, key);
-    if (!json_is_integer(v)) {
-        ERRF("field '%s' missing or not an integer", key);
-        return TY_EPROTO;
-    }
-    json_int_t x = json_integer_value(v);
-    if (x < lo || x > hi) {
-        ERRF("field '%s' out of range", key);
-        return TY_EPROTO;
-    }
-    *out = x;
-    return 0;
+    return util_json_int(msg, key, false, lo, hi, out, err, errlen) < 0 ? TY_EPROTO : 0;
 }
 
-static int wire_expect_type(const json_t *msg, ty_wire_type t, const char *name, char *err,
+static int wire_expect_type(const json_t *msg, rproto_type t, const char *name, char *err,
                             size_t errlen)
 {
-    if (!json_is_object(msg) || ty_wire_type_of(msg) != t) {
+    if (!json_is_object(msg) || rproto_type_of(msg) != t) {
         ERRF("field 'type' must be \"%s\"", name);
         return TY_EPROTO;
     }
     return 0;
 }
 
-int ty_wire_parse_hello(const json_t *msg, struct ty_wire_hello *out, char *err, size_t errlen)
+int rproto_parse_hello(const json_t *msg, struct rproto_hello *out, char *err, size_t errlen)
 {
-    int rc = wire_expect_type(msg, TY_WIRE_HELLO, "hello", err, errlen);
+    int rc = wire_expect_type(msg, RPROTO_HELLO, "hello", err, errlen);
     if (rc < 0)
         return rc;
     const char *job = json_string_value(json_object_get(msg, "job_id"));
@@ -376,7 +361,7 @@ int ty_wire_parse_hello(const json_t *msg, struct ty_wire_hello *out, char *err,
     return 0;
 }
 
-int ty_wire_check_metrics(const json_t *metrics, char *err, size_t errlen)
+int rproto_check_metrics(const json_t *metrics, char *err, size_t errlen)
 {
     if (!json_is_object(metrics)) {
         ERRF("metrics must be a JSON object");
@@ -403,16 +388,16 @@ int ty_wire_check_metrics(const json_t *metrics, char *err, size_t errlen)
     return 0;
 }
 
-int ty_wire_parse_report(const json_t *msg, struct ty_wire_report *out, char *err, size_t errlen)
+int rproto_parse_report(const json_t *msg, struct rproto_report *out, char *err, size_t errlen)
 {
-    int rc = wire_expect_type(msg, TY_WIRE_REPORT, "report", err, errlen);
+    int rc = wire_expect_type(msg, RPROTO_REPORT, "report", err, errlen);
     if (rc < 0)
         return rc;
     int64_t seq;
     if ((rc = wire_int_field(msg, "seq", 1, INT64_MAX, &seq, err, errlen)) < 0)
         return rc;
     const json_t *m = json_object_get(msg, "metrics");
-    if (ty_wire_check_metrics(m, NULL, 0) < 0 || json_object_get(m, "step")) {
+    if (rproto_check_metrics(m, NULL, 0) < 0 || json_object_get(m, "step")) {
         ERRF("field 'metrics' must be an object of numbers (without 'step')");
         return TY_EPROTO;
     }
@@ -438,18 +423,18 @@ int ty_wire_parse_report(const json_t *msg, struct ty_wire_report *out, char *er
     return 0;
 }
 
-int ty_wire_parse_ack(const json_t *msg, int64_t *seq, char *err, size_t errlen)
+int rproto_parse_ack(const json_t *msg, int64_t *seq, char *err, size_t errlen)
 {
-    int rc = wire_expect_type(msg, TY_WIRE_ACK, "ack", err, errlen);
+    int rc = wire_expect_type(msg, RPROTO_ACK, "ack", err, errlen);
     if (rc < 0)
         return rc;
     return wire_int_field(msg, "seq", 1, INT64_MAX, seq, err, errlen);
 }
 
-int ty_wire_parse_error(const json_t *msg, int64_t *seq, const char **message, char *err,
-                        size_t errlen)
+int rproto_parse_error(const json_t *msg, int64_t *seq, const char **message, char *err,
+                       size_t errlen)
 {
-    int rc = wire_expect_type(msg, TY_WIRE_ERROR, "error", err, errlen);
+    int rc = wire_expect_type(msg, RPROTO_ERROR, "error", err, errlen);
     if (rc < 0)
         return rc;
     if ((rc = wire_int_field(msg, "seq", 0, INT64_MAX, seq, err, errlen)) < 0)
@@ -459,7 +444,7 @@ int ty_wire_parse_error(const json_t *msg, int64_t *seq, const char **message, c
     return 0;
 }
 
-void ty_wire_shm_prefix(const char *job_id, int64_t attempt, char *buf, size_t len)
+void rproto_shm_prefix(const char *job_id, int64_t attempt, char *buf, size_t len)
 {
     char job[21];
     size_t n = 0;
