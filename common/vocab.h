@@ -37,6 +37,13 @@
     X(ALIVE)                                                                                       \
     X(LOST)
 
+/* X(NAME): a checkpoint's status: UPLOADING until all its files are stored, then COMMITTED;
+ * DELETED by retention (num_to_keep). */
+#define CHECKPOINT_STATUS_MAP(X)                                                                   \
+    X(UPLOADING)                                                                                   \
+    X(COMMITTED)                                                                                   \
+    X(DELETED)
+
 /* X(NAME, "name"): the events of the job state machine (docs/lifecycle.md, the event column of
  * table job_transitions). */
 #define JOB_EVENT_MAP(X)                                                                           \
