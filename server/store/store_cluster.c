@@ -7,6 +7,7 @@
 #include "db_query.h"
 #include "job_status.h"
 #include "log.h"
+#include "node_status.h"
 #include "util.h"
 
 #include <jansson.h>
@@ -320,7 +321,7 @@ static int sched_rows_fill(struct store_sched_rows *rows, const struct sched_sto
         rows->nodes[i] = (struct store_sched_node){
             .id = PQgetvalue(st->nodes, r, 0),
             .address = PQgetvalue(st->nodes, r, 1),
-            .alive = strcmp(PQgetvalue(st->nodes, r, 2), "ALIVE") == 0,
+            .alive = strcmp(PQgetvalue(st->nodes, r, 2), node_status_name(NODE_STATUS_ALIVE)) == 0,
             .draining = strcmp(PQgetvalue(st->nodes, r, 3), "t") == 0,
             .resources_json = PQgetvalue(st->nodes, r, 4),
             .gpu_type = value_or_null(st->nodes, r, 5),
