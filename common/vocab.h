@@ -1,14 +1,16 @@
 /* Trainyard's vocabulary, spelled once (STYLE.md "One vocabulary", DESIGN.md sections 2 and 11):
  * every name the API, the database and the dashboard share, as X-macros. C code expands them into
- * its enums and name tables (job_status.h, jobspec.h, worker_status_name() below, the scheduler's
- * strategies, the SDK's backends). The other languages get them from here:
- *   - JavaScript: `vocab-dump js` (common/vocab_dump.c, run by CMake) writes
- * <build>/vocab/vocab.js, which the dashboard imports as `vocab` (web/vite.config.js); nothing
- * generated is committed;
- *   - Python (worker/python/trainyard/_vocab.py), the OpenAPI enums (server/api/openapi.json) and
- *     the database (job_statuses, job_transitions, CHECK constraints): tests compare them with
- *     `vocab-dump json` (tests/unit/python/test_vocab.py, tests/integration/test_openapi.py and
- *     tests/integration/test_vocab_sql.py) and fail on any difference.
+ * its enums and name tables (job_status.h, worker_status.h, node_status.h, jobspec.h, the
+ * scheduler's strategies, the SDK's and the agent's backends). The other languages get them from
+ * here:
+ * - JavaScript: `vocab-dump js` (vocab_dump.c, run by CMake) writes <build>/vocab/vocab.js, which
+ *   the dashboard imports as the module `vocab` (web/vite.config.js); nothing generated is
+ *   committed.
+ * - Python (worker/python/trainyard/train/_vocab.py), the OpenAPI enums (server/api/openapi.json)
+ *   and the database (job_statuses, the status columns' constraints, job_transitions' events, the
+ *   names SQL functions use) keep their own spelling; tests compare each with `vocab-dump json`
+ *   (<build>/vocab/vocab.json) and fail on any difference: tests/unit/python/test_vocab.py,
+ *   tests/integration/test_openapi.py, tests/integration/test_vocab_sql.py.
  * Append only: the strings are the API's. Pure macros: no includes, nothing to link. */
 #ifndef TY_VOCAB_H
 #define TY_VOCAB_H
