@@ -1,11 +1,15 @@
 """The Python package spells the vocabulary as common/vocab.h does: every list of
 trainyard.train._vocab equals the C one, as vocab-dump wrote it at build time
-(<build>/vocab/vocab.json, $TY_VOCAB_JSON)."""
+(<build>/vocab/vocab.json, $TY_VOCAB_JSON). And the dashboard's sources spell no status: they
+import them from the generated module `vocab`."""
+import glob
 import json
 import os
+import re
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "worker", "python"))
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "worker", "python"))
 
 from trainyard.train import _vocab  # noqa: E402
 from trainyard.train import CheckpointConfig, ScalingConfig  # noqa: E402
@@ -48,3 +52,18 @@ def test_defaults_and_trainer_backends_are_the_c_ones():
         c["checkpoint_score_orders"][0]
     for trainer in (DataParallelTrainer, TorchTrainer, TensorflowTrainer):
         assert trainer._backend in c["backends"], trainer
+
+
+def test_dashboard_sources_spell_no_status():
+    c = c_vocab()
+    names = set().union(*(c[k] for k in ("job_statuses", "worker_statuses", "node_statuses",
+                                         "checkpoint_statuses")))
+    word = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(sorted(names)) + r")(?![A-Za-z0-9_])")
+    sources = glob.glob(os.path.join(ROOT, "web", "src", "**", "*.js"), recursive=True)
+    assert len(sources) >= 5
+    found = []
+    for path in sources:
+        with open(path) as f:
+            for n, line in enumerate(f, 1):
+                found += [f"{os.path.relpath(path, ROOT)}:{n}: {m}" for m in word.findall(line)]
+    assert not found, "spelled by hand (import it from 'vocab'):\n" + "\n".join(found)
