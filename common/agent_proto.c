@@ -2,6 +2,7 @@
  * message, in both directions, each returning the message as a malloc'd JSON string. The
  * validating parsers are in agent_proto_parse.c. No I/O, no globals. */
 #include "agent_proto.h"
+#include "worker_status.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,9 +41,10 @@ static json_t *worker_state(const struct agent_worker_event *w)
 {
     return json_pack("{s:s, s:I, s:I, s:I, s:s, s:o, s:o, s:o}", "job_id", w->job_id, "attempt",
                      (json_int_t)w->attempt, "rank", (json_int_t)w->rank, "pid", (json_int_t)w->pid,
-                     "status", w->exited ? "EXITED" : "RUNNING", "exit_code",
-                     int_or_null(w->exit_code), "signal", int_or_null(w->signal), "error",
-                     str_or_null(w->error));
+                     "status",
+                     worker_status_name(w->exited ? WORKER_STATUS_EXITED : WORKER_STATUS_RUNNING),
+                     "exit_code", int_or_null(w->exit_code), "signal", int_or_null(w->signal),
+                     "error", str_or_null(w->error));
 }
 
 char *agent_msg_register(const struct agent_node_info *n, const char *token,

@@ -5,13 +5,17 @@
  * are in agent_proto.c. No I/O, no globals. */
 #include "agent_proto.h"
 #include "agent_proto_internal.h"
+#include "jobspec.h"
 #include "util_json.h"
+#include "worker_status.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define ERR(...) (snprintf(err, errlen, __VA_ARGS__), -1)
+/* " torch", " tensorflow", ...: the backends as one string literal. */
+#define BACKEND_TEXT(name, text) " " text
 
 /* ------------------------------------------------------------------------------------------ */
 /* Parser                                                                                       */
@@ -124,11 +128,11 @@ static int parse_launch(json_t *root, struct agent_launch *l, char *err, size_t 
         return -1;
     if (get_str(root, "backend", false, true, &l->backend, err, errlen) != 0)
         return -1;
+    enum jobspec_backend backend = JOBSPEC_BACKEND_TORCH;
     if (!l->backend)
-        l->backend = "torch";
-    if (strcmp(l->backend, "torch") != 0 && strcmp(l->backend, "tensorflow") != 0 &&
-        strcmp(l->backend, "native") != 0 && strcmp(l->backend, "none") != 0)
-        return ERR("'backend' must be torch, tensorflow, native or none");
+        l->backend = jobspec_backend_name(backend);
+    if (jobspec_backend_from_string(l->backend, &backend) != 0)
+        return ERR("'backend' must be one of" JOBSPEC_BACKEND_MAP(BACKEND_TEXT));
 
     json_t *ep = json_object_get(root, "entrypoint");
     l->entrypoint = ep;
@@ -460,10 +464,12 @@ static int parse_worker_state(const json_t *o, struct agent_worker_event *w, cha
         util_json_int(o, "pid", true, -1, INT32_MAX, &w->pid, err, errlen) < 0 ||
         get_str(o, "status", true, true, &status, err, errlen) != 0)
         return -1;
-    if (strcmp(status, "EXITED") == 0)
+    enum worker_status ws;
+    if (worker_status_from_string(status, &ws) == 0 && ws == WORKER_STATUS_EXITED)
         return parse_exit(o, w, err, errlen);
-    if (strcmp(status, "RUNNING") != 0)
-        return ERR("'status' must be RUNNING or EXITED");
+    if (worker_status_from_string(status, &ws) != 0 || ws != WORKER_STATUS_RUNNING)
+        return ERR("'status' must be %s or %s", worker_status_name(WORKER_STATUS_RUNNING),
+                   worker_status_name(WORKER_STATUS_EXITED));
     return 0;
 }
 

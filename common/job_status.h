@@ -1,24 +1,15 @@
-/* The vocabulary of a job's status (DESIGN.md section 2), once for every C program: the server
- * (list filter, worker-exit outcome), the CLI (`wait`). The transitions between statuses are not
- * here: they are owned by the database (table job_transitions, function ty_job_transition in
- * migrations/0006_job_state_machine.sql; see docs/lifecycle.md). The names below must be the rows
- * of its table job_statuses, which tests/integration/test_lifecycle.py checks. */
+/* A job's status (DESIGN.md section 2) for every C program: the server (list filter, worker-exit
+ * outcome), the CLI (`wait`). The names are JOB_STATUS_MAP of vocab.h. The transitions between
+ * statuses are not here: they are owned by the database (table job_transitions, function
+ * ty_job_transition; see docs/lifecycle.md). The names must be the rows of its table
+ * job_statuses, which tests/integration/test_vocab_sql.py checks. */
 #ifndef TY_JOB_STATUS_H
 #define TY_JOB_STATUS_H
 
+#include "vocab.h"
+
 #include <stdbool.h>
 #include <stddef.h>
-
-/* X(NAME, terminal): every status in lifecycle order. Append only; the strings are the API's. */
-#define JOB_STATUS_MAP(X)                                                                          \
-    X(PENDING, false)                                                                              \
-    X(STARTING, false)                                                                             \
-    X(RUNNING, false)                                                                              \
-    X(RESTARTING, false)                                                                           \
-    X(STOPPING, false)                                                                             \
-    X(SUCCEEDED, true)                                                                             \
-    X(FAILED, true)                                                                                \
-    X(STOPPED, true)
 
 enum job_status {
 #define JOB_STATUS_ENUM(name, terminal) JOB_STATUS_##name,

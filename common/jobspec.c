@@ -496,7 +496,7 @@ static json_t *norm_spec(struct jobspec__vctx *c, const json_t *in)
     jobspec__put(c, o, "backend",
                  jobspec__norm_enum(c, jobspec__member(in, "backend"), "backend",
                                     jobspec__backend_names, NELEM(jobspec__backend_names),
-                                    "torch"));
+                                    jobspec__backend_names[JOBSPEC_BACKEND_TORCH]));
     jobspec__put(c, o, "train_loop_config",
                  norm_train_loop_config(c, jobspec__member(in, "train_loop_config")));
     jobspec__put(c, o, "scaling_config",

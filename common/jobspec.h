@@ -17,6 +17,8 @@
 
 #include <jansson.h>
 
+#include "vocab.h"
+
 /* Return codes of jobspec_validate() and jobspec_from_json(). */
 #define JOBSPEC_OK 0
 #define JOBSPEC_EINVAL (-1) /* the spec is invalid: the caller's fault (HTTP 400) */
@@ -53,23 +55,24 @@
 #define JOBSPEC_METADATA_KEY_MAX 128
 #define JOBSPEC_METADATA_VALUE_MAX 4096
 
+/* The spec's enumerations, from the X-macros of vocab.h: JOBSPEC_BACKEND_TORCH, ...,
+ * JOBSPEC_STRATEGY_PACK, ..., JOBSPEC_SCORE_MAX, JOBSPEC_SCORE_MIN. */
 enum jobspec_backend {
-    JOBSPEC_BACKEND_TORCH,
-    JOBSPEC_BACKEND_TENSORFLOW,
-    JOBSPEC_BACKEND_NATIVE,
-    JOBSPEC_BACKEND_NONE,
+#define JOBSPEC_BACKEND_ENUM(name, text) JOBSPEC_BACKEND_##name,
+    JOBSPEC_BACKEND_MAP(JOBSPEC_BACKEND_ENUM)
+#undef JOBSPEC_BACKEND_ENUM
 };
 
 enum jobspec_strategy {
-    JOBSPEC_STRATEGY_PACK,
-    JOBSPEC_STRATEGY_SPREAD,
-    JOBSPEC_STRATEGY_STRICT_PACK,
-    JOBSPEC_STRATEGY_STRICT_SPREAD,
+#define JOBSPEC_STRATEGY_ENUM(name) JOBSPEC_STRATEGY_##name,
+    JOBSPEC_STRATEGY_MAP(JOBSPEC_STRATEGY_ENUM)
+#undef JOBSPEC_STRATEGY_ENUM
 };
 
 enum jobspec_score_order {
-    JOBSPEC_SCORE_MAX,
-    JOBSPEC_SCORE_MIN,
+#define JOBSPEC_SCORE_ORDER_ENUM(name, text) JOBSPEC_SCORE_##name,
+    JOBSPEC_SCORE_ORDER_MAP(JOBSPEC_SCORE_ORDER_ENUM)
+#undef JOBSPEC_SCORE_ORDER_ENUM
 };
 
 /* A custom resource request: `amount_milli` thousandths of one unit of `name`. */

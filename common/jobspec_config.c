@@ -178,7 +178,8 @@ json_t *jobspec__norm_scaling_config(struct jobspec__vctx *c, const json_t *v)
     jobspec__put(c, sc, "placement_strategy",
                  jobspec__norm_enum(c, jobspec__member(v, "placement_strategy"),
                                     SC ".placement_strategy", jobspec__strategy_names,
-                                    NELEM(jobspec__strategy_names), "PACK"));
+                                    NELEM(jobspec__strategy_names),
+                                    jobspec__strategy_names[JOBSPEC_STRATEGY_PACK]));
 
     json_t *acc = jobspec__norm_opt_string(c, jobspec__member(v, "accelerator_type"),
                                            SC ".accelerator_type", JOBSPEC_ACCELERATOR_MAX, true);
@@ -245,7 +246,8 @@ static json_t *norm_checkpoint_config(struct jobspec__vctx *c, const json_t *v)
     jobspec__put(c, ck, "checkpoint_score_order",
                  jobspec__norm_enum(c, jobspec__member(v, "checkpoint_score_order"),
                                     CKPT ".checkpoint_score_order", jobspec__score_order_names,
-                                    NELEM(jobspec__score_order_names), "max"));
+                                    NELEM(jobspec__score_order_names),
+                                    jobspec__score_order_names[JOBSPEC_SCORE_MAX]));
     return ck;
 }
 

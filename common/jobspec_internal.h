@@ -8,11 +8,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vocab.h"
+
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
-extern const char *const jobspec__backend_names[4];
-extern const char *const jobspec__strategy_names[4];
-extern const char *const jobspec__score_order_names[2];
+/* How many names each X-macro of vocab.h has; the first name of each is the default. */
+#define JOBSPEC__ONE(...) +1
+#define JOBSPEC__NBACKENDS (0 JOBSPEC_BACKEND_MAP(JOBSPEC__ONE))
+#define JOBSPEC__NSTRATEGIES (0 JOBSPEC_STRATEGY_MAP(JOBSPEC__ONE))
+#define JOBSPEC__NSCORE_ORDERS (0 JOBSPEC_SCORE_ORDER_MAP(JOBSPEC__ONE))
+
+extern const char *const jobspec__backend_names[JOBSPEC__NBACKENDS];
+extern const char *const jobspec__strategy_names[JOBSPEC__NSTRATEGIES];
+extern const char *const jobspec__score_order_names[JOBSPEC__NSCORE_ORDERS];
 
 /* Index of `s` in `names`, or -1. */
 int jobspec__name_index(const char *const *names, size_t n, const char *s);

@@ -8,9 +8,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const jobspec__backend_names[4] = {"torch", "tensorflow", "native", "none"};
-const char *const jobspec__strategy_names[4] = {"PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"};
-const char *const jobspec__score_order_names[2] = {"max", "min"};
+const char *const jobspec__backend_names[JOBSPEC__NBACKENDS] = {
+#define BACKEND_NAME(name, text) text,
+    JOBSPEC_BACKEND_MAP(BACKEND_NAME)
+#undef BACKEND_NAME
+};
+const char *const jobspec__strategy_names[JOBSPEC__NSTRATEGIES] = {
+#define STRATEGY_NAME(name) #name,
+    JOBSPEC_STRATEGY_MAP(STRATEGY_NAME)
+#undef STRATEGY_NAME
+};
+const char *const jobspec__score_order_names[JOBSPEC__NSCORE_ORDERS] = {
+#define SCORE_ORDER_NAME(name, text) text,
+    JOBSPEC_SCORE_ORDER_MAP(SCORE_ORDER_NAME)
+#undef SCORE_ORDER_NAME
+};
 
 int jobspec__name_index(const char *const *names, size_t n, const char *s)
 {

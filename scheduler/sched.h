@@ -28,6 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/vocab.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -55,14 +57,19 @@ const char *sched_strerror(int code);
 #define SCHED_MAX_WORKERS (1 << 20)         /* per job */
 #define SCHED_MAX_AMOUNT (INT64_C(1) << 40) /* any single CPU/memory/custom amount */
 
+/* The placement strategies, named by JOBSPEC_STRATEGY_MAP of common/vocab.h:
+ *   SCHED_PACK           as few nodes as possible (default)
+ *   SCHED_SPREAD         as many distinct nodes as possible, best effort
+ *   SCHED_STRICT_PACK    all workers on one node, or not at all
+ *   SCHED_STRICT_SPREAD  every worker on a distinct node, or not at all */
 typedef enum sched_strategy {
-    SCHED_PACK = 0,      /* as few nodes as possible (default) */
-    SCHED_SPREAD,        /* as many distinct nodes as possible, best effort */
-    SCHED_STRICT_PACK,   /* all workers on one node, or not at all */
-    SCHED_STRICT_SPREAD, /* every worker on a distinct node, or not at all */
+#define SCHED__STRATEGY_ENUM(name) SCHED_##name,
+    JOBSPEC_STRATEGY_MAP(SCHED__STRATEGY_ENUM)
+#undef SCHED__STRATEGY_ENUM
 } sched_strategy;
 
-/* "PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD" (exact case). Returns 0 or SCHED_EINVAL. */
+/* A strategy's name as the job spec spells it ("STRICT_PACK"; exact case). Returns 0 or
+ * SCHED_EINVAL. */
 int sched_strategy_from_string(const char *s, sched_strategy *out);
 /* Inverse of the above; "?" for a value outside the enum. */
 const char *sched_strategy_name(sched_strategy s);

@@ -19,7 +19,11 @@ const char *sched_strerror(int code)
     return "unknown error";
 }
 
-static const char *const strategy_names[] = {"PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"};
+static const char *const strategy_names[] = {
+#define SCHED__STRATEGY_NAME(name) #name,
+    JOBSPEC_STRATEGY_MAP(SCHED__STRATEGY_NAME)
+#undef SCHED__STRATEGY_NAME
+};
 
 int sched_strategy_from_string(const char *s, sched_strategy *out)
 {

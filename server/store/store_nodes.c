@@ -38,6 +38,9 @@ static int id_column(struct db_conn *c, const struct db_stmt *st, char ***ids, s
     return qs;
 }
 
+/* A node as the API shows it. `allocated` is what its live workers hold, counted as the
+ * scheduler's snapshot counts it (control_snapshot.c: each live worker's resources "CPU" and
+ * "memory_mb", and the GPUs it was given). */
 #define NODE_JSON                                                                                  \
     "jsonb_build_object('id', n.id, 'hostname', n.hostname, 'address', n.address, "                \
     "'status', n.status, 'draining', n.draining, 'resources', n.resources, "                       \
@@ -45,7 +48,12 @@ static int id_column(struct db_conn *c, const struct db_stmt *st, char ***ids, s
     "n.agent_version, "                                                                            \
     "'registered_at', ty_ts(n.registered_at), 'last_heartbeat_at', ty_ts(n.last_heartbeat_at), "   \
     "'running_workers', (SELECT count(*) FROM workers w WHERE w.node_id = n.id "                   \
-    "                    AND w.status IN ('PLACED', 'RUNNING')))"
+    "                    AND w.status IN ('PLACED', 'RUNNING')), "                                 \
+    "'allocated', (SELECT jsonb_build_object("                                                     \
+    "    'cpu', coalesce(sum((w.resources->>'CPU')::numeric), 0), "                                \
+    "    'memory_mb', coalesce(sum((w.resources->>'memory_mb')::numeric), 0)::bigint, "            \
+    "    'gpu', coalesce(sum(cardinality(w.gpus)), 0)) "                                           \
+    "  FROM workers w WHERE w.node_id = n.id AND w.status IN ('PLACED', 'RUNNING')))"
 
 int store_nodes_alive(struct db_conn *c, char ***ids, size_t *n)
 {

@@ -3,6 +3,7 @@
 #include "store.h"
 
 #include "db_query.h"
+#include "node_status.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,7 @@ static int node_row(const PGresult *res, int r, struct store_sched_node *n)
         db_col_text(res, r, "resources", &n->resources_json) != 0 ||
         db_col_text_opt(res, r, "gpu_type", &n->gpu_type) != 0)
         return -1;
-    n->alive = strcmp(status, "ALIVE") == 0;
+    n->alive = strcmp(status, node_status_name(NODE_STATUS_ALIVE)) == 0;
     return 0;
 }
 

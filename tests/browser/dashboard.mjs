@@ -252,6 +252,17 @@ const scenarios = {
     return { sawReconnecting: true, liveAgain: true, newJobShown: true };
   },
 
+  // The overview's "CPUs in use" and "GPUs in use" as the page shows them, once they read
+  // ARGS.cpu (the test's expected text).
+  async overview_usage() {
+    await signIn();
+    const cpu = page.locator('.stat', { has: page.locator('.stat-label', { hasText: 'CPUs in use' }) }).locator('.stat-value');
+    const gpu = page.locator('.stat', { has: page.locator('.stat-label', { hasText: 'GPUs in use' }) }).locator('.stat-value');
+    await page.waitForFunction((want) => [...document.querySelectorAll('.stat')].some((s) => s.textContent.includes('CPUs in use') && s.querySelector('.stat-value').textContent === want), ARGS.cpu, { timeout: LONG }).catch(() => {});
+    await shot('overview-usage');
+    return { cpu: (await cpu.textContent()).trim(), gpu: (await gpu.textContent()).trim() };
+  },
+
   async auth_none() {
     await page.goto(URL_ + '/');
     await page.locator('.stats').waitFor({ timeout: LONG });

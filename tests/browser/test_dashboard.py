@@ -209,3 +209,30 @@ def test_auth_none_server_needs_no_sign_in(cluster):
     finally:
         assert s.stop() == 0
         pg.drop_database(db)
+
+
+def test_overview_shows_the_servers_usage_not_one_derived_from_job_specs(cluster):
+    # An elastic job asks for up to 8 one-CPU workers on a 4-CPU agent: it runs with the workers
+    # that fit, so a sum over specs (8 CPUs) and the server's figure (what is held) differ.
+    s = cluster["server"]
+    job = s.submit({"name": "elastic-usage", "entrypoint": ["sleep", "300"], "backend": "none",
+                    "scaling_config": {"num_workers": {"min": 1, "max": 8},
+                                       "resources_per_worker": {"CPU": 1}}})["id"]
+    s.wait_job(job, {"RUNNING"})
+
+    def server_usage():
+        nodes = [n for n in s.request("GET", "/api/v1/nodes").json["nodes"]
+                 if n["status"] == "ALIVE"]
+        used = sum(n["allocated"]["cpu"] for n in nodes)
+        total = sum(n["resources"]["CPU"] for n in nodes)
+        return f"{used:g} / {total:g}", used
+
+    want, used = server_usage()
+    assert 1 <= used < 8, want
+    try:
+        r = run("overview_usage", cluster, s.admin_token, extra={"cpu": want})
+        assert r["cpu"] == want == server_usage()[0], r
+        assert r["gpu"] == "0 / 0", r
+    finally:
+        s.request("POST", f"/api/v1/jobs/{job}/stop", {})
+        s.wait_job(job, {"STOPPED"})

@@ -183,3 +183,25 @@ def test_torch_ddp_fashion_mnist_trains_through_cli(server, agent_factory, cli, 
     job = server.request("GET", f"/api/v1/jobs/{job_id}").json
     assert r.returncode == 0, (r.stdout, r.stderr, job)
     assert job["status"] == "SUCCEEDED"
+
+
+def test_node_shows_what_its_live_workers_hold_and_zero_once_they_end(server, agent_factory):
+    a = agent_factory(cpus=8, memory_mb=4096, gpus="0,1,2,3")
+
+    def allocated():
+        return server.request("GET", f"/api/v1/nodes/{a.node_id}").json["allocated"]
+
+    listed = server.request("GET", "/api/v1/nodes").json["nodes"]
+    assert [n["allocated"] for n in listed if n["id"] == a.node_id] == [
+        {"cpu": 0, "memory_mb": 0, "gpu": 0}]
+    job = server.submit({"entrypoint": ["sleep", "300"],
+                         "scaling_config": {"num_workers": 2, "use_gpu": True,
+                                            "resources_per_worker": {"CPU": 1.5, "GPU": 1,
+                                                                     "memory_mb": 100}}})["id"]
+    server.wait_job(job, {"RUNNING"})
+    assert allocated() == {"cpu": 3, "memory_mb": 200, "gpu": 2}
+    listed = server.request("GET", "/api/v1/nodes").json["nodes"]
+    assert [n["allocated"] for n in listed if n["id"] == a.node_id] == [allocated()]
+    assert server.request("POST", f"/api/v1/jobs/{job}/stop", {}).status == 202
+    server.wait_job(job, {"STOPPED"})
+    assert allocated() == {"cpu": 0, "memory_mb": 0, "gpu": 0}

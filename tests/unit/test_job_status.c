@@ -1,11 +1,14 @@
 /* common/job_status.c: every status round-trips through its name, unknown names are refused,
  * the terminal statuses are exactly the three a job never leaves, and the list of names reads as
- * the API's messages print it. */
+ * the API's messages print it. The same for worker statuses (worker_status.c: the live ones are
+ * PLACED and RUNNING) and node statuses (node_status.c). */
 #include "ty_test.h"
 
 #include <string.h>
 
 #include "job_status.h"
+#include "node_status.h"
+#include "worker_status.h"
 
 static void every_status_round_trips_through_its_name(void **state)
 {
@@ -102,6 +105,34 @@ static void names_text_truncates_but_reports_the_full_length(void **state)
     assert_int_equal(job_status_names_text(NULL, 0), need);
 }
 
+static void worker_statuses_round_trip_and_only_placed_and_running_are_live(void **state)
+{
+    (void)state;
+    for (int i = 0; i < WORKER_STATUS_COUNT; i++) {
+        enum worker_status back = WORKER_STATUS_COUNT;
+        assert_int_equal(
+            worker_status_from_string(worker_status_name((enum worker_status)i), &back), 0);
+        assert_int_equal(back, i);
+        assert_int_equal(worker_status_is_live((enum worker_status)i),
+                         i == WORKER_STATUS_PLACED || i == WORKER_STATUS_RUNNING);
+    }
+    assert_string_equal(worker_status_name(WORKER_STATUS_EXITED), "EXITED");
+    assert_null(worker_status_name(WORKER_STATUS_COUNT));
+    assert_false(worker_status_is_live(WORKER_STATUS_COUNT));
+    enum worker_status ws = WORKER_STATUS_LOST;
+    assert_int_equal(worker_status_from_string("exited", &ws), -1);
+    assert_int_equal(worker_status_from_string(NULL, &ws), -1);
+    assert_int_equal(ws, WORKER_STATUS_LOST);
+}
+
+static void node_status_names_are_the_api_spelling(void **state)
+{
+    (void)state;
+    assert_string_equal(node_status_name(NODE_STATUS_ALIVE), "ALIVE");
+    assert_string_equal(node_status_name(NODE_STATUS_LOST), "LOST");
+    assert_null(node_status_name(NODE_STATUS_COUNT));
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(every_status_round_trips_through_its_name),
     cmocka_unit_test(names_are_the_api_spelling),
@@ -110,5 +141,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(only_succeeded_failed_and_stopped_are_terminal),
     cmocka_unit_test(names_text_lists_every_status_in_order),
     cmocka_unit_test(names_text_truncates_but_reports_the_full_length),
+    cmocka_unit_test(worker_statuses_round_trip_and_only_placed_and_running_are_live),
+    cmocka_unit_test(node_status_names_are_the_api_spelling),
 };
 TY_TEST_MAIN(tests)

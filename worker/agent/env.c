@@ -1,6 +1,7 @@
 /* The worker environment (DESIGN §3, docs/agent-protocol.md "Worker environment"): pure
  * functions over string arrays, no getenv/setenv. */
 #include "agent.h"
+#include "jobspec.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,7 +234,7 @@ char **agent_env_build(char *const *base, const struct agent_launch *l,
     else
         envb_set(&b, "CUDA_VISIBLE_DEVICES", gpus);
     free(gpus);
-    if (strcmp(l->backend, "tensorflow") == 0) {
+    if (strcmp(l->backend, jobspec_backend_name(JOBSPEC_BACKEND_TENSORFLOW)) == 0) {
         char *tf = agent_tf_config(l, w->rank);
         if (!tf)
             b.oom = true;

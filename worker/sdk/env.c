@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/vocab.h"
 #include "internal.h"
 
 #define ERRF(...) snprintf(err, errlen, __VA_ARGS__)
@@ -117,10 +118,11 @@ static int env_backend(const char *s, ty__backend *out)
     static const struct {
         const char *name;
         ty__backend b;
-    } names[] = {{"native", TY__BACKEND_NATIVE},
-                 {"torch", TY__BACKEND_TORCH},
-                 {"tensorflow", TY__BACKEND_TENSORFLOW},
-                 {"none", TY__BACKEND_NONE}};
+    } names[] = {
+#define ENV_BACKEND(name, text) {text, TY__BACKEND_##name},
+        JOBSPEC_BACKEND_MAP(ENV_BACKEND)
+#undef ENV_BACKEND
+    };
     if (!s || !*s) {
         *out = TY__BACKEND_NATIVE;
         return 0;

@@ -1,13 +1,13 @@
 // Job detail: spec, status timeline with attempts, workers, live metric charts, live logs,
 // checkpoints, and Stop / Resubmit (confirmed; disabled for viewers). Everything after the first
 // load comes from the job's stream.
+import { TERMINAL_JOB_STATUSES, JOB_STOPPING } from 'vocab';
 import { api, can, session } from '../api.js';
 import { stream } from '../stream.js';
 import { MetricCharts } from '../chart.js';
 import { LogViewer } from '../logs.js';
 import { h, clear, fmt, badge, loading, errorBox, empty, table, confirmDialog, toast } from '../ui.js';
 
-const FINISHED = ['SUCCEEDED', 'FAILED', 'STOPPED'];
 const TABS = ['metrics', 'logs', 'workers', 'timeline', 'checkpoints', 'spec'];
 
 export function render(main, { id, params }) {
@@ -63,7 +63,7 @@ export function render(main, { id, params }) {
   select(current);
 
   function renderHead() {
-    const stopBtn = h('button', { type: 'button', class: 'danger', id: 'stop', disabled: !can.stop() || FINISHED.includes(job.status) || job.status === 'STOPPING', title: can.stop() ? '' : 'viewers cannot stop jobs', onclick: onStop }, 'Stop');
+    const stopBtn = h('button', { type: 'button', class: 'danger', id: 'stop', disabled: !can.stop() || TERMINAL_JOB_STATUSES.includes(job.status) || job.status === JOB_STOPPING, title: can.stop() ? '' : 'viewers cannot stop jobs', onclick: onStop }, 'Stop');
     const resubmit = h('button', { type: 'button', id: 'resubmit', disabled: !can.submit(), title: can.submit() ? '' : 'viewers cannot submit jobs', onclick: () => { location.hash = `#/submit?from=${id}`; } }, 'Resubmit');
     clear(head,
       h('div', { class: 'title-row' },

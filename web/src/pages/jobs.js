@@ -1,10 +1,10 @@
 // Jobs: filter by status, owner and name (the list endpoint's own filters), newest first, cursor
 // paging; statuses change live from the cluster stream without a reload.
+import { JOB_STATUSES, JOB_PENDING } from 'vocab';
 import { api } from '../api.js';
 import { stream } from '../stream.js';
 import { h, clear, fmt, badge, loading, errorBox, empty } from '../ui.js';
 
-const STATUSES = ['PENDING', 'STARTING', 'RUNNING', 'RESTARTING', 'STOPPING', 'SUCCEEDED', 'FAILED', 'STOPPED'];
 const PAGE = 50;
 
 export function render(main, { params }) {
@@ -18,7 +18,7 @@ export function render(main, { params }) {
   let page = 0;
   let rows = new Map(); // id → tr, for live updates
 
-  const status = h('select', { id: 'f-status', name: 'status' }, h('option', { value: '' }, 'any status'), STATUSES.map((s) => h('option', { value: s }, s)));
+  const status = h('select', { id: 'f-status', name: 'status' }, h('option', { value: '' }, 'any status'), JOB_STATUSES.map((s) => h('option', { value: s }, s)));
   status.value = filters.status;
   const owner = h('input', { id: 'f-owner', name: 'owner', value: filters.owner, placeholder: 'owner', autocomplete: 'off' });
   const name = h('input', { id: 'f-name', name: 'name', value: filters.name, placeholder: 'name contains', autocomplete: 'off' });
@@ -105,7 +105,7 @@ export function render(main, { params }) {
       }
       clear(tr.querySelector('.status-cell'), badge(d.status));
       if (d.message !== undefined) tr.querySelector('.msg').textContent = d.message || '';
-    } else if (page === 0 && !d.deleted && d.status === 'PENDING' && !filters.owner && !filters.name && (!filters.status || filters.status === 'PENDING')) {
+    } else if (page === 0 && !d.deleted && d.status === JOB_PENDING && !filters.owner && !filters.name && (!filters.status || filters.status === JOB_PENDING)) {
       go(0); // a new job: it belongs at the top of the first page
     }
   }

@@ -1,9 +1,13 @@
 // Nodes: each node's resources, GPUs (type, which are in use, and NVML's latest sample per GPU),
 // running workers, and
 // Drain/Undrain for admins. Refreshed from the cluster stream.
+import { JOB_STATUSES, TERMINAL_JOB_STATUSES, JOB_PENDING, LIVE_WORKER_STATUSES } from 'vocab';
 import { api, can } from '../api.js';
 import { stream } from '../stream.js';
 import { h, clear, fmt, badge, loading, errorBox, empty, confirmDialog, toast } from '../ui.js';
+
+// The statuses of a job whose current attempt may have live workers: placed, not yet finished.
+const PLACED_JOB_STATUSES = JOB_STATUSES.filter((s) => s !== JOB_PENDING && !TERMINAL_JOB_STATUSES.includes(s));
 
 export function render(main) {
   let alive = true;
@@ -13,7 +17,7 @@ export function render(main) {
 
   async function load() {
     try {
-      const [r, active] = await Promise.all([api('GET', '/nodes'), api('GET', '/jobs?status=STARTING,RUNNING,RESTARTING,STOPPING&limit=200')]);
+      const [r, active] = await Promise.all([api('GET', '/nodes'), api('GET', `/jobs?status=${PLACED_JOB_STATUSES.join(',')}&limit=200`)]);
       if (!alive) return;
       const nodes = r.nodes || r;
       if (!nodes.length) {
@@ -26,7 +30,7 @@ export function render(main) {
         try {
           const w = await api('GET', `/jobs/${j.id}/workers`);
           for (const x of w.workers || w) {
-            if (x.attempt !== j.attempt || !['PLACED', 'RUNNING'].includes(x.status)) continue;
+            if (x.attempt !== j.attempt || !LIVE_WORKER_STATUSES.includes(x.status)) continue;
             if (!byNode.has(x.node_id)) byNode.set(x.node_id, []);
             byNode.get(x.node_id).push({ job: j, w: x });
           }

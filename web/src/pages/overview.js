@@ -1,39 +1,27 @@
-// Overview: nodes (alive, lost, drained), CPUs and GPUs in use / total, jobs by status, the queue
-// in order with each pending job's reason, recent jobs and failures. Refreshed from the cluster
-// stream.
+// Overview: nodes (alive, lost, drained), CPUs and GPUs in use / total (the server's figures: each
+// node's `allocated`), jobs by status, the queue in order with each pending job's reason, recent
+// jobs and failures. Refreshed from the cluster stream.
+import { JOB_STATUSES, TERMINAL_JOB_STATUSES, JOB_PENDING, JOB_RUNNING, JOB_FAILED, NODE_ALIVE, NODE_LOST } from 'vocab';
 import { api } from '../api.js';
 import { stream } from '../stream.js';
 import { h, clear, fmt, badge, loading, errorBox, empty, table } from '../ui.js';
 
-const ACTIVE = ['PENDING', 'STARTING', 'RUNNING', 'RESTARTING', 'STOPPING'];
+const ACTIVE = JOB_STATUSES.filter((s) => !TERMINAL_JOB_STATUSES.includes(s));
 
-function workersOf(spec) {
-  const n = spec && spec.scaling_config && spec.scaling_config.num_workers;
-  if (typeof n === 'number') return n;
-  if (n && typeof n === 'object') return n.max || n.min || 1;
-  return 1;
-}
-
-function usage(jobsActive, nodes) {
-  let cpuTotal = 0;
-  let gpuTotal = 0;
+// CPUs and GPUs in use (what the live workers hold, as the server's scheduler counts it: each
+// node's `allocated`) and in total, over the alive nodes.
+function usage(nodes) {
+  const u = { cpu: 0, cpuTotal: 0, gpu: 0, gpuTotal: 0 };
   for (const n of nodes) {
-    if (n.status !== 'ALIVE') continue;
+    if (n.status !== NODE_ALIVE) continue;
     const r = n.resources || {};
-    cpuTotal += Number(r.CPU) || 0;
-    gpuTotal += Array.isArray(r.GPU) ? r.GPU.length : Number(r.GPU) || 0;
+    const a = n.allocated || {};
+    u.cpuTotal += Number(r.CPU) || 0;
+    u.gpuTotal += Array.isArray(r.GPU) ? r.GPU.length : Number(r.GPU) || 0;
+    u.cpu += Number(a.cpu) || 0;
+    u.gpu += Number(a.gpu) || 0;
   }
-  let cpu = 0;
-  let gpu = 0;
-  for (const j of jobsActive) {
-    if (!['STARTING', 'RUNNING', 'RESTARTING', 'STOPPING'].includes(j.status)) continue;
-    const sc = (j.spec && j.spec.scaling_config) || {};
-    const per = sc.resources_per_worker || {};
-    const w = workersOf(j.spec);
-    cpu += w * (per.CPU !== undefined ? Number(per.CPU) : 1);
-    gpu += w * (per.GPU !== undefined ? Number(per.GPU) : sc.use_gpu ? 1 : 0);
-  }
-  return { cpu, cpuTotal, gpu, gpuTotal };
+  return u;
 }
 
 function stat(label, value, sub) {
@@ -56,27 +44,27 @@ export function render(main) {
         api('GET', '/nodes'),
         api('GET', `/jobs?status=${ACTIVE.join(',')}&limit=1000`),
         api('GET', '/jobs?limit=10'),
-        api('GET', '/jobs?status=FAILED&limit=5'),
+        api('GET', `/jobs?status=${JOB_FAILED}&limit=5`),
       ]);
       if (!alive) return;
       const nodes = nodesR.nodes || nodesR;
       const active = activeR.jobs;
-      const u = usage(active, nodes);
+      const u = usage(nodes);
       const counts = {};
       for (const j of active) counts[j.status] = (counts[j.status] || 0) + 1;
-      const nAlive = nodes.filter((n) => n.status === 'ALIVE').length;
-      const nLost = nodes.filter((n) => n.status === 'LOST').length;
+      const nAlive = nodes.filter((n) => n.status === NODE_ALIVE).length;
+      const nLost = nodes.filter((n) => n.status === NODE_LOST).length;
       const nDrained = nodes.filter((n) => n.draining).length;
-      const queue = active.filter((j) => j.status === 'PENDING').reverse();
+      const queue = active.filter((j) => j.status === JOB_PENDING).reverse();
       clear(
         body,
         h(
           'section',
           { class: 'stats', 'aria-label': 'Cluster' },
           stat('Nodes', `${nAlive} alive`, `${nLost} lost · ${nDrained} drained`),
-          stat('CPUs in use', `${u.cpu} / ${u.cpuTotal}`),
+          stat('CPUs in use', `${Math.round(u.cpu * 1000) / 1000} / ${u.cpuTotal}`),
           stat('GPUs in use', `${u.gpu} / ${u.gpuTotal}`),
-          stat('Jobs', `${(counts.RUNNING || 0)} running`, ACTIVE.filter((s) => counts[s]).map((s) => `${counts[s]} ${s.toLowerCase()}`).join(' · ') || 'no active jobs'),
+          stat('Jobs', `${counts[JOB_RUNNING] || 0} running`, ACTIVE.filter((s) => counts[s]).map((s) => `${counts[s]} ${s.toLowerCase()}`).join(' · ') || 'no active jobs'),
         ),
         h('section', {}, h('h2', {}, 'Queue'),
           queue.length

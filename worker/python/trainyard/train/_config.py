@@ -4,6 +4,8 @@ spec (DESIGN.md section 3)."""
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
+from ._vocab import CHECKPOINT_SCORE_ORDERS, PLACEMENT_STRATEGIES, SCORE_MAX
+
 __all__ = ["ScalingConfig", "RunConfig", "CheckpointConfig", "FailureConfig"]
 
 
@@ -13,7 +15,7 @@ class ScalingConfig:
     num_workers: int = 1
     use_gpu: bool = False
     resources_per_worker: Optional[Dict[str, float]] = None
-    placement_strategy: str = "PACK"
+    placement_strategy: str = PLACEMENT_STRATEGIES[0]
     accelerator_type: Optional[str] = None
 
     def to_spec(self):
@@ -35,11 +37,12 @@ class CheckpointConfig:
     checkpoint_score_attribute in checkpoint_score_order ("max" or "min")."""
     num_to_keep: Optional[int] = None
     checkpoint_score_attribute: Optional[str] = None
-    checkpoint_score_order: str = "max"
+    checkpoint_score_order: str = SCORE_MAX
 
     def to_spec(self):
-        if self.checkpoint_score_order not in ("max", "min"):
-            raise ValueError("CheckpointConfig.checkpoint_score_order must be 'max' or 'min'")
+        if self.checkpoint_score_order not in CHECKPOINT_SCORE_ORDERS:
+            raise ValueError("CheckpointConfig.checkpoint_score_order must be one of "
+                             + ", ".join(repr(o) for o in CHECKPOINT_SCORE_ORDERS))
         out = {"checkpoint_score_order": self.checkpoint_score_order}
         if self.num_to_keep is not None:
             out["num_to_keep"] = self.num_to_keep

@@ -13,6 +13,8 @@ import pickle
 import sys
 import traceback
 
+from ._vocab import BACKEND_NONE, BACKEND_TORCH
+
 MAIN_ALIAS = "__trainyard_main__"
 
 
@@ -65,7 +67,7 @@ def load_datasets():
 def setup_backend(backend):
     """torch: the default process group over MASTER_ADDR/MASTER_PORT (NCCL with GPUs, else
     Gloo), each worker on its local GPU. Returns a teardown function."""
-    if backend != "torch" or int(os.environ.get("WORLD_SIZE", "1")) < 1:
+    if backend != BACKEND_TORCH or int(os.environ.get("WORLD_SIZE", "1")) < 1:
         return lambda: None
     try:
         import torch
@@ -89,7 +91,7 @@ def main():
     fn = load_function(spec)
     from . import _session
     _session.set_datasets(load_datasets())
-    teardown = setup_backend(spec.get("backend", "none"))
+    teardown = setup_backend(spec.get("backend", BACKEND_NONE))
     import trainyard
     config = trainyard.get_context().config
     try:

@@ -11,10 +11,11 @@ from ._checkpoint import Checkpoint, Result, TrainingFailedError, check_assertio
 from ._config import RunConfig, ScalingConfig
 from ._pack import (DEFAULT_MAX_BYTES, directory_signature, pack_directory, remember_package,
                     remembered_package)
+from ._vocab import BACKEND_NONE, JOB_SUCCEEDED, SCORE_MAX, TERMINAL_JOB_STATUSES
 
 __all__ = ["DataParallelTrainer", "function_reference", "build_spec"]
 
-TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
+TERMINAL = TERMINAL_JOB_STATUSES
 DATASETS_FILE = "__trainyard_datasets__.pkl"  # datasets= in the code package
 POLL_MIN_S, POLL_MAX_S = 0.1, 1.0  # polling backs off while nothing changes
 
@@ -96,7 +97,7 @@ class DataParallelTrainer:
     TRAINYARD_SERVER and TRAINYARD_TOKEN); worker_python: the nodes' Python (default
     TRAINYARD_WORKER_PYTHON, else python3); its packages are the nodes' business."""
 
-    _backend = "none"
+    _backend = BACKEND_NONE
 
     def __init__(self, train_loop_per_worker, *, train_loop_config=None, scaling_config=None,
                  run_config=None, resume_from_checkpoint=None, backend=None, working_dir=None,
@@ -385,7 +386,8 @@ def _result(client, job, run_config):
     if cc and cc.checkpoint_score_attribute:
         attr = cc.checkpoint_score_attribute
         kept = [c for c in kept if attr in (c.get("metrics") or {})]
-        kept.sort(key=lambda c: c["metrics"][attr], reverse=cc.checkpoint_score_order == "max")
+        kept.sort(key=lambda c: c["metrics"][attr],
+                  reverse=cc.checkpoint_score_order == SCORE_MAX)
     if cc and cc.num_to_keep:  # retention may not have caught up yet
         kept = kept[:cc.num_to_keep] if cc.checkpoint_score_attribute else kept[-cc.num_to_keep:]
     best = [(ck(c), c.get("metrics") or {}) for c in kept]
@@ -396,5 +398,5 @@ def _result(client, job, run_config):
         path = os.path.join(run_config.storage_path, f"job-{job_id}")
     else:
         path = f"{client.address}/api/v1/jobs/{job_id}"
-    error = None if job["status"] == "SUCCEEDED" else _failure(client, job)
+    error = None if job["status"] == JOB_SUCCEEDED else _failure(client, job)
     return Result(res.get("metrics") or {}, latest, best, error, path, job_id, history)

@@ -3,6 +3,7 @@ TF_CONFIG (cluster and task) from its agent, as tf.distribute.MultiWorkerMirrore
 it; TensorFlow itself is only needed on the nodes."""
 
 from .._trainer import DataParallelTrainer
+from .._vocab import BACKEND_TENSORFLOW
 
 __all__ = ["TensorflowTrainer"]
 
@@ -10,4 +11,4 @@ __all__ = ["TensorflowTrainer"]
 class TensorflowTrainer(DataParallelTrainer):
     """DataParallelTrainer with the tensorflow backend (TF_CONFIG on every worker)."""
 
-    _backend = "tensorflow"
+    _backend = BACKEND_TENSORFLOW

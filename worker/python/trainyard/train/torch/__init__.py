@@ -5,6 +5,7 @@ the training function runs; torch is needed on the nodes only."""
 import os
 
 from .._trainer import DataParallelTrainer
+from .._vocab import BACKEND_TORCH
 
 __all__ = ["TorchTrainer", "get_device", "prepare_model", "prepare_data_loader"]
 
@@ -13,7 +14,7 @@ class TorchTrainer(DataParallelTrainer):
     """DataParallelTrainer with the torch backend: torch.distributed is initialised on every
     worker before train_loop_per_worker runs."""
 
-    _backend = "torch"
+    _backend = BACKEND_TORCH
 
 
 def get_device():
