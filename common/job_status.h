@@ -1,8 +1,9 @@
 /* The vocabulary of a job's status (DESIGN.md section 2), once for every C program: the server
  * (list filter, worker-exit outcome), the CLI (`wait`). The transitions between statuses are not
- * here: they are owned by the database (table job_transitions, function ty_job_transition in
- * migrations/0006_job_state_machine.sql; see docs/lifecycle.md). The names below must be the rows
- * of its table job_statuses, which tests/integration/test_lifecycle.py checks. */
+ * here: they are owned by the database (the rows of job_transitions in
+ * server/store/sql/job_transitions.sql, the function in server/store/sql/ty_job_transition.sql;
+ * see docs/lifecycle.md). The names below must be the rows of its table job_statuses
+ * (server/store/sql/job_statuses.sql), which tests/integration/test_lifecycle.py checks. */
 #ifndef TY_JOB_STATUS_H
 #define TY_JOB_STATUS_H
 

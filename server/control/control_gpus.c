@@ -1,8 +1,7 @@
 /* GPUs of the nodes (issue 16): an agent's `gpus` message (its NVML view and the latest sample of
- * each GPU) is stored at once in nodes.gpus, one statement (ty_gpus_ingest,
- * migrations/0027_node_gpus.sql, 0028_gpu_xid.sql); a GPU newly reported lost (gone, or unhealthy
- * after a critical Xid) leaves the node's capacity there and the jobs with a worker on it get an
- * event naming it and its Xid. */
+ * each GPU) is stored at once in nodes.gpus, one statement (server/store/sql/ty_gpus_ingest.sql);
+ * a GPU newly reported lost (gone, or unhealthy after a critical Xid) leaves the node's capacity
+ * there and the jobs with a worker on it get an event naming it and its Xid. */
 #include "control_internal.h"
 
 #include "log.h"
@@ -25,7 +24,7 @@ void ctl__on_gpus(struct control *ctl, struct ctl_node *node, const struct agent
         for (size_t k = 0; row && k < sizeof(opt) / sizeof(opt[0]); k++)
             if (json_integer_value(json_object_get(row, opt[k])) < 0)
                 json_object_set_new(row, opt[k], json_null());
-        /* the critical Xid that made it unhealthy (migration 0028 names it in the event) */
+        /* the critical Xid that made it unhealthy (ty_gpus_ingest names it in the event) */
         if (row && g->xid > 0 && json_object_set_new(row, "xid", json_integer(g->xid)) != 0) {
             json_decref(row);
             row = NULL;

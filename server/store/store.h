@@ -287,7 +287,7 @@ struct store_report_outcome {
     bool round_ready;   /* stored now, and its round k is complete (every rank has reported k)
                          * with a checkpoint_dir among the round's reports */
 };
-/* Commits n reports in one transaction (migration 0022, ty_report_ingest_batch): each one's
+/* Commits n reports in one transaction (store/sql/ty_report_ingest_batch.sql): each one's
  * report row holding its numbers, one `report` row in its job's stream, and (rank 0, newer) the
  * job's result. Resends are no-ops. Returns n, or a db_qs error and then nothing is stored; on
  * DB_HARD_ERROR sqlstate gets the SQLSTATE (class 22 or 23: the data is refused, a retry of the

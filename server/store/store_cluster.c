@@ -1,6 +1,6 @@
 /* Cluster queries: nodes, scheduler snapshot, placements, worker events. The lifecycle itself is
- * in SQL functions (the state machine of migrations/0006_job_state_machine.sql, docs/lifecycle.md)
- * so each event is one atomic statement. */
+ * in SQL functions (store/sql/, the state machine of job_transitions.sql, docs/lifecycle.md) so
+ * each event is one atomic statement. */
 #include "store.h"
 
 #include "agent_proto.h"

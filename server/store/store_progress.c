@@ -1,5 +1,5 @@
 /* Workers' heartbeats and hangs: the statements behind the control loop's hang check
- * (control_hang.c). The SQL functions are in migrations/0016_worker_progress.sql. */
+ * (control_hang.c). The SQL functions are store/sql/ty_progress_ingest.sql, ty_hang_*.sql. */
 #include "store.h"
 
 #include "db_query.h"
