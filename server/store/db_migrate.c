@@ -147,7 +147,7 @@ static int migrate_locked(struct db_conn *c, const struct ty_embedded_file *migr
     int count = -1, adopted = 0;
     if (sums == NULL || pending == NULL)
         goto out;
-    /* Every applied migration is checked before anything changes. */
+    /* Every applied migration is checked before any is applied. */
     for (size_t i = 0; i < n; i++) {
         char version[16];
         if (version_of(&migrations[i], version) != 0)

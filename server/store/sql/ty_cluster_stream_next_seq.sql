@@ -12,5 +12,14 @@ BEGIN
     RETURN nextval(pg_get_serial_sequence('cluster_stream', 'seq'));
 END $$;
 COMMENT ON FUNCTION ty_cluster_stream_next_seq() IS 'Default of cluster_stream.seq: assigns the transaction its id, then takes the next seq (see server/store/sql/ty_cluster_stream_next_seq.sql).';
--- The column default is set here, beside the function it calls, at every start.
-ALTER TABLE cluster_stream ALTER COLUMN seq SET DEFAULT ty_cluster_stream_next_seq();
+-- The column default is set here, beside the function it calls; only when it differs, since
+-- ALTER TABLE locks out the cluster stream's readers (other servers) until the definitions commit.
+DO $$
+BEGIN
+    IF (SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d
+          JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+         WHERE d.adrelid = 'cluster_stream'::regclass AND a.attname = 'seq')
+       IS DISTINCT FROM 'ty_cluster_stream_next_seq()' THEN
+        ALTER TABLE cluster_stream ALTER COLUMN seq SET DEFAULT ty_cluster_stream_next_seq();
+    END IF;
+END $$;
