@@ -3,6 +3,7 @@ an older server upgrades without loss and its jobs go on; an applied migration w
 stops the server with one line naming it."""
 import hashlib
 import os
+import re
 import subprocess
 
 import harness
@@ -170,3 +171,34 @@ def test_an_applied_migration_that_changed_stops_the_server(pg, database, server
     assert srv.request("GET", "/api/v1/health", token=None).status == 200
     assert pg.psql("SELECT ty_preemptions_max()", db=db) == "10"
     assert definitions(pg, db) == before
+
+
+def sql_without_comments(path):
+    with open(path) as f:
+        return "\n".join(line.split("--")[0] for line in f)
+
+
+def test_migrations_hold_no_definitions_and_each_definition_is_one_file_named_after_it():
+    created = re.compile(r"\bCREATE\s+(?:OR\s+REPLACE\s+)?(FUNCTION|PROCEDURE|TRIGGER|VIEW)\s+(\w+)",
+                         re.I)
+    for name in migration_files():
+        found = created.findall(sql_without_comments(os.path.join(MIGRATIONS, name)))
+        assert not found, f"{name} defines {found}: definitions go in server/store/sql/"
+    sql_dir = os.path.join(harness.SOURCE_DIR, "server", "store", "sql")
+    files = sorted(f for f in os.listdir(sql_dir) if f.endswith(".sql"))
+    with open(os.path.join(sql_dir, "load_order.txt")) as f:
+        order = [ln.strip() for ln in f if ln.strip() and not ln.startswith("#")]
+    assert sorted(order) == files
+    where = {}
+    for name in files:
+        stem = name[:-4]
+        found = created.findall(sql_without_comments(os.path.join(sql_dir, name)))
+        if stem in ("job_statuses", "job_transitions"):
+            assert not found, name
+            continue
+        kinds = {k.upper() for k, _ in found}
+        names = {n for k, n in found if k.upper() != "TRIGGER"}
+        assert names == {stem}, f"{name} defines {sorted(names)}"
+        assert kinds <= {"FUNCTION", "VIEW", "TRIGGER"}, name
+        where.setdefault(stem, []).append(name)
+    assert all(len(v) == 1 for v in where.values()), where
