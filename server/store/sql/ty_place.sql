@@ -2,12 +2,11 @@
 -- rank-0 node and the checkpoint it resumes from (ty_resume_point).
 -- p_workers: [{"rank","local_rank","node_rank","node_id","gpus":[..],"resources":{..}}]. The port
 -- search reads attempts by the literal live statuses of the partial index attempts_active_idx
--- (migration 0005). A
--- RESTARTING job is placed only once its ended attempt has no live worker (that attempt is then
--- settled first). A restart whose nodes cannot get the job's latest committed checkpoint yet
--- waits (up to 120 s after that checkpoint was registered, while a node holding it is alive) for
--- its upload to the artifact store rather than resume from an older one. Returns the attempt
--- number and port, or NULL when the job cannot be placed now.
+-- (migration 0005). A RESTARTING job is placed only once its ended attempt has no live worker
+-- (that attempt is then settled first). A restart whose nodes cannot get the job's latest
+-- committed checkpoint yet waits (up to 120 s after that checkpoint was registered, while a node
+-- holding it is alive) for its upload to the artifact store rather than resume from an older one.
+-- Returns the attempt number and port, or NULL when the job cannot be placed now.
 CREATE OR REPLACE FUNCTION ty_place(p_job bigint, p_workers jsonb, p_nports integer,
                                     OUT o_attempt integer, OUT o_port integer, OUT o_addr text)
 LANGUAGE plpgsql AS $$
