@@ -1,6 +1,9 @@
-# Script mode: writes OUT, a C file holding FILES as `const struct ty_embedded_file SYMBOL[]`.
+# Script mode: writes OUT, a C file holding FILES as `const struct ty_embedded_file SYMBOL[]`,
+# sorted by name unless KEEP_ORDER is true.
 string(REPLACE "|" ";" FILES "${FILES}")
-list(SORT FILES)
+if(NOT KEEP_ORDER)
+  list(SORT FILES)
+endif()
 set(body "#include \"embed.h\"\n")
 set(table "const struct ty_embedded_file ${SYMBOL}[] = {\n")
 set(i 0)

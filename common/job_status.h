@@ -1,8 +1,9 @@
 /* A job's status (DESIGN.md section 2) for every C program: the server (list filter, worker-exit
  * outcome), the CLI (`wait`). The names are JOB_STATUS_MAP of vocab.h. The transitions between
- * statuses are not here: they are owned by the database (table job_transitions, function
- * ty_job_transition; see docs/lifecycle.md). The names must be the rows of its table
- * job_statuses, which tests/integration/test_vocab_sql.py checks. */
+ * statuses are not here: they are owned by the database (the rows of job_transitions in
+ * server/store/sql/job_transitions.sql, the function in server/store/sql/ty_job_transition.sql;
+ * see docs/lifecycle.md). The names must be the rows of its table job_statuses
+ * (server/store/sql/job_statuses.sql), which tests/integration/test_vocab_sql.py checks. */
 #ifndef TY_JOB_STATUS_H
 #define TY_JOB_STATUS_H
 

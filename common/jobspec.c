@@ -489,7 +489,7 @@ static json_t *norm_spec(struct jobspec__vctx *c, const json_t *in)
                      norm_code_package(c, jobspec__member(in, "code_package"),
                                        jobspec__member(in, "working_dir")));
     /* Only when given, so that specs without secrets normalise as before. The API never returns
-     * its values (ty_spec_public, migrations/0011). */
+     * its values (server/store/sql/ty_spec_public.sql). */
     if (jobspec__member(in, "secret_env"))
         jobspec__put(c, o, "secret_env",
                      norm_env(c, jobspec__member(in, "secret_env"), "secret_env"));

@@ -1,5 +1,8 @@
 -- Trainyard's first schema: tokens, nodes, jobs and their attempts, workers, events, metrics,
 -- checkpoints. Applied by the server at start (server/store/db_migrate.c); never edited once released.
+-- Schema only: the functions, triggers and views that go with it are definitions, one file
+-- each in server/store/sql/, re-applied at every server start (README.md, "Database schema
+-- and definitions").
 
 CREATE TABLE api_tokens (
     id          bigserial PRIMARY KEY,
@@ -198,23 +201,3 @@ COMMENT ON COLUMN checkpoints.location IS 'Where its files live (storage_path or
 COMMENT ON COLUMN checkpoints.status IS 'UPLOADING until all files are stored, then COMMITTED; DELETED by retention.';
 COMMENT ON COLUMN checkpoints.created_at IS 'Registration time.';
 COMMENT ON COLUMN checkpoints.deleted_at IS 'When retention (num_to_keep) deleted it.';
-
--- The job as the API shows it. One definition, used by every endpoint that returns jobs.
-CREATE FUNCTION ty_ts(t timestamptz) RETURNS text LANGUAGE sql IMMUTABLE AS $$
-    SELECT to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
-$$;
-COMMENT ON FUNCTION ty_ts(timestamptz) IS 'RFC 3339 UTC text of a timestamp, as the API writes times.';
-
-CREATE FUNCTION ty_job_json(j jobs) RETURNS jsonb LANGUAGE sql STABLE AS $$
-    SELECT jsonb_build_object(
-        'id', j.id, 'name', j.name, 'owner', j.owner, 'status', j.status,
-        'status_message', j.status_message, 'priority', j.priority, 'attempt', j.attempt,
-        'spec', j.spec, 'created_at', ty_ts(j.created_at), 'started_at', ty_ts(j.started_at),
-        'finished_at', ty_ts(j.finished_at),
-        'result', jsonb_build_object('metrics', j.last_metrics, 'error', j.error,
-            'latest_checkpoint', (SELECT jsonb_build_object('id', c.id, 'step', c.step, 'metrics', c.metrics)
-                                    FROM checkpoints c WHERE c.job_id = j.id AND c.status = 'COMMITTED'
-                                    ORDER BY c.attempt DESC, c.idx DESC LIMIT 1),
-            'best_checkpoint', NULL))
-$$;
-COMMENT ON FUNCTION ty_job_json(jobs) IS 'The job object of the REST API (GET /api/v1/jobs/{id}).';

@@ -1,16 +1,4 @@
 -- The cluster stream's seq comes from a sequence, so two transactions may commit their rows out of
--- seq order (seq 9 still uncommitted when seq 10 is visible). The stream thread (server/stream/)
--- therefore delivers a row after a hole only once every transaction that was running when it saw
--- the hole has ended: a hole below a visible row can only belong to one of those (or to an aborted
--- one), because it took its seq earlier. That holds only if a transaction has its id before it
--- takes a seq, which the triggers of 0007 guarantee (they run after a write) but a bare INSERT
--- would not: this default takes the transaction id first.
-CREATE FUNCTION ty_cluster_stream_next_seq() RETURNS bigint
-LANGUAGE plpgsql VOLATILE AS $$
-BEGIN
-    PERFORM pg_current_xact_id();
-    RETURN nextval(pg_get_serial_sequence('cluster_stream', 'seq'));
-END $$;
-COMMENT ON FUNCTION ty_cluster_stream_next_seq() IS 'Default of cluster_stream.seq: assigns the transaction its id, then takes the next seq (see migrations/0008).';
-
-ALTER TABLE cluster_stream ALTER COLUMN seq SET DEFAULT ty_cluster_stream_next_seq();
+-- seq order. Its default, ty_cluster_stream_next_seq(), takes the transaction id first (why:
+-- server/store/sql/ty_cluster_stream_next_seq.sql, which defines the function and sets the default
+-- at every server start). This migration once did both; it no longer changes the schema.

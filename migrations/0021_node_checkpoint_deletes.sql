@@ -4,6 +4,9 @@
 -- of its location gets a row here; the control thread of the server holding the node's connection
 -- sends `checkpoint_delete` for it (at register, and on its periodic tick), and the row goes once
 -- sent.
+-- Schema only: the functions, triggers and views that go with it are definitions, one file
+-- each in server/store/sql/, re-applied at every server start (README.md, "Database schema
+-- and definitions").
 
 CREATE TABLE node_checkpoint_deletes (
     node_id    text NOT NULL REFERENCES nodes (id) ON DELETE CASCADE,
@@ -19,17 +22,3 @@ COMMENT ON COLUMN node_checkpoint_deletes.job_id IS 'The checkpoint''s job.';
 COMMENT ON COLUMN node_checkpoint_deletes.attempt IS 'The checkpoint''s attempt.';
 COMMENT ON COLUMN node_checkpoint_deletes.idx IS 'The checkpoint''s index (round) within the attempt.';
 COMMENT ON COLUMN node_checkpoint_deletes.deleted_at IS 'When retention deleted it.';
-
-CREATE FUNCTION ty_checkpoint_deleted_notify_nodes() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO node_checkpoint_deletes (node_id, job_id, attempt, idx)
-    SELECT DISTINCT l->>'node_id', NEW.job_id, NEW.attempt, NEW.idx
-      FROM jsonb_array_elements(coalesce(NEW.location::jsonb, '[]'::jsonb)) AS l
-      JOIN nodes n ON n.id = l->>'node_id'
-    ON CONFLICT DO NOTHING;
-    RETURN NEW;
-END $$;
-COMMENT ON FUNCTION ty_checkpoint_deleted_notify_nodes() IS 'Trigger: a checkpoint became deleted; the nodes of its location must remove their staging copies.';
-CREATE TRIGGER checkpoint_deleted_notify_nodes AFTER UPDATE OF artifact_state ON checkpoints
-    FOR EACH ROW WHEN (NEW.artifact_state = 'deleted' AND OLD.artifact_state IS DISTINCT FROM 'deleted')
-    EXECUTE FUNCTION ty_checkpoint_deleted_notify_nodes();

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 extern const struct ty_embedded_file srv_migrations[];
+extern const struct ty_embedded_file srv_definitions[];
 
 static void print_routes(void)
 {
@@ -111,7 +112,7 @@ int main(int argc, char **argv)
     srv.token_cache = cache_create(1024, 2.0);
     if (srv.job_cache == NULL || srv.token_cache == NULL)
         goto out;
-    if (db_migrate(srv.db, srv_migrations) < 0 || srv_auth_bootstrap(&srv) != 0)
+    if (db_migrate(srv.db, srv_migrations, srv_definitions) < 0 || srv_auth_bootstrap(&srv) != 0)
         goto out;
     srv.control = control_start(&srv);
     if (srv.control == NULL)

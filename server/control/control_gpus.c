@@ -1,8 +1,7 @@
 /* GPUs of the nodes (issue 16): an agent's `gpus` message (its NVML view and the latest sample of
- * each GPU) is stored at once in nodes.gpus, one statement (ty_gpus_ingest,
- * migrations/0027_node_gpus.sql, 0028_gpu_xid.sql); a GPU newly reported lost (gone, or unhealthy
- * after a critical Xid) leaves the node's capacity there and the jobs with a worker on it get an
- * event naming it and its Xid. */
+ * each GPU) is stored at once in nodes.gpus, one statement (server/store/sql/ty_gpus_ingest.sql);
+ * a GPU newly reported lost (gone, or unhealthy after a critical Xid) leaves the node's capacity
+ * there and the jobs with a worker on it get an event naming it and its Xid. */
 #include "control_internal.h"
 
 #include "log.h"

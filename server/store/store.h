@@ -297,7 +297,7 @@ struct store_report_outcome {
     bool round_ready;   /* stored now, and its round k is complete (every rank has reported k)
                          * with a checkpoint_dir among the round's reports */
 };
-/* Commits n reports in one transaction (migration 0022, ty_report_ingest_batch): each one's
+/* Commits n reports in one transaction (store/sql/ty_report_ingest_batch.sql): each one's
  * report row holding its numbers, one `report` row in its job's stream, and (rank 0, newer) the
  * job's result. Resends are no-ops. Returns n, or a db_qs error and then nothing is stored; on
  * DB_HARD_ERROR sqlstate gets the SQLSTATE (class 22 or 23: the data is refused, a retry of the
@@ -482,17 +482,17 @@ void store_log_lines_free(struct store_log_line *lines, size_t n);
  * (common/agent_proto.h). */
 struct agent_progress;
 struct agent_gpu_row;
-/* Stores the n rows of one `progress` message of node_id (ty_progress_ingest,
- * migrations/0016_worker_progress.sql). Rows whose job_id is not a job id of this server, and
- * rows of workers not placed on that node, are ignored. Returns the rows stored, or an error. */
+/* Stores the n rows of one `progress` message of node_id (store/sql/ty_progress_ingest.sql). Rows
+ * whose job_id is not a job id of this server, and rows of workers not placed on that node, are
+ * ignored. Returns the rows stored, or an error. */
 int store_progress_ingest(struct db_conn *c, const char *node_id, const struct agent_progress *rows,
                           size_t n);
-/* Stores the n rows of one `gpus` message of node_id in nodes.gpus (ty_gpus_ingest,
- * migrations/0027_node_gpus.sql). Returns how many GPUs were newly lost, or an error (< 0). */
+/* Stores the n rows of one `gpus` message of node_id in nodes.gpus (store/sql/ty_gpus_ingest.sql).
+ * Returns how many GPUs were newly lost, or an error (< 0). */
 int store_gpus_ingest(struct db_conn *c, const char *node_id, const struct agent_gpu_row *rows,
                       size_t n);
 
-/* Workers' hangs (store_progress.c, migrations/0016_worker_progress.sql). */
+/* Workers' hangs (store_progress.c; store/sql/ty_hang_warn.sql, ty_hang_fail.sql). */
 /* A running attempt whose ranks all have a fresh heartbeat and none progressed for its
  * hang_warn_s. */
 struct store_hang_suspect {

@@ -1,8 +1,8 @@
 /* Typed ingest of an agent's periodic messages: the parsed `progress` and `gpus` rows
  * (common/agent_proto.h) become the parameters of one statement each, so that control/ hands
  * over what the protocol parsed and never rebuilds JSON. The SQL functions take their rows as one
- * jsonb array (ty_progress_ingest, migrations/0016_worker_progress.sql; ty_gpus_ingest,
- * 0027_node_gpus.sql and 0028_gpu_xid.sql): that array is built here. */
+ * jsonb array (store/sql/ty_progress_ingest.sql,
+ * ty_gpus_ingest.sql): that array is built here. */
 #include "store.h"
 
 #include "agent_proto.h"

@@ -1,8 +1,8 @@
 /* Job queries: submit, get, list, owner, stop, delete. The job's JSON shape is defined once, in
- * SQL (ty_job_json, migrations/0001_init.sql), so the rows go to the client without re-encoding.
- * Status changes go through the state machine in SQL (ty_job_submit, ty_job_request:
- * migrations/0006_job_state_machine.sql, docs/lifecycle.md); who may ask for them is decided by
- * the handlers, not here. */
+ * SQL (store/sql/ty_job_json.sql), so the rows go to the client without re-encoding. Status
+ * changes go through the state machine in SQL (store/sql/ty_job_submit.sql, ty_job_request.sql,
+ * job_transitions.sql, docs/lifecycle.md); who may ask for them is decided by the handlers, not
+ * here. */
 #include "store.h"
 
 #include "db_query.h"

@@ -1,4 +1,4 @@
-/* Worker logs: appending agents' log chunks in batches (ty_log_append_batch, migrations/0009)
+/* Worker logs: appending agents' log chunks in batches (store/sql/ty_log_append_batch.sql)
  * and reading a job's lines back for GET /api/v1/jobs/{id}/logs. */
 #include "store.h"
 

@@ -25,7 +25,7 @@ struct report_txn {
     char *sqlstate;
 };
 
-/* The batch as ty_report_ingest_batch takes it (migration 0022): a JSON array of objects. NULL on
+/* The batch as ty_report_ingest_batch takes it (store/sql/): a JSON array of objects. NULL on
  * OOM. */
 static char *batch_json(const struct store_report *r, size_t n)
 {

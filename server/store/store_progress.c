@@ -1,5 +1,5 @@
 /* Workers' hangs: the statements behind the control loop's hang check (control_hang.c). The SQL
- * functions are in migrations/0016_worker_progress.sql; heartbeats come in through
+ * functions are store/sql/ty_progress_ingest.sql and ty_hang_*.sql; heartbeats come in through
  * store_ingest.c. */
 #include "store.h"
 

@@ -1,4 +1,4 @@
-"""The job state machine (migrations/0006_job_state_machine.sql, docs/lifecycle.md): the table in
+"""The job state machine (server/store/sql/job_transitions.sql, docs/lifecycle.md): the table in
 the docs is the table in the database, the statuses are the ones the C code knows, and the SQL
 functions drive a job through the table and refuse what it lacks. The functions are called
 directly through psql on a node that is LOST, so the server's control loop never schedules onto it

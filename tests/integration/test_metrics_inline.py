@@ -2,6 +2,7 @@
 idempotent, and a database holding the old per-number `metrics` rows is migrated so that the API
 serves the same points, superseded attempts' points still queryable and marked."""
 import glob
+import hashlib
 import json
 import os
 import subprocess
@@ -46,10 +47,10 @@ def test_resent_report_with_other_numbers_is_ignored_and_counted_once(srv, pg):
 
 def apply_migrations_before(pg, db, version):
     """Applies migrations/NNNN_*.sql below `version` with psql, recording them in
-    schema_migrations as server/store/db_migrate.c does, so that a server started afterwards
-    applies only the rest."""
+    schema_migrations with their sha256 as server/store/db_migrate.c does, so that a server
+    started afterwards applies only the rest (and then its definitions)."""
     pg.psql("CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, "
-            "applied_at timestamptz NOT NULL DEFAULT now())", db=db)
+            "applied_at timestamptz NOT NULL DEFAULT now(), sha256 text)", db=db)
     for path in sorted(glob.glob(os.path.join(harness.SOURCE_DIR, "migrations", "*.sql"))):
         name = os.path.basename(path)
         if int(name.split("_")[0]) >= version:
@@ -57,8 +58,10 @@ def apply_migrations_before(pg, db, version):
         subprocess.run(["psql", "-h", pg.sockdir, "-U", "trainyard", "-d", db, "-XAtq",
                         "-v", "ON_ERROR_STOP=1", "-1", "-f", path], check=True,
                        stdout=subprocess.DEVNULL)
-        pg.psql(f"INSERT INTO schema_migrations (version, name) "
-                f"VALUES ({int(name.split('_')[0])}, '{name}')", db=db)
+        with open(path, "rb") as f:
+            sha256 = hashlib.sha256(f.read()).hexdigest()
+        pg.psql(f"INSERT INTO schema_migrations (version, name, sha256) "
+                f"VALUES ({int(name.split('_')[0])}, '{name}', '{sha256}')", db=db)
 
 
 def test_migration_0022_moves_per_number_rows_into_their_reports(pg, server_factory, database):

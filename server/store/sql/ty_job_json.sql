@@ -1,0 +1,29 @@
+-- The job as the API shows it: one definition, used by every endpoint that returns jobs. The
+-- spec's secret_env values are redacted (ty_spec_public). result.latest_checkpoint is the newest
+-- committed checkpoint; result.best_checkpoint the best one by
+-- run_config.checkpoint_config.checkpoint_score_attribute (a number among rank 0's metrics) in
+-- checkpoint_score_order (max by default), the newer on a tie; null without an attribute or when
+-- no checkpoint has it. failures and preemptions count the job's restarts (docs/fault-tolerance.md).
+CREATE OR REPLACE FUNCTION ty_job_json(j jobs) RETURNS jsonb LANGUAGE sql STABLE AS $$
+    SELECT jsonb_build_object(
+        'id', j.id, 'name', j.name, 'owner', j.owner, 'status', j.status,
+        'status_message', j.status_message, 'priority', j.priority, 'attempt', j.attempt,
+        'spec', ty_spec_public(j.spec), 'created_at', ty_ts(j.created_at),
+        'started_at', ty_ts(j.started_at), 'finished_at', ty_ts(j.finished_at),
+        'failures', j.failures, 'preemptions', j.preemptions,
+        'result', jsonb_build_object('metrics', j.last_metrics, 'error', j.error,
+            'latest_checkpoint', (SELECT jsonb_build_object('id', c.id, 'step', c.step, 'metrics', c.metrics)
+                                    FROM checkpoints c WHERE c.job_id = j.id AND c.status = 'COMMITTED'
+                                    ORDER BY c.attempt DESC, c.idx DESC LIMIT 1),
+            'best_checkpoint', (SELECT jsonb_build_object('id', c.id, 'step', c.step, 'metrics', c.metrics)
+                                  FROM checkpoints c,
+                                       LATERAL (SELECT j.spec #>> '{run_config,checkpoint_config,checkpoint_score_attribute}' AS attr,
+                                                       coalesce(j.spec #>> '{run_config,checkpoint_config,checkpoint_score_order}', 'max') AS ord) s
+                                 WHERE c.job_id = j.id AND c.status = 'COMMITTED' AND s.attr IS NOT NULL
+                                   AND jsonb_typeof(c.metrics -> s.attr) = 'number'
+                                 ORDER BY CASE WHEN s.ord = 'min' THEN (c.metrics ->> s.attr)::float8
+                                               ELSE -(c.metrics ->> s.attr)::float8 END,
+                                          c.attempt DESC, c.idx DESC
+                                 LIMIT 1)))
+$$;
+COMMENT ON FUNCTION ty_job_json(jobs) IS 'The job object of the REST API (GET /api/v1/jobs/{id}); secret_env values redacted; result.best_checkpoint by checkpoint_config; failures and preemptions.';

@@ -1,0 +1,15 @@
+-- Submits a job: the transition out of "no job yet". Returns the new row.
+CREATE OR REPLACE FUNCTION ty_job_submit(p_name text, p_owner text, p_priority integer, p_spec jsonb)
+RETURNS jobs LANGUAGE plpgsql AS $$
+DECLARE
+    j jobs;
+BEGIN
+    INSERT INTO jobs (name, owner, status, status_message, priority, spec)
+    SELECT p_name, p_owner, t.to_status, 'waiting to be scheduled', p_priority, p_spec
+      FROM job_transitions t WHERE t.from_status IS NULL AND t.event = 'submit'
+    RETURNING * INTO STRICT j;
+    INSERT INTO job_events (job_id, attempt, status, message)
+    VALUES (j.id, j.attempt, j.status, 'submitted by ' || p_owner);
+    RETURN j;
+END $$;
+COMMENT ON FUNCTION ty_job_submit(text, text, integer, jsonb) IS 'Inserts a job in the status of the submit transition and records the event.';
