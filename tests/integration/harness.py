@@ -13,9 +13,12 @@ import socket
 import ssl
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 BUILD_DIR = os.environ.get("TY_BUILD_DIR") or os.path.join(
     os.path.dirname(__file__), "..", "..", "build")
@@ -79,16 +82,33 @@ def make_tmpdir(prefix):
 
 
 class PostgresCluster:
-    """A throw-away PostgreSQL cluster listening only on a unix socket."""
+    """A throw-away PostgreSQL cluster listening only on a unix socket.
 
-    def __init__(self):
-        self.root = make_tmpdir("ty-pg-")
+    root: the directory of a cluster already started (shared()); stop() leaves such a cluster
+    alone unless owned is true."""
+
+    def __init__(self, root=None, owned=True):
+        self.root = root or make_tmpdir("ty-pg-")
         self.pgdata = os.path.join(self.root, "data")
         self.sockdir = os.path.join(self.root, "run")
         self.log = os.path.join(self.root, "postgres.log")
         self.bindir = pg_bin_dir()
         self.as_postgres = os.geteuid() == 0
-        self._counter = 0
+        self.owned = owned
+
+    @classmethod
+    def shared(cls):
+        """The cluster CTest's fixture `postgres` started for the whole run (the file named by
+        $TY_PG_SHARED holds its directory), or None when there is none or it is not running."""
+        try:
+            with open(os.environ["TY_PG_SHARED"]) as f:
+                root = f.read().strip()
+        except (KeyError, OSError):
+            return None
+        cluster = cls(root, owned=False)
+        if not os.path.exists(os.path.join(cluster.sockdir, ".s.PGSQL.5432")):
+            return None
+        return cluster
 
     def _run(self, args, check=True):
         kw = {}
@@ -124,8 +144,8 @@ class PostgresCluster:
         return out.stdout.strip()
 
     def create_database(self):
-        self._counter += 1
-        name = f"t{os.getpid()}_{self._counter}"
+        # Unique across the processes that share a cluster, pids reused included.
+        name = f"t{os.getpid()}_{uuid.uuid4().hex[:12]}"
         self.psql(f"CREATE DATABASE {name}")
         return name
 
@@ -136,9 +156,36 @@ class PostgresCluster:
         return f"host={self.sockdir} dbname={db} user=trainyard"
 
     def stop(self):
+        """Stops the cluster and removes its directory (nothing for a shared one)."""
+        if not self.owned:
+            return
         self._run([os.path.join(self.bindir, "pg_ctl"), "stop", "-D", self.pgdata, "-m", "fast",
                    "-w"], check=False)
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def postgres():
+    """The shared cluster under CTest (PostgresCluster.shared()), else one started now; stop()
+    it when done either way."""
+    return PostgresCluster.shared() or PostgresCluster().start()
+
+
+def postgres_fixture(action, state):
+    """CTest's fixture `postgres` (tests/integration/CMakeLists.txt): "start" starts a cluster
+    and writes its directory to the file `state` (first stopping one an interrupted run left
+    there); "stop" stops it and removes `state`."""
+    try:
+        with open(state) as f:
+            PostgresCluster(f.read().strip()).stop()
+        os.unlink(state)
+    except OSError:
+        pass
+    if action == "start":
+        cluster = PostgresCluster().start()
+        with open(state + ".tmp", "w") as f:
+            f.write(cluster.root + "\n")
+        os.replace(state + ".tmp", state)
+        print(f"PostgreSQL for this CTest run: {cluster.sockdir}")
 
 
 def log_tail(path, limit=8000):
@@ -289,6 +336,131 @@ class Server:
             time.sleep(0.1)
         raise AssertionError(f"job {job_id} not in {statuses} after {timeout}s: {job}\n"
                              f"{self.log_text()}")
+
+
+class HttpProxy:
+    """An HTTP proxy on a free loopback port (self.url) that forwards each request to `target` (a
+    base URL) and its reply back, counting requests per method (self.counts). A subclass
+    changes what passes: before(method, number, body) returns the body to forward, or DROP to
+    close the connection unsent; after(method, number) returns False to lose the server's reply
+    (closing the connection). number: 1 for the first request of that method."""
+
+    DROP = object()
+
+    def __init__(self, target):
+        self.target = target
+        self.counts = {}
+        self.lock = threading.Lock()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def relay(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n) if n else None
+                with proxy.lock:
+                    number = proxy.counts[self.command] = proxy.counts.get(self.command, 0) + 1
+                body = proxy.before(self.command, number, body)
+                if body is HttpProxy.DROP:
+                    self.close_connection = True
+                    return
+                hdrs = {k: v for k, v in self.headers.items()
+                        if k.lower() not in ("host", "content-length", "connection")}
+                r = http(self.command, proxy.target + self.path, body=body, headers=hdrs)
+                if not proxy.after(self.command, number):
+                    self.close_connection = True
+                    return
+                data = r.text.encode()
+                self.send_response(r.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_PUT = do_POST = relay
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def puts(self):
+        return self.counts.get("PUT", 0)
+
+    def before(self, method, number, body):
+        return body
+
+    def after(self, method, number):
+        return True
+
+    def close(self):
+        self.httpd.shutdown()
+        self.thread.join()
+
+
+class TcpProxy:
+    """A TCP proxy on a free loopback port (self.port, self.url) to `target` (host, port): each
+    connection it accepts (counted in self.connections) is handed to relay(number, client,
+    upstream), which by default pipes both ways; a subclass changes it."""
+
+    def __init__(self, target):
+        self.target = target
+        self.connections = 0
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            upstream = socket.create_connection(self.target)
+            self.relay(self.connections, client, upstream)
+
+    def relay(self, number, client, upstream):
+        self.spawn(self.pipe, client, upstream)
+        self.spawn(self.pipe, upstream, client)
+
+    def close(self):
+        """Stops accepting connections (those relayed go on until they end)."""
+        self.sock.close()
+
+    @staticmethod
+    def spawn(fn, *args):
+        threading.Thread(target=fn, args=args, daemon=True).start()
+
+    @staticmethod
+    def pipe(src, dst, limit=None, delay=0):
+        """Copies src to dst until src ends or `limit` bytes have passed, holding the first bytes
+        back `delay` seconds; then shuts both down."""
+        sent = 0
+        try:
+            while True:
+                data = src.recv(65536 if limit is None else min(65536, limit - sent))
+                if not data:
+                    break
+                if delay and sent == 0:
+                    time.sleep(delay)
+                dst.sendall(data)
+                sent += len(data)
+                if limit is not None and sent >= limit:
+                    break
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
 
 def run_cli(server, *args, token="admin", env=None, input=None, timeout=60):
@@ -484,3 +656,10 @@ def read_env_file(path, timeout=20):
                 return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
         time.sleep(0.05)
     raise AssertionError(f"{path} was not written")
+
+
+if __name__ == "__main__":
+    import sys
+    if len(sys.argv) != 3 or sys.argv[1] not in ("postgres-start", "postgres-stop"):
+        sys.exit("usage: harness.py postgres-start|postgres-stop STATE_FILE")
+    postgres_fixture(sys.argv[1].split("-")[1], sys.argv[2])
