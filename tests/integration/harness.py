@@ -3,6 +3,7 @@
 Everything runs on this machine: PostgreSQL on a private unix socket (as the `postgres` user when
 the tests run as root), servers on free loopback ports. Nothing is mocked.
 """
+import contextlib
 import json
 import os
 import pwd
@@ -616,6 +617,68 @@ class Agent:
     def stop(self, sig=signal.SIGTERM, timeout=60):
         """Stops the agent and returns its exit code (0 after a clean shutdown)."""
         return stop_process(self, sig, timeout, "agent")
+
+
+def _ip(*args, check=True):
+    return subprocess.run(["ip", *args], check=check, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+
+
+@contextlib.contextmanager
+def netns_hosts(net=231):
+    """Two namespaces tyA/tyB (10.<net>.N.2, .3) bridged to the host (10.<net>.N.1), their names
+    and N made from this process's pid so parallel runs never collide; a test file of its own
+    passes its own `net` so its subnet differs from another file's run at the same time. Skips
+    the test where namespaces cannot be made (a failure on CI). Yields bridge_addr, namespaces
+    and addrs; netns_agent() starts agents in them."""
+    import pytest  # here: the benchmarks (bench/) use this file without pytest
+    n = os.getpid() % 200 + 20
+    tag = f"{os.getpid() % 100000}"
+    bridge, names = f"tybr{tag}", [f"tyA{tag}", f"tyB{tag}"]
+    try:
+        _ip("link", "add", bridge, "type", "bridge")
+    except (subprocess.CalledProcessError, FileNotFoundError) as e:
+        # CI's machine (root, iproute2 installed by scripts/install-deps.sh) has them: there a
+        # missing namespace is a broken test set-up, not a reason to pass.
+        if os.environ.get("CI"):
+            pytest.fail(f"network namespaces unavailable on CI: {e}")
+        print(f"SKIP REASON: cannot create network namespaces here: {e}")
+        pytest.skip(f"network namespaces unavailable: {e}")
+    made, veths = [], []
+    try:
+        _ip("addr", "add", f"10.{net}.{n}.1/24", "dev", bridge)
+        _ip("link", "set", bridge, "up")
+        addrs = []
+        for i, ns in enumerate(names):
+            _ip("netns", "add", ns)
+            made.append(ns)
+            host_end, ns_end = f"tyh{tag}{i}", f"tyn{tag}{i}"
+            _ip("link", "add", host_end, "type", "veth", "peer", "name", ns_end)
+            veths.append(host_end)
+            _ip("link", "set", ns_end, "netns", ns)
+            _ip("link", "set", host_end, "master", bridge)
+            _ip("link", "set", host_end, "up")
+            addr = f"10.{net}.{n}.{i + 2}"
+            _ip("netns", "exec", ns, "ip", "addr", "add", f"{addr}/24", "dev", ns_end)
+            _ip("netns", "exec", ns, "ip", "link", "set", ns_end, "up")
+            _ip("netns", "exec", ns, "ip", "link", "set", "lo", "up")
+            addrs.append(addr)
+        yield {"bridge_addr": f"10.{net}.{n}.1", "namespaces": names, "addrs": addrs}
+    finally:
+        # The veths first: deleting a namespace frees its end asynchronously, and the next test
+        # of this process makes the same names again at once.
+        for v in veths:
+            _ip("link", "del", v, check=False)
+        for ns in made:
+            _ip("netns", "del", ns, check=False)
+        _ip("link", "del", bridge, check=False)
+
+
+def netns_agent(server, hosts, i, **kw):
+    """An Agent (not started) in namespace i of netns_hosts() `hosts`, joined to `server` (which
+    listens on 0.0.0.0) over the bridge; kw as for Agent."""
+    return Agent(server, netns=hosts["namespaces"][i],
+                 server_addr=f"{hosts['bridge_addr']}:{server.ws_port}", **kw)
 
 
 def cluster_token(server):
