@@ -3,12 +3,13 @@
 #   ty_add_pytest_tests(PREFIX integration DIR <dir> PYTHON <python3> FILES <test_*.py>...
 #                       LABELS <label>... TIMEOUT <s> [ENVIRONMENT <VAR=value>...]
 #                       [FIXTURES <fixture>...] [LAUNCHER <command>...] [NOT_RUN <why>]
-#                       [STRIP <file name prefix>] [COLLECT_PYTHON <python3 with pytest>])
+#                       [STRIP <file name prefix>] [COLLECT_PYTHON <python3>...])
 #
 # Each test of FILES becomes PREFIX.<file>.<test>[<parameters>] (<file> less STRIP), run in DIR
 # as `LAUNCHER PYTHON pytest_ctest.py run --ctest-node=<test> <file>`; it reports Not Run (exit 77,
 # SKIP_RETURN_CODE) when pytest skipped it. NOT_RUN registers every entry as Not Run, printing
-# why (a tool the tests need is missing). The collection is done again when a .py file in DIR
+# why (a tool the tests need is missing). COLLECT_PYTHON: the interpreters to collect with, the
+# first that can (default PYTHON). The collection is done again when a .py file in DIR
 # changes (the callers glob FILES with CONFIGURE_DEPENDS, so a new test file counts too).
 set(TY_PYTEST_CTEST ${CMAKE_CURRENT_LIST_DIR}/pytest_ctest.py)
 
@@ -33,8 +34,8 @@ function(ty__pytest_case name file node)
 endfunction()
 
 function(ty_add_pytest_tests)
-  cmake_parse_arguments(PARSE_ARGV 0 arg "" "PREFIX;DIR;PYTHON;TIMEOUT;NOT_RUN;STRIP;COLLECT_PYTHON"
-                        "FILES;LABELS;ENVIRONMENT;FIXTURES;LAUNCHER")
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "PREFIX;DIR;PYTHON;TIMEOUT;NOT_RUN;STRIP"
+                        "FILES;LABELS;ENVIRONMENT;FIXTURES;LAUNCHER;COLLECT_PYTHON")
   set(out ${CMAKE_CURRENT_BINARY_DIR}/${arg_PREFIX}-pytest-tests.cmake)
   if(NOT arg_COLLECT_PYTHON)
     set(arg_COLLECT_PYTHON ${arg_PYTHON})
@@ -49,9 +50,14 @@ function(ty_add_pytest_tests)
   endforeach()
   string(SHA256 key "${key}")
   if(NOT EXISTS ${out} OR NOT key STREQUAL "${TY__PYTEST_KEY_${arg_PREFIX}}")
-    execute_process(COMMAND ${arg_COLLECT_PYTHON} ${TY_PYTEST_CTEST} collect ${out} ${arg_PREFIX}
-                            "${arg_STRIP}" ${arg_FILES}
-                    WORKING_DIRECTORY ${arg_DIR} RESULT_VARIABLE rc ERROR_VARIABLE err)
+    foreach(py ${arg_COLLECT_PYTHON})
+      execute_process(COMMAND ${py} ${TY_PYTEST_CTEST} collect ${out} ${arg_PREFIX}
+                              "${arg_STRIP}" ${arg_FILES}
+                      WORKING_DIRECTORY ${arg_DIR} RESULT_VARIABLE rc ERROR_VARIABLE err)
+      if(rc EQUAL 0)
+        break()
+      endif()
+    endforeach()
     if(NOT rc EQUAL 0)
       # No pytest here: one entry per file, which fails when run (as the tests would).
       message(WARNING "${arg_PREFIX}: could not collect the pytest tests (${rc}): ${err}")

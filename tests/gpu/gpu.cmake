@@ -8,7 +8,7 @@ find_program(TY_GPU_PYTHON NAMES python3)
 set(gpu_gate ${CMAKE_CURRENT_LIST_DIR}/gpu_gate.py)
 file(GLOB gpu_tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/test_gpu_*.py)
 ty_add_pytest_tests(PREFIX gpu STRIP test_gpu_ DIR ${CMAKE_CURRENT_LIST_DIR}
-                    PYTHON ${TY_GPU_PYTHON} COLLECT_PYTHON ${PYTHON3}
+                    PYTHON ${TY_GPU_PYTHON} COLLECT_PYTHON ${TY_GPU_PYTHON} ${PYTHON3}
                     LAUNCHER ${TY_GPU_PYTHON} ${gpu_gate} FILES ${gpu_tests}
                     LABELS gpu TIMEOUT 900 FIXTURES postgres ENVIRONMENT ${TY_PYTEST_ENV})
 
