@@ -1,8 +1,9 @@
 # Python unit tests (pytest) of the pure parts of worker/python (trainyard.train: packing,
-# spec building, quality gates). One CTest entry for the file.
+# spec building, quality gates). One CTest entry per test (tests/pytest.cmake):
+# unit.python.test_train_pure.<test>.
 find_program(PYTHON3_UNIT NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
-add_test(NAME unit.python_train_pure
-         COMMAND ${PYTHON3_UNIT} -m pytest -q -p no:cacheprovider
-                 ${CMAKE_CURRENT_SOURCE_DIR}/python/test_train_pure.py)
-set_tests_properties(unit.python_train_pure PROPERTIES LABELS unit TIMEOUT 120
-  ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
+file(GLOB python_unit_tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/python/test_*.py)
+ty_add_pytest_tests(PREFIX unit.python DIR ${CMAKE_CURRENT_LIST_DIR}/python PYTHON ${PYTHON3_UNIT}
+                    FILES ${python_unit_tests} LABELS unit TIMEOUT 120
+                    ENVIRONMENT "PYTHONPYCACHEPREFIX=${CMAKE_BINARY_DIR}/pycache"
+                    "PYTHONDONTWRITEBYTECODE=")
