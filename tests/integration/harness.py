@@ -99,10 +99,12 @@ class PostgresCluster:
 
     @classmethod
     def shared(cls):
-        """The cluster CTest's fixture `postgres` started for the whole run (the file named by
-        $TY_PG_SHARED holds its directory), or None when there is none or it is not running."""
+        """The cluster CTest's fixture `postgres` started for this CTest run, or None when there
+        is none or it is not running. $TY_PG_SHARED is a directory with a file per CTest run,
+        named by the ctest's pid (the parent of each test process), that holds the cluster's
+        directory: two CTest runs in one build dir each have their own."""
         try:
-            with open(os.environ["TY_PG_SHARED"]) as f:
+            with open(os.path.join(os.environ["TY_PG_SHARED"], str(os.getppid()))) as f:
                 root = f.read().strip()
         except (KeyError, OSError):
             return None
@@ -171,22 +173,35 @@ def postgres():
     return PostgresCluster.shared() or PostgresCluster().start()
 
 
-def postgres_fixture(action, state):
-    """CTest's fixture `postgres` (tests/integration/CMakeLists.txt): "start" starts a cluster
-    and writes its directory to the file `state` (first stopping one an interrupted run left
-    there); "stop" stops it and removes `state`."""
-    try:
-        with open(state) as f:
+def postgres_fixture(action, state_dir):
+    """CTest's fixture `postgres` (tests/integration/CMakeLists.txt), run by ctest itself:
+    "start" starts a cluster for this CTest run and writes its directory to state_dir/<ctest's
+    pid> (PostgresCluster.shared()); "stop" stops it. Either first stops the clusters of CTest
+    runs that are gone (interrupted before their stop)."""
+    os.makedirs(state_dir, exist_ok=True)
+    mine = str(os.getppid())
+    for name in os.listdir(state_dir):
+        if not name.isdigit():
+            continue
+        if name != mine:
+            try:
+                os.kill(int(name), 0)
+                continue  # another CTest run, still going
+            except ProcessLookupError:
+                pass
+            except PermissionError:
+                continue
+        path = os.path.join(state_dir, name)
+        with open(path) as f:
             PostgresCluster(f.read().strip()).stop()
-        os.unlink(state)
-    except OSError:
-        pass
+        os.unlink(path)
     if action == "start":
         cluster = PostgresCluster().start()
-        with open(state + ".tmp", "w") as f:
+        path = os.path.join(state_dir, mine)
+        with open(path + ".tmp", "w") as f:
             f.write(cluster.root + "\n")
-        os.replace(state + ".tmp", state)
-        print(f"PostgreSQL for this CTest run: {cluster.sockdir}")
+        os.replace(path + ".tmp", path)
+        print(f"PostgreSQL for this CTest run (ctest pid {mine}): {cluster.sockdir}")
 
 
 def log_tail(path, limit=8000):
@@ -724,5 +739,5 @@ def read_env_file(path, timeout=20):
 if __name__ == "__main__":
     import sys
     if len(sys.argv) != 3 or sys.argv[1] not in ("postgres-start", "postgres-stop"):
-        sys.exit("usage: harness.py postgres-start|postgres-stop STATE_FILE")
+        sys.exit("usage: harness.py postgres-start|postgres-stop STATE_DIR")
     postgres_fixture(sys.argv[1].split("-")[1], sys.argv[2])
