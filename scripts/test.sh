@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, twice: a normal build, then an AddressSanitizer + UBSan build.
-# Installs missing packages first. Usage: scripts/test.sh [ctest arguments, e.g. -R api]
+# Installs missing packages first. Usage: scripts/test.sh [ctest arguments, e.g. -R api, or one
+# test by name: -R 'integration.test_api.test_submit']
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh

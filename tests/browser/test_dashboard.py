@@ -40,7 +40,7 @@ TRAIN = textwrap.dedent("""
 
 @pytest.fixture(scope="module")
 def cluster():
-    pg = harness.PostgresCluster().start()
+    pg = harness.postgres()
     db = pg.create_database()
     server = harness.Server(database_url=pg.url(db)).start()
     agent = harness.Agent(server, cpus=4).start()

@@ -10,7 +10,8 @@ _spec = importlib.util.spec_from_file_location("ty_integration_conftest",
                                                os.path.join(_INTEGRATION, "conftest.py"))
 _fixtures = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_fixtures)
-pg, database, server_factory, server, cli = (_fixtures.pg, _fixtures.database,
-                                             _fixtures.server_factory, _fixtures.server,
-                                             _fixtures.cli)
+session_pg, pg, database, server_factory, server, cli = (
+    _fixtures.session_pg, _fixtures.pg, _fixtures.database, _fixtures.server_factory,
+    _fixtures.server, _fixtures.cli)
+pytest_configure = _fixtures.pytest_configure
 agent_factory = _fixtures.agent_factory

@@ -1,18 +1,16 @@
-# Tests that need a real NVIDIA GPU (label `gpu`, docs/gpu.md). Each runs through gpu_gate.py,
-# which exits 77 ("Not Run") naming the missing GPU where NVML finds none, so the normal suite
-# passes on machines without one. scripts/gpu-run.sh runs them on a lent GPU machine.
-# The python3 with PyTorch (CUDA) comes first on PATH on a GPU machine; -DTY_GPU_PYTHON= picks another.
+# Tests that need a real NVIDIA GPU (label `gpu`, docs/gpu.md), one CTest entry per pytest test
+# (tests/pytest.cmake), named gpu.<file less test_gpu_>.<test>, e.g. gpu.agent.test_nvml_...
+# Each runs through gpu_gate.py, which exits 77 ("Not Run") naming the missing GPU where NVML
+# finds none, so the normal suite passes on machines without one. scripts/gpu-run.sh runs them
+# on a lent GPU machine. The python3 with PyTorch (CUDA) comes first on PATH on a GPU machine;
+# -DTY_GPU_PYTHON= picks another. They share the integration tests' PostgreSQL (the fixture).
 find_program(TY_GPU_PYTHON NAMES python3)
 set(gpu_gate ${CMAKE_CURRENT_LIST_DIR}/gpu_gate.py)
-set(gpu_env "TY_BUILD_DIR=${CMAKE_BINARY_DIR};TY_SOURCE_DIR=${CMAKE_SOURCE_DIR};PYTHONDONTWRITEBYTECODE=1")
-foreach(t agent torch_nccl resume)
-  add_test(NAME gpu.${t}
-           COMMAND ${TY_GPU_PYTHON} ${gpu_gate} ${TY_GPU_PYTHON} -m pytest -q -p no:cacheprovider
-                   ${CMAKE_CURRENT_LIST_DIR}/test_gpu_${t}.py
-           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}/tests/integration)
-  set_tests_properties(gpu.${t} PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 900
-                       ENVIRONMENT "${gpu_env}")
-endforeach()
+file(GLOB gpu_tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/test_gpu_*.py)
+ty_add_pytest_tests(PREFIX gpu STRIP test_gpu_ DIR ${CMAKE_CURRENT_LIST_DIR}
+                    PYTHON ${TY_GPU_PYTHON} COLLECT_PYTHON ${TY_GPU_PYTHON} ${PYTHON3}
+                    LAUNCHER ${TY_GPU_PYTHON} ${gpu_gate} FILES ${gpu_tests}
+                    LABELS gpu TIMEOUT 900 FIXTURES postgres ENVIRONMENT ${TY_PYTEST_ENV})
 
 # The SDK's collectives on device buffers through NCCL, one rank (nccl_world1.c); built where the
 # NCCL backend is (CUDA headers and libcudart found), run where a GPU is.

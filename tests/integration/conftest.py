@@ -1,15 +1,32 @@
-"""pytest fixtures over harness.py: a PostgreSQL cluster per test session, a fresh database and
-a real server per test, the CLI bound to that server."""
+"""pytest fixtures over harness.py: a PostgreSQL cluster (CTest's one for the whole run, else
+one per test session), a fresh database and a real server per test, the CLI bound to that
+server. A test marked own_postgres (one that stops or restarts PostgreSQL) gets a cluster of its
+own."""
 import pytest
 
 import harness
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "own_postgres: the test gets a PostgreSQL cluster of its "
+                            "own (it stops or restarts it)")
+
+
 @pytest.fixture(scope="session")
-def pg():
-    cluster = harness.PostgresCluster().start()
+def session_pg():
+    cluster = harness.postgres()
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture
+def pg(request):
+    if request.node.get_closest_marker("own_postgres"):
+        cluster = harness.PostgresCluster().start()
+        yield cluster
+        cluster.stop()
+    else:
+        yield request.getfixturevalue("session_pg")
 
 
 @pytest.fixture

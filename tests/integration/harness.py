@@ -3,6 +3,7 @@
 Everything runs on this machine: PostgreSQL on a private unix socket (as the `postgres` user when
 the tests run as root), servers on free loopback ports. Nothing is mocked.
 """
+import contextlib
 import json
 import os
 import pwd
@@ -13,9 +14,12 @@ import socket
 import ssl
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 BUILD_DIR = os.environ.get("TY_BUILD_DIR") or os.path.join(
     os.path.dirname(__file__), "..", "..", "build")
@@ -79,16 +83,35 @@ def make_tmpdir(prefix):
 
 
 class PostgresCluster:
-    """A throw-away PostgreSQL cluster listening only on a unix socket."""
+    """A throw-away PostgreSQL cluster listening only on a unix socket.
 
-    def __init__(self):
-        self.root = make_tmpdir("ty-pg-")
+    root: the directory of a cluster already started (shared()); stop() leaves such a cluster
+    alone unless owned is true."""
+
+    def __init__(self, root=None, owned=True):
+        self.root = root or make_tmpdir("ty-pg-")
         self.pgdata = os.path.join(self.root, "data")
         self.sockdir = os.path.join(self.root, "run")
         self.log = os.path.join(self.root, "postgres.log")
         self.bindir = pg_bin_dir()
         self.as_postgres = os.geteuid() == 0
-        self._counter = 0
+        self.owned = owned
+
+    @classmethod
+    def shared(cls):
+        """The cluster CTest's fixture `postgres` started for this CTest run, or None when there
+        is none or it is not running. $TY_PG_SHARED is a directory with a file per CTest run,
+        named by the ctest's pid (the parent of each test process), that holds the cluster's
+        directory: two CTest runs in one build dir each have their own."""
+        try:
+            with open(os.path.join(os.environ["TY_PG_SHARED"], str(os.getppid()))) as f:
+                root = f.read().strip()
+        except (KeyError, OSError):
+            return None
+        cluster = cls(root, owned=False)
+        if not os.path.exists(os.path.join(cluster.sockdir, ".s.PGSQL.5432")):
+            return None
+        return cluster
 
     def _run(self, args, check=True):
         kw = {}
@@ -124,8 +147,8 @@ class PostgresCluster:
         return out.stdout.strip()
 
     def create_database(self):
-        self._counter += 1
-        name = f"t{os.getpid()}_{self._counter}"
+        # Unique across the processes that share a cluster, pids reused included.
+        name = f"t{os.getpid()}_{uuid.uuid4().hex[:12]}"
         self.psql(f"CREATE DATABASE {name}")
         return name
 
@@ -136,9 +159,49 @@ class PostgresCluster:
         return f"host={self.sockdir} dbname={db} user=trainyard"
 
     def stop(self):
+        """Stops the cluster and removes its directory (nothing for a shared one)."""
+        if not self.owned:
+            return
         self._run([os.path.join(self.bindir, "pg_ctl"), "stop", "-D", self.pgdata, "-m", "fast",
                    "-w"], check=False)
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def postgres():
+    """The shared cluster under CTest (PostgresCluster.shared()), else one started now; stop()
+    it when done either way."""
+    return PostgresCluster.shared() or PostgresCluster().start()
+
+
+def postgres_fixture(action, state_dir):
+    """CTest's fixture `postgres` (tests/integration/CMakeLists.txt), run by ctest itself:
+    "start" starts a cluster for this CTest run and writes its directory to state_dir/<ctest's
+    pid> (PostgresCluster.shared()); "stop" stops it. Either first stops the clusters of CTest
+    runs that are gone (interrupted before their stop)."""
+    os.makedirs(state_dir, exist_ok=True)
+    mine = str(os.getppid())
+    for name in os.listdir(state_dir):
+        if not name.isdigit():
+            continue
+        if name != mine:
+            try:
+                os.kill(int(name), 0)
+                continue  # another CTest run, still going
+            except ProcessLookupError:
+                pass
+            except PermissionError:
+                continue
+        path = os.path.join(state_dir, name)
+        with open(path) as f:
+            PostgresCluster(f.read().strip()).stop()
+        os.unlink(path)
+    if action == "start":
+        cluster = PostgresCluster().start()
+        path = os.path.join(state_dir, mine)
+        with open(path + ".tmp", "w") as f:
+            f.write(cluster.root + "\n")
+        os.replace(path + ".tmp", path)
+        print(f"PostgreSQL for this CTest run (ctest pid {mine}): {cluster.sockdir}")
 
 
 def log_tail(path, limit=8000):
@@ -289,6 +352,131 @@ class Server:
             time.sleep(0.1)
         raise AssertionError(f"job {job_id} not in {statuses} after {timeout}s: {job}\n"
                              f"{self.log_text()}")
+
+
+class HttpProxy:
+    """An HTTP proxy on a free loopback port (self.url) that forwards each request to `target` (a
+    base URL) and its reply back, counting requests per method (self.counts). A subclass
+    changes what passes: before(method, number, body) returns the body to forward, or DROP to
+    close the connection unsent; after(method, number) returns False to lose the server's reply
+    (closing the connection). number: 1 for the first request of that method."""
+
+    DROP = object()
+
+    def __init__(self, target):
+        self.target = target
+        self.counts = {}
+        self.lock = threading.Lock()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def relay(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n) if n else None
+                with proxy.lock:
+                    number = proxy.counts[self.command] = proxy.counts.get(self.command, 0) + 1
+                body = proxy.before(self.command, number, body)
+                if body is HttpProxy.DROP:
+                    self.close_connection = True
+                    return
+                hdrs = {k: v for k, v in self.headers.items()
+                        if k.lower() not in ("host", "content-length", "connection")}
+                r = http(self.command, proxy.target + self.path, body=body, headers=hdrs)
+                if not proxy.after(self.command, number):
+                    self.close_connection = True
+                    return
+                data = r.text.encode()
+                self.send_response(r.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_PUT = do_POST = relay
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def puts(self):
+        return self.counts.get("PUT", 0)
+
+    def before(self, method, number, body):
+        return body
+
+    def after(self, method, number):
+        return True
+
+    def close(self):
+        self.httpd.shutdown()
+        self.thread.join()
+
+
+class TcpProxy:
+    """A TCP proxy on a free loopback port (self.port, self.url) to `target` (host, port): each
+    connection it accepts (counted in self.connections) is handed to relay(number, client,
+    upstream), which by default pipes both ways; a subclass changes it."""
+
+    def __init__(self, target):
+        self.target = target
+        self.connections = 0
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            upstream = socket.create_connection(self.target)
+            self.relay(self.connections, client, upstream)
+
+    def relay(self, number, client, upstream):
+        self.spawn(self.pipe, client, upstream)
+        self.spawn(self.pipe, upstream, client)
+
+    def close(self):
+        """Stops accepting connections (those relayed go on until they end)."""
+        self.sock.close()
+
+    @staticmethod
+    def spawn(fn, *args):
+        threading.Thread(target=fn, args=args, daemon=True).start()
+
+    @staticmethod
+    def pipe(src, dst, limit=None, delay=0):
+        """Copies src to dst until src ends or `limit` bytes have passed, holding the first bytes
+        back `delay` seconds; then shuts both down."""
+        sent = 0
+        try:
+            while True:
+                data = src.recv(65536 if limit is None else min(65536, limit - sent))
+                if not data:
+                    break
+                if delay and sent == 0:
+                    time.sleep(delay)
+                dst.sendall(data)
+                sent += len(data)
+                if limit is not None and sent >= limit:
+                    break
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
 
 def run_cli(server, *args, token="admin", env=None, input=None, timeout=60):
@@ -446,6 +634,68 @@ class Agent:
         return stop_process(self, sig, timeout, "agent")
 
 
+def _ip(*args, check=True):
+    return subprocess.run(["ip", *args], check=check, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+
+
+@contextlib.contextmanager
+def netns_hosts(net=231):
+    """Two namespaces tyA/tyB (10.<net>.N.2, .3) bridged to the host (10.<net>.N.1), their names
+    and N made from this process's pid so parallel runs never collide; a test file of its own
+    passes its own `net` so its subnet differs from another file's run at the same time. Skips
+    the test where namespaces cannot be made (a failure on CI). Yields bridge_addr, namespaces
+    and addrs; netns_agent() starts agents in them."""
+    import pytest  # here: the benchmarks (bench/) use this file without pytest
+    n = os.getpid() % 200 + 20
+    tag = f"{os.getpid() % 100000}"
+    bridge, names = f"tybr{tag}", [f"tyA{tag}", f"tyB{tag}"]
+    try:
+        _ip("link", "add", bridge, "type", "bridge")
+    except (subprocess.CalledProcessError, FileNotFoundError) as e:
+        # CI's machine (root, iproute2 installed by scripts/install-deps.sh) has them: there a
+        # missing namespace is a broken test set-up, not a reason to pass.
+        if os.environ.get("CI"):
+            pytest.fail(f"network namespaces unavailable on CI: {e}")
+        print(f"SKIP REASON: cannot create network namespaces here: {e}")
+        pytest.skip(f"network namespaces unavailable: {e}")
+    made, veths = [], []
+    try:
+        _ip("addr", "add", f"10.{net}.{n}.1/24", "dev", bridge)
+        _ip("link", "set", bridge, "up")
+        addrs = []
+        for i, ns in enumerate(names):
+            _ip("netns", "add", ns)
+            made.append(ns)
+            host_end, ns_end = f"tyh{tag}{i}", f"tyn{tag}{i}"
+            _ip("link", "add", host_end, "type", "veth", "peer", "name", ns_end)
+            veths.append(host_end)
+            _ip("link", "set", ns_end, "netns", ns)
+            _ip("link", "set", host_end, "master", bridge)
+            _ip("link", "set", host_end, "up")
+            addr = f"10.{net}.{n}.{i + 2}"
+            _ip("netns", "exec", ns, "ip", "addr", "add", f"{addr}/24", "dev", ns_end)
+            _ip("netns", "exec", ns, "ip", "link", "set", ns_end, "up")
+            _ip("netns", "exec", ns, "ip", "link", "set", "lo", "up")
+            addrs.append(addr)
+        yield {"bridge_addr": f"10.{net}.{n}.1", "namespaces": names, "addrs": addrs}
+    finally:
+        # The veths first: deleting a namespace frees its end asynchronously, and the next test
+        # of this process makes the same names again at once.
+        for v in veths:
+            _ip("link", "del", v, check=False)
+        for ns in made:
+            _ip("netns", "del", ns, check=False)
+        _ip("link", "del", bridge, check=False)
+
+
+def netns_agent(server, hosts, i, **kw):
+    """An Agent (not started) in namespace i of netns_hosts() `hosts`, joined to `server` (which
+    listens on 0.0.0.0) over the bridge; kw as for Agent."""
+    return Agent(server, netns=hosts["namespaces"][i],
+                 server_addr=f"{hosts['bridge_addr']}:{server.ws_port}", **kw)
+
+
 def cluster_token(server):
     """The server's cluster token (None when it wrote none)."""
     path = os.path.join(server.data_dir, "cluster.token")
@@ -484,3 +734,10 @@ def read_env_file(path, timeout=20):
                 return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
         time.sleep(0.05)
     raise AssertionError(f"{path} was not written")
+
+
+if __name__ == "__main__":
+    import sys
+    if len(sys.argv) != 3 or sys.argv[1] not in ("postgres-start", "postgres-stop"):
+        sys.exit("usage: harness.py postgres-start|postgres-stop STATE_DIR")
+    postgres_fixture(sys.argv[1].split("-")[1], sys.argv[2])

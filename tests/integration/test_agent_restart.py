@@ -12,6 +12,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 import harness
 from test_agent import workers_of
 from test_logs import rank_lines
@@ -172,6 +174,7 @@ def test_server_killed_and_restarted_mid_job_loses_nothing(server, agent_factory
     assert_complete(server, pg, job)
 
 
+@pytest.mark.own_postgres
 def test_postgres_restarted_mid_job_loses_nothing(server, agent_factory, pg):
     agent_factory(server, cpus=4)
     job, work = submit(server)

@@ -4,7 +4,6 @@ offset); a chunk corrupted on the way, a file missing from the agent's copy and 
 cannot write (a full --artifact-dir) each leave a job event naming the checkpoint, the node's
 ranks and the reason, and never a complete checkpoint with holes. Real server, agent, workers;
 an HTTP proxy between agent and server holds or corrupts requests on the test's signal."""
-import http.server
 import os
 import subprocess
 import tarfile
@@ -20,66 +19,33 @@ from test_artifacts import BIG_WORKER, node_credential, part_url, untar, wait_ar
 from test_checkpoints import PY, WORKER, submit, wait_checkpoints
 
 
-class GateProxy:
+class GateProxy(harness.HttpProxy):
     """Forwards HTTP to the server. hold_put N: the N-th PUT is held (not forwarded) until
     release(), then dropped unsent; hold_get: the first GET of a part waits for release() before it
     is forwarded; corrupt_put N: the N-th PUT's body has one byte flipped (its checksum header
     kept)."""
 
     def __init__(self, target, hold_put=0, hold_get=False, corrupt_put=0):
-        self.target = target
-        self.puts = 0
-        self.gets = 0
-        self.lock = threading.Lock()
+        self.hold_put, self.hold_get, self.corrupt_put = hold_put, hold_get, corrupt_put
         self.reached = threading.Event()
         self.released = threading.Event()
-        proxy = self
+        super().__init__(target)
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def relay(self):
-                n = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(n) if n else None
-                with proxy.lock:
-                    if self.command == "PUT":
-                        proxy.puts += 1
-                        number = proxy.puts
-                    elif self.command == "GET":
-                        proxy.gets += 1
-                        number = proxy.gets
-                if self.command == "PUT" and number == hold_put:
-                    proxy.reached.set()
-                    proxy.released.wait(120)
-                    self.close_connection = True
-                    return
-                if self.command == "GET" and hold_get and number == 1:
-                    proxy.reached.set()
-                    proxy.released.wait(120)
-                if self.command == "PUT" and number == corrupt_put:
-                    body = bytes([body[0] ^ 0xFF]) + body[1:]
-                hdrs = {k: v for k, v in self.headers.items()
-                        if k.lower() not in ("host", "content-length", "connection")}
-                r = harness.http(self.command, proxy.target + self.path, body=body, headers=hdrs)
-                data = r.text.encode()
-                self.send_response(r.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_PUT = do_POST = relay
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
+    def before(self, method, number, body):
+        if method == "PUT" and number == self.hold_put:
+            self.reached.set()
+            self.released.wait(120)
+            return self.DROP
+        if method == "GET" and self.hold_get and number == 1:
+            self.reached.set()
+            self.released.wait(120)
+        if method == "PUT" and number == self.corrupt_put:
+            body = bytes([body[0] ^ 0xFF]) + body[1:]
+        return body
 
     def close(self):
         self.released.set()
-        self.httpd.shutdown()
-        self.thread.join()
+        super().close()
 
 
 def events(srv, job):

@@ -3,13 +3,11 @@ one tar, in chunks to the server, which verifies each chunk's and the whole part
 marks the checkpoint's artifact complete only once every node's part is stored. Real server and
 agent; the uploads are made here with the agent's own node credential, as the agent will."""
 import hashlib
-import http.server
 import io
 import os
 import socket
 import tarfile
 import textwrap
-import threading
 import time
 import urllib.request
 
@@ -343,54 +341,15 @@ BIG_WORKER = textwrap.dedent("""
 """)
 
 
-class FlakyProxy:
+class FlakyProxy(harness.HttpProxy):
     """Forwards HTTP to the server, but loses the 2nd PUT before the server sees it and the
     reply to the 4th after the server stored it: the agent must resume at the server's offset."""
 
-    def __init__(self, target):
-        self.target = target
-        self.puts = 0
-        self.lock = threading.Lock()
-        proxy = self
+    def before(self, method, number, body):
+        return self.DROP if method == "PUT" and number == 2 else body
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def relay(self):
-                n = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(n) if n else None
-                drop_before = drop_after = False
-                if self.command == "PUT":
-                    with proxy.lock:
-                        proxy.puts += 1
-                        drop_before, drop_after = proxy.puts == 2, proxy.puts == 4
-                if drop_before:
-                    self.close_connection = True
-                    return
-                hdrs = {k: v for k, v in self.headers.items()
-                        if k.lower() not in ("host", "content-length", "connection")}
-                r = harness.http(self.command, proxy.target + self.path, body=body, headers=hdrs)
-                if drop_after:
-                    self.close_connection = True
-                    return
-                data = r.text.encode()
-                self.send_response(r.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_PUT = do_POST = relay
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.thread.join()
+    def after(self, method, number):
+        return not (method == "PUT" and number == 4)
 
 
 def test_agent_upload_resumes_after_lost_chunks_and_lost_replies(server, agent_factory):
@@ -502,46 +461,17 @@ def test_cli_lists_checkpoints_and_downloads_one(server, agent_factory):
     assert not [f for f in os.listdir(out) if f.startswith(".trainyard-checkpoint")]
 
 
-class CuttingProxy:
+class CuttingProxy(harness.TcpProxy):
     """A TCP proxy in front of the server that cuts its first connection after `cut` bytes of
     the server's reply, and passes every later one through whole."""
 
     def __init__(self, port, cut):
-        self.port, self.cut, self.connections = port, cut, 0
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        threading.Thread(target=self.accept, daemon=True).start()
+        self.cut = cut
+        super().__init__(("127.0.0.1", port))
 
-    def accept(self):
-        while True:
-            client, _ = self.sock.accept()
-            self.connections += 1
-            upstream = socket.create_connection(("127.0.0.1", self.port))
-            limit = self.cut if self.connections == 1 else None
-            threading.Thread(target=self.pipe, args=(client, upstream, None), daemon=True).start()
-            threading.Thread(target=self.pipe, args=(upstream, client, limit), daemon=True).start()
-
-    @staticmethod
-    def pipe(src, dst, limit):
-        sent = 0
-        try:
-            while True:
-                data = src.recv(65536 if limit is None else min(65536, limit - sent))
-                if not data:
-                    break
-                dst.sendall(data)
-                sent += len(data)
-                if limit is not None and sent >= limit:
-                    break
-        except OSError:
-            pass
-        for s in (src, dst):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+    def relay(self, number, client, upstream):
+        self.spawn(self.pipe, client, upstream)
+        self.spawn(self.pipe, upstream, client, self.cut if number == 1 else None)
 
 
 def test_cli_download_cut_midway_resumes_with_range(server, agent_factory):
@@ -761,40 +691,17 @@ def test_an_agent_away_at_the_deletion_removes_the_copies_when_it_returns(server
     assert [os.path.exists(d + ".owners.json") for d in dirs] == [False, True, False, True]
 
 
-class DelayingProxy(CuttingProxy):
+class DelayingProxy(harness.TcpProxy):
     """A TCP proxy in front of the server that holds each reply back for `delay` seconds before
     passing it on whole: a download that takes longer than the server's heartbeat timeout."""
 
     def __init__(self, port, delay):
         self.delay = delay
-        super().__init__(port, cut=None)
+        super().__init__(("127.0.0.1", port))
 
-    def accept(self):
-        while True:
-            client, _ = self.sock.accept()
-            self.connections += 1
-            upstream = socket.create_connection(("127.0.0.1", self.port))
-            threading.Thread(target=self.pipe, args=(client, upstream, None), daemon=True).start()
-            threading.Thread(target=self.slow_pipe, args=(upstream, client), daemon=True).start()
-
-    def slow_pipe(self, src, dst):
-        first = True
-        try:
-            while True:
-                data = src.recv(65536)
-                if not data:
-                    break
-                if first:
-                    time.sleep(self.delay)
-                    first = False
-                dst.sendall(data)
-        except OSError:
-            pass
-        for s in (src, dst):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+    def relay(self, number, client, upstream):
+        self.spawn(self.pipe, client, upstream)
+        self.spawn(self.pipe, upstream, client, None, self.delay)
 
 
 def test_a_slow_checkpoint_fetch_does_not_lose_the_node(server_factory, agent_factory):

@@ -1,10 +1,8 @@
 """Several hosts on one machine: each agent in its own network namespace, joined by a bridge,
 so MASTER_ADDR is a real other address and workers talk across the (virtual) network. The
 TF_CONFIG checks also run on loopback, with agents advertising 127.0.0.2 and 127.0.0.3."""
-import contextlib
 import json
 import os
-import subprocess
 
 import pytest
 
@@ -13,61 +11,9 @@ import harness
 PY = "/usr/bin/python3"
 
 
-def _ip(*args, check=True):
-    return subprocess.run(["ip", *args], check=check, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True)
-
-
-@contextlib.contextmanager
-def netns_hosts(net=231):
-    """Two namespaces tyA/tyB (10.<net>.N.2, .3) bridged to the host (10.<net>.N.1), their names
-    and N made from this process's pid so parallel runs never collide; a test file of its own
-    passes its own `net` so its subnet differs from another file's run at the same time."""
-    n = os.getpid() % 200 + 20
-    tag = f"{os.getpid() % 100000}"
-    bridge, names = f"tybr{tag}", [f"tyA{tag}", f"tyB{tag}"]
-    try:
-        _ip("link", "add", bridge, "type", "bridge")
-    except (subprocess.CalledProcessError, FileNotFoundError) as e:
-        # CI's machine (root, iproute2 installed by scripts/install-deps.sh) has them: there a
-        # missing namespace is a broken test set-up, not a reason to pass.
-        if os.environ.get("CI"):
-            pytest.fail(f"network namespaces unavailable on CI: {e}")
-        print(f"SKIP REASON: cannot create network namespaces here: {e}")
-        pytest.skip(f"network namespaces unavailable: {e}")
-    made, veths = [], []
-    try:
-        _ip("addr", "add", f"10.{net}.{n}.1/24", "dev", bridge)
-        _ip("link", "set", bridge, "up")
-        addrs = []
-        for i, ns in enumerate(names):
-            _ip("netns", "add", ns)
-            made.append(ns)
-            host_end, ns_end = f"tyh{tag}{i}", f"tyn{tag}{i}"
-            _ip("link", "add", host_end, "type", "veth", "peer", "name", ns_end)
-            veths.append(host_end)
-            _ip("link", "set", ns_end, "netns", ns)
-            _ip("link", "set", host_end, "master", bridge)
-            _ip("link", "set", host_end, "up")
-            addr = f"10.{net}.{n}.{i + 2}"
-            _ip("netns", "exec", ns, "ip", "addr", "add", f"{addr}/24", "dev", ns_end)
-            _ip("netns", "exec", ns, "ip", "link", "set", ns_end, "up")
-            _ip("netns", "exec", ns, "ip", "link", "set", "lo", "up")
-            addrs.append(addr)
-        yield {"bridge_addr": f"10.{net}.{n}.1", "namespaces": names, "addrs": addrs}
-    finally:
-        # The veths first: deleting a namespace frees its end asynchronously, and the next test
-        # of this process makes the same names again at once.
-        for v in veths:
-            _ip("link", "del", v, check=False)
-        for ns in made:
-            _ip("netns", "del", ns, check=False)
-        _ip("link", "del", bridge, check=False)
-
-
 @pytest.fixture
 def hosts():
-    with netns_hosts() as h:
+    with harness.netns_hosts() as h:
         yield h
 
 
@@ -76,10 +22,8 @@ def cluster(hosts, database):
     srv = harness.Server(database_url=database, host="0.0.0.0").start()
     agents = []
     try:
-        for ns in hosts["namespaces"]:
-            agents.append(harness.Agent(srv, cpus=1, netns=ns,
-                                        server_addr=f"{hosts['bridge_addr']}:{srv.ws_port}")
-                          .start())
+        for i in range(len(hosts["namespaces"])):
+            agents.append(harness.netns_agent(srv, hosts, i, cpus=1).start())
         yield srv, agents
     finally:
         for a in agents:

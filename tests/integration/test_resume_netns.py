@@ -10,17 +10,17 @@ import pytest
 
 import harness
 from test_artifacts import wait_artifacts
-from test_multihost import netns_hosts
 from test_resume import fashion_mnist_spec, rank0_series
 
-# test_multihost uses 10.231.N.0/24: another second octet, so both may run at once.
+# test_multihost uses 10.231.N.0/24 (harness.netns_hosts): another second octet, so both may
+# run at once.
 NET = 232
 TOLERANCE = 0.01
 
 
 @pytest.fixture
 def hosts():
-    with netns_hosts(NET) as h:
+    with harness.netns_hosts(NET) as h:
         yield h
 
 
@@ -36,10 +36,8 @@ def netns_server(hosts, database):
 def start_agent(srv, hosts, i):
     """The agent of namespace i; its uploads and fetches go to the server's REST port over the
     bridge (the default, --server's host on port 8080, is not this server's)."""
-    bridge = hosts["bridge_addr"]
-    return harness.Agent(srv, cpus=2, netns=hosts["namespaces"][i],
-                         server_addr=f"{bridge}:{srv.ws_port}",
-                         env={"TRAINYARD_API_URL": f"http://{bridge}:{srv.port}"}).start()
+    return harness.netns_agent(srv, hosts, i, cpus=2, env={
+        "TRAINYARD_API_URL": f"http://{hosts['bridge_addr']}:{srv.port}"}).start()
 
 
 def test_fashion_mnist_checkpointed_on_a_resumes_on_b_only(netns_server, hosts):

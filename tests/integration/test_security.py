@@ -418,51 +418,16 @@ def test_idempotency_key_gives_the_same_job(server):
     assert sorted(j["id"] for j in jobs) == sorted([first.json["id"], other.json["id"]])
 
 
-class DropFirstReplyProxy:
+class DropFirstReplyProxy(harness.TcpProxy):
     """A TCP proxy to `target` that forwards the first request it gets, then closes that
     connection without passing on the reply (a connection lost after the server got it); later
     connections are relayed both ways."""
 
-    def __init__(self, target):
-        import threading
-        self.target = target
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.port = self.sock.getsockname()[1]
-        self.connections = 0
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self):
-        import threading
-        while True:
-            try:
-                c, _ = self.sock.accept()
-            except OSError:
-                return
-            self.connections += 1
-            up = socket.create_connection(self.target)
-            if self.connections == 1:
-                threading.Thread(target=self._drop, args=(c, up), daemon=True).start()
-            else:
-                for a, b in ((c, up), (up, c)):
-                    threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pump(a, b):
-        try:
-            while True:
-                d = a.recv(65536)
-                if not d:
-                    break
-                b.sendall(d)
-        except OSError:
-            pass
-        for s in (a, b):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+    def relay(self, number, client, upstream):
+        if number == 1:
+            self.spawn(self._drop, client, upstream)
+        else:
+            super().relay(number, client, upstream)
 
     @staticmethod
     def _drop(c, up):
@@ -485,9 +450,6 @@ class DropFirstReplyProxy:
             reply += chunk
         c.close()  # the reply is lost
         up.close()
-
-    def close(self):
-        self.sock.close()
 
 
 def test_submit_retries_a_lost_submission_once(server, tmp_path):

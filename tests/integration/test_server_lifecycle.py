@@ -136,6 +136,7 @@ def test_two_servers_starting_together_apply_migrations_once(database, pg):
             assert s.stop() == 0, s.log_text()
 
 
+@pytest.mark.own_postgres
 def test_server_reconnects_after_database_restart(server, pg):
     job = server.submit(SPEC)
     subprocess.run([os.path.join(pg.bindir, "pg_ctl"), "restart", "-D", pg.pgdata, "-m", "fast",

@@ -1,16 +1,10 @@
 # Python unit tests (pytest) of the pure parts of worker/python (trainyard.train: packing,
-# spec building, quality gates). One CTest entry for the file.
+# spec building, quality gates). One CTest entry per test (tests/pytest.cmake):
+# unit.python.<file>.<test>. test_vocab.py checks the package's vocabulary (trainyard.train._vocab)
+# against the C one (common/vocab.h, as vocab-dump writes it into <build>/vocab/vocab.json).
 find_program(PYTHON3_UNIT NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
-add_test(NAME unit.python_train_pure
-         COMMAND ${PYTHON3_UNIT} -m pytest -q -p no:cacheprovider
-                 ${CMAKE_CURRENT_SOURCE_DIR}/python/test_train_pure.py)
-set_tests_properties(unit.python_train_pure PROPERTIES LABELS unit TIMEOUT 120
-  ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
-
-# The Python package's vocabulary (trainyard.train._vocab) against the C one (common/vocab.h, as
-# vocab-dump writes it into <build>/vocab/vocab.json at build time).
-add_test(NAME unit.python_vocab
-         COMMAND ${PYTHON3_UNIT} -m pytest -q -p no:cacheprovider
-                 ${CMAKE_CURRENT_SOURCE_DIR}/python/test_vocab.py)
-set_tests_properties(unit.python_vocab PROPERTIES LABELS unit TIMEOUT 120
-  ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1;TY_VOCAB_JSON=${TY_VOCAB_JSON}")
+file(GLOB python_unit_tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/python/test_*.py)
+ty_add_pytest_tests(PREFIX unit.python DIR ${CMAKE_CURRENT_LIST_DIR}/python PYTHON ${PYTHON3_UNIT}
+                    FILES ${python_unit_tests} LABELS unit TIMEOUT 120
+                    ENVIRONMENT "PYTHONPYCACHEPREFIX=${CMAKE_BINARY_DIR}/pycache"
+                    "PYTHONDONTWRITEBYTECODE=" "TY_VOCAB_JSON=${TY_VOCAB_JSON}")
