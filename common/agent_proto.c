@@ -37,7 +37,7 @@ static json_t *str_or_null(const char *s)
 }
 
 /* A worker state of `register` (new object), or NULL. */
-static json_t *worker_state(const struct agent_worker_event *w)
+static json_t *worker_state(const struct aproto_worker_event *w)
 {
     return json_pack("{s:s, s:I, s:I, s:I, s:s, s:o, s:o, s:o}", "job_id", w->job_id, "attempt",
                      (json_int_t)w->attempt, "rank", (json_int_t)w->rank, "pid", (json_int_t)w->pid,
@@ -47,8 +47,8 @@ static json_t *worker_state(const struct agent_worker_event *w)
                      "error", str_or_null(w->error));
 }
 
-char *agent_msg_register(const struct agent_node_info *n, const char *token,
-                         const struct agent_worker_event *workers, size_t n_workers)
+char *aproto_msg_register(const struct aproto_node_info *n, const char *token,
+                          const struct aproto_worker_event *workers, size_t n_workers)
 {
     json_t *gpus = json_array();
     for (size_t i = 0; gpus && i < n->n_gpus; i++)
@@ -81,21 +81,21 @@ char *agent_msg_register(const struct agent_node_info *n, const char *token,
                                 n->credential));
 }
 
-char *agent_msg_heartbeat(void)
+char *aproto_msg_heartbeat(void)
 {
     return dump_steal(json_pack("{s:s}", "type", "heartbeat"));
 }
 
-char *agent_msg_worker_started(int64_t seq, const char *job_id, int64_t attempt, int64_t rank,
-                               long pid)
+char *aproto_msg_worker_started(int64_t seq, const char *job_id, int64_t attempt, int64_t rank,
+                                long pid)
 {
     return dump_steal(json_pack("{s:s, s:I, s:s, s:I, s:I, s:I}", "type", "worker_started", "seq",
                                 (json_int_t)seq, "job_id", job_id, "attempt", (json_int_t)attempt,
                                 "rank", (json_int_t)rank, "pid", (json_int_t)pid));
 }
 
-char *agent_msg_worker_exited(int64_t seq, const char *job_id, int64_t attempt, int64_t rank,
-                              int exit_code, int signal, const char *error)
+char *aproto_msg_worker_exited(int64_t seq, const char *job_id, int64_t attempt, int64_t rank,
+                               int exit_code, int signal, const char *error)
 {
     return dump_steal(json_pack(
         "{s:s, s:I, s:s, s:I, s:I, s:o, s:o, s:o}", "type", "worker_exited", "seq", (json_int_t)seq,
@@ -103,7 +103,7 @@ char *agent_msg_worker_exited(int64_t seq, const char *job_id, int64_t attempt, 
         int_or_null(exit_code), "signal", int_or_null(signal), "error", str_or_null(error)));
 }
 
-char *agent_msg_log(int64_t seq, const struct agent_log_chunk *c)
+char *aproto_msg_log(int64_t seq, const struct aproto_log_chunk *c)
 {
     json_t *o = json_pack("{s:s, s:I, s:s, s:I, s:I, s:I, s:I, s:O}", "type", "log", "seq",
                           (json_int_t)seq, "job_id", c->job_id, "attempt", (json_int_t)c->attempt,
@@ -114,9 +114,9 @@ char *agent_msg_log(int64_t seq, const struct agent_log_chunk *c)
     return dump_steal(o);
 }
 
-json_t *agent_report_body(const char *job_id, int64_t attempt, int64_t rank, int64_t report_seq,
-                          const json_t *metrics, int64_t step, const char *time_rfc3339,
-                          const char *checkpoint_dir)
+json_t *aproto_report_body(const char *job_id, int64_t attempt, int64_t rank, int64_t report_seq,
+                           const json_t *metrics, int64_t step, const char *time_rfc3339,
+                           const char *checkpoint_dir)
 {
     return json_pack("{s:s, s:I, s:I, s:I, s:O, s:o, s:s, s:o}", "job_id", job_id, "attempt",
                      (json_int_t)attempt, "rank", (json_int_t)rank, "report_seq",
@@ -125,7 +125,7 @@ json_t *agent_report_body(const char *job_id, int64_t attempt, int64_t rank, int
                      str_or_null(checkpoint_dir));
 }
 
-char *agent_msg_report(int64_t seq, const json_t *body)
+char *aproto_msg_report(int64_t seq, const json_t *body)
 {
     json_t *o = json_deep_copy(body);
     if (!o)
@@ -138,7 +138,7 @@ char *agent_msg_report(int64_t seq, const json_t *body)
     return dump_steal(o);
 }
 
-void agent_format_time(int64_t ms, char *out, size_t outlen)
+void aproto_format_time(int64_t ms, char *out, size_t outlen)
 {
     time_t secs = (time_t)(ms / 1000);
     struct tm tm;
@@ -152,25 +152,25 @@ void agent_format_time(int64_t ms, char *out, size_t outlen)
 /* Builders: server -> agent                                                                    */
 /* ------------------------------------------------------------------------------------------ */
 
-char *agent_msg_registered(const char *node_id, int64_t heartbeat_interval_s,
-                           const char *credential)
+char *aproto_msg_registered(const char *node_id, int64_t heartbeat_interval_s,
+                            const char *credential)
 {
     return dump_steal(json_pack("{s:s, s:s, s:I, s:s*}", "type", "registered", "node_id", node_id,
                                 "heartbeat_interval_s", (json_int_t)heartbeat_interval_s,
                                 "credential", credential));
 }
 
-char *agent_msg_error(const char *message)
+char *aproto_msg_error(const char *message)
 {
     return dump_steal(json_pack("{s:s, s:s}", "type", "error", "message", message));
 }
 
-char *agent_msg_ack(int64_t seq)
+char *aproto_msg_ack(int64_t seq)
 {
     return dump_steal(json_pack("{s:s, s:I}", "type", "ack", "seq", (json_int_t)seq));
 }
 
-char *agent_msg_stop(const char *job_id, int64_t attempt, int64_t grace_s, int64_t notice_s)
+char *aproto_msg_stop(const char *job_id, int64_t attempt, int64_t grace_s, int64_t notice_s)
 {
     json_t *o = json_pack("{s:s, s:s}", "type", "stop", "job_id", job_id);
     if (o && attempt >= 0 && json_object_set_new(o, "attempt", json_integer(attempt)) != 0)
@@ -182,12 +182,12 @@ char *agent_msg_stop(const char *job_id, int64_t attempt, int64_t grace_s, int64
     return dump_steal(o);
 }
 
-char *agent_msg_forget(const char *job_id)
+char *aproto_msg_forget(const char *job_id)
 {
     return dump_steal(json_pack("{s:s, s:s}", "type", "forget", "job_id", job_id));
 }
 
-char *agent_msg_checkpoint_delete(const char *job_id, int64_t attempt, int64_t index)
+char *aproto_msg_checkpoint_delete(const char *job_id, int64_t attempt, int64_t index)
 {
     return dump_steal(json_pack("{s:s, s:s, s:I, s:I}", "type", "checkpoint_delete", "job_id",
                                 job_id, "attempt", (json_int_t)attempt, "index",
@@ -195,11 +195,11 @@ char *agent_msg_checkpoint_delete(const char *job_id, int64_t attempt, int64_t i
 }
 
 /* [{"rank", "local_rank", "gpus"}...] of a launch (new array), or NULL. */
-static json_t *launch_workers(const struct agent_launch *l)
+static json_t *launch_workers(const struct aproto_launch *l)
 {
     json_t *ws = json_array();
     for (size_t i = 0; ws && i < l->n_workers; i++) {
-        const struct agent_launch_worker *w = &l->workers[i];
+        const struct aproto_launch_worker *w = &l->workers[i];
         json_t *gpus = json_array();
         for (size_t g = 0; gpus && g < w->n_gpus; g++)
             if (json_array_append_new(gpus, json_integer(w->gpus[g])) != 0)
@@ -212,7 +212,7 @@ static json_t *launch_workers(const struct agent_launch *l)
     return ws;
 }
 
-char *agent_msg_launch(const struct agent_launch *l)
+char *aproto_msg_launch(const struct aproto_launch *l)
 {
     json_t *ra = NULL;
     if (l->rank_addresses) {

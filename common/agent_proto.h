@@ -10,7 +10,8 @@
  * field at fault in `err`; a parsed struct borrows its strings from `root`, which it holds a
  * reference to, and is freed with its _free function.
  *
- * Prefix agent_ (the agent protocol); AGENT_PROTO_ for its constants.
+ * Prefix aproto_ (the agent protocol: agent_ and agent__ belong to trainyard-agent itself);
+ * APROTO_ for its constants, APROTO_MSG_ for its message types.
  */
 #ifndef TY_AGENT_PROTO_H
 #define TY_AGENT_PROTO_H
@@ -22,55 +23,55 @@
 #include <jansson.h>
 
 /* The websocket subprotocol of the agent endpoint: the only place the name is written. */
-#define AGENT_PROTO_SUBPROTOCOL "trainyard-agent.v1"
+#define APROTO_SUBPROTOCOL "trainyard-agent.v1"
 /* Largest message either end accepts (a launch of a big job is the largest). */
-#define AGENT_PROTO_MAX_MESSAGE (16u * 1024u * 1024u)
+#define APROTO_MAX_MESSAGE (16u * 1024u * 1024u)
 /* GPU indices are below this; a node has at most this many GPUs. */
-#define AGENT_PROTO_MAX_GPUS 1024
+#define APROTO_MAX_GPUS 1024
 /* A node's other resources (CPU, memory_mb, custom) are numbers in [0, this]: far above any real
  * machine, and small enough that CPU and memory_mb convert to int64 exactly. */
-#define AGENT_PROTO_MAX_RESOURCE 1e15
+#define APROTO_MAX_RESOURCE 1e15
 /* node.id in register: 1 to this many bytes. */
-#define AGENT_PROTO_MAX_NODE_ID 128
+#define APROTO_MAX_NODE_ID 128
 /* job_id: 1 to this many bytes of [A-Za-z0-9._-] (it becomes a directory name). */
-#define AGENT_PROTO_MAX_JOB_ID 200
+#define APROTO_MAX_JOB_ID 200
 /* Secrets (rendezvous_secret in launch, the node credential): at most this many bytes. */
-#define AGENT_PROTO_MAX_SECRET 128
+#define APROTO_MAX_SECRET 128
 /* node.address in register: at most this many bytes (a host name or an IP address). */
-#define AGENT_PROTO_MAX_ADDRESS 255
+#define APROTO_MAX_ADDRESS 255
 /* node.port_range when register leaves it out. */
-#define AGENT_PROTO_DEFAULT_PORT_LO 29500
-#define AGENT_PROTO_DEFAULT_PORT_HI 29999
+#define APROTO_DEFAULT_PORT_LO 29500
+#define APROTO_DEFAULT_PORT_HI 29999
 
-enum agent_msg_type {
-    AGENT_MSG_UNKNOWN = 0,
+enum aproto_msg_type {
+    APROTO_MSG_UNKNOWN = 0,
     /* server -> agent */
-    AGENT_MSG_REGISTERED,
-    AGENT_MSG_ERROR,
-    AGENT_MSG_ACK,
-    AGENT_MSG_LAUNCH,
-    AGENT_MSG_STOP,
-    AGENT_MSG_FORGET,
-    AGENT_MSG_CHECKPOINT_DELETE,
+    APROTO_MSG_REGISTERED,
+    APROTO_MSG_ERROR,
+    APROTO_MSG_ACK,
+    APROTO_MSG_LAUNCH,
+    APROTO_MSG_STOP,
+    APROTO_MSG_FORGET,
+    APROTO_MSG_CHECKPOINT_DELETE,
     /* agent -> server */
-    AGENT_MSG_REGISTER,
-    AGENT_MSG_HEARTBEAT,
-    AGENT_MSG_WORKER_STARTED,
-    AGENT_MSG_WORKER_EXITED,
-    AGENT_MSG_REPORT,
-    AGENT_MSG_LOG,
-    AGENT_MSG_PROGRESS,
-    AGENT_MSG_GPUS,
+    APROTO_MSG_REGISTER,
+    APROTO_MSG_HEARTBEAT,
+    APROTO_MSG_WORKER_STARTED,
+    APROTO_MSG_WORKER_EXITED,
+    APROTO_MSG_REPORT,
+    APROTO_MSG_LOG,
+    APROTO_MSG_PROGRESS,
+    APROTO_MSG_GPUS,
 };
 
 /* Checks a job id that will become a path component. 0 or -1. */
-int agent_job_id_valid(const char *job_id);
+int aproto_job_id_valid(const char *job_id);
 
 /* ------------------------------------------------------------------------------------------ */
 /* launch (server -> agent)                                                                    */
 /* ------------------------------------------------------------------------------------------ */
 
-struct agent_launch_worker {
+struct aproto_launch_worker {
     int64_t rank;
     int64_t local_rank;
     int *gpus; /* n_gpus entries; parsed: malloc'd, built: borrowed */
@@ -80,7 +81,7 @@ struct agent_launch_worker {
 /* A `launch`: start these workers of this attempt on this node. Parsed: strings borrowed from
  * `root`. To build one, fill the wire fields (entrypoint, env, config, scalars, workers) and
  * leave root, argv and config_json NULL. */
-struct agent_launch {
+struct aproto_launch {
     json_t *root;
     const char *job_id;
     int64_t attempt;
@@ -111,18 +112,18 @@ struct agent_launch {
     const char **rank_addresses;    /* world_size entries (the node address of each rank), or NULL:
                                      * all on master_addr */
     const char *rendezvous_secret;  /* the attempt's collective rendezvous secret; NULL: none */
-    struct agent_launch_worker *workers;
+    struct aproto_launch_worker *workers;
     size_t n_workers;
 };
-void agent_launch_free(struct agent_launch *l);
-char *agent_msg_launch(const struct agent_launch *l);
+void aproto_launch_free(struct aproto_launch *l);
+char *aproto_msg_launch(const struct aproto_launch *l);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Server -> agent                                                                             */
 /* ------------------------------------------------------------------------------------------ */
 
-struct agent_server_msg {
-    enum agent_msg_type type;
+struct aproto_server_msg {
+    enum aproto_msg_type type;
     const char *type_name; /* borrowed from root */
     json_t *root;
     /* registered */
@@ -140,49 +141,49 @@ struct agent_server_msg {
     int64_t grace_s;  /* -1: the agent's --stop-grace-s */
     int64_t notice_s; /* stop: seconds between the checkpoint request and SIGTERM; 0: none */
     /* launch */
-    struct agent_launch launch;
+    struct aproto_launch launch;
 };
 
-/* Parses one server message. Returns 0 with *out filled (free with agent_server_msg_free), or -1
+/* Parses one server message. Returns 0 with *out filled (free with aproto_server_msg_free), or -1
  * with a reason naming the bad field in err (malformed JSON, missing type, invalid launch...);
  * then only out->type is kept (UNKNOWN when the type itself is missing), so that a refused launch
- * can be answered (agent_launch_refused_parse). An unknown type is not an error: type is
- * AGENT_MSG_UNKNOWN. A message of an agent->server type is UNKNOWN here too. */
-int agent_server_msg_parse(const char *text, size_t len, struct agent_server_msg *out, char *err,
-                           size_t errlen);
-void agent_server_msg_free(struct agent_server_msg *m);
+ * can be answered (aproto_launch_refused_parse). An unknown type is not an error: type is
+ * APROTO_MSG_UNKNOWN. A message of an agent->server type is UNKNOWN here too. */
+int aproto_server_msg_parse(const char *text, size_t len, struct aproto_server_msg *out, char *err,
+                            size_t errlen);
+void aproto_server_msg_free(struct aproto_server_msg *m);
 
-/* What a `launch` that agent_server_msg_parse refused still says most of the time: its job, its
+/* What a `launch` that aproto_server_msg_parse refused still says most of the time: its job, its
  * attempt and the ranks of its workers, so that the agent can answer each rank with
  * worker_exited and the server fails the attempt instead of waiting for workers that will never
  * start. Lenient on purpose: job_id any string, attempt any integer, workers[].rank any integer
  * (a worker without one is skipped). */
-struct agent_launch_refused {
+struct aproto_launch_refused {
     json_t *root;
     const char *job_id; /* borrowed from root */
     int64_t attempt;
     int64_t *ranks; /* n_ranks entries, malloc'd */
     size_t n_ranks;
 };
-/* 0 with *out filled (free with agent_launch_refused_free), or -1 when the text is not an object
+/* 0 with *out filled (free with aproto_launch_refused_free), or -1 when the text is not an object
  * naming job_id, attempt and a workers array (or out of memory). */
-int agent_launch_refused_parse(const char *text, size_t len, struct agent_launch_refused *out);
-void agent_launch_refused_free(struct agent_launch_refused *r);
+int aproto_launch_refused_parse(const char *text, size_t len, struct aproto_launch_refused *out);
+void aproto_launch_refused_free(struct aproto_launch_refused *r);
 
 /* credential: the node credential minted at this join (the agent keeps it and sends it in every
  * later register), or NULL. */
-char *agent_msg_registered(const char *node_id, int64_t heartbeat_interval_s,
-                           const char *credential);
-char *agent_msg_error(const char *message);
-char *agent_msg_ack(int64_t seq);
+char *aproto_msg_registered(const char *node_id, int64_t heartbeat_interval_s,
+                            const char *credential);
+char *aproto_msg_error(const char *message);
+char *aproto_msg_ack(int64_t seq);
 /* attempt < 0: left out (every attempt); grace_s < 0: left out (the agent's default); notice_s
  * <= 0: left out (SIGTERM at once). */
-char *agent_msg_stop(const char *job_id, int64_t attempt, int64_t grace_s, int64_t notice_s);
+char *aproto_msg_stop(const char *job_id, int64_t attempt, int64_t grace_s, int64_t notice_s);
 /* forget: the job was deleted; the agent removes what it keeps of it (checkpoint staging). */
-char *agent_msg_forget(const char *job_id);
+char *aproto_msg_forget(const char *job_id);
 /* checkpoint_delete: retention (num_to_keep) deleted round `index` of attempt `attempt` of the
  * job; the agent removes its staging copy of that round. */
-char *agent_msg_checkpoint_delete(const char *job_id, int64_t attempt, int64_t index);
+char *aproto_msg_checkpoint_delete(const char *job_id, int64_t attempt, int64_t index);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Agent -> server                                                                             */
@@ -190,7 +191,7 @@ char *agent_msg_checkpoint_delete(const char *job_id, int64_t attempt, int64_t i
 
 /* A node as `register` describes it. Parsed: strings borrowed from the message, gpus and custom
  * owned by the message struct. */
-struct agent_node_info {
+struct aproto_node_info {
     const char *id, *hostname, *address, *gpu_type, *version; /* gpu_type, version may be NULL */
     int64_t cpus, memory_mb;
     const int *gpus;
@@ -202,7 +203,7 @@ struct agent_node_info {
 };
 
 /* A worker event (worker_started, worker_exited) or a worker's state in `register`. */
-struct agent_worker_event {
+struct aproto_worker_event {
     int64_t seq; /* events only; -1 in a worker state */
     const char *job_id;
     int64_t attempt, rank;
@@ -214,17 +215,17 @@ struct agent_worker_event {
 };
 
 /* A worker's report as the server reads it (agent message `report`, docs/agent-protocol.md).
- * Strings are borrowed from the message; `numbers` is owned (agent_node_msg_free drops it). */
-#define AGENT_PROTO_MAX_METRIC_NAME 256
-#define AGENT_PROTO_MAX_CHECKPOINT_PATH 4096
-struct agent_report {
+ * Strings are borrowed from the message; `numbers` is owned (aproto_node_msg_free drops it). */
+#define APROTO_MAX_METRIC_NAME 256
+#define APROTO_MAX_CHECKPOINT_PATH 4096
+struct aproto_report {
     int64_t seq;                /* the agent's event seq (>= 1), to ack */
     int64_t job;                /* the server's job id (>= 1): a decimal string or an integer */
     int64_t attempt, rank;      /* 0 .. INT32_MAX */
     int64_t report_seq;         /* k, >= 1: the rank's report number within the attempt */
     int64_t step;               /* -1: null or absent */
-    const char *time;           /* RFC 3339 date-time (agent_rfc3339_valid) */
-    const char *checkpoint_dir; /* NULL: none; else 1 to AGENT_PROTO_MAX_CHECKPOINT_PATH bytes */
+    const char *time;           /* RFC 3339 date-time (aproto_rfc3339_valid) */
+    const char *checkpoint_dir; /* NULL: none; else 1 to APROTO_MAX_CHECKPOINT_PATH bytes */
     int64_t checkpoint_bytes;   /* -1: null or absent (only read when checkpoint_dir is set) */
     json_t *numbers;            /* the metrics that are numbers with a 1..256-byte name */
     size_t skipped;             /* metrics left out of `numbers` (not numbers, bad names) */
@@ -233,11 +234,11 @@ struct agent_report {
 /* True when `s` is an RFC 3339 date-time: YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM), 'T', 't'
  * or ' ' between date and time, fields within their ranges. Calendar errors (Feb 30) pass: the
  * server leaves them to PostgreSQL, which refuses them. */
-bool agent_rfc3339_valid(const char *s);
+bool aproto_rfc3339_valid(const char *s);
 
 /* A `log` message: a chunk of one worker's output (stdout and stderr, as its log file holds
  * them), cut into lines by agent_log_cut. Parsed: strings and `lines` borrowed from the message. */
-struct agent_log_chunk {
+struct aproto_log_chunk {
     const char *job_id;
     int64_t attempt, rank;
     int64_t offset;      /* byte offset of the chunk in the rank's output of that attempt */
@@ -246,13 +247,13 @@ struct agent_log_chunk {
     const json_t *lines; /* array of strings (valid UTF-8, no newline) */
 };
 /* Most lines one `log` message may carry. */
-#define AGENT_PROTO_MAX_LOG_LINES (1 << 20)
+#define APROTO_MAX_LOG_LINES (1 << 20)
 
 /* One worker's row of a `progress` message (agent_proto_progress.c): its last heartbeat as its
  * agent saw it. Parsed: strings borrowed from the message. */
-#define AGENT_PROTO_MAX_OP 32
-#define AGENT_PROTO_MAX_PROGRESS 4096 /* rows in one progress message */
-struct agent_progress {
+#define APROTO_MAX_OP 32
+#define APROTO_MAX_PROGRESS 4096 /* rows in one progress message */
+struct aproto_progress {
     const char *job_id;
     int64_t attempt, rank;
     const char *op;           /* the collective it is in or last left; NULL: none yet */
@@ -265,11 +266,11 @@ struct agent_progress {
 
 /* One GPU of a `gpus` message (agent_proto_gpus.c): NVML's view of it and its latest sample.
  * Parsed: strings borrowed from the message. */
-#define AGENT_PROTO_MAX_GPU_ROWS 64 /* GPUs in one gpus message */
-#define AGENT_PROTO_MAX_GPU_TEXT 95 /* bytes of a uuid or name */
-#define AGENT_PROTO_MAX_XID 65535   /* largest Xid a gpus message carries */
-struct agent_gpu_row {
-    int64_t index;                          /* 0 .. AGENT_PROTO_MAX_GPUS - 1, unique */
+#define APROTO_MAX_GPU_ROWS 64 /* GPUs in one gpus message */
+#define APROTO_MAX_GPU_TEXT 95 /* bytes of a uuid or name */
+#define APROTO_MAX_XID 65535   /* largest Xid a gpus message carries */
+struct aproto_gpu_row {
+    int64_t index;                          /* 0 .. APROTO_MAX_GPUS - 1, unique */
     const char *uuid, *name;                /* printable ASCII; uuid non-empty */
     int64_t memory_mb, memory_used_mb;      /* >= 0 */
     int64_t utilization_pct, temperature_c; /* -1: null (NVML did not say) */
@@ -280,63 +281,63 @@ struct agent_gpu_row {
 };
 
 /* A parsed agent message. */
-struct agent_node_msg {
-    enum agent_msg_type type;
+struct aproto_node_msg {
+    enum aproto_msg_type type;
     const char *type_name; /* borrowed from root */
     json_t *root;
     /* register */
-    const char *token;           /* NULL: none */
-    struct agent_node_info node; /* hostname defaults to the id, port_range to the defaults */
-    const json_t *resources;     /* node.resources as sent (an object) */
-    struct agent_worker_event *workers; /* register: n_workers states (malloc'd) */
+    const char *token;            /* NULL: none */
+    struct aproto_node_info node; /* hostname defaults to the id, port_range to the defaults */
+    const json_t *resources;      /* node.resources as sent (an object) */
+    struct aproto_worker_event *workers; /* register: n_workers states (malloc'd) */
     size_t n_workers;
     json_t *node_custom; /* owned storage behind node.custom */
     int *node_gpus;      /* owned storage behind node.gpus */
     /* worker_started, worker_exited */
-    struct agent_worker_event event;
+    struct aproto_worker_event event;
     /* log */
-    struct agent_log_chunk log;
+    struct aproto_log_chunk log;
     /* report */
-    struct agent_report report;
+    struct aproto_report report;
     /* progress: n_progress rows (malloc'd) */
-    struct agent_progress *progress;
+    struct aproto_progress *progress;
     size_t n_progress;
     /* gpus: n_gpu_rows rows (malloc'd) */
-    struct agent_gpu_row *gpu_rows;
+    struct aproto_gpu_row *gpu_rows;
     size_t n_gpu_rows;
     int64_t seq; /* -1 when absent or not an integer */
 };
 
-/* Parses one agent message. Returns 0 with *out filled (free with agent_node_msg_free), or -1
+/* Parses one agent message. Returns 0 with *out filled (free with aproto_node_msg_free), or -1
  * with the reason in err; then only out->type (UNKNOWN when the type itself is missing) and
  * out->seq (the message's integer `seq`, or -1) are kept, so that a malformed event can be acked
  * and dropped and a malformed register answered. An unknown type is not an error. */
-int agent_node_msg_parse(const char *text, size_t len, struct agent_node_msg *out, char *err,
-                         size_t errlen);
-void agent_node_msg_free(struct agent_node_msg *m);
+int aproto_node_msg_parse(const char *text, size_t len, struct aproto_node_msg *out, char *err,
+                          size_t errlen);
+void aproto_node_msg_free(struct aproto_node_msg *m);
 
 /* workers: n worker states (seq ignored). token may be NULL. */
-char *agent_msg_register(const struct agent_node_info *node, const char *token,
-                         const struct agent_worker_event *workers, size_t n_workers);
-char *agent_msg_heartbeat(void);
-char *agent_msg_worker_started(int64_t seq, const char *job_id, int64_t attempt, int64_t rank,
-                               long pid);
+char *aproto_msg_register(const struct aproto_node_info *node, const char *token,
+                          const struct aproto_worker_event *workers, size_t n_workers);
+char *aproto_msg_heartbeat(void);
+char *aproto_msg_worker_started(int64_t seq, const char *job_id, int64_t attempt, int64_t rank,
+                                long pid);
 /* exit_code/signal < 0 mean null; error NULL means null. */
-char *agent_msg_worker_exited(int64_t seq, const char *job_id, int64_t attempt, int64_t rank,
-                              int exit_code, int signal, const char *error);
+char *aproto_msg_worker_exited(int64_t seq, const char *job_id, int64_t attempt, int64_t rank,
+                               int exit_code, int signal, const char *error);
 /* A `log` message (the chunk's lines are copied). */
-char *agent_msg_log(int64_t seq, const struct agent_log_chunk *c);
+char *aproto_msg_log(int64_t seq, const struct aproto_log_chunk *c);
 /* A `gpus` message of n rows (strings copied). */
-char *agent_msg_gpus(const struct agent_gpu_row *rows, size_t n);
+char *aproto_msg_gpus(const struct aproto_gpu_row *rows, size_t n);
 /* A `progress` message of n rows (strings copied). */
-char *agent_msg_progress(const struct agent_progress *rows, size_t n);
+char *aproto_msg_progress(const struct aproto_progress *rows, size_t n);
 /* body: a spooled report (job_id, attempt, rank, report_seq, metrics, step, time,
  * checkpoint_dir); returns it with type and seq added. */
-char *agent_msg_report(int64_t seq, const json_t *body);
+char *aproto_msg_report(int64_t seq, const json_t *body);
 /* A spooled report body (new object) from a worker's report. step < 0: null. */
-json_t *agent_report_body(const char *job_id, int64_t attempt, int64_t rank, int64_t report_seq,
-                          const json_t *metrics, int64_t step, const char *time_rfc3339,
-                          const char *checkpoint_dir);
+json_t *aproto_report_body(const char *job_id, int64_t attempt, int64_t rank, int64_t report_seq,
+                           const json_t *metrics, int64_t step, const char *time_rfc3339,
+                           const char *checkpoint_dir);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Spooled bodies (agent_proto_spool.c): written by the agent, read back after a restart        */
@@ -344,17 +345,17 @@ json_t *agent_report_body(const char *job_id, int64_t attempt, int64_t rank, int
 
 /* The keys of a spooled report body: its file name and the order it is resent in. Strings
  * borrowed from the body. */
-struct agent_report_body_keys {
-    const char *job_id; /* not checked with agent_job_id_valid: the caller does before a path */
+struct aproto_report_body_keys {
+    const char *job_id; /* not checked with aproto_job_id_valid: the caller does before a path */
     int64_t attempt, rank, report_seq;
 };
 /* 0 when `body` is an object with job_id (a string), attempt, rank and report_seq (integers) and
- * metrics (an object): what agent_msg_report needs to resend it. -1 otherwise. */
-int agent_report_body_parse(const json_t *body, struct agent_report_body_keys *out);
+ * metrics (an object): what aproto_msg_report needs to resend it. -1 otherwise. */
+int aproto_report_body_parse(const json_t *body, struct aproto_report_body_keys *out);
 
 /* A spooled worker exit: the worker_exited event an agent restart resends. Parsed: strings
  * borrowed from root. */
-struct agent_exit_body {
+struct aproto_exit_body {
     json_t *root; /* parsed only */
     const char *job_id;
     int64_t attempt, rank;
@@ -363,13 +364,13 @@ struct agent_exit_body {
     const char *error; /* NULL: none */
 };
 /* The body's compact JSON text (caller frees), or NULL when out of memory. */
-char *agent_exit_body(const struct agent_exit_body *e);
-/* 0 with *out filled (free with agent_exit_body_free), or -1 when the text is not a spooled
+char *aproto_exit_body(const struct aproto_exit_body *e);
+/* 0 with *out filled (free with aproto_exit_body_free), or -1 when the text is not a spooled
  * exit: not JSON, job_id not a valid job id, attempt or rank not integers. exit_code or signal
  * not an integer reads as -1, error not a string as NULL. */
-int agent_exit_body_parse(const char *text, size_t len, struct agent_exit_body *out);
-void agent_exit_body_free(struct agent_exit_body *e);
+int aproto_exit_body_parse(const char *text, size_t len, struct aproto_exit_body *out);
+void aproto_exit_body_free(struct aproto_exit_body *e);
 /* RFC 3339 UTC time with milliseconds of `ms` (since the epoch) into out (>= 32 bytes). */
-void agent_format_time(int64_t ms, char *out, size_t outlen);
+void aproto_format_time(int64_t ms, char *out, size_t outlen);
 
 #endif

@@ -25,12 +25,12 @@ static json_t *int_or_null(int64_t n)
     return n < 0 ? json_null() : json_integer((json_int_t)n);
 }
 
-char *agent_msg_gpus(const struct agent_gpu_row *rows, size_t n)
+char *aproto_msg_gpus(const struct aproto_gpu_row *rows, size_t n)
 {
     json_t *arr = json_array();
     json_t *msg = json_pack("{s:s, s:o}", "type", "gpus", "gpus", arr);
     for (size_t i = 0; msg && i < n; i++) {
-        const struct agent_gpu_row *g = &rows[i];
+        const struct aproto_gpu_row *g = &rows[i];
         json_t *o = json_pack(
             "{s:I, s:s, s:s, s:I, s:I, s:o, s:o, s:o, s:b}", "index", (json_int_t)g->index, "uuid",
             g->uuid, "name", g->name, "memory_mb", (json_int_t)g->memory_mb, "memory_used_mb",
@@ -59,19 +59,18 @@ static int row_text(const json_t *o, size_t i, const char *name, size_t min, con
 {
     json_t *v = json_object_get(o, name);
     const char *s = json_string_value(v);
-    bool ok = s && json_string_length(v) >= min &&
-              json_string_length(v) <= AGENT_PROTO_MAX_GPU_TEXT &&
+    bool ok = s && json_string_length(v) >= min && json_string_length(v) <= APROTO_MAX_GPU_TEXT &&
               strlen(s) == json_string_length(v);
     for (size_t k = 0; ok && s[k]; k++)
         ok = s[k] >= 0x20 && s[k] < 0x7f && s[k] != '"' && s[k] != '\\';
     if (!ok)
         return ERR("'gpus[%zu].%s' must be %zu to %d printable ASCII bytes", i, name, min,
-                   AGENT_PROTO_MAX_GPU_TEXT);
+                   APROTO_MAX_GPU_TEXT);
     *out = s;
     return 0;
 }
 
-static int parse_row(const json_t *o, size_t i, struct agent_gpu_row *g, char *err, size_t errlen)
+static int parse_row(const json_t *o, size_t i, struct aproto_gpu_row *g, char *err, size_t errlen)
 {
     if (!json_is_object(o))
         return ERR("'gpus[%zu]' must be an object", i);
@@ -79,8 +78,7 @@ static int parse_row(const json_t *o, size_t i, struct agent_gpu_row *g, char *e
     char sub[160];
     /* utilization_pct, temperature_c, power_mw: null or absent (NVML did not say) is -1 */
     g->utilization_pct = g->temperature_c = g->power_mw = -1;
-    if (util_json_int(o, "index", false, 0, AGENT_PROTO_MAX_GPUS - 1, &g->index, sub, sizeof(sub)) <
-        0)
+    if (util_json_int(o, "index", false, 0, APROTO_MAX_GPUS - 1, &g->index, sub, sizeof(sub)) < 0)
         return ERR("'gpus[%zu].%s", i, sub + 1);
     if (row_text(o, i, "uuid", 1, &g->uuid, err, errlen) != 0 ||
         row_text(o, i, "name", 0, &g->name, err, errlen) != 0)
@@ -98,23 +96,23 @@ static int parse_row(const json_t *o, size_t i, struct agent_gpu_row *g, char *e
         return ERR("'gpus[%zu].lost' must be a boolean", i);
     g->lost = json_is_true(lost);
     g->xid = 0; /* absent or null: none */
-    if (util_json_int(o, "xid", true, 0, AGENT_PROTO_MAX_XID, &g->xid, sub, sizeof(sub)) < 0)
+    if (util_json_int(o, "xid", true, 0, APROTO_MAX_XID, &g->xid, sub, sizeof(sub)) < 0)
         return ERR("'gpus[%zu].%s", i, sub + 1);
     return 0;
 }
 
-int agent__parse_gpus(json_t *root, struct agent_gpu_row **rows, size_t *n, char *err,
-                      size_t errlen)
+int aproto__parse_gpus(json_t *root, struct aproto_gpu_row **rows, size_t *n, char *err,
+                       size_t errlen)
 {
     *rows = NULL;
     *n = 0;
     json_t *arr = json_object_get(root, "gpus");
-    if (!json_is_array(arr) || json_array_size(arr) > AGENT_PROTO_MAX_GPU_ROWS)
-        return ERR("'gpus' must be an array of at most %d objects", AGENT_PROTO_MAX_GPU_ROWS);
+    if (!json_is_array(arr) || json_array_size(arr) > APROTO_MAX_GPU_ROWS)
+        return ERR("'gpus' must be an array of at most %d objects", APROTO_MAX_GPU_ROWS);
     size_t count = json_array_size(arr);
     if (count == 0)
         return 0;
-    struct agent_gpu_row *out = calloc(count, sizeof(*out));
+    struct aproto_gpu_row *out = calloc(count, sizeof(*out));
     if (out == NULL)
         return ERR("out of memory");
     for (size_t i = 0; i < count; i++) {

@@ -7,16 +7,16 @@
 /* Validates a `report` message (root: the whole message) into *r, whose strings are borrowed
  * from root and whose `numbers` is a new object (freed by the caller, also on failure). Returns 0,
  * or -1 with the reason, naming the field, in err. */
-int agent__parse_report(json_t *root, struct agent_report *r, char *err, size_t errlen);
+int aproto__parse_report(json_t *root, struct aproto_report *r, char *err, size_t errlen);
 
 /* Validates a `progress` message (root: the whole message) into *rows (malloc'd, *n entries,
  * strings borrowed from root; NULL when empty). 0, or -1 with err naming the field. */
-int agent__parse_progress(json_t *root, struct agent_progress **rows, size_t *n, char *err,
-                          size_t errlen);
+int aproto__parse_progress(json_t *root, struct aproto_progress **rows, size_t *n, char *err,
+                           size_t errlen);
 
 /* Validates a `gpus` message (root: the whole message) into *rows (malloc'd, *n entries,
  * strings borrowed from root; NULL when empty). 0, or -1 with err naming the field. */
-int agent__parse_gpus(json_t *root, struct agent_gpu_row **rows, size_t *n, char *err,
-                      size_t errlen);
+int aproto__parse_gpus(json_t *root, struct aproto_gpu_row **rows, size_t *n, char *err,
+                       size_t errlen);
 
 #endif

@@ -1,6 +1,6 @@
 /* The agent protocol's parsers (docs/agent-protocol.md, agent_proto.h): a validating parser for
- * every message in both directions (server -> agent: agent_server_msg_parse, launch included;
- * agent -> server: agent_node_msg_parse, with report/progress/gpus in agent_proto_report.c,
+ * every message in both directions (server -> agent: aproto_server_msg_parse, launch included;
+ * agent -> server: aproto_node_msg_parse, with report/progress/gpus in agent_proto_report.c,
  * agent_proto_progress.c and agent_proto_gpus.c), and the frees of what they fill. The builders
  * are in agent_proto.c. No I/O, no globals. */
 #include "agent_proto.h"
@@ -21,9 +21,9 @@
 /* Parser                                                                                       */
 /* ------------------------------------------------------------------------------------------ */
 
-int agent_job_id_valid(const char *id)
+int aproto_job_id_valid(const char *id)
 {
-    if (!id || !*id || strlen(id) > AGENT_PROTO_MAX_JOB_ID || strcmp(id, ".") == 0 ||
+    if (!id || !*id || strlen(id) > APROTO_MAX_JOB_ID || strcmp(id, ".") == 0 ||
         strcmp(id, "..") == 0)
         return -1;
     for (const char *p = id; *p; p++) {
@@ -56,7 +56,7 @@ static int get_str(const json_t *o, const char *name, bool required, bool nonemp
     return 0;
 }
 
-void agent_launch_free(struct agent_launch *l)
+void aproto_launch_free(struct aproto_launch *l)
 {
     if (!l)
         return;
@@ -70,7 +70,7 @@ void agent_launch_free(struct agent_launch *l)
     memset(l, 0, sizeof(*l));
 }
 
-static int parse_launch_workers(const json_t *root, struct agent_launch *l, char *err,
+static int parse_launch_workers(const json_t *root, struct aproto_launch *l, char *err,
                                 size_t errlen)
 {
     json_t *ws = json_object_get(root, "workers");
@@ -84,7 +84,7 @@ static int parse_launch_workers(const json_t *root, struct agent_launch *l, char
         return ERR("out of memory");
     for (size_t i = 0; i < l->n_workers; i++) {
         json_t *w = json_array_get(ws, i);
-        struct agent_launch_worker *lw = &l->workers[i];
+        struct aproto_launch_worker *lw = &l->workers[i];
         char sub[200];
         if (!json_is_object(w))
             return ERR("'workers[%zu]' must be an object", i);
@@ -98,7 +98,7 @@ static int parse_launch_workers(const json_t *root, struct agent_launch *l, char
                 return ERR("workers[%zu]: rank %lld appears twice", i, (long long)lw->rank);
         json_t *g = json_object_get(w, "gpus");
         if (g && !json_is_null(g)) {
-            if (!json_is_array(g) || json_array_size(g) > AGENT_PROTO_MAX_GPUS)
+            if (!json_is_array(g) || json_array_size(g) > APROTO_MAX_GPUS)
                 return ERR("workers[%zu]: 'gpus' must be an array of GPU indices", i);
             lw->n_gpus = json_array_size(g);
             lw->gpus = calloc(lw->n_gpus ? lw->n_gpus : 1, sizeof(int));
@@ -107,7 +107,7 @@ static int parse_launch_workers(const json_t *root, struct agent_launch *l, char
             for (size_t j = 0; j < lw->n_gpus; j++) {
                 json_t *x = json_array_get(g, j);
                 if (!json_is_integer(x) || json_integer_value(x) < 0 ||
-                    json_integer_value(x) >= AGENT_PROTO_MAX_GPUS)
+                    json_integer_value(x) >= APROTO_MAX_GPUS)
                     return ERR("workers[%zu]: 'gpus[%zu]' must be a GPU index", i, j);
                 lw->gpus[j] = (int)json_integer_value(x);
             }
@@ -116,13 +116,13 @@ static int parse_launch_workers(const json_t *root, struct agent_launch *l, char
     return 0;
 }
 
-static int parse_launch(json_t *root, struct agent_launch *l, char *err, size_t errlen)
+static int parse_launch(json_t *root, struct aproto_launch *l, char *err, size_t errlen)
 {
     memset(l, 0, sizeof(*l));
     l->root = json_incref(root);
     if (get_str(root, "job_id", true, true, &l->job_id, err, errlen) != 0)
         return -1;
-    if (agent_job_id_valid(l->job_id) != 0)
+    if (aproto_job_id_valid(l->job_id) != 0)
         return ERR("'job_id' must be 1-200 characters of [A-Za-z0-9._-]");
     if (util_json_int(root, "attempt", false, 0, INT32_MAX, &l->attempt, err, errlen) < 0)
         return -1;
@@ -201,8 +201,8 @@ static int parse_launch(json_t *root, struct agent_launch *l, char *err, size_t 
         get_str(root, "checkpoint_dir", false, false, &l->checkpoint_dir, err, errlen) != 0 ||
         get_str(root, "rendezvous_secret", false, true, &l->rendezvous_secret, err, errlen) != 0)
         return -1;
-    if (l->rendezvous_secret && strlen(l->rendezvous_secret) > AGENT_PROTO_MAX_SECRET)
-        return ERR("'rendezvous_secret' is longer than %d bytes", AGENT_PROTO_MAX_SECRET);
+    if (l->rendezvous_secret && strlen(l->rendezvous_secret) > APROTO_MAX_SECRET)
+        return ERR("'rendezvous_secret' is longer than %d bytes", APROTO_MAX_SECRET);
     if (l->checkpoint_dir && !*l->checkpoint_dir)
         l->checkpoint_dir = NULL;
     json_t *cf = json_object_get(root, "checkpoint_fetch");
@@ -258,13 +258,13 @@ static int parse_launch(json_t *root, struct agent_launch *l, char *err, size_t 
     return parse_launch_workers(root, l, err, errlen);
 }
 
-/* Parses one message: at most AGENT_PROTO_MAX_MESSAGE bytes of JSON holding an object. Returns
+/* Parses one message: at most APROTO_MAX_MESSAGE bytes of JSON holding an object. Returns
  * the object (the caller owns it), or NULL with the reason in err. */
 static json_t *load_object(const char *text, size_t len, char *err, size_t errlen)
 {
-    if (len > AGENT_PROTO_MAX_MESSAGE) {
+    if (len > APROTO_MAX_MESSAGE) {
         snprintf(err, errlen, "message of %zu bytes is over the limit of %u", len,
-                 AGENT_PROTO_MAX_MESSAGE);
+                 APROTO_MAX_MESSAGE);
         return NULL;
     }
     json_error_t je;
@@ -281,8 +281,8 @@ static json_t *load_object(const char *text, size_t len, char *err, size_t errle
     return root;
 }
 
-int agent_server_msg_parse(const char *text, size_t len, struct agent_server_msg *out, char *err,
-                           size_t errlen)
+int aproto_server_msg_parse(const char *text, size_t len, struct aproto_server_msg *out, char *err,
+                            size_t errlen)
 {
     memset(out, 0, sizeof(*out));
     json_t *root = load_object(text, len, err, errlen);
@@ -297,28 +297,28 @@ int agent_server_msg_parse(const char *text, size_t len, struct agent_server_msg
     out->type_name = json_string_value(t);
     const char *type = out->type_name;
     if (strcmp(type, "registered") == 0) {
-        out->type = AGENT_MSG_REGISTERED;
+        out->type = APROTO_MSG_REGISTERED;
         if (get_str(root, "node_id", false, false, &out->node_id, err, errlen) != 0 ||
             util_json_int(root, "heartbeat_interval_s", true, 1, 3600, &out->heartbeat_interval_s,
                           err, errlen) < 0 ||
             get_str(root, "credential", false, true, &out->credential, err, errlen) != 0)
             goto fail;
-        if (out->credential && strlen(out->credential) > AGENT_PROTO_MAX_SECRET) {
-            snprintf(err, errlen, "'credential' is longer than %d bytes", AGENT_PROTO_MAX_SECRET);
+        if (out->credential && strlen(out->credential) > APROTO_MAX_SECRET) {
+            snprintf(err, errlen, "'credential' is longer than %d bytes", APROTO_MAX_SECRET);
             goto fail;
         }
     } else if (strcmp(type, "error") == 0) {
-        out->type = AGENT_MSG_ERROR;
+        out->type = APROTO_MSG_ERROR;
         if (get_str(root, "message", false, false, &out->message, err, errlen) != 0)
             goto fail;
         if (!out->message)
             out->message = "(no message)";
     } else if (strcmp(type, "ack") == 0) {
-        out->type = AGENT_MSG_ACK;
+        out->type = APROTO_MSG_ACK;
         if (util_json_int(root, "seq", false, 0, INT64_MAX, &out->seq, err, errlen) < 0)
             goto fail;
     } else if (strcmp(type, "stop") == 0) {
-        out->type = AGENT_MSG_STOP;
+        out->type = APROTO_MSG_STOP;
         out->attempt = -1;
         out->grace_s = -1;
         out->notice_s = 0;
@@ -328,52 +328,52 @@ int agent_server_msg_parse(const char *text, size_t len, struct agent_server_msg
             util_json_int(root, "notice_s", true, 0, 86400, &out->notice_s, err, errlen) < 0)
             goto fail;
     } else if (strcmp(type, "forget") == 0) {
-        out->type = AGENT_MSG_FORGET;
+        out->type = APROTO_MSG_FORGET;
         if (get_str(root, "job_id", true, true, &out->job_id, err, errlen) != 0)
             goto fail;
-        if (agent_job_id_valid(out->job_id) != 0) {
+        if (aproto_job_id_valid(out->job_id) != 0) {
             snprintf(err, errlen, "'job_id' is not a valid job id");
             goto fail;
         }
     } else if (strcmp(type, "checkpoint_delete") == 0) {
-        out->type = AGENT_MSG_CHECKPOINT_DELETE;
+        out->type = APROTO_MSG_CHECKPOINT_DELETE;
         if (get_str(root, "job_id", true, true, &out->job_id, err, errlen) != 0 ||
             util_json_int(root, "attempt", false, 0, INT32_MAX, &out->attempt, err, errlen) < 0 ||
             util_json_int(root, "index", false, 0, INT32_MAX, &out->index, err, errlen) < 0)
             goto fail;
-        if (agent_job_id_valid(out->job_id) != 0) {
+        if (aproto_job_id_valid(out->job_id) != 0) {
             snprintf(err, errlen, "'job_id' is not a valid job id");
             goto fail;
         }
     } else if (strcmp(type, "launch") == 0) {
-        out->type = AGENT_MSG_LAUNCH;
+        out->type = APROTO_MSG_LAUNCH;
         if (parse_launch(root, &out->launch, err, errlen) != 0) {
-            agent_launch_free(&out->launch);
+            aproto_launch_free(&out->launch);
             goto fail;
         }
     } else {
-        out->type = AGENT_MSG_UNKNOWN;
+        out->type = APROTO_MSG_UNKNOWN;
     }
     return 0;
 fail:;
-    enum agent_msg_type keep_type = out->type;
+    enum aproto_msg_type keep_type = out->type;
     json_decref(out->root);
     memset(out, 0, sizeof(*out));
     out->type = keep_type;
     return -1;
 }
 
-void agent_server_msg_free(struct agent_server_msg *m)
+void aproto_server_msg_free(struct aproto_server_msg *m)
 {
     if (!m)
         return;
-    if (m->type == AGENT_MSG_LAUNCH)
-        agent_launch_free(&m->launch);
+    if (m->type == APROTO_MSG_LAUNCH)
+        aproto_launch_free(&m->launch);
     json_decref(m->root);
     memset(m, 0, sizeof(*m));
 }
 
-int agent_launch_refused_parse(const char *text, size_t len, struct agent_launch_refused *out)
+int aproto_launch_refused_parse(const char *text, size_t len, struct aproto_launch_refused *out)
 {
     memset(out, 0, sizeof(*out));
     char err[8];
@@ -390,7 +390,7 @@ int agent_launch_refused_parse(const char *text, size_t len, struct agent_launch
     out->attempt = json_integer_value(att);
     out->ranks = calloc(json_array_size(ws) + 1, sizeof(*out->ranks));
     if (!out->ranks) {
-        agent_launch_refused_free(out);
+        aproto_launch_refused_free(out);
         return -1;
     }
     size_t i;
@@ -404,7 +404,7 @@ int agent_launch_refused_parse(const char *text, size_t len, struct agent_launch
     return 0;
 }
 
-void agent_launch_refused_free(struct agent_launch_refused *r)
+void aproto_launch_refused_free(struct aproto_launch_refused *r)
 {
     if (!r)
         return;
@@ -429,12 +429,13 @@ static int get_int_or_null(const json_t *o, const char *name, int64_t max, int *
 }
 
 /* The fields shared by worker events and worker states: job_id, attempt, rank. */
-static int parse_worker_ids(const json_t *o, struct agent_worker_event *w, char *err, size_t errlen)
+static int parse_worker_ids(const json_t *o, struct aproto_worker_event *w, char *err,
+                            size_t errlen)
 {
     if (get_str(o, "job_id", true, true, &w->job_id, err, errlen) != 0)
         return -1;
-    if (agent_job_id_valid(w->job_id) != 0)
-        return ERR("'job_id' must be 1-%d characters of [A-Za-z0-9._-]", AGENT_PROTO_MAX_JOB_ID);
+    if (aproto_job_id_valid(w->job_id) != 0)
+        return ERR("'job_id' must be 1-%d characters of [A-Za-z0-9._-]", APROTO_MAX_JOB_ID);
     return util_json_int(o, "attempt", false, 0, INT32_MAX, &w->attempt, err, errlen) < 0 ||
                    util_json_int(o, "rank", false, 0, INT32_MAX, &w->rank, err, errlen) < 0
                ? -1
@@ -442,7 +443,7 @@ static int parse_worker_ids(const json_t *o, struct agent_worker_event *w, char 
 }
 
 /* worker_exited's result fields (also in an EXITED worker state). */
-static int parse_exit(const json_t *o, struct agent_worker_event *w, char *err, size_t errlen)
+static int parse_exit(const json_t *o, struct aproto_worker_event *w, char *err, size_t errlen)
 {
     w->exited = true;
     return get_int_or_null(o, "exit_code", 255, &w->exit_code, err, errlen) != 0 ||
@@ -453,10 +454,10 @@ static int parse_exit(const json_t *o, struct agent_worker_event *w, char *err, 
 }
 
 /* One worker state of `register`: {job_id, attempt, rank, pid, status, exit_code, signal}. */
-static int parse_worker_state(const json_t *o, struct agent_worker_event *w, char *err,
+static int parse_worker_state(const json_t *o, struct aproto_worker_event *w, char *err,
                               size_t errlen)
 {
-    *w = (struct agent_worker_event){.seq = -1, .pid = -1, .exit_code = -1, .signal = -1};
+    *w = (struct aproto_worker_event){.seq = -1, .pid = -1, .exit_code = -1, .signal = -1};
     if (!json_is_object(o))
         return ERR("must be an object");
     const char *status;
@@ -474,9 +475,9 @@ static int parse_worker_state(const json_t *o, struct agent_worker_event *w, cha
 }
 
 /* node.resources: CPU and memory_mb numbers, GPU an array of indices; the rest is custom. */
-static int parse_resources(struct agent_node_msg *m, const json_t *res, char *err, size_t errlen)
+static int parse_resources(struct aproto_node_msg *m, const json_t *res, char *err, size_t errlen)
 {
-    struct agent_node_info *n = &m->node;
+    struct aproto_node_info *n = &m->node;
     m->node_custom = json_object();
     if (!m->node_custom)
         return ERR("out of memory");
@@ -486,7 +487,7 @@ static int parse_resources(struct agent_node_msg *m, const json_t *res, char *er
     json_object_foreach((json_t *)res, k, v)
     {
         if (strcmp(k, "GPU") == 0) {
-            if (!json_is_array(v) || json_array_size(v) > AGENT_PROTO_MAX_GPUS)
+            if (!json_is_array(v) || json_array_size(v) > APROTO_MAX_GPUS)
                 return ERR("'node.resources.GPU' must be an array of GPU indices");
             m->node_gpus = calloc(json_array_size(v) + 1, sizeof(int));
             if (!m->node_gpus)
@@ -494,16 +495,15 @@ static int parse_resources(struct agent_node_msg *m, const json_t *res, char *er
             for (size_t i = 0; i < json_array_size(v); i++) {
                 json_t *g = json_array_get(v, i);
                 if (!json_is_integer(g) || json_integer_value(g) < 0 ||
-                    json_integer_value(g) >= AGENT_PROTO_MAX_GPUS)
+                    json_integer_value(g) >= APROTO_MAX_GPUS)
                     return ERR("'node.resources.GPU[%zu]' must be a GPU index", i);
                 m->node_gpus[i] = (int)json_integer_value(g);
             }
             n->gpus = m->node_gpus;
             n->n_gpus = json_array_size(v);
         } else if (!json_is_number(v) || !(json_number_value(v) >= 0) ||
-                   json_number_value(v) > AGENT_PROTO_MAX_RESOURCE) {
-            return ERR("'node.resources.%s' must be a number from 0 to %g", k,
-                       AGENT_PROTO_MAX_RESOURCE);
+                   json_number_value(v) > APROTO_MAX_RESOURCE) {
+            return ERR("'node.resources.%s' must be a number from 0 to %g", k, APROTO_MAX_RESOURCE);
         } else if (strcmp(k, "CPU") == 0) {
             n->cpus = (int64_t)json_number_value(v);
         } else if (strcmp(k, "memory_mb") == 0) {
@@ -515,15 +515,15 @@ static int parse_resources(struct agent_node_msg *m, const json_t *res, char *er
     return 0;
 }
 
-static int parse_register(struct agent_node_msg *m, char *err, size_t errlen)
+static int parse_register(struct aproto_node_msg *m, char *err, size_t errlen)
 {
-    struct agent_node_info *n = &m->node;
+    struct aproto_node_info *n = &m->node;
     json_t *node = json_object_get(m->root, "node");
     if (get_str(m->root, "token", false, false, &m->token, err, errlen) != 0 ||
         get_str(m->root, "credential", false, true, &n->credential, err, errlen) != 0)
         return -1;
-    if (n->credential && strlen(n->credential) > AGENT_PROTO_MAX_SECRET)
-        return ERR("'credential' is longer than %d bytes", AGENT_PROTO_MAX_SECRET);
+    if (n->credential && strlen(n->credential) > APROTO_MAX_SECRET)
+        return ERR("'credential' is longer than %d bytes", APROTO_MAX_SECRET);
     if (!json_is_object(node))
         return ERR("'node' must be an object");
     char sub[200];
@@ -533,12 +533,12 @@ static int parse_register(struct agent_node_msg *m, char *err, size_t errlen)
         get_str(node, "gpu_type", false, false, &n->gpu_type, sub, sizeof(sub)) != 0 ||
         get_str(node, "version", false, false, &n->version, sub, sizeof(sub)) != 0)
         return ERR("node: %s", sub);
-    if (strlen(n->id) > AGENT_PROTO_MAX_NODE_ID || agent_job_id_valid(n->id) != 0)
-        return ERR("'node.id' must be 1 to %d bytes of [A-Za-z0-9._-]", AGENT_PROTO_MAX_NODE_ID);
-    if (strlen(n->address) > AGENT_PROTO_MAX_ADDRESS ||
-        (n->hostname && strlen(n->hostname) > AGENT_PROTO_MAX_ADDRESS))
+    if (strlen(n->id) > APROTO_MAX_NODE_ID || aproto_job_id_valid(n->id) != 0)
+        return ERR("'node.id' must be 1 to %d bytes of [A-Za-z0-9._-]", APROTO_MAX_NODE_ID);
+    if (strlen(n->address) > APROTO_MAX_ADDRESS ||
+        (n->hostname && strlen(n->hostname) > APROTO_MAX_ADDRESS))
         return ERR("'node.address' and 'node.hostname' must be at most %d bytes",
-                   AGENT_PROTO_MAX_ADDRESS);
+                   APROTO_MAX_ADDRESS);
     if ((n->gpu_type && strlen(n->gpu_type) > 64) || (n->version && strlen(n->version) > 64))
         return ERR("'node.gpu_type' and 'node.version' must be at most 64 bytes");
     if (!n->hostname || !*n->hostname)
@@ -553,8 +553,8 @@ static int parse_register(struct agent_node_msg *m, char *err, size_t errlen)
         n->labels = NULL;
     if (n->labels && !json_is_object(n->labels))
         return ERR("'node.labels' must be an object");
-    n->port_lo = AGENT_PROTO_DEFAULT_PORT_LO;
-    n->port_hi = AGENT_PROTO_DEFAULT_PORT_HI;
+    n->port_lo = APROTO_DEFAULT_PORT_LO;
+    n->port_hi = APROTO_DEFAULT_PORT_HI;
     json_t *range = json_object_get(node, "port_range");
     if (range && !json_is_null(range)) {
         json_t *lo = json_array_get(range, 0), *hi = json_array_get(range, 1);
@@ -579,38 +579,37 @@ static int parse_register(struct agent_node_msg *m, char *err, size_t errlen)
     return 0;
 }
 
-static int parse_worker_event(struct agent_node_msg *m, char *err, size_t errlen)
+static int parse_worker_event(struct aproto_node_msg *m, char *err, size_t errlen)
 {
-    struct agent_worker_event *e = &m->event;
-    *e = (struct agent_worker_event){.seq = m->seq, .pid = -1, .exit_code = -1, .signal = -1};
+    struct aproto_worker_event *e = &m->event;
+    *e = (struct aproto_worker_event){.seq = m->seq, .pid = -1, .exit_code = -1, .signal = -1};
     if (util_json_int(m->root, "seq", false, 0, INT64_MAX, &e->seq, err, errlen) < 0 ||
         parse_worker_ids(m->root, e, err, errlen) != 0)
         return -1;
-    if (m->type == AGENT_MSG_WORKER_STARTED)
+    if (m->type == APROTO_MSG_WORKER_STARTED)
         return util_json_int(m->root, "pid", false, 1, INT32_MAX, &e->pid, err, errlen);
     return parse_exit(m->root, e, err, errlen);
 }
 
 /* log: seq, job_id, attempt, rank, offset >= 0, bytes >= 1, dropped >= 0 (optional), lines: an
  * array of strings without NUL bytes. */
-static int parse_log(struct agent_node_msg *m, char *err, size_t errlen)
+static int parse_log(struct aproto_node_msg *m, char *err, size_t errlen)
 {
-    struct agent_log_chunk *c = &m->log;
-    struct agent_worker_event ids = {0};
+    struct aproto_log_chunk *c = &m->log;
+    struct aproto_worker_event ids = {0};
     memset(c, 0, sizeof(*c));
     if (util_json_int(m->root, "seq", false, 0, INT64_MAX, &m->seq, err, errlen) < 0 ||
         parse_worker_ids(m->root, &ids, err, errlen) != 0 ||
         util_json_int(m->root, "offset", false, 0, INT64_MAX, &c->offset, err, errlen) < 0 ||
-        util_json_int(m->root, "bytes", false, 1, AGENT_PROTO_MAX_MESSAGE, &c->bytes, err, errlen) <
-            0 ||
+        util_json_int(m->root, "bytes", false, 1, APROTO_MAX_MESSAGE, &c->bytes, err, errlen) < 0 ||
         util_json_int(m->root, "dropped", true, 0, INT64_MAX, &c->dropped, err, errlen) < 0)
         return -1;
     c->job_id = ids.job_id;
     c->attempt = ids.attempt;
     c->rank = ids.rank;
     json_t *lines = json_object_get(m->root, "lines");
-    if (!json_is_array(lines) || json_array_size(lines) > AGENT_PROTO_MAX_LOG_LINES)
-        return ERR("'lines' must be an array of at most %d strings", AGENT_PROTO_MAX_LOG_LINES);
+    if (!json_is_array(lines) || json_array_size(lines) > APROTO_MAX_LOG_LINES)
+        return ERR("'lines' must be an array of at most %d strings", APROTO_MAX_LOG_LINES);
     for (size_t i = 0; i < json_array_size(lines); i++) {
         json_t *l = json_array_get(lines, i);
         if (!json_is_string(l) || strlen(json_string_value(l)) != json_string_length(l))
@@ -620,8 +619,8 @@ static int parse_log(struct agent_node_msg *m, char *err, size_t errlen)
     return 0;
 }
 
-int agent_node_msg_parse(const char *text, size_t len, struct agent_node_msg *out, char *err,
-                         size_t errlen)
+int aproto_node_msg_parse(const char *text, size_t len, struct aproto_node_msg *out, char *err,
+                          size_t errlen)
 {
     memset(out, 0, sizeof(*out));
     out->seq = -1;
@@ -640,45 +639,45 @@ int agent_node_msg_parse(const char *text, size_t len, struct agent_node_msg *ou
     out->type_name = json_string_value(t);
     static const struct {
         const char *name;
-        enum agent_msg_type type;
+        enum aproto_msg_type type;
     } types[] = {
-        {"register", AGENT_MSG_REGISTER},
-        {"heartbeat", AGENT_MSG_HEARTBEAT},
-        {"worker_started", AGENT_MSG_WORKER_STARTED},
-        {"worker_exited", AGENT_MSG_WORKER_EXITED},
-        {"report", AGENT_MSG_REPORT},
-        {"log", AGENT_MSG_LOG},
-        {"progress", AGENT_MSG_PROGRESS},
-        {"gpus", AGENT_MSG_GPUS},
+        {"register", APROTO_MSG_REGISTER},
+        {"heartbeat", APROTO_MSG_HEARTBEAT},
+        {"worker_started", APROTO_MSG_WORKER_STARTED},
+        {"worker_exited", APROTO_MSG_WORKER_EXITED},
+        {"report", APROTO_MSG_REPORT},
+        {"log", APROTO_MSG_LOG},
+        {"progress", APROTO_MSG_PROGRESS},
+        {"gpus", APROTO_MSG_GPUS},
     };
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
         if (strcmp(out->type_name, types[i].name) == 0)
             out->type = types[i].type;
     int rc = 0;
-    if (out->type == AGENT_MSG_REGISTER)
+    if (out->type == APROTO_MSG_REGISTER)
         rc = parse_register(out, err, errlen);
-    else if (out->type == AGENT_MSG_WORKER_STARTED || out->type == AGENT_MSG_WORKER_EXITED)
+    else if (out->type == APROTO_MSG_WORKER_STARTED || out->type == APROTO_MSG_WORKER_EXITED)
         rc = parse_worker_event(out, err, errlen);
-    else if (out->type == AGENT_MSG_REPORT)
-        rc = agent__parse_report(out->root, &out->report, err, errlen);
-    else if (out->type == AGENT_MSG_LOG)
+    else if (out->type == APROTO_MSG_REPORT)
+        rc = aproto__parse_report(out->root, &out->report, err, errlen);
+    else if (out->type == APROTO_MSG_LOG)
         rc = parse_log(out, err, errlen);
-    else if (out->type == AGENT_MSG_PROGRESS)
-        rc = agent__parse_progress(out->root, &out->progress, &out->n_progress, err, errlen);
-    else if (out->type == AGENT_MSG_GPUS)
-        rc = agent__parse_gpus(out->root, &out->gpu_rows, &out->n_gpu_rows, err, errlen);
+    else if (out->type == APROTO_MSG_PROGRESS)
+        rc = aproto__parse_progress(out->root, &out->progress, &out->n_progress, err, errlen);
+    else if (out->type == APROTO_MSG_GPUS)
+        rc = aproto__parse_gpus(out->root, &out->gpu_rows, &out->n_gpu_rows, err, errlen);
     if (rc == 0)
         return 0;
 fail:;
     int64_t keep_seq = out->seq;
-    enum agent_msg_type keep_type = out->type;
-    agent_node_msg_free(out);
+    enum aproto_msg_type keep_type = out->type;
+    aproto_node_msg_free(out);
     out->seq = keep_seq;
     out->type = keep_type;
     return -1;
 }
 
-void agent_node_msg_free(struct agent_node_msg *m)
+void aproto_node_msg_free(struct aproto_node_msg *m)
 {
     if (!m)
         return;

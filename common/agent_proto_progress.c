@@ -17,12 +17,12 @@
 
 #define ERR(...) (snprintf(err, errlen, __VA_ARGS__), -1)
 
-char *agent_msg_progress(const struct agent_progress *rows, size_t n)
+char *aproto_msg_progress(const struct aproto_progress *rows, size_t n)
 {
     json_t *arr = json_array();
     json_t *msg = json_pack("{s:s, s:o}", "type", "progress", "workers", arr);
     for (size_t i = 0; msg && i < n; i++) {
-        const struct agent_progress *p = &rows[i];
+        const struct aproto_progress *p = &rows[i];
         json_t *w = json_pack("{s:s, s:I, s:I, s:s?, s:I, s:b, s:I, s:I, s:I}", "job_id", p->job_id,
                               "attempt", (json_int_t)p->attempt, "rank", (json_int_t)p->rank, "op",
                               p->op, "coll_seq", (json_int_t)p->coll_seq, "in_collective",
@@ -42,12 +42,12 @@ char *agent_msg_progress(const struct agent_progress *rows, size_t n)
 }
 
 /* One row of `workers`. */
-static int parse_row(const json_t *o, size_t i, struct agent_progress *p, char *err, size_t errlen)
+static int parse_row(const json_t *o, size_t i, struct aproto_progress *p, char *err, size_t errlen)
 {
     if (!json_is_object(o))
         return ERR("'workers[%zu]' must be an object", i);
     p->job_id = json_string_value(json_object_get(o, "job_id"));
-    if (p->job_id == NULL || agent_job_id_valid(p->job_id) != 0)
+    if (p->job_id == NULL || aproto_job_id_valid(p->job_id) != 0)
         return ERR("'workers[%zu].job_id' must be a job id", i);
     char sub[160];
     if (util_json_int(o, "attempt", false, 0, INT32_MAX, &p->attempt, sub, sizeof(sub)) < 0 ||
@@ -67,28 +67,28 @@ static int parse_row(const json_t *o, size_t i, struct agent_progress *p, char *
     p->op = NULL;
     if (op && !json_is_null(op)) {
         p->op = json_string_value(op);
-        if (p->op == NULL || *p->op == '\0' || json_string_length(op) > AGENT_PROTO_MAX_OP ||
+        if (p->op == NULL || *p->op == '\0' || json_string_length(op) > APROTO_MAX_OP ||
             strlen(p->op) != json_string_length(op))
             return ERR("'workers[%zu].op' must be null or a name of 1 to %d bytes", i,
-                       AGENT_PROTO_MAX_OP);
+                       APROTO_MAX_OP);
     }
     if (p->in_collective && p->op == NULL)
         return ERR("'workers[%zu].op' is required when in_collective is true", i);
     return 0;
 }
 
-int agent__parse_progress(json_t *root, struct agent_progress **rows, size_t *n, char *err,
-                          size_t errlen)
+int aproto__parse_progress(json_t *root, struct aproto_progress **rows, size_t *n, char *err,
+                           size_t errlen)
 {
     *rows = NULL;
     *n = 0;
     json_t *arr = json_object_get(root, "workers");
-    if (!json_is_array(arr) || json_array_size(arr) > AGENT_PROTO_MAX_PROGRESS)
-        return ERR("'workers' must be an array of at most %d objects", AGENT_PROTO_MAX_PROGRESS);
+    if (!json_is_array(arr) || json_array_size(arr) > APROTO_MAX_PROGRESS)
+        return ERR("'workers' must be an array of at most %d objects", APROTO_MAX_PROGRESS);
     size_t count = json_array_size(arr);
     if (count == 0)
         return 0;
-    struct agent_progress *out = calloc(count, sizeof(*out));
+    struct aproto_progress *out = calloc(count, sizeof(*out));
     if (out == NULL)
         return ERR("out of memory");
     for (size_t i = 0; i < count; i++)

@@ -1,5 +1,5 @@
 /* The agent protocol's `report` message as the server reads it (agent_proto.h, struct
- * agent_report): a worker's trainyard.report() / ty_report(), relayed by its node's agent
+ * aproto_report): a worker's trainyard.report() / ty_report(), relayed by its node's agent
  * from its on-disk spool:
  *
  *   {"type":"report", "seq":<agent event seq>, "job_id", "attempt", "rank", "report_seq":k,
@@ -19,7 +19,7 @@
 
 #define ERR(...) (snprintf(err, errlen, __VA_ARGS__), -1)
 
-bool agent_rfc3339_valid(const char *s)
+bool aproto_rfc3339_valid(const char *s)
 {
     static const char shape[] = "dddd-dd-ddTdd:dd:dd";
     for (size_t i = 0; i < sizeof(shape) - 1; i++) {
@@ -67,7 +67,7 @@ static int job_field(const json_t *msg, int64_t *job, char *err, size_t errlen)
 }
 
 /* The numeric metrics of `metrics` into a new object r->numbers. */
-static int numbers_field(const json_t *msg, struct agent_report *r, char *err, size_t errlen)
+static int numbers_field(const json_t *msg, struct aproto_report *r, char *err, size_t errlen)
 {
     json_t *metrics = json_object_get(msg, "metrics");
     if (!json_is_object(metrics))
@@ -80,7 +80,7 @@ static int numbers_field(const json_t *msg, struct agent_report *r, char *err, s
     json_object_foreach(metrics, name, value)
     {
         size_t len = strlen(name);
-        if (!json_is_number(value) || len == 0 || len > AGENT_PROTO_MAX_METRIC_NAME) {
+        if (!json_is_number(value) || len == 0 || len > APROTO_MAX_METRIC_NAME) {
             r->skipped++;
             continue;
         }
@@ -90,9 +90,9 @@ static int numbers_field(const json_t *msg, struct agent_report *r, char *err, s
     return 0;
 }
 
-int agent__parse_report(json_t *msg, struct agent_report *r, char *err, size_t errlen)
+int aproto__parse_report(json_t *msg, struct aproto_report *r, char *err, size_t errlen)
 {
-    *r = (struct agent_report){.step = -1, .checkpoint_bytes = -1};
+    *r = (struct aproto_report){.step = -1, .checkpoint_bytes = -1};
     if (util_json_int(msg, "seq", false, 1, INT64_MAX, &r->seq, err, errlen) < 0 ||
         job_field(msg, &r->job, err, errlen) != 0 ||
         util_json_int(msg, "attempt", false, 0, INT32_MAX, &r->attempt, err, errlen) < 0 ||
@@ -101,16 +101,16 @@ int agent__parse_report(json_t *msg, struct agent_report *r, char *err, size_t e
         util_json_int(msg, "step", true, 0, INT64_MAX, &r->step, err, errlen) < 0)
         return -1;
     r->time = json_string_value(json_object_get(msg, "time"));
-    if (r->time == NULL || !agent_rfc3339_valid(r->time))
+    if (r->time == NULL || !aproto_rfc3339_valid(r->time))
         return ERR("'time' must be an RFC 3339 date-time");
     json_t *dir = json_object_get(msg, "checkpoint_dir");
     if (dir && !json_is_null(dir)) {
         r->checkpoint_dir = json_string_value(dir);
         if (r->checkpoint_dir == NULL || *r->checkpoint_dir == '\0' ||
             strlen(r->checkpoint_dir) != json_string_length(dir) ||
-            json_string_length(dir) > AGENT_PROTO_MAX_CHECKPOINT_PATH)
+            json_string_length(dir) > APROTO_MAX_CHECKPOINT_PATH)
             return ERR("'checkpoint_dir' must be null or a path of 1 to %d bytes",
-                       AGENT_PROTO_MAX_CHECKPOINT_PATH);
+                       APROTO_MAX_CHECKPOINT_PATH);
         /* checkpoint_bytes: bytes of the agent-owned directory after this part merged. */
         if (util_json_int(msg, "checkpoint_bytes", true, 0, INT64_MAX, &r->checkpoint_bytes, err,
                           errlen) < 0)

@@ -1,8 +1,8 @@
 /* The agent's spooled message bodies (agent_proto.h): what the agent writes under <data>/spool
  * before it acks a worker or forgets an exit, and reads back after a restart to resend it.
  *
- *   <job>.<attempt>.<rank>.<report_seq>.json: a report body (agent_report_body), resent as a
- *     `report` message (agent_msg_report);
+ *   <job>.<attempt>.<rank>.<report_seq>.json: a report body (aproto_report_body), resent as a
+ *     `report` message (aproto_msg_report);
  *   <job>.<attempt>.<rank>.exit: {"job_id", "attempt", "rank", "exit_code", "signal",
  *     "error":text|absent}, resent as `worker_exited`.
  *
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int agent_report_body_parse(const json_t *body, struct agent_report_body_keys *out)
+int aproto_report_body_parse(const json_t *body, struct aproto_report_body_keys *out)
 {
     json_t *job = json_object_get(body, "job_id"), *attempt = json_object_get(body, "attempt");
     json_t *rank = json_object_get(body, "rank"), *rseq = json_object_get(body, "report_seq");
@@ -20,7 +20,7 @@ int agent_report_body_parse(const json_t *body, struct agent_report_body_keys *o
         !json_is_integer(rank) || !json_is_integer(rseq) ||
         !json_is_object(json_object_get(body, "metrics")))
         return -1;
-    *out = (struct agent_report_body_keys){
+    *out = (struct aproto_report_body_keys){
         .job_id = json_string_value(job),
         .attempt = json_integer_value(attempt),
         .rank = json_integer_value(rank),
@@ -29,7 +29,7 @@ int agent_report_body_parse(const json_t *body, struct agent_report_body_keys *o
     return 0;
 }
 
-char *agent_exit_body(const struct agent_exit_body *e)
+char *aproto_exit_body(const struct aproto_exit_body *e)
 {
     json_t *o =
         json_pack("{s:s, s:I, s:I, s:I, s:I, s:s?}", "job_id", e->job_id, "attempt",
@@ -47,17 +47,17 @@ static int int_or_minus_one(const json_t *o, const char *key)
     return json_is_integer(v) ? (int)json_integer_value(v) : -1;
 }
 
-int agent_exit_body_parse(const char *text, size_t len, struct agent_exit_body *out)
+int aproto_exit_body_parse(const char *text, size_t len, struct aproto_exit_body *out)
 {
     memset(out, 0, sizeof(*out));
     json_t *o = json_loadb(text, len, 0, NULL);
     const char *job = json_string_value(json_object_get(o, "job_id"));
     json_t *att = json_object_get(o, "attempt"), *rank = json_object_get(o, "rank");
-    if (!job || agent_job_id_valid(job) != 0 || !json_is_integer(att) || !json_is_integer(rank)) {
+    if (!job || aproto_job_id_valid(job) != 0 || !json_is_integer(att) || !json_is_integer(rank)) {
         json_decref(o);
         return -1;
     }
-    *out = (struct agent_exit_body){
+    *out = (struct aproto_exit_body){
         .root = o,
         .job_id = job,
         .attempt = json_integer_value(att),
@@ -69,7 +69,7 @@ int agent_exit_body_parse(const char *text, size_t len, struct agent_exit_body *
     return 0;
 }
 
-void agent_exit_body_free(struct agent_exit_body *e)
+void aproto_exit_body_free(struct aproto_exit_body *e)
 {
     if (!e)
         return;

@@ -110,7 +110,7 @@ static void send_forgets(struct control *ctl)
         snprintf(job, sizeof(job), "%lld", (long long)ids[i]);
         for (struct ctl_node *node = ctl->nodes; node; node = node->next)
             if (node->conn != 0)
-                ctl__send_text(ctl, node->conn, agent_msg_forget(job));
+                ctl__send_text(ctl, node->conn, aproto_msg_forget(job));
         ctl__ha_announce_forget(ctl, ids[i]);
     }
     free(ids);

@@ -15,13 +15,13 @@
 
 static void send_error_and_close(struct control *ctl, uint64_t conn, const char *message)
 {
-    ctl__send_text(ctl, conn, agent_msg_error(message));
+    ctl__send_text(ctl, conn, aproto_msg_error(message));
     hub_close(ctl->hub, conn);
 }
 
 static void ack_seq(struct control *ctl, uint64_t conn, int64_t seq)
 {
-    ctl__send_text(ctl, conn, agent_msg_ack(seq));
+    ctl__send_text(ctl, conn, aproto_msg_ack(seq));
 }
 
 /* Could not record an event of this node: acks are cumulative, so a later ack would make the
@@ -42,7 +42,7 @@ static void reconnect_to_resend(struct control *ctl, struct ctl_node *node, uint
 
 /* Queues a worker_started of a registered node; a full batch is committed first. */
 static void queue_started(struct control *ctl, struct ctl_node *node, uint64_t conn,
-                          const struct agent_worker_event *e, int64_t job)
+                          const struct aproto_worker_event *e, int64_t job)
 {
     struct ctl_started *b = &ctl->started;
     if (b->n == CTL_STARTED_MAX)
@@ -108,7 +108,7 @@ static int apply_exit(struct control *ctl, const char *node, int64_t job, int at
 
 /* The job id of a worker event or state (the protocol's decimal string), or 0 when it names no
  * job this server could have made. */
-static int64_t job_of(const struct agent_worker_event *e)
+static int64_t job_of(const struct aproto_worker_event *e)
 {
     int64_t id = 0;
     return util_parse_int64(e->job_id, 1, INT64_MAX, &id) == 0 ? id : 0;
@@ -117,9 +117,10 @@ static int64_t job_of(const struct agent_worker_event *e)
 /* Applies the report caps (the option table): keeps at most --max-metrics-per-report metrics
  * of the report (the others count as skipped), and returns false for a report past
  * --max-reports-per-worker of its worker's attempt, which is then dropped. */
-static bool within_report_caps(struct control *ctl, struct ctl_node *node, struct agent_node_msg *m)
+static bool within_report_caps(struct control *ctl, struct ctl_node *node,
+                               struct aproto_node_msg *m)
 {
-    struct agent_report *r = &m->report;
+    struct aproto_report *r = &m->report;
     if (r->report_seq > ctl->srv->cfg.max_reports_per_worker) {
         TY_BAD_PEER("control",
                     "node %s: job %lld rank %lld report %lld is past --max-reports-per-worker; "
@@ -160,10 +161,10 @@ static void drop_over_cap(struct control *ctl, uint64_t conn, int64_t seq)
 }
 
 /* Whether `register` listed worker (job, attempt, rank). */
-static bool reported(const struct agent_node_msg *reg, int64_t job, int attempt, int rank)
+static bool reported(const struct aproto_node_msg *reg, int64_t job, int attempt, int rank)
 {
     for (size_t k = 0; k < reg->n_workers; k++) {
-        const struct agent_worker_event *w = &reg->workers[k];
+        const struct aproto_worker_event *w = &reg->workers[k];
         if (job_of(w) == job && w->attempt == attempt && w->rank == rank)
             return true;
     }
@@ -183,11 +184,11 @@ static bool is_live(const struct store_live_worker *live, size_t n, int64_t job,
 /* Workers the agent still runs (re-adopted after an agent restart, docs/agent-restart.md) that
  * the database no longer counts as live on this node (the node was LOST meanwhile, or the job
  * ended): each attempt of them is stopped, so that none is left running unaccounted for. */
-static void stop_unaccounted(struct control *ctl, uint64_t conn, const struct agent_node_msg *reg,
+static void stop_unaccounted(struct control *ctl, uint64_t conn, const struct aproto_node_msg *reg,
                              const struct store_live_worker *live, size_t nlive)
 {
     for (size_t k = 0; k < reg->n_workers; k++) {
-        const struct agent_worker_event *w = &reg->workers[k];
+        const struct aproto_worker_event *w = &reg->workers[k];
         if (w->exited || is_live(live, nlive, job_of(w), w->attempt, w->rank))
             continue;
         bool sent = false; /* one stop per attempt */
@@ -201,7 +202,7 @@ static void stop_unaccounted(struct control *ctl, uint64_t conn, const struct ag
         TY_WARN("control", "node %s runs job %s attempt %lld, which is no longer live there: stop",
                 reg->node.id, w->job_id, (long long)w->attempt);
         ctl__send_text(ctl, conn,
-                       agent_msg_stop(w->job_id, w->attempt, ctl->srv->cfg.stop_grace_s, 0));
+                       aproto_msg_stop(w->job_id, w->attempt, ctl->srv->cfg.stop_grace_s, 0));
     }
 }
 
@@ -209,7 +210,7 @@ static void stop_unaccounted(struct control *ctl, uint64_t conn, const struct ag
  * whose launch was lost is launched again; a RUNNING one is gone. Then the reverse: workers the
  * agent reports running that the database does not count are stopped. */
 static void reconcile(struct control *ctl, uint64_t conn, const char *node_id,
-                      const struct agent_node_msg *reg)
+                      const struct aproto_node_msg *reg)
 {
     struct store_live_worker *live = NULL;
     size_t nlive = 0;
@@ -243,9 +244,9 @@ static void reconcile(struct control *ctl, uint64_t conn, const char *node_id,
 /* ------------------------------------------------------------------------------------------ */
 
 /* Records the node in the database. Returns a db_qs. */
-static int record_node(struct control *ctl, const struct agent_node_msg *reg)
+static int record_node(struct control *ctl, const struct aproto_node_msg *reg)
 {
-    const struct agent_node_info *n = &reg->node;
+    const struct aproto_node_info *n = &reg->node;
     char *res_text = json_dumps(reg->resources, JSON_COMPACT);
     char *labels_text = n->labels ? json_dumps(n->labels, JSON_COMPACT) : strdup("{}");
     int qs = res_text && labels_text
@@ -289,7 +290,7 @@ static void forget_deleted(struct control *ctl, uint64_t conn, const char *id)
     for (size_t i = 0; i < n; i++) {
         char job[32];
         snprintf(job, sizeof(job), "%lld", (long long)jobs[i]);
-        ctl__send_text(ctl, conn, agent_msg_forget(job));
+        ctl__send_text(ctl, conn, aproto_msg_forget(job));
     }
     if (n > 0)
         TY_INFO("control", "node %s: told to forget %zu jobs deleted while it was away", id, n);
@@ -312,7 +313,7 @@ static void send_ckpt_deletes(struct control *ctl, const char *const *ids, size_
         char job[32];
         snprintf(job, sizeof(job), "%lld", (long long)rows[i].job);
         ctl__send_text(ctl, node->conn,
-                       agent_msg_checkpoint_delete(job, rows[i].attempt, rows[i].index));
+                       aproto_msg_checkpoint_delete(job, rows[i].attempt, rows[i].index));
         TY_DEBUG("control", "node %s: told to delete checkpoint %s/%lld/%lld", rows[i].node_id, job,
                  (long long)rows[i].attempt, (long long)rows[i].index);
     }
@@ -342,7 +343,7 @@ void ctl__send_ckpt_deletes(struct control *ctl)
     free(ids);
 }
 
-static void on_register(struct control *ctl, uint64_t conn, const struct agent_node_msg *reg)
+static void on_register(struct control *ctl, uint64_t conn, const struct aproto_node_msg *reg)
 {
     char minted[CTL_CREDENTIAL_MAX], minted_hash[65], why[300];
     if (ctl__enrol(ctl, reg, minted, minted_hash, why, sizeof(why)) != 0) {
@@ -364,9 +365,9 @@ static void on_register(struct control *ctl, uint64_t conn, const struct agent_n
     int64_t timeout = ctl->srv->cfg.heartbeat_timeout_s;
     ctl__send_text(
         ctl, conn,
-        agent_msg_registered(id, timeout >= 4 ? timeout / 4 : 1, minted[0] ? minted : NULL));
+        aproto_msg_registered(id, timeout >= 4 ? timeout / 4 : 1, minted[0] ? minted : NULL));
     for (size_t i = 0; i < reg->n_workers; i++) {
-        const struct agent_worker_event *w = &reg->workers[i];
+        const struct aproto_worker_event *w = &reg->workers[i];
         if (w->exited)
             apply_exit(ctl, id, job_of(w), (int)w->attempt, (int)w->rank, w->exit_code, w->signal,
                        w->error);
@@ -383,9 +384,9 @@ static void on_register(struct control *ctl, uint64_t conn, const struct agent_n
 
 /* A worker event of a registered node. Returns 0, or -1 when it could not be recorded. */
 static int on_worker_event(struct control *ctl, struct ctl_node *node, uint64_t conn,
-                           const struct agent_node_msg *m)
+                           const struct aproto_node_msg *m)
 {
-    const struct agent_worker_event *e = &m->event;
+    const struct aproto_worker_event *e = &m->event;
     int64_t job = job_of(e);
     if (job == 0) {
         TY_BAD_PEER("control", "node %s: %s for job '%s', which this server never ran", node->id,
@@ -393,7 +394,7 @@ static int on_worker_event(struct control *ctl, struct ctl_node *node, uint64_t 
         ack_seq(ctl, conn, e->seq);
         return 0;
     }
-    if (m->type == AGENT_MSG_WORKER_STARTED) {
+    if (m->type == APROTO_MSG_WORKER_STARTED) {
         queue_started(ctl, node, conn, e, job);
         return 0;
     }
@@ -406,10 +407,10 @@ static int on_worker_event(struct control *ctl, struct ctl_node *node, uint64_t 
 
 void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text, size_t len)
 {
-    struct agent_node_msg m;
+    struct aproto_node_msg m;
     char err[256];
-    bool ok = agent_node_msg_parse(text, len, &m, err, sizeof(err)) == 0;
-    if (!ok && m.type == AGENT_MSG_UNKNOWN) {
+    bool ok = aproto_node_msg_parse(text, len, &m, err, sizeof(err)) == 0;
+    if (!ok && m.type == APROTO_MSG_UNKNOWN) {
         TY_BAD_PEER("control", "connection %llu: not a JSON message with a type: %s",
                     (unsigned long long)conn, err);
         if (ctl__node_by_conn(ctl, conn) == NULL)
@@ -420,15 +421,15 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
      * job's state after the log chunks queued before it, and every message but a report after
      * the reports queued before it (so a worker's exit follows its reports and its output). */
     bool unordered =
-        m.type == AGENT_MSG_LOG || m.type == AGENT_MSG_PROGRESS || m.type == AGENT_MSG_GPUS;
-    if (m.type != AGENT_MSG_WORKER_STARTED && !unordered)
+        m.type == APROTO_MSG_LOG || m.type == APROTO_MSG_PROGRESS || m.type == APROTO_MSG_GPUS;
+    if (m.type != APROTO_MSG_WORKER_STARTED && !unordered)
         ctl__flush_started(ctl);
-    if ((m.type != AGENT_MSG_REPORT && !unordered) || !ok)
+    if ((m.type != APROTO_MSG_REPORT && !unordered) || !ok)
         ctl__flush_reports(ctl);
-    if (m.type == AGENT_MSG_REGISTER || m.type == AGENT_MSG_WORKER_EXITED)
+    if (m.type == APROTO_MSG_REGISTER || m.type == APROTO_MSG_WORKER_EXITED)
         ctl__flush_logs(ctl);
     struct ctl_node *node = ctl__node_by_conn(ctl, conn);
-    if (m.type == AGENT_MSG_REGISTER) {
+    if (m.type == APROTO_MSG_REGISTER) {
         if (ok) {
             on_register(ctl, conn, &m);
         } else {
@@ -448,22 +449,22 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
     } else {
         node->last_seen = util_mono_s();
         int rc = 0;
-        if (m.type == AGENT_MSG_WORKER_STARTED || m.type == AGENT_MSG_WORKER_EXITED)
+        if (m.type == APROTO_MSG_WORKER_STARTED || m.type == APROTO_MSG_WORKER_EXITED)
             rc = on_worker_event(ctl, node, conn, &m);
-        else if (m.type == AGENT_MSG_LOG)
+        else if (m.type == APROTO_MSG_LOG)
             ctl__on_log(ctl, node, conn, &m);
-        else if (m.type == AGENT_MSG_REPORT && !within_report_caps(ctl, node, &m))
+        else if (m.type == APROTO_MSG_REPORT && !within_report_caps(ctl, node, &m))
             drop_over_cap(ctl, conn, m.seq);
-        else if (m.type == AGENT_MSG_REPORT)
+        else if (m.type == APROTO_MSG_REPORT)
             ctl__queue_report(ctl, conn, &m);
-        else if (m.type == AGENT_MSG_PROGRESS)
+        else if (m.type == APROTO_MSG_PROGRESS)
             ctl__on_progress(ctl, node, &m);
-        else if (m.type == AGENT_MSG_GPUS)
+        else if (m.type == APROTO_MSG_GPUS)
             ctl__on_gpus(ctl, node, &m);
-        else if (m.type != AGENT_MSG_HEARTBEAT) /* heartbeat: last_seen updated above */
+        else if (m.type != APROTO_MSG_HEARTBEAT) /* heartbeat: last_seen updated above */
             TY_DEBUG("control", "node %s: ignoring message type '%s'", node->id, m.type_name);
         if (rc < 0)
             reconnect_to_resend(ctl, node, conn, m.type_name);
     }
-    agent_node_msg_free(&m);
+    aproto_node_msg_free(&m);
 }

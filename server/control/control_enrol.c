@@ -37,7 +37,7 @@ static bool secret_matches(const char *secret, const char *hash)
     return same_hash(h, hash);
 }
 
-int ctl__enrol(struct control *ctl, const struct agent_node_msg *reg,
+int ctl__enrol(struct control *ctl, const struct aproto_node_msg *reg,
                char minted[CTL_CREDENTIAL_MAX], char minted_hash[65], char *why, size_t whylen)
 {
     minted[0] = minted_hash[0] = '\0';

@@ -6,7 +6,7 @@
 
 #include "log.h"
 
-void ctl__on_gpus(struct control *ctl, struct ctl_node *node, const struct agent_node_msg *m)
+void ctl__on_gpus(struct control *ctl, struct ctl_node *node, const struct aproto_node_msg *m)
 {
     int lost = store_gpus_ingest(ctl->db, node->id, m->gpu_rows, m->n_gpu_rows);
     if (lost < 0)

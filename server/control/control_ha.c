@@ -163,7 +163,7 @@ void ctl__ha_poll(struct control *ctl)
         snprintf(job, sizeof(job), "%lld", (long long)forget[i]);
         for (struct ctl_node *node = ctl->nodes; node; node = node->next)
             if (node->conn != 0)
-                ctl__send_text(ctl, node->conn, agent_msg_forget(job));
+                ctl__send_text(ctl, node->conn, aproto_msg_forget(job));
     }
     free(forget);
 }

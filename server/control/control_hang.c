@@ -13,7 +13,7 @@
 
 #define CTL_HANG_CHECK_S 1.0
 
-void ctl__on_progress(struct control *ctl, struct ctl_node *node, const struct agent_node_msg *m)
+void ctl__on_progress(struct control *ctl, struct ctl_node *node, const struct aproto_node_msg *m)
 {
     if (m->n_progress == 0)
         return;

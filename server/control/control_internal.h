@@ -53,9 +53,9 @@ struct ctl_started {
 #define CTL_REPORTS_MAX 512
 struct ctl_report_item {
     uint64_t conn;
-    json_t *root;          /* the message: r's strings point into it */
-    struct agent_report r; /* r.numbers owned */
-    bool acked;            /* may be acked once the batch is done */
+    json_t *root;           /* the message: r's strings point into it */
+    struct aproto_report r; /* r.numbers owned */
+    bool acked;             /* may be acked once the batch is done */
 };
 struct ctl_reports {
     size_t n;
@@ -133,13 +133,13 @@ void ctl__send_ckpt_deletes(struct control *ctl);
 
 /* control_enrol.c */
 #define CTL_CREDENTIAL_MAX 48 /* a minted node credential ("tyn_" + 40 hex) and its NUL */
-struct agent_node_msg;
+struct aproto_node_msg;
 /* Decides whether `reg` may register its node id: with that node's credential, or with the
  * cluster token when the node is new, LOST or has none; then a new credential is minted into
  * minted (its SHA-256 hex into minted_hash) for the caller to store and send. Both are "" when
  * nothing was minted (the credential was proven, or --auth none). Returns 0, or -1 with the
  * reason for the agent in why. */
-int ctl__enrol(struct control *ctl, const struct agent_node_msg *reg,
+int ctl__enrol(struct control *ctl, const struct aproto_node_msg *reg,
                char minted[CTL_CREDENTIAL_MAX], char minted_hash[65], char *why, size_t whylen);
 /* Sends a message built by common/agent_proto.c to a connection (text taken over; NULL, out of
  * memory while building it, is logged and dropped). */
@@ -156,7 +156,7 @@ void ctl__flush_started(struct control *ctl);
 /* control_report.c: agent message `report`, parsed. Queues it (taking over m->report.numbers
  * and a reference to m->root); a full batch is committed first. The caller must call
  * ctl__flush_reports() once the hub queue is drained and before any other message or event. */
-void ctl__queue_report(struct control *ctl, uint64_t conn, struct agent_node_msg *m);
+void ctl__queue_report(struct control *ctl, uint64_t conn, struct aproto_node_msg *m);
 /* Commits the queued reports in one transaction, registers their checkpoints, and acks them. When
  * the transaction fails, applies them one by one: a report the database refuses is acked and
  * dropped; one that cannot be committed closes its connection, so that the agent resends what was
@@ -166,15 +166,15 @@ void ctl__flush_reports(struct control *ctl);
  * one transaction and acks it. The caller flushes once the hub queue is drained and before a
  * message that changes a job's state (worker_exited, register, a closed connection). */
 void ctl__on_log(struct control *ctl, struct ctl_node *node, uint64_t conn,
-                 const struct agent_node_msg *m);
+                 const struct aproto_node_msg *m);
 void ctl__flush_logs(struct control *ctl);
 
 /* control_hang.c: agent message `progress`, stored at once (one statement); and the hang check
  * of the periodic tick (at most once a second): names each hang once in the job's events and
  * fails the job past its hang_timeout_s. */
-void ctl__on_progress(struct control *ctl, struct ctl_node *node, const struct agent_node_msg *m);
+void ctl__on_progress(struct control *ctl, struct ctl_node *node, const struct aproto_node_msg *m);
 /* control_gpus.c: agent message `gpus`, stored at once in nodes.gpus (one statement). */
-void ctl__on_gpus(struct control *ctl, struct ctl_node *node, const struct agent_node_msg *m);
+void ctl__on_gpus(struct control *ctl, struct ctl_node *node, const struct aproto_node_msg *m);
 void ctl__check_hangs(struct control *ctl);
 
 /* control_specs.c: the parsed spec of a pending job, or NULL if not cached yet. */

@@ -16,15 +16,15 @@
 #include <string.h>
 
 void ctl__on_log(struct control *ctl, struct ctl_node *node, uint64_t conn,
-                 const struct agent_node_msg *m)
+                 const struct aproto_node_msg *m)
 {
     struct ctl_logs *b = &ctl->logs;
-    const struct agent_log_chunk *c = &m->log;
+    const struct aproto_log_chunk *c = &m->log;
     int64_t job = 0;
     if (util_parse_int64(c->job_id, 1, INT64_MAX, &job) != 0) {
         TY_BAD_PEER("control", "node %s: log of job '%s', which this server never ran", node->id,
                     c->job_id);
-        ctl__send_text(ctl, conn, agent_msg_ack(m->seq));
+        ctl__send_text(ctl, conn, aproto_msg_ack(m->seq));
         return;
     }
     if (b->n == CTL_LOGS_MAX)
@@ -78,7 +78,7 @@ void ctl__flush_logs(struct control *ctl)
         if (node == NULL)
             continue; /* closed: the agent resends */
         if (qs >= 0) {
-            ctl__send_text(ctl, b->conn[i], agent_msg_ack(b->seq[i]));
+            ctl__send_text(ctl, b->conn[i], aproto_msg_ack(b->seq[i]));
         } else {
             node->conn = 0;
             hub_close(ctl->hub, b->conn[i]);

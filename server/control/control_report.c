@@ -53,7 +53,7 @@ static void drop_connection(struct control *ctl, struct ctl_node *node, uint64_t
  * step and metrics, location = the agent-owned directories on each node). Runs before the ack:
  * returns 0 (ack), 1 (refused by the database for its data: log, ack, drop) or -1 (not
  * committed: do not ack, drop the connection so that the agent resends and this runs again). */
-static int on_round_complete(struct control *ctl, const struct agent_report *r,
+static int on_round_complete(struct control *ctl, const struct aproto_report *r,
                              const int64_t *bytes, bool try_register)
 {
     struct store_checkpoint_round in = {r->job,       r->report_seq, (int)r->attempt,
@@ -78,7 +78,7 @@ static int on_round_complete(struct control *ctl, const struct agent_report *r,
     return 0;
 }
 
-void ctl__queue_report(struct control *ctl, uint64_t conn, struct agent_node_msg *m)
+void ctl__queue_report(struct control *ctl, uint64_t conn, struct aproto_node_msg *m)
 {
     struct ctl_reports *b = &ctl->reports;
     if (b->n == CTL_REPORTS_MAX)
@@ -114,7 +114,7 @@ static struct store_report store_row(const struct ctl_report_item *it, const cha
 static void after_commit(struct control *ctl, struct ctl_report_item *it, struct ctl_node *node,
                          const struct store_report_outcome *out)
 {
-    const struct agent_report *r = &it->r;
+    const struct aproto_report *r = &it->r;
     if (!out->known_worker)
         TY_INFO("control",
                 "node %s: report of job %lld attempt %lld rank %lld, a worker this node does not "
@@ -185,7 +185,7 @@ static void send_acks(struct control *ctl, struct ctl_reports *b)
 {
     for (size_t i = 0; i < b->n; i++)
         if (b->items[i].acked && ctl__node_by_conn(ctl, b->items[i].conn) != NULL)
-            ctl__send_text(ctl, b->items[i].conn, agent_msg_ack(b->items[i].r.seq));
+            ctl__send_text(ctl, b->items[i].conn, aproto_msg_ack(b->items[i].r.seq));
 }
 
 void ctl__flush_reports(struct control *ctl)

@@ -260,8 +260,8 @@ void ctl__send_stops(struct control *ctl, int64_t job)
         if (node == NULL || node->conn == 0)
             continue;
         ctl__send_text(ctl, node->conn,
-                       agent_msg_stop(job_text, targets[i].attempt, ctl->srv->cfg.stop_grace_s,
-                                      targets[i].notice_s));
+                       aproto_msg_stop(job_text, targets[i].attempt, ctl->srv->cfg.stop_grace_s,
+                                       targets[i].notice_s));
     }
     store_stop_targets_free(targets, n);
 }

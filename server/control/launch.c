@@ -57,15 +57,15 @@ void srv_launch_msgs_free(struct srv_launch_msg *msgs, size_t n)
 }
 
 /* The launch of the workers [first, last) of the rows, all on one node. */
-static char *node_launch(struct agent_launch *l, const struct srv_launch_rows *rows, size_t first,
+static char *node_launch(struct aproto_launch *l, const struct srv_launch_rows *rows, size_t first,
                          size_t last, const struct srv_resume_dir *resume)
 {
     const struct srv_launch_worker *w0 = &rows->workers[first];
-    struct agent_launch_worker *ws = calloc(last - first, sizeof(*ws));
+    struct aproto_launch_worker *ws = calloc(last - first, sizeof(*ws));
     if (ws == NULL)
         return NULL;
     for (size_t i = first; i < last; i++)
-        ws[i - first] = (struct agent_launch_worker){
+        ws[i - first] = (struct aproto_launch_worker){
             .rank = rows->workers[i].rank,
             .local_rank = rows->workers[i].local_rank,
             .gpus = rows->workers[i].gpus,
@@ -79,7 +79,7 @@ static char *node_launch(struct agent_launch *l, const struct srv_launch_rows *r
     l->checkpoint_fetch_shared = resume && !resume->path ? resume->fetch_shared : NULL;
     l->workers = ws;
     l->n_workers = last - first;
-    char *text = agent_msg_launch(l);
+    char *text = aproto_msg_launch(l);
     free(ws);
     l->workers = NULL;
     return text;
@@ -127,7 +127,7 @@ int srv_launch_build(int64_t job, int attempt, const struct jobspec *spec,
     snprintf(job_text, sizeof(job_text), "%lld", (long long)job);
     json_t *entrypoint = entrypoint_json(spec);
     json_t *env = worker_env(spec);
-    struct agent_launch l = {
+    struct aproto_launch l = {
         .job_id = job_text,
         .attempt = attempt,
         .backend = jobspec_backend_name(spec->backend),

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HUB_MAX_MESSAGE AGENT_PROTO_MAX_MESSAGE
+#define HUB_MAX_MESSAGE APROTO_MAX_MESSAGE
 #define HUB_BATCH_MAX 256           /* messages in one write to a subscriber, at most */
 #define HUB_BATCH_BYTES (64 * 1024) /* bytes in one write to a subscriber (beyond one message) */
 
@@ -530,7 +530,7 @@ static int on_stream(struct lws *wsi, enum lws_callback_reasons reason, void *us
 
 /* The first protocol is the default for a handshake that names none: agents. */
 static const struct lws_protocols protocols[] = {
-    {AGENT_PROTO_SUBPROTOCOL, on_agent, sizeof(struct conn), 65536, HUB_AGENT, NULL, 0},
+    {APROTO_SUBPROTOCOL, on_agent, sizeof(struct conn), 65536, HUB_AGENT, NULL, 0},
     {HUB_STREAM_SUBPROTOCOL, on_stream, sizeof(struct conn), 4096, HUB_STREAM, NULL, 0},
     {NULL, NULL, 0, 0, 0, NULL, 0},
 };
@@ -602,7 +602,7 @@ struct hub *hub_start(const char *host, int port, const char *tls_cert, const ch
         return NULL;
     }
     TY_INFO("hub", "websockets on %s://%s:%d (agents: subprotocol %s; streams: %s, %s)",
-            tls_cert ? "wss" : "ws", host, port, AGENT_PROTO_SUBPROTOCOL, HUB_STREAM_PATH,
+            tls_cert ? "wss" : "ws", host, port, APROTO_SUBPROTOCOL, HUB_STREAM_PATH,
             HUB_STREAM_SUBPROTOCOL);
     return hub;
 }

@@ -1,6 +1,6 @@
 /* The websocket hub: a libwebsockets server on --ws-port, served by its own thread.
  *
- * Two subprotocols share the port and never mix: agents (AGENT_PROTO_SUBPROTOCOL, any path but
+ * Two subprotocols share the port and never mix: agents (APROTO_SUBPROTOCOL, any path but
  * /stream) and live-stream subscribers (HUB_STREAM_SUBPROTOCOL on HUB_STREAM_PATH,
  * docs/streams.md). Each kind has its own event queue and its own consumer thread: agents' events
  * go to the control thread (control.c, hub_next_event), subscribers' to the stream thread

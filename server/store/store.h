@@ -480,16 +480,16 @@ void store_log_lines_free(struct store_log_line *lines, size_t n);
 
 /* Agents' periodic messages, typed (store_ingest.c): the rows as the agent protocol parsed them
  * (common/agent_proto.h). */
-struct agent_progress;
-struct agent_gpu_row;
+struct aproto_progress;
+struct aproto_gpu_row;
 /* Stores the n rows of one `progress` message of node_id (store/sql/ty_progress_ingest.sql). Rows
  * whose job_id is not a job id of this server, and rows of workers not placed on that node, are
  * ignored. Returns the rows stored, or an error. */
-int store_progress_ingest(struct db_conn *c, const char *node_id, const struct agent_progress *rows,
-                          size_t n);
+int store_progress_ingest(struct db_conn *c, const char *node_id,
+                          const struct aproto_progress *rows, size_t n);
 /* Stores the n rows of one `gpus` message of node_id in nodes.gpus (store/sql/ty_gpus_ingest.sql).
  * Returns how many GPUs were newly lost, or an error (< 0). */
-int store_gpus_ingest(struct db_conn *c, const char *node_id, const struct agent_gpu_row *rows,
+int store_gpus_ingest(struct db_conn *c, const char *node_id, const struct aproto_gpu_row *rows,
                       size_t n);
 
 /* Workers' hangs (store_progress.c; store/sql/ty_hang_warn.sql, ty_hang_fail.sql). */

@@ -36,14 +36,14 @@ static json_t *int_or_null(int64_t n)
     return n < 0 ? json_null() : json_integer((json_int_t)n);
 }
 
-int store_progress_ingest(struct db_conn *c, const char *node_id, const struct agent_progress *rows,
-                          size_t n)
+int store_progress_ingest(struct db_conn *c, const char *node_id,
+                          const struct aproto_progress *rows, size_t n)
 {
     static const struct db_stmt st = {"progress_ingest", "SELECT ty_progress_ingest($1, $2::jsonb)",
                                       2, false};
     json_t *arr = json_array();
     for (size_t i = 0; arr && i < n; i++) {
-        const struct agent_progress *p = &rows[i];
+        const struct aproto_progress *p = &rows[i];
         int64_t job;
         if (util_parse_int64(p->job_id, 1, INT64_MAX, &job) != 0)
             continue; /* not a job of this server */
@@ -63,14 +63,14 @@ int store_progress_ingest(struct db_conn *c, const char *node_id, const struct a
     return qs <= 0 ? qs : stored;
 }
 
-int store_gpus_ingest(struct db_conn *c, const char *node_id, const struct agent_gpu_row *rows,
+int store_gpus_ingest(struct db_conn *c, const char *node_id, const struct aproto_gpu_row *rows,
                       size_t n)
 {
     static const struct db_stmt st = {"gpus_ingest", "SELECT ty_gpus_ingest($1, $2::jsonb)", 2,
                                       false};
     json_t *arr = json_array();
     for (size_t i = 0; arr && i < n; i++) {
-        const struct agent_gpu_row *g = &rows[i];
+        const struct aproto_gpu_row *g = &rows[i];
         /* -1 (NVML did not say) is stored as null */
         json_t *row = json_pack(
             "{s:I, s:s, s:s, s:I, s:I, s:o, s:o, s:o, s:b}", "index", (json_int_t)g->index, "uuid",

@@ -48,7 +48,7 @@ int store_workers_started(struct db_conn *c, const struct store_worker_start *w,
         return 0;
     /* Five array literals {v0,v1,...}: job, attempt, rank, pid, node (node ids are
      * [A-Za-z0-9._-], agent_proto.c, so they need no quoting beyond the double quotes). */
-    size_t cap = 3 + n * 21, ncap = 3 + n * (AGENT_PROTO_MAX_NODE_ID + 3);
+    size_t cap = 3 + n * 21, ncap = 3 + n * (APROTO_MAX_NODE_ID + 3);
     char *arrays[5] = {malloc(cap), malloc(cap), malloc(cap), malloc(cap), malloc(ncap)};
     int qs = DB_HARD_ERROR;
     if (arrays[0] && arrays[1] && arrays[2] && arrays[3] && arrays[4]) {

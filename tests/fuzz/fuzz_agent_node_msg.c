@@ -7,9 +7,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    struct agent_node_msg m;
+    struct aproto_node_msg m;
     char err[256];
-    if (agent_node_msg_parse((const char *)data, size, &m, err, sizeof(err)) == 0)
-        agent_node_msg_free(&m);
+    if (aproto_node_msg_parse((const char *)data, size, &m, err, sizeof(err)) == 0)
+        aproto_node_msg_free(&m);
     return 0;
 }

@@ -9,7 +9,7 @@
 #include "agent.h"
 
 /* A launch message as the server sends it; `extra` is spliced into the object. */
-static struct agent_server_msg parse_launch(const char *extra)
+static struct aproto_server_msg parse_launch(const char *extra)
 {
     char text[4096];
     snprintf(text, sizeof(text),
@@ -20,16 +20,16 @@ static struct agent_server_msg parse_launch(const char *extra)
              "\"workers\":[{\"rank\":2,\"local_rank\":0,\"gpus\":[1,3]},{\"rank\":3,"
              "\"local_rank\":1,\"gpus\":[]}]%s%s}",
              extra && *extra ? "," : "", extra ? extra : "");
-    struct agent_server_msg m;
+    struct aproto_server_msg m;
     char err[256] = "";
-    int rc = agent_server_msg_parse(text, strlen(text), &m, err, sizeof(err));
+    int rc = aproto_server_msg_parse(text, strlen(text), &m, err, sizeof(err));
     if (rc != 0)
         fail_msg("launch refused: %s", err);
-    assert_int_equal(m.type, AGENT_MSG_LAUNCH);
+    assert_int_equal(m.type, APROTO_MSG_LAUNCH);
     return m;
 }
 
-static char **build_ifname(struct agent_server_msg *m, size_t worker, char *const *base,
+static char **build_ifname(struct aproto_server_msg *m, size_t worker, char *const *base,
                            const char *ifname)
 {
     char **env = agent_env_build(base, &m->launch, &m->launch.workers[worker], "/opt/ty/python",
@@ -38,7 +38,7 @@ static char **build_ifname(struct agent_server_msg *m, size_t worker, char *cons
     return env;
 }
 
-static char **build(struct agent_server_msg *m, size_t worker, char *const *base)
+static char **build(struct aproto_server_msg *m, size_t worker, char *const *base)
 {
     return build_ifname(m, worker, base, NULL);
 }
@@ -55,7 +55,7 @@ static void expect(char **env, const char *name, const char *value)
 static void agent_worker_gets_torch_distributed_variables(void **state)
 {
     (void)state;
-    struct agent_server_msg m = parse_launch(NULL);
+    struct aproto_server_msg m = parse_launch(NULL);
     char **env = build(&m, 0, NULL);
     expect(env, "RANK", "2");
     expect(env, "WORLD_SIZE", "4");
@@ -66,13 +66,13 @@ static void agent_worker_gets_torch_distributed_variables(void **state)
     expect(env, "MASTER_PORT", "29500");
     assert_null(agent_env_get(env, "TF_CONFIG"));
     agent_env_free(env);
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 }
 
 static void agent_worker_gets_trainyard_variables(void **state)
 {
     (void)state;
-    struct agent_server_msg m = parse_launch(NULL);
+    struct aproto_server_msg m = parse_launch(NULL);
     char **env = build(&m, 1, NULL);
     expect(env, "TRAINYARD_JOB_ID", "j-7");
     expect(env, "TRAINYARD_ATTEMPT", "2");
@@ -81,50 +81,50 @@ static void agent_worker_gets_trainyard_variables(void **state)
     expect(env, "TRAINYARD_REPORT_SOCKET", "/data/report.sock");
     expect(env, "TRAINYARD_BACKEND", "torch");
     agent_env_free(env);
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 }
 
 static void agent_checkpoint_dir_is_passed_when_resuming(void **state)
 {
     (void)state;
-    struct agent_server_msg m = parse_launch(NULL);
-    agent_server_msg_free(&m);
+    struct aproto_server_msg m = parse_launch(NULL);
+    aproto_server_msg_free(&m);
     m = parse_launch("\"checkpoint_dir\":\"/ck/3\"");
     char **env = build(&m, 0, NULL);
     expect(env, "TRAINYARD_CHECKPOINT_DIR", "/ck/3");
     agent_env_free(env);
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 }
 
 static void agent_cuda_visible_devices_lists_the_worker_gpus(void **state)
 {
     (void)state;
-    struct agent_server_msg m = parse_launch(NULL);
+    struct aproto_server_msg m = parse_launch(NULL);
     char **env = build(&m, 0, NULL);
     expect(env, "CUDA_VISIBLE_DEVICES", "1,3");
     agent_env_free(env);
     env = build(&m, 1, NULL);
     expect(env, "CUDA_VISIBLE_DEVICES", "");
     agent_env_free(env);
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 }
 
 static void agent_cuda_visible_devices_of_the_agent_is_replaced(void **state)
 {
     (void)state;
-    struct agent_server_msg m = parse_launch(NULL);
+    struct aproto_server_msg m = parse_launch(NULL);
     char *base[] = {"CUDA_VISIBLE_DEVICES=0,1,2,3", "HOME=/root", NULL};
     char **env = build(&m, 0, base);
     expect(env, "CUDA_VISIBLE_DEVICES", "1,3");
     expect(env, "HOME", "/root");
     agent_env_free(env);
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 }
 
 static void agent_cuda_visible_devices_names_nvml_uuids(void **state)
 {
     (void)state;
-    struct agent_server_msg m = parse_launch(NULL);
+    struct aproto_server_msg m = parse_launch(NULL);
     struct agent_gpu gpus[4] = {{.index = 0, .uuid = "GPU-aaaa"},
                                 {.index = 1, .uuid = "GPU-bbbb"},
                                 {.index = 2, .uuid = "GPU-cccc"},
@@ -140,13 +140,13 @@ static void agent_cuda_visible_devices_names_nvml_uuids(void **state)
     assert_non_null(env);
     expect(env, "CUDA_VISIBLE_DEVICES", "");
     agent_env_free(env);
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 }
 
 static void agent_tensorflow_backend_gets_tf_config(void **state)
 {
     (void)state;
-    struct agent_server_msg m = parse_launch("\"backend\":\"tensorflow\"");
+    struct aproto_server_msg m = parse_launch("\"backend\":\"tensorflow\"");
     char **env = build(&m, 1, NULL);
     const char *tf = agent_env_get(env, "TF_CONFIG");
     assert_non_null(tf);
@@ -161,26 +161,26 @@ static void agent_tensorflow_backend_gets_tf_config(void **state)
     json_decref(got);
     json_decref(want);
     agent_env_free(env);
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 }
 
 static void agent_tf_config_uses_rank_addresses_when_given(void **state)
 {
     (void)state;
-    struct agent_server_msg m = parse_launch(
+    struct aproto_server_msg m = parse_launch(
         "\"backend\":\"tensorflow\",\"rank_addresses\":[\"a\",\"a\",\"b\",\"fe80::1\"]");
     char *tf = agent_tf_config(&m.launch, 0);
     assert_non_null(tf);
     assert_string_equal(tf, "{\"cluster\":{\"worker\":[\"a:29500\",\"a:29501\",\"b:29502\","
                             "\"[fe80::1]:29503\"]},\"task\":{\"type\":\"worker\",\"index\":0}}");
     free(tf);
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 }
 
 static void agent_job_env_is_applied_last(void **state)
 {
     (void)state;
-    struct agent_server_msg m =
+    struct aproto_server_msg m =
         parse_launch("\"env\":{\"FOO\":\"bar\",\"HOME\":\"/job\",\"NCCL_DEBUG\":\"INFO\"}");
     char *base[] = {"HOME=/root", "FOO=agent", NULL};
     char **env = build(&m, 0, base);
@@ -192,13 +192,13 @@ static void agent_job_env_is_applied_last(void **state)
         homes += strncmp(env[i], "HOME=", 5) == 0;
     assert_int_equal(homes, 1);
     agent_env_free(env);
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 }
 
 static void agent_environment_is_scrubbed(void **state)
 {
     (void)state;
-    struct agent_server_msg m = parse_launch(NULL);
+    struct aproto_server_msg m = parse_launch(NULL);
     char *base[] = {"TRAINYARD_CLUSTER_TOKEN=tyc_secret",
                     "TRAINYARD_TOKEN=ty_admin",
                     "AWS_SECRET_ACCESS_KEY=x",
@@ -216,13 +216,13 @@ static void agent_environment_is_scrubbed(void **state)
     expect(env, "LC_ALL", "C.UTF-8");
     expect(env, "NCCL_IB_HCA", "mlx5");
     agent_env_free(env);
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 }
 
 static void agent_private_variables_are_set(void **state)
 {
     (void)state;
-    struct agent_server_msg m = parse_launch("\"rendezvous_secret\":\"rv-1\"");
+    struct aproto_server_msg m = parse_launch("\"rendezvous_secret\":\"rv-1\"");
     char *base[] = {"HOME=/root", "USER=root", NULL};
     struct agent_env_private priv = {.report_secret = "rep-1",
                                      .tmp_dir = "/tmp/trainyard-j-7.2.2-abc",
@@ -238,13 +238,13 @@ static void agent_private_variables_are_set(void **state)
     expect(env, "HOME", "/tmp/trainyard-j-7.2.2-abc");
     expect(env, "USER", "trainyard-2000000001");
     agent_env_free(env);
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 }
 
 static void agent_pythonpath_starts_with_the_sdk_directory(void **state)
 {
     (void)state;
-    struct agent_server_msg m = parse_launch(NULL);
+    struct aproto_server_msg m = parse_launch(NULL);
     char **env = build(&m, 0, NULL);
     expect(env, "PYTHONPATH", "/opt/ty/python");
     agent_env_free(env);
@@ -252,18 +252,18 @@ static void agent_pythonpath_starts_with_the_sdk_directory(void **state)
     env = build(&m, 0, base);
     expect(env, "PYTHONPATH", "/opt/ty/python:/usr/lib/extra");
     agent_env_free(env);
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 }
 
 static void agent_pythonpath_of_the_job_keeps_the_sdk_first(void **state)
 {
     (void)state;
-    struct agent_server_msg m = parse_launch("\"env\":{\"PYTHONPATH\":\"/job/src\"}");
+    struct aproto_server_msg m = parse_launch("\"env\":{\"PYTHONPATH\":\"/job/src\"}");
     char *base[] = {"PYTHONPATH=/agent/lib", NULL};
     char **env = build(&m, 0, base);
     expect(env, "PYTHONPATH", "/opt/ty/python:/job/src");
     agent_env_free(env);
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 }
 
 static void agent_absent_config_is_json_null(void **state)
@@ -273,20 +273,20 @@ static void agent_absent_config_is_json_null(void **state)
         "{\"type\":\"launch\",\"job_id\":\"j\",\"attempt\":0,\"entrypoint\":\"true\","
         "\"world_size\":1,\"num_nodes\":1,\"node_rank\":0,\"local_world_size\":1,"
         "\"master_addr\":\"h\",\"master_port\":1,\"workers\":[{\"rank\":0,\"local_rank\":0}]}";
-    struct agent_server_msg m;
+    struct aproto_server_msg m;
     char err[256];
-    assert_int_equal(agent_server_msg_parse(text, strlen(text), &m, err, sizeof(err)), 0);
+    assert_int_equal(aproto_server_msg_parse(text, strlen(text), &m, err, sizeof(err)), 0);
     char **env = build(&m, 0, NULL);
     expect(env, "TRAINYARD_CONFIG", "null");
     expect(env, "CUDA_VISIBLE_DEVICES", "");
     agent_env_free(env);
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 }
 
 static void agent_socket_ifname_is_set_for_gloo_and_nccl(void **state)
 {
     (void)state;
-    struct agent_server_msg m = parse_launch(NULL);
+    struct aproto_server_msg m = parse_launch(NULL);
     char *base[] = {"HOME=/root", NULL};
     char **env = build_ifname(&m, 0, base, "eth1");
     expect(env, "GLOO_SOCKET_IFNAME", "eth1");
@@ -296,13 +296,13 @@ static void agent_socket_ifname_is_set_for_gloo_and_nccl(void **state)
     assert_null(agent_env_get(env, "GLOO_SOCKET_IFNAME"));
     assert_null(agent_env_get(env, "NCCL_SOCKET_IFNAME"));
     agent_env_free(env);
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 }
 
 static void agent_socket_ifname_of_the_user_is_kept(void **state)
 {
     (void)state;
-    struct agent_server_msg m = parse_launch(NULL);
+    struct aproto_server_msg m = parse_launch(NULL);
     /* Either variable set where the agent was started: both are left as the user set them. */
     char *base[] = {"NCCL_SOCKET_IFNAME=ib0", NULL};
     char **env = build_ifname(&m, 0, base, "eth1");
@@ -314,18 +314,18 @@ static void agent_socket_ifname_of_the_user_is_kept(void **state)
     expect(env, "GLOO_SOCKET_IFNAME", "lo");
     assert_null(agent_env_get(env, "NCCL_SOCKET_IFNAME"));
     agent_env_free(env);
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 }
 
 static void agent_socket_ifname_of_the_job_wins(void **state)
 {
     (void)state;
-    struct agent_server_msg m = parse_launch("\"env\":{\"GLOO_SOCKET_IFNAME\":\"eth9\"}");
+    struct aproto_server_msg m = parse_launch("\"env\":{\"GLOO_SOCKET_IFNAME\":\"eth9\"}");
     char **env = build_ifname(&m, 0, NULL, "eth1");
     expect(env, "GLOO_SOCKET_IFNAME", "eth9");
     expect(env, "NCCL_SOCKET_IFNAME", "eth1");
     agent_env_free(env);
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 }
 
 static const struct CMUnitTest tests[] = {

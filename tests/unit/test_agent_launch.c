@@ -47,13 +47,13 @@ static const char *tf_spec =
     "{\"entrypoint\":[\"python3\",\"train.py\"],\"backend\":\"tensorflow\",\"working_dir\":\"/w\","
     "\"env\":{\"X\":\"1\"},\"train_loop_config\":{\"lr\":0.5},\"resume_from_checkpoint\":9}";
 
-static struct agent_server_msg parse(const char *text)
+static struct aproto_server_msg parse(const char *text)
 {
-    struct agent_server_msg m;
+    struct aproto_server_msg m;
     char err[256] = "";
-    if (agent_server_msg_parse(text, strlen(text), &m, err, sizeof(err)) != 0)
+    if (aproto_server_msg_parse(text, strlen(text), &m, err, sizeof(err)) != 0)
         fail_msg("the agent refuses the launch (%s): %s", err, text);
-    assert_int_equal(m.type, AGENT_MSG_LAUNCH);
+    assert_int_equal(m.type, APROTO_MSG_LAUNCH);
     return m;
 }
 
@@ -85,8 +85,8 @@ static void launch_is_one_message_per_node_with_its_workers(void **state)
     assert_int_equal(n, 2);
     for (size_t k = 0; k < n; k++) {
         assert_string_equal(msgs[k].node_id, k == 0 ? "node-a" : "node-b");
-        struct agent_server_msg m = parse(msgs[k].text);
-        const struct agent_launch *l = &m.launch;
+        struct aproto_server_msg m = parse(msgs[k].text);
+        const struct aproto_launch *l = &m.launch;
         assert_string_equal(l->job_id, "12");
         assert_int_equal(l->attempt, 3);
         assert_string_equal(l->backend, "tensorflow");
@@ -109,7 +109,7 @@ static void launch_is_one_message_per_node_with_its_workers(void **state)
             assert_int_equal(l->workers[i].n_gpus, 1);
             assert_int_equal(l->workers[i].gpus[0], 7 - rank);
         }
-        agent_server_msg_free(&m);
+        aproto_server_msg_free(&m);
     }
     srv_launch_msgs_free(msgs, n);
     srv_launch_rows_free(&rows);
@@ -125,11 +125,11 @@ static void launch_carries_the_address_of_every_rank(void **state)
     assert_int_equal(build(12, 3, &rows, NULL, 0, &msgs, &n, err, sizeof(err)), 0);
     const char *want[] = {"10.0.0.1", "10.0.0.1", "10.0.0.2", "10.0.0.2"};
     for (size_t k = 0; k < n; k++) {
-        struct agent_server_msg m = parse(msgs[k].text);
+        struct aproto_server_msg m = parse(msgs[k].text);
         assert_non_null(m.launch.rank_addresses);
         for (size_t r = 0; r < 4; r++)
             assert_string_equal(m.launch.rank_addresses[r], want[r]);
-        agent_server_msg_free(&m);
+        aproto_server_msg_free(&m);
     }
     srv_launch_msgs_free(msgs, n);
     srv_launch_rows_free(&rows);
@@ -153,15 +153,15 @@ static void launch_gives_each_node_its_resume_directory(void **state)
     size_t n;
     char err[256];
     assert_int_equal(build(12, 3, &rows, dirs, 2, &msgs, &n, err, sizeof(err)), 0);
-    struct agent_server_msg a = parse(msgs[0].text), b = parse(msgs[1].text);
+    struct aproto_server_msg a = parse(msgs[0].text), b = parse(msgs[1].text);
     assert_string_equal(a.launch.checkpoint_dir, "/ck/a/9");
     assert_null(b.launch.checkpoint_dir);
     assert_int_equal(a.launch.checkpoint_fetch_id, 0);
     assert_null(a.launch.checkpoint_fetch_sha256);
     assert_int_equal(b.launch.checkpoint_fetch_id, 9);
     assert_string_equal(b.launch.checkpoint_fetch_sha256, sha);
-    agent_server_msg_free(&a);
-    agent_server_msg_free(&b);
+    aproto_server_msg_free(&a);
+    aproto_server_msg_free(&b);
     srv_launch_msgs_free(msgs, n);
     /* A directory listed for another node than the k-th is not used. */
     struct srv_resume_dir swapped[] = {{"node-b", "/ck/b/9", NULL, 0, NULL, NULL},
@@ -169,7 +169,7 @@ static void launch_gives_each_node_its_resume_directory(void **state)
     assert_int_equal(build(12, 3, &rows, swapped, 2, &msgs, &n, err, sizeof(err)), 0);
     a = parse(msgs[0].text);
     assert_null(a.launch.checkpoint_dir);
-    agent_server_msg_free(&a);
+    aproto_server_msg_free(&a);
     srv_launch_msgs_free(msgs, n);
     srv_launch_rows_free(&rows);
 }
@@ -189,14 +189,14 @@ static void launch_carries_the_storage_path_and_the_shared_checkpoint(void **sta
     size_t n;
     char err[256];
     assert_int_equal(build(12, 3, &rows, dirs, 2, &msgs, &n, err, sizeof(err)), 0);
-    struct agent_server_msg a = parse(msgs[0].text), b = parse(msgs[1].text);
+    struct aproto_server_msg a = parse(msgs[0].text), b = parse(msgs[1].text);
     assert_string_equal(a.launch.storage_path, "/mnt/shared");
     assert_string_equal(b.launch.storage_path, "/mnt/shared");
     assert_null(a.launch.checkpoint_fetch_shared);
     assert_int_equal(b.launch.checkpoint_fetch_id, 9);
     assert_string_equal(b.launch.checkpoint_fetch_shared, shared);
-    agent_server_msg_free(&a);
-    agent_server_msg_free(&b);
+    aproto_server_msg_free(&a);
+    aproto_server_msg_free(&b);
     srv_launch_msgs_free(msgs, n);
     srv_launch_rows_free(&rows);
     /* Without one, neither appears. */
@@ -205,7 +205,7 @@ static void launch_carries_the_storage_path_and_the_shared_checkpoint(void **sta
     assert_null(strstr(msgs[0].text, "storage_path"));
     a = parse(msgs[0].text);
     assert_null(a.launch.storage_path);
-    agent_server_msg_free(&a);
+    aproto_server_msg_free(&a);
     srv_launch_msgs_free(msgs, n);
     srv_launch_rows_free(&rows);
 }
@@ -218,13 +218,13 @@ static void launch_of_a_minimal_spec_uses_the_agent_defaults(void **state)
     size_t n;
     char err[256];
     assert_int_equal(build(5, 1, &rows, NULL, 0, &msgs, &n, err, sizeof(err)), 0);
-    struct agent_server_msg m = parse(msgs[1].text);
+    struct aproto_server_msg m = parse(msgs[1].text);
     assert_string_equal(m.launch.backend, "torch");
     assert_string_equal(m.launch.argv[0], "/bin/sh");
     assert_null(m.launch.working_dir);
     assert_int_equal(json_object_size(m.launch.env), 0);
     assert_string_equal(m.launch.config_json, "{}"); /* the normalized spec's default */
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
     srv_launch_msgs_free(msgs, n);
     srv_launch_rows_free(&rows);
 }
@@ -243,13 +243,13 @@ static void launch_keeps_a_string_entrypoint_and_secret_env_wins(void **state)
     json_t *root = json_loads(msgs[0].text, 0, NULL);
     assert_non_null(root);
     assert_string_equal(json_string_value(json_object_get(root, "entrypoint")), "echo hi");
-    struct agent_server_msg m = parse(msgs[0].text);
+    struct aproto_server_msg m = parse(msgs[0].text);
     assert_string_equal(json_string_value(json_object_get(m.launch.env, "A")), "1");
     assert_string_equal(json_string_value(json_object_get(m.launch.env, "B")), "s");
     assert_string_equal(json_string_value(json_object_get(m.launch.env, "C")), "3");
     assert_string_equal(m.launch.code_sha256,
                         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
     json_decref(root);
     srv_launch_msgs_free(msgs, n);
     srv_launch_rows_free(&rows);

@@ -19,9 +19,9 @@ static const char *valid_launch =
                 "\"checkpoint_dir\":null,\"workers\":[{\"rank\":0,\"local_rank\":0,\"gpus\":[2]},"
                 "{\"rank\":1,\"local_rank\":1,\"gpus\":[3]}]}";
 
-static int parse(const char *text, struct agent_server_msg *m, char *err, size_t errlen)
+static int parse(const char *text, struct aproto_server_msg *m, char *err, size_t errlen)
 {
-    return agent_server_msg_parse(text, strlen(text), m, err, errlen);
+    return aproto_server_msg_parse(text, strlen(text), m, err, errlen);
 }
 
 /* The launch LAUNCH_HEAD + tail must be refused with a reason containing `field`. */
@@ -29,9 +29,9 @@ static void expect_refused(const char *tail, const char *field)
 {
     char text[2048], err[256] = "";
     snprintf(text, sizeof(text), "%s%s", LAUNCH_HEAD, tail);
-    struct agent_server_msg m;
+    struct aproto_server_msg m;
     if (parse(text, &m, err, sizeof(err)) == 0) {
-        agent_server_msg_free(&m);
+        aproto_server_msg_free(&m);
         fail_msg("accepted: %s", text);
     }
     if (!strstr(err, field))
@@ -41,11 +41,11 @@ static void expect_refused(const char *tail, const char *field)
 static void agent_proto_parses_a_launch(void **state)
 {
     (void)state;
-    struct agent_server_msg m;
+    struct aproto_server_msg m;
     char err[256] = "";
     assert_int_equal(parse(valid_launch, &m, err, sizeof(err)), 0);
-    assert_int_equal(m.type, AGENT_MSG_LAUNCH);
-    const struct agent_launch *l = &m.launch;
+    assert_int_equal(m.type, APROTO_MSG_LAUNCH);
+    const struct aproto_launch *l = &m.launch;
     assert_string_equal(l->job_id, "j-1");
     assert_int_equal(l->attempt, 0);
     assert_string_equal(l->backend, "torch");
@@ -59,7 +59,7 @@ static void agent_proto_parses_a_launch(void **state)
     assert_int_equal(l->workers[1].rank, 1);
     assert_int_equal(l->workers[1].n_gpus, 1);
     assert_int_equal(l->workers[1].gpus[0], 3);
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 }
 
 static void agent_proto_string_entrypoint_runs_under_sh(void **state)
@@ -67,7 +67,7 @@ static void agent_proto_string_entrypoint_runs_under_sh(void **state)
     (void)state;
     const char *text = LAUNCH_HEAD ",\"entrypoint\":\"echo hi && exit 3\","
                                    "\"workers\":[{\"rank\":0,\"local_rank\":0}]}";
-    struct agent_server_msg m;
+    struct aproto_server_msg m;
     char err[256] = "";
     assert_int_equal(parse(text, &m, err, sizeof(err)), 0);
     assert_string_equal(m.launch.argv[0], "/bin/sh");
@@ -76,7 +76,7 @@ static void agent_proto_string_entrypoint_runs_under_sh(void **state)
     assert_null(m.launch.argv[3]);
     assert_string_equal(m.launch.backend, "torch");
     assert_int_equal(m.launch.workers[0].n_gpus, 0);
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 }
 
 static void agent_proto_refuses_malformed_launches_naming_the_field(void **state)
@@ -111,7 +111,7 @@ static void agent_proto_refuses_bad_scalars(void **state)
 {
     (void)state;
     char err[256];
-    struct agent_server_msg m;
+    struct aproto_server_msg m;
     const char *cases[][2] = {
         {"{\"type\":\"launch\",\"job_id\":\"../etc\",\"attempt\":0}", "job_id"},
         {"{\"type\":\"launch\",\"job_id\":\"j\",\"attempt\":-1}", "attempt"},
@@ -139,7 +139,7 @@ static void agent_proto_refuses_bad_scalars(void **state)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         err[0] = '\0';
         if (parse(cases[i][0], &m, err, sizeof(err)) == 0) {
-            agent_server_msg_free(&m);
+            aproto_server_msg_free(&m);
             fail_msg("accepted: %s", cases[i][0]);
         }
         if (!strstr(err, cases[i][1]))
@@ -150,52 +150,52 @@ static void agent_proto_refuses_bad_scalars(void **state)
 static void agent_proto_parses_control_messages(void **state)
 {
     (void)state;
-    struct agent_server_msg m;
+    struct aproto_server_msg m;
     char err[256];
     assert_int_equal(parse("{\"type\":\"registered\",\"node_id\":\"n-1\","
                            "\"heartbeat_interval_s\":3,\"extra\":true}",
                            &m, err, sizeof(err)),
                      0);
-    assert_int_equal(m.type, AGENT_MSG_REGISTERED);
+    assert_int_equal(m.type, APROTO_MSG_REGISTERED);
     assert_string_equal(m.node_id, "n-1");
     assert_int_equal(m.heartbeat_interval_s, 3);
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 
     assert_int_equal(parse("{\"type\":\"ack\",\"seq\":42}", &m, err, sizeof(err)), 0);
-    assert_int_equal(m.type, AGENT_MSG_ACK);
+    assert_int_equal(m.type, APROTO_MSG_ACK);
     assert_int_equal(m.seq, 42);
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 
     assert_int_equal(parse("{\"type\":\"stop\",\"job_id\":\"j\",\"attempt\":1,\"grace_s\":5}", &m,
                            err, sizeof(err)),
                      0);
-    assert_int_equal(m.type, AGENT_MSG_STOP);
+    assert_int_equal(m.type, APROTO_MSG_STOP);
     assert_string_equal(m.job_id, "j");
     assert_int_equal(m.attempt, 1);
     assert_int_equal(m.grace_s, 5);
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 
     assert_int_equal(parse("{\"type\":\"stop\",\"job_id\":\"j\"}", &m, err, sizeof(err)), 0);
     assert_int_equal(m.attempt, -1);
     assert_int_equal(m.grace_s, -1);
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 
     assert_int_equal(parse("{\"type\":\"error\",\"message\":\"bad token\"}", &m, err, sizeof(err)),
                      0);
-    assert_int_equal(m.type, AGENT_MSG_ERROR);
+    assert_int_equal(m.type, APROTO_MSG_ERROR);
     assert_string_equal(m.message, "bad token");
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 }
 
 static void agent_proto_unknown_type_is_ignored_not_refused(void **state)
 {
     (void)state;
-    struct agent_server_msg m;
+    struct aproto_server_msg m;
     char err[256];
     assert_int_equal(parse("{\"type\":\"upload_checkpoint\",\"x\":1}", &m, err, sizeof(err)), 0);
-    assert_int_equal(m.type, AGENT_MSG_UNKNOWN);
+    assert_int_equal(m.type, APROTO_MSG_UNKNOWN);
     assert_string_equal(m.type_name, "upload_checkpoint");
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 }
 
 static json_t *load(const char *s)
@@ -212,20 +212,20 @@ static void agent_proto_register_carries_node_and_workers(void **state)
     int gpus[] = {0, 1};
     json_t *custom = load("{\"tpu\":4}");
     json_t *labels = load("{\"zone\":\"a\"}");
-    struct agent_node_info n = {.id = "n-1",
-                                .hostname = "h",
-                                .address = "10.0.0.2",
-                                .gpu_type = "H100",
-                                .version = "0.1.0",
-                                .cpus = 8,
-                                .memory_mb = 1024,
-                                .gpus = gpus,
-                                .n_gpus = 2,
-                                .custom = custom,
-                                .labels = labels,
-                                .port_lo = 29500,
-                                .port_hi = 29999};
-    struct agent_worker_event workers[] = {
+    struct aproto_node_info n = {.id = "n-1",
+                                 .hostname = "h",
+                                 .address = "10.0.0.2",
+                                 .gpu_type = "H100",
+                                 .version = "0.1.0",
+                                 .cpus = 8,
+                                 .memory_mb = 1024,
+                                 .gpus = gpus,
+                                 .n_gpus = 2,
+                                 .custom = custom,
+                                 .labels = labels,
+                                 .port_lo = 29500,
+                                 .port_hi = 29999};
+    struct aproto_worker_event workers[] = {
         {.seq = -1,
          .job_id = "j",
          .attempt = 0,
@@ -234,7 +234,7 @@ static void agent_proto_register_carries_node_and_workers(void **state)
          .exit_code = -1,
          .signal = -1},
     };
-    char *s = agent_msg_register(&n, "tok", workers, 1);
+    char *s = aproto_msg_register(&n, "tok", workers, 1);
     json_t *got = load(s);
     json_t *want = load(
         "{\"type\":\"register\",\"token\":\"tok\",\"node\":{\"id\":\"n-1\",\"hostname\":\"h\","
@@ -252,7 +252,7 @@ static void agent_proto_register_carries_node_and_workers(void **state)
     n.n_gpus = 0;
     n.custom = NULL;
     n.labels = NULL;
-    s = agent_msg_register(&n, NULL, NULL, 0);
+    s = aproto_msg_register(&n, NULL, NULL, 0);
     got = load(s);
     assert_true(json_is_null(json_object_get(got, "token")));
     json_t *node = json_object_get(got, "node");
@@ -269,18 +269,18 @@ static void agent_proto_register_carries_node_and_workers(void **state)
 static void agent_proto_worker_events(void **state)
 {
     (void)state;
-    char *s = agent_msg_worker_started(7, "j", 1, 2, 4242);
+    char *s = aproto_msg_worker_started(7, "j", 1, 2, 4242);
     assert_string_equal(s, "{\"type\":\"worker_started\",\"seq\":7,\"job_id\":\"j\",\"attempt\":1,"
                            "\"rank\":2,\"pid\":4242}");
     free(s);
-    s = agent_msg_worker_exited(8, "j", 1, 2, 3, -1, NULL);
+    s = aproto_msg_worker_exited(8, "j", 1, 2, 3, -1, NULL);
     assert_string_equal(s, "{\"type\":\"worker_exited\",\"seq\":8,\"job_id\":\"j\",\"attempt\":1,"
                            "\"rank\":2,\"exit_code\":3,\"signal\":null,\"error\":null}");
     free(s);
-    s = agent_msg_worker_exited(9, "j", 1, 2, -1, 9, NULL);
+    s = aproto_msg_worker_exited(9, "j", 1, 2, -1, 9, NULL);
     assert_non_null(strstr(s, "\"exit_code\":null,\"signal\":9"));
     free(s);
-    s = agent_msg_worker_exited(10, "j", 1, 2, 127, -1, "cannot execute x: No such file");
+    s = aproto_msg_worker_exited(10, "j", 1, 2, 127, -1, "cannot execute x: No such file");
     assert_non_null(strstr(s, "\"exit_code\":127,\"signal\":null,\"error\":\"cannot execute x"));
     free(s);
 }
@@ -289,9 +289,9 @@ static void agent_proto_report_adds_type_and_seq(void **state)
 {
     (void)state;
     json_t *metrics = load("{\"loss\":0.25}");
-    json_t *body = agent_report_body("j", 0, 1, 3, metrics, 10, "2024-01-02T03:04:05.006Z", NULL);
+    json_t *body = aproto_report_body("j", 0, 1, 3, metrics, 10, "2024-01-02T03:04:05.006Z", NULL);
     assert_non_null(body);
-    char *s = agent_msg_report(12, body);
+    char *s = aproto_msg_report(12, body);
     json_t *got = load(s);
     json_t *want = load("{\"type\":\"report\",\"seq\":12,\"job_id\":\"j\",\"attempt\":0,"
                         "\"rank\":1,\"report_seq\":3,\"metrics\":{\"loss\":0.25},\"step\":10,"
@@ -304,7 +304,7 @@ static void agent_proto_report_adds_type_and_seq(void **state)
     json_decref(got);
     json_decref(want);
     json_decref(body);
-    body = agent_report_body("j", 0, 1, 4, metrics, -1, "t", "/ck/4");
+    body = aproto_report_body("j", 0, 1, 4, metrics, -1, "t", "/ck/4");
     assert_true(json_is_null(json_object_get(body, "step")));
     assert_string_equal(json_string_value(json_object_get(body, "checkpoint_dir")), "/ck/4");
     json_decref(body);
@@ -315,31 +315,31 @@ static void agent_proto_time_is_rfc3339_utc_with_millis(void **state)
 {
     (void)state;
     char buf[40];
-    agent_format_time(INT64_C(1704164645006), buf, sizeof(buf));
+    aproto_format_time(INT64_C(1704164645006), buf, sizeof(buf));
     assert_string_equal(buf, "2024-01-02T03:04:05.006Z");
-    agent_format_time(0, buf, sizeof(buf));
+    aproto_format_time(0, buf, sizeof(buf));
     assert_string_equal(buf, "1970-01-01T00:00:00.000Z");
 }
 
 static void agent_proto_job_id_must_be_a_safe_path_component(void **state)
 {
     (void)state;
-    assert_int_equal(agent_job_id_valid("j-17"), 0);
-    assert_int_equal(agent_job_id_valid("abc_DEF.9"), 0);
-    assert_int_equal(agent_job_id_valid(""), -1);
-    assert_int_equal(agent_job_id_valid(".."), -1);
-    assert_int_equal(agent_job_id_valid("a/b"), -1);
-    assert_int_equal(agent_job_id_valid("a b"), -1);
+    assert_int_equal(aproto_job_id_valid("j-17"), 0);
+    assert_int_equal(aproto_job_id_valid("abc_DEF.9"), 0);
+    assert_int_equal(aproto_job_id_valid(""), -1);
+    assert_int_equal(aproto_job_id_valid(".."), -1);
+    assert_int_equal(aproto_job_id_valid("a/b"), -1);
+    assert_int_equal(aproto_job_id_valid("a b"), -1);
 }
 
 /* ---- build then parse: server -> agent ---------------------------------------------------- */
 
-static struct agent_server_msg server_parse_ok(char *text)
+static struct aproto_server_msg server_parse_ok(char *text)
 {
     assert_non_null(text);
-    struct agent_server_msg m;
+    struct aproto_server_msg m;
     char err[256] = "";
-    if (agent_server_msg_parse(text, strlen(text), &m, err, sizeof(err)) != 0)
+    if (aproto_server_msg_parse(text, strlen(text), &m, err, sizeof(err)) != 0)
         fail_msg("refused (%s): %s", err, text);
     free(text);
     return m;
@@ -348,65 +348,65 @@ static struct agent_server_msg server_parse_ok(char *text)
 static void agent_proto_server_control_messages_round_trip(void **state)
 {
     (void)state;
-    struct agent_server_msg m = server_parse_ok(agent_msg_registered("n-1", 7, NULL));
-    assert_int_equal(m.type, AGENT_MSG_REGISTERED);
+    struct aproto_server_msg m = server_parse_ok(aproto_msg_registered("n-1", 7, NULL));
+    assert_int_equal(m.type, APROTO_MSG_REGISTERED);
     assert_string_equal(m.node_id, "n-1");
     assert_int_equal(m.heartbeat_interval_s, 7);
     assert_null(m.credential);
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 
-    m = server_parse_ok(agent_msg_registered("n-1", 7, "tyn_abc"));
+    m = server_parse_ok(aproto_msg_registered("n-1", 7, "tyn_abc"));
     assert_string_equal(m.credential, "tyn_abc");
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 
-    m = server_parse_ok(agent_msg_error("unknown cluster join token"));
-    assert_int_equal(m.type, AGENT_MSG_ERROR);
+    m = server_parse_ok(aproto_msg_error("unknown cluster join token"));
+    assert_int_equal(m.type, APROTO_MSG_ERROR);
     assert_string_equal(m.message, "unknown cluster join token");
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 
-    m = server_parse_ok(agent_msg_ack(INT64_C(1) << 40));
-    assert_int_equal(m.type, AGENT_MSG_ACK);
+    m = server_parse_ok(aproto_msg_ack(INT64_C(1) << 40));
+    assert_int_equal(m.type, APROTO_MSG_ACK);
     assert_true(m.seq == INT64_C(1) << 40);
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 
-    m = server_parse_ok(agent_msg_stop("42", 3, 10, 7));
-    assert_int_equal(m.type, AGENT_MSG_STOP);
+    m = server_parse_ok(aproto_msg_stop("42", 3, 10, 7));
+    assert_int_equal(m.type, APROTO_MSG_STOP);
     assert_string_equal(m.job_id, "42");
     assert_int_equal(m.attempt, 3);
     assert_int_equal(m.grace_s, 10);
     assert_int_equal(m.notice_s, 7);
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 
-    m = server_parse_ok(agent_msg_stop("42", -1, -1, 0));
+    m = server_parse_ok(aproto_msg_stop("42", -1, -1, 0));
     assert_int_equal(m.attempt, -1);
     assert_int_equal(m.grace_s, -1);
     assert_int_equal(m.notice_s, 0);
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 }
 
 static void agent_proto_forget_round_trips_and_refuses_bad_job_ids(void **state)
 {
     (void)state;
-    struct agent_server_msg m = server_parse_ok(agent_msg_forget("42"));
-    assert_int_equal(m.type, AGENT_MSG_FORGET);
+    struct aproto_server_msg m = server_parse_ok(aproto_msg_forget("42"));
+    assert_int_equal(m.type, APROTO_MSG_FORGET);
     assert_string_equal(m.job_id, "42");
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
     char err[256];
     const char *bad[] = {"{\"type\":\"forget\"}", "{\"type\":\"forget\",\"job_id\":\"../x\"}",
                          "{\"type\":\"forget\",\"job_id\":7}"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        assert_int_equal(agent_server_msg_parse(bad[i], strlen(bad[i]), &m, err, sizeof(err)), -1);
+        assert_int_equal(aproto_server_msg_parse(bad[i], strlen(bad[i]), &m, err, sizeof(err)), -1);
 }
 
 static void agent_proto_checkpoint_delete_round_trips_and_refuses_bad_fields(void **state)
 {
     (void)state;
-    struct agent_server_msg m = server_parse_ok(agent_msg_checkpoint_delete("42", 1, 7));
-    assert_int_equal(m.type, AGENT_MSG_CHECKPOINT_DELETE);
+    struct aproto_server_msg m = server_parse_ok(aproto_msg_checkpoint_delete("42", 1, 7));
+    assert_int_equal(m.type, APROTO_MSG_CHECKPOINT_DELETE);
     assert_string_equal(m.job_id, "42");
     assert_int_equal(m.attempt, 1);
     assert_int_equal(m.index, 7);
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
     char err[256];
     const char *bad[] = {
         "{\"type\":\"checkpoint_delete\",\"attempt\":0,\"index\":1}",
@@ -417,7 +417,7 @@ static void agent_proto_checkpoint_delete_round_trips_and_refuses_bad_fields(voi
         "{\"type\":\"checkpoint_delete\",\"job_id\":\"4\",\"attempt\":0,\"index\":\"1\"}"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         err[0] = '\0';
-        assert_int_equal(agent_server_msg_parse(bad[i], strlen(bad[i]), &m, err, sizeof(err)), -1);
+        assert_int_equal(aproto_server_msg_parse(bad[i], strlen(bad[i]), &m, err, sizeof(err)), -1);
         assert_true(err[0] != '\0');
     }
 }
@@ -429,10 +429,10 @@ static void agent_proto_launch_round_trips(void **state)
     json_t *env = load("{\"A\":\"1\",\"B\":\"two\"}");
     json_t *config = load("{\"lr\":0.25,\"layers\":[1,2]}");
     int g0[] = {1, 3};
-    struct agent_launch_worker ws[] = {{.rank = 2, .local_rank = 0, .gpus = g0, .n_gpus = 2},
-                                       {.rank = 3, .local_rank = 1}};
+    struct aproto_launch_worker ws[] = {{.rank = 2, .local_rank = 0, .gpus = g0, .n_gpus = 2},
+                                        {.rank = 3, .local_rank = 1}};
     const char *addrs[] = {"10.0.0.1", "10.0.0.1", "10.0.0.2", "10.0.0.2"};
-    struct agent_launch in = {
+    struct aproto_launch in = {
         .job_id = "17",
         .attempt = 2,
         .backend = "tensorflow",
@@ -452,9 +452,9 @@ static void agent_proto_launch_round_trips(void **state)
         .workers = ws,
         .n_workers = 2,
     };
-    struct agent_server_msg m = server_parse_ok(agent_msg_launch(&in));
-    assert_int_equal(m.type, AGENT_MSG_LAUNCH);
-    const struct agent_launch *l = &m.launch;
+    struct aproto_server_msg m = server_parse_ok(aproto_msg_launch(&in));
+    assert_int_equal(m.type, APROTO_MSG_LAUNCH);
+    const struct aproto_launch *l = &m.launch;
     assert_string_equal(l->job_id, "17");
     assert_int_equal(l->attempt, 2);
     assert_string_equal(l->backend, "tensorflow");
@@ -487,23 +487,23 @@ static void agent_proto_launch_round_trips(void **state)
         for (size_t g = 0; g < ws[i].n_gpus; g++)
             assert_int_equal(l->workers[i].gpus[g], ws[i].gpus[g]);
     }
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
 
     /* Optional fields left out come back as the agent's defaults. */
     json_t *sh = json_string("echo hi");
-    struct agent_launch bare = {.job_id = "5",
-                                .entrypoint = sh,
-                                .env = env,
-                                .world_size = 1,
-                                .num_nodes = 1,
-                                .local_world_size = 1,
-                                .master_addr = "h",
-                                .master_port = 1,
-                                .workers = ws + 1,
-                                .n_workers = 1};
+    struct aproto_launch bare = {.job_id = "5",
+                                 .entrypoint = sh,
+                                 .env = env,
+                                 .world_size = 1,
+                                 .num_nodes = 1,
+                                 .local_world_size = 1,
+                                 .master_addr = "h",
+                                 .master_port = 1,
+                                 .workers = ws + 1,
+                                 .n_workers = 1};
     ws[1].rank = 0;
     ws[1].local_rank = 0;
-    m = server_parse_ok(agent_msg_launch(&bare));
+    m = server_parse_ok(aproto_msg_launch(&bare));
     assert_string_equal(m.launch.backend, "torch");
     assert_string_equal(m.launch.argv[0], "/bin/sh");
     assert_string_equal(m.launch.argv[2], "echo hi");
@@ -512,7 +512,7 @@ static void agent_proto_launch_round_trips(void **state)
     assert_null(m.launch.rank_addresses);
     assert_null(m.launch.rendezvous_secret);
     assert_string_equal(m.launch.config_json, "null");
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
     json_decref(sh);
     json_decref(ep);
     json_decref(env);
@@ -534,19 +534,19 @@ static void agent_proto_launch_refuses_bad_rank_addresses(void **state)
 
 /* ---- build then parse: agent -> server ---------------------------------------------------- */
 
-static struct agent_node_msg node_parse_ok(char *text)
+static struct aproto_node_msg node_parse_ok(char *text)
 {
     assert_non_null(text);
-    struct agent_node_msg m;
+    struct aproto_node_msg m;
     char err[256] = "";
-    if (agent_node_msg_parse(text, strlen(text), &m, err, sizeof(err)) != 0)
+    if (aproto_node_msg_parse(text, strlen(text), &m, err, sizeof(err)) != 0)
         fail_msg("refused (%s): %s", err, text);
     free(text);
     return m;
 }
 
-static void expect_same_worker(const struct agent_worker_event *got,
-                               const struct agent_worker_event *want)
+static void expect_same_worker(const struct aproto_worker_event *got,
+                               const struct aproto_worker_event *want)
 {
     assert_int_equal(got->seq, want->seq);
     assert_string_equal(got->job_id, want->job_id);
@@ -568,20 +568,20 @@ static void agent_proto_register_round_trips(void **state)
     int gpus[] = {0, 2};
     json_t *custom = load("{\"tpu\":4,\"fpga\":0.5}");
     json_t *labels = load("{\"zone\":\"a\"}");
-    struct agent_node_info n = {.id = "n-1",
-                                .hostname = "host-1",
-                                .address = "10.0.0.2",
-                                .gpu_type = "H100",
-                                .version = "0.1.0",
-                                .cpus = 8,
-                                .memory_mb = 1024,
-                                .gpus = gpus,
-                                .n_gpus = 2,
-                                .custom = custom,
-                                .labels = labels,
-                                .port_lo = 30000,
-                                .port_hi = 30099};
-    struct agent_worker_event ws[] = {
+    struct aproto_node_info n = {.id = "n-1",
+                                 .hostname = "host-1",
+                                 .address = "10.0.0.2",
+                                 .gpu_type = "H100",
+                                 .version = "0.1.0",
+                                 .cpus = 8,
+                                 .memory_mb = 1024,
+                                 .gpus = gpus,
+                                 .n_gpus = 2,
+                                 .custom = custom,
+                                 .labels = labels,
+                                 .port_lo = 30000,
+                                 .port_hi = 30099};
+    struct aproto_worker_event ws[] = {
         {.seq = -1,
          .job_id = "7",
          .attempt = 1,
@@ -607,10 +607,10 @@ static void agent_proto_register_round_trips(void **state)
          .signal = -1,
          .error = "cannot execute x"},
     };
-    struct agent_node_msg m = node_parse_ok(agent_msg_register(&n, "tok", ws, 3));
-    assert_int_equal(m.type, AGENT_MSG_REGISTER);
+    struct aproto_node_msg m = node_parse_ok(aproto_msg_register(&n, "tok", ws, 3));
+    assert_int_equal(m.type, APROTO_MSG_REGISTER);
     assert_string_equal(m.token, "tok");
-    const struct agent_node_info *g = &m.node;
+    const struct aproto_node_info *g = &m.node;
     assert_string_equal(g->id, "n-1");
     assert_string_equal(g->hostname, "host-1");
     assert_string_equal(g->address, "10.0.0.2");
@@ -629,33 +629,33 @@ static void agent_proto_register_round_trips(void **state)
     assert_int_equal(m.n_workers, 3);
     for (size_t i = 0; i < 3; i++)
         expect_same_worker(&m.workers[i], &ws[i]);
-    agent_node_msg_free(&m);
+    aproto_node_msg_free(&m);
 
     /* Without the optional parts: no token, no GPU type, no workers. */
     n.gpu_type = NULL;
     n.custom = NULL;
     n.labels = NULL;
-    m = node_parse_ok(agent_msg_register(&n, NULL, NULL, 0));
+    m = node_parse_ok(aproto_msg_register(&n, NULL, NULL, 0));
     assert_null(m.token);
     assert_null(m.node.gpu_type);
     assert_null(m.node.credential);
     assert_int_equal(json_object_size(m.node.custom), 0);
     assert_int_equal(m.n_workers, 0);
-    agent_node_msg_free(&m);
+    aproto_node_msg_free(&m);
 
     /* The node credential travels; node ids and addresses are bounded. */
     n.credential = "tyn_0123";
-    m = node_parse_ok(agent_msg_register(&n, NULL, NULL, 0));
+    m = node_parse_ok(aproto_msg_register(&n, NULL, NULL, 0));
     assert_string_equal(m.node.credential, "tyn_0123");
-    agent_node_msg_free(&m);
+    aproto_node_msg_free(&m);
     n.credential = NULL;
     char err[256];
     const char *bad_ids[] = {"has space", "a/b", ".."};
     for (size_t i = 0; i < 3; i++) {
         n.id = bad_ids[i];
-        char *text = agent_msg_register(&n, NULL, NULL, 0);
-        assert_int_equal(agent_node_msg_parse(text, strlen(text), &m, err, sizeof(err)), -1);
-        agent_node_msg_free(&m);
+        char *text = aproto_msg_register(&n, NULL, NULL, 0);
+        assert_int_equal(aproto_node_msg_parse(text, strlen(text), &m, err, sizeof(err)), -1);
+        aproto_node_msg_free(&m);
         free(text);
     }
     n.id = "n-1";
@@ -663,10 +663,10 @@ static void agent_proto_register_round_trips(void **state)
     memset(long_addr, 'a', sizeof(long_addr) - 1);
     long_addr[sizeof(long_addr) - 1] = '\0';
     n.address = long_addr;
-    char *text = agent_msg_register(&n, NULL, NULL, 0);
-    assert_int_equal(agent_node_msg_parse(text, strlen(text), &m, err, sizeof(err)), -1);
+    char *text = aproto_msg_register(&n, NULL, NULL, 0);
+    assert_int_equal(aproto_node_msg_parse(text, strlen(text), &m, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "address"));
-    agent_node_msg_free(&m);
+    aproto_node_msg_free(&m);
     free(text);
     json_decref(custom);
     json_decref(labels);
@@ -677,59 +677,60 @@ static void agent_proto_register_defaults_hostname_and_port_range(void **state)
     (void)state;
     const char *text = "{\"type\":\"register\",\"node\":{\"id\":\"n\",\"address\":\"a\","
                        "\"resources\":{}}}";
-    struct agent_node_msg m;
+    struct aproto_node_msg m;
     char err[256];
-    assert_int_equal(agent_node_msg_parse(text, strlen(text), &m, err, sizeof(err)), 0);
+    assert_int_equal(aproto_node_msg_parse(text, strlen(text), &m, err, sizeof(err)), 0);
     assert_string_equal(m.node.hostname, "n");
-    assert_int_equal(m.node.port_lo, AGENT_PROTO_DEFAULT_PORT_LO);
-    assert_int_equal(m.node.port_hi, AGENT_PROTO_DEFAULT_PORT_HI);
+    assert_int_equal(m.node.port_lo, APROTO_DEFAULT_PORT_LO);
+    assert_int_equal(m.node.port_hi, APROTO_DEFAULT_PORT_HI);
     assert_null(m.node.labels);
-    agent_node_msg_free(&m);
+    aproto_node_msg_free(&m);
 }
 
 static void agent_proto_worker_events_round_trip(void **state)
 {
     (void)state;
-    struct agent_node_msg m = node_parse_ok(agent_msg_worker_started(7, "12", 1, 2, 4242));
-    assert_int_equal(m.type, AGENT_MSG_WORKER_STARTED);
-    expect_same_worker(&m.event, &(struct agent_worker_event){.seq = 7,
-                                                              .job_id = "12",
-                                                              .attempt = 1,
-                                                              .rank = 2,
-                                                              .pid = 4242,
-                                                              .exit_code = -1,
-                                                              .signal = -1});
-    agent_node_msg_free(&m);
+    struct aproto_node_msg m = node_parse_ok(aproto_msg_worker_started(7, "12", 1, 2, 4242));
+    assert_int_equal(m.type, APROTO_MSG_WORKER_STARTED);
+    expect_same_worker(&m.event, &(struct aproto_worker_event){.seq = 7,
+                                                               .job_id = "12",
+                                                               .attempt = 1,
+                                                               .rank = 2,
+                                                               .pid = 4242,
+                                                               .exit_code = -1,
+                                                               .signal = -1});
+    aproto_node_msg_free(&m);
 
-    m = node_parse_ok(agent_msg_worker_exited(8, "12", 1, 2, 3, -1, NULL));
-    assert_int_equal(m.type, AGENT_MSG_WORKER_EXITED);
-    expect_same_worker(&m.event, &(struct agent_worker_event){.seq = 8,
-                                                              .job_id = "12",
-                                                              .attempt = 1,
-                                                              .rank = 2,
-                                                              .pid = -1,
-                                                              .exited = true,
-                                                              .exit_code = 3,
-                                                              .signal = -1});
-    agent_node_msg_free(&m);
+    m = node_parse_ok(aproto_msg_worker_exited(8, "12", 1, 2, 3, -1, NULL));
+    assert_int_equal(m.type, APROTO_MSG_WORKER_EXITED);
+    expect_same_worker(&m.event, &(struct aproto_worker_event){.seq = 8,
+                                                               .job_id = "12",
+                                                               .attempt = 1,
+                                                               .rank = 2,
+                                                               .pid = -1,
+                                                               .exited = true,
+                                                               .exit_code = 3,
+                                                               .signal = -1});
+    aproto_node_msg_free(&m);
 
-    m = node_parse_ok(agent_msg_worker_exited(9, "12", 1, 2, -1, 15, "launch failed"));
+    m = node_parse_ok(aproto_msg_worker_exited(9, "12", 1, 2, -1, 15, "launch failed"));
     assert_int_equal(m.event.exit_code, -1);
     assert_int_equal(m.event.signal, 15);
     assert_string_equal(m.event.error, "launch failed");
-    agent_node_msg_free(&m);
+    aproto_node_msg_free(&m);
 
-    m = node_parse_ok(agent_msg_heartbeat());
-    assert_int_equal(m.type, AGENT_MSG_HEARTBEAT);
-    agent_node_msg_free(&m);
+    m = node_parse_ok(aproto_msg_heartbeat());
+    assert_int_equal(m.type, APROTO_MSG_HEARTBEAT);
+    aproto_node_msg_free(&m);
 
     json_t *metrics = load("{\"loss\":0.5}");
-    json_t *body = agent_report_body("12", 1, 0, 4, metrics, 100, "2024-01-02T03:04:05.006Z", NULL);
-    m = node_parse_ok(agent_msg_report(31, body));
-    assert_int_equal(m.type, AGENT_MSG_REPORT);
+    json_t *body =
+        aproto_report_body("12", 1, 0, 4, metrics, 100, "2024-01-02T03:04:05.006Z", NULL);
+    m = node_parse_ok(aproto_msg_report(31, body));
+    assert_int_equal(m.type, APROTO_MSG_REPORT);
     assert_int_equal(m.seq, 31);
     assert_true(json_equal(json_object_get(m.root, "metrics"), metrics));
-    agent_node_msg_free(&m);
+    aproto_node_msg_free(&m);
     json_decref(body);
     json_decref(metrics);
 }
@@ -737,12 +738,12 @@ static void agent_proto_worker_events_round_trip(void **state)
 /* The agent message `text` must be refused with a reason containing `field`; `seq` is what the
  * refused message still reports (to ack it), `type` its type. */
 static void expect_node_refused(const char *text, const char *field, int64_t seq,
-                                enum agent_msg_type type)
+                                enum aproto_msg_type type)
 {
-    struct agent_node_msg m;
+    struct aproto_node_msg m;
     char err[256] = "";
-    if (agent_node_msg_parse(text, strlen(text), &m, err, sizeof(err)) == 0) {
-        agent_node_msg_free(&m);
+    if (aproto_node_msg_parse(text, strlen(text), &m, err, sizeof(err)) == 0) {
+        aproto_node_msg_free(&m);
         fail_msg("accepted: %s", text);
     }
     if (!strstr(err, field))
@@ -758,11 +759,11 @@ static void expect_node_refused(const char *text, const char *field, int64_t seq
 static void agent_proto_refuses_malformed_agent_messages(void **state)
 {
     (void)state;
-    const enum agent_msg_type R = AGENT_MSG_REGISTER, S = AGENT_MSG_WORKER_STARTED,
-                              X = AGENT_MSG_WORKER_EXITED;
-    expect_node_refused("{\"type\":", "JSON", -1, AGENT_MSG_UNKNOWN);
-    expect_node_refused("[]", "object", -1, AGENT_MSG_UNKNOWN);
-    expect_node_refused("{\"seq\":3}", "type", 3, AGENT_MSG_UNKNOWN);
+    const enum aproto_msg_type R = APROTO_MSG_REGISTER, S = APROTO_MSG_WORKER_STARTED,
+                               X = APROTO_MSG_WORKER_EXITED;
+    expect_node_refused("{\"type\":", "JSON", -1, APROTO_MSG_UNKNOWN);
+    expect_node_refused("[]", "object", -1, APROTO_MSG_UNKNOWN);
+    expect_node_refused("{\"seq\":3}", "type", 3, APROTO_MSG_UNKNOWN);
     expect_node_refused("{\"type\":\"register\"}", "node", -1, R);
     expect_node_refused(REG("{\"address\":\"a\",\"resources\":{}}"), "id", -1, R);
     expect_node_refused(REG("{\"id\":\"n\",\"resources\":{}}"), "address", -1, R);
@@ -823,23 +824,23 @@ static void agent_proto_refuses_malformed_agent_messages(void **state)
 static void agent_proto_refuses_messages_over_the_size_limit(void **state)
 {
     (void)state;
-    size_t len = AGENT_PROTO_MAX_MESSAGE + 1;
+    size_t len = APROTO_MAX_MESSAGE + 1;
     char *big = malloc(len);
     assert_non_null(big);
     memset(big, ' ', len);
     memcpy(big, "{\"type\":\"heartbeat\"}", 20);
     char err[256] = "";
-    struct agent_node_msg m;
-    assert_int_equal(agent_node_msg_parse(big, len, &m, err, sizeof(err)), -1);
+    struct aproto_node_msg m;
+    assert_int_equal(aproto_node_msg_parse(big, len, &m, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "limit"));
-    struct agent_server_msg s;
+    struct aproto_server_msg s;
     err[0] = '\0';
-    assert_int_equal(agent_server_msg_parse(big, len, &s, err, sizeof(err)), -1);
+    assert_int_equal(aproto_server_msg_parse(big, len, &s, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "limit"));
     /* The same message within the limit is accepted. */
-    assert_int_equal(agent_node_msg_parse(big, len - 1, &m, err, sizeof(err)), 0);
-    assert_int_equal(m.type, AGENT_MSG_HEARTBEAT);
-    agent_node_msg_free(&m);
+    assert_int_equal(aproto_node_msg_parse(big, len - 1, &m, err, sizeof(err)), 0);
+    assert_int_equal(m.type, APROTO_MSG_HEARTBEAT);
+    aproto_node_msg_free(&m);
     free(big);
 }
 
@@ -847,13 +848,13 @@ static void agent_proto_unknown_agent_message_is_not_refused(void **state)
 {
     (void)state;
     const char *text = "{\"type\":\"checkpoint_uploaded\",\"seq\":3}";
-    struct agent_node_msg m;
+    struct aproto_node_msg m;
     char err[256];
-    assert_int_equal(agent_node_msg_parse(text, strlen(text), &m, err, sizeof(err)), 0);
-    assert_int_equal(m.type, AGENT_MSG_UNKNOWN);
+    assert_int_equal(aproto_node_msg_parse(text, strlen(text), &m, err, sizeof(err)), 0);
+    assert_int_equal(m.type, APROTO_MSG_UNKNOWN);
     assert_string_equal(m.type_name, "checkpoint_uploaded");
     assert_int_equal(m.seq, 3);
-    agent_node_msg_free(&m);
+    aproto_node_msg_free(&m);
 }
 
 static void agent_proto_log_round_trip(void **state)
@@ -862,14 +863,14 @@ static void agent_proto_log_round_trip(void **state)
     json_t *lines = json_pack("[s, s, s]", "one", "",
                               "\x1b[32mgr\xc3\xa9"
                               "en\x1b[0m");
-    struct agent_log_chunk c = {"17", 2, 3, 4096, 30, 0, lines};
-    char *text = agent_msg_log(9, &c);
+    struct aproto_log_chunk c = {"17", 2, 3, 4096, 30, 0, lines};
+    char *text = aproto_msg_log(9, &c);
     assert_non_null(text);
     assert_null(strstr(text, "dropped"));
-    struct agent_node_msg m;
+    struct aproto_node_msg m;
     char err[256];
-    assert_int_equal(agent_node_msg_parse(text, strlen(text), &m, err, sizeof(err)), 0);
-    assert_int_equal(m.type, AGENT_MSG_LOG);
+    assert_int_equal(aproto_node_msg_parse(text, strlen(text), &m, err, sizeof(err)), 0);
+    assert_int_equal(m.type, APROTO_MSG_LOG);
     assert_int_equal(m.seq, 9);
     assert_string_equal(m.log.job_id, "17");
     assert_int_equal(m.log.attempt, 2);
@@ -878,13 +879,13 @@ static void agent_proto_log_round_trip(void **state)
     assert_int_equal(m.log.bytes, 30);
     assert_int_equal(m.log.dropped, 0);
     assert_true(json_equal((json_t *)m.log.lines, lines));
-    agent_node_msg_free(&m);
+    aproto_node_msg_free(&m);
     free(text);
     c.dropped = 12345;
-    text = agent_msg_log(10, &c);
-    assert_int_equal(agent_node_msg_parse(text, strlen(text), &m, err, sizeof(err)), 0);
+    text = aproto_msg_log(10, &c);
+    assert_int_equal(aproto_node_msg_parse(text, strlen(text), &m, err, sizeof(err)), 0);
     assert_int_equal(m.log.dropped, 12345);
-    agent_node_msg_free(&m);
+    aproto_node_msg_free(&m);
     free(text);
     json_decref(lines);
 }
@@ -918,14 +919,14 @@ static void agent_proto_refuses_malformed_log_messages(void **state)
          "dropped"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        struct agent_node_msg m;
+        struct aproto_node_msg m;
         char err[256] = "";
         assert_int_equal(
-            agent_node_msg_parse(bad[i].text, strlen(bad[i].text), &m, err, sizeof(err)), -1);
-        assert_int_equal(m.type, AGENT_MSG_LOG);
+            aproto_node_msg_parse(bad[i].text, strlen(bad[i].text), &m, err, sizeof(err)), -1);
+        assert_int_equal(m.type, APROTO_MSG_LOG);
         if (!strstr(err, bad[i].field))
             fail_msg("case %zu: '%s' does not name %s", i, err, bad[i].field);
-        agent_node_msg_free(&m);
+        aproto_node_msg_free(&m);
     }
 }
 

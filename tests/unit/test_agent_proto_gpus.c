@@ -8,15 +8,15 @@
 
 #include "agent_proto.h"
 
-static int parse(const char *text, struct agent_node_msg *m, char *err, size_t errlen)
+static int parse(const char *text, struct aproto_node_msg *m, char *err, size_t errlen)
 {
-    return agent_node_msg_parse(text, strlen(text), m, err, errlen);
+    return aproto_node_msg_parse(text, strlen(text), m, err, errlen);
 }
 
 static void agent_gpus_message_round_trips(void **state)
 {
     (void)state;
-    struct agent_gpu_row in[2] = {
+    struct aproto_gpu_row in[2] = {
         {.index = 0,
          .uuid = "GPU-1a2b",
          .name = "NVIDIA H100 80GB HBM3",
@@ -36,13 +36,13 @@ static void agent_gpus_message_round_trips(void **state)
          .lost = true,
          .xid = 79},
     };
-    char *text = agent_msg_gpus(in, 2);
+    char *text = aproto_msg_gpus(in, 2);
     assert_non_null(text);
     assert_non_null(strstr(text, "\"utilization_pct\":null"));
-    struct agent_node_msg m;
+    struct aproto_node_msg m;
     char err[256] = "";
     assert_int_equal(parse(text, &m, err, sizeof(err)), 0);
-    assert_int_equal(m.type, AGENT_MSG_GPUS);
+    assert_int_equal(m.type, APROTO_MSG_GPUS);
     assert_int_equal(m.n_gpu_rows, 2);
     assert_int_equal(m.gpu_rows[0].index, 0);
     assert_string_equal(m.gpu_rows[0].uuid, "GPU-1a2b");
@@ -60,7 +60,7 @@ static void agent_gpus_message_round_trips(void **state)
     assert_true(m.gpu_rows[1].lost);
     assert_int_equal(m.gpu_rows[0].xid, 0);
     assert_int_equal(m.gpu_rows[1].xid, 79);
-    agent_node_msg_free(&m);
+    aproto_node_msg_free(&m);
     free(text);
 }
 
@@ -95,10 +95,10 @@ static void agent_gpus_message_refuses_bad_rows(void **state)
         char gpus[400];
         snprintf(gpus, sizeof(gpus), cases[i].gpus, row, row);
         snprintf(text, sizeof(text), "{\"type\":\"gpus\",\"gpus\":%s}", gpus);
-        struct agent_node_msg m;
+        struct aproto_node_msg m;
         char err[256] = "";
         assert_int_equal(parse(text, &m, err, sizeof(err)), -1);
-        assert_int_equal(m.type, AGENT_MSG_GPUS);
+        assert_int_equal(m.type, APROTO_MSG_GPUS);
         if (!strstr(err, cases[i].field))
             fail_msg("case %zu: '%s' does not name %s", i, err, cases[i].field);
     }
@@ -112,17 +112,17 @@ static void agent_gpus_message_xid_is_optional(void **state)
         "{\"type\":\"gpus\",\"gpus\":[{\"index\":0,\"uuid\":\"GPU-1\",\"name\":\"x\","
         "\"memory_mb\":1,\"memory_used_mb\":0,\"lost\":true},{\"index\":1,\"uuid\":\"GPU-2\","
         "\"name\":\"x\",\"memory_mb\":1,\"memory_used_mb\":0,\"lost\":false,\"xid\":null}]}";
-    struct agent_node_msg m;
+    struct aproto_node_msg m;
     char err[256] = "";
     assert_int_equal(parse(old, &m, err, sizeof(err)), 0);
     assert_int_equal(m.n_gpu_rows, 2);
     assert_true(m.gpu_rows[0].lost);
     assert_int_equal(m.gpu_rows[0].xid, 0);
     assert_int_equal(m.gpu_rows[1].xid, 0);
-    agent_node_msg_free(&m);
-    struct agent_gpu_row row = {
+    aproto_node_msg_free(&m);
+    struct aproto_gpu_row row = {
         .uuid = "GPU-1", .name = "x", .utilization_pct = -1, .temperature_c = -1, .power_mw = -1};
-    char *text = agent_msg_gpus(&row, 1);
+    char *text = aproto_msg_gpus(&row, 1);
     assert_non_null(text);
     assert_null(strstr(text, "xid"));
     free(text);

@@ -84,7 +84,7 @@ static void wire_progress_malformed_refused_naming_the_field(void **state)
 static void agent_progress_round_trips(void **state)
 {
     (void)state;
-    struct agent_progress rows[] = {
+    struct aproto_progress rows[] = {
         {.job_id = "17",
          .attempt = 2,
          .rank = 3,
@@ -96,12 +96,12 @@ static void agent_progress_round_trips(void **state)
          .progress_age_ms = 45000},
         {.job_id = "17", .attempt = 2, .rank = 0},
     };
-    char *text = agent_msg_progress(rows, 2);
+    char *text = aproto_msg_progress(rows, 2);
     assert_non_null(text);
-    struct agent_node_msg m;
+    struct aproto_node_msg m;
     char err[256] = "";
-    assert_int_equal(agent_node_msg_parse(text, strlen(text), &m, err, sizeof(err)), 0);
-    assert_int_equal(m.type, AGENT_MSG_PROGRESS);
+    assert_int_equal(aproto_node_msg_parse(text, strlen(text), &m, err, sizeof(err)), 0);
+    assert_int_equal(m.type, APROTO_MSG_PROGRESS);
     assert_int_equal(m.n_progress, 2);
     assert_string_equal(m.progress[0].job_id, "17");
     assert_string_equal(m.progress[0].op, "broadcast");
@@ -110,18 +110,18 @@ static void agent_progress_round_trips(void **state)
     assert_int_equal(m.progress[0].progress_age_ms, 45000);
     assert_null(m.progress[1].op);
     assert_false(m.progress[1].in_collective);
-    agent_node_msg_free(&m);
+    aproto_node_msg_free(&m);
     free(text);
 }
 
-/* Expects agent_node_msg_parse to refuse `text` naming `field`. */
+/* Expects aproto_node_msg_parse to refuse `text` naming `field`. */
 static void expect_agent_refused(const char *text, const char *field)
 {
-    struct agent_node_msg m;
+    struct aproto_node_msg m;
     char err[256] = "";
-    assert_int_equal(agent_node_msg_parse(text, strlen(text), &m, err, sizeof(err)), -1);
+    assert_int_equal(aproto_node_msg_parse(text, strlen(text), &m, err, sizeof(err)), -1);
     assert_non_null(strstr(err, field));
-    assert_int_equal(m.type, AGENT_MSG_PROGRESS);
+    assert_int_equal(m.type, APROTO_MSG_PROGRESS);
 }
 
 static void agent_progress_malformed_refused_naming_the_field(void **state)

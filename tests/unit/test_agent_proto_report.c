@@ -1,5 +1,5 @@
 /* Unit tests for the agent protocol's `report` message (common/agent_proto_report.c): a report
- * built the agent's way (agent_report_body + agent_msg_report) parses back to what was built, and
+ * built the agent's way (aproto_report_body + aproto_msg_report) parses back to what was built, and
  * every malformed report is refused with a reason naming the field at fault. */
 #include "ty_test.h"
 
@@ -16,28 +16,28 @@ static char *built_report(const char *checkpoint_dir)
         json_pack("{s:f, s:i, s:s, s:b, s:n, s:[i], s:{}, s:i}", "loss", 0.25, "epoch", 4, "note",
                   "warm", "flag", 1, "none", "list", 1, "obj", "", 9);
     json_t *body =
-        agent_report_body("42", 2, 1, 3, metrics, 100, "2030-01-02T03:04:05.678Z", checkpoint_dir);
-    char *text = agent_msg_report(7, body);
+        aproto_report_body("42", 2, 1, 3, metrics, 100, "2030-01-02T03:04:05.678Z", checkpoint_dir);
+    char *text = aproto_msg_report(7, body);
     json_decref(body);
     json_decref(metrics);
     assert_non_null(text);
     return text;
 }
 
-static int parse_text(const char *text, struct agent_node_msg *m, char *err, size_t errlen)
+static int parse_text(const char *text, struct aproto_node_msg *m, char *err, size_t errlen)
 {
-    return agent_node_msg_parse(text, strlen(text), m, err, errlen);
+    return aproto_node_msg_parse(text, strlen(text), m, err, errlen);
 }
 
 static void agent_proto_report_round_trips_keeping_only_numbers(void **state)
 {
     (void)state;
     char *text = built_report(NULL);
-    struct agent_node_msg m;
+    struct aproto_node_msg m;
     char err[256] = "";
     assert_int_equal(parse_text(text, &m, err, sizeof(err)), 0);
-    assert_int_equal(m.type, AGENT_MSG_REPORT);
-    const struct agent_report *r = &m.report;
+    assert_int_equal(m.type, APROTO_MSG_REPORT);
+    const struct aproto_report *r = &m.report;
     assert_int_equal(r->seq, 7);
     assert_int_equal(r->job, 42);
     assert_int_equal(r->attempt, 2);
@@ -51,7 +51,7 @@ static void agent_proto_report_round_trips_keeping_only_numbers(void **state)
     assert_true(json_real_value(json_object_get(r->numbers, "loss")) == 0.25);
     assert_int_equal(json_integer_value(json_object_get(r->numbers, "epoch")), 4);
     assert_int_equal(r->skipped, 6); /* note, flag, none, list, obj, "" */
-    agent_node_msg_free(&m);
+    aproto_node_msg_free(&m);
     free(text);
 }
 
@@ -64,13 +64,13 @@ static void agent_proto_report_with_checkpoint_round_trips(void **state)
     json_object_set_new(o, "step", json_null());
     char *with_bytes = json_dumps(o, JSON_COMPACT);
     json_decref(o);
-    struct agent_node_msg m;
+    struct aproto_node_msg m;
     char err[256] = "";
     assert_int_equal(parse_text(with_bytes, &m, err, sizeof(err)), 0);
     assert_string_equal(m.report.checkpoint_dir, "/var/lib/ty/staging/ck-3");
     assert_int_equal(m.report.checkpoint_bytes, 4096);
     assert_int_equal(m.report.step, -1);
-    agent_node_msg_free(&m);
+    aproto_node_msg_free(&m);
     free(with_bytes);
     free(text);
 }
@@ -80,13 +80,13 @@ static void agent_proto_report_job_id_may_be_an_integer(void **state)
     (void)state;
     const char *text = "{\"type\":\"report\",\"seq\":1,\"job_id\":9,\"attempt\":1,\"rank\":0,"
                        "\"report_seq\":1,\"metrics\":{},\"time\":\"2030-01-02 03:04:05+02:00\"}";
-    struct agent_node_msg m;
+    struct aproto_node_msg m;
     char err[256] = "";
     assert_int_equal(parse_text(text, &m, err, sizeof(err)), 0);
     assert_int_equal(m.report.job, 9);
     assert_int_equal(m.report.step, -1);
     assert_int_equal(json_object_size(m.report.numbers), 0);
-    agent_node_msg_free(&m);
+    aproto_node_msg_free(&m);
 }
 
 /* The built report with field `name` set to the JSON `value` (NULL: removed) must be refused with
@@ -102,15 +102,15 @@ static void expect_refused(const char *name, const char *value, const char *fiel
         json_object_del(o, name);
     text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
-    struct agent_node_msg m;
+    struct aproto_node_msg m;
     char err[256] = "";
     if (parse_text(text, &m, err, sizeof(err)) == 0) {
-        agent_node_msg_free(&m);
+        aproto_node_msg_free(&m);
         fail_msg("accepted: %s", text);
     }
     if (!strstr(err, field))
         fail_msg("reason '%s' does not name '%s' (%s)", err, field, text);
-    assert_int_equal(m.type, AGENT_MSG_REPORT);
+    assert_int_equal(m.type, APROTO_MSG_REPORT);
     if (strcmp(name, "seq") != 0)
         assert_int_equal(m.seq, 7);
     free(text);
@@ -157,26 +157,26 @@ static void agent_proto_malformed_reports_are_refused_naming_the_field(void **st
 static void agent_proto_overlong_checkpoint_dir_is_refused(void **state)
 {
     (void)state;
-    char value[AGENT_PROTO_MAX_CHECKPOINT_PATH + 8];
+    char value[APROTO_MAX_CHECKPOINT_PATH + 8];
     value[0] = '"';
-    memset(value + 1, 'a', AGENT_PROTO_MAX_CHECKPOINT_PATH + 1);
-    value[AGENT_PROTO_MAX_CHECKPOINT_PATH + 2] = '"';
-    value[AGENT_PROTO_MAX_CHECKPOINT_PATH + 3] = '\0';
+    memset(value + 1, 'a', APROTO_MAX_CHECKPOINT_PATH + 1);
+    value[APROTO_MAX_CHECKPOINT_PATH + 2] = '"';
+    value[APROTO_MAX_CHECKPOINT_PATH + 3] = '\0';
     expect_refused("checkpoint_dir", value, "checkpoint_dir");
 }
 
 static void agent_proto_rfc3339_accepts_the_forms_agents_write(void **state)
 {
     (void)state;
-    assert_true(agent_rfc3339_valid("2030-01-02T03:04:05Z"));
-    assert_true(agent_rfc3339_valid("2030-01-02t03:04:05.123456z"));
-    assert_true(agent_rfc3339_valid("2030-01-02 03:04:05-07:30"));
-    assert_true(agent_rfc3339_valid("2030-02-30T00:00:00Z")); /* the calendar is PostgreSQL's */
-    assert_false(agent_rfc3339_valid(""));
-    assert_false(agent_rfc3339_valid("2030-01-02"));
-    assert_false(agent_rfc3339_valid("2030-00-02T03:04:05Z"));
-    assert_false(agent_rfc3339_valid("2030-01-32T03:04:05Z"));
-    assert_false(agent_rfc3339_valid("2030-01-02T03:60:05Z"));
+    assert_true(aproto_rfc3339_valid("2030-01-02T03:04:05Z"));
+    assert_true(aproto_rfc3339_valid("2030-01-02t03:04:05.123456z"));
+    assert_true(aproto_rfc3339_valid("2030-01-02 03:04:05-07:30"));
+    assert_true(aproto_rfc3339_valid("2030-02-30T00:00:00Z")); /* the calendar is PostgreSQL's */
+    assert_false(aproto_rfc3339_valid(""));
+    assert_false(aproto_rfc3339_valid("2030-01-02"));
+    assert_false(aproto_rfc3339_valid("2030-00-02T03:04:05Z"));
+    assert_false(aproto_rfc3339_valid("2030-01-32T03:04:05Z"));
+    assert_false(aproto_rfc3339_valid("2030-01-02T03:60:05Z"));
 }
 
 static const struct CMUnitTest tests[] = {

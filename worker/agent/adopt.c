@@ -246,7 +246,7 @@ static struct agent_worker *worker_from_record(const char *path)
     struct agent_worker *w = NULL;
     char *end = NULL;
     unsigned long long st = start ? strtoull(start, &end, 10) : 0;
-    if (!job || agent_job_id_valid(job) != 0 || !secret || strlen(secret) >= sizeof(w->secret) ||
+    if (!job || aproto_job_id_valid(job) != 0 || !secret || strlen(secret) >= sizeof(w->secret) ||
         !end || *end || attempt < 0 || rank < 0 || pid < 0 || sup < 0 || uid < -1 || gid < -1) {
         TY_WARN("proc", "ignoring unreadable worker record %s", path);
         json_decref(o);
@@ -307,7 +307,7 @@ static void adopt_one(struct agent *a, struct agent_worker *w)
             (long long)w->attempt, (long long)w->rank, (long)w->pid, (long)w->sup_pid);
     int64_t seq = agent__next_seq(a);
     agent__event_push(a, AGENT_EV_STARTED,
-                      agent_msg_worker_started(seq, w->job_id, w->attempt, w->rank, (long)w->pid),
+                      aproto_msg_worker_started(seq, w->job_id, w->attempt, w->rank, (long)w->pid),
                       seq, NULL);
 }
 

@@ -217,8 +217,8 @@ struct agent_env_private {
  * launch's rendezvous secret, then the job's env (which may override any of them); PYTHONPATH
  * gets python_path first (also in front of a PYTHONPATH the job sets). Returns a malloc'd
  * NULL-terminated "K=V" array (agent_env_free) or NULL when out of memory. */
-char **agent_env_build(char *const *base, const struct agent_launch *l,
-                       const struct agent_launch_worker *w, const char *python_path,
+char **agent_env_build(char *const *base, const struct aproto_launch *l,
+                       const struct aproto_launch_worker *w, const char *python_path,
                        const char *report_socket, const char *socket_ifname,
                        const struct agent_env_private *priv);
 /* Whether a variable of the agent's own environment is passed to workers (a fixed list: PATH,
@@ -229,7 +229,7 @@ void agent_env_free(char **env);
 /* The value of `name` in env, or NULL. */
 const char *agent_env_get(char *const *env, const char *name);
 /* TF_CONFIG for `rank` of the launch (malloc'd JSON, caller frees), NULL on OOM. */
-char *agent_tf_config(const struct agent_launch *l, int64_t rank);
+char *agent_tf_config(const struct aproto_launch *l, int64_t rank);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Checkpoint directories (checkpoint.c)                                                       */
@@ -412,7 +412,7 @@ struct agent_event *agent__events_next_unsent(struct agent *a);
 void agent__events_free_all(struct agent *a);
 /* Worker states for `register`: a malloc'd array of *n entries borrowing the workers' strings
  * (valid until the worker table changes), or NULL when there are none or out of memory. */
-struct agent_worker_event *agent__workers_state(const struct agent *a, size_t *n);
+struct aproto_worker_event *agent__workers_state(const struct agent *a, size_t *n);
 struct agent_worker *agent__worker_find(struct agent *a, const char *job_id, int64_t attempt,
                                         int64_t rank);
 void agent__workers_free_all(struct agent *a);
@@ -424,7 +424,7 @@ size_t agent__workers_running(const struct agent *a);
  * checkpoint to resume from and the code package come from this node's caches; with may_fetch a
  * cache miss is fetched here, blocking the caller (the event loop hands such launches to
  * prepare.c first, and launches them with may_fetch false once the caches are filled). */
-void agent__launch(struct agent *a, const struct agent_launch *l, bool may_fetch);
+void agent__launch(struct agent *a, const struct aproto_launch *l, bool may_fetch);
 /* Marks w exited (exit code, signal or -1, error or NULL: copied) and queues its worker_exited
  * event, after its last output; spools the exit so that an agent restart resends it. */
 void agent__worker_exited(struct agent *a, struct agent_worker *w, int exit_code, int sig,
@@ -605,7 +605,7 @@ void agent__prepare_stop(struct agent *a);
  * checkpoint to resume from, a code package) this node's caches lack, hands it to the
  * preparation thread and returns true; the event loop launches it later (agent__prepare_poll).
  * False: launch it now, nothing to fetch. */
-bool agent__prepare_launch(struct agent *a, const struct agent_launch *l, const char *text,
+bool agent__prepare_launch(struct agent *a, const struct aproto_launch *l, const char *text,
                            size_t len);
 /* A stop of (job, attempt) (job NULL: every job; attempt -1: every attempt) that arrives while
  * its launch waits for downloads: the launch is dropped when they are done. */

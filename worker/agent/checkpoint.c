@@ -60,7 +60,7 @@ static char *join(const char *a, const char *b)
 
 char *agent_checkpoint_path(const char *data_dir, const char *job_id, int64_t attempt, int64_t k)
 {
-    if (!data_dir || agent_job_id_valid(job_id) != 0 || attempt < 0 || k < 1)
+    if (!data_dir || aproto_job_id_valid(job_id) != 0 || attempt < 0 || k < 1)
         return NULL;
     size_t n = strlen(data_dir) + strlen(job_id) + 80;
     char *p = malloc(n);

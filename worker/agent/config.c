@@ -180,7 +180,7 @@ static int derive(struct agent_config *cfg)
         fprintf(stderr, "trainyard-agent: --labels: %s\n", err);
         return -1;
     }
-    if (cfg->node_id && (strlen(cfg->node_id) > 128 || agent_job_id_valid(cfg->node_id) != 0)) {
+    if (cfg->node_id && (strlen(cfg->node_id) > 128 || aproto_job_id_valid(cfg->node_id) != 0)) {
         fprintf(stderr, "trainyard-agent: --node-id: use 1-128 characters of [A-Za-z0-9._-]\n");
         return -1;
     }

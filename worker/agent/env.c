@@ -77,7 +77,7 @@ void agent_env_free(char **env)
     free(env);
 }
 
-char *agent_tf_config(const struct agent_launch *l, int64_t rank)
+char *agent_tf_config(const struct aproto_launch *l, int64_t rank)
 {
     json_t *workers = json_array();
     if (!workers)
@@ -111,7 +111,7 @@ static const char *gpu_uuid(const struct agent_env_private *priv, int index)
 /* CUDA_VISIBLE_DEVICES of a worker, "GPU-8f2c...,GPU-11aa..." by UUID where NVML gave them (an
  * index can name another device once CUDA_DEVICE_ORDER or a lost GPU renumbers them), else
  * "0,1,3" by index ("" without GPUs). Returns a malloc'd string or NULL. */
-static char *gpu_list_text(const struct agent_launch_worker *w,
+static char *gpu_list_text(const struct aproto_launch_worker *w,
                            const struct agent_env_private *priv)
 {
     size_t len = w->n_gpus * (sizeof(priv->gpus[0].uuid) + 1) + 1, off = 0;
@@ -181,8 +181,8 @@ bool agent_env_inherited(const char *name)
     return false;
 }
 
-char **agent_env_build(char *const *base, const struct agent_launch *l,
-                       const struct agent_launch_worker *w, const char *python_path,
+char **agent_env_build(char *const *base, const struct aproto_launch *l,
+                       const struct aproto_launch_worker *w, const char *python_path,
                        const char *report_socket, const char *socket_ifname,
                        const struct agent_env_private *priv)
 {

@@ -120,15 +120,15 @@ void agent__events_free_all(struct agent *a)
     a->queued_bytes = 0;
 }
 
-struct agent_worker_event *agent__workers_state(const struct agent *a, size_t *n)
+struct aproto_worker_event *agent__workers_state(const struct agent *a, size_t *n)
 {
     size_t count = 0;
     *n = 0;
     for (const struct agent_worker *w = a->workers; w; w = w->next)
         count++;
-    struct agent_worker_event *states = count ? calloc(count, sizeof(*states)) : NULL;
+    struct aproto_worker_event *states = count ? calloc(count, sizeof(*states)) : NULL;
     for (const struct agent_worker *w = a->workers; states && w; w = w->next)
-        states[(*n)++] = (struct agent_worker_event){
+        states[(*n)++] = (struct aproto_worker_event){
             .seq = -1,
             .job_id = w->job_id,
             .attempt = w->attempt,

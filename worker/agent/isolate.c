@@ -302,7 +302,7 @@ static bool round_in_use(const struct agent *a, const char *path)
 void agent__delete_checkpoint(struct agent *a, const char *job_id, int64_t attempt, int64_t index)
 {
     char path[PATH_MAX], owners[PATH_MAX + 16];
-    if (agent_job_id_valid(job_id) != 0 || attempt < 0 || index < 0 ||
+    if (aproto_job_id_valid(job_id) != 0 || attempt < 0 || index < 0 ||
         (size_t)snprintf(path, sizeof(path), "%s/checkpoints/%s/%lld/%lld", a->data_dir, job_id,
                          (long long)attempt, (long long)index) >= sizeof(path))
         return;

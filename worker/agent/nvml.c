@@ -239,8 +239,8 @@ size_t agent__detect_gpus(const char *library, int **gpus, struct agent_gpu **in
         return 0;
     unsigned c = 0;
     size_t n = 0;
-    if (session.count(&c) != 0 || c == 0 || c > AGENT_PROTO_MAX_GPUS) {
-        TY_INFO("agent", "NVML: %u GPU(s) usable: 0 GPUs", c > AGENT_PROTO_MAX_GPUS ? 0 : c);
+    if (session.count(&c) != 0 || c == 0 || c > APROTO_MAX_GPUS) {
+        TY_INFO("agent", "NVML: %u GPU(s) usable: 0 GPUs", c > APROTO_MAX_GPUS ? 0 : c);
         goto out;
     }
     *gpus = calloc(c, sizeof(int));
@@ -321,7 +321,7 @@ void agent__gpus_tick(struct agent *a)
         return;
     a->gpus_sent_ms = now;
     agent__sample_gpus(a->cfg->nvml_library, a->gpu_info, a->n_gpu_info);
-    struct agent_gpu_row *rows = calloc(a->n_gpu_info, sizeof(*rows));
+    struct aproto_gpu_row *rows = calloc(a->n_gpu_info, sizeof(*rows));
     if (!rows) {
         TY_ERROR("agent", "out of memory");
         return;
@@ -330,7 +330,7 @@ void agent__gpus_tick(struct agent *a)
         const struct agent_gpu *g = &a->gpu_info[i];
         if (g->lost)
             drop_gpu(a, g->index);
-        rows[i] = (struct agent_gpu_row){
+        rows[i] = (struct aproto_gpu_row){
             .index = g->index,
             .uuid = g->uuid[0] ? g->uuid : "unknown",
             .name = g->name,
@@ -343,6 +343,6 @@ void agent__gpus_tick(struct agent *a)
             .xid = g->xid,
         };
     }
-    agent__ws_send_ctl(a, agent_msg_gpus(rows, a->n_gpu_info));
+    agent__ws_send_ctl(a, aproto_msg_gpus(rows, a->n_gpu_info));
     free(rows);
 }

@@ -220,8 +220,8 @@ int agent_parse_gpu_list(const char *s, int **out, size_t *n, char *err, size_t 
     size_t cap = 1;
     for (const char *p = s; *p; p++)
         cap += *p == ',';
-    if (cap > AGENT_PROTO_MAX_GPUS)
-        return ERR("more than %d GPUs", AGENT_PROTO_MAX_GPUS);
+    if (cap > APROTO_MAX_GPUS)
+        return ERR("more than %d GPUs", APROTO_MAX_GPUS);
     int *v = calloc(cap, sizeof(*v));
     if (!v)
         return ERR("out of memory");
@@ -244,10 +244,10 @@ int agent_parse_gpu_list(const char *s, int **out, size_t *n, char *err, size_t 
         }
         memcpy(buf, p, len);
         buf[len] = '\0';
-        if (util_parse_int64(buf, 0, AGENT_PROTO_MAX_GPUS - 1, &idx) != 0) {
+        if (util_parse_int64(buf, 0, APROTO_MAX_GPUS - 1, &idx) != 0) {
             free(v);
             return ERR("'%s': GPU index '%s' is not an integer in 0-%d", s, buf,
-                       AGENT_PROTO_MAX_GPUS - 1);
+                       APROTO_MAX_GPUS - 1);
         }
         v[k++] = (int)idx;
         if (!comma)

@@ -166,7 +166,7 @@ void agent__prepare_stop(struct agent *a)
     a->prep = NULL;
 }
 
-bool agent__prepare_launch(struct agent *a, const struct agent_launch *l, const char *text,
+bool agent__prepare_launch(struct agent *a, const struct aproto_launch *l, const char *text,
                            size_t len)
 {
     struct agent_prep *p = a->prep;
@@ -255,17 +255,17 @@ void agent__prepare_poll(struct agent *a)
         pthread_mutex_unlock(&p->mu);
         if (it == NULL)
             break;
-        struct agent_server_msg m;
+        struct aproto_server_msg m;
         char err[256];
         if (it->cancelled) {
             TY_INFO("prepare",
                     "job %s attempt %lld was stopped while its downloads ran: not "
                     "launched",
                     it->job_id, (long long)it->attempt);
-        } else if (agent_server_msg_parse(it->text, it->len, &m, err, sizeof(err)) == 0) {
-            if (m.type == AGENT_MSG_LAUNCH)
+        } else if (aproto_server_msg_parse(it->text, it->len, &m, err, sizeof(err)) == 0) {
+            if (m.type == APROTO_MSG_LAUNCH)
                 agent__launch(a, &m.launch, false);
-            agent_server_msg_free(&m);
+            aproto_server_msg_free(&m);
         } else {
             TY_ERROR("prepare", "job %s: the launch no longer parses: %s", it->job_id, err);
         }

@@ -48,7 +48,7 @@ void agent__progress_tick(struct agent *a)
         n += w->status == AGENT_WORKER_RUNNING && w->progress.known;
     if (n == 0)
         return;
-    struct agent_progress *rows = calloc(n, sizeof(*rows));
+    struct aproto_progress *rows = calloc(n, sizeof(*rows));
     if (!rows) {
         TY_ERROR("progress", "out of memory");
         return;
@@ -58,7 +58,7 @@ void agent__progress_tick(struct agent *a)
         const struct agent_worker_progress *s = &w->progress;
         if (w->status != AGENT_WORKER_RUNNING || !s->known)
             continue;
-        rows[i++] = (struct agent_progress){
+        rows[i++] = (struct aproto_progress){
             .job_id = w->job_id,
             .attempt = w->attempt,
             .rank = w->rank,
@@ -70,6 +70,6 @@ void agent__progress_tick(struct agent *a)
             .progress_age_ms = now - s->changed_ms,
         };
     }
-    agent__ws_send_ctl(a, agent_msg_progress(rows, i));
+    agent__ws_send_ctl(a, aproto_msg_progress(rows, i));
     free(rows);
 }

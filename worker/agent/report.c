@@ -186,7 +186,7 @@ static void on_report(struct agent_report_conn *c, const json_t *m)
         return;
     }
     char when[40];
-    agent_format_time(agent_wall_ms(), when, sizeof(when));
+    aproto_format_time(agent_wall_ms(), when, sizeof(when));
     /* Take the checkpoint directory over (checkpoint.c) before anything is spooled or acked; the
      * report then names the agent-owned directory. A resent report already spooled was taken. */
     char *owned = NULL;
@@ -212,8 +212,8 @@ static void on_report(struct agent_report_conn *c, const json_t *m)
             return;
         }
     }
-    json_t *body = agent_report_body(c->job_id, c->attempt, c->rank, r.seq, r.metrics,
-                                     r.has_step ? r.step : -1, when, owned);
+    json_t *body = aproto_report_body(c->job_id, c->attempt, c->rank, r.seq, r.metrics,
+                                      r.has_step ? r.step : -1, when, owned);
     free(owned);
     if (body && bytes >= 0 &&
         json_object_set_new(body, "checkpoint_bytes", json_integer(bytes)) != 0) {
@@ -233,7 +233,7 @@ static void on_report(struct agent_report_conn *c, const json_t *m)
         free(path);
     } else {
         int64_t ev = agent__next_seq(c->a);
-        agent__event_push(c->a, AGENT_EV_REPORT, agent_msg_report(ev, body), ev, path);
+        agent__event_push(c->a, AGENT_EV_REPORT, aproto_msg_report(ev, body), ev, path);
         agent__uploader_note_report(c->a, c->job_id, c->attempt, r.seq);
     }
     json_decref(body);

@@ -24,7 +24,7 @@ char *agent__credential_load(const char *data_dir)
         return NULL;
     }
     text[strcspn(text, "\r\n \t")] = '\0';
-    if (!*text || strlen(text) > AGENT_PROTO_MAX_SECRET) {
+    if (!*text || strlen(text) > APROTO_MAX_SECRET) {
         free(text);
         return NULL;
     }
@@ -65,7 +65,7 @@ char *agent__node_id_load(const char *data_dir, const char *declared)
     char *text = util_read_file(path, NULL);
     if (text) {
         text[strcspn(text, "\r\n \t")] = '\0';
-        if (agent_job_id_valid(text) == 0)
+        if (aproto_job_id_valid(text) == 0)
             return text;
         TY_WARN("agent", "%s holds an invalid node id; generating a new one", path);
         free(text);

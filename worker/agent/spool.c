@@ -17,7 +17,7 @@
 bool agent__spool_has(struct agent *a, const char *job_id, int64_t attempt, int64_t rank,
                       int64_t report_seq)
 {
-    if (agent_job_id_valid(job_id) != 0)
+    if (aproto_job_id_valid(job_id) != 0)
         return false;
     size_t plen = strlen(a->spool_dir) + strlen(job_id) + 96;
     char *path = malloc(plen);
@@ -33,8 +33,8 @@ bool agent__spool_has(struct agent *a, const char *job_id, int64_t attempt, int6
 char *agent__spool_write(struct agent *a, const json_t *body, bool *dup)
 {
     *dup = false;
-    struct agent_report_body_keys k;
-    if (agent_report_body_parse(body, &k) != 0 || agent_job_id_valid(k.job_id) != 0)
+    struct aproto_report_body_keys k;
+    if (aproto_report_body_parse(body, &k) != 0 || aproto_job_id_valid(k.job_id) != 0)
         return NULL;
     size_t plen = strlen(a->spool_dir) + strlen(k.job_id) + 96;
     char *path = malloc(plen);
@@ -66,15 +66,15 @@ fail:
 
 struct spooled {
     json_t *body;
-    struct agent_report_body_keys k; /* borrowed from body */
+    struct aproto_report_body_keys k; /* borrowed from body */
     char *path;
 };
 
 /* Resent in the order they were made: by job, attempt, rank and report_seq. */
 static int cmp_spooled(const void *x, const void *y)
 {
-    const struct agent_report_body_keys *a = &((const struct spooled *)x)->k;
-    const struct agent_report_body_keys *b = &((const struct spooled *)y)->k;
+    const struct aproto_report_body_keys *a = &((const struct spooled *)x)->k;
+    const struct aproto_report_body_keys *b = &((const struct spooled *)y)->k;
     int c = strcmp(a->job_id, b->job_id);
     if (c)
         return c;
@@ -116,8 +116,8 @@ void agent__spool_reload(struct agent *a)
             continue;
         }
         json_t *body = json_load_file(path, 0, NULL);
-        struct agent_report_body_keys k;
-        if (agent_report_body_parse(body, &k) != 0) {
+        struct aproto_report_body_keys k;
+        if (aproto_report_body_parse(body, &k) != 0) {
             TY_WARN("report", "ignoring unreadable spooled report %s", path);
             json_decref(body);
             free(path);
@@ -146,7 +146,7 @@ void agent__spool_reload(struct agent *a)
     }
     for (size_t i = 0; i < n; i++) {
         int64_t seq = agent__next_seq(a);
-        agent__event_push(a, AGENT_EV_REPORT, agent_msg_report(seq, v[i].body), seq, v[i].path);
+        agent__event_push(a, AGENT_EV_REPORT, aproto_msg_report(seq, v[i].body), seq, v[i].path);
         json_decref(v[i].body);
     }
     free(v);
@@ -169,15 +169,15 @@ static char *exit_path(const struct agent *a, const char *job_id, int64_t attemp
 
 char *agent__spool_exit(struct agent *a, const struct agent_worker *w)
 {
-    if (agent_job_id_valid(w->job_id) != 0)
+    if (aproto_job_id_valid(w->job_id) != 0)
         return NULL;
     char *path = exit_path(a, w->job_id, w->attempt, w->rank);
-    char *text = agent_exit_body(&(struct agent_exit_body){.job_id = w->job_id,
-                                                           .attempt = w->attempt,
-                                                           .rank = w->rank,
-                                                           .exit_code = w->exit_code,
-                                                           .signal = w->signal,
-                                                           .error = w->error});
+    char *text = aproto_exit_body(&(struct aproto_exit_body){.job_id = w->job_id,
+                                                             .attempt = w->attempt,
+                                                             .rank = w->rank,
+                                                             .exit_code = w->exit_code,
+                                                             .signal = w->signal,
+                                                             .error = w->error});
     if (!path || !text || util_write_file_durable(path, text, strlen(text), 0600) != 0) {
         TY_ERROR("proc", "cannot spool the exit of job %s attempt %lld rank %lld: %s", w->job_id,
                  (long long)w->attempt, (long long)w->rank, strerror(errno));
@@ -193,8 +193,8 @@ static void reload_exit(struct agent *a, char *path)
 {
     size_t len = 0;
     char *text = util_read_file(path, &len);
-    struct agent_exit_body e;
-    if (!text || agent_exit_body_parse(text, len, &e) != 0) {
+    struct aproto_exit_body e;
+    if (!text || aproto_exit_body_parse(text, len, &e) != 0) {
         TY_WARN("proc", "ignoring unreadable spooled exit %s", path);
         free(text);
         free(path);
@@ -206,7 +206,7 @@ static void reload_exit(struct agent *a, char *path)
         if (w)
             free(w->job_id);
         free(w);
-        agent_exit_body_free(&e);
+        aproto_exit_body_free(&e);
         free(path);
         return;
     }
@@ -218,12 +218,12 @@ static void reload_exit(struct agent *a, char *path)
     w->exit_seq = agent__next_seq(a);
     w->next = a->workers;
     a->workers = w;
-    agent_exit_body_free(&e);
+    aproto_exit_body_free(&e);
     TY_INFO("proc", "resending the exit of job %s attempt %lld rank %lld", w->job_id,
             (long long)w->attempt, (long long)w->rank);
     agent__event_push(a, AGENT_EV_EXITED,
-                      agent_msg_worker_exited(w->exit_seq, w->job_id, w->attempt, w->rank,
-                                              w->exit_code, w->signal, w->error),
+                      aproto_msg_worker_exited(w->exit_seq, w->job_id, w->attempt, w->rank,
+                                               w->exit_code, w->signal, w->error),
                       w->exit_seq, path);
 }
 

@@ -104,7 +104,7 @@ struct sup_fds {
 
 /* The child half of spawn_as: only async-signal-safe calls (the agent may have other threads).
  * Returns the errno of the failed step; on success it does not return. */
-static int child_exec(const char *program, char *const *argv, const struct agent_launch *l,
+static int child_exec(const char *program, char *const *argv, const struct aproto_launch *l,
                       char *const *env, int logfd, int errfd, uid_t uid, gid_t gid,
                       const struct sup_fds *keep)
 {
@@ -145,8 +145,8 @@ static int child_exec(const char *program, char *const *argv, const struct agent
  * once the child has exec'd (a close-on-exec pipe carries the errno of a failed step). Returns
  * 0 and *pid, or that errno. */
 static int spawn_as(pid_t *pid, const char *program, char *const *argv,
-                    const struct agent_launch *l, char *const *env, int logfd, uid_t uid, gid_t gid,
-                    const struct sup_fds *keep)
+                    const struct aproto_launch *l, char *const *env, int logfd, uid_t uid,
+                    gid_t gid, const struct sup_fds *keep)
 {
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) != 0)
@@ -198,7 +198,7 @@ static int spawn_as(pid_t *pid, const char *program, char *const *argv,
  * it returns once the child has exec'd. Returns 0 and *pid, or the errno of the failed step
  * (the chdir or the exec). */
 static int spawn_worker(pid_t *pid, const char *program, char *const *argv,
-                        const struct agent_launch *l, char *const *env, int logfd,
+                        const struct aproto_launch *l, char *const *env, int logfd,
                         const struct agent_worker *w, const struct sup_fds *keep)
 {
     if (w->uid != AGENT_NO_UID)
@@ -291,8 +291,8 @@ void agent__worker_exited(struct agent *a, struct agent_worker *w, int exit_code
     w->exit_seq = seq;
     agent__event_push(
         a, AGENT_EV_EXITED,
-        agent_msg_worker_exited(seq, w->job_id, w->attempt, w->rank, exit_code, sig, w->error), seq,
-        spooled);
+        aproto_msg_worker_exited(seq, w->job_id, w->attempt, w->rank, exit_code, sig, w->error),
+        seq, spooled);
 }
 
 /* A worker that could not start: the reason goes to its log (when open) and to the server as a
@@ -318,8 +318,8 @@ static void start_failed(struct agent *a, struct agent_worker *w, int logfd, con
 /* What makes w private before it starts (its uid, TMPDIR, report secret, read access to the
  * checkpoint it resumes from) and its environment. Returns the environment (agent_env_free),
  * or NULL after queuing w's worker_exited. */
-static char **worker_env(struct agent *a, struct agent_worker *w, const struct agent_launch *l,
-                         const struct agent_launch_worker *lw, int logfd)
+static char **worker_env(struct agent *a, struct agent_worker *w, const struct aproto_launch *l,
+                         const struct aproto_launch_worker *lw, int logfd)
 {
     unsigned char raw[24];
     if (util_random_bytes(raw, sizeof(raw)) != 0) {
@@ -365,7 +365,7 @@ static char **worker_env(struct agent *a, struct agent_worker *w, const struct a
  * *start_fd, the pipe on which the supervisor says when the worker has exec'd (read it with
  * supervised_started). Returns 0, or the errno of the failed step (*start_fd is then -1). */
 static int spawn_supervised(struct agent *a, struct agent_worker *w, const char *program,
-                            const struct agent_launch *l, char *const *env, int logfd,
+                            const struct aproto_launch *l, char *const *env, int logfd,
                             int *start_fd)
 {
     size_t argc = 0;
@@ -435,8 +435,8 @@ static int supervised_started(struct agent_worker *w, int start_fd)
 /* Starts one worker's supervisor. Returns the worker, with *start_fd to pass to
  * supervised_started; NULL when it was already launched or could not start (then its
  * worker_exited is queued). */
-static struct agent_worker *start_one(struct agent *a, const struct agent_launch *l,
-                                      const struct agent_launch_worker *lw, int *start_fd)
+static struct agent_worker *start_one(struct agent *a, const struct aproto_launch *l,
+                                      const struct aproto_launch_worker *lw, int *start_fd)
 {
     *start_fd = -1;
     if (agent__worker_find(a, l->job_id, l->attempt, lw->rank)) {
@@ -498,7 +498,7 @@ static struct agent_worker *start_one(struct agent *a, const struct agent_launch
 
 /* The second half of starting w: once its worker has exec'd, records it (adopt.c). Returns w,
  * or NULL after queuing its worker_exited. */
-static struct agent_worker *start_finish(struct agent *a, const struct agent_launch *l,
+static struct agent_worker *start_finish(struct agent *a, const struct aproto_launch *l,
                                          struct agent_worker *w, int start_fd)
 {
     int err = supervised_started(w, start_fd);
@@ -516,8 +516,8 @@ static struct agent_worker *start_finish(struct agent *a, const struct agent_lau
 /* A worker whose job's code package (or checkpoint package: `kind`, `sha256`) could not be made
  * ready: it exits at once (127) with the reason. Returns NULL, as start_one does for a worker
  * that did not start. */
-static struct agent_worker *code_failed(struct agent *a, const struct agent_launch *l,
-                                        const struct agent_launch_worker *lw, const char *kind,
+static struct agent_worker *code_failed(struct agent *a, const struct aproto_launch *l,
+                                        const struct aproto_launch_worker *lw, const char *kind,
                                         const char *sha256, const char *why)
 {
     if (agent__worker_find(a, l->job_id, l->attempt, lw->rank))
@@ -531,7 +531,7 @@ static struct agent_worker *code_failed(struct agent *a, const struct agent_laun
     return NULL;
 }
 
-void agent__launch(struct agent *a, const struct agent_launch *l, bool may_fetch)
+void agent__launch(struct agent *a, const struct aproto_launch *l, bool may_fetch)
 {
     TY_INFO("proc", "launch job %s attempt %lld: %zu worker(s) of %lld", l->job_id,
             (long long)l->attempt, l->n_workers, (long long)l->world_size);
@@ -541,7 +541,7 @@ void agent__launch(struct agent *a, const struct agent_launch *l, bool may_fetch
         return;
     }
     /* A node without a copy of the checkpoint to resume from fetches it first (issue 11). */
-    struct agent_launch local = *l;
+    struct aproto_launch local = *l;
     char *fetched = NULL;
     if (l->checkpoint_dir == NULL && l->checkpoint_fetch_id > 0) {
         fetched = agent__checkpoint_fetch(a, l->checkpoint_fetch_id, l->checkpoint_fetch_sha256,
@@ -603,7 +603,8 @@ void agent__launch(struct agent *a, const struct agent_launch *l, bool may_fetch
         int64_t seq = agent__next_seq(a);
         agent__event_push(
             a, AGENT_EV_STARTED,
-            agent_msg_worker_started(seq, w->job_id, w->attempt, w->rank, (long)w->pid), seq, NULL);
+            aproto_msg_worker_started(seq, w->job_id, w->attempt, w->rank, (long)w->pid), seq,
+            NULL);
     }
     free(started);
 }

@@ -162,12 +162,12 @@ static int send_chunk(struct agent *a, struct agent_tail *t, json_t *lines, int6
         json_decref(lines);
         return -1;
     }
-    struct agent_log_chunk lc = {t->job_id,    t->attempt, t->rank, offset,
-                                 end - offset, dropped,    lines};
+    struct aproto_log_chunk lc = {t->job_id,    t->attempt, t->rank, offset,
+                                  end - offset, dropped,    lines};
     c->seq = agent__next_seq(a);
     c->offset = offset;
     c->end = end;
-    char *text = agent_msg_log(c->seq, &lc);
+    char *text = aproto_msg_log(c->seq, &lc);
     json_decref(lines);
     struct tail_chunk **pp = &t->sent;
     while (*pp)
@@ -397,7 +397,7 @@ void agent__tails_reload(struct agent *a)
         return;
     struct dirent *je;
     while ((je = readdir(jobs)) != NULL) {
-        if (agent_job_id_valid(je->d_name) != 0 || je->d_name[0] == '.')
+        if (aproto_job_id_valid(je->d_name) != 0 || je->d_name[0] == '.')
             continue;
         char jdir[4096 + 256];
         snprintf(jdir, sizeof(jdir), "%s/%s", root, je->d_name);

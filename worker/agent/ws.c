@@ -50,8 +50,8 @@ static void connect_now(lws_sorted_usec_list_t *sul)
     ci.path = srv->path;
     ci.host = srv->host;
     ci.origin = srv->host;
-    ci.protocol = AGENT_PROTO_SUBPROTOCOL;
-    ci.local_protocol_name = AGENT_PROTO_SUBPROTOCOL;
+    ci.protocol = APROTO_SUBPROTOCOL;
+    ci.local_protocol_name = APROTO_SUBPROTOCOL;
     ci.ssl_connection = a->cfg->url_tls ? LCCSCF_USE_SSL : 0;
     /* A pinned certificate replaces the CA and name checks: pin_matches() decides. */
     if (a->cfg->pinned)
@@ -86,7 +86,7 @@ static void heartbeat_due(lws_sorted_usec_list_t *sul)
     struct agent *a = t->a;
     if (!a->registered)
         return;
-    agent__ws_send_ctl(a, agent_msg_heartbeat());
+    agent__ws_send_ctl(a, aproto_msg_heartbeat());
     lws_sul_schedule(a->ctx, 0, &t->heartbeat, heartbeat_due,
                      (lws_usec_t)a->heartbeat_interval_s * LWS_USEC_PER_SEC);
 }
@@ -234,8 +234,8 @@ static void learn_address_only(struct agent *a, struct lws *wsi)
 static void send_register(struct agent *a)
 {
     size_t n_workers;
-    struct agent_worker_event *workers = agent__workers_state(a, &n_workers);
-    struct agent_node_info n = {
+    struct aproto_worker_event *workers = agent__workers_state(a, &n_workers);
+    struct aproto_node_info n = {
         .id = a->node_id,
         .hostname = a->hostname,
         .address = a->address,
@@ -251,7 +251,7 @@ static void send_register(struct agent *a)
         .port_hi = a->cfg->port_hi,
         .credential = a->node_credential,
     };
-    agent__ws_send_ctl(a, agent_msg_register(&n, a->cfg->token, workers, n_workers));
+    agent__ws_send_ctl(a, aproto_msg_register(&n, a->cfg->token, workers, n_workers));
     free(workers);
 }
 
@@ -260,8 +260,8 @@ static void send_register(struct agent *a)
  * waiting for workers that will never start. */
 static void reject_launch(struct agent *a, const char *text, size_t len, const char *reason)
 {
-    struct agent_launch_refused r;
-    if (agent_launch_refused_parse(text, len, &r) != 0)
+    struct aproto_launch_refused r;
+    if (aproto_launch_refused_parse(text, len, &r) != 0)
         return;
     char msg[512];
     snprintf(msg, sizeof(msg), "invalid launch: %s", reason);
@@ -269,26 +269,27 @@ static void reject_launch(struct agent *a, const char *text, size_t len, const c
         int64_t seq = agent__next_seq(a);
         agent__event_push(
             a, AGENT_EV_EXITED,
-            agent_msg_worker_exited(seq, r.job_id, r.attempt, r.ranks[i], 127, -1, msg), seq, NULL);
+            aproto_msg_worker_exited(seq, r.job_id, r.attempt, r.ranks[i], 127, -1, msg), seq,
+            NULL);
     }
-    agent_launch_refused_free(&r);
+    aproto_launch_refused_free(&r);
 }
 
 /* Acts on one complete server message. Returns -1 to close the connection. */
 static int on_message(struct agent *a, const char *text, size_t len)
 {
     TY_DEBUG("ws", "<- %.*s", (int)(len > 2000 ? 2000 : len), text);
-    struct agent_server_msg m;
+    struct aproto_server_msg m;
     char err[256];
-    if (agent_server_msg_parse(text, len, &m, err, sizeof(err)) != 0) {
+    if (aproto_server_msg_parse(text, len, &m, err, sizeof(err)) != 0) {
         TY_BAD_PEER("ws", "server message refused: %s", err);
-        if (m.type == AGENT_MSG_LAUNCH)
+        if (m.type == APROTO_MSG_LAUNCH)
             reject_launch(a, text, len, err);
         return 0;
     }
     int rc = 0;
     switch (m.type) {
-    case AGENT_MSG_REGISTERED:
+    case APROTO_MSG_REGISTERED:
         a->registered = true;
         a->reconnect_attempt = 0;
         a->heartbeat_interval_s = a->cfg->heartbeat_interval_s > 0 ? a->cfg->heartbeat_interval_s
@@ -312,32 +313,32 @@ static int on_message(struct agent *a, const char *text, size_t len)
                          (lws_usec_t)a->heartbeat_interval_s * LWS_USEC_PER_SEC);
         agent__ws_kick(a);
         break;
-    case AGENT_MSG_ERROR:
+    case APROTO_MSG_ERROR:
         TY_ERROR("ws", "server refused this agent: %s", m.message);
         rc = -1;
         break;
-    case AGENT_MSG_ACK:
+    case APROTO_MSG_ACK:
         agent__events_ack(a, m.seq);
         break;
-    case AGENT_MSG_LAUNCH:
+    case APROTO_MSG_LAUNCH:
         if (!agent__prepare_launch(a, &m.launch, text, len))
             agent__launch(a, &m.launch, a->prep == NULL);
         break;
-    case AGENT_MSG_STOP:
+    case APROTO_MSG_STOP:
         agent__stop(a, m.job_id, m.attempt, m.grace_s >= 0 ? m.grace_s : a->cfg->stop_grace_s,
                     m.notice_s);
         break;
-    case AGENT_MSG_FORGET:
+    case APROTO_MSG_FORGET:
         agent__forget_job(a, m.job_id);
         break;
-    case AGENT_MSG_CHECKPOINT_DELETE:
+    case APROTO_MSG_CHECKPOINT_DELETE:
         agent__delete_checkpoint(a, m.job_id, m.attempt, m.index);
         break;
     default: /* the parser gives an agent->server type as UNKNOWN */
         TY_WARN("ws", "ignoring server message of unknown type '%s'", m.type_name);
         break;
     }
-    agent_server_msg_free(&m);
+    aproto_server_msg_free(&m);
     return rc;
 }
 
@@ -345,8 +346,8 @@ static int on_message(struct agent *a, const char *text, size_t len)
 static int on_receive(struct agent *a, struct lws *wsi, const void *in, size_t len)
 {
     if (!a->rx_too_big) {
-        if (a->rx_len + len > AGENT_PROTO_MAX_MESSAGE) {
-            TY_BAD_PEER("ws", "server message above %u bytes dropped", AGENT_PROTO_MAX_MESSAGE);
+        if (a->rx_len + len > APROTO_MAX_MESSAGE) {
+            TY_BAD_PEER("ws", "server message above %u bytes dropped", APROTO_MAX_MESSAGE);
             a->rx_too_big = true;
             UTIL_FREE(a->rx);
             a->rx_len = a->rx_cap = 0;
@@ -477,7 +478,7 @@ int agent__tails_callback(struct lws *wsi, enum lws_callback_reasons reason, voi
                           size_t len);
 
 static const struct lws_protocols protocols[] = {
-    {AGENT_PROTO_SUBPROTOCOL, ws_callback, 0, 65536, 0, NULL, 0},
+    {APROTO_SUBPROTOCOL, ws_callback, 0, 65536, 0, NULL, 0},
     {"trainyard-report", agent__report_callback, 0, 0, 0, NULL, 0},
     {"trainyard-children", agent__children_callback, 0, 0, 0, NULL, 0},
     {"trainyard-logs", agent__tails_callback, 0, 0, 0, NULL, 0},
