@@ -1,4 +1,6 @@
 // Small DOM helpers shared by the pages: no framework, no innerHTML with data (text only).
+import * as V from 'vocab';
+
 export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
@@ -60,8 +62,17 @@ export const fmt = {
   },
 };
 
-export function badge(status) {
-  return h('span', { class: `badge s-${String(status || '').toLowerCase()}` }, status || '—');
+// A status badge's colour: what the status means to the reader, not its name (the names come from
+// the vocabulary, so CSS spells none of them).
+const TONES = new Map([
+  [V.JOB_STARTING, 'live'], [V.JOB_RUNNING, 'live'], [V.NODE_ALIVE, 'live'],
+  [V.JOB_SUCCEEDED, 'ok'], [V.WORKER_EXITED, 'ok'],
+  [V.JOB_FAILED, 'bad'], [V.NODE_LOST, 'bad'],
+  [V.JOB_STOPPED, 'warn'], [V.JOB_STOPPING, 'warn'], [V.JOB_RESTARTING, 'warn'],
+]);
+
+export function badge(status, tone = TONES.get(status)) {
+  return h('span', { class: tone ? `badge tone-${tone}` : 'badge' }, status || '—');
 }
 
 export function loading(what = 'Loading…') {

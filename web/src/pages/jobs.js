@@ -100,7 +100,7 @@ export function render(main, { params }) {
     const tr = rows.get(String(d.id));
     if (tr) {
       if (d.deleted) {
-        tr.classList.add('deleted');
+        tr.classList.add('gone');
         return;
       }
       clear(tr.querySelector('.status-cell'), badge(d.status));

@@ -66,7 +66,7 @@ export function render(main) {
       },
     }, n.draining ? 'Undrain' : 'Drain');
     return h('article', { class: 'node card', dataset: { node: n.id } },
-      h('header', {}, h('h2', {}, n.hostname || n.id), badge(n.status), n.draining ? h('span', { class: 'badge s-draining' }, 'DRAINING') : null, h('div', { class: 'actions' }, btn)),
+      h('header', {}, h('h2', {}, n.hostname || n.id), badge(n.status), n.draining ? badge('DRAINING', 'warn') : null, h('div', { class: 'actions' }, btn)),
       h('p', { class: 'meta' }, `${n.id} · ${n.address || ''} · agent ${n.agent_version || '?'} · heartbeat ${fmt.ago(n.last_heartbeat_at)}`),
       h('dl', { class: 'res' },
         h('dt', {}, 'CPUs'), h('dd', {}, String(r.CPU ?? '—')),
@@ -84,7 +84,7 @@ export function render(main) {
     const num = (v, unit) => (v === null || v === undefined ? '—' : `${v}${unit}`);
     return h('table', { class: 'gpu-samples' },
       h('thead', {}, h('tr', {}, ['GPU', 'UUID', 'Use', 'Memory', 'Temp', 'Power'].map((t) => h('th', {}, t)))),
-      h('tbody', {}, gpus.map((g) => h('tr', { class: g.lost ? 'lost' : '', dataset: { gpu: String(g.index) } },
+      h('tbody', {}, gpus.map((g) => h('tr', { class: g.lost ? 'unhealthy' : '', dataset: { gpu: String(g.index) } },
         h('td', {}, `${g.index}${g.lost ? ' (lost)' : ''}`),
         h('td', { title: g.name || '' }, g.uuid),
         h('td', {}, num(g.utilization_pct, '%')),
