@@ -5,10 +5,12 @@
 #include "store_leader.h"
 #include "util.h"
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,6 +25,7 @@ struct leader {
     struct store_leader *conn; /* NULL while disconnected */
     atomic_bool leading;
     atomic_bool stopping;
+    int wake_fd; /* an eventfd leader_stop writes, so that a wait ends at once */
 };
 
 static void set_leading(struct leader *l, bool leading)
@@ -96,7 +99,7 @@ static void *leader_thread(void *arg)
     double last_try = (double)util_mono_ms(), last_check = (double)util_mono_ms();
     while (!atomic_load(&l->stopping)) {
         if (l->conn == NULL && connect_and_listen(l, &warned) != 0) {
-            usleep(LEADER_RECONNECT_MS * 1000);
+            poll(&(struct pollfd){.fd = l->wake_fd, .events = POLLIN}, 1, LEADER_RECONNECT_MS);
             continue;
         }
         double t = (double)util_mono_ms();
@@ -116,7 +119,7 @@ static void *leader_thread(void *arg)
             atomic_load(&l->leading) ? last_check + LEADER_CHECK_MS : last_try + LEADER_TRY_MS;
         double left = due - (double)util_mono_ms();
         int ms = left < 1 ? 1 : left > LEADER_CHECK_MS ? LEADER_CHECK_MS : (int)left;
-        if (store_leader_wait(l->conn, ms, notified, l) < 0)
+        if (store_leader_wait(l->conn, l->wake_fd, ms, notified, l) < 0)
             disconnect(l);
     }
     store_leader_close(l->conn); /* the lock goes with the session */
@@ -133,13 +136,17 @@ struct leader *leader_start(const char *conninfo, const struct leader_hooks *hoo
     l->conninfo = strdup(conninfo);
     atomic_init(&l->leading, false);
     atomic_init(&l->stopping, false);
+    l->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     /* A first try before the thread: a server alone on its database leads from its start. */
     bool warned = false;
     if (l->conninfo != NULL && connect_and_listen(l, &warned) == 0)
         try_lock(l);
-    if (l->conninfo == NULL || pthread_create(&l->thread, NULL, leader_thread, l) != 0) {
+    if (l->conninfo == NULL || l->wake_fd < 0 ||
+        pthread_create(&l->thread, NULL, leader_thread, l) != 0) {
         TY_ERROR("leader", "cannot start the leadership thread");
         store_leader_close(l->conn);
+        if (l->wake_fd >= 0)
+            close(l->wake_fd);
         free(l->conninfo);
         free(l);
         return NULL;
@@ -157,7 +164,12 @@ void leader_stop(struct leader *l)
     if (l == NULL)
         return;
     atomic_store(&l->stopping, true);
+    uint64_t one = 1;
+    if (write(l->wake_fd, &one, sizeof(one)) != (ssize_t)sizeof(one))
+        TY_WARN("leader", "cannot wake the leadership thread: it stops within %d ms",
+                LEADER_CHECK_MS);
     pthread_join(l->thread, NULL);
+    close(l->wake_fd);
     free(l->conninfo);
     free(l);
 }

@@ -109,16 +109,18 @@ static int deliver(struct store_leader *sl, store_leader_notify_fn fn, void *arg
     return count;
 }
 
-int store_leader_wait(struct store_leader *sl, int timeout_ms, store_leader_notify_fn fn, void *arg)
+int store_leader_wait(struct store_leader *sl, int wake_fd, int timeout_ms,
+                      store_leader_notify_fn fn, void *arg)
 {
     int count = deliver(sl, fn, arg); /* those that arrived during the last command */
-    struct pollfd p = {.fd = PQsocket(sl->pg), .events = POLLIN};
-    int rc = poll(&p, 1, timeout_ms);
+    struct pollfd p[2] = {{.fd = PQsocket(sl->pg), .events = POLLIN},
+                          {.fd = wake_fd, .events = POLLIN}};
+    int rc = poll(p, wake_fd >= 0 ? 2 : 1, timeout_ms);
     if (rc < 0 && errno != EINTR) {
         TY_WARN("leader", "poll: %s", strerror(errno));
         return count;
     }
-    if (rc > 0 && PQconsumeInput(sl->pg) == 0) {
+    if (rc > 0 && (p[0].revents & POLLIN) != 0 && PQconsumeInput(sl->pg) == 0) {
         TY_WARN("leader", "the leadership connection broke: %s", PQerrorMessage(sl->pg));
         return DB_SOFT_ERROR;
     }

@@ -30,10 +30,11 @@ int store_leader_ping(struct store_leader *sl);
 /* Notification callback: the channel and its payload ("" for none), both borrowed for the call. */
 typedef void (*store_leader_notify_fn)(void *arg, const char *channel, const char *payload);
 /* Delivers the notifications already received, then waits up to `timeout_ms` for more and
- * delivers those. Returns how many were delivered, or DB_SOFT_ERROR (those received before the
- * connection broke have been delivered). */
-int store_leader_wait(struct store_leader *sl, int timeout_ms, store_leader_notify_fn fn,
-                      void *arg);
+ * delivers those; the wait also ends as soon as `wake_fd` (the caller's, -1 for none) is readable,
+ * which it leaves unread. Returns how many were delivered, or DB_SOFT_ERROR (those received before
+ * the connection broke have been delivered). */
+int store_leader_wait(struct store_leader *sl, int wake_fd, int timeout_ms,
+                      store_leader_notify_fn fn, void *arg);
 /* Closes the session (releasing the lock). NULL is a no-op. */
 void store_leader_close(struct store_leader *sl);
 
