@@ -10,6 +10,7 @@ packages=(
   postgresql postgresql-client
   python3 python3-pytest python3-prometheus-client python3-torch dataset-fashion-mnist
   iproute2 procps curl ca-certificates sudo openssl
+  valgrind                  # the CLI's leak check (tests/integration/test_cli.py)
   clang libclang-rt-14-dev  # libFuzzer targets and their runtime (docs/fuzzing.md)
   chromium                  # the dashboard's browser tests (tests/browser, docs/dashboard.md)
 )
