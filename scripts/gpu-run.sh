@@ -9,15 +9,29 @@
 #      bar, resuming across the CPU and CUDA examples) and the placement/NVML tests;
 #   4. benchmarks the same MLP for 3 epochs: the CUDA example, PyTorch on the GPU, the C example
 #      and PyTorch on the CPU (epoch times, accuracy), and the GPU's busy share (NVML
-#      utilisation through nvidia-smi, every 100 ms) during each GPU run;
-#   5. writes everything to $OUT (default ./gpu-out): logs, ctest output, nvidia-smi -q, timings.
+#      utilisation through nvidia-smi, every 100 ms) during each GPU run; then ty_allreduce on
+#      device buffers through NCCL at world size 1 (bench/nccl_bench.c);
+#   5. writes everything to ./gpu-out: logs, ctest output, nvidia-smi -q, the NVML samples the
+#      API and /metrics showed (gpu.agent writes them), timings. Where $OUT is set (the device
+#      tool), the main files and a tarball of the rest go there (it takes 8 files at most).
 # Without a GPU it stops after step 3 with the gpu tests "Not Run" (the local dry run).
 # Usage: scripts/gpu-run.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 src=$(pwd)
-out=${OUT:-$src/gpu-out}
+out=$src/gpu-out
+rm -rf "$out"
 mkdir -p "$out"
+export TY_GPU_OUT=$out
+# The files the device tool brings back: at most 8, so the rest travel in one tarball.
+collect() {
+  [[ -n ${OUT:-} ]] || return 0
+  for f in gpu-run.log bench.json nvml-samples.txt nccl-bench.txt ctest-gpu.log nvidia-smi-q.txt; do
+    [[ -f $out/$f ]] && cp "$out/$f" "$OUT/"
+  done
+  tar -C "$out" -czf "$OUT/gpu-out.tar.gz" .
+}
+trap collect EXIT
 exec > >(tee -a "$out/gpu-run.log") 2>&1
 echo "== gpu-run $(date -u +%FT%TZ) on $(hostname), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 
@@ -35,7 +49,11 @@ if [[ -d $root ]]; then
   # Only the bundle's .pc files, with its root as sysroot: they say prefix=/usr.
   export PKG_CONFIG_LIBDIR=$multi/pkgconfig:$multi/openblas-pthread/pkgconfig:$root/usr/share/pkgconfig
   export PKG_CONFIG_SYSROOT_DIR=$root
-  export PYTHONPATH=$root/usr/lib/python3/dist-packages${PYTHONPATH:+:$PYTHONPATH}
+  # The bundle's headers where a Debian machine has them in /usr/include, for any target whose
+  # include path does not come from pkg-config.
+  export CPATH=$root/usr/include:$root/usr/include/x86_64-linux-gnu${CPATH:+:$CPATH}
+  # Not the bundle's python3 packages on PYTHONPATH: the GPU machine's python3 (with PyTorch and
+  # pytest) is newer, and Debian's typing_extensions breaks its torch import.
   export TY_PG_BIN_DIR=$root/usr/lib/postgresql/15/bin
   cmake_prefix=(-DCMAKE_PREFIX_PATH="$root/usr" -DCMAKE_LIBRARY_PATH="$multi"
                 -DCMAKE_INCLUDE_PATH="$root/usr/include")
@@ -58,12 +76,27 @@ echo "python3: $py; $("$py" -c 'import torch; print("torch", torch.__version__, 
 nvidia-smi -q > "$out/nvidia-smi-q.txt" 2>&1 && nvidia-smi -L
 command -v nvcc >/dev/null && nvcc --version | tail -2
 
+# NCCL: the CUDA toolkit's, or else the one PyTorch's wheels bring (nvidia-nccl-*: nccl.h and
+# libnccl.so.2, no unversioned link for find_library).
+nccl_args=()
+if [[ ! -f /usr/local/cuda/include/nccl.h ]]; then
+  site=$("$py" -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null)
+  hdr=$(find $site -path '*nccl*' -name nccl.h 2>/dev/null | head -1)
+  lib=$(find $site -path '*nccl*' -name 'libnccl.so*' 2>/dev/null | head -1)
+  if [[ -n $hdr && -n $lib ]]; then
+    echo "NCCL from PyTorch's wheel: $hdr, $lib"
+    nccl_args=(-DNCCL_INCLUDE_DIR="$(dirname "$hdr")" -DNCCL_LIBRARY="$lib")
+  else
+    echo "no NCCL found (not under /usr/local/cuda, no nvidia.nccl wheel)"
+  fi
+fi
+
 jobs=$(nproc)
 build=$src/build-gpu
 step() { echo "== $* ($(date -u +%T))"; }
 step configure
-cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTY_WEB=OFF -DTY_FUZZ=OFF \
-  -DTY_GPU_PYTHON="$py" "${cmake_prefix[@]}" > "$out/configure.log" 2>&1
+cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTY_WEB=OFF -DTY_FUZZ=OFF -DTY_STYLE_CHECK=OFF \
+  -DTY_GPU_PYTHON="$py" -DPYTHON3="$py" "${cmake_prefix[@]}" "${nccl_args[@]}" > "$out/configure.log" 2>&1
 rc=$?
 grep 'trainyard:' "$out/configure.log"
 if ((rc != 0)); then tail -30 "$out/configure.log"; echo "configure failed"; exit 1; fi
@@ -72,9 +105,9 @@ if ! cmake --build "$build" -j "$jobs" > "$out/build.log" 2>&1; then
   tail -40 "$out/build.log"; echo "build failed"; exit 1
 fi
 step "gpu tests"
-ctest --test-dir "$build" -L gpu --output-on-failure -V > "$out/ctest-gpu.log" 2>&1
+ctest --test-dir "$build" -L gpu -j 3 --output-on-failure > "$out/ctest-gpu.log" 2>&1
 gpu_rc=$?
-grep -E 'Test +#|tests passed|Not Run|Skipped|SKIP' "$out/ctest-gpu.log" | tail -20
+grep -E 'Test +#|tests passed|Not Run|Skipped|SKIP|Failed' "$out/ctest-gpu.log" | tail -30
 step "placement and agent tests"
 ctest --test-dir "$build" -R 'gpu_placement|gpu_nvml|sched|agent_env|agent_gpus|coll|context_' -j "$jobs" \
   --output-on-failure > "$out/ctest-placement.log" 2>&1
@@ -124,5 +157,13 @@ res = {"cuda_example": c_epochs("bench-cuda.log"), "torch_gpu": torch_epochs("be
 json.dump(res, open(os.path.join(out, "bench.json"), "w"), indent=1)
 print(json.dumps(res))
 PYEOF
+step "NCCL allreduce through the SDK, device buffers, world size 1"
+if [[ -x $build/bench/nccl_bench ]]; then
+  CUDA_VISIBLE_DEVICES=0 timeout 120 "$build/bench/nccl_bench" --min 8 --max 1073741824 \
+    --seconds 0.3 > "$out/nccl-bench.txt" 2>&1
+  cat "$out/nccl-bench.txt"
+else
+  echo "nccl_bench not built (no NCCL backend)"
+fi
 echo "== done (gpu tests rc $gpu_rc); results in $out"
 exit "$gpu_rc"

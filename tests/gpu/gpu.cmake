@@ -16,7 +16,7 @@ ty_add_pytest_tests(PREFIX gpu STRIP test_gpu_ DIR ${CMAKE_CURRENT_LIST_DIR}
 # NCCL backend is (CUDA headers and libcudart found), run where a GPU is.
 if(TY_WITH_NCCL)
   add_executable(ty_nccl_world1 ${CMAKE_CURRENT_LIST_DIR}/nccl_world1.c)
-  target_include_directories(ty_nccl_world1 PRIVATE ${NCCL_INCLUDE_DIR})
+  target_include_directories(ty_nccl_world1 PRIVATE ${NCCL_INCLUDE_DIR} ${TY_CUDA_ROOT}/include)
   target_link_libraries(ty_nccl_world1 PRIVATE trainyard ${CUDART_LIBRARY})
   set_target_properties(ty_nccl_world1 PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/progs)
   add_test(NAME gpu.nccl_world1 COMMAND ${TY_GPU_PYTHON} ${gpu_gate} $<TARGET_FILE:ty_nccl_world1>)
@@ -26,7 +26,7 @@ if(TY_WITH_NCCL)
   # timeout (nccl_init_timeout.c); a hang is caught by TIMEOUT.
   add_executable(ty_nccl_init_timeout ${CMAKE_CURRENT_LIST_DIR}/nccl_init_timeout.c
                  ${PROJECT_SOURCE_DIR}/tests/unit/test_collectives_world.c)
-  target_include_directories(ty_nccl_init_timeout PRIVATE ${NCCL_INCLUDE_DIR}
+  target_include_directories(ty_nccl_init_timeout PRIVATE ${NCCL_INCLUDE_DIR} ${TY_CUDA_ROOT}/include
                              ${PROJECT_SOURCE_DIR}/tests/unit)
   target_link_libraries(ty_nccl_init_timeout PRIVATE trainyard ${CUDART_LIBRARY})
   set_target_properties(ty_nccl_init_timeout PROPERTIES

@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "test_collectives_world.h"
@@ -35,6 +36,9 @@ static int peer(ty_ctx *c)
 /* Rank 0: ty_allreduce on a device buffer; 0 when it answered TY_ETIMEDOUT. */
 static int root(ty_ctx *c)
 {
+    /* The world's ranks start with no GPU (test_collectives_world.c unsets it); rank 0 has one.
+     * The SDK reads it at its first collective. */
+    setenv("CUDA_VISIBLE_DEVICES", "0", 1);
     float *dev = NULL;
     if (cudaMalloc((void **)&dev, 256 * sizeof(float)) != cudaSuccess) {
         fprintf(stderr, "rank 0: cudaMalloc failed\n");

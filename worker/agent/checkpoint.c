@@ -92,12 +92,16 @@ int agent_checkpoint_check_src(const char *src, char *err, size_t errlen)
     return 0;
 }
 
-/* Makes staged file `name` in dstfd the agent's own, private file (as a copy would be). */
-static void make_private(int dstfd, const char *name)
+/* Makes staged file `name` in dstfd the agent's own, private file (as a copy would be).
+ * 0, or -1 with the reason in m->err. */
+static int make_private(struct merge *m, int dstfd, const char *name, const char *what)
 {
-    if (geteuid() == 0)
-        fchownat(dstfd, name, 0, 0, AT_SYMLINK_NOFOLLOW);
-    fchmodat(dstfd, name, 0600, 0);
+    if ((geteuid() == 0 && fchownat(dstfd, name, 0, 0, AT_SYMLINK_NOFOLLOW) != 0) ||
+        fchmodat(dstfd, name, 0600, 0) != 0) {
+        snprintf(m->err, m->errlen, "cannot make '%s' private: %s", what, strerror(errno));
+        return -1;
+    }
+    return 0;
 }
 
 /* Copies regular file `name` of srcfd to `tmp` in dstfd (fsync'ed): the fallback when the two
@@ -186,8 +190,9 @@ static int take_file(struct merge *m, int srcfd, const char *name, int dstfd, co
         free(tmp);
         return -1;
     }
+    if (rc == 0)
+        rc = make_private(m, dstfd, tmp, what);
     if (rc == 0) {
-        make_private(dstfd, tmp);
         if (renameat(dstfd, tmp, dstfd, name) != 0) {
             snprintf(m->err, m->errlen, "cannot stage '%s': %s", what, strerror(errno));
             rc = -1;

@@ -212,21 +212,23 @@ static int nccl_settle(struct ty__nccl *n, int64_t deadline)
     }
 }
 
-/* Create the communicator (collective over the TCP ring): non-blocking where the loaded NCCL
+/* Create the communicator (collective over the TCP ring, which carries rank 0's unique id to
+ * the others; a world of one needs none): non-blocking where the loaded NCCL
  * has ncclCommInitRankConfig, its creation then bounded by the collective timeout. 0, TY_ECUDA,
  * TY_EPEER (NCCL failed asynchronously), TY_ETIMEDOUT (a peer never arrived) or a ring error. */
 static int nccl_comm(ty_ctx *c, struct ty__nccl *n)
 {
     if (n->comm)
         return 0;
-    int rc = ty__coll_ready(c);
+    /* One rank needs no ring (and no MASTER_PORT): its unique id stays with it. */
+    int rc = c->world > 1 ? ty__coll_ready(c) : 0;
     if (rc < 0)
         return rc;
     ncclUniqueId id;
     memset(&id, 0, sizeof id);
     if (c->rank == 0 && n->GetUniqueId(&id) != ncclSuccess)
         return TY_ECUDA; /* the others time out or see the ring close */
-    rc = ty__ring_broadcast(c, &id, sizeof id, 0);
+    rc = c->world > 1 ? ty__ring_broadcast(c, &id, sizeof id, 0) : 0;
     if (rc < 0)
         return rc;
     int dev = 0;
