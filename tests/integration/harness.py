@@ -75,6 +75,23 @@ def port_range():
     return f"{lo}-{lo + 19}"
 
 
+_uid_ranges = {}
+
+
+def worker_uids(data_dir):
+    """A --worker-uids range of 8 uids for the test agent on `data_dir` (the same one again for a
+    restart on it), clear of the agent's default range (2000000000-2000009999). That default would
+    be every test agent's: two tests running side by side would give their jobs the same uid, and
+    the end of one job kills every process left under its uid, the other test's workers included
+    (docs/decisions.md). Each live pytest process has a pid of its own, so ranges picked by pid
+    and a counter never meet."""
+    if data_dir not in _uid_ranges:
+        slot = os.getpid() * 16 + len(_uid_ranges) % 16
+        lo = 2000010000 + slot * 8
+        _uid_ranges[data_dir] = f"{lo}-{lo + 7}"
+    return _uid_ranges[data_dir]
+
+
 def make_tmpdir(prefix):
     """A temp dir that the postgres user can traverse (pytest's tmp_path is 0700)."""
     d = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
@@ -527,6 +544,8 @@ class Agent:
         # suite with workers under uids of their own.
         run_as = os.environ.get("TY_TEST_RUN_AS", "none")
         self.env = dict(os.environ, **{"TRAINYARD_AGENT_RUN_AS": run_as, **(env or {})})
+        if "--worker-uids" not in self.args:
+            self.env.setdefault("TRAINYARD_AGENT_WORKER_UIDS", worker_uids(self.data_dir))
         self.proc = None
         self.log = None
         self.log_start = 0
