@@ -108,16 +108,16 @@ _uid_ranges = {}
 
 
 def worker_uids(data_dir):
-    """A --worker-uids range of 8 uids for the test agent on `data_dir` (the same one again for a
+    """A --worker-uids range of 64 uids for the test agent on `data_dir` (the same one again for a
     restart on it), clear of the agent's default range (2000000000-2000009999). That default would
     be every test agent's: two tests running side by side would give their jobs the same uid, and
     the end of one job kills every process left under its uid, the other test's workers included
     (docs/decisions.md). Each live pytest process has a pid of its own, so ranges picked by pid
-    and a counter never meet."""
+    and a counter (which repeats after 8 agents of one process) never meet another test's."""
     if data_dir not in _uid_ranges:
-        slot = os.getpid() * 16 + len(_uid_ranges) % 16
-        lo = 2000010000 + slot * 8
-        _uid_ranges[data_dir] = f"{lo}-{lo + 7}"
+        slot = os.getpid() * 8 + len(_uid_ranges) % 8  # below 2**32 - 1 for any pid_max
+        lo = 2000010000 + slot * 64
+        _uid_ranges[data_dir] = f"{lo}-{lo + 63}"
     return _uid_ranges[data_dir]
 
 
