@@ -4,6 +4,7 @@ Everything runs on this machine: PostgreSQL on a private unix socket (as the `po
 the tests run as root), servers on free loopback ports. Nothing is mocked.
 """
 import contextlib
+import fcntl
 import json
 import os
 import pwd
@@ -53,14 +54,41 @@ def free_port():
         return s.getsockname()[1]
 
 
+SLOT_DIR = "/tmp/ty-slots"
+
+
+def claim_slot(kind, first, count):
+    """One of `count` slots of `kind` (a port range, a subnet) that no other live process of this
+    machine holds, trying from `first` on: an flock on SLOT_DIR/<kind>-<slot>. Returns (slot, fd);
+    the slot is held until fd is closed or the process exits (the kernel then drops the lock, a
+    crash included). Tests run side by side (CTest -j); a slot picked from the process id alone
+    (pid modulo the number of slots) was sometimes the same for two of them."""
+    os.makedirs(SLOT_DIR, exist_ok=True)
+    with contextlib.suppress(OSError):
+        os.chmod(SLOT_DIR, 0o1777)
+    for k in range(count):
+        slot = (first + k) % count
+        fd = os.open(os.path.join(SLOT_DIR, f"{kind}-{slot}"),
+                     os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        return slot, fd
+    raise RuntimeError(f"every one of the {count} {kind} slots is held by another process")
+
+
 _port_ranges_given = 0
+_port_slots_held = []
 
 
 def port_range():
     """A MASTER_PORT range for one test agent. Test clusters run side by side on this machine
     (CTest runs test files in parallel), so each agent gets ports no other test process uses:
-    20 ports picked by the process id and a counter, instead of the default 29500-29999, below
-    the kernel's ephemeral range (where free_port() and outgoing connections take theirs)."""
+    20 ports of a slot this process holds (claim_slot) until it exits, instead of the default
+    29500-29999, below the kernel's ephemeral range (where free_port() and outgoing connections
+    take theirs)."""
     global _port_ranges_given
     eph_lo = 32768
     try:
@@ -69,10 +97,28 @@ def port_range():
     except (OSError, ValueError):
         pass
     slots = max(1, (eph_lo - 10000) // 20)
-    slot = (os.getpid() * 7 + _port_ranges_given) % slots
+    slot, fd = claim_slot("ports", os.getpid() * 7 + _port_ranges_given, slots)
+    _port_slots_held.append(fd)
     _port_ranges_given += 1
     lo = 10000 + slot * 20
     return f"{lo}-{lo + 19}"
+
+
+_uid_ranges = {}
+
+
+def worker_uids(data_dir):
+    """A --worker-uids range of 64 uids for the test agent on `data_dir` (the same one again for a
+    restart on it), clear of the agent's default range (2000000000-2000009999). That default would
+    be every test agent's: two tests running side by side would give their jobs the same uid, and
+    the end of one job kills every process left under its uid, the other test's workers included
+    (docs/decisions.md). Each live pytest process has a pid of its own, so ranges picked by pid
+    and a counter (which repeats after 8 agents of one process) never meet another test's."""
+    if data_dir not in _uid_ranges:
+        slot = os.getpid() * 8 + len(_uid_ranges) % 8  # below 2**32 - 1 for any pid_max
+        lo = 2000010000 + slot * 64
+        _uid_ranges[data_dir] = f"{lo}-{lo + 63}"
+    return _uid_ranges[data_dir]
 
 
 def make_tmpdir(prefix):
@@ -527,6 +573,8 @@ class Agent:
         # suite with workers under uids of their own.
         run_as = os.environ.get("TY_TEST_RUN_AS", "none")
         self.env = dict(os.environ, **{"TRAINYARD_AGENT_RUN_AS": run_as, **(env or {})})
+        if "--worker-uids" not in self.args:
+            self.env.setdefault("TRAINYARD_AGENT_WORKER_UIDS", worker_uids(self.data_dir))
         self.proc = None
         self.log = None
         self.log_start = 0
@@ -642,17 +690,20 @@ def _ip(*args, check=True):
 @contextlib.contextmanager
 def netns_hosts(net=231):
     """Two namespaces tyA/tyB (10.<net>.N.2, .3) bridged to the host (10.<net>.N.1), their names
-    and N made from this process's pid so parallel runs never collide; a test file of its own
+    made from this process's pid and N a subnet slot it holds (claim_slot) while they exist, so
+    parallel runs never collide; a test file of its own
     passes its own `net` so its subnet differs from another file's run at the same time. Skips
     the test where namespaces cannot be made (a failure on CI). Yields bridge_addr, namespaces
     and addrs; netns_agent() starts agents in them."""
     import pytest  # here: the benchmarks (bench/) use this file without pytest
-    n = os.getpid() % 200 + 20
+    n, subnet_fd = claim_slot(f"subnet-{net}", os.getpid() % 200, 200)
+    n += 20
     tag = f"{os.getpid() % 100000}"
     bridge, names = f"tybr{tag}", [f"tyA{tag}", f"tyB{tag}"]
     try:
         _ip("link", "add", bridge, "type", "bridge")
     except (subprocess.CalledProcessError, FileNotFoundError) as e:
+        os.close(subnet_fd)
         # CI's machine (root, iproute2 installed by scripts/install-deps.sh) has them: there a
         # missing namespace is a broken test set-up, not a reason to pass.
         if os.environ.get("CI"):
@@ -687,6 +738,7 @@ def netns_hosts(net=231):
         for ns in made:
             _ip("netns", "del", ns, check=False)
         _ip("link", "del", bridge, check=False)
+        os.close(subnet_fd)
 
 
 def netns_agent(server, hosts, i, **kw):

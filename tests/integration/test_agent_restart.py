@@ -93,13 +93,22 @@ def supervisors(agent):
     return out
 
 
+def worker_lines(server, job, rank):
+    """The rank's log lines but the SDK's heartbeat warning: a heartbeat (once a second) that
+    falls while the agent is away prints "trainyard: heartbeat: cannot reach the agent: ...",
+    and how long the agent stays away (its restart) is the machine's load's doing."""
+    return [ln for ln in rank_lines(server, job, rank)
+            if not ln.startswith("trainyard: heartbeat: cannot reach the agent: ")]
+
+
 def assert_complete(server, pg, job, workers=2):
     """The job succeeded in attempt 1 with every line, report, metric and checkpoint, once."""
     done = server.wait_job(job, {"SUCCEEDED", "FAILED", "STOPPED"}, timeout=120)
     assert done["status"] == "SUCCEEDED" and done["attempt"] == 1, done
     for rank in range(workers):
         deadline = time.time() + 30
-        while (got := rank_lines(server, job, rank)) != expected(rank) and time.time() < deadline:
+        while (got := worker_lines(server, job, rank)) != expected(rank) and \
+                time.time() < deadline:
             time.sleep(0.1)
         assert got == expected(rank)
     db = db_name(server)

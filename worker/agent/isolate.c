@@ -193,6 +193,64 @@ static bool uid_running(const struct agent *a, uid_t uid)
     return false;
 }
 
+/* The uids in lo-hi that a live process of this node has as its real, effective or saved uid
+ * (zombies aside), from /proc/PID/status: another agent's workers (two agents on one node with
+ * overlapping --worker-uids) or what an earlier job left. Such a uid is not given to a job: its
+ * processes could signal them, and the uid's clean-up (kill_uid) would kill them. Returns how
+ * many, in *out (malloc'd, possibly with repeats; NULL when none); 0 when /proc cannot be read. */
+static size_t uids_in_use(uid_t lo, uid_t hi, uid_t **out)
+{
+    *out = NULL;
+    DIR *d = opendir("/proc");
+    if (!d)
+        return 0;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        char path[300], buf[2048];
+        snprintf(path, sizeof(path), "/proc/%s/status", e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue; /* gone meanwhile */
+        ssize_t len = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (len <= 0)
+            continue;
+        buf[len] = '\0';
+        const char *state = strstr(buf, "\nState:\t");
+        const char *uids = strstr(buf, "\nUid:\t");
+        if (!uids || (state && state[8] == 'Z'))
+            continue;
+        char *p = (char *)uids + 6;
+        for (int i = 0; i < 3; i++) {
+            unsigned long u = strtoul(p, &p, 10);
+            if (u < lo || u > hi)
+                continue;
+            if (n == cap) {
+                size_t ncap = cap ? 2 * cap : 16;
+                uid_t *grown = realloc(*out, ncap * sizeof(**out));
+                if (!grown)
+                    break;
+                *out = grown;
+                cap = ncap;
+            }
+            (*out)[n++] = (uid_t)u;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+static bool uid_listed(const uid_t *list, size_t n, uid_t uid)
+{
+    for (size_t i = 0; i < n; i++)
+        if (list[i] == uid)
+            return true;
+    return false;
+}
+
 int agent__worker_credentials(struct agent *a, struct agent_worker *w)
 {
     w->uid = w->gid = AGENT_NO_UID;
@@ -211,14 +269,18 @@ int agent__worker_credentials(struct agent *a, struct agent_worker *w)
             return 0;
         }
     }
+    uid_t *busy = NULL;
+    size_t n_busy = uids_in_use(a->uid_lo, a->uid_hi, &busy);
     for (uid_t u = a->uid_lo;; u++) {
-        if (!uid_running(a, u)) {
+        if (!uid_running(a, u) && !uid_listed(busy, n_busy, u)) {
+            free(busy);
             w->uid = w->gid = u;
             return 0;
         }
         if (u == a->uid_hi)
             break;
     }
+    free(busy);
     errno = EAGAIN;
     return -1;
 }

@@ -412,10 +412,11 @@ static int spawn_supervised(struct agent *a, struct agent_worker *w, const char 
 
 /* Waits for w's supervisor to say that the worker has exec'd (closes start_fd): sets w->pid (the
  * worker, leader of its process group) and w->sup_start. Returns 0, or the errno of the failed
- * exec (the supervisor, which wrote it to the log, is reaped). */
-static int supervised_started(struct agent_worker *w, int start_fd)
+ * exec (the supervisor, which wrote it to the log, is reaped), or -1 when the supervisor ended
+ * without saying either (*sup_status: its waitpid status, -1 when it could not be had). */
+static int supervised_started(struct agent_worker *w, int start_fd, int *sup_status)
 {
-    int32_t msg[2] = {1, ECHILD};
+    int32_t msg[2] = {1, 0};
     ssize_t n;
     while ((n = read(start_fd, msg, sizeof(msg))) < 0 && errno == EINTR)
         ;
@@ -425,11 +426,12 @@ static int supervised_started(struct agent_worker *w, int start_fd)
         util_proc_start_time((int)w->sup_pid, &w->sup_start);
         return 0;
     }
-    while (waitpid(w->sup_pid, NULL, 0) < 0 && errno == EINTR)
+    int st = -1;
+    while (waitpid(w->sup_pid, &st, 0) < 0 && errno == EINTR)
         ;
     w->sup_pid = 0;
-    /* Short read: the supervisor died before telling. */
-    return n == (ssize_t)sizeof(msg) && msg[1] > 0 ? msg[1] : ECHILD;
+    *sup_status = st;
+    return n == (ssize_t)sizeof(msg) && msg[0] == 1 && msg[1] > 0 ? msg[1] : -1;
 }
 
 /* Starts one worker's supervisor. Returns the worker, with *start_fd to pass to
@@ -501,10 +503,31 @@ static struct agent_worker *start_one(struct agent *a, const struct aproto_launc
 static struct agent_worker *start_finish(struct agent *a, const struct aproto_launch *l,
                                          struct agent_worker *w, int start_fd)
 {
-    int err = supervised_started(w, start_fd);
-    if (err != 0) {
+    int sup_status = -1;
+    int err = supervised_started(w, start_fd, &sup_status);
+    if (err > 0) {
         /* The supervisor wrote the reason to the log. */
         start_failed(a, w, -1, "cannot execute", l->argv[0], err);
+        return NULL;
+    }
+    if (err < 0) {
+        /* Killed (say, by a signal to the worker's uid) or broken before it could tell. */
+        char how[64];
+        if (sup_status == -1)
+            snprintf(how, sizeof(how), "status unknown");
+        else if (WIFSIGNALED(sup_status))
+            snprintf(how, sizeof(how), "killed by signal %d", WTERMSIG(sup_status));
+        else
+            snprintf(how, sizeof(how), "exit status %d", WEXITSTATUS(sup_status));
+        TY_WARN("proc",
+                "job %s attempt %lld: the supervisor of worker rank %lld exited before "
+                "starting it (%s)",
+                w->job_id, (long long)w->attempt, (long long)w->rank, how);
+        /* The server reads it after "worker rank N ". */
+        char msg[160];
+        snprintf(msg, sizeof(msg), "did not start: its supervisor exited before starting it (%s)",
+                 how);
+        agent__worker_exited(a, w, 127, -1, msg);
         return NULL;
     }
     agent__worker_record_write(a, w);
