@@ -123,7 +123,7 @@ def test_code_package_modes_are_masked_and_the_tree_is_the_jobs(server, agent_fa
                    ("shared/f", b"x", {"mode": 0o666}),
                    ("link", b"", {"type": tarfile.SYMTYPE, "linkname": "shared/f"}))
     done, logs = run(server, data)
-    assert done["status"] == "SUCCEEDED", (done, logs)
+    assert done["status"] == "SUCCEEDED", (json.dumps(done), logs)
     out = json.loads(logs.split("RAN ", 1)[1].splitlines()[0])
     uid, entries = out["uid"], out["entries"]
     assert uid != 0
@@ -202,3 +202,41 @@ def test_checkpoint_package_gets_the_same_rules(server, agent_factory):
                                       "mode": 0o666}))
     done, logs = run(server, data, as_checkpoint=True)
     assert_refused(agent, done, logs, "checkpoint package entry 'dev/node' is a character device")
+
+
+REPORTER = ("import json, sys, trainyard\n"
+            "build = trainyard._build_report\n"
+            "def unchecked(metrics, checkpoint):\n"  # the agent, not the SDK, must refuse it
+            "    msg = build(metrics, None)\n"
+            "    msg['checkpoint_dir'] = checkpoint\n"
+            "    return msg\n"
+            "trainyard._build_report = unchecked\n"
+            "try:\n"
+            "    trainyard.report({'loss': 1.0}, checkpoint=sys.argv[1])\n"
+            "    print('TAKEN', flush=True)\n"
+            "except trainyard.TrainyardError as e:\n"
+            "    print('REFUSED', json.dumps(str(e)), flush=True)\n")
+
+
+def test_checkpoint_dir_errors_name_nothing_the_worker_cannot_read(server, agent_factory,
+                                                                    tmp_path):
+    # Finding 17: the agent (root) checks a reported checkpoint_dir. A directory the worker cannot
+    # read must get the same reply as one that does not exist, and nothing inside it is named.
+    agent_factory(cpus=2, env=ISOLATED)
+    secret = tmp_path / "root-only"
+    secret.mkdir(mode=0o700)
+    (secret / "secret-name.bin").write_text("s")
+    os.chmod(tmp_path, 0o711)
+    missing = tmp_path / "missing"
+    sha = upload(server, package(("r.py", REPORTER.encode(), {})))
+    replies = {}
+    for path in (secret, missing):
+        job = server.submit({"name": "probe", "entrypoint": [PY, "r.py", str(path)],
+                             "code_package": sha, "scaling_config": {"num_workers": 1}})["id"]
+        server.wait_job(job, {"SUCCEEDED", "FAILED"})
+        logs = server.request("GET", f"/api/v1/jobs/{job}/logs").text
+        assert "REFUSED " in logs, logs
+        replies[path] = json.loads(logs.split("REFUSED ", 1)[1].splitlines()[0])
+    assert "secret-name" not in replies[secret], replies
+    assert (replies[secret].replace(str(secret), "P") ==
+            replies[missing].replace(str(missing), "P")), replies

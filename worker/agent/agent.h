@@ -252,7 +252,8 @@ int64_t agent_checkpoint_count_load(const char *data_dir, const char *job_id, in
 void agent_checkpoint_count_save(const char *data_dir, const char *job_id, int64_t attempt,
                                  int64_t k, int64_t reports);
 /* 0 when src is an absolute path to a directory the agent can read; else -1 with a reason naming
- * the path in err (for the worker's error reply). */
+ * src in err (for the worker's error reply): one reason whatever the cause, so that the agent's
+ * privileges tell the worker nothing of paths it cannot read itself. */
 int agent_checkpoint_check_src(const char *src, char *err, size_t errlen);
 /* Moves the regular files under src (recursively; symlinks and special files skipped with a
  * warning; copied and fsync'ed instead when dest is on another filesystem) into dest (created
@@ -264,7 +265,8 @@ int agent_checkpoint_merge(const char *src, const char *dest, int64_t rank, int6
                            char *err, size_t errlen);
 /* agent_checkpoint_merge taking only what uid `owner` owns (-1: anything): a worker running under
  * a uid of its own cannot have the agent take a file it does not own. A directory or file of
- * another owner fails the merge. Staged files are the agent's, 0600; directories 0700. */
+ * another owner fails the merge (src itself not the owner's: with check_src's reason, naming
+ * nothing under it). Messages name no path of the agent's (dest). Staged files are the agent's, 0600; directories 0700. */
 int agent_checkpoint_merge_as(const char *src, const char *dest, int64_t rank, long long owner,
                               int64_t *bytes, char *err, size_t errlen);
 
@@ -595,7 +597,8 @@ int agent__shared_put(const char *src, const char *dest, uid_t uid, gid_t gid, c
                       int64_t *files);
 /* Copies what every node-* directory of `shared` (a checkpoint's directory on shared storage)
  * holds into existing directory `dir`, which becomes this node's private copy (workers never
- * write into the stored one). 0 or -1 (logged). */
+ * write into the stored one): directories and regular files only, by descriptor, modes masked to
+ * 0755; links and special files are skipped (logged). 0 or -1 (logged). */
 int agent__shared_fetch(const char *shared, const char *dir);
 
 /* tarstream.c: a directory as a reproducible tar stream, read at any offset (no tar file). */
