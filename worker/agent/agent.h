@@ -94,8 +94,10 @@ struct agent_config {
     int64_t max_queued_bytes; /* events held for the server above which reports are held back */
     int64_t log_flush_ms;     /* a partial last line is sent after waiting this long */
     int64_t code_cache_bytes; /* the node's code cache is trimmed to this (LRU, code.c) */
-    int64_t unpack_max_bytes;   /* a package unpacking to more fails its job (unpack.c) */
-    int64_t unpack_max_entries; /* a package holding more entries fails its job */
+
+    /* A package unpacking to more bytes or entries fails its job (unpack.c). */
+    int64_t unpack_max_bytes;
+    int64_t unpack_max_entries;
 
     /* Derived by agent_config_load. servers[] lists --server's URLs (at least one, the same
      * scheme for all); url_host, url_port and url_path are the first one's. */
@@ -266,7 +268,8 @@ int agent_checkpoint_merge(const char *src, const char *dest, int64_t rank, int6
 /* agent_checkpoint_merge taking only what uid `owner` owns (-1: anything): a worker running under
  * a uid of its own cannot have the agent take a file it does not own. A directory or file of
  * another owner fails the merge (src itself not the owner's: with check_src's reason, naming
- * nothing under it). Messages name no path of the agent's (dest). Staged files are the agent's, 0600; directories 0700. */
+ * nothing under it). Messages name no path of the agent's (dest). Staged files are the agent's,
+ * 0600; directories 0700. */
 int agent_checkpoint_merge_as(const char *src, const char *dest, int64_t rank, long long owner,
                               int64_t *bytes, char *err, size_t errlen);
 
@@ -576,8 +579,8 @@ struct agent_unpack {
     gid_t gid;           /* agent's own user */
     int64_t max_bytes;   /* caps on the file bytes written and on the entries; 0: none */
     int64_t max_entries;
-    const char *what;         /* "code package", how messages name the archive */
-    const char *bytes_flag;   /* the options behind the caps, named in messages, or NULL */
+    const char *what;       /* "code package", how messages name the archive */
+    const char *bytes_flag; /* the options behind the caps, named in messages, or NULL */
     const char *entries_flag;
 };
 /* Unpacks u->archive into u->dir in a child process that takes u->uid and u->gid before it reads

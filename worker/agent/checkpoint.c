@@ -378,8 +378,7 @@ int agent_checkpoint_merge_as(const char *src, const char *dest, int64_t rank, l
         if (srcfd < 0 || dstfd >= 0)
             not_readable(src, err, errlen);
         else
-            snprintf(err, errlen, "cannot stage the checkpoint on this node: %s",
-                     strerror(errno));
+            snprintf(err, errlen, "cannot stage the checkpoint on this node: %s", strerror(errno));
         if (srcfd >= 0)
             close(srcfd);
         if (dstfd >= 0)

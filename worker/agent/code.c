@@ -136,7 +136,7 @@ int agent__code_unpack(struct agent *a, const struct agent_worker *w, const char
     struct stat sb;
     if (lstat(dir, &sb) == 0) {
         if (S_ISDIR(sb.st_mode) && sb.st_uid == owner)
-            return 0; /* another worker of the attempt on this node unpacked it */
+            return 0;            /* another worker of the attempt on this node unpacked it */
         agent__remove_tree(dir); /* a repeated launch under another uid */
     }
     char part[PATH_MAX + 300], archive[PATH_MAX + 200];

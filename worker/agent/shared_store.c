@@ -129,8 +129,8 @@ static int copy_file_at(int srcfd, const char *name, int dstfd)
         ssize_t n;
         if (!plain) {
             n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
-            if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
-                          errno == EOPNOTSUPP)) {
+            if (n < 0 &&
+                (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
                 plain = true;
                 continue;
             }

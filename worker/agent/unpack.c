@@ -273,11 +273,10 @@ static void child_main(const struct agent_unpack *u, int afd, int dirfd, int err
     if (u->uid != AGENT_NO_UID &&
         (setgroups(0, NULL) != 0 || setgid(u->gid) != 0 || setuid(u->uid) != 0 ||
          getuid() != u->uid || geteuid() != u->uid))
-        rc = fail(err, sizeof(err), "%s: cannot take the job's uid %ld: %s", u->what,
-                  (long)u->uid, strerror(errno));
-    if (rc == 0 && fchdir(dirfd) != 0)
-        rc = fail(err, sizeof(err), "%s: cannot enter its directory: %s", u->what,
+        rc = fail(err, sizeof(err), "%s: cannot take the job's uid %ld: %s", u->what, (long)u->uid,
                   strerror(errno));
+    if (rc == 0 && fchdir(dirfd) != 0)
+        rc = fail(err, sizeof(err), "%s: cannot enter its directory: %s", u->what, strerror(errno));
     close(dirfd);
     umask(022);
     if (rc == 0)
