@@ -13,6 +13,11 @@ import stat
 import tarfile
 import uuid
 
+import harness
+from test_artifacts import wait_artifacts
+from test_resume import READER, run_script
+from test_storage_path import part_dir, shared, stop_all, submit_worker  # noqa: F401 (fixture)
+
 PY = "/usr/bin/python3"
 ISOLATED = {"TRAINYARD_AGENT_RUN_AS": "auto"}
 
@@ -240,3 +245,41 @@ def test_checkpoint_dir_errors_name_nothing_the_worker_cannot_read(server, agent
     assert "secret-name" not in replies[secret], replies
     assert (replies[secret].replace(str(secret), "P") ==
             replies[missing].replace(str(missing), "P")), replies
+
+
+def test_checkpoint_copied_from_a_storage_path_keeps_only_files_and_directories(shared):  # noqa: F811
+    # The files of a checkpoint on a storage_path belong to the uid its job ran under, which may
+    # leave links, FIFOs and setuid bits there afterwards: a node resuming from it copies only
+    # regular files and directories, modes masked.
+    srv, root = shared
+    storage = os.path.join(root, "hostile")
+    agents = []
+    try:
+        a = harness.Agent(srv, cpus=2).start()
+        agents.append(a)
+        job = submit_worker(srv, storage, "hostile-writer")
+        assert srv.wait_job(job, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
+        last = next(c for c in wait_artifacts(srv, job, 3) if c["index"] == 3)
+        part = part_dir(storage, job, 3, a.node_id)
+        os.symlink("/etc/shadow", os.path.join(part, "leak"))
+        os.mkfifo(os.path.join(part, "pipe"))
+        suid = os.path.join(part, "sub", "suid")
+        with open(suid, "w") as f:
+            f.write("x")
+        os.chmod(suid, 0o4755)
+        assert srv.request("POST", f"/api/v1/nodes/{a.node_id}/drain").status == 200
+        b = harness.Agent(srv, cpus=2).start()
+        agents.append(b)
+        _, _, done = run_script(srv, READER, "hostile-reader", 2,
+                                resume_from_checkpoint=last["id"])
+        assert done["status"] == "SUCCEEDED", (done, b.log_text())
+        assert "copied from shared storage" in b.log_text(), b.log_text()
+        cache = os.path.join(os.path.realpath(b.data_dir), "checkpoints", "fetched",
+                             last["artifact"]["sha256"])
+        assert os.path.isfile(os.path.join(cache, "rank-0.txt"))
+        assert os.path.isfile(os.path.join(cache, "sub", "suid"))
+        assert not os.path.lexists(os.path.join(cache, "leak"))
+        assert not os.path.lexists(os.path.join(cache, "pipe"))
+        assert bad_types_under(cache) == []
+    finally:
+        stop_all(agents)
