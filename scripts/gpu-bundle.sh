@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 bundle=.gpu-bundle
 top=(
   libmicrohttpd-dev libwebsockets-dev libjansson-dev libpq-dev libcurl4-openssl-dev libssl-dev
-  zlib1g-dev libcmocka-dev pkgconf postgresql-15 postgresql-client-15 python3-pytest
+  zlib1g-dev libarchive-dev libcmocka-dev pkgconf postgresql-15 postgresql-client-15 python3-pytest
   libopenblas-dev libopenblas-pthread-dev dataset-fashion-mnist
 )
 # Never bundled: the C runtime and compilers (the GPU machine has its own, and a second glibc

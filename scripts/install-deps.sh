@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git
   libmicrohttpd-dev libwebsockets-dev libjansson-dev libpq-dev libcurl4-openssl-dev libssl-dev
-  zlib1g-dev libopenblas-dev libcmocka-dev clang-format
+  zlib1g-dev libarchive-dev libopenblas-dev libcmocka-dev clang-format
   postgresql postgresql-client
   python3 python3-pytest python3-prometheus-client python3-torch dataset-fashion-mnist
   iproute2 procps curl ca-certificates sudo openssl

@@ -108,9 +108,9 @@ def test_missing_checkpoint_dir_makes_report_raise_and_the_job_fail(server, agen
     with open(a_file, "w") as f:
         f.write("x")
     cases = [("sdk", "/nonexistent/ty-ckpt", "/nonexistent/ty-ckpt"),
-             ("agent", "/nonexistent/ty-ckpt", "checkpoint_dir '/nonexistent/ty-ckpt': No such "
-                                               "file or directory"),
-             ("agent", a_file, f"checkpoint_dir '{a_file}' is not a directory")]
+             ("agent", "/nonexistent/ty-ckpt", "checkpoint_dir '/nonexistent/ty-ckpt' is not a "
+                                               "directory the worker can read"),
+             ("agent", a_file, f"checkpoint_dir '{a_file}' is not a directory the worker can read")]
     with open(os.path.join(work, "train.py"), "w") as f:
         f.write(BAD_WORKER)
     for mode, path, expect in cases:

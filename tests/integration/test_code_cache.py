@@ -1,25 +1,27 @@
-"""The node's code cache (issue 15): an agent keeps at most --code-cache-bytes of unpacked
-packages in <data>/code, removing the least recently used first and never one a running worker
+"""The node's code cache (issue 15): an agent keeps at most --code-cache-bytes of packages (as
+fetched: each attempt unpacks its own copy, issue 22) in <data>/code, removing the least recently used first and never one a running worker
 was launched with. Real server, agent and workers."""
 import hashlib
 import io
 import os
+import random
 import tarfile
 
 import harness
 
-PAD = 1000  # bytes of each package's pad file: about 1.1 kB unpacked with its program
+PAD = 1000  # random bytes of each package's pad file: about 1.25 kB packed with its program
 
 
 def package(tag):
     """A code package (tar.gz) whose program sleeps argv[1] seconds; distinct per tag."""
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w:gz") as tar:
-        for name, text in (("w.py", f"# {tag}\nimport sys, time\ntime.sleep(float(sys.argv[1]))\n"),
-                           ("pad.bin", tag[0] * PAD)):
+        for name, data in (("w.py", f"# {tag}\nimport sys, time\n"
+                                    "time.sleep(float(sys.argv[1]))\n".encode()),
+                           ("pad.bin", random.Random(tag).randbytes(PAD))):
             info = tarfile.TarInfo(name)
-            info.size = len(text)
-            tar.addfile(info, io.BytesIO(text.encode()))
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
     data = raw.getvalue()
     return data, hashlib.sha256(data).hexdigest()
 
@@ -46,13 +48,14 @@ def cached(agent):
 
 
 def test_code_cache_is_trimmed_lru_never_a_running_package(server, agent_factory):
-    # Room for two packages (about 2.2 kB), not three.
-    agent = agent_factory(cpus=2, extra_args=["--code-cache-bytes", str(int(2.5 * PAD))])
-    p = {}
+    p, largest = {}, 0
     for tag in ("one", "two", "three"):
         data, sha = package(tag)
         upload(server, data, sha)
         p[tag] = sha
+        largest = max(largest, len(data))
+    # Room for two packages (about 2.5 kB), not three.
+    agent = agent_factory(cpus=2, extra_args=["--code-cache-bytes", str(int(2.5 * largest))])
     long = run(server, p["one"], 600, wait=False)  # "one" stays in use
     server.wait_job(long, {"RUNNING"})
     run(server, p["two"], 0)

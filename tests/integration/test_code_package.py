@@ -78,8 +78,7 @@ def test_working_dir_is_packed_uploaded_once_and_run_in_a_private_copy(server, a
     assert "working_dir" not in spec_json or spec_json["working_dir"] is None
     # The node's cache holds the verified package; the job's private copy went with the job.
     cache = os.path.join(agent.data_dir, "code", sha)
-    assert os.path.isfile(os.path.join(cache, "train.py"))
-    assert not os.path.exists(os.path.join(cache, "written-by-worker.txt"))
+    assert os.listdir(cache) == ["package.tar.gz"]
     cwd = out.split("CWD ", 1)[1].splitlines()[0]
     assert cwd == os.path.join(agent.data_dir, "code", "run", str(job), "1"), cwd
     assert wait_gone(cwd)

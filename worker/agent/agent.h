@@ -29,6 +29,7 @@
  *   prepare.c     a launch's downloads (checkpoint to resume from, code package) off the event
  *                 loop, in one thread; the launch goes on when they are in the node's cache
  *   code.c        code packages: the node's cache, each attempt's private copy
+ *   unpack.c      unpacking a job's archive with libarchive, as the job's uid, within caps
  *   report.c      the unix report socket (<data>/report.sock), adopted into the lws loop
  *   ws.c          the libwebsockets client: connect, reconnect, rx/tx, heartbeats
  *   main.c        start-up, signals, the event loop, shutdown
@@ -93,6 +94,10 @@ struct agent_config {
     int64_t max_queued_bytes; /* events held for the server above which reports are held back */
     int64_t log_flush_ms;     /* a partial last line is sent after waiting this long */
     int64_t code_cache_bytes; /* the node's code cache is trimmed to this (LRU, code.c) */
+
+    /* A package unpacking to more bytes or entries fails its job (unpack.c). */
+    int64_t unpack_max_bytes;
+    int64_t unpack_max_entries;
 
     /* Derived by agent_config_load. servers[] lists --server's URLs (at least one, the same
      * scheme for all); url_host, url_port and url_path are the first one's. */
@@ -249,7 +254,8 @@ int64_t agent_checkpoint_count_load(const char *data_dir, const char *job_id, in
 void agent_checkpoint_count_save(const char *data_dir, const char *job_id, int64_t attempt,
                                  int64_t k, int64_t reports);
 /* 0 when src is an absolute path to a directory the agent can read; else -1 with a reason naming
- * the path in err (for the worker's error reply). */
+ * src in err (for the worker's error reply): one reason whatever the cause, so that the agent's
+ * privileges tell the worker nothing of paths it cannot read itself. */
 int agent_checkpoint_check_src(const char *src, char *err, size_t errlen);
 /* Moves the regular files under src (recursively; symlinks and special files skipped with a
  * warning; copied and fsync'ed instead when dest is on another filesystem) into dest (created
@@ -261,7 +267,9 @@ int agent_checkpoint_merge(const char *src, const char *dest, int64_t rank, int6
                            char *err, size_t errlen);
 /* agent_checkpoint_merge taking only what uid `owner` owns (-1: anything): a worker running under
  * a uid of its own cannot have the agent take a file it does not own. A directory or file of
- * another owner fails the merge. Staged files are the agent's, 0600; directories 0700. */
+ * another owner fails the merge (src itself not the owner's: with check_src's reason, naming
+ * nothing under it). Messages name no path of the agent's (dest). Staged files are the agent's,
+ * 0600; directories 0700. */
 int agent_checkpoint_merge_as(const char *src, const char *dest, int64_t rank, long long owner,
                               int64_t *bytes, char *err, size_t errlen);
 
@@ -562,8 +570,25 @@ char *agent__checkpoint_fetch(struct agent *a, int64_t id, const char *sha256, c
 int agent__fetch_to_file(struct agent *a, const char *url_path, const char *path);
 /* The SHA-256 (hex) and size of a file. 0 or -1. */
 int agent__sha256_file(const char *path, char hex[65], int64_t *size);
-/* tar -xf tarfile -C dir (any compression tar recognises). 0 or -1. */
-int agent__unpack(const char *tarfile, const char *dir);
+
+/* unpack.c: unpacking an archive a job controls (issue 22). */
+struct agent_unpack {
+    const char *archive; /* the tar (gzip, bzip2, xz or none) the agent fetched */
+    const char *dir;     /* an existing empty directory: given to uid:gid, unpacked into */
+    uid_t uid;           /* the child unpacks as uid:gid (no other group); AGENT_NO_UID: the */
+    gid_t gid;           /* agent's own user */
+    int64_t max_bytes;   /* caps on the file bytes written and on the entries; 0: none */
+    int64_t max_entries;
+    const char *what;       /* "code package", how messages name the archive */
+    const char *bytes_flag; /* the options behind the caps, named in messages, or NULL */
+    const char *entries_flag;
+};
+/* Unpacks u->archive into u->dir in a child process that takes u->uid and u->gid before it reads
+ * the archive: regular files, directories and links inside the tree only, modes masked to 0755,
+ * within the caps (unpack.c says exactly what is refused). Blocks the caller. 0, or -1 with err
+ * set to a message for the job's error that names no host path (what is left in dir is the
+ * caller's to remove). */
+int agent__unpack(const struct agent_unpack *u, char *err, size_t errlen);
 
 /* shared_store.c: checkpoints on shared storage (run_config.storage_path, docs/artifacts.md) */
 /* Copies this node's merged directory `src` of a round to `dest` (the part's directory under the
@@ -575,7 +600,8 @@ int agent__shared_put(const char *src, const char *dest, uid_t uid, gid_t gid, c
                       int64_t *files);
 /* Copies what every node-* directory of `shared` (a checkpoint's directory on shared storage)
  * holds into existing directory `dir`, which becomes this node's private copy (workers never
- * write into the stored one). 0 or -1 (logged). */
+ * write into the stored one): directories and regular files only, by descriptor, modes masked to
+ * 0755; links and special files are skipped (logged). 0 or -1 (logged). */
 int agent__shared_fetch(const char *shared, const char *dir);
 
 /* tarstream.c: a directory as a reproducible tar stream, read at any offset (no tar file). */
@@ -614,10 +640,11 @@ void agent__prepare_cancel(struct agent *a, const char *job_id, int64_t attempt)
 void agent__prepare_poll(struct agent *a);
 
 /* code.c: code packages (issue 15) */
-/* The private copy of code package `sha256` for (job, attempt) on this node:
- * <data>/code/run/<job>/<attempt>, copied from the node's cache <data>/code/<sha256> (fetched from
- * the server once, its SHA-256 verified, then kept; with may_fetch false a cache miss fails).
- * Returns the malloc'd path, or NULL with *why set to a static reason (logged). */
+/* The path of the private copy of code package `sha256` for (job, attempt) on this node,
+ * <data>/code/run/<job>/<attempt>, which agent__code_unpack fills from the node's cache
+ * <data>/code/<sha256>/package.tar.gz (fetched from the server once, its SHA-256 verified, then
+ * kept; with may_fetch false a cache miss fails). Returns the malloc'd path, or NULL with *why
+ * set to a static reason (logged). */
 char *agent__code_prepare(struct agent *a, const char *job_id, int64_t attempt, const char *sha256,
                           bool may_fetch, const char **why);
 /* The same for a checkpoint directory uploaded as a package (a launch's checkpoint_package):
@@ -628,9 +655,14 @@ char *agent__code_checkpoint_prepare(struct agent *a, const char *job_id, int64_
 /* Fills this node's cache of code package `sha256` (fetching it when absent; blocks the caller).
  * 0, or -1 with *why set. */
 int agent__code_fetch(struct agent *a, const char *sha256, const char **why);
-/* Makes the private copy `dir` the worker's own (its uid and gid) when it runs under a uid of its
- * own; the agent's user keeps it otherwise. 0 or -1 (logged). */
-int agent__code_grant(const struct agent_worker *w, const char *dir);
+/* Unpacks package `sha256` from the node's cache into the private copy `dir` (the path
+ * agent__code_prepare or agent__code_checkpoint_prepare returned) as the worker's uid and gid
+ * (agent__unpack), unless another worker of the attempt already did; `what` names the package
+ * in messages. 0, or -1 with err set to the job's error. */
+int agent__code_unpack(struct agent *a, const struct agent_worker *w, const char *dir,
+                       const char *sha256, const char *what, char *err, size_t errlen);
+/* Whether this node's cache holds package `sha256`. */
+bool agent__code_cached(const struct agent *a, const char *sha256);
 /* Trims the node's code cache (<data>/code/<sha256>) to --code-cache-bytes: removes the least
  * recently used packages first, never one a running worker was launched with or a pending
  * launch waits for. Event loop only. */

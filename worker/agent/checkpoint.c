@@ -70,6 +70,14 @@ char *agent_checkpoint_path(const char *data_dir, const char *job_id, int64_t at
     return p;
 }
 
+/* The one reply for a checkpoint_dir the worker may not have the agent take: the same whether it
+ * is missing, not a directory, unreadable or another user's, so a worker cannot use the agent
+ * (root) to learn what exists where it cannot look itself (issue 22, finding 17). */
+static void not_readable(const char *src, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "checkpoint_dir '%s' is not a directory the worker can read", src);
+}
+
 int agent_checkpoint_check_src(const char *src, char *err, size_t errlen)
 {
     struct stat st;
@@ -77,16 +85,8 @@ int agent_checkpoint_check_src(const char *src, char *err, size_t errlen)
         snprintf(err, errlen, "checkpoint_dir '%s' is not an absolute path", src ? src : "");
         return -1;
     }
-    if (stat(src, &st) != 0) {
-        snprintf(err, errlen, "checkpoint_dir '%s': %s", src, strerror(errno));
-        return -1;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "checkpoint_dir '%s' is not a directory", src);
-        return -1;
-    }
-    if (access(src, R_OK | X_OK) != 0) {
-        snprintf(err, errlen, "checkpoint_dir '%s' cannot be read: %s", src, strerror(errno));
+    if (stat(src, &st) != 0 || !S_ISDIR(st.st_mode) || access(src, R_OK | X_OK) != 0) {
+        not_readable(src, err, errlen);
         return -1;
     }
     return 0;
@@ -332,7 +332,8 @@ static int owners_save(struct merge *m, const char *path)
             rc = -1;
     }
     if (rc != 0) {
-        snprintf(m->err, m->errlen, "cannot write '%s': %s", path, strerror(errno));
+        snprintf(m->err, m->errlen, "cannot stage the checkpoint on this node: %s",
+                 strerror(errno));
         unlink(tmp);
     }
 out:
@@ -361,7 +362,7 @@ int agent_checkpoint_merge_as(const char *src, const char *dest, int64_t rank, l
     }
     snprintf(owners_path, on, "%s.owners.json", dest);
     if (util_mkdir_p(dest, 0700) != 0) {
-        snprintf(err, errlen, "cannot create '%s': %s", dest, strerror(errno));
+        snprintf(err, errlen, "cannot stage the checkpoint on this node: %s", strerror(errno));
         goto out;
     }
     m.owners = json_load_file(owners_path, 0, NULL);
@@ -375,8 +376,14 @@ int agent_checkpoint_merge_as(const char *src, const char *dest, int64_t rank, l
     }
     int srcfd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int dstfd = open(dest, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (srcfd < 0 || dstfd < 0) {
-        snprintf(err, errlen, "cannot open '%s': %s", srcfd < 0 ? src : dest, strerror(errno));
+    struct stat st;
+    if (srcfd < 0 || dstfd < 0 || fstat(srcfd, &st) != 0 ||
+        (owner >= 0 && (long long)st.st_uid != owner)) {
+        /* Nothing under a directory that is not the worker's is named to it. */
+        if (srcfd < 0 || dstfd >= 0)
+            not_readable(src, err, errlen);
+        else
+            snprintf(err, errlen, "cannot stage the checkpoint on this node: %s", strerror(errno));
         if (srcfd >= 0)
             close(srcfd);
         if (dstfd >= 0)
@@ -388,7 +395,7 @@ int agent_checkpoint_merge_as(const char *src, const char *dest, int64_t rank, l
     if (m.owners_changed && owners_save(&m, owners_path) != 0)
         goto out;
     if (dir_bytes(dest, bytes) != 0) {
-        snprintf(err, errlen, "cannot measure '%s': %s", dest, strerror(errno));
+        snprintf(err, errlen, "cannot measure the staged checkpoint: %s", strerror(errno));
         goto out;
     }
     rc = 0;

@@ -1,13 +1,16 @@
 /* Code packages (issue 15, docs/python-api.md): a job whose spec names a code_package runs its
  * workers in a private copy of that package on each node. The node fetches the package (tar.gz)
- * from the server once, checks that it hashes to its name, unpacks it into its cache
- * <data>/code/<sha256> (the agent's alone), and copies the cache into
- * <data>/code/run/<job>/<attempt> for each attempt: the workers' working directory, owned by
- * the job's uid when workers run under uids of their own, removed when the attempt's last
- * worker on the node is gone. A checkpoint directory uploaded as a package (the spec's
- * resume_from_package) travels the same way: cached once, and each attempt's workers get a
- * private copy, <attempt>.checkpoint beside the code's, as their TRAINYARD_CHECKPOINT_DIR.
- * The cache is kept under --code-cache-bytes by removing the least recently used packages
+ * from the server once, checks that it hashes to its name and keeps it in its cache
+ * <data>/code/<sha256>/package.tar.gz (the agent's alone). Each attempt's copy,
+ * <data>/code/run/<job>/<attempt>, is unpacked from there by agent__code_unpack (unpack.c: as the
+ * job's uid, regular files, directories and links inside the tree only, within
+ * --unpack-max-bytes and --unpack-max-entries) before the attempt's first worker on the node
+ * starts; it is the workers' working directory, removed when the attempt's last worker on the
+ * node is gone. Nothing of the job's is ever copied or chowned by the agent as root. A
+ * checkpoint directory uploaded as a package (the spec's resume_from_package) travels the same
+ * way: cached once, and each attempt's workers get their own unpacked copy, <attempt>.checkpoint
+ * beside the code's, as their TRAINYARD_CHECKPOINT_DIR. The cache is kept under
+ * --code-cache-bytes (of packages as fetched) by removing the least recently used packages
  * (agent__code_trim), never one a running worker was launched with. */
 #include "agent.h"
 
@@ -19,40 +22,39 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-extern char **environ;
+/* The cached package's file in its cache directory. */
+#define PACKAGE_FILE "package.tar.gz"
 
-/* Runs argv (looked up in PATH) and waits. 0 when it exits 0, else -1. */
-static int run_argv(char *const argv[])
+static bool is_file(const char *path)
 {
-    pid_t pid;
-    if (posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ) != 0)
-        return -1;
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0) {
-        if (errno != EINTR)
-            return -1;
-    }
-    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+    struct stat sb;
+    return lstat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
-/* Makes <data>/code/<sha256> hold the unpacked package, fetching it when absent. 0, or -1 with
+bool agent__code_cached(const struct agent *a, const char *sha256)
+{
+    char path[PATH_MAX + 120];
+    snprintf(path, sizeof(path), "%s/code/%s/" PACKAGE_FILE, a->data_dir, sha256);
+    return is_file(path);
+}
+
+/* Makes <data>/code/<sha256> hold the verified package, fetching it when absent. 0, or -1 with
  * *why set. */
 static int code_cache(struct agent *a, const char *sha256, const char *dir, const char **why)
 {
-    struct stat sb;
-    if (stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode))
+    char tmp[PATH_MAX + 400], tgz[PATH_MAX + 420], url[120];
+    snprintf(tgz, sizeof(tgz), "%s/" PACKAGE_FILE, dir);
+    if (is_file(tgz))
         return 0;
-    char tmp[PATH_MAX + 400], tgz[PATH_MAX + 400], url[120];
+    agent__remove_tree(dir); /* an unpacked tree an earlier version of the agent kept */
     snprintf(tmp, sizeof(tmp), "%s.part", dir);
-    snprintf(tgz, sizeof(tgz), "%s.tar.gz", dir);
+    snprintf(tgz, sizeof(tgz), "%s/" PACKAGE_FILE, tmp);
     snprintf(url, sizeof(url), "/api/v1/agent/code/%s", sha256);
     agent__remove_tree(tmp);
     if (mkdir(tmp, 0700) != 0) {
@@ -69,20 +71,10 @@ static int code_cache(struct agent *a, const char *sha256, const char *dir, cons
         *why = "the code package fetched does not hash to its name";
         rc = -1;
     }
-    char *tar_argv[] = {"tar", "-xzf", tgz, "-C", tmp, "--no-same-owner", NULL};
-    if (rc == 0 && run_argv(tar_argv) != 0) {
-        *why = "cannot unpack the code package";
-        rc = -1;
-    }
-    if (rc == 0 && chmod(tmp, 0700) != 0) { /* the archive's "." may have carried 0755 */
-        *why = "cannot make the code cache private";
-        rc = -1;
-    }
     if (rc == 0 && rename(tmp, dir) != 0) {
         *why = "cannot move the code package into the cache";
         rc = -1;
     }
-    unlink(tgz);
     if (rc != 0) {
         agent__remove_tree(tmp);
         return -1;
@@ -103,8 +95,8 @@ int agent__code_fetch(struct agent *a, const char *sha256, const char **why)
     return code_cache(a, sha256, cache, why);
 }
 
-/* agent__code_prepare and agent__code_checkpoint_prepare: the private copy of package sha256 at
- * <data>/code/run/<job>/<attempt><suffix>. */
+/* agent__code_prepare and agent__code_checkpoint_prepare: the path of the private copy of
+ * package sha256 at <data>/code/run/<job>/<attempt><suffix>, its package in the cache. */
 static char *private_copy(struct agent *a, const char *job_id, int64_t attempt, const char *sha256,
                           const char *suffix, bool may_fetch, const char **why)
 {
@@ -126,8 +118,7 @@ static char *private_copy(struct agent *a, const char *job_id, int64_t attempt, 
         TY_WARN("code", "cannot create %s: %s", job, strerror(errno));
         return NULL;
     }
-    struct stat sb;
-    if (!may_fetch && !(stat(cache, &sb) == 0 && S_ISDIR(sb.st_mode))) {
+    if (!may_fetch && !agent__code_cached(a, sha256)) {
         *why = "the code package could not be fetched to this node";
         return NULL;
     }
@@ -135,17 +126,52 @@ static char *private_copy(struct agent *a, const char *job_id, int64_t attempt, 
         return NULL;
     if (utimensat(AT_FDCWD, cache, NULL, 0) != 0) /* its last use, for agent__code_trim */
         TY_WARN("code", "cannot touch %s: %s", cache, strerror(errno));
-    if (stat(copy, &sb) == 0)
-        return strdup(copy); /* a repeated launch of the same attempt */
-    char src[PATH_MAX + 90];
-    snprintf(src, sizeof(src), "%s/.", cache);
-    char *cp_argv[] = {"cp", "-R", src, copy, NULL};
-    if (mkdir(copy, 0700) != 0 || run_argv(cp_argv) != 0) {
-        agent__remove_tree(copy);
-        *why = "cannot copy the code package for the job";
-        return NULL;
-    }
     return strdup(copy);
+}
+
+int agent__code_unpack(struct agent *a, const struct agent_worker *w, const char *dir,
+                       const char *sha256, const char *what, char *err, size_t errlen)
+{
+    uid_t owner = w->uid == AGENT_NO_UID ? geteuid() : w->uid;
+    struct stat sb;
+    if (lstat(dir, &sb) == 0) {
+        if (S_ISDIR(sb.st_mode) && sb.st_uid == owner)
+            return 0;            /* another worker of the attempt on this node unpacked it */
+        agent__remove_tree(dir); /* a repeated launch under another uid */
+    }
+    char part[PATH_MAX + 300], archive[PATH_MAX + 200];
+    if ((size_t)snprintf(part, sizeof(part), "%s.part", dir) >= sizeof(part) ||
+        (size_t)snprintf(archive, sizeof(archive), "%s/code/%s/" PACKAGE_FILE, a->data_dir,
+                         sha256) >= sizeof(archive)) {
+        snprintf(err, errlen, "%s: the code directory's path is too long", what);
+        return -1;
+    }
+    agent__remove_tree(part);
+    if (mkdir(part, 0700) != 0) {
+        snprintf(err, errlen, "%s: cannot create the job's directory: %s", what, strerror(errno));
+        return -1;
+    }
+    struct agent_unpack u = {.archive = archive,
+                             .dir = part,
+                             .uid = w->uid,
+                             .gid = w->gid,
+                             .max_bytes = a->cfg->unpack_max_bytes,
+                             .max_entries = a->cfg->unpack_max_entries,
+                             .what = what,
+                             .bytes_flag = "--unpack-max-bytes",
+                             .entries_flag = "--unpack-max-entries"};
+    int rc = agent__unpack(&u, err, errlen);
+    if (rc == 0 && rename(part, dir) != 0) {
+        snprintf(err, errlen, "%s: cannot move the job's copy into place: %s", what,
+                 strerror(errno));
+        rc = -1;
+    }
+    if (rc != 0) {
+        TY_WARN("code", "job %s: %s %s not unpacked into %s: %s", w->job_id, what, sha256, dir,
+                err);
+        agent__remove_tree(part);
+    }
+    return rc;
 }
 
 /* The bytes nftw's callback adds up (the event loop is the only caller). */
@@ -279,37 +305,10 @@ char *agent__code_checkpoint_prepare(struct agent *a, const char *job_id, int64_
     return private_copy(a, job_id, attempt, sha256, AGENT_CHECKPOINT_COPY_SUFFIX, may_fetch, why);
 }
 
-/* The owner nftw's callback gives (the agent is single-threaded). */
-static uid_t grant_uid;
-static gid_t grant_gid;
-
-static int grant_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
-{
-    (void)st;
-    (void)flag;
-    (void)f;
-    if (lchown(path, grant_uid, grant_gid) != 0)
-        TY_WARN("code", "cannot give %s to uid %ld: %s", path, (long)grant_uid, strerror(errno));
-    return 0;
-}
-
-int agent__code_grant(const struct agent_worker *w, const char *dir)
-{
-    if (w->uid == AGENT_NO_UID || dir == NULL)
-        return 0;
-    struct stat sb;
-    if (lstat(dir, &sb) != 0)
-        return -1;
-    if (sb.st_uid == w->uid)
-        return 0; /* another worker of the job on this node already took it */
-    grant_uid = w->uid;
-    grant_gid = w->gid;
-    return nftw(dir, grant_entry, 16, FTW_PHYS) == 0 ? 0 : -1;
-}
-
 void agent__code_release(struct agent *a, const char *job_id, int64_t attempt)
 {
-    static const char *const suffixes[] = {"", AGENT_CHECKPOINT_COPY_SUFFIX};
+    static const char *const suffixes[] = {"", ".part", AGENT_CHECKPOINT_COPY_SUFFIX,
+                                           AGENT_CHECKPOINT_COPY_SUFFIX ".part"};
     for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
         char copy[PATH_MAX];
         if ((size_t)snprintf(copy, sizeof(copy), "%s/code/run/%s/%lld%s", a->data_dir, job_id,

@@ -89,8 +89,16 @@ static const struct option_def options[] = {
      "a worker's partial last line (no newline yet) is sent after waiting this long"},
     {"code-cache-bytes", "TRAINYARD_AGENT_CODE_CACHE_BYTES", I(code_cache_bytes), "2147483648", 0,
      INT64_C(1) << 50,
-     "code and checkpoint packages kept unpacked in <data-dir>/code: beyond this, the least "
+     "code and checkpoint packages kept (as fetched) in <data-dir>/code: beyond this, the least "
      "recently used are removed (never one a running worker was launched with)"},
+    {"unpack-max-bytes", "TRAINYARD_AGENT_UNPACK_MAX_BYTES", I(unpack_max_bytes), "4294967296", 1,
+     INT64_C(1) << 50,
+     "a code or checkpoint package whose files unpack to more bytes fails its job (the unpacking "
+     "stops at the cap: a small archive cannot fill the node's disk)"},
+    {"unpack-max-entries", "TRAINYARD_AGENT_UNPACK_MAX_ENTRIES", I(unpack_max_entries), "100000", 1,
+     INT64_C(1) << 40,
+     "a code or checkpoint package holding more entries (files, directories, links) fails its "
+     "job"},
     {"log-level", "TRAINYARD_LOG_LEVEL", S(log_level), "info", 0, 0, "error, warn, info or debug"},
     {"debug", "TRAINYARD_DEBUG", S(debug), "", 0, 0,
      "comma separated subsystems to debug-log (ws,proc,report,all)"},

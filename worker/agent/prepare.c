@@ -173,9 +173,9 @@ bool agent__prepare_launch(struct agent *a, const struct aproto_launch *l, const
     bool need_ckpt = l->checkpoint_dir == NULL && l->checkpoint_fetch_id > 0 &&
                      l->checkpoint_fetch_sha256 &&
                      !cached(a, "checkpoints/fetched", l->checkpoint_fetch_sha256);
-    bool need_code = l->code_sha256 && !cached(a, "code", l->code_sha256);
+    bool need_code = l->code_sha256 && !agent__code_cached(a, l->code_sha256);
     bool need_pkg = l->checkpoint_package && l->checkpoint_dir == NULL &&
-                    l->checkpoint_fetch_id <= 0 && !cached(a, "code", l->checkpoint_package);
+                    l->checkpoint_fetch_id <= 0 && !agent__code_cached(a, l->checkpoint_package);
     if (p == NULL || (!need_ckpt && !need_code && !need_pkg))
         return false;
     struct prep_item *it = calloc(1, sizeof(*it));

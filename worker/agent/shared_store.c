@@ -104,6 +104,104 @@ int agent__shared_put(const char *src, const char *dest, uid_t uid, gid_t gid, c
     return rc;
 }
 
+/* Copies regular file `name` of srcfd (not followed if a link) into dstfd, mode masked to 0755
+ * plus the owner's read and write, times kept. 0 or -1 (errno). */
+static int copy_file_at(int srcfd, const char *name, int dstfd)
+{
+    int in = openat(srcfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (in < 0)
+        return -1;
+    struct stat st;
+    if (fstat(in, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(in);
+        errno = EINVAL;
+        return -1;
+    }
+    int out = openat(dstfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                     (st.st_mode & 0755) | 0600);
+    if (out < 0) {
+        close(in);
+        return -1;
+    }
+    int rc = 0;
+    bool plain = false; /* copy_file_range (a reflink where the filesystem can) failed: read */
+    for (;;) {
+        ssize_t n;
+        if (!plain) {
+            n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
+            if (n < 0 &&
+                (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
+                plain = true;
+                continue;
+            }
+        } else {
+            char buf[65536];
+            n = read(in, buf, sizeof(buf));
+            if (n > 0 && util_write_all(out, buf, (size_t)n) != 0)
+                n = -1;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            rc = n < 0 ? -1 : 0;
+            break;
+        }
+    }
+    struct timespec times[2] = {st.st_atim, st.st_mtim};
+    if (rc == 0)
+        futimens(out, times);
+    if (close(out) != 0)
+        rc = -1;
+    close(in);
+    return rc;
+}
+
+/* Copies directory srcfd into dstfd by descriptor (a directory swapped for a link meanwhile is
+ * not followed): directories and regular files only, links and special files skipped (logged).
+ * Takes ownership of both descriptors. 0 or -1 (logged). */
+static int copy_tree_at(int srcfd, int dstfd, const char *shown, int depth)
+{
+    DIR *d = fdopendir(srcfd);
+    if (d == NULL || depth > 64) {
+        if (d)
+            closedir(d);
+        else
+            close(srcfd);
+        close(dstfd);
+        return -1;
+    }
+    int rc = 0;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        struct stat st;
+        if (fstatat(srcfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            rc = -1;
+        } else if (S_ISDIR(st.st_mode)) {
+            int sub = openat(srcfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            int dsub = -1;
+            if (sub >= 0 && (mkdirat(dstfd, e->d_name, 0700) == 0 || errno == EEXIST))
+                dsub = openat(dstfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub < 0 || dsub < 0) {
+                if (sub >= 0)
+                    close(sub);
+                rc = -1;
+            } else {
+                rc = copy_tree_at(sub, dsub, shown, depth + 1);
+            }
+        } else if (S_ISREG(st.st_mode)) {
+            rc = copy_file_at(srcfd, e->d_name, dstfd);
+        } else {
+            TY_WARN("upload", "%s: skipping %s (not a regular file or directory)", shown,
+                    e->d_name);
+        }
+    }
+    closedir(d);
+    close(dstfd);
+    return rc;
+}
+
 int agent__shared_fetch(const char *shared, const char *dir)
 {
     int rc = 0, n = 0;
@@ -116,19 +214,20 @@ int agent__shared_fetch(const char *shared, const char *dir)
     while (rc == 0 && (e = readdir(d)) != NULL) {
         if (strncmp(e->d_name, "node-", 5) != 0 || strstr(e->d_name, ".tmp-"))
             continue;
-        char src[PATH_MAX + 8];
-        snprintf(src, sizeof(src), "%s/%s/.", shared, e->d_name);
-        /* Not -a: the copy belongs to the agent, not to whichever uid wrote it on its node
-         * (on this node that uid may be another job's). */
-        char *cp[] = {"cp",
-                      "-R",
-                      "--no-dereference",
-                      "--preserve=mode,timestamps",
-                      "--reflink=auto",
-                      src,
-                      (char *)dir,
-                      NULL};
-        rc = run(cp);
+        /* Not cp: the copy belongs to the agent, not to whichever uid wrote it on its node (on
+         * this node that uid may be another job's), and holds only what a checkpoint may: a
+         * job's uid owns the stored files and could have left links or special files there. */
+        int src = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int dst = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (src < 0 || dst < 0) {
+            if (src >= 0)
+                close(src);
+            if (dst >= 0)
+                close(dst);
+            rc = -1;
+        } else {
+            rc = copy_tree_at(src, dst, shared, 0);
+        }
         n++;
     }
     closedir(d);

@@ -297,11 +297,8 @@ void agent__worker_exited(struct agent *a, struct agent_worker *w, int exit_code
 
 /* A worker that could not start: the reason goes to its log (when open) and to the server as a
  * worker_exited with exit code 127. */
-static void start_failed(struct agent *a, struct agent_worker *w, int logfd, const char *what,
-                         const char *arg, int err)
+static void start_failed_msg(struct agent *a, struct agent_worker *w, int logfd, const char *msg)
 {
-    char msg[1100];
-    snprintf(msg, sizeof(msg), "%s %s: %s", what, arg, strerror(err));
     if (logfd >= 0) {
         char line[1200];
         int n = snprintf(line, sizeof(line), "trainyard-agent: %s\n", msg);
@@ -313,6 +310,14 @@ static void start_failed(struct agent *a, struct agent_worker *w, int logfd, con
     TY_WARN("proc", "job %s attempt %lld rank %lld did not start: %s", w->job_id,
             (long long)w->attempt, (long long)w->rank, msg);
     agent__worker_exited(a, w, 127, -1, msg);
+}
+
+static void start_failed(struct agent *a, struct agent_worker *w, int logfd, const char *what,
+                         const char *arg, int err)
+{
+    char msg[1100];
+    snprintf(msg, sizeof(msg), "%s %s: %s", what, arg, strerror(err));
+    start_failed_msg(a, w, logfd, msg);
 }
 
 /* What makes w private before it starts (its uid, TMPDIR, report secret, read access to the
@@ -341,13 +346,14 @@ static char **worker_env(struct agent *a, struct agent_worker *w, const struct a
         start_failed(a, w, logfd, "cannot open", "the checkpoint to resume from", ENOMEM);
         return NULL;
     }
-    if (l->code_sha256 && agent__code_grant(w, l->working_dir) != 0) {
-        start_failed(a, w, logfd, "cannot hand over", "the job's copy of its code package", errno);
-        return NULL;
-    }
-    if (l->checkpoint_package && agent__code_grant(w, l->checkpoint_dir) != 0) {
-        start_failed(a, w, logfd, "cannot hand over", "the job's copy of its checkpoint package",
-                     errno);
+    char why[600];
+    if ((l->code_sha256 && l->working_dir &&
+         agent__code_unpack(a, w, l->working_dir, l->code_sha256, "code package", why,
+                            sizeof(why)) != 0) ||
+        (l->checkpoint_package && l->checkpoint_dir &&
+         agent__code_unpack(a, w, l->checkpoint_dir, l->checkpoint_package, "checkpoint package",
+                            why, sizeof(why)) != 0)) {
+        start_failed_msg(a, w, logfd, why);
         return NULL;
     }
     char user[64];
