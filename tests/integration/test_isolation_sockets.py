@@ -293,6 +293,12 @@ def test_a_report_socket_flood_leaves_the_agent_serving_other_jobs(server, agent
                           extra_args=("--report-hello-timeout-s", "2"))
     pid = agent_pid(agent)
     base = fd_count(pid)
+    # A connection that never says hello is closed (--report-hello-timeout-s).
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    silent.connect(os.path.join(agent.data_dir, "report.sock"))
+    silent.settimeout(120)
+    assert silent.recv(1) == b"", "the agent kept a connection that never said hello"
+    silent.close()
     flood = server.submit({"name": "flood", "entrypoint": [PY, "-c", FLOODER],
                            "working_dir": "/tmp"})["id"]
     server.wait_job(flood, {"RUNNING"})
