@@ -209,9 +209,13 @@ def test_silent_strangers_on_the_rendezvous_port_do_not_fail_the_job():
     rank0 = subprocess.Popen(args, env=dict(base, RANK="0"), stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT)
     strangers = [wait_for(lambda: try_connect(port), what="rank 0 listening")]
-    # More silent connections than rank 0 keeps waiting at once; one sends half a HELLO.
-    strangers += [socket.create_connection(("127.0.0.1", port)) for _ in range(80)]
-    strangers[1].sendall(b"TYRH\0\0")
+    strangers[0].sendall(b"TYRH\0\0")  # half a HELLO, then silence
+    # More silent connections than rank 0 keeps waiting at once (those its listen backlog
+    # refuses are left out).
+    for _ in range(80):
+        s = try_connect(port)
+        if s:
+            strangers.append(s)
     rank1 = subprocess.Popen(args, env=dict(base, RANK="1"), stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT)
     out0, _ = rank0.communicate(timeout=120)
