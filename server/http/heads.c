@@ -130,8 +130,10 @@ static void *watch(void *arg)
             break;
         int n = h->stopping ? 0 : cut_late(h);
         if (n > 0)
-            TY_INFO("http", "closed %d connection%s whose request line and headers took over "
-                    "%g s (--http-head-timeout-s)", n, n == 1 ? "" : "s", h->head_s);
+            TY_INFO("http",
+                    "closed %d connection%s whose request line and headers took over "
+                    "%g s (--http-head-timeout-s)",
+                    n, n == 1 ? "" : "s", h->head_s);
     }
     pthread_mutex_unlock(&h->lock);
     return NULL;

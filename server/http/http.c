@@ -508,8 +508,8 @@ int srv_http_start(struct srv *srv)
     char *cert, *key;
     if (tls_options(&srv->cfg, tls, &cert, &key) != 0)
         return -1;
-    srv->heads = srv_heads_start((double)srv->cfg.http_head_timeout_s,
-                                 (double)srv->cfg.http_idle_timeout_s);
+    srv->heads =
+        srv_heads_start((double)srv->cfg.http_head_timeout_s, (double)srv->cfg.http_idle_timeout_s);
     if (srv->heads == NULL) {
         free(cert);
         free(key);

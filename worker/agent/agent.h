@@ -94,7 +94,7 @@ struct agent_config {
     int64_t log_flush_ms;     /* a partial last line is sent after waiting this long */
     int64_t report_hello_timeout_s;   /* a report connection must say hello within this */
     int64_t report_max_conns_per_uid; /* open report connections of one peer uid, at most */
-    int64_t code_cache_bytes; /* the node's code cache is trimmed to this (LRU, code.c) */
+    int64_t code_cache_bytes;         /* the node's code cache is trimmed to this (LRU, code.c) */
 
     /* Derived by agent_config_load. servers[] lists --server's URLs (at least one, the same
      * scheme for all); url_host, url_port and url_path are the first one's. */
@@ -383,7 +383,7 @@ struct agent {
     int report_listen_fd;
     struct lws *report_listen_wsi;
     struct agent_report_conn *report_conns;
-    int64_t report_accept_resume_ms; /* accepting paused (out of descriptors) until then; 0: not */
+    int64_t report_accept_resume_ms;  /* accepting paused (out of descriptors) until then; 0: not */
     int64_t report_refused_logged_ms; /* when a refusal over the per-uid cap was last logged */
 
     /* lifecycle */

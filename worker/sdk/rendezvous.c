@@ -316,8 +316,8 @@ static int rv_gate_next(struct rv_gate *g, int64_t deadline, unsigned char *msg)
         for (int i = pn - 1; i >= 0; i--) {
             if (!(pf[i + 1].revents & (POLLIN | POLLHUP | POLLERR)))
                 continue;
-            ssize_t k = recv(g->p[i].fd, g->p[i].buf + g->p[i].got, g->len - g->p[i].got,
-                             MSG_DONTWAIT);
+            ssize_t k =
+                recv(g->p[i].fd, g->p[i].buf + g->p[i].got, g->len - g->p[i].got, MSG_DONTWAIT);
             if (k < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
                 continue;
             if (k <= 0) {
@@ -391,8 +391,7 @@ static int rv_serve(ty_ctx *c, int64_t deadline, unsigned char *table, int *list
             rc = fd;
             goto out;
         }
-        if (ty__get_u32(h) != RV_MAGIC_HELLO ||
-            ty__get_u32(h + 8) != (uint32_t)c->world ||
+        if (ty__get_u32(h) != RV_MAGIC_HELLO || ty__get_u32(h + 8) != (uint32_t)c->world ||
             ty__get_u32(h + 12) != (uint32_t)c->attempt || ty__get_u64(h + 16) != job ||
             !rv_sealed(c, h, sizeof h)) {
             close(fd); /* a stranger, an intruder or a stale attempt: ignore it */
