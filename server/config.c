@@ -28,6 +28,10 @@ static const struct option_def options[] = {
      "64", 0, 100000, "open HTTP connections from one address at most (0: no per-address cap)"},
     {"http-idle-timeout-s", "TRAINYARD_HTTP_IDLE_TIMEOUT_S", I(http_idle_timeout_s), "15", 1, 3600,
      "seconds an HTTP connection may stay silent (mid-request or between requests)"},
+    {"http-head-timeout-s", "TRAINYARD_HTTP_HEAD_TIMEOUT_S", I(http_head_timeout_s), "10", 1, 3600,
+     "seconds a request's line and headers may take to arrive, however steadily they trickle "
+     "in; then the connection is closed (a kept-alive connection's next request gets the larger "
+     "of this and --http-idle-timeout-s from the end of the one before)"},
     {"ws-max-connections", "TRAINYARD_WS_MAX_CONNECTIONS", I(ws_max_connections), "2000", 1, 100000,
      "open websocket connections (agents and /stream) at most; more are refused"},
     {"ws-max-preauth-per-ip", "TRAINYARD_WS_MAX_PREAUTH_PER_IP", I(ws_max_preauth_per_ip), "32", 1,

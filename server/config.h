@@ -16,6 +16,7 @@ struct srv_config {
     int64_t http_max_connections;  /* open HTTP connections, at most */
     int64_t http_max_per_ip;       /* open HTTP connections from one address, at most */
     int64_t http_idle_timeout_s;   /* an HTTP connection silent this long is closed */
+    int64_t http_head_timeout_s;   /* a request's line and headers must arrive within this */
     int64_t ws_max_connections;    /* open websocket connections, at most */
     int64_t ws_max_preauth_per_ip; /* unauthenticated websocket connections from one address */
     int64_t ws_preauth_max_bytes;  /* largest websocket message before authentication */

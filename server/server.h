@@ -18,6 +18,7 @@ struct srv {
     struct db *db;
     struct pg_embedded *pg; /* NULL with --database-url */
     struct MHD_Daemon *http;
+    struct srv_heads *heads;          /* the request-head deadline (http/heads.h) */
     struct control *control;          /* agents, scheduling, lifecycle */
     struct stream *stream;            /* /stream subscribers */
     struct cache *job_cache;          /* GET /api/v1/jobs/{id} bodies */

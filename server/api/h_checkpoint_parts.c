@@ -312,9 +312,9 @@ enum MHD_Result h_checkpoint_part_status(struct srv_request *req)
     return upload_status(req, &part_upload, &pc.up);
 }
 
-static int part_stream_begin(struct srv_request *req)
+static int part_stream_begin(struct srv_request *req, enum MHD_Result *answered)
 {
-    return upload_stream_begin(req, &part_upload);
+    return upload_stream_begin(req, &part_upload, answered);
 }
 
 const struct srv_body_stream h_checkpoint_part_stream = {part_stream_begin, upload_stream_piece,

@@ -149,19 +149,26 @@ struct upload_stream {
     int rc;                     /* the store's error on a piece, 0 none */
 };
 
-int upload_stream_begin(struct srv_request *req, const struct upload_kind *kind)
+int upload_stream_begin(struct srv_request *req, const struct upload_kind *kind,
+                        enum MHD_Result *answered)
 {
+    struct upload *u = calloc(1, kind->call_size);
+    if (u == NULL)
+        return -1;
+    /* Who calls first: a caller refused is answered before a byte of its body is read. */
+    if (upload_begin(req, kind, u, answered) != 0) {
+        free(u);
+        return 1;
+    }
     const char *o = srv_query(req, "offset"), *bad;
     bool is_crc = false;
     int64_t offset;
-    if (!kind->crc32c || o == NULL || util_parse_int64(o, 0, INT64_MAX / 2, &offset) != 0 ||
-        chunk_checksum(req, kind, &is_crc, &bad) == NULL || !is_crc)
-        return -1;
-    struct upload_stream *us = calloc(1, sizeof(*us));
-    struct upload *u = calloc(1, kind->call_size);
+    struct upload_stream *us = NULL;
     struct artifact_store *st = req->srv->artifacts;
     int64_t staged = 0;
-    if (us == NULL || u == NULL || upload_identify(req, kind, u) != 0 || kind->finished(u) ||
+    if (!kind->crc32c || o == NULL || util_parse_int64(o, 0, INT64_MAX / 2, &offset) != 0 ||
+        chunk_checksum(req, kind, &is_crc, &bad) == NULL || !is_crc || kind->finished(u) ||
+        (us = calloc(1, sizeof(*us))) == NULL ||
         st->ops->append_begin(st->be, u->key, offset, &us->ap, &staged) != 0) {
         free(u);
         free(us);

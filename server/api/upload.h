@@ -78,9 +78,11 @@ enum MHD_Result upload_put(struct srv_request *req, const struct upload_kind *ki
 /* A PUT's body written as it arrives (srv_body_stream, server/http/http.h), for kinds with
  * crc32c: begin takes the body when everything but the body is known to be right (a valid
  * offset and X-Chunk-CRC32C, the caller identified, the upload not finished, the staging taken
- * at that offset); otherwise -1, the body is buffered and upload_put answers as for any chunk.
- * The stream owns its own call (freed by release). */
-int upload_stream_begin(struct srv_request *req, const struct upload_kind *kind);
+ * at that offset); a caller the kind refuses (identify) is answered at once, before any of the
+ * body is read (1, *answered: the reply's MHD result); otherwise -1, the body is buffered and
+ * upload_put answers as for any chunk. The stream owns its own call (freed by release). */
+int upload_stream_begin(struct srv_request *req, const struct upload_kind *kind,
+                        enum MHD_Result *answered);
 int upload_stream_piece(struct srv_request *req, const char *data, size_t len);
 void upload_stream_release(struct srv_request *req);
 

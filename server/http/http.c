@@ -3,6 +3,7 @@
 
 #include "auth.h"
 #include "db.h"
+#include "heads.h"
 #include "log.h"
 #include "server.h"
 #include "static.h"
@@ -316,27 +317,50 @@ static enum MHD_Result dispatch(struct srv_request *req)
                                  "request bodies are limited to %lld bytes",
                                  (long long)body_limit(req->srv, req->method, req->url));
     enum MHD_Result denied;
-    if (srv_auth_check(req, &denied) != 0)
+    if (!req->authed && srv_auth_check(req, &denied) != 0)
         return denied;
     return req->route->handler(req);
 }
 
 /* ------------------------------------------------------------------ MHD callbacks */
 
-/* Whether the request's route takes its body as a stream and its begin accepted it (then
- * req->stream is set). Routes the request on the way (dispatch keeps req->route). */
-static bool stream_begin(struct srv_request *req)
+/* A request with a body, at its headers: everything but a route's admitted caller is answered
+ * now, before a byte of the body is read or buffered, and libmicrohttpd then closes the
+ * connection instead of reading the rest (no route: 404/405; the route's token missing, wrong or
+ * of too small a role: 401/403; a streamed route's begin refusing the caller). An admitted body
+ * over the route's limit is drained, not stored, so that the client reads the 413. Otherwise the
+ * body is buffered in one allocation of its announced size, or streamed to the route's begin.
+ * Returns MHD_YES, or the reply's result when one was queued. */
+static enum MHD_Result admit_body(struct srv_request *req, long long announced)
 {
-    if (strcmp(req->method, "PUT") != 0)
-        return false; /* the only streamed bodies: uploads' chunks */
     char allow[128];
     req->route = route_find(req, allow, sizeof(allow));
-    for (const struct srv_streamed_route *s = srv_streamed_routes; req->route && s->handler; s++)
+    if (req->route == NULL)
+        return dispatch(req);
+    enum MHD_Result answered;
+    if (req->route->min_role != SRV_ROLE_NONE || req->srv->cfg.auth_mode == SRV_AUTH_NONE) {
+        if (srv_auth_check(req, &answered) != 0)
+            return answered;
+        req->authed = true;
+    }
+    if (announced > body_limit(req->srv, req->method, req->url)) {
+        req->body_too_large = true;
+        return MHD_YES;
+    }
+    for (const struct srv_streamed_route *s = srv_streamed_routes; s->handler; s++)
         if (s->handler == req->route->handler) {
             req->body_stream = s->body;
-            return s->body->begin(req) == 0;
+            int rc = s->body->begin(req, &answered);
+            if (rc == 1)
+                return answered;
+            if (rc == 0)
+                return MHD_YES; /* streamed: no buffer */
         }
-    return false;
+    if (announced > 0 && (req->body = body_alloc((size_t)announced + 1)) != NULL) {
+        req->body[0] = '\0';
+        req->body_cap = (size_t)announced + 1; /* one allocation, no growing copies */
+    }
+    return MHD_YES;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -356,18 +380,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         req->url = url;
         req->started = util_mono_s();
         *con_cls = req;
-        /* An announced body over the cap is drained, not stored, so that the client reads
-         * the 413 instead of a reset connection. */
+        srv_heads_arrived(conn);
         const char *clen =
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        const char *chunked =
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
         long long announced = clen ? strtoll(clen, NULL, 10) : 0;
-        if (announced > body_limit(srv, method, url))
-            req->body_too_large = true;
-        else if (announced > 0 && !stream_begin(req) && /* streamed: no buffer */
-                 (req->body = body_alloc((size_t)announced + 1)) != NULL) {
-            req->body[0] = '\0';
-            req->body_cap = (size_t)announced + 1; /* one allocation, no growing copies */
-        }
+        if (announced > 0 || chunked != NULL)
+            return admit_body(req, announced);
         return MHD_YES;
     }
     if (*upload_size > 0 && req->stream != NULL) {
@@ -424,8 +444,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     (void)cls;
-    (void)conn;
     (void)toe;
+    srv_heads_rearm(conn);
     struct srv_request *req = *con_cls;
     if (req == NULL)
         return;
@@ -488,6 +508,13 @@ int srv_http_start(struct srv *srv)
     char *cert, *key;
     if (tls_options(&srv->cfg, tls, &cert, &key) != 0)
         return -1;
+    srv->heads =
+        srv_heads_start((double)srv->cfg.http_head_timeout_s, (double)srv->cfg.http_idle_timeout_s);
+    if (srv->heads == NULL) {
+        free(cert);
+        free(key);
+        return -1;
+    }
     unsigned flags =
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
     if (cert)
@@ -495,7 +522,8 @@ int srv_http_start(struct srv *srv)
     srv->http = MHD_start_daemon(
         flags, (uint16_t)srv->cfg.http_port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR,
         &addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->cfg.http_threads,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION,
+        srv_heads_notify, srv->heads, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->cfg.http_idle_timeout_s,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)srv->cfg.http_max_connections,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)srv->cfg.http_max_per_ip,
@@ -504,6 +532,8 @@ int srv_http_start(struct srv *srv)
     free(cert);
     free(key);
     if (srv->http == NULL) {
+        srv_heads_stop(srv->heads);
+        srv->heads = NULL;
         TY_ERROR("http", "cannot listen on %s:%lld (port in use, or a bad TLS certificate/key?)",
                  srv->cfg.http_host, (long long)srv->cfg.http_port);
         return -1;
@@ -524,4 +554,6 @@ void srv_http_stop(struct srv *srv)
      * joins the workers; a handler that is running completes first. */
     MHD_stop_daemon(srv->http);
     srv->http = NULL;
+    srv_heads_stop(srv->heads);
+    srv->heads = NULL;
 }

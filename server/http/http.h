@@ -29,6 +29,7 @@ struct srv_request {
     size_t body_len;
     size_t body_cap; /* bytes allocated for body (at least body_len + 1) */
     bool body_too_large;
+    bool authed; /* the route's min_role was checked at the headers (srv_auth_check) */
     const struct srv_body_stream *body_stream; /* the route's, when its body is streamed */
     void *stream;        /* body_stream's state, NULL when the body is buffered */
     bool stream_stopped; /* its piece callback refused: the rest of the body is drained */
@@ -45,9 +46,10 @@ typedef enum MHD_Result (*srv_handler)(struct srv_request *req);
 struct srv_body_stream {
     /* Called once the headers are in, before any of the body; it authenticates the caller
      * itself (the route's min_role is SRV_ROLE_NONE). 0: it takes the body (req->stream set;
-     * each piece goes to `piece`, then the route's handler runs and answers); -1: the body is
-     * buffered as for any route and the handler answers, its errors included. */
-    int (*begin)(struct srv_request *req);
+     * each piece goes to `piece`, then the route's handler runs and answers); 1: it refused the
+     * caller and queued the reply (*answered: its MHD result), so the body is never read; -1:
+     * the body is buffered as for any route and the handler answers, its errors included. */
+    int (*begin)(struct srv_request *req, enum MHD_Result *answered);
     /* The next piece of the body. -1 refuses the rest (drained, not passed on); the handler
      * still runs and answers. */
     int (*piece)(struct srv_request *req, const char *data, size_t len);

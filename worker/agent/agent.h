@@ -93,7 +93,9 @@ struct agent_config {
     int64_t log_backlog_max;  /* unacked bytes of one log file before the oldest are skipped */
     int64_t max_queued_bytes; /* events held for the server above which reports are held back */
     int64_t log_flush_ms;     /* a partial last line is sent after waiting this long */
-    int64_t code_cache_bytes; /* the node's code cache is trimmed to this (LRU, code.c) */
+    int64_t report_hello_timeout_s;   /* a report connection must say hello within this */
+    int64_t report_max_conns_per_uid; /* open report connections of one peer uid, at most */
+    int64_t code_cache_bytes;         /* the node's code cache is trimmed to this (LRU, code.c) */
 
     /* A package unpacking to more bytes or entries fails its job (unpack.c). */
     int64_t unpack_max_bytes;
@@ -387,7 +389,10 @@ struct agent {
     /* report socket */
     int64_t progress_sent_ms; /* progress.c: monotonic time of the last `progress` message */
     int report_listen_fd;
+    struct lws *report_listen_wsi;
     struct agent_report_conn *report_conns;
+    int64_t report_accept_resume_ms;  /* accepting paused (out of descriptors) until then; 0: not */
+    int64_t report_refused_logged_ms; /* when a refusal over the per-uid cap was last logged */
 
     /* lifecycle */
     volatile int stop_signal;
@@ -726,6 +731,9 @@ void agent__report_close_all(struct agent *a);
 /* Called when events were acked: once the queue is down to three quarters of
  * --max-queued-bytes, resumes reading the report connections paused while it was full. */
 void agent__report_queue_drained(struct agent *a);
+/* From the poll timer: accepting on the report socket again once a pause for want of
+ * descriptors is over. */
+void agent__report_poll(struct agent *a);
 
 /* progress.c */
 struct rproto_progress;

@@ -85,6 +85,14 @@ static const struct option_def options[] = {
      "events (reports, logs) held for the server above which workers' reports wait (their "
      "report() blocks) until the server acks some: the agent's memory and spool stay bounded "
      "while the server is away"},
+    {"report-hello-timeout-s", "TRAINYARD_AGENT_REPORT_HELLO_TIMEOUT_S", I(report_hello_timeout_s),
+     "10", 1, 3600,
+     "a connection to the report socket that has not said a valid hello this many seconds after "
+     "it was accepted is closed"},
+    {"report-max-conns-per-uid", "TRAINYARD_AGENT_REPORT_MAX_CONNS_PER_UID",
+     I(report_max_conns_per_uid), "64", 2, 100000,
+     "open report-socket connections from processes of one uid (one worker's, under --run-as "
+     "auto; every worker's when they share the agent's uid) at most; more are closed at once"},
     {"log-flush-ms", "TRAINYARD_AGENT_LOG_FLUSH_MS", I(log_flush_ms), "500", 0, 60000,
      "a worker's partial last line (no newline yet) is sent after waiting this long"},
     {"code-cache-bytes", "TRAINYARD_AGENT_CODE_CACHE_BYTES", I(code_cache_bytes), "2147483648", 0,

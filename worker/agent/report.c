@@ -5,7 +5,13 @@
  * Framing and validation come from the report protocol module (common/report_proto.c).
  *
  * The listening socket and every connection are adopted into the lws loop as raw file
- * descriptors, so all I/O stays non-blocking on the agent's single thread. */
+ * descriptors, so all I/O stays non-blocking on the agent's single thread.
+ *
+ * Limits, so that one job cannot take the agent's descriptors from the others: a connection
+ * must say a valid hello within --report-hello-timeout-s; processes of one uid hold at most
+ * --report-max-conns-per-uid connections (more are closed as they come); and when accept fails
+ * for want of descriptors (EMFILE/ENFILE) the listener pauses for a second, logged once per
+ * episode, while every open connection goes on being served. */
 #include "agent.h"
 
 #include "log.h"
@@ -24,6 +30,8 @@
 #include <unistd.h>
 
 #define REPORT_PROTOCOL "trainyard-report"
+/* How long accepting pauses when the agent is out of descriptors. */
+#define REPORT_ACCEPT_PAUSE_MS 1000
 
 struct agent_report_conn {
     struct agent_report_conn *next;
@@ -163,6 +171,7 @@ static void on_hello(struct agent_report_conn *c, const json_t *m)
         return;
     }
     c->hello = true;
+    lws_set_timeout(c->wsi, NO_PENDING_TIMEOUT, 0);
     c->attempt = h.attempt;
     c->rank = h.rank;
     TY_DEBUG("report", "worker %s/%d/%d (pid %ld) connected", h.job_id, h.attempt, h.rank, h.pid);
@@ -367,16 +376,76 @@ static void conn_free(struct agent_report_conn *c)
     free(c);
 }
 
+/* Out of descriptors: accepting pauses (the listener is not polled) for a while, so that the
+ * agent neither spins on a listener it cannot accept from nor stops serving what is open. */
+static void pause_accepting(struct agent *a, struct lws *lwsi, int err)
+{
+    if (a->report_accept_resume_ms == 0)
+        TY_WARN("report",
+                "cannot accept on the report socket: %s; pausing new connections for %d ms at a "
+                "time until descriptors are free (logged once)",
+                strerror(err), REPORT_ACCEPT_PAUSE_MS);
+    a->report_accept_resume_ms = util_mono_ms() + REPORT_ACCEPT_PAUSE_MS;
+    lws_rx_flow_control(lwsi, 0);
+}
+
+void agent__report_poll(struct agent *a)
+{
+    if (a->report_accept_resume_ms <= 0 || util_mono_ms() < a->report_accept_resume_ms ||
+        a->report_listen_wsi == NULL)
+        return;
+    a->report_accept_resume_ms = -1; /* accepting again; a success ends the episode */
+    lws_rx_flow_control(a->report_listen_wsi, 1);
+}
+
+/* Whether processes of `uid` hold the most connections they may; logs a refusal at most once a
+ * second. */
+static bool over_uid_cap(struct agent *a, long long uid, pid_t pid)
+{
+    int64_t n = 0;
+    for (const struct agent_report_conn *c = a->report_conns; c; c = c->next)
+        n += c->peer_uid == uid;
+    if (n < a->cfg->report_max_conns_per_uid)
+        return false;
+    int64_t now = util_mono_ms();
+    if (now - a->report_refused_logged_ms >= 1000) {
+        a->report_refused_logged_ms = now;
+        TY_BAD_PEER("report",
+                    "uid %lld holds %lld report connections (--report-max-conns-per-uid): "
+                    "closing more (pid %ld)",
+                    uid, (long long)n, (long)pid);
+    }
+    return true;
+}
+
 static void accept_all(struct agent *a, struct lws *lwsi)
 {
     for (;;) {
         int fd = accept4(a->report_listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
-            if (errno == EINTR)
+            if (errno == EINTR || errno == ECONNABORTED)
                 continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                pause_accepting(a, lwsi, errno);
+            else if (errno != EAGAIN && errno != EWOULDBLOCK)
                 TY_WARN("report", "accept: %s", strerror(errno));
             return;
+        }
+        if (a->report_accept_resume_ms < 0) {
+            TY_INFO("report", "accepting on the report socket again");
+            a->report_accept_resume_ms = 0;
+        }
+        struct ucred cred;
+        socklen_t clen = sizeof(cred);
+        long long peer_uid = -1;
+        pid_t peer_pid = 0;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0) {
+            peer_pid = cred.pid;
+            peer_uid = (long long)cred.uid;
+        }
+        if (over_uid_cap(a, peer_uid, peer_pid)) {
+            close(fd);
+            continue;
         }
         struct agent_report_conn *c = calloc(1, sizeof(*c));
         if (!c) {
@@ -385,13 +454,8 @@ static void accept_all(struct agent *a, struct lws *lwsi)
         }
         c->a = a;
         c->fd = fd;
-        struct ucred cred;
-        socklen_t clen = sizeof(cred);
-        c->peer_uid = -1;
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0) {
-            c->peer_pid = cred.pid;
-            c->peer_uid = (long long)cred.uid;
-        }
+        c->peer_pid = peer_pid;
+        c->peer_uid = peer_uid;
         rproto_decoder_init(&c->dec);
         lws_adopt_desc_t ad;
         memset(&ad, 0, sizeof(ad));
@@ -406,7 +470,10 @@ static void accept_all(struct agent *a, struct lws *lwsi)
         if (!c->wsi) { /* lws closed fd */
             TY_WARN("report", "cannot adopt a report connection");
             conn_free(c);
+            continue;
         }
+        /* lws closes it (LWS_CALLBACK_RAW_CLOSE_FILE) unless on_hello clears this first. */
+        lws_set_timeout(c->wsi, PENDING_TIMEOUT_USER_OK, (int)a->cfg->report_hello_timeout_s);
     }
 }
 
@@ -431,6 +498,7 @@ int agent__report_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
     case LWS_CALLBACK_RAW_CLOSE_FILE:
         if (op == &listener_tag) {
             a->report_listen_fd = -1;
+            a->report_listen_wsi = NULL;
         } else if (c) {
             lws_set_opaque_user_data(wsi, NULL);
             conn_free(c);
@@ -473,7 +541,7 @@ int agent__report_listen(struct agent *a)
     ad.fd.filefd = fd;
     ad.vh_prot_name = REPORT_PROTOCOL;
     ad.opaque = &listener_tag;
-    if (!ad.vh || !lws_adopt_descriptor_vhost_via_info(&ad)) {
+    if (!ad.vh || !(a->report_listen_wsi = lws_adopt_descriptor_vhost_via_info(&ad))) {
         TY_ERROR("report", "cannot add the report socket to the event loop");
         a->report_listen_fd = -1;
         unlink(a->report_socket);

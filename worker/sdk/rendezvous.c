@@ -10,7 +10,9 @@
  * 3. Every rank connects to its successor, sends LINK {rank, world, job hash}, and accepts its
  *    predecessor's LINK on its listener.
  * All messages are fixed-layout big-endian; every wait is bounded by one deadline
- * (the collective timeout).
+ * (the collective timeout). A listener serves every connection at once (rv_gate): each must
+ * send its first message within RV_FIRST_MSG_MS, so a silent or slow stranger on MASTER_PORT or
+ * a ring port is dropped while the ranks go on meeting.
  *
  * Under Trainyard every message ends with an 8-byte tag: SipHash-2-4 of the message, keyed by
  * the attempt's TRAINYARD_RENDEZVOUS_SECRET (which the server makes per attempt and sends only
@@ -21,9 +23,11 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,6 +43,12 @@
 #define RV_LINK_LEN (4 + 4 + 4 + 8 + RV_TAG_LEN)
 /* A TABLE of `world` addresses, tag included. */
 #define RV_TABLE_LEN(world) (8 + (size_t)(world)*RV_ADDR_LEN + RV_TAG_LEN)
+
+/* Milliseconds a connection to a rendezvous listener has to send its whole first message (a
+ * rank sends it at once); at most RV_MAX_PENDING connections wait at a time, and past that the
+ * oldest is dropped (a rank dropped so connects again: rv_join). */
+#define RV_FIRST_MSG_MS 5000
+#define RV_MAX_PENDING 64
 
 /* FNV-1a of the job id and attempt: tells this job's connections from stale ones. */
 static uint64_t rv_job_hash(const ty_ctx *c)
@@ -223,6 +233,113 @@ static int rv_connect_retry(const struct sockaddr *sa, socklen_t len, int64_t de
     }
 }
 
+/* A listener's connections whose first message (len bytes) has not all arrived yet. */
+struct rv_gate {
+    int lfd;
+    size_t len;
+    int n;
+    struct {
+        int fd;
+        size_t got;
+        int64_t until; /* dropped then */
+        unsigned char buf[RV_HELLO_LEN];
+    } p[RV_MAX_PENDING];
+};
+
+static void rv_gate_drop(struct rv_gate *g, int i)
+{
+    close(g->p[i].fd);
+    g->p[i] = g->p[--g->n];
+}
+
+static void rv_gate_close(struct rv_gate *g)
+{
+    while (g->n > 0)
+        rv_gate_drop(g, g->n - 1);
+}
+
+/* Accepts what waits on the listener; at RV_MAX_PENDING the oldest connection goes. */
+static int rv_gate_accept(struct rv_gate *g, int64_t deadline)
+{
+    for (;;) {
+        int fd = accept4(g->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            return errno == EAGAIN || errno == EWOULDBLOCK || errno == EMFILE || errno == ENFILE
+                       ? 0
+                       : TY_EIO;
+        }
+        if (g->n == RV_MAX_PENDING) {
+            int oldest = 0;
+            for (int i = 1; i < g->n; i++)
+                if (g->p[i].until < g->p[oldest].until)
+                    oldest = i;
+            rv_gate_drop(g, oldest);
+        }
+        int64_t until = util_mono_ms() + RV_FIRST_MSG_MS;
+        g->p[g->n].fd = fd;
+        g->p[g->n].got = 0;
+        g->p[g->n].until = until < deadline ? until : deadline;
+        g->n++;
+    }
+}
+
+/* Waits for the next connection on g's listener whose first g->len bytes have arrived, serving
+ * every pending connection at once; those silent past their time, closed or failing are
+ * dropped. The connection's fd (the bytes in msg), or a negative code (TY_ETIMEDOUT at the
+ * deadline). */
+static int rv_gate_next(struct rv_gate *g, int64_t deadline, unsigned char *msg)
+{
+    for (;;) {
+        int64_t now = util_mono_ms();
+        int64_t wake = deadline;
+        for (int i = g->n - 1; i >= 0; i--) {
+            if (g->p[i].until <= now)
+                rv_gate_drop(g, i);
+            else if (g->p[i].until < wake)
+                wake = g->p[i].until;
+        }
+        if (now >= deadline)
+            return TY_ETIMEDOUT;
+        struct pollfd pf[RV_MAX_PENDING + 1];
+        pf[0] = (struct pollfd){.fd = g->lfd, .events = POLLIN};
+        for (int i = 0; i < g->n; i++)
+            pf[i + 1] = (struct pollfd){.fd = g->p[i].fd, .events = POLLIN};
+        int pn = g->n;
+        int r = poll(pf, (nfds_t)pn + 1, (int)(wake - now));
+        if (r < 0 && errno != EINTR)
+            return TY_EIO;
+        if (r <= 0)
+            continue;
+        /* Backwards, so that a drop (the last entry moves into the hole) skips nothing. */
+        for (int i = pn - 1; i >= 0; i--) {
+            if (!(pf[i + 1].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            ssize_t k =
+                recv(g->p[i].fd, g->p[i].buf + g->p[i].got, g->len - g->p[i].got, MSG_DONTWAIT);
+            if (k < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+                continue;
+            if (k <= 0) {
+                rv_gate_drop(g, i);
+                continue;
+            }
+            g->p[i].got += (size_t)k;
+            if (g->p[i].got == g->len) {
+                int fd = g->p[i].fd;
+                memcpy(msg, g->p[i].buf, g->len);
+                g->p[i] = g->p[--g->n];
+                return fd;
+            }
+        }
+        if (pf[0].revents & POLLIN) {
+            int rc = rv_gate_accept(g, deadline);
+            if (rc < 0)
+                return rc;
+        }
+    }
+}
+
 /* Rank 0: collect HELLOs, send the TABLE. On success *listener is rank 0's ring listener. */
 static int rv_serve(ty_ctx *c, int64_t deadline, unsigned char *table, int *listener)
 {
@@ -260,15 +377,21 @@ static int rv_serve(ty_ctx *c, int64_t deadline, unsigned char *table, int *list
     uint64_t job = rv_job_hash(c);
     int have = 1;
     *listener = -1;
+    struct rv_gate *gate = calloc(1, sizeof *gate);
+    if (!gate) {
+        rc = TY_ENOMEM;
+        goto out;
+    }
+    gate->lfd = lfd;
+    gate->len = RV_HELLO_LEN;
     while (have < c->world) {
-        int fd = ty__tcp_accept(lfd, deadline);
+        unsigned char h[RV_HELLO_LEN];
+        int fd = rv_gate_next(gate, deadline, h);
         if (fd < 0) {
             rc = fd;
             goto out;
         }
-        unsigned char h[RV_HELLO_LEN];
-        if (ty__recv_all(fd, h, sizeof h, deadline) < 0 || ty__get_u32(h) != RV_MAGIC_HELLO ||
-            ty__get_u32(h + 8) != (uint32_t)c->world ||
+        if (ty__get_u32(h) != RV_MAGIC_HELLO || ty__get_u32(h + 8) != (uint32_t)c->world ||
             ty__get_u32(h + 12) != (uint32_t)c->attempt || ty__get_u64(h + 16) != job ||
             !rv_sealed(c, h, sizeof h)) {
             close(fd); /* a stranger, an intruder or a stale attempt: ignore it */
@@ -301,6 +424,10 @@ static int rv_serve(ty_ctx *c, int64_t deadline, unsigned char *table, int *list
     for (int r = 1; r < c->world && rc == 0; r++)
         rc = ty__send_all(fds[r], table, tlen, deadline);
 out:
+    if (gate) {
+        rv_gate_close(gate);
+        free(gate);
+    }
     for (int i = 0; i < c->world; i++) {
         if (fds[i] >= 0)
             close(fds[i]);
@@ -314,15 +441,12 @@ out:
     return rc;
 }
 
-/* Rank > 0: say HELLO to rank 0 and receive the TABLE; *listener is this rank's listener. */
-static int rv_join(ty_ctx *c, int64_t deadline, unsigned char *table, int *listener)
+/* One try of rv_join on rank 0's address. */
+static int rv_join_once(ty_ctx *c, const struct sockaddr_storage *ss, socklen_t sl,
+                        int64_t deadline, unsigned char *table, int *listener)
 {
-    struct sockaddr_storage ss;
-    socklen_t sl;
-    int rc = rv_resolve_master(c, &ss, &sl);
-    if (rc < 0)
-        return rc;
-    int fd = rv_connect_retry((struct sockaddr *)&ss, sl, deadline);
+    int rc;
+    int fd = rv_connect_retry((const struct sockaddr *)ss, sl, deadline);
     if (fd < 0)
         return fd;
     struct sockaddr_storage mine;
@@ -359,6 +483,25 @@ static int rv_join(ty_ctx *c, int64_t deadline, unsigned char *table, int *liste
     return rc;
 }
 
+/* Rank > 0: say HELLO to rank 0 and receive the TABLE; *listener is this rank's listener. A
+ * connection rank 0 closes before the TABLE (it dropped it among too many strangers) is made
+ * again, until the deadline. */
+static int rv_join(ty_ctx *c, int64_t deadline, unsigned char *table, int *listener)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    int rc = rv_resolve_master(c, &ss, &sl);
+    while (rc == 0) {
+        rc = rv_join_once(c, &ss, sl, deadline, table, listener);
+        if (rc != TY_EPEER || ty__ms_left(deadline) <= 50)
+            break;
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = 50 * 1000000L};
+        nanosleep(&ts, NULL);
+        rc = 0;
+    }
+    return rc;
+}
+
 /* Connect to the successor and accept the predecessor on listener. */
 static int rv_link(ty_ctx *c, const unsigned char *table, int listener, int64_t deadline)
 {
@@ -383,23 +526,35 @@ static int rv_link(ty_ctx *c, const unsigned char *table, int listener, int64_t 
         close(out);
         return rc;
     }
+    struct rv_gate *gate = calloc(1, sizeof *gate);
+    if (!gate) {
+        close(out);
+        return TY_ENOMEM;
+    }
+    gate->lfd = listener;
+    gate->len = RV_LINK_LEN;
     for (;;) {
-        int in = ty__tcp_accept(listener, deadline);
+        unsigned char p[RV_HELLO_LEN];
+        int in = rv_gate_next(gate, deadline, p);
         if (in < 0) {
             close(out);
-            return in;
+            rc = in;
+            break;
         }
-        unsigned char p[RV_LINK_LEN];
-        if (ty__recv_all(in, p, sizeof p, deadline) == 0 && ty__get_u32(p) == RV_MAGIC_LINK &&
-            ty__get_u32(p + 4) == (uint32_t)prev && ty__get_u32(p + 8) == (uint32_t)c->world &&
-            ty__get_u64(p + 12) == job && rv_sealed(c, p, sizeof p)) {
+        if (ty__get_u32(p) == RV_MAGIC_LINK && ty__get_u32(p + 4) == (uint32_t)prev &&
+            ty__get_u32(p + 8) == (uint32_t)c->world && ty__get_u64(p + 12) == job &&
+            rv_sealed(c, p, RV_LINK_LEN)) {
             ty__tune_link(in, c->ring_sockbuf);
             c->send_fd = out;
             c->recv_fd = in;
-            return 0;
+            rc = 0;
+            break;
         }
         close(in);
     }
+    rv_gate_close(gate);
+    free(gate);
+    return rc;
 }
 
 int ty__rendezvous(ty_ctx *c)
