@@ -4,6 +4,7 @@ that does not exist on every route about it (the job, its workers, events, attem
 logs, checkpoints and checkpoint archive, stop, delete), do not find it in GET /jobs, and get
 none of its rows on /stream. Adding alice as a member shows it to her. Before projects, every
 role read every job."""
+import json
 import os
 import textwrap
 
@@ -207,3 +208,50 @@ def test_projects_names_and_shared_projects(server):
     names = [p["name"] for p in server.request("GET", "/api/v1/projects",
                                                token=bob).json["projects"]]
     assert names == ["default", "team.shared"]
+
+
+def test_cli_projects(server, tmp_path):
+    bob = server.create_token("bob", "user")
+    alice = server.create_token("alice", "user")
+
+    def cli(*args, token=bob):
+        return harness.run_cli(server, *args, token=token)
+
+    r = cli("project", "create", "lab", "--member", "carol", "--member", "dave")
+    assert r.returncode == 0, r.stderr
+    assert "project lab (private), members: bob carol dave" in r.stdout
+    r = cli("project", "create", "open", "--shared")
+    assert r.returncode == 0 and "(shared)" in r.stdout, r.stderr
+    r = cli("project", "create", "Bad Name")
+    assert r.returncode == 1 and r.stderr.startswith("error: ") and "name" in r.stderr, r
+    r = cli("project", "create", "x", "--private", "--shared")
+    assert r.returncode == 2 and "exclude" in r.stderr, r
+    r = cli("project", "create", "lab")
+    assert r.returncode == 1 and "already exists" in r.stderr, r
+
+    spec = tmp_path / "job.json"
+    spec.write_text(json.dumps({"name": "in-lab", "entrypoint": ["true"]}))
+    r = cli("submit", str(spec), "--project", "lab")
+    assert r.returncode == 0, r.stderr
+    job = int(r.stdout.strip())
+    assert server.request("GET", f"/api/v1/jobs/{job}").json["project"] == "lab"
+    r = cli("submit", str(spec), "--project", "lab", token=alice)
+    assert r.returncode == 1 and "project" in r.stderr, r
+    r = cli("get", str(job), token=alice)
+    assert r.returncode == 1 and f"there is no job {job}" in r.stderr, r
+    r = cli("list", "--project", "lab")
+    assert r.returncode == 0 and "in-lab" in r.stdout, r.stderr
+    assert "in-lab" not in cli("list", token=alice).stdout
+
+    r = cli("project", "list", token=alice)
+    assert r.returncode == 0, r.stderr
+    names = [line.split()[0] for line in r.stdout.splitlines()[1:] if line.strip()]
+    assert names == ["default", "open"]
+    r = cli("project", "add-member", "lab", "alice", token=alice)
+    assert r.returncode == 1 and "no project 'lab'" in r.stderr, r
+    r = cli("project", "add-member", "lab", "alice")
+    assert r.returncode == 0 and "members: alice bob carol dave" in r.stdout, r.stderr
+    r = cli("-o", "json", "project", "list", token=alice)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == server.request("GET", "/api/v1/projects", token=alice).json
+    assert cli("get", str(job), token=alice).returncode == 0
