@@ -55,7 +55,7 @@ int cli_flag_long(const struct cli_ctx *ctx, const struct cli_args *args, const 
                   long min, long max, long *out);
 
 /* Command handlers, one group per file: cmd_jobs.c, cmd_wait.c, cmd_job_data.c, cmd_nodes.c,
- * cmd_tokens.c, cmd_server.c. Each returns an enum cli_exit. */
+ * cmd_tokens.c, cmd_projects.c, cmd_server.c. Each returns an enum cli_exit. */
 int cmd_submit(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_list(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_get(struct cli_ctx *ctx, const struct cli_args *args);
@@ -69,6 +69,9 @@ int cmd_metrics(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_logs(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_nodes(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_drain(struct cli_ctx *ctx, const struct cli_args *args);
+int cmd_project_create(struct cli_ctx *ctx, const struct cli_args *args);
+int cmd_project_list(struct cli_ctx *ctx, const struct cli_args *args);
+int cmd_project_add_member(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_token_create(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_token_list(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_token_delete(struct cli_ctx *ctx, const struct cli_args *args);

@@ -105,6 +105,28 @@ static int check_spec(const char *name, const struct strbuf *spec)
  * with its code_package set and its working_dir (if any) dropped. Returns 0 or an exit code
  * (printed).
  */
+/* Sets spec's top-level `key` to the string `value` (and removes `drop` when not NULL). Returns
+ * 0, or an exit code (printed). */
+static int spec_set_string(struct strbuf *spec, const char *key, const char *value,
+                           const char *drop)
+{
+    json_t *o = json_loadb(sb_str(spec), spec->len, 0, NULL);
+    if (o == NULL || json_object_set_new(o, key, json_string(value)) != 0) {
+        json_decref(o);
+        return cli_input_error("cannot add %s to the job spec", key);
+    }
+    if (drop)
+        json_object_del(o, drop);
+    char *text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (text == NULL)
+        return cli_input_error("cannot add %s to the job spec", key);
+    sb_free(spec);
+    sb_append(spec, text, strlen(text));
+    free(text);
+    return 0;
+}
+
 static int with_code_package(struct cli_ctx *ctx, const struct cli_args *args, const char *dir,
                              struct strbuf *spec)
 {
@@ -115,20 +137,7 @@ static int with_code_package(struct cli_ctx *ctx, const struct cli_args *args, c
     char sha[65];
     if ((rc = code_pack_upload(ctx, dir, (long long)max_mb << 20, sha)) != CLI_EXIT_OK)
         return rc;
-    json_t *o = json_loadb(sb_str(spec), spec->len, 0, NULL);
-    if (o == NULL || json_object_set_new(o, "code_package", json_string(sha)) != 0) {
-        json_decref(o);
-        return cli_input_error("cannot add code_package to the job spec");
-    }
-    json_object_del(o, "working_dir");
-    char *text = json_dumps(o, JSON_COMPACT);
-    json_decref(o);
-    if (text == NULL)
-        return cli_input_error("cannot add code_package to the job spec");
-    sb_free(spec);
-    sb_append(spec, text, strlen(text));
-    free(text);
-    return 0;
+    return spec_set_string(spec, "code_package", sha, "working_dir");
 }
 
 /* Parses every --assert into gates. Returns how many; *rc = 0, or an exit code (printed). */
@@ -198,6 +207,15 @@ int cmd_submit(struct cli_ctx *ctx, const struct cli_args *args)
 
     struct strbuf spec = STRBUF_INIT;
     if ((rc = read_spec(args->pos[0], &spec)) != 0 || (rc = check_spec(args->pos[0], &spec)) != 0) {
+        sb_free(&spec);
+        return rc;
+    }
+    const char *project = args_flag(args, "project");
+    if (project && !project[0]) {
+        sb_free(&spec);
+        return cli_usage_error(ctx, "--project must not be empty");
+    }
+    if (project && (rc = spec_set_string(&spec, "project", project, NULL)) != 0) {
         sb_free(&spec);
         return rc;
     }
@@ -288,6 +306,7 @@ int cmd_list(struct cli_ctx *ctx, const struct cli_args *args)
         struct strbuf path = STRBUF_INIT;
         sb_puts(&path, "/api/v1/jobs");
         api_query(ctx, &path, "status", status);
+        api_query(ctx, &path, "project", args_flag(args, "project"));
         api_query(ctx, &path, "limit", limit ? limit_text : NULL);
         api_query(ctx, &path, "cursor", cursor);
         json_t *page = NULL;

@@ -30,6 +30,8 @@ static const struct cli_flag submit_flags[] = {
      "has it, and run the workers in a copy of it (sets the spec's code_package)",
      false},
     {"max-package-mb", "N", "with --working-dir, refuse a package over N MiB (default 100)", false},
+    {"project", "P", "submit into project P (sets the spec's \"project\"; default: \"default\")",
+     false},
     {"assert", "COND",
      "with --wait, a quality gate such as 'accuracy>=0.85' on the final rank-0 metrics (repeat "
      "for several); a miss exits 6 naming the metric and its value",
@@ -42,6 +44,7 @@ static const struct cli_flag list_flags[] = {
     {"limit", "N", "jobs per page (server default when absent)", false},
     {"cursor", "C", "start from this page cursor (printed when more jobs exist)", false},
     {"all", NULL, "follow next_cursor and list every matching job", false},
+    {"project", "P", "only jobs of project P", false},
     {NULL, NULL, NULL, false},
 };
 
@@ -72,6 +75,13 @@ static const struct cli_flag logs_flags[] = {
 static const struct cli_flag token_create_flags[] = {
     {"name", "N", "who or what the token is for", true},
     {"role", "R", "viewer, user or admin", true},
+    {NULL, NULL, NULL, false},
+};
+
+static const struct cli_flag project_create_flags[] = {
+    {"private", NULL, "only members and admins see its jobs (the default)", false},
+    {"shared", NULL, "every role sees its jobs", false},
+    {"member", "USER", "another member besides you (repeat for several)", false},
     {NULL, NULL, NULL, false},
 };
 
@@ -125,6 +135,15 @@ static const struct cli_command commands[] = {
     {"token", "list", "", "list API tokens (admin)", NULL, 0, 0, no_flags, cmd_token_list},
     {"token", "delete", "ID", "revoke an API token (admin)", NULL, 1, 1, no_flags,
      cmd_token_delete},
+    {"project", "create", "NAME", "create a project; you are a member of it",
+     "A private project's jobs (spec, logs, metrics, events, checkpoints, list entries, stream)\n"
+     "are seen only by its members and admins; a shared one's by every role. Jobs go into a\n"
+     "project with 'trainyard submit --project NAME' or the spec's \"project\".",
+     1, 1, project_create_flags, cmd_project_create},
+    {"project", "list", "", "list the projects you may see", NULL, 0, 0, no_flags,
+     cmd_project_list},
+    {"project", "add-member", "NAME USER", "add USER to project NAME (members and admins)", NULL,
+     2, 2, no_flags, cmd_project_add_member},
     {NULL, "health", "", "check that the server and its database are up", NULL, 0, 0, no_flags,
      cmd_health},
     {NULL, "version", "", "print client and server versions", NULL, 0, 0, no_flags, cmd_version},

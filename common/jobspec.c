@@ -27,7 +27,8 @@
 static const char *const top_fields[] = {
     "name",     "entrypoint",        "working_dir",    "env",          "secret_env",
     "backend",  "train_loop_config", "scaling_config", "run_config",   "resume_from_checkpoint",
-    "priority", "timeout_s",         "metadata",       "code_package", "resume_from_package"};
+    "priority", "timeout_s",         "metadata",       "code_package", "resume_from_package",
+    "project"};
 static const char *const reserved_env[] = {
     "RANK",        "WORLD_SIZE",  "LOCAL_RANK",           "LOCAL_WORLD_SIZE", "NODE_RANK",
     "MASTER_ADDR", "MASTER_PORT", "CUDA_VISIBLE_DEVICES", "TF_CONFIG"};
@@ -267,6 +268,37 @@ static json_t *norm_name(struct jobspec__vctx *c, const json_t *v)
     if (!v)
         return jobspec__chk(c, json_string("job"));
     return check_string(c, v, "name", 1, JOBSPEC_NAME_MAX, true) ? copy_string(c, v) : NULL;
+}
+
+const char *jobspec_project_name_problem(const char *name)
+{
+    size_t n = name ? strlen(name) : 0;
+    if (n == 0 || n > JOBSPEC_PROJECT_MAX)
+        return "must be 1 to 64 characters";
+    for (size_t i = 0; i < n; i++) {
+        char ch = name[i];
+        bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
+        if (i == 0 && !alnum)
+            return "must start with a lowercase letter or a digit";
+        if (!alnum && ch != '.' && ch != '_' && ch != '-')
+            return "may hold only lowercase letters, digits, '.', '_' and '-'";
+    }
+    return NULL;
+}
+
+/* project: the project the job belongs to (issue 22); absent means "default". */
+static json_t *norm_project(struct jobspec__vctx *c, const json_t *v)
+{
+    if (!json_is_string(v)) {
+        jobspec__fail(c, "project", "must be a string");
+        return NULL;
+    }
+    const char *why = jobspec_project_name_problem(json_string_value(v));
+    if (why) {
+        jobspec__fail(c, "project", "%s", why);
+        return NULL;
+    }
+    return copy_string(c, v);
 }
 
 static json_t *norm_entrypoint(struct jobspec__vctx *c, const json_t *v)
@@ -514,6 +546,8 @@ static json_t *norm_spec(struct jobspec__vctx *c, const json_t *in)
                                    JOBSPEC_PRIORITY_MIN, JOBSPEC_PRIORITY_MAX, 0));
     jobspec__put(c, o, "timeout_s", norm_timeout(c, jobspec__member(in, "timeout_s")));
     jobspec__put(c, o, "metadata", norm_metadata(c, jobspec__member(in, "metadata")));
+    if (jobspec__member(in, "project")) /* only when given: "default" otherwise */
+        jobspec__put(c, o, "project", norm_project(c, jobspec__member(in, "project")));
     return o;
 }
 

@@ -26,6 +26,7 @@
 
 /* Limits enforced by jobspec_validate(). */
 #define JOBSPEC_NAME_MAX 128
+#define JOBSPEC_PROJECT_MAX 64 /* project names (jobspec_project_name_check) */
 #define JOBSPEC_ENTRYPOINT_MAX 65536 /* bytes of the string, or of each argv item */
 #define JOBSPEC_ARGV_MAX 1024
 #define JOBSPEC_PATH_MAX 4096              /* working_dir, run_config.storage_path */
@@ -129,6 +130,10 @@ struct jobspec {
  * with both NULL. Does not modify or keep `in`; the result shares no values with it.
  * Normalizing is idempotent: validating a normalized spec returns an equal spec. */
 int jobspec_validate(const json_t *in, json_t **out, json_t **errors);
+/* Whether `name` is a valid project name (the spec's "project", POST /api/v1/projects): 1 to
+ * JOBSPEC_PROJECT_MAX characters of a-z, 0-9, '.', '_' and '-', the first a letter or digit.
+ * Returns NULL when it is, else a static text saying what is wrong ("must ..."). */
+const char *jobspec_project_name_problem(const char *name);
 
 /* Fills *spec from `json` (normally a normalized spec; any submission is accepted and validated
  * first). Returns JOBSPEC_OK; on failure returns JOBSPEC_EINVAL or JOBSPEC_ENOMEM, leaves *spec

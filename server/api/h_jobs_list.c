@@ -1,6 +1,8 @@
-/* GET /api/v1/jobs?status=A,B&owner=O&name=N&limit=N&cursor=C: newest first, cursor paging. */
+/* GET /api/v1/jobs?status=A,B&owner=O&name=N&project=P&limit=N&cursor=C: newest first, cursor
+ * paging; only the jobs of projects the caller may see (ty_project_visible). */
 #include "db.h"
 #include "handlers.h"
+#include "jobspec.h"
 #include "job_status.h"
 #include "query.h"
 #include "server.h"
@@ -32,6 +34,10 @@ enum MHD_Result h_jobs_list(struct srv_request *req)
     const char *cursor_s = srv_query(req, "cursor");
     const char *owner = srv_query(req, "owner");
     const char *name = srv_query(req, "name");
+    const char *project = srv_query(req, "project");
+    const char *bad_project = project ? jobspec_project_name_problem(project) : NULL;
+    if (bad_project)
+        return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "project", bad_project);
     if (owner && (owner[0] == '\0' || strlen(owner) > 128))
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "owner",
                                        "must be a token name of 1 to 128 characters");
@@ -54,7 +60,8 @@ enum MHD_Result h_jobs_list(struct srv_request *req)
     if (cursor_s && util_parse_int64(cursor_s, 1, INT64_MAX, &cursor) != 0)
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "cursor",
                                        "is not a cursor returned by this endpoint");
-    struct job_list a = {{status ? statuses : NULL, owner, name && name[0] ? name : NULL},
+    struct job_list a = {{status ? statuses : NULL, owner, name && name[0] ? name : NULL, project,
+                          &req->who},
                          cursor,
                          (int)limit,
                          NULL,

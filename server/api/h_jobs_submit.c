@@ -25,6 +25,8 @@ struct job_submit {
     const char *resume_package;   /* the spec's resume_from_package, or NULL */
     bool no_resume_package;       /* out: it is not stored; nothing was inserted */
     bool foreign_resume_package;  /* out: the submitter did not upload it; nothing was inserted */
+    const char *project;          /* the spec's project, or NULL ("default", shared) */
+    bool no_project;              /* out: none the submitter may see; nothing was inserted */
     const char *key;              /* Idempotency-Key, or NULL */
     enum store_once_outcome once; /* out, with a key */
     int64_t id;
@@ -74,6 +76,16 @@ static int job_submit(struct db_conn *c, void *arg)
         if (qs <= 0) {
             a->no_code_package = qs == 0;
             return qs;
+        }
+    }
+    if (a->project) {
+        enum store_project_access access;
+        int qs = store_project_access(c, a->who, a->project, &access);
+        if (qs < 0)
+            return qs;
+        if (access == STORE_PROJECT_NOT_FOUND) {
+            a->no_project = true;
+            return 0;
         }
     }
     if (a->key)
@@ -140,6 +152,7 @@ enum MHD_Result h_jobs_submit(struct srv_request *req)
         .resume_from = json_integer_value(json_object_get(spec, "resume_from_checkpoint")),
         .code_package = json_string_value(json_object_get(spec, "code_package")),
         .resume_package = json_string_value(json_object_get(spec, "resume_from_package")),
+        .project = json_string_value(json_object_get(spec, "project")),
     };
     int qs = db_with_conn(req->srv->db, job_submit, &a);
     if (a.no_code_package) {
@@ -147,6 +160,13 @@ enum MHD_Result h_jobs_submit(struct srv_request *req)
         return srv_reply_field_problem(req, SRV_P_CODE_PACKAGE_NOT_FOUND, "code_package",
                                        "no such code package: upload it first (PUT "
                                        "/api/v1/code/{sha256})");
+    }
+    if (a.no_project) {
+        char detail[160];
+        snprintf(detail, sizeof(detail), "there is no project '%s' (or it is private and you are "
+                 "not a member)", a.project);
+        json_decref(spec);
+        return srv_reply_field_problem(req, SRV_P_PROJECT_NOT_FOUND, "project", detail);
     }
     json_decref(spec);
     if (a.no_resume_package)

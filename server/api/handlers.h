@@ -49,6 +49,11 @@ enum MHD_Result h_agent_checkpoint_archive(struct srv_request *req);
 /* h_checkpoints.c: one checkpoint, and its files as a tar (Range). */
 enum MHD_Result h_checkpoints_get(struct srv_request *req);
 enum MHD_Result h_checkpoints_archive(struct srv_request *req);
+/* h_projects.c: projects and their members (issue 22). */
+enum MHD_Result h_projects_create(struct srv_request *req);
+enum MHD_Result h_projects_list(struct srv_request *req);
+enum MHD_Result h_projects_get(struct srv_request *req);
+enum MHD_Result h_projects_add_member(struct srv_request *req);
 enum MHD_Result h_nodes_list(struct srv_request *req);
 enum MHD_Result h_nodes_get(struct srv_request *req);
 enum MHD_Result h_nodes_drain(struct srv_request *req);

@@ -80,6 +80,63 @@ int srv_auth_token(struct srv *srv, struct db_conn *c, const char *token, struct
     return lookup_token(srv, c, hash, who);
 }
 
+/* Which job a route reads or changes: every route under /api/v1/jobs/{id} is about job {id},
+ * every one under /api/v1/checkpoints/{id} about the job of checkpoint {id} (routes.c). */
+enum job_scope { SCOPE_NONE, SCOPE_JOB, SCOPE_CHECKPOINT };
+
+static bool pattern_under(const char *pattern, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    return strncmp(pattern, prefix, n) == 0 && (pattern[n] == '\0' || pattern[n] == '/');
+}
+
+static enum job_scope route_scope(const struct srv_route *route)
+{
+    if (pattern_under(route->pattern, "/api/v1/jobs/{id}"))
+        return SCOPE_JOB;
+    if (pattern_under(route->pattern, "/api/v1/checkpoints/{id}"))
+        return SCOPE_CHECKPOINT;
+    return SCOPE_NONE;
+}
+
+struct visibility_query {
+    const struct srv_identity *who;
+    enum job_scope scope;
+    int64_t id;
+    bool visible;
+};
+
+static int visibility_query(struct db_conn *c, void *arg)
+{
+    struct visibility_query *q = arg;
+    return q->scope == SCOPE_JOB ? store_job_visible(c, q->who, q->id, &q->visible)
+                                 : store_checkpoint_visible(c, q->who, q->id, &q->visible);
+}
+
+/* Projects (issue 22): a job of a private project is seen by its members and admins only. To
+ * everyone else each route about it answers the 404 it gives for a job (or checkpoint) that does
+ * not exist, word for word, so that its existence is not revealed. An id that does not parse or
+ * names nothing is left to the handler. 0: go on; -1: *denied holds the reply. */
+static int job_visibility_check(struct srv_request *req, enum MHD_Result *denied)
+{
+    struct visibility_query q = {&req->who, route_scope(req->route), 0, true};
+    if (q.scope == SCOPE_NONE || req->who.role == SRV_ROLE_ADMIN || srv_arg_id(req, 0, &q.id) != 0)
+        return 0;
+    int qs = db_with_conn(req->srv->db, visibility_query, &q);
+    if (qs < 0) {
+        *denied = srv_reply_db_error(req, qs);
+        return -1;
+    }
+    if (qs == 0 || q.visible)
+        return 0;
+    *denied = q.scope == SCOPE_JOB
+                  ? srv_reply_problem(req, SRV_P_JOB_NOT_FOUND, NULL, "there is no job %lld",
+                                      (long long)q.id)
+                  : srv_reply_problem(req, SRV_P_NOT_FOUND, NULL, "there is no checkpoint %lld",
+                                      (long long)q.id);
+    return -1;
+}
+
 int srv_auth_check(struct srv_request *req, enum MHD_Result *denied)
 {
     const struct srv_route *route = req->route;
@@ -115,7 +172,7 @@ int srv_auth_check(struct srv_request *req, enum MHD_Result *denied)
                                     srv_role_name(req->who.role));
         return -1;
     }
-    return 0;
+    return job_visibility_check(req, denied);
 }
 
 /* Issues the first admin token unless one exists (see srv_auth_bootstrap); under the first-start

@@ -18,6 +18,8 @@
     X(JOB_NOT_FOUND, 404, "job-not-found", "Job not found")                                        \
     X(NODE_NOT_FOUND, 404, "node-not-found", "Node not found")                                     \
     X(TOKEN_NOT_FOUND, 404, "token-not-found", "Token not found")                                  \
+    X(PROJECT_NOT_FOUND, 404, "project-not-found", "Project not found")                            \
+    X(PROJECT_EXISTS, 409, "project-exists", "Project name already in use")                        \
     X(METHOD_NOT_ALLOWED, 405, "method-not-allowed", "Method not allowed")                         \
     X(JOB_NOT_FINISHED, 409, "job-not-finished", "Job has not finished")                           \
     X(JOB_FINISHED, 409, "job-finished", "Job has already finished")                               \

@@ -1,4 +1,6 @@
 /* The routing table: every endpoint of the REST API, with the least role that may call it.
+ * Every route under /api/v1/jobs/{id} and /api/v1/checkpoints/{id} reads or changes one job: the
+ * caller must also see that job's project, or gets the route's 404 (srv_auth_check, auth.c).
  * tests/integration/test_openapi.py checks this table and server/api/openapi.json against each
  * other (via `trainyard-server --print-routes`). */
 #include "handlers.h"
@@ -36,6 +38,10 @@ const struct srv_route srv_routes[] = {
     {"PUT", "/api/v1/code/{sha256}", h_code_put, SRV_ROLE_USER},
     {"POST", "/api/v1/code/{sha256}/complete", h_code_complete, SRV_ROLE_USER},
     {"GET", "/api/v1/agent/code/{sha256}", h_agent_code, SRV_ROLE_NONE},
+    {"POST", "/api/v1/projects", h_projects_create, SRV_ROLE_USER},
+    {"GET", "/api/v1/projects", h_projects_list, SRV_ROLE_VIEWER},
+    {"GET", "/api/v1/projects/{name}", h_projects_get, SRV_ROLE_VIEWER},
+    {"POST", "/api/v1/projects/{name}/members", h_projects_add_member, SRV_ROLE_USER},
     {"GET", "/api/v1/nodes", h_nodes_list, SRV_ROLE_VIEWER},
     {"GET", "/api/v1/nodes/{id}", h_nodes_get, SRV_ROLE_VIEWER},
     {"POST", "/api/v1/nodes/{id}/drain", h_nodes_drain, SRV_ROLE_ADMIN},

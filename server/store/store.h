@@ -63,6 +63,8 @@ struct store_job_filter {
     const char *statuses; /* a PostgreSQL array literal ("{RUNNING,PENDING}") */
     const char *owner;    /* exactly this owner (token name) */
     const char *name;     /* names containing this text, case-insensitively */
+    const char *project;  /* exactly this project */
+    const struct srv_identity *who; /* only jobs it may see (ty_project_visible); required */
 };
 /* Lists jobs newest first, filtered by f. before_id: 0 or the cursor. *json_out = JSON array
  * text; *min_id_out = smallest id listed. */
@@ -106,6 +108,38 @@ enum store_delete_outcome {
  * not found), malloc'd. Returns a db_qs. */
 int store_job_delete(struct db_conn *c, int64_t id, enum store_delete_outcome *outcome,
                      char **status_out);
+
+/* ---- projects: who sees which jobs (store_projects.c, issue 22) ---- */
+/* Whether `who` may see job `job` (ty_project_visible on its project): 1 with *visible set, 0
+ * when there is no such job, or an error. */
+int store_job_visible(struct db_conn *c, const struct srv_identity *who, int64_t job,
+                      bool *visible);
+/* The same for the job of checkpoint `ckpt` (any status): 0 when there is no such checkpoint. */
+int store_checkpoint_visible(struct db_conn *c, const struct srv_identity *who, int64_t ckpt,
+                             bool *visible);
+/* Creates project `name` (visibility "private" or "shared") with the members of members_json (a
+ * JSON array of token names, the creator among them). Returns 1, 0 when the name is taken, or an
+ * error. */
+int store_project_create(struct db_conn *c, const char *name, const char *visibility,
+                         const char *creator, const char *members_json);
+/* *json_out = project `name` as JSON (ty_project_json) when `who` may see it. Returns 1, 0 when
+ * there is none or `who` may not see it (the same answer: existence is not revealed), or an
+ * error. */
+int store_project_get(struct db_conn *c, const struct srv_identity *who, const char *name,
+                      char **json_out);
+/* *json_out = the JSON array of the projects `who` may see, by name. Returns 1 or an error. */
+int store_project_list(struct db_conn *c, const struct srv_identity *who, char **json_out);
+enum store_project_access {
+    STORE_PROJECT_NOT_FOUND, /* none, or private and `who` is neither member nor admin */
+    STORE_PROJECT_VISIBLE,   /* `who` sees it (shared) but is neither member nor admin */
+    STORE_PROJECT_MEMBER,    /* `who` is a member or an admin */
+};
+/* What `who` may do with project `name`. Returns a db_qs; *access is always set. */
+int store_project_access(struct db_conn *c, const struct srv_identity *who, const char *name,
+                         enum store_project_access *access);
+/* Adds `member` to project `name`. Returns 1 when added, 0 when already a member, or an error. */
+int store_project_add_member(struct db_conn *c, const char *name, const char *member,
+                             const char *added_by);
 
 /* ---- nodes (store_nodes.c) ---- */
 /* Ids of nodes whose status is ALIVE (arrays malloc'd; caller frees each id and the array). */

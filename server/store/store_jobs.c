@@ -87,12 +87,16 @@ int store_job_list(struct db_conn *c, const struct store_job_filter *f, int64_t 
         "        AND ($2::bigint = 0 OR id < $2::bigint) "
         "        AND ($4::text IS NULL OR owner = $4::text) "
         "        AND ($5::text IS NULL OR strpos(lower(name), lower($5::text)) > 0) "
+        "        AND ($6::text IS NULL OR project = $6::text) "
+        "        AND ty_project_visible(project, $7::text, $8::boolean) "
         "      ORDER BY id DESC LIMIT $3::int) j",
-        5, true};
+        8, true};
     char before[32], lim[32];
     STORE_NUM(before, before_id);
     STORE_NUM(lim, limit);
-    const char *params[] = {f->statuses, before, lim, f->owner, f->name};
+    const char *params[] = {f->statuses, before,     lim,
+                            f->owner,    f->name,    f->project,
+                            f->who->name, f->who->role == SRV_ROLE_ADMIN ? "t" : "f"};
     PGresult *res = NULL;
     int qs = db_exec(c, &st, params, &res);
     if (qs <= 0)

@@ -16,7 +16,8 @@ void store_stream_rows_free(struct store_stream_rows *rows)
     memset(rows, 0, sizeof(*rows));
 }
 
-/* Fills out from res (taken over): columns seq, kind, attempt, rank, at, body[, snapshot]. */
+/* Fills out from res (taken over): columns seq, kind, attempt, rank, at, body[, snapshot,
+ * restricted]. */
 static void rows_from_result(PGresult *res, struct store_stream_rows *out, bool with_snapshot)
 {
     int n = PQntuples(res);
@@ -39,6 +40,8 @@ static void rows_from_result(PGresult *res, struct store_stream_rows *out, bool 
     }
     if (with_snapshot && n > 0)
         out->snapshot = PQgetvalue(res, 0, 6);
+    for (int i = 0; with_snapshot && i < n; i++)
+        out->rows[i].restricted = strcmp(PQgetvalue(res, i, 7), "t") == 0;
 }
 
 /* Runs a read and fills out. */
@@ -83,9 +86,13 @@ int store_cluster_stream_read(struct db_conn *c, int64_t after, int64_t upto, in
      * knows which transactions could still fill a hole among these rows. */
     static const struct db_stmt st = {
         "cluster_stream_read",
-        "SELECT seq, kind, NULL::int, NULL::int, ty_ts(at), body::text, "
-        "       pg_current_snapshot()::text FROM cluster_stream "
-        "WHERE seq > $1 AND ($2::bigint < 0 OR seq <= $2::bigint) ORDER BY seq LIMIT $3::int",
+        "SELECT s.seq, s.kind, NULL::int, NULL::int, ty_ts(s.at), s.body::text, "
+        "       pg_current_snapshot()::text, "
+        "       NOT coalesce((SELECT ty_project_visible(j.project, NULL, false) FROM jobs j "
+        "                      WHERE j.id = s.job_id), true) "
+        "FROM cluster_stream s "
+        "WHERE s.seq > $1 AND ($2::bigint < 0 OR s.seq <= $2::bigint) ORDER BY s.seq "
+        "LIMIT $3::int",
         3, true};
     char a[24], u[24], l[16];
     STORE_NUM(a, after);

@@ -20,6 +20,7 @@ struct store_stream_row {
     const char *at;   /* RFC 3339 (ty_ts) */
     const char *body; /* JSON text */
     size_t body_len;
+    bool restricted; /* cluster rows: about a job only members of its project and admins see */
 };
 
 struct store_stream_rows {
@@ -35,7 +36,8 @@ void store_stream_rows_free(struct store_stream_rows *rows);
  * order, into *out (free with store_stream_rows_free, also after a failure). */
 int store_job_stream_read(struct db_conn *c, int64_t job, int64_t after, int64_t upto, int limit,
                           struct store_stream_rows *out);
-/* The same for the cluster stream; out->snapshot is set when rows came back. */
+/* The same for the cluster stream; out->snapshot is set when rows came back, and each row's
+ * `restricted` (ty_project_visible: a job of a private project). */
 int store_cluster_stream_read(struct db_conn *c, int64_t after, int64_t upto, int limit,
                               struct store_stream_rows *out);
 /* *head = the seq of job `job`'s newest committed row (0: none). Returns 1, 0 when there is no

@@ -95,6 +95,7 @@ static void on_auth(struct stream *st, struct stream_client *cl, const struct st
         }
     }
     cl->authed = true;
+    cl->who = who;
     hub_authenticated(st->hub, cl->conn);
     stream__send(st, cl, stream_msg_welcome(srv_role_name(who.role)));
 }
@@ -146,8 +147,10 @@ static void on_connected(struct stream *st, uint64_t conn)
     st->nclients++;
     SRV_COUNT(&st->srv->telemetry, stream_subscribers, 1);
     cl->authed = st->srv->cfg.auth_mode == SRV_AUTH_NONE;
-    if (cl->authed)
+    if (cl->authed) {
+        cl->who.role = SRV_ROLE_ADMIN;
         hub_authenticated(st->hub, cl->conn);
+    }
 }
 
 static void on_closed(struct stream *st, uint64_t conn)

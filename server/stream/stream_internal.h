@@ -4,6 +4,7 @@
 #define SRV_STREAM_INTERNAL_H
 
 #include "hub.h"
+#include "identity.h"
 #include "stream.h"
 #include "stream_proto.h"
 
@@ -57,6 +58,7 @@ struct stream_client {
     bool counted;       /* an accepted connection: counts toward the cap and the gauge */
     bool closing;       /* its last message is queued: waiting for HUB_CLOSED */
     bool waiting_drain; /* catch-up paused until HUB_DRAINED */
+    struct srv_identity who; /* once authed: whose jobs it may follow (store_job_visible) */
     struct stream_sub *subs[STREAM_MAX_SUBS];
     size_t nsubs;
 };

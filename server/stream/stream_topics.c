@@ -5,6 +5,7 @@
 
 #include "log.h"
 #include "server.h"
+#include "store.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -128,7 +129,14 @@ void stream__subscribe(struct stream *st, struct stream_client *cl, int64_t job,
     int64_t head = 0;
     int qs = 1;
     if (job != 0) {
-        qs = store_job_stream_head(st->db, job, &head);
+        /* A job the client may not see is answered as one that does not exist (issue 22). */
+        bool visible = true;
+        if (cl->who.role != SRV_ROLE_ADMIN)
+            qs = store_job_visible(st->db, &cl->who, job, &visible);
+        if (qs > 0 && !visible)
+            qs = 0;
+        if (qs > 0)
+            qs = store_job_stream_head(st->db, job, &head);
     } else if (t->nsubs == 0) {
         qs = cluster_restart(st);
     }
@@ -215,6 +223,44 @@ static bool deliver(struct stream *st, struct stream_sub *sub, const int64_t *se
     return (size_t)queued == n - k;
 }
 
+/* Whether cluster row r is kept from cl: a job of a private project, and cl is not an admin.
+ * Members too follow such a job on its own stream only (docs/streams.md). */
+static bool hidden_from(const struct stream_client *cl, const struct store_stream_row *r)
+{
+    return r->restricted && cl->who.role != SRV_ROLE_ADMIN;
+}
+
+/* deliver() of the rows of seqs/msgs[0..n) (read into rows) that sub's client may see; rows kept
+ * from it count as sent. */
+static bool deliver_visible(struct stream *st, struct stream_sub *sub,
+                            const struct store_stream_rows *rows, const int64_t *seqs,
+                            struct hub_msg **msgs, size_t n)
+{
+    size_t hidden = 0;
+    for (size_t i = 0; i < n; i++)
+        hidden += hidden_from(sub->client, &rows->rows[i]);
+    if (hidden == 0)
+        return deliver(st, sub, seqs, msgs, n);
+    int64_t *vseqs = malloc(n * sizeof(*vseqs));
+    struct hub_msg **vmsgs = malloc(n * sizeof(*vmsgs));
+    bool all = false;
+    if (vseqs && vmsgs) {
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (hidden_from(sub->client, &rows->rows[i]))
+                continue;
+            vseqs[k] = seqs[i];
+            vmsgs[k++] = msgs[i];
+        }
+        all = k == 0 || deliver(st, sub, vseqs, vmsgs, k);
+        if (all && seqs[n - 1] > sub->sent)
+            sub->sent = seqs[n - 1];
+    }
+    free(vseqs);
+    free(vmsgs);
+    return all;
+}
+
 /* One live read of topic t: returns 1 when a full page was delivered (more may follow), 0 when
  * the topic is up to date (or blocked by a cluster hole), or a negative db_qs. */
 static int fan_out_page(struct stream *st, struct stream_topic *t)
@@ -252,7 +298,8 @@ static int fan_out_page(struct stream *st, struct stream_topic *t)
     size_t nslow = 0;
     for (size_t i = 0; i < t->nsubs && n > 0; i++) {
         struct stream_sub *sub = t->subs[i];
-        if (sub->live && !sub->client->closing && !deliver(st, sub, seqs, msgs, n) && slow)
+        if (sub->live && !sub->client->closing && !deliver_visible(st, sub, &rows, seqs, msgs, n) &&
+            slow)
             slow[nslow++] = sub->client;
     }
     if (n > 0)
@@ -354,6 +401,10 @@ static int catch_up_page(struct stream *st, struct stream_sub *sub, size_t room)
         return qs;
     }
     for (size_t i = 0; i < rows.n; i++) {
+        if (hidden_from(sub->client, &rows.rows[i])) {
+            sub->sent = rows.rows[i].seq;
+            continue;
+        }
         struct hub_msg *m = hub_msg_steal(stream_msg_event(t->job, &rows.rows[i]));
         int queued = m ? hub_stream_send(st->hub, sub->client->conn, &m, 1, sub->batch, NULL) : 0;
         hub_msg_unref(m);

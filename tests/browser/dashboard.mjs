@@ -263,6 +263,23 @@ const scenarios = {
     return { cpu: (await cpu.textContent()).trim(), gpu: (await gpu.textContent()).trim() };
   },
 
+  // The jobs list's project select (issue 22): the projects the token may see, and with
+  // ARGS.project chosen, that project's jobs only; without it, the unfiltered list's jobs.
+  async project_filter() {
+    await signIn();
+    await go('#/jobs');
+    await page.locator('#f-project option[value="default"]').waitFor({ state: 'attached', timeout: LONG });
+    const options = await page.locator('#f-project option').evaluateAll((os) => os.map((o) => o.value).filter(Boolean));
+    if (ARGS.project) {
+      await page.locator('#f-project').selectOption(ARGS.project);
+      await page.waitForFunction(() => location.hash.includes('project='), null, { timeout: LONG });
+    }
+    await page.locator('#jobs-list table.jobs').waitFor({ timeout: LONG });
+    await shot(`jobs-project-${ARGS.project || 'any'}`);
+    const ids = await page.locator('#jobs-list tbody tr').evaluateAll((trs) => trs.map((tr) => Number(tr.dataset.id)));
+    return { options, ids };
+  },
+
   async auth_none() {
     await page.goto(URL_ + '/');
     await page.locator('.stats').waitFor({ timeout: LONG });

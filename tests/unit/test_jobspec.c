@@ -440,6 +440,29 @@ static void code_package_kept_when_given(void **state)
     json_decref(out);
 }
 
+static void project_is_a_valid_name_kept_only_when_given(void **state)
+{
+    (void)state;
+    expect_error("{'entrypoint':'x','project':'Lab'}", "project", "lowercase");
+    expect_error("{'entrypoint':'x','project':'-lab'}", "project", "start with");
+    expect_error("{'entrypoint':'x','project':''}", "project", "1 to 64");
+    expect_error("{'entrypoint':'x','project':7}", "project", "string");
+    json_t *in = json_pack("{s:s, s:s}", "entrypoint", "x", "project", "team-a.v2_x");
+    json_t *out = NULL, *errors = NULL;
+    assert_int_equal(jobspec_validate(in, &out, &errors), JOBSPEC_OK);
+    assert_string_equal(json_string_value(json_object_get(out, "project")), "team-a.v2_x");
+    json_decref(in);
+    json_decref(out);
+    in = json_pack("{s:s}", "entrypoint", "x");
+    assert_int_equal(jobspec_validate(in, &out, &errors), JOBSPEC_OK);
+    assert_null(json_object_get(out, "project")); /* "default", left to the server */
+    json_decref(in);
+    json_decref(out);
+    assert_null(jobspec_project_name_problem("default"));
+    assert_non_null(jobspec_project_name_problem(
+        "a234567890123456789012345678901234567890123456789012345678901234x"));
+}
+
 static void relative_working_dir_rejected(void **state)
 {
     (void)state;
@@ -1089,6 +1112,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(name_with_control_character_rejected),
     cmocka_unit_test(relative_working_dir_rejected),
     cmocka_unit_test(code_package_must_be_a_sha256_without_working_dir),
+    cmocka_unit_test(project_is_a_valid_name_kept_only_when_given),
     cmocka_unit_test(code_package_kept_when_given),
     cmocka_unit_test(invalid_env_name_names_env_key),
     cmocka_unit_test(reserved_env_name_rejected),

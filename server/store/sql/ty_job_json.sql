@@ -6,7 +6,7 @@
 -- no checkpoint has it. failures and preemptions count the job's restarts (docs/fault-tolerance.md).
 CREATE OR REPLACE FUNCTION ty_job_json(j jobs) RETURNS jsonb LANGUAGE sql STABLE AS $$
     SELECT jsonb_build_object(
-        'id', j.id, 'name', j.name, 'owner', j.owner, 'status', j.status,
+        'id', j.id, 'name', j.name, 'owner', j.owner, 'project', j.project, 'status', j.status,
         'status_message', j.status_message, 'priority', j.priority, 'attempt', j.attempt,
         'spec', ty_spec_public(j.spec), 'created_at', ty_ts(j.created_at),
         'started_at', ty_ts(j.started_at), 'finished_at', ty_ts(j.finished_at),
@@ -26,4 +26,4 @@ CREATE OR REPLACE FUNCTION ty_job_json(j jobs) RETURNS jsonb LANGUAGE sql STABLE
                                           c.attempt DESC, c.idx DESC
                                  LIMIT 1)))
 $$;
-COMMENT ON FUNCTION ty_job_json(jobs) IS 'The job object of the REST API (GET /api/v1/jobs/{id}); secret_env values redacted; result.best_checkpoint by checkpoint_config; failures and preemptions.';
+COMMENT ON FUNCTION ty_job_json(jobs) IS 'The job object of the REST API (GET /api/v1/jobs/{id}); secret_env values redacted; result.best_checkpoint by checkpoint_config; failures and preemptions; the project.';

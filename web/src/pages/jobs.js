@@ -1,5 +1,6 @@
-// Jobs: filter by status, owner and name (the list endpoint's own filters), newest first, cursor
-// paging; statuses change live from the cluster stream without a reload.
+// Jobs: filter by status, project, owner and name (the list endpoint's own filters), newest first,
+// cursor paging; statuses change live from the cluster stream without a reload. The project
+// select offers the projects the caller may see (GET /projects).
 import { JOB_STATUSES, JOB_PENDING } from 'vocab';
 import { api } from '../api.js';
 import { stream } from '../stream.js';
@@ -11,6 +12,7 @@ export function render(main, { params }) {
   let alive = true;
   const filters = {
     status: params.get('status') || '',
+    project: params.get('project') || '',
     owner: params.get('owner') || '',
     name: params.get('name') || '',
   };
@@ -20,17 +22,27 @@ export function render(main, { params }) {
 
   const status = h('select', { id: 'f-status', name: 'status' }, h('option', { value: '' }, 'any status'), JOB_STATUSES.map((s) => h('option', { value: s }, s)));
   status.value = filters.status;
+  const project = h('select', { id: 'f-project', name: 'project' }, h('option', { value: '' }, 'any project'));
+  if (filters.project) project.append(h('option', { value: filters.project }, filters.project));
+  project.value = filters.project;
   const owner = h('input', { id: 'f-owner', name: 'owner', value: filters.owner, placeholder: 'owner', autocomplete: 'off' });
   const name = h('input', { id: 'f-name', name: 'name', value: filters.name, placeholder: 'name contains', autocomplete: 'off' });
   const form = h(
     'form',
     { class: 'filters', role: 'search', onsubmit: (e) => { e.preventDefault(); apply(); } },
     h('span', { class: 'filter' }, h('label', { for: 'f-status' }, 'Status'), status),
+    h('span', { class: 'filter' }, h('label', { for: 'f-project' }, 'Project'), project),
     h('span', { class: 'filter' }, h('label', { for: 'f-owner' }, 'Owner'), owner),
     h('span', { class: 'filter' }, h('label', { for: 'f-name' }, 'Name'), name),
     h('button', { type: 'submit' }, 'Filter'),
   );
   status.addEventListener('change', apply);
+  project.addEventListener('change', apply);
+  api('GET', '/projects').then((r) => {
+    if (!alive) return;
+    clear(project, h('option', { value: '' }, 'any project'), r.projects.map((p) => h('option', { value: p.name }, p.name)));
+    project.value = filters.project;
+  }, () => {}); // the select keeps 'any project' (and the filter from the URL)
   const list = h('div', { id: 'jobs-list' }, loading());
   const prev = h('button', { type: 'button', onclick: () => go(page - 1) }, '← Newer');
   const next = h('button', { type: 'button', onclick: () => go(page + 1) }, 'Older →');
@@ -39,6 +51,7 @@ export function render(main, { params }) {
 
   function apply() {
     filters.status = status.value;
+    filters.project = project.value;
     filters.owner = owner.value.trim();
     filters.name = name.value.trim();
     const q = new URLSearchParams(Object.entries(filters).filter(([, v]) => v));
@@ -105,7 +118,7 @@ export function render(main, { params }) {
       }
       clear(tr.querySelector('.status-cell'), badge(d.status));
       if (d.message !== undefined) tr.querySelector('.msg').textContent = d.message || '';
-    } else if (page === 0 && !d.deleted && d.status === JOB_PENDING && !filters.owner && !filters.name && (!filters.status || filters.status === JOB_PENDING)) {
+    } else if (page === 0 && !d.deleted && d.status === JOB_PENDING && !filters.owner && !filters.name && !filters.project && (!filters.status || filters.status === JOB_PENDING)) {
       go(0); // a new job: it belongs at the top of the first page
     }
   }

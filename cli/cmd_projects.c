@@ -1,0 +1,127 @@
+/*
+ * cmd_projects.c - project create, list, add-member (issue 22): who sees which jobs.
+ */
+#include "api.h"
+#include "cli.h"
+#include "output.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* POSTs `req` (taken) to path and prints the project it answers. */
+static int post_project(struct cli_ctx *ctx, const char *path, json_t *req)
+{
+    char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+    json_decref(req);
+    if (!body) /* json_pack fails only on invalid UTF-8 */
+        return cli_input_error("the project's name and members must be valid UTF-8");
+    json_t *project = NULL;
+    int rc = api_json(ctx, "POST", path, body, strlen(body), &project);
+    free(body);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (ctx->cfg.output == CLI_OUTPUT_JSON) {
+        api_print_json(project);
+    } else {
+        struct strbuf sb = STRBUF_INIT;
+        const char *name = json_string_value(json_object_get(project, "name"));
+        out_clean(&sb, name ? name : "", name ? strlen(name) : 0);
+        printf("project %s (%s), members:", sb_str(&sb),
+               json_string_value(json_object_get(project, "visibility")) ?: "?");
+        sb_free(&sb);
+        size_t i;
+        json_t *m;
+        json_array_foreach(json_object_get(project, "members"), i, m)
+        {
+            const char *s = json_string_value(m);
+            struct strbuf ms = STRBUF_INIT;
+            out_clean(&ms, s ? s : "", s ? strlen(s) : 0);
+            printf(" %s", sb_str(&ms));
+            sb_free(&ms);
+        }
+        putchar('\n');
+    }
+    json_decref(project);
+    return CLI_EXIT_OK;
+}
+
+int cmd_project_create(struct cli_ctx *ctx, const struct cli_args *args)
+{
+    const char *name = args->pos[0];
+    bool priv = args_flag(args, "private") != NULL, shared = args_flag(args, "shared") != NULL;
+    if (!name[0])
+        return cli_usage_error(ctx, "empty project name");
+    if (priv && shared)
+        return cli_usage_error(ctx, "--private and --shared exclude each other");
+    const char *members[CLI_MAX_VALUES];
+    int n = args_flag_values(args, "member", members, CLI_MAX_VALUES);
+    json_t *list = json_array();
+    for (int i = 0; i < n; i++) {
+        if (!members[i][0]) {
+            json_decref(list);
+            return cli_usage_error(ctx, "--member must not be empty");
+        }
+        json_array_append_new(list, json_string(members[i]));
+    }
+    json_t *req = json_pack("{s:s, s:s, s:o}", "name", name, "visibility",
+                            shared ? "shared" : "private", "members", list);
+    return post_project(ctx, "/api/v1/projects", req);
+}
+
+static const char *const project_headers[] = {"NAME", "VISIBILITY", "MEMBERS", "CREATED BY",
+                                              "CREATED"};
+
+int cmd_project_list(struct cli_ctx *ctx, const struct cli_args *args)
+{
+    (void)args;
+    json_t *reply;
+    const json_t *projects;
+    int rc = api_get_list(ctx, "/api/v1/projects", "projects", &reply, &projects);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (ctx->cfg.output == CLI_OUTPUT_JSON) {
+        api_print_json(reply);
+    } else {
+        struct out_table t;
+        size_t i;
+        json_t *p;
+        table_init(&t, project_headers, sizeof project_headers / sizeof project_headers[0]);
+        json_array_foreach(projects, i, p)
+        {
+            table_cell_json(&t, json_object_get(p, "name"));
+            table_cell_json(&t, json_object_get(p, "visibility"));
+            struct strbuf members = STRBUF_INIT;
+            size_t k;
+            json_t *m;
+            json_array_foreach(json_object_get(p, "members"), k, m)
+            {
+                if (k > 0)
+                    sb_puts(&members, ",");
+                sb_puts(&members, json_string_value(m) ? json_string_value(m) : "?");
+            }
+            table_cell(&t, members.len ? sb_str(&members) : "-");
+            sb_free(&members);
+            table_cell_json(&t, json_object_get(p, "created_by"));
+            table_cell_time(&t, json_object_get(p, "created_at"));
+        }
+        table_print(&t, stdout);
+        table_free(&t);
+    }
+    json_decref(reply);
+    return CLI_EXIT_OK;
+}
+
+int cmd_project_add_member(struct cli_ctx *ctx, const struct cli_args *args)
+{
+    const char *name = args->pos[0], *user = args->pos[1];
+    if (!name[0] || !user[0])
+        return cli_usage_error(ctx, "empty project name or user");
+    struct strbuf path = STRBUF_INIT;
+    sb_puts(&path, "/api/v1/projects/");
+    api_path_escaped(ctx, &path, name);
+    sb_puts(&path, "/members");
+    int rc = post_project(ctx, sb_str(&path), json_pack("{s:s}", "user", user));
+    sb_free(&path);
+    return rc;
+}
