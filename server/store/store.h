@@ -289,10 +289,12 @@ struct store_report {
     const int64_t *step;
     const char *checkpoint_dir, *node_id, *time;
     const json_t *numbers;
+    int64_t max_bytes; /* --max-report-bytes-per-job: past it the job's reports are refused */
 };
 struct store_report_outcome {
     bool known_worker;  /* false: no such worker on that node; nothing was stored */
-    bool duplicate;     /* stored before (a resend, or earlier in the batch): nothing changed */
+    bool duplicate;     /* stored before (a resend, or earlier in the batch), or refused past
+                         * the job's max_bytes (a job event says so): nothing changed */
     int metrics_stored; /* numbers stored (all of a fresh report's; 0 for the others) */
     bool round_ready;   /* stored now, and its round k is complete (every rank has reported k)
                          * with a checkpoint_dir among the round's reports */
@@ -412,6 +414,14 @@ int store_code_owned(struct db_conn *c, const char *sha256, const char *who, boo
 /* *may = whether `node` runs or ran a worker of a job whose spec names package `sha256` (as its
  * code_package or resume_from_package). Returns 1 or an error. */
 int store_code_node_may_fetch(struct db_conn *c, const char *sha256, const char *node, bool *may);
+
+/* ---- quotas (store_quotas.c) ---- */
+/* *used = the bytes `user` keeps in the artifact store (ty_artifact_bytes_used), *limit = their
+ * artifact_bytes quota (the quotas row, else `dflt`; 0: unlimited). Returns 1 or an error. */
+int store_artifact_quota(struct db_conn *c, const char *user, int64_t dflt, int64_t *used,
+                         int64_t *limit);
+/* Sets `user`'s artifact_bytes quota (bytes < 0: back to the server's default). A db_qs. */
+int store_quota_set_artifact(struct db_conn *c, const char *user, int64_t bytes);
 
 /* ---- checkpoints (store_checkpoints.c) ---- */
 /* What one committed report brings to checkpoint registration (DESIGN.md section 4). */
