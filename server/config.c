@@ -104,6 +104,12 @@ static const struct option_def options[] = {
      1000000,
      "placed or running workers of one user's jobs at most; more wait in the queue (0: no "
      "quota)"},
+    {"max-cpus-per-user", "TRAINYARD_MAX_CPUS_PER_USER", I(max_cpus_per_user), "0", 0, 10000000,
+     "CPUs the placed or running workers of one user's jobs may hold at once; more wait in the "
+     "queue; a user's row of the quotas table overrides it (0: no quota)"},
+    {"max-gpus-per-user", "TRAINYARD_MAX_GPUS_PER_USER", I(max_gpus_per_user), "0", 0, 10000000,
+     "GPUs the placed or running workers of one user's jobs may hold at once; more wait in the "
+     "queue; a user's row of the quotas table overrides it (0: no quota)"},
     {"max-priority-user", "TRAINYARD_MAX_PRIORITY_USER", I(max_priority_user), "100", -1000, 1000,
      "highest job priority a non-admin token may submit (admins: up to 1000)"},
     {"artifact-quota-bytes", "TRAINYARD_ARTIFACT_QUOTA_BYTES", I(artifact_quota_bytes),

@@ -45,6 +45,8 @@ struct srv_config {
     int64_t max_metrics_per_report; /* metrics kept per report */
     int64_t max_metric_rows;        /* rows GET /jobs/{id}/metrics reads at most (0: all) */
     int64_t max_workers_per_user;   /* live workers of one owner's jobs (0: no quota) */
+    int64_t max_cpus_per_user;      /* CPUs one owner's live workers hold (0: no quota) */
+    int64_t max_gpus_per_user;      /* GPUs one owner's live workers hold (0: no quota) */
     int64_t max_priority_user;      /* highest priority a non-admin may ask for */
     int64_t artifact_quota_bytes;   /* bytes one user keeps in the artifact store (0: no quota) */
     int64_t upload_stale_s;         /* staged uploads untouched this long are removed */

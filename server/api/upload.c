@@ -85,7 +85,7 @@ int upload_quota_check(struct db_conn *c, const struct srv_config *cfg, const ch
     if (cfg->auth_mode == SRV_AUTH_NONE)
         return 0;
     int64_t used = 0, limit = 0;
-    int qs = store_artifact_quota(c, user, cfg->artifact_quota_bytes, &used, &limit);
+    int qs = store_artifact_quota(c, user, cfg->artifact_quota_bytes, &used, &limit, NULL);
     if (qs < 0)
         return qs;
     if (limit == 0 || (adding <= limit && used <= limit - adding))

@@ -417,11 +417,30 @@ int store_code_node_may_fetch(struct db_conn *c, const char *sha256, const char 
 
 /* ---- quotas (store_quotas.c) ---- */
 /* *used = the bytes `user` keeps in the artifact store (ty_artifact_bytes_used), *limit = their
- * artifact_bytes quota (the quotas row, else `dflt`; 0: unlimited). Returns 1 or an error. */
+ * artifact_bytes quota (the quotas row, else `dflt`; 0: unlimited), *own (optional) = whether a
+ * row of theirs sets it. Returns 1 or an error. */
 int store_artifact_quota(struct db_conn *c, const char *user, int64_t dflt, int64_t *used,
-                         int64_t *limit);
-/* Sets `user`'s artifact_bytes quota (bytes < 0: back to the server's default). A db_qs. */
-int store_quota_set_artifact(struct db_conn *c, const char *user, int64_t bytes);
+                         int64_t *limit, bool *own);
+/* A user's own running CPU and GPU limits (a quotas row); -1: the server's default. */
+struct store_user_quota {
+    char *user;
+    int64_t cpus, gpus;
+};
+/* Every user row of `quotas` that sets cpus or gpus, into *out (n entries; free with
+ * store_user_quotas_free, also after a failure). Returns a db_qs. */
+int store_user_quotas(struct db_conn *c, struct store_user_quota **out, size_t *n);
+void store_user_quotas_free(struct store_user_quota *q, size_t n);
+/* Changes `user`'s row of the quotas table: each field marked set takes its value (< 0: NULL, the
+ * server's default); the others keep theirs. A db_qs. */
+struct store_quota_change {
+    bool set_artifact_bytes, set_cpus, set_gpus;
+    int64_t artifact_bytes, cpus, gpus;
+};
+int store_user_quota_set(struct db_conn *c, const char *user, const struct store_quota_change *q);
+/* What `user`'s live workers hold (*cpu_milli, *gpus) and their own cpus and gpus limits (-1:
+ * the server's default). Returns 1 or an error. */
+int store_user_running(struct db_conn *c, const char *user, int64_t *cpu_milli, int64_t *gpus,
+                       int64_t *own_cpus, int64_t *own_gpus);
 
 /* ---- checkpoints (store_checkpoints.c) ---- */
 /* What one committed report brings to checkpoint registration (DESIGN.md section 4). */

@@ -196,6 +196,73 @@ def test_a_users_artifact_quota_refuses_their_uploads_and_not_other_users(server
     healthy(srv)
 
 
+def test_an_admin_sets_a_users_own_artifact_quota(server_factory):
+    srv = server_factory(extra_args=("--artifact-quota-bytes", "1000"))
+    alice = srv.create_token("alice", "user")
+    bob = srv.create_token("bob", "user")
+    _, r = upload(srv, b"x" * 800, token=alice)
+    assert r.status == 200, r
+    _, r = upload(srv, b"y" * 800, token=alice)
+    assert r.status == 403 and r.json["code"] == "artifact-quota-exceeded", r
+    r = srv.request("GET", "/api/v1/quotas/users/alice", token=alice)
+    assert r.status == 200, r
+    assert r.json["artifact_bytes"] == {"limit": 1000, "used": 800, "default": True}, r.json
+    # Only an admin sets it; a user reads only their own.
+    body = {"artifact_bytes": 5000}
+    assert srv.request("PUT", "/api/v1/quotas/users/alice", body=body, token=alice).status == 403
+    assert srv.request("GET", "/api/v1/quotas/users/alice", token=bob).status == 403
+    for bad, field in (({"artifact_bytes": -1}, "artifact_bytes"),
+                       ({"artifact_bytes": "lots"}, "artifact_bytes"), ({"gpus": 1.5}, "gpus")):
+        r = srv.request("PUT", "/api/v1/quotas/users/alice", body=bad)
+        assert r.status == 400 and r.json["errors"][0]["field"] == field, (bad, r)
+    for bad in ({}, {"disk_bytes": 3}):
+        r = srv.request("PUT", "/api/v1/quotas/users/alice", body=bad)
+        assert r.status == 400 and r.json["code"] == "invalid-body", (bad, r)
+    r = srv.request("PUT", "/api/v1/quotas/users/alice", body=body)
+    assert r.status == 200, r
+    assert r.json["artifact_bytes"] == {"limit": 5000, "used": 800, "default": False}, r.json
+    _, r = upload(srv, b"y" * 800, token=alice)
+    assert r.status == 200, r
+    # Bob keeps the server's default; null gives alice the default back.
+    _, r = upload(srv, b"z" * 1200, token=bob)
+    assert r.status == 403, r
+    r = srv.request("PUT", "/api/v1/quotas/users/alice", body={"artifact_bytes": None})
+    assert r.status == 200 and r.json["artifact_bytes"]["default"] is True, r
+    assert r.json["artifact_bytes"]["limit"] == 1000 and r.json["artifact_bytes"]["used"] == 1600
+    assert r.json["cpus"] == {"limit": 0, "used": 0, "default": True}, r.json
+
+
+def test_a_users_running_cpus_wait_for_their_quota(server_factory, agent_factory, tmp_path):
+    srv = server_factory(extra_args=("--max-cpus-per-user", "1"))
+    agent_factory(srv=srv, cpus=4)
+    alice = srv.create_token("alice", "user")
+    bob = srv.create_token("bob", "user")
+    gate = tmp_path / "gate"
+    os.chmod(tmp_path, 0o777)
+    wait_gate = f"import os, time\nwhile not os.path.exists({str(gate)!r}): time.sleep(0.1)\n"
+    spec = {"entrypoint": [PY, "-c", wait_gate], "working_dir": "/tmp",
+            "scaling_config": {"resources_per_worker": {"CPU": 1}}}
+    first = srv.submit(dict(spec, name="first"), token=alice)["id"]
+    srv.wait_job(first, {"RUNNING"})
+    second = srv.submit(dict(spec, name="second"), token=alice)["id"]
+    # The node has room, but alice's workers hold her one CPU: hers waits, bob's runs.
+    other = srv.submit(dict(spec, name="other"), token=bob)["id"]
+    srv.wait_job(other, {"RUNNING"})
+    job = wait_for(lambda: (lambda j: j if "quota of CPUs" in (j.get("status_message") or "")
+                            else None)(srv.request("GET", f"/api/v1/jobs/{second}").json),
+                   what="quota message")
+    assert job["status"] == "PENDING" and "alice" in job["status_message"], job
+    r = srv.request("GET", "/api/v1/quotas/users/alice", token=alice)
+    assert r.json["cpus"] == {"limit": 1, "used": 1.0, "default": True}, r.json
+    # An admin gives alice two CPUs: her second job starts.
+    r = srv.request("PUT", "/api/v1/quotas/users/alice", body={"cpus": 2})
+    assert r.status == 200 and r.json["cpus"]["limit"] == 2, r
+    srv.wait_job(second, {"RUNNING"})
+    gate.write_text("go")
+    for j in (first, second, other):
+        assert srv.wait_job(j, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
+
+
 def test_abandoned_uploads_are_removed_after_upload_stale_s(server_factory):
     srv = server_factory(extra_args=("--upload-stale-s", "1"))
     alice = srv.create_token("alice", "user")
