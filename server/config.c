@@ -90,8 +90,8 @@ static const struct option_def options[] = {
     {"max-reports-per-worker", "TRAINYARD_MAX_REPORTS_PER_WORKER", I(max_reports_per_worker),
      "1000000", 1, INT64_C(1) << 50,
      "reports kept per worker and attempt (report_seq); later ones are acked and dropped"},
-    {"max-report-bytes-per-job", "TRAINYARD_MAX_REPORT_BYTES_PER_JOB",
-     I(max_report_bytes_per_job), "1073741824", 0, INT64_C(1) << 50,
+    {"max-report-bytes-per-job", "TRAINYARD_MAX_REPORT_BYTES_PER_JOB", I(max_job_report_bytes),
+     "1073741824", 0, INT64_C(1) << 50,
      "bytes of reports (metrics as JSON, checkpoint directory names) kept per job; once reached, "
      "a job event says so and the job's later reports are acked and dropped (0: no cap)"},
     {"max-metrics-per-report", "TRAINYARD_MAX_METRICS_PER_REPORT", I(max_metrics_per_report),
@@ -117,8 +117,7 @@ static const struct option_def options[] = {
      "bytes one user may keep in the artifact store (code packages they uploaded, checkpoint parts "
      "of their jobs); past it their uploads are refused with 403 artifact-quota-exceeded; a row "
      "of the quotas table overrides it per user (0: no quota; never with --auth none)"},
-    {"upload-stale-s", "TRAINYARD_UPLOAD_STALE_S", I(upload_stale_s), "86400", 1,
-     INT64_C(1) << 40,
+    {"upload-stale-s", "TRAINYARD_UPLOAD_STALE_S", I(upload_stale_s), "86400", 1, INT64_C(1) << 40,
      "seconds a staged upload (a code package or checkpoint part never completed) may stay "
      "untouched before the server removes it"},
     {"cluster-token", "TRAINYARD_CLUSTER_TOKEN", S(cluster_token), NULL, 0, 0,

@@ -41,7 +41,7 @@ struct srv_config {
     int64_t max_stream_clients;     /* open /stream connections, at most */
     int64_t max_log_bytes_per_job;  /* 0: no cap */
     int64_t max_reports_per_worker; /* reports kept per worker attempt (report_seq) */
-    int64_t max_report_bytes_per_job; /* bytes of reports kept per job (0: no cap) */
+    int64_t max_job_report_bytes;   /* bytes of reports kept per job (0: no cap) */
     int64_t max_metrics_per_report; /* metrics kept per report */
     int64_t max_metric_rows;        /* rows GET /jobs/{id}/metrics reads at most (0: all) */
     int64_t max_workers_per_user;   /* live workers of one owner's jobs (0: no quota) */

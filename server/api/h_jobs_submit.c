@@ -17,14 +17,14 @@ struct job_submit {
     const struct srv_identity *who;
     const char *owner;
     const json_t *spec;
-    json_int_t resume_from;          /* 0: starts fresh */
-    enum srv_use_access checkpoint;  /* out: resume_from's access, when resume_from > 0 */
-    const char *code_package;        /* the spec's code_package, or NULL */
-    enum srv_use_access code;        /* out: its access, when set */
-    const char *resume_package;      /* the spec's resume_from_package, or NULL */
-    enum srv_use_access resume;      /* out: its access, when set */
-    const char *key;                 /* Idempotency-Key, or NULL */
-    enum store_once_outcome once;    /* out, with a key */
+    json_int_t resume_from;         /* 0: starts fresh */
+    enum srv_use_access checkpoint; /* out: resume_from's access, when resume_from > 0 */
+    const char *code_package;       /* the spec's code_package, or NULL */
+    enum srv_use_access code;       /* out: its access, when set */
+    const char *resume_package;     /* the spec's resume_from_package, or NULL */
+    enum srv_use_access resume;     /* out: its access, when set */
+    const char *key;                /* Idempotency-Key, or NULL */
+    enum store_once_outcome once;   /* out, with a key */
     int64_t id;
     char *job;
 };
@@ -79,13 +79,13 @@ static bool refused(struct srv_request *req, const struct job_submit *a, enum MH
     else if (a->resume_from > 0 && a->checkpoint != SRV_USE_ALLOWED) {
         char detail[96];
         bool gone = a->checkpoint == SRV_USE_NOT_FOUND;
-        snprintf(detail, sizeof(detail), gone ? "checkpoint %lld does not exist"
-                                              : "checkpoint %lld belongs to another user's job",
+        snprintf(detail, sizeof(detail),
+                 gone ? "checkpoint %lld does not exist"
+                      : "checkpoint %lld belongs to another user's job",
                  (long long)a->resume_from);
-        *res = srv_reply_field_problem(req,
-                                       gone ? SRV_P_CHECKPOINT_NOT_FOUND
-                                            : SRV_P_CHECKPOINT_FORBIDDEN,
-                                       "resume_from_checkpoint", detail);
+        *res = srv_reply_field_problem(
+            req, gone ? SRV_P_CHECKPOINT_NOT_FOUND : SRV_P_CHECKPOINT_FORBIDDEN,
+            "resume_from_checkpoint", detail);
     } else
         return false;
     return true;

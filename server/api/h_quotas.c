@@ -50,16 +50,16 @@ static enum MHD_Result reply_quota(struct srv_request *req, struct quota_call *q
     int qs = db_with_conn(req->srv->db, quota_body, q);
     if (qs < 0)
         return srv_reply_db_error(req, qs);
-    return srv_reply_json(
-        req, MHD_HTTP_OK,
-        json_pack("{s:s, s:s, s:{s:I, s:I, s:b}, s:o, s:o}", "subject_kind", "user", "subject",
-                  q->user, "artifact_bytes", "limit", (json_int_t)q->bytes_limit, "used",
-                  (json_int_t)q->bytes_used, "default", !q->own_bytes, "cpus",
-                  limit_json(q->own_cpus, q->cfg->max_cpus_per_user,
-                             json_real((double)q->cpu_milli / 1000.0)),
-                  "gpus",
-                  limit_json(q->own_gpus, q->cfg->max_gpus_per_user,
-                             json_integer((json_int_t)q->gpus))));
+    return srv_reply_json(req, MHD_HTTP_OK,
+                          json_pack("{s:s, s:s, s:{s:I, s:I, s:b}, s:o, s:o}", "subject_kind",
+                                    "user", "subject", q->user, "artifact_bytes", "limit",
+                                    (json_int_t)q->bytes_limit, "used", (json_int_t)q->bytes_used,
+                                    "default", !q->own_bytes, "cpus",
+                                    limit_json(q->own_cpus, q->cfg->max_cpus_per_user,
+                                               json_real((double)q->cpu_milli / 1000.0)),
+                                    "gpus",
+                                    limit_json(q->own_gpus, q->cfg->max_gpus_per_user,
+                                               json_integer((json_int_t)q->gpus))));
 }
 
 enum MHD_Result h_quotas_user_get(struct srv_request *req)

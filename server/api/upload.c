@@ -53,7 +53,8 @@ enum MHD_Result upload_reply_store_error(struct srv_request *req, const struct u
                                  kind->noun);
     if (rc == ARTIFACT_EINVAL)
         return srv_reply_field_problem(req, SRV_P_INVALID_BODY, "sha256", artifact_strerror(rc));
-    if (rc == ARTIFACT_ENOTFOUND) /* the client's mistake (or its staging expired), not the store's */
+    if (rc ==
+        ARTIFACT_ENOTFOUND) /* the client's mistake (or its staging expired), not the store's */
         return srv_reply_problem(req, SRV_P_UPLOAD_OFFSET, NULL,
                                  "nothing of this %s is staged (never uploaded, or removed as "
                                  "abandoned): PUT it from offset 0%s",

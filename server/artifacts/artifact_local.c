@@ -576,8 +576,10 @@ static int local_gc_staged(void *arg, int64_t older_than_s, int64_t *removed)
             staged_path(be, e->d_name, path, sizeof(path)) == 0 && unlink(path) == 0) {
             running_drop(be, e->d_name);
             (*removed)++;
-            TY_INFO("artifacts", "removed the abandoned upload %s (%lld bytes, untouched for "
-                    "over %lld s)", e->d_name, (long long)sb.st_size, (long long)older_than_s);
+            TY_INFO("artifacts",
+                    "removed the abandoned upload %s (%lld bytes, untouched for "
+                    "over %lld s)",
+                    e->d_name, (long long)sb.st_size, (long long)older_than_s);
         }
         close(fd);
     }

@@ -106,7 +106,7 @@ static struct store_report store_row(const struct control *ctl, const struct ctl
         .node_id = node_id,
         .time = it->r.time,
         .numbers = it->r.numbers,
-        .max_bytes = ctl->srv->cfg.max_report_bytes_per_job,
+        .max_bytes = ctl->srv->cfg.max_job_report_bytes,
     };
 }
 

@@ -132,7 +132,8 @@ static int user_limits(struct control *ctl, struct quota_use dflt, struct store_
     for (size_t i = 0; i < *n; i++) {
         const struct store_user_quota *q = &(*rows)[i];
         (*limits)[i] = (struct quota_limit){
-            q->user, {q->cpus >= 0 ? q->cpus * 1000 : dflt.cpu_milli, q->gpus >= 0 ? q->gpus : dflt.gpus}};
+            q->user,
+            {q->cpus >= 0 ? q->cpus * 1000 : dflt.cpu_milli, q->gpus >= 0 ? q->gpus : dflt.gpus}};
     }
     return 0;
 }
@@ -143,7 +144,8 @@ static int user_limits(struct control *ctl, struct quota_use dflt, struct store_
 static void apply_resource_quota(struct control *ctl, const struct store_sched_rows *rows,
                                  const struct jobspec **specs)
 {
-    struct quota_use dflt = {ctl->srv->cfg.max_cpus_per_user * 1000, ctl->srv->cfg.max_gpus_per_user};
+    struct quota_use dflt = {ctl->srv->cfg.max_cpus_per_user * 1000,
+                             ctl->srv->cfg.max_gpus_per_user};
     struct store_user_quota *qrows = NULL;
     size_t nq = 0, np = rows->npending, nr = rows->nworkers;
     struct quota_limit *limits = NULL;

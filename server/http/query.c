@@ -103,7 +103,10 @@ static size_t utf8_seq(const unsigned char *p, size_t n)
         return 0;
     if (c < 0x80)
         return 1;
-    size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    size_t len = c >= 0xc2 && c <= 0xdf   ? 2
+                 : c >= 0xe0 && c <= 0xef ? 3
+                 : c >= 0xf0 && c <= 0xf4 ? 4
+                                          : 0;
     if (len == 0 || n < len)
         return 0;
     unsigned lo = 0x80, hi = 0xbf; /* the second byte's range */

@@ -65,13 +65,16 @@ int store_user_running(struct db_conn *c, const char *user, int64_t *cpu_milli, 
 {
     static const struct db_stmt st = {
         "user_running",
-        "SELECT COALESCE(sum(round(COALESCE((w.resources->>'CPU')::numeric, 0) * 1000)), 0)::bigint "
+        "SELECT COALESCE(sum(round(COALESCE((w.resources->>'CPU')::numeric, 0) * 1000)), "
+        "0)::bigint "
         "         AS cpu_milli, "
         "       COALESCE(sum(cardinality(w.gpus)), 0)::bigint AS gpus, "
         "       COALESCE((SELECT q.cpus FROM quotas q "
-        "                 WHERE q.subject_kind = 'user' AND q.subject = $1), -1)::bigint AS own_cpus, "
+        "                 WHERE q.subject_kind = 'user' AND q.subject = $1), -1)::bigint AS "
+        "own_cpus, "
         "       COALESCE((SELECT q.gpus FROM quotas q "
-        "                 WHERE q.subject_kind = 'user' AND q.subject = $1), -1)::bigint AS own_gpus "
+        "                 WHERE q.subject_kind = 'user' AND q.subject = $1), -1)::bigint AS "
+        "own_gpus "
         "FROM workers w JOIN jobs j ON j.id = w.job_id "
         "WHERE j.owner = $1 AND w.status IN ('PLACED', 'RUNNING')",
         1, true};

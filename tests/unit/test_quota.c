@@ -60,9 +60,8 @@ static void cpus_and_gpus_count_per_owner_with_own_limits(void **state)
     struct quota_use min[] = {{1000, 0}, {500, 0}, {1000, 2}, {500, 0}};
     struct quota_use max[] = {{1000, 0}, {500, 0}, {1000, 2}, {500, 0}};
     bool ok[4];
-    assert_int_equal(quota_admit_resources(limits, 1, dflt, running, used, 2, pending, min, max, 4,
-                                           ok),
-                     0);
+    assert_int_equal(
+        quota_admit_resources(limits, 1, dflt, running, used, 2, pending, min, max, 4, ok), 0);
     assert_true(ok[0]);  /* a: 1 + 1 <= 2 CPUs, no GPU asked */
     assert_false(ok[1]); /* a: 2 + 0.5 > 2 */
     assert_true(ok[2]);  /* b: its own limits, 3 + 1 <= 4 CPUs and no GPU limit */
@@ -77,8 +76,8 @@ static void gpus_alone_can_hold_a_job_back(void **state)
     struct quota_use min[] = {{8000, 2}, {0, 1}};
     struct quota_use max[] = {{8000, 2}, {0, 1}};
     bool ok[2];
-    assert_int_equal(
-        quota_admit_resources(NULL, 0, dflt, NULL, NULL, 0, pending, min, max, 2, ok), 0);
+    assert_int_equal(quota_admit_resources(NULL, 0, dflt, NULL, NULL, 0, pending, min, max, 2, ok),
+                     0);
     assert_true(ok[0]);
     assert_false(ok[1]);
 }
