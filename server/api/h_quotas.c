@@ -92,7 +92,7 @@ enum MHD_Result h_quotas_user_put(struct srv_request *req)
     json_t *in = srv_body_json(req, &ret);
     if (in == NULL)
         return ret;
-    struct store_quota_change ch;
+    struct store_quota_change ch = {0};
     const char *bad = NULL;
     if (change_field(in, "artifact_bytes", INT64_MAX, &ch.set_artifact_bytes, &ch.artifact_bytes))
         bad = "artifact_bytes";
