@@ -129,7 +129,8 @@ static int read_package(const char *dir, const char *path, long long max_bytes, 
     return 0;
 }
 
-/* Asks the server about package sha256: *complete, *offset (bytes it holds). An exit code. */
+/* Asks the server about package sha256: *complete (stored and this user's: only a package's
+ * uploaders may name it in a job), *offset (bytes it holds). An exit code. */
 static int ask(struct cli_ctx *ctx, const char *sha256, bool *complete, long long *offset)
 {
     char path[120];
@@ -139,7 +140,8 @@ static int ask(struct cli_ctx *ctx, const char *sha256, bool *complete, long lon
     if (rc != CLI_EXIT_OK)
         return rc;
     const char *state = json_string_value(json_object_get(o, "state"));
-    *complete = state && strcmp(state, "complete") == 0;
+    json_t *owned = json_object_get(o, "owned");
+    *complete = state && strcmp(state, "complete") == 0 && (owned == NULL || json_is_true(owned));
     *offset = json_integer_value(json_object_get(o, "offset"));
     json_decref(o);
     return CLI_EXIT_OK;
@@ -166,7 +168,8 @@ static int upload(struct cli_ctx *ctx, const char *sha256, const char *data, siz
         if (rc == CLI_EXIT_OK) {
             long long got = json_integer_value(json_object_get(o, "offset"));
             const char *state = json_string_value(json_object_get(o, "state"));
-            if (state && strcmp(state, "complete") == 0) {
+            json_t *owned = json_object_get(o, "owned");
+            if (state && strcmp(state, "complete") == 0 && (owned == NULL || json_is_true(owned))) {
                 json_decref(o);
                 return CLI_EXIT_OK;
             }

@@ -92,8 +92,12 @@ static const struct option_def options[] = {
      "PEM certificate (chain) file: serve https:// and wss:// on both ports (needs --tls-key)"},
     {"tls-key", "TRAINYARD_TLS_KEY", S(tls_key), NULL, 0, 0, "PEM private key file of --tls-cert"},
     {"max-reports-per-worker", "TRAINYARD_MAX_REPORTS_PER_WORKER", I(max_reports_per_worker),
-     "10000000", 1, INT64_C(1) << 50,
+     "1000000", 1, INT64_C(1) << 50,
      "reports kept per worker and attempt (report_seq); later ones are acked and dropped"},
+    {"max-report-bytes-per-job", "TRAINYARD_MAX_REPORT_BYTES_PER_JOB", I(max_job_report_bytes),
+     "1073741824", 0, INT64_C(1) << 50,
+     "bytes of reports (metrics as JSON, checkpoint directory names) kept per job; once reached, "
+     "a job event says so and the job's later reports are acked and dropped (0: no cap)"},
     {"max-metrics-per-report", "TRAINYARD_MAX_METRICS_PER_REPORT", I(max_metrics_per_report),
      "1000", 1, 1000000, "metrics kept per report; the others are dropped as skipped"},
     {"max-metric-rows", "TRAINYARD_MAX_METRIC_ROWS", I(max_metric_rows), "2000000", 0,
@@ -104,8 +108,22 @@ static const struct option_def options[] = {
      1000000,
      "placed or running workers of one user's jobs at most; more wait in the queue (0: no "
      "quota)"},
+    {"max-cpus-per-user", "TRAINYARD_MAX_CPUS_PER_USER", I(max_cpus_per_user), "0", 0, 10000000,
+     "CPUs the placed or running workers of one user's jobs may hold at once; more wait in the "
+     "queue; a user's row of the quotas table overrides it (0: no quota)"},
+    {"max-gpus-per-user", "TRAINYARD_MAX_GPUS_PER_USER", I(max_gpus_per_user), "0", 0, 10000000,
+     "GPUs the placed or running workers of one user's jobs may hold at once; more wait in the "
+     "queue; a user's row of the quotas table overrides it (0: no quota)"},
     {"max-priority-user", "TRAINYARD_MAX_PRIORITY_USER", I(max_priority_user), "100", -1000, 1000,
      "highest job priority a non-admin token may submit (admins: up to 1000)"},
+    {"artifact-quota-bytes", "TRAINYARD_ARTIFACT_QUOTA_BYTES", I(artifact_quota_bytes),
+     "53687091200", 0, INT64_C(1) << 60,
+     "bytes one user may keep in the artifact store (code packages they uploaded, checkpoint parts "
+     "of their jobs); past it their uploads are refused with 403 artifact-quota-exceeded; a row "
+     "of the quotas table overrides it per user (0: no quota; never with --auth none)"},
+    {"upload-stale-s", "TRAINYARD_UPLOAD_STALE_S", I(upload_stale_s), "86400", 1, INT64_C(1) << 40,
+     "seconds a staged upload (a code package or checkpoint part never completed) may stay "
+     "untouched before the server removes it"},
     {"cluster-token", "TRAINYARD_CLUSTER_TOKEN", S(cluster_token), NULL, 0, 0,
      "token agents join with (default: made on first start, in <data-dir>/cluster.token)"},
     {"web-dir", "TRAINYARD_WEB_DIR", S(web_dir), NULL, 0, 0,

@@ -42,10 +42,15 @@ struct srv_config {
     int64_t max_stream_clients;     /* open /stream connections, at most */
     int64_t max_log_bytes_per_job;  /* 0: no cap */
     int64_t max_reports_per_worker; /* reports kept per worker attempt (report_seq) */
+    int64_t max_job_report_bytes;   /* bytes of reports kept per job (0: no cap) */
     int64_t max_metrics_per_report; /* metrics kept per report */
     int64_t max_metric_rows;        /* rows GET /jobs/{id}/metrics reads at most (0: all) */
     int64_t max_workers_per_user;   /* live workers of one owner's jobs (0: no quota) */
+    int64_t max_cpus_per_user;      /* CPUs one owner's live workers hold (0: no quota) */
+    int64_t max_gpus_per_user;      /* GPUs one owner's live workers hold (0: no quota) */
     int64_t max_priority_user;      /* highest priority a non-admin may ask for */
+    int64_t artifact_quota_bytes;   /* bytes one user keeps in the artifact store (0: no quota) */
+    int64_t upload_stale_s;         /* staged uploads untouched this long are removed */
     char *tls_cert;                 /* NULL: plain http:// and ws:// */
     char *tls_key;                  /* set exactly when tls_cert is */
     char *cluster_token;            /* NULL: <data_dir>/cluster.token */

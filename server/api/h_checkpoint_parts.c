@@ -41,6 +41,10 @@ struct part_call {
     struct artifact_store *artifacts;
     int store_rc;
     char location_buf[ARTIFACT_LOCATION_MAX];
+    /* the job owner's artifact quota, checked before a part's upload goes on */
+    const struct srv_config *cfg;
+    bool over_quota;
+    char quota_detail[512];
 };
 
 static const char *header(struct srv_request *req, const char *name)
@@ -81,7 +85,21 @@ static int part_lookup(struct db_conn *c, void *arg)
     pc->proven = np.proven;
     if (!pc->proven)
         return DB_ONE_RESULT;
-    return store_part_get(c, &pc->key, &pc->part);
+    int qs = store_part_get(c, &pc->key, &pc->part);
+    if (qs <= 0 || !pc->part.node_ran_attempt || strcmp(pc->part.state, "complete") == 0 ||
+        strcmp(pc->part.state, "deleted") == 0)
+        return qs;
+    /* Soft: a part is taken whole once its owner is under quota when it starts or resumes. */
+    char *owner = NULL;
+    int oq = store_job_owner(c, pc->key.job, &owner);
+    int over = oq > 0 && owner ? upload_quota_check(c, pc->cfg, owner, 1, pc->quota_detail,
+                                                    sizeof(pc->quota_detail))
+                               : 0;
+    free(owner);
+    if (oq < 0 || over < 0)
+        return oq < 0 ? oq : over;
+    pc->over_quota = over == 1;
+    return qs;
 }
 
 static int part_progress(struct db_conn *c, void *arg)
@@ -136,7 +154,14 @@ static int part_complete(struct db_conn *c, void *arg)
 /* ---- the upload's kind (upload.h) ---- */
 
 /* Why part_identify refused a request. */
-enum part_refusal { PART_NO_PATH = 1, PART_NO_NODE, PART_DB, PART_UNPROVEN, PART_NOT_RAN };
+enum part_refusal {
+    PART_NO_PATH = 1,
+    PART_NO_NODE,
+    PART_DB,
+    PART_UNPROVEN,
+    PART_NOT_RAN,
+    PART_OVER_QUOTA
+};
 
 /* Parses the path and authenticates the node; fills pc->part and the staging key. */
 static int part_identify(struct srv_request *req, struct upload *u)
@@ -151,6 +176,7 @@ static int part_identify(struct srv_request *req, struct upload *u)
         return PART_NO_NODE;
     pc->key = (struct store_part_key){job, (int)attempt, idx, node};
     pc->credential = NULL;
+    pc->cfg = &req->srv->cfg;
     if (req->srv->cfg.auth_mode == SRV_AUTH_TOKEN) {
         const char *a = header(req, MHD_HTTP_HEADER_AUTHORIZATION);
         pc->credential = a && strncmp(a, "Bearer ", 7) == 0 ? a + 7 : "";
@@ -162,6 +188,8 @@ static int part_identify(struct srv_request *req, struct upload *u)
         return PART_UNPROVEN;
     if (!pc->part.node_ran_attempt)
         return PART_NOT_RAN;
+    if (pc->over_quota)
+        return PART_OVER_QUOTA;
     snprintf(u->key, sizeof(u->key), "%lld-%lld-%lld-%s", (long long)job, (long long)attempt,
              (long long)idx, node);
     return 0;
@@ -181,6 +209,9 @@ static enum MHD_Result part_refuse(struct srv_request *req, struct upload *u, in
     case PART_UNPROVEN:
         return srv_reply_problem(req, SRV_P_UNAUTHORIZED, NULL,
                                  "the bearer must be node %s's credential", pc->key.node);
+    case PART_OVER_QUOTA: /* the agent gives the part up on a 403 */
+        note_event(req, pc, "not stored: %s", pc->quota_detail);
+        return srv_reply_problem(req, SRV_P_ARTIFACT_QUOTA, NULL, "%s", pc->quota_detail);
     case PART_NOT_RAN:
         break;
     }
@@ -354,6 +385,8 @@ enum MHD_Result h_checkpoint_part_complete(struct srv_request *req)
     pc.artifacts = req->srv->artifacts;
     int qs = db_with_conn(req->srv->db, part_complete, &pc);
     json_decref(body);
+    if (qs >= 0 && pc.store_rc == ARTIFACT_ENOTFOUND) /* nothing staged: the agent's to resend */
+        return upload_reply_store_error(req, &part_upload, pc.store_rc, 0);
     if (qs >= 0 && pc.store_rc != 0) {
         note_event(req, &pc, "%s: %s",
                    pc.store_rc == ARTIFACT_ECORRUPT ? "the part does not hash to its SHA-256"

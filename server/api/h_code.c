@@ -125,6 +125,12 @@ static enum MHD_Result code_reply(struct srv_request *req, struct upload *u, enu
     return reply_state(req, "uploading", offset, -1, false);
 }
 
+/* A package's bytes count against the quota of the user who sends them. */
+static const char *code_quota_user(const struct upload *u)
+{
+    return ((const struct code_call *)u)->who;
+}
+
 static const struct upload_kind code_upload = {
     .noun = "package",
     .resume_hint = "",
@@ -134,6 +140,7 @@ static const struct upload_kind code_upload = {
     .refuse = code_refuse,
     .finished = code_finished,
     .reply = code_reply,
+    .quota_user = code_quota_user,
 };
 
 enum MHD_Result h_code_get(struct srv_request *req)
@@ -160,10 +167,6 @@ enum MHD_Result h_code_complete(struct srv_request *req)
     /* A stored package's owners are those who sent its bytes: no shortcut for the others. */
     int rc =
         upload_commit(req->srv->artifacts, cc.up.key, cc.sha256, !cc.stored, location, &cc.size);
-    if (rc == ARTIFACT_ENOTFOUND)
-        return srv_reply_problem(req, SRV_P_UPLOAD_OFFSET, NULL,
-                                 "nothing of package %s was uploaded: PUT it from offset 0",
-                                 cc.sha256);
     if (rc != 0)
         return upload_reply_store_error(req, &code_upload, rc, 0);
     cc.location = location;

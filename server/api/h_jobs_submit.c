@@ -1,5 +1,5 @@
 /* POST /api/v1/jobs: validate the spec, check that the checkpoint it resumes from and the code
- * package it names exist, commit the job, answer 201 with the job. */
+ * package it names exist and are the submitter's to use, commit the job, answer 201 with it. */
 #include "auth.h"
 #include "control.h"
 #include "db.h"
@@ -17,66 +17,41 @@ struct job_submit {
     const struct srv_identity *who;
     const char *owner;
     const json_t *spec;
-    json_int_t resume_from;       /* 0: starts fresh */
-    bool no_checkpoint;           /* out: resume_from does not exist; nothing was inserted */
-    bool foreign_checkpoint;      /* out: resume_from is another user's; nothing was inserted */
-    const char *code_package;     /* the spec's code_package, or NULL */
-    bool no_code_package;         /* out: it is not stored; nothing was inserted */
-    const char *resume_package;   /* the spec's resume_from_package, or NULL */
-    bool no_resume_package;       /* out: it is not stored; nothing was inserted */
-    bool foreign_resume_package;  /* out: the submitter did not upload it; nothing was inserted */
-    const char *project;          /* the spec's project, or NULL ("default", shared) */
-    bool no_project;              /* out: none the submitter may see; nothing was inserted */
-    const char *key;              /* Idempotency-Key, or NULL */
-    enum store_once_outcome once; /* out, with a key */
+    json_int_t resume_from;         /* 0: starts fresh */
+    enum srv_use_access checkpoint; /* out: resume_from's access, when resume_from > 0 */
+    const char *code_package;       /* the spec's code_package, or NULL */
+    enum srv_use_access code;       /* out: its access, when set */
+    const char *resume_package;     /* the spec's resume_from_package, or NULL */
+    enum srv_use_access resume;     /* out: its access, when set */
+    const char *project;            /* the spec's project, or NULL ("default", shared) */
+    bool no_project;                /* out: none the submitter may see; nothing was inserted */
+    const char *key;                /* Idempotency-Key, or NULL */
+    enum store_once_outcome once;   /* out, with a key */
     int64_t id;
     char *job;
 };
 
-/* Checks the checkpoint to resume from, a checkpoint id or a package (it exists, and is the
- * submitter's own unless the submitter is an admin: a checkpoint holds its job's weights and
- * data), and the code package, then inserts the job. Returns a db_qs. */
+/* Checks what the spec names from the store (the checkpoint or package to resume from, the code
+ * package: each stored and the submitter's to use, srv_auth_*_use), then inserts the job; nothing
+ * is inserted when one is refused. Returns a db_qs. */
 static int job_submit(struct db_conn *c, void *arg)
 {
     struct job_submit *a = arg;
     /* A checkpoint removed between this check and the launch is the launch's to report. */
     if (a->resume_from > 0) {
-        char *owner = NULL;
-        int qs = store_checkpoint_owner(c, a->resume_from, &owner);
-        if (qs <= 0) {
-            a->no_checkpoint = qs == 0;
-            return qs;
-        }
-        bool mine = owner && srv_auth_may_modify(a->who, owner);
-        free(owner);
-        if (!mine) {
-            a->foreign_checkpoint = true;
-            return 0;
-        }
+        int qs = srv_auth_checkpoint_use(c, a->who, a->resume_from, &a->checkpoint);
+        if (qs < 0 || a->checkpoint != SRV_USE_ALLOWED)
+            return qs < 0 ? qs : 0;
     }
     if (a->resume_package) {
-        struct store_code code;
-        int qs = store_code_get(c, a->resume_package, &code);
-        if (qs <= 0) {
-            a->no_resume_package = qs == 0;
-            return qs;
-        }
-        bool owned = false;
-        qs = store_code_owned(c, a->resume_package, a->owner[0] ? a->owner : "anonymous", &owned);
-        if (qs < 0)
-            return qs;
-        if (!owned && a->who->role < SRV_ROLE_ADMIN) {
-            a->foreign_resume_package = true;
-            return 0;
-        }
+        int qs = srv_auth_package_use(c, a->who, a->resume_package, &a->resume);
+        if (qs < 0 || a->resume != SRV_USE_ALLOWED)
+            return qs < 0 ? qs : 0;
     }
     if (a->code_package) {
-        struct store_code code;
-        int qs = store_code_get(c, a->code_package, &code);
-        if (qs <= 0) {
-            a->no_code_package = qs == 0;
-            return qs;
-        }
+        int qs = srv_auth_package_use(c, a->who, a->code_package, &a->code);
+        if (qs < 0 || a->code != SRV_USE_ALLOWED)
+            return qs < 0 ? qs : 0;
     }
     if (a->project) {
         enum store_project_access access;
@@ -91,6 +66,47 @@ static int job_submit(struct db_conn *c, void *arg)
     if (a->key)
         return store_job_insert_once(c, a->owner, a->spec, a->key, &a->id, &a->job, &a->once);
     return store_job_insert(c, a->owner, a->spec, &a->id, &a->job);
+}
+
+/* Queues the reply for a project, checkpoint or package job_submit refused (*res) and returns true;
+ * false when none was. */
+static bool refused(struct srv_request *req, const struct job_submit *a, enum MHD_Result *res)
+{
+    if (a->no_project) {
+        char detail[160];
+        snprintf(detail, sizeof(detail),
+                 "there is no project '%s' (or it is private and you are not a member)",
+                 a->project);
+        *res = srv_reply_field_problem(req, SRV_P_PROJECT_NOT_FOUND, "project", detail);
+    } else if (a->code_package && a->code == SRV_USE_NOT_FOUND)
+        *res = srv_reply_field_problem(req, SRV_P_CODE_PACKAGE_NOT_FOUND, "code_package",
+                                       "no such code package: upload it first (PUT "
+                                       "/api/v1/code/{sha256})");
+    else if (a->code_package && a->code == SRV_USE_FORBIDDEN)
+        *res = srv_reply_field_problem(req, SRV_P_PACKAGE_FORBIDDEN, "code_package",
+                                       "this package was uploaded by another user: upload the "
+                                       "working directory yourself");
+    else if (a->resume_package && a->resume == SRV_USE_NOT_FOUND)
+        *res = srv_reply_field_problem(req, SRV_P_CODE_PACKAGE_NOT_FOUND, "resume_from_package",
+                                       "no such package: upload the checkpoint directory first "
+                                       "(PUT /api/v1/code/{sha256})");
+    else if (a->resume_package && a->resume == SRV_USE_FORBIDDEN)
+        *res = srv_reply_field_problem(req, SRV_P_PACKAGE_FORBIDDEN, "resume_from_package",
+                                       "this package was uploaded by another user: upload the "
+                                       "checkpoint directory yourself");
+    else if (a->resume_from > 0 && a->checkpoint != SRV_USE_ALLOWED) {
+        char detail[96];
+        bool gone = a->checkpoint == SRV_USE_NOT_FOUND;
+        snprintf(detail, sizeof(detail),
+                 gone ? "checkpoint %lld does not exist"
+                      : "checkpoint %lld belongs to another user's job",
+                 (long long)a->resume_from);
+        *res = srv_reply_field_problem(
+            req, gone ? SRV_P_CHECKPOINT_NOT_FOUND : SRV_P_CHECKPOINT_FORBIDDEN,
+            "resume_from_checkpoint", detail);
+    } else
+        return false;
+    return true;
 }
 
 /* Whether an Idempotency-Key header value is acceptable: 1 to 255 printable ASCII bytes. */
@@ -154,43 +170,14 @@ enum MHD_Result h_jobs_submit(struct srv_request *req)
         .resume_package = json_string_value(json_object_get(spec, "resume_from_package")),
         .project = json_string_value(json_object_get(spec, "project")),
     };
+    /* Each access starts "allowed": only a check that ran can refuse. */
+    a.checkpoint = a.code = a.resume = SRV_USE_ALLOWED;
     int qs = db_with_conn(req->srv->db, job_submit, &a);
-    if (a.no_code_package) {
-        json_decref(spec);
-        return srv_reply_field_problem(req, SRV_P_CODE_PACKAGE_NOT_FOUND, "code_package",
-                                       "no such code package: upload it first (PUT "
-                                       "/api/v1/code/{sha256})");
-    }
-    if (a.no_project) {
-        char detail[160];
-        snprintf(detail, sizeof(detail), "there is no project '%s' (or it is private and you are "
-                 "not a member)", a.project);
-        json_decref(spec);
-        return srv_reply_field_problem(req, SRV_P_PROJECT_NOT_FOUND, "project", detail);
-    }
+    enum MHD_Result res;
+    bool refuse = qs >= 0 && refused(req, &a, &res);
     json_decref(spec);
-    if (a.no_resume_package)
-        return srv_reply_field_problem(req, SRV_P_CODE_PACKAGE_NOT_FOUND, "resume_from_package",
-                                       "no such package: upload the checkpoint directory first "
-                                       "(PUT /api/v1/code/{sha256})");
-    if (a.foreign_resume_package)
-        return srv_reply_field_problem(req, SRV_P_PACKAGE_FORBIDDEN, "resume_from_package",
-                                       "this package was uploaded by another user: upload the "
-                                       "checkpoint directory yourself");
-    if (a.no_checkpoint) {
-        char detail[64];
-        snprintf(detail, sizeof(detail), "checkpoint %lld does not exist",
-                 (long long)a.resume_from);
-        return srv_reply_field_problem(req, SRV_P_CHECKPOINT_NOT_FOUND, "resume_from_checkpoint",
-                                       detail);
-    }
-    if (a.foreign_checkpoint) {
-        char detail[96];
-        snprintf(detail, sizeof(detail), "checkpoint %lld belongs to another user's job",
-                 (long long)a.resume_from);
-        return srv_reply_field_problem(req, SRV_P_CHECKPOINT_FORBIDDEN, "resume_from_checkpoint",
-                                       detail);
-    }
+    if (refuse)
+        return res;
     if (qs <= 0)
         return srv_reply_db_error(req, qs < 0 ? qs : DB_HARD_ERROR);
     char location[64];

@@ -62,5 +62,8 @@ enum MHD_Result h_tokens_create(struct srv_request *req);
 enum MHD_Result h_tokens_list(struct srv_request *req);
 enum MHD_Result h_tokens_delete(struct srv_request *req);
 enum MHD_Result h_prometheus(struct srv_request *req);
+/* h_quotas.c: a user's quotas (migrations/0030_quotas.sql). */
+enum MHD_Result h_quotas_user_get(struct srv_request *req);
+enum MHD_Result h_quotas_user_put(struct srv_request *req);
 
 #endif

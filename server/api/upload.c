@@ -2,7 +2,9 @@
  * (upload.h, docs/artifacts.md). */
 #include "upload.h"
 
+#include "db.h"
 #include "server.h"
+#include "store.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -51,6 +53,12 @@ enum MHD_Result upload_reply_store_error(struct srv_request *req, const struct u
                                  kind->noun);
     if (rc == ARTIFACT_EINVAL)
         return srv_reply_field_problem(req, SRV_P_INVALID_BODY, "sha256", artifact_strerror(rc));
+    if (rc ==
+        ARTIFACT_ENOTFOUND) /* the client's mistake (or its staging expired), not the store's */
+        return srv_reply_problem(req, SRV_P_UPLOAD_OFFSET, NULL,
+                                 "nothing of this %s is staged (never uploaded, or removed as "
+                                 "abandoned): PUT it from offset 0%s",
+                                 kind->noun, kind->resume_hint);
     return srv_reply_problem(req, SRV_P_ARTIFACT_STORE_FAILED, NULL, "%s", artifact_strerror(rc));
 }
 
@@ -68,6 +76,65 @@ enum MHD_Result upload_status(struct srv_request *req, const struct upload_kind 
     if (rc != 0)
         return upload_reply_store_error(req, kind, rc, 0);
     return kind->reply(req, u, UPLOAD_STAGED, staged);
+}
+
+/* ---- the artifact quota ---- */
+
+int upload_quota_check(struct db_conn *c, const struct srv_config *cfg, const char *user,
+                       int64_t adding, char *detail, size_t n)
+{
+    if (cfg->auth_mode == SRV_AUTH_NONE)
+        return 0;
+    int64_t used = 0, limit = 0;
+    int qs = store_artifact_quota(c, user, cfg->artifact_quota_bytes, &used, &limit, NULL);
+    if (qs < 0)
+        return qs;
+    if (limit == 0 || (adding <= limit && used <= limit - adding))
+        return 0;
+    snprintf(detail, n,
+             "user %s's artifact quota is %lld bytes and %lld are stored (code packages they "
+             "uploaded, checkpoints of their jobs); %lld more do not fit: delete finished jobs, "
+             "lower checkpoint_config.num_to_keep, or ask an admin for a larger quota",
+             user, (long long)limit, (long long)used, (long long)adding);
+    return 1;
+}
+
+struct quota_call {
+    const struct srv_config *cfg;
+    const char *user;
+    int64_t adding;
+    int over;
+    char detail[512];
+};
+
+static int quota_run(struct db_conn *c, void *arg)
+{
+    struct quota_call *q = arg;
+    int rc = upload_quota_check(c, q->cfg, q->user, q->adding, q->detail, sizeof(q->detail));
+    if (rc < 0)
+        return rc;
+    q->over = rc;
+    return 1;
+}
+
+/* The kind's quota check for a chunk that would make `staged` bytes: 0 go on, or -1 after
+ * queuing the refusal (*res). */
+static int chunk_quota(struct srv_request *req, struct upload *u, int64_t staged,
+                       enum MHD_Result *res)
+{
+    const char *user = u->kind->quota_user ? u->kind->quota_user(u) : NULL;
+    if (user == NULL)
+        return 0;
+    struct quota_call q = {.cfg = &req->srv->cfg, .user = user, .adding = staged};
+    int qs = db_with_conn(req->srv->db, quota_run, &q);
+    if (qs < 0) {
+        *res = srv_reply_db_error(req, qs);
+        return -1;
+    }
+    if (!q.over)
+        return 0;
+    *res = srv_reply_problem(req, SRV_P_ARTIFACT_QUOTA, NULL, "%s", q.detail);
+    return -1;
 }
 
 /* ---- chunks ---- */
@@ -253,6 +320,8 @@ enum MHD_Result upload_put(struct srv_request *req, const struct upload_kind *ki
                                            : "the chunk's SHA-256, 64 lowercase hex digits");
     if (!chunk_intact(req, sum, is_crc))
         return reply_chunk_corrupt(req, u, offset);
+    if (chunk_quota(req, u, offset + (int64_t)req->body_len, &res) != 0)
+        return res;
     int64_t staged = 0;
     int rc = artifact_append(req->srv->artifacts, u->key, offset, req->body ? req->body : "",
                              req->body_len, &staged);

@@ -59,7 +59,20 @@ struct upload_kind {
     /* Optional: a chunk at `offset` was staged, `staged` bytes now. 0, or a database error (< 0)
      * answered as such (the bytes stay staged: a resend finds them). */
     int (*chunk_stored)(struct srv_request *req, struct upload *u, int64_t offset, int64_t staged);
+    /* Optional: the user whose artifact quota each chunk counts against (upload_quota_check
+     * with the staged bytes the chunk would make: a chunk past the quota is refused with 403
+     * artifact-quota-exceeded); NULL: no check per chunk. */
+    const char *(*quota_user)(const struct upload *u);
 };
+
+struct db_conn;
+struct srv_config;
+/* Whether `user` may keep `adding` more bytes in the artifact store (--artifact-quota-bytes, or
+ * the user's row in the quotas table; never limited under --auth none): 0 yes; 1 no, with
+ * `detail` (n bytes) naming the quota, what is used and how to free it; or a db error (< 0).
+ * Runs on connection c. */
+int upload_quota_check(struct db_conn *c, const struct srv_config *cfg, const char *user,
+                       int64_t adding, char *detail, size_t n);
 
 /* Zeroes the call (kind->call_size bytes from u), identifies it and answers a refusal. 0, or -1
  * after queuing the reply (*res). */

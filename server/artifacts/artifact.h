@@ -53,6 +53,10 @@ struct artifact_backend {
     int (*open_read)(void *be, const char *location);
     /* Removes object `location` (absent: 0). */
     int (*remove)(void *be, const char *location);
+    /* Removes every staged upload last written more than `older_than_s` seconds ago (abandoned:
+     * a client that resumes later starts again from offset 0); one being written is left alone.
+     * *removed = how many went. 0 or an error. */
+    int (*gc_staged)(void *be, int64_t older_than_s, int64_t *removed);
     void (*destroy)(void *be);
 };
 

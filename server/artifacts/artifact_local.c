@@ -21,6 +21,7 @@
 #include "log.h"
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
@@ -32,6 +33,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The running SHA-256 of one staged upload: `ctx` has hashed its first `hashed` bytes. Trusted
@@ -73,6 +75,12 @@ static int open_staged(const struct local_be *be, const char *key, int flags)
         int err = errno;
         close(fd);
         return err == EWOULDBLOCK ? ARTIFACT_EBUSY : ARTIFACT_EIO;
+    }
+    /* local_gc_staged may have removed the file between the open and the lock: retry then. */
+    struct stat held, named;
+    if (fstat(fd, &held) != 0 || stat(path, &named) != 0 || held.st_ino != named.st_ino) {
+        close(fd);
+        return ARTIFACT_EBUSY;
     }
     return fd;
 }
@@ -542,6 +550,43 @@ static int local_remove(void *arg, const char *location)
     return unlink(path) == 0 || errno == ENOENT ? 0 : ARTIFACT_EIO;
 }
 
+static int local_gc_staged(void *arg, int64_t older_than_s, int64_t *removed)
+{
+    struct local_be *be = arg;
+    *removed = 0;
+    char dir[4096];
+    int w = snprintf(dir, sizeof(dir), "%s/uploads", be->dir);
+    if (w < 0 || (size_t)w >= sizeof(dir))
+        return ARTIFACT_EINVAL;
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return errno == ENOENT ? 0 : ARTIFACT_EIO;
+    time_t before = time(NULL) - (time_t)older_than_s;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!artifact_key_valid(e->d_name))
+            continue;
+        /* Locked first: an upload being written is never removed, however old it is. */
+        int fd = open_staged(be, e->d_name, O_RDONLY);
+        if (fd < 0)
+            continue;
+        struct stat sb;
+        char path[4096];
+        if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_mtime < before &&
+            staged_path(be, e->d_name, path, sizeof(path)) == 0 && unlink(path) == 0) {
+            running_drop(be, e->d_name);
+            (*removed)++;
+            TY_INFO("artifacts",
+                    "removed the abandoned upload %s (%lld bytes, untouched for "
+                    "over %lld s)",
+                    e->d_name, (long long)sb.st_size, (long long)older_than_s);
+        }
+        close(fd);
+    }
+    closedir(d);
+    return 0;
+}
+
 static void local_destroy(void *arg)
 {
     struct local_be *be = arg;
@@ -568,6 +613,7 @@ static const struct artifact_backend local_backend = {
     .commit = local_commit,
     .open_read = local_open_read,
     .remove = local_remove,
+    .gc_staged = local_gc_staged,
     .destroy = local_destroy,
 };
 

@@ -4,6 +4,7 @@
 #include "control_internal.h"
 
 #include "agent_proto.h"
+#include "artifact.h"
 #include "leader.h"
 #include "log.h"
 #include "server.h"
@@ -190,6 +191,22 @@ static void handle_event(struct control *ctl, struct hub_event *ev)
     free(ev->text);
 }
 
+/* Removes the artifact store's staged uploads untouched for --upload-stale-s (abandoned code
+ * packages and checkpoint parts), looking a few times per that period, at least every 10
+ * minutes. Every server does it for its own store. */
+static void gc_uploads(struct control *ctl)
+{
+    int64_t stale = ctl->srv->cfg.upload_stale_s;
+    double every = stale / 4.0 < 1 ? 1 : stale / 4.0 > 600 ? 600 : stale / 4.0;
+    struct artifact_store *st = ctl->srv->artifacts;
+    if (st == NULL || st->ops->gc_staged == NULL || util_mono_s() - ctl->last_upload_gc < every)
+        return;
+    ctl->last_upload_gc = util_mono_s();
+    int64_t removed = 0;
+    if (st->ops->gc_staged(st->be, stale, &removed) != 0)
+        TY_WARN("artifacts", "cannot look for abandoned uploads in the artifact store");
+}
+
 static void *control_thread(void *arg)
 {
     struct control *ctl = arg;
@@ -238,6 +255,7 @@ static void *control_thread(void *arg)
                 ctl->last_ckpt_deletes = util_mono_s();
                 ctl__send_ckpt_deletes(ctl);
             }
+            gc_uploads(ctl);
         }
         if (!ctl->leading) {
             ctl__ha_forward_kick(ctl);

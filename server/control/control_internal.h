@@ -103,6 +103,7 @@ struct control {
     double last_pass_cost; /* seconds the last scheduling pass took */
     double last_tick;
     double last_ckpt_deletes; /* when ctl__send_ckpt_deletes last ran */
+    double last_upload_gc;    /* when gc_uploads (control.c) last ran */
     double last_hang_check;   /* control_hang.c */
     char *cluster_token_hash; /* NULL: agents need no token (--auth none) */
     struct ctl_node *nodes;

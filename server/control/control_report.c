@@ -92,8 +92,8 @@ void ctl__queue_report(struct control *ctl, uint64_t conn, struct aproto_node_ms
 }
 
 /* The store's view of a queued report; `step` holds its step when it has one. */
-static struct store_report store_row(const struct ctl_report_item *it, const char *node_id,
-                                     int64_t *step)
+static struct store_report store_row(const struct control *ctl, const struct ctl_report_item *it,
+                                     const char *node_id, int64_t *step)
 {
     *step = it->r.step;
     return (struct store_report){
@@ -106,6 +106,7 @@ static struct store_report store_row(const struct ctl_report_item *it, const cha
         .node_id = node_id,
         .time = it->r.time,
         .numbers = it->r.numbers,
+        .max_bytes = ctl->srv->cfg.max_job_report_bytes,
     };
 }
 
@@ -150,7 +151,7 @@ static void one_by_one(struct control *ctl, struct ctl_reports *b)
         if (node == NULL)
             continue;
         int64_t step;
-        struct store_report row = store_row(it, node->id, &step);
+        struct store_report row = store_row(ctl, it, node->id, &step);
         struct store_report_outcome out;
         char sqlstate[6];
         int qs = store_reports_insert(ctl->db, &row, 1, &out, sqlstate);
@@ -201,7 +202,7 @@ void ctl__flush_reports(struct control *ctl)
         struct ctl_node *node = ctl__node_by_conn(ctl, b->items[i].conn);
         if (node == NULL)
             continue; /* detached meanwhile: not acked, resent after the reconnect */
-        rows[n] = store_row(&b->items[i], node->id, &steps[n]);
+        rows[n] = store_row(ctl, &b->items[i], node->id, &steps[n]);
         idx[n++] = i;
     }
     char sqlstate[6];

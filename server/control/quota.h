@@ -1,4 +1,5 @@
-/* Per-user quota of running workers, applied to the queue before each scheduling pass. Pure. */
+/* Per-user quotas of running workers and of the CPUs and GPUs they hold, applied to the queue
+ * before each scheduling pass. Pure. */
 #ifndef SRV_QUOTA_H
 #define SRV_QUOTA_H
 
@@ -17,5 +18,28 @@
 int quota_admit(int64_t max_workers, const char *const *running_owner, size_t nrunning,
                 const char *const *pending_owner, const int *min_workers, const int *max_workers_of,
                 size_t npending, bool *admitted);
+
+/* What workers hold, as the CPU and GPU quotas count it. */
+struct quota_use {
+    int64_t cpu_milli; /* thousandths of a CPU */
+    int64_t gpus;
+};
+/* One owner's limits; 0 in a field: no limit there. */
+struct quota_limit {
+    const char *owner;
+    struct quota_use max;
+};
+
+/* Like quota_admit, for the CPUs and GPUs that an owner's live workers hold: the owner's limits
+ * are their entry of limits[0..nlimits), else dflt. Live worker i of running_owner[i] holds
+ * running_use[i]; pending job i (in queue order) is admitted when, in each limited field, its
+ * owner's use plus min_use[i] (its minimum workers' bundles) stays within the limit, and then
+ * counts max_use[i] for the jobs after it. Writes admitted[0..npending). Returns 0, or -1 when
+ * out of memory (every job is then admitted). */
+int quota_admit_resources(const struct quota_limit *limits, size_t nlimits, struct quota_use dflt,
+                          const char *const *running_owner, const struct quota_use *running_use,
+                          size_t nrunning, const char *const *pending_owner,
+                          const struct quota_use *min_use, const struct quota_use *max_use,
+                          size_t npending, bool *admitted);
 
 #endif

@@ -34,6 +34,39 @@ int srv_auth_job_access(struct db_conn *c, const struct srv_identity *who, int64
     return qs;
 }
 
+int srv_auth_package_use(struct db_conn *c, const struct srv_identity *who, const char *sha256,
+                         enum srv_use_access *access)
+{
+    struct store_code code;
+    int qs = store_code_get(c, sha256, &code);
+    if (qs <= 0) {
+        if (qs == 0)
+            *access = SRV_USE_NOT_FOUND;
+        return qs;
+    }
+    bool owned = who->role == SRV_ROLE_ADMIN;
+    if (!owned && who->role == SRV_ROLE_USER) {
+        int oq = store_code_owned(c, sha256, who->name[0] ? who->name : "anonymous", &owned);
+        if (oq < 0)
+            return oq;
+    }
+    *access = owned ? SRV_USE_ALLOWED : SRV_USE_FORBIDDEN;
+    return qs;
+}
+
+int srv_auth_checkpoint_use(struct db_conn *c, const struct srv_identity *who, int64_t ckpt,
+                            enum srv_use_access *access)
+{
+    char *owner = NULL;
+    int qs = store_checkpoint_owner(c, ckpt, &owner);
+    if (qs >= 0)
+        *access = qs == 0 || owner == NULL          ? SRV_USE_NOT_FOUND
+                  : srv_auth_may_modify(who, owner) ? SRV_USE_ALLOWED
+                                                    : SRV_USE_FORBIDDEN;
+    free(owner);
+    return qs;
+}
+
 struct token_query {
     const char *hash;
     struct srv_identity *who;

@@ -5,6 +5,7 @@
 #include "db.h"
 #include "heads.h"
 #include "log.h"
+#include "query.h"
 #include "server.h"
 #include "static.h"
 #include "util.h"
@@ -89,11 +90,17 @@ static enum MHD_Result reply_problem_v(struct srv_request *req, enum srv_problem
 {
     char detail[1024];
     vsnprintf(detail, sizeof(detail), fmt, ap);
+    srv_query_text_scrub(detail); /* it may echo what the client sent */
+    char *instance = strdup(req->url);
+    if (instance == NULL)
+        return MHD_NO;
+    srv_query_text_scrub(instance);
     char type[128];
     snprintf(type, sizeof(type), "urn:trainyard:problem:%s", srv_problem_slug(p));
     json_t *body = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s}", "type", type, "title",
                              srv_problem_title(p), "status", (int)srv_problem_status(p), "detail",
-                             detail, "code", srv_problem_slug(p), "instance", req->url);
+                             detail, "code", srv_problem_slug(p), "instance", instance);
+    free(instance);
     if (errors)
         json_object_set_new(body, "errors", errors);
     char *text = json_dumps(body, JSON_COMPACT);
@@ -299,6 +306,50 @@ static int64_t body_limit(const struct srv *srv, const char *method, const char 
     return chunk && srv->cfg.max_upload_chunk_bytes > lim ? srv->cfg.max_upload_chunk_bytes : lim;
 }
 
+/* The first query parameter that is not text (srv_query_text_valid), found by text_check. */
+struct bad_param {
+    const char *key; /* NULL: none; "" when the name itself is not text */
+};
+
+static enum MHD_Result find_bad_param(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      size_t key_size, const char *value, size_t value_size)
+{
+    (void)kind;
+    struct bad_param *b = cls;
+    if (!srv_query_text_valid(key, key_size)) {
+        b->key = "";
+        return MHD_NO;
+    }
+    if (value != NULL && !srv_query_text_valid(value, value_size)) {
+        b->key = key;
+        return MHD_NO;
+    }
+    return MHD_YES;
+}
+
+/* Every query parameter and path segment reaches handlers (and PostgreSQL) as text: UTF-8
+ * without NUL bytes, checked here once for every route. 0, or -1 after queuing a 400 naming the
+ * parameter (*res). */
+static int text_check(struct srv_request *req, enum MHD_Result *res)
+{
+    struct bad_param b = {NULL};
+    MHD_get_connection_values_n(req->conn, MHD_GET_ARGUMENT_KIND, find_bad_param, &b);
+    if (b.key != NULL) {
+        *res = b.key[0] ? srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, b.key,
+                                                  "not valid UTF-8 text (or holds a NUL byte)")
+                        : srv_reply_problem(req, SRV_P_INVALID_PARAMETER, NULL,
+                                            "a query parameter's name is not valid UTF-8 text");
+        return -1;
+    }
+    for (int i = 0; i < SRV_MAX_PATH_ARGS && req->args[i]; i++)
+        if (!srv_query_text_valid(req->args[i], strlen(req->args[i]))) {
+            *res = srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "path",
+                                           "a segment of the path is not valid UTF-8 text");
+            return -1;
+        }
+    return 0;
+}
+
 static enum MHD_Result dispatch(struct srv_request *req)
 {
     char allow[128];
@@ -318,6 +369,8 @@ static enum MHD_Result dispatch(struct srv_request *req)
                                  (long long)body_limit(req->srv, req->method, req->url));
     enum MHD_Result denied;
     if (!req->authed && srv_auth_check(req, &denied) != 0)
+        return denied;
+    if (text_check(req, &denied) != 0)
         return denied;
     return req->route->handler(req);
 }

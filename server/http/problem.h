@@ -40,7 +40,8 @@
     X(CHECKPOINT_DELETED, 410, "checkpoint-deleted", "Checkpoint deleted by retention")            \
     X(RANGE_NOT_SATISFIABLE, 416, "range-not-satisfiable", "Range not satisfiable")                \
     X(CODE_PACKAGE_NOT_FOUND, 422, "code-package-not-found", "Code package not uploaded")          \
-    X(PACKAGE_FORBIDDEN, 403, "package-forbidden", "Package uploaded by another user")
+    X(PACKAGE_FORBIDDEN, 403, "package-forbidden", "Package uploaded by another user")             \
+    X(ARTIFACT_QUOTA, 403, "artifact-quota-exceeded", "Artifact store quota exceeded")
 
 enum srv_problem {
 #define X(name, status, slug, title) SRV_P_##name,

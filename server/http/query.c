@@ -93,3 +93,62 @@ int srv_query_ranks_array(const char *s, char *out, size_t outlen, int *count)
     out[o] = '\0';
     return 0;
 }
+
+/* The length of the well-formed UTF-8 sequence at p (n bytes left, n > 0), or 0 when it is not
+ * one. NUL is not text. */
+static size_t utf8_seq(const unsigned char *p, size_t n)
+{
+    unsigned c = p[0];
+    if (c == 0)
+        return 0;
+    if (c < 0x80)
+        return 1;
+    size_t len = c >= 0xc2 && c <= 0xdf   ? 2
+                 : c >= 0xe0 && c <= 0xef ? 3
+                 : c >= 0xf0 && c <= 0xf4 ? 4
+                                          : 0;
+    if (len == 0 || n < len)
+        return 0;
+    unsigned lo = 0x80, hi = 0xbf; /* the second byte's range */
+    if (c == 0xe0)
+        lo = 0xa0; /* overlong */
+    else if (c == 0xed)
+        hi = 0x9f; /* surrogates */
+    else if (c == 0xf0)
+        lo = 0x90; /* overlong */
+    else if (c == 0xf4)
+        hi = 0x8f; /* past U+10FFFF */
+    if (p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t k = 2; k < len; k++)
+        if (p[k] < 0x80 || p[k] > 0xbf)
+            return 0;
+    return len;
+}
+
+void srv_query_text_scrub(char *s)
+{
+    unsigned char *p = (unsigned char *)s;
+    size_t n = strlen(s), i = 0;
+    while (i < n) {
+        size_t len = utf8_seq(p + i, n - i);
+        if (len == 0) {
+            p[i] = '?';
+            len = 1;
+        }
+        i += len;
+    }
+}
+
+int srv_query_text_valid(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        size_t len = utf8_seq(p + i, n - i);
+        if (len == 0)
+            return 0;
+        i += len;
+    }
+    return 1;
+}

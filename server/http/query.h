@@ -25,4 +25,12 @@ int srv_query_names_valid(const char *names, char *detail, size_t len);
  * most SRV_QUERY_MAX_RANKS, each 0..INT32_MAX. 0, or -1 when malformed. */
 int srv_query_ranks_array(const char *s, char *out, size_t outlen, int *count);
 
+/* Whether s[0..n) is text PostgreSQL takes: well-formed UTF-8 (no overlong forms, surrogates
+ * or code points past U+10FFFF) without NUL bytes. */
+int srv_query_text_valid(const char *s, size_t n);
+
+/* Makes the NUL-terminated s valid UTF-8 in place: each byte that does not begin a well-formed
+ * sequence becomes '?' (for echoing what a client sent into a JSON reply). */
+void srv_query_text_scrub(char *s);
+
 #endif

@@ -49,6 +49,8 @@ const struct srv_route srv_routes[] = {
     {"POST", "/api/v1/tokens", h_tokens_create, SRV_ROLE_ADMIN},
     {"GET", "/api/v1/tokens", h_tokens_list, SRV_ROLE_ADMIN},
     {"DELETE", "/api/v1/tokens/{id}", h_tokens_delete, SRV_ROLE_ADMIN},
+    {"GET", "/api/v1/quotas/users/{name}", h_quotas_user_get, SRV_ROLE_USER},
+    {"PUT", "/api/v1/quotas/users/{name}", h_quotas_user_put, SRV_ROLE_ADMIN},
     {"GET", "/metrics", h_prometheus, SRV_ROLE_VIEWER},
     {NULL, NULL, NULL, SRV_ROLE_NONE},
 };

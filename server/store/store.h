@@ -323,10 +323,12 @@ struct store_report {
     const int64_t *step;
     const char *checkpoint_dir, *node_id, *time;
     const json_t *numbers;
+    int64_t max_bytes; /* --max-report-bytes-per-job: past it the job's reports are refused */
 };
 struct store_report_outcome {
     bool known_worker;  /* false: no such worker on that node; nothing was stored */
-    bool duplicate;     /* stored before (a resend, or earlier in the batch): nothing changed */
+    bool duplicate;     /* stored before (a resend, or earlier in the batch), or refused past
+                         * the job's max_bytes (a job event says so): nothing changed */
     int metrics_stored; /* numbers stored (all of a fresh report's; 0 for the others) */
     bool round_ready;   /* stored now, and its round k is complete (every rank has reported k)
                          * with a checkpoint_dir among the round's reports */
@@ -446,6 +448,33 @@ int store_code_owned(struct db_conn *c, const char *sha256, const char *who, boo
 /* *may = whether `node` runs or ran a worker of a job whose spec names package `sha256` (as its
  * code_package or resume_from_package). Returns 1 or an error. */
 int store_code_node_may_fetch(struct db_conn *c, const char *sha256, const char *node, bool *may);
+
+/* ---- quotas (store_quotas.c) ---- */
+/* *used = the bytes `user` keeps in the artifact store (ty_artifact_bytes_used), *limit = their
+ * artifact_bytes quota (the quotas row, else `dflt`; 0: unlimited), *own (optional) = whether a
+ * row of theirs sets it. Returns 1 or an error. */
+int store_artifact_quota(struct db_conn *c, const char *user, int64_t dflt, int64_t *used,
+                         int64_t *limit, bool *own);
+/* A user's own running CPU and GPU limits (a quotas row); -1: the server's default. */
+struct store_user_quota {
+    char *user;
+    int64_t cpus, gpus;
+};
+/* Every user row of `quotas` that sets cpus or gpus, into *out (n entries; free with
+ * store_user_quotas_free, also after a failure). Returns a db_qs. */
+int store_user_quotas(struct db_conn *c, struct store_user_quota **out, size_t *n);
+void store_user_quotas_free(struct store_user_quota *q, size_t n);
+/* Changes `user`'s row of the quotas table: each field marked set takes its value (< 0: NULL, the
+ * server's default); the others keep theirs. A db_qs. */
+struct store_quota_change {
+    bool set_artifact_bytes, set_cpus, set_gpus;
+    int64_t artifact_bytes, cpus, gpus;
+};
+int store_user_quota_set(struct db_conn *c, const char *user, const struct store_quota_change *q);
+/* What `user`'s live workers hold (*cpu_milli, *gpus) and their own cpus and gpus limits (-1:
+ * the server's default). Returns 1 or an error. */
+int store_user_running(struct db_conn *c, const char *user, int64_t *cpu_milli, int64_t *gpus,
+                       int64_t *own_cpus, int64_t *own_gpus);
 
 /* ---- checkpoints (store_checkpoints.c) ---- */
 /* What one committed report brings to checkpoint registration (DESIGN.md section 4). */

@@ -31,12 +31,13 @@ static char *batch_json(const struct store_report *r, size_t n)
 {
     json_t *a = json_array();
     for (size_t i = 0; a && i < n; i++) {
-        json_t *o = json_pack(
-            "{s:I, s:I, s:i, s:i, s:I, s:o, s:o, s:s, s:s, s:O}", "i", (json_int_t)i, "job_id",
-            (json_int_t)r[i].job, "attempt", r[i].attempt, "rank", r[i].rank, "seq",
-            (json_int_t)r[i].seq, "step", r[i].step ? json_integer(*r[i].step) : json_null(),
-            "checkpoint_dir", r[i].checkpoint_dir ? json_string(r[i].checkpoint_dir) : json_null(),
-            "node_id", r[i].node_id, "time", r[i].time, "metrics", (json_t *)r[i].numbers);
+        json_t *o = json_pack("{s:I, s:I, s:i, s:i, s:I, s:o, s:o, s:s, s:s, s:O, s:I}", "i",
+                              (json_int_t)i, "job_id", (json_int_t)r[i].job, "attempt",
+                              r[i].attempt, "rank", r[i].rank, "seq", (json_int_t)r[i].seq, "step",
+                              r[i].step ? json_integer(*r[i].step) : json_null(), "checkpoint_dir",
+                              r[i].checkpoint_dir ? json_string(r[i].checkpoint_dir) : json_null(),
+                              "node_id", r[i].node_id, "time", r[i].time, "metrics",
+                              (json_t *)r[i].numbers, "max_bytes", (json_int_t)r[i].max_bytes);
         if (o == NULL || json_array_append_new(a, o) != 0) {
             json_decref(a);
             a = NULL;

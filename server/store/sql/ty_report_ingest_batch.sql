@@ -1,10 +1,13 @@
 -- Ingests a batch of reports (server/control/control_report.c). p_reports: a JSON array of
--- objects {i, job_id, attempt, rank, seq, step, checkpoint_dir, node_id, time, metrics}
--- (i: the caller's index; metrics: an object of numbers). For each report of a worker that runs
--- in that attempt on that node: one reports row holding its numbers, and one `report` row
--- appended to the job's stream (ty_stream_append_batch); a report already stored (a resend, or
--- twice in the batch) changes nothing. jobs.last_metrics takes each job's newest rank 0 report
--- (by attempt, then seq) when it is newer than the one held. Returns one row per input element:
+-- objects {i, job_id, attempt, rank, seq, step, checkpoint_dir, node_id, time, metrics,
+-- max_bytes} (i: the caller's index; metrics: an object of numbers; max_bytes: the server's
+-- --max-report-bytes-per-job, 0 none). For each report of a worker that runs in that attempt on
+-- that node: one reports row holding its numbers, and one `report` row appended to the job's
+-- stream (ty_stream_append_batch); a report already stored (a resend, or twice in the batch)
+-- changes nothing. jobs.report_bytes grows by each stored report's size; once it has reached
+-- max_bytes the job's later reports are refused (stored nothing, answered as not fresh), and the
+-- batch that reaches it records a job event saying so. jobs.last_metrics takes each job's newest
+-- rank 0 report (by attempt, then seq) when it is newer than the one held. Returns one row per input element:
 -- whether its worker is known, whether it was stored now (fresh), and whether its round (k of
 -- every rank) is now complete with a checkpoint_dir among its reports, so that the caller
 -- registers checkpoint k. A time PostgreSQL refuses fails the whole call (SQLSTATE class 22):
@@ -20,14 +23,26 @@ BEGIN
     WITH inp AS (
         SELECT x.*, EXISTS (SELECT 1 FROM workers w
                             WHERE w.job_id = x.job_id AND w.attempt = x.attempt
-                              AND w.rank = x.rank AND w.node_id = x.node_id) AS known
+                              AND w.rank = x.rank AND w.node_id = x.node_id) AS known,
+               (octet_length(coalesce(x.metrics, '{}'::jsonb)::text)
+                + coalesce(octet_length(x.checkpoint_dir), 0) + 64)::bigint AS size
         FROM jsonb_to_recordset(p_reports) AS x(i integer, job_id bigint, attempt integer,
                                                 rank integer, seq bigint, step bigint,
                                                 checkpoint_dir text, node_id text,
-                                                "time" timestamptz, metrics jsonb)
-    ), uniq AS (
+                                                "time" timestamptz, metrics jsonb,
+                                                max_bytes bigint)
+    ), dedup AS (
         SELECT DISTINCT ON (job_id, attempt, rank, seq) * FROM inp WHERE known
         ORDER BY job_id, attempt, rank, seq, i
+    ), acc AS (
+        -- the job's report bytes before each report: stored ones, then this batch's in order
+        SELECT d.*, coalesce((SELECT jb.report_bytes FROM jobs jb WHERE jb.id = d.job_id), 0)
+                    + coalesce(sum(d.size) OVER (PARTITION BY d.job_id ORDER BY d.i
+                                                 ROWS BETWEEN UNBOUNDED PRECEDING
+                                                          AND 1 PRECEDING), 0) AS prior_bytes
+        FROM dedup d
+    ), uniq AS (
+        SELECT * FROM acc WHERE coalesce(max_bytes, 0) <= 0 OR prior_bytes < max_bytes
     ), r AS (
         INSERT INTO reports (job_id, attempt, rank, seq, step, checkpoint_dir, node_id,
                              reported_at, metrics)
@@ -41,16 +56,44 @@ BEGIN
     ), best AS (
         SELECT DISTINCT ON (job_id) * FROM rw WHERE rank = 0
         ORDER BY job_id, attempt DESC, seq DESC
+    ), sz AS (
+        SELECT job_id, max(max_bytes) AS max_bytes, sum(size)::bigint AS bytes
+        FROM rw GROUP BY job_id
+    ), upd AS (
+        SELECT sz.*, b.attempt, b.seq,
+               CASE WHEN b.step IS NULL THEN b.metrics
+                    ELSE b.metrics || jsonb_build_object('step', b.step) END AS result
+        FROM sz LEFT JOIN best b USING (job_id)
     ), j AS (
-        UPDATE jobs SET last_metrics = CASE WHEN b.step IS NULL THEN b.metrics
-                                            ELSE b.metrics || jsonb_build_object('step', b.step)
-                                       END,
-                        last_metrics_attempt = b.attempt, last_metrics_seq = b.seq
-        FROM best b
-        WHERE jobs.id = b.job_id
-          AND (b.attempt, b.seq) > (coalesce(jobs.last_metrics_attempt, -1),
-                                    coalesce(jobs.last_metrics_seq, -1))
-        RETURNING 1
+        UPDATE jobs SET report_bytes = jobs.report_bytes + u.bytes,
+                        last_metrics = CASE WHEN u.attempt IS NULL
+                                              OR (u.attempt, u.seq)
+                                                 <= (coalesce(jobs.last_metrics_attempt, -1),
+                                                     coalesce(jobs.last_metrics_seq, -1))
+                                            THEN jobs.last_metrics ELSE u.result END,
+                        last_metrics_attempt = CASE WHEN u.attempt IS NULL
+                                                      OR (u.attempt, u.seq)
+                                                         <= (coalesce(jobs.last_metrics_attempt, -1),
+                                                             coalesce(jobs.last_metrics_seq, -1))
+                                                    THEN jobs.last_metrics_attempt
+                                                    ELSE u.attempt END,
+                        last_metrics_seq = CASE WHEN u.attempt IS NULL
+                                                  OR (u.attempt, u.seq)
+                                                     <= (coalesce(jobs.last_metrics_attempt, -1),
+                                                         coalesce(jobs.last_metrics_seq, -1))
+                                                THEN jobs.last_metrics_seq ELSE u.seq END
+        FROM upd u
+        WHERE jobs.id = u.job_id
+        RETURNING jobs.id, jobs.status, jobs.attempt, jobs.report_bytes, u.bytes, u.max_bytes
+    ), capped AS (
+        INSERT INTO job_events (job_id, attempt, status, message)
+        SELECT id, attempt, status,
+               'reports: ' || report_bytes || ' bytes of reports stored, the cap of '
+               || max_bytes || ' (--max-report-bytes-per-job); the job''s later reports '
+               || '(metrics, checkpoints) are refused'
+        FROM j
+        WHERE coalesce(max_bytes, 0) > 0 AND report_bytes >= max_bytes
+          AND report_bytes - bytes < max_bytes
     )
     SELECT jsonb_agg(jsonb_build_object('i', inp.i, 'known', inp.known,
                                         'fresh', rw.i IS NOT NULL) ORDER BY inp.i),

@@ -130,13 +130,13 @@ class Client:
         """"missing", "uploading" or "complete": what the server holds of package sha256."""
         return self.request("GET", f"/api/v1/code/{sha256}")["state"]
 
-    def upload_code(self, data, own=False):
-        """Stores a packed working directory (tar.gz bytes) unless the server holds it already.
-        own: also unless this user uploaded it before (a checkpoint package, which only its
-        uploaders may resume from). Returns (sha256, uploaded: bool)."""
+    def upload_code(self, data):
+        """Stores a packed working directory or checkpoint directory (tar.gz bytes) unless this
+        user uploaded it before: only a package's uploaders (and admins) may name it in a job.
+        Returns (sha256, uploaded: bool)."""
         sha = hashlib.sha256(data).hexdigest()
         st = self.request("GET", f"/api/v1/code/{sha}")
-        if st["state"] == "complete" and (st.get("owned", True) or not own):
+        if st["state"] == "complete" and st.get("owned", True):
             return sha, False
         off = st.get("offset", 0) or 0
         while off < len(data):

@@ -181,7 +181,7 @@ class DataParallelTrainer:
         if local_ck is not None:  # it travels as a package, as the working directory does
             resume_package, _ = client.upload_code(
                 pack_directory(local_ck, self.max_package_bytes, keep_all=True,
-                               what="resume_from_checkpoint"), own=True)
+                               what="resume_from_checkpoint"))
         spec, wd = self.build(resume_package)
         extra = None
         if self.datasets:  # they travel in the code package, pickled
