@@ -541,8 +541,10 @@ void agent__isolation_poll(struct agent *a);
 void agent__uid_rehold(struct agent *a, const struct agent_worker *w);
 /* Gives back every uid still held (shutdown). */
 void agent__uid_release_all(struct agent *a);
-/* Removes, without following links, every entry owned by uid under dir (a directory owned by
- * uid with all it holds); dir itself is kept. For /tmp, /var/tmp and /dev/shm at a job's end. */
+/* Removes, without following links, every entry of dir that uid owns (a directory with all it
+ * holds); dir itself and what uid put into other users' directories below it are kept (a shared
+ * world-writable working directory holds a job's results). For /tmp, /var/tmp and /dev/shm at a
+ * job's end. */
 void agent__remove_owned(const char *dir, uid_t uid);
 /* Opens dir (absolute) component by component, never following a link (O_NOFOLLOW |
  * O_DIRECTORY at each step). The descriptor, or -1 with errno (ELOOP/ENOTDIR for a link). */

@@ -589,43 +589,25 @@ static void remove_path_nofollow(const char *path)
     close(dfd);
 }
 
-/* The walk of agent__remove_owned: in the directory dfd, removes what uid owns and looks into
- * the directories uid could write to (world-writable, or its group's). */
-static void remove_owned_at(int dfd, uid_t uid, int depth)
+void agent__remove_owned(const char *dir, uid_t uid)
 {
-    int fd = dup(dfd);
+    int dfd = agent__open_dir_nofollow(dir);
+    int fd = dfd >= 0 ? dup(dfd) : -1;
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
         if (fd >= 0)
             close(fd);
+        if (dfd >= 0)
+            close(dfd);
         return;
     }
     struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        struct stat st;
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
-            fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-            continue;
-        if (st.st_uid == uid) {
+    struct stat st;
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+            fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid == uid)
             remove_all_at(dfd, e->d_name, 0);
-        } else if (S_ISDIR(st.st_mode) && depth < 16 &&
-                   ((st.st_mode & S_IWOTH) || ((st.st_mode & S_IWGRP) && st.st_gid == uid))) {
-            int sub = openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (sub >= 0) {
-                remove_owned_at(sub, uid, depth + 1);
-                close(sub);
-            }
-        }
-    }
     closedir(d);
-}
-
-void agent__remove_owned(const char *dir, uid_t uid)
-{
-    int dfd = agent__open_dir_nofollow(dir);
-    if (dfd < 0)
-        return;
-    remove_owned_at(dfd, uid, 0);
     close(dfd);
 }
 
