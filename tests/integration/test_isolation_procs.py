@@ -126,9 +126,17 @@ def test_a_worker_runs_in_a_cgroup_of_its_own_which_takes_its_daemons_with_it(se
     # The daemon went with the worker, and so did the cgroup.
     wait_for(lambda: not pid_alive(daemon), what="the daemon killed")
     wait_for(lambda: not os.path.exists(leaf), what="the worker's cgroup removed")
+    # Its use, read from its cgroups, is in the agent's line about its end.
+    assert f"job {job} attempt 1 rank 0" in text_after(agent, "s of CPU")
     parent = os.path.dirname(leaf)
     assert agent.stop() == 0
     assert not os.path.exists(parent), "the agent's parent cgroup outlived it"
+
+
+def text_after(agent, needle):
+    """The agent log's lines holding needle, once there is one."""
+    return wait_for(lambda: "\n".join(ln for ln in agent.log_text().splitlines() if needle in ln),
+                    what=f"'{needle}' in the agent log")
 
 
 HOG = textwrap.dedent("""

@@ -165,12 +165,16 @@ void agent__worker_gone(struct agent *a, struct agent_worker *w, const int *wait
             snprintf(error, sizeof(error), "its supervisor ended without a status");
         }
     }
+    char usage[96] = "";
+    int64_t cpu_usec, mem_bytes;
+    if (agent__cgroup_usage(a, w, &cpu_usec, &mem_bytes) == 0)
+        snprintf(usage, sizeof(usage), " after %.1f s of CPU", (double)cpu_usec / 1e6);
     if (sig >= 0)
-        TY_INFO("proc", "job %s attempt %lld rank %lld (pid %ld) killed by signal %d", w->job_id,
-                (long long)w->attempt, (long long)w->rank, (long)w->pid, sig);
+        TY_INFO("proc", "job %s attempt %lld rank %lld (pid %ld) killed by signal %d%s", w->job_id,
+                (long long)w->attempt, (long long)w->rank, (long)w->pid, sig, usage);
     else
-        TY_INFO("proc", "job %s attempt %lld rank %lld (pid %ld) exited with %d", w->job_id,
-                (long long)w->attempt, (long long)w->rank, (long)w->pid, code);
+        TY_INFO("proc", "job %s attempt %lld rank %lld (pid %ld) exited with %d%s", w->job_id,
+                (long long)w->attempt, (long long)w->rank, (long)w->pid, code, usage);
     agent__worker_exited(a, w, code, sig, error[0] ? error : NULL);
     if (!attempt_running(a, w->job_id, w->attempt)) {
         remove_shm_leftovers(w->job_id, w->attempt);
