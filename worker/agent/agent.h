@@ -68,10 +68,10 @@ struct agent_config {
     char *token;              /* from --token, or read from --token-file */
     char *token_file;
     char *data_dir;
-    char *run_as;      /* auto, uids, none, or a user name (isolate.c) */
-    char *worker_uids; /* "LO-HI": the uids of --run-as uids */
-    char *uid_lock_dir; /* host-wide uid reservations: one flock'd file per uid (isolate.c) */
-    char *cgroups;      /* auto, required or off (cgroup.c) */
+    char *run_as;            /* auto, uids, none, or a user name (isolate.c) */
+    char *worker_uids;       /* "LO-HI": the uids of --run-as uids */
+    char *uid_lock_dir;      /* host-wide uid reservations: one flock'd file per uid (isolate.c) */
+    char *cgroups;           /* auto, required or off (cgroup.c) */
     int64_t worker_pids_max; /* pids.max of each worker's cgroup (0: no limit) */
     char *node_id;
     char *address;
@@ -280,10 +280,10 @@ enum agent_worker_status { AGENT_WORKER_RUNNING, AGENT_WORKER_EXITED };
 
 /* The cgroups the agent puts workers in (cgroup.c). */
 struct agent_cgroups {
-    int version;                 /* 2, 1, or 0: none */
-    size_t n;                    /* hierarchies used (v2: 1) */
-    char *parent[AGENT_CG_MAX];  /* the agent's own parent in each: .../trainyard-<node>-<pid> */
-    int ctl[AGENT_CG_MAX];       /* the controllers of each (cgroup.c's CG_* bits) */
+    int version;                /* 2, 1, or 0: none */
+    size_t n;                   /* hierarchies used (v2: 1) */
+    char *parent[AGENT_CG_MAX]; /* the agent's own parent in each: .../trainyard-<node>-<pid> */
+    int ctl[AGENT_CG_MAX];      /* the controllers of each (cgroup.c's CG_* bits) */
 };
 
 /* A uid reserved on this host for one job (isolate.c): a flock on <uid-lock-dir>/uid-<N>.lock. */
@@ -380,7 +380,7 @@ struct agent {
     int lease_fd;             /* <data>/agent.lease, written by the agent (-1: none) */
     int lease_read_fd;        /* the same, read only: what the supervisors get (-1: none) */
     int64_t orphan_timeout_s; /* a supervisor kills its worker after this long without an agent */
-    struct agent_cgroups cg;          /* cgroup.c */
+    struct agent_cgroups cg;  /* cgroup.c */
     struct agent_uid_hold *uid_holds; /* isolate.c: uids this agent holds on the host */
 
     /* websocket */

@@ -149,8 +149,8 @@ static char *mount_of(const char *ctl, int *also)
         bool match = false;
         for (char *tok = strtok(super, ","); tok; tok = strtok(NULL, ",")) {
             match = match || strcmp(tok, ctl) == 0;
-            have |= strcmp(tok, "memory") == 0 ? CG_MEMORY
-                    : strcmp(tok, "cpu") == 0  ? CG_CPU
+            have |= strcmp(tok, "memory") == 0    ? CG_MEMORY
+                    : strcmp(tok, "cpu") == 0     ? CG_CPU
                     : strcmp(tok, "cpuacct") == 0 ? CG_CPUACCT
                     : strcmp(tok, "pids") == 0    ? CG_PIDS
                                                   : 0;
@@ -238,9 +238,9 @@ static int init_v1(struct agent *a, const char *name, char *why, size_t whylen)
         char *mnt = mount_of(ctl_names[i], &also);
         char *own = mnt ? own_path(ctl_names[i]) : NULL;
         char dir[PATH_MAX];
-        int n = own ? snprintf(dir, sizeof(dir), "%s%s/%s", mnt, strcmp(own, "/") == 0 ? "" : own,
-                               name)
-                    : -1;
+        int n =
+            own ? snprintf(dir, sizeof(dir), "%s%s/%s", mnt, strcmp(own, "/") == 0 ? "" : own, name)
+                : -1;
         if (n < 0 || (size_t)n >= sizeof(dir) || make_dir(dir) != 0) {
             snprintf(why, whylen, "no v1 %s hierarchy to create cgroups in%s%s", ctl_names[i],
                      n < 0 ? "" : ": ", n < 0 ? "" : strerror(errno));
@@ -305,8 +305,8 @@ int agent__cgroup_init(struct agent *a)
     }
     agent__cgroup_fini(a);
     if (strcmp(mode, "required") == 0) {
-        TY_ERROR("agent", "--cgroups required, but no cgroup can be created (v2: %s; v1: %s)",
-                 why2, why1);
+        TY_ERROR("agent", "--cgroups required, but no cgroup can be created (v2: %s; v1: %s)", why2,
+                 why1);
         return -1;
     }
     TY_ERROR("agent",
@@ -447,8 +447,8 @@ bool agent__cgroup_remove(struct agent_worker *w)
     return empty;
 }
 
-int agent__cgroup_usage(const struct agent *a, const struct agent_worker *w,
-                        int64_t *cpu_usec, int64_t *memory_bytes)
+int agent__cgroup_usage(const struct agent *a, const struct agent_worker *w, int64_t *cpu_usec,
+                        int64_t *memory_bytes)
 {
     *cpu_usec = *memory_bytes = -1;
     for (size_t i = 0; i < w->cg_n && i < a->cg.n; i++) {

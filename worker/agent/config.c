@@ -47,8 +47,8 @@ static const struct option_def options[] = {
      "each worker in a cgroup of its own (limits, usage, clean-up): auto (when the agent can "
      "create cgroups, else it says so and runs workers without), required (refuse to start "
      "without), off"},
-    {"worker-pids-max", "TRAINYARD_AGENT_WORKER_PIDS_MAX", I(worker_pids_max), "4096", 0,
-     4194304, "processes and threads one worker may have at once (its cgroup's pids.max; 0: no "
+    {"worker-pids-max", "TRAINYARD_AGENT_WORKER_PIDS_MAX", I(worker_pids_max), "4096", 0, 4194304,
+     "processes and threads one worker may have at once (its cgroup's pids.max; 0: no "
      "limit)"},
     {"api-url", "TRAINYARD_API_URL", S(api_url), NULL, 0, 0,
      "server REST URL checkpoints are uploaded to (default: --server's host, port 8080; "

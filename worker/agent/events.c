@@ -134,16 +134,16 @@ struct aproto_worker_event *agent__workers_state(const struct agent *a, size_t *
     for (const struct agent_worker *w = a->workers; states && w; w = w->next)
         if (!w->acked)
             states[(*n)++] = (struct aproto_worker_event){
-            .seq = -1,
-            .job_id = w->job_id,
-            .attempt = w->attempt,
-            .rank = w->rank,
-            .pid = w->pid,
-            .exited = w->status != AGENT_WORKER_RUNNING,
-            .exit_code = w->exit_code,
-            .signal = w->signal,
-            .error = w->error,
-        };
+                .seq = -1,
+                .job_id = w->job_id,
+                .attempt = w->attempt,
+                .rank = w->rank,
+                .pid = w->pid,
+                .exited = w->status != AGENT_WORKER_RUNNING,
+                .exit_code = w->exit_code,
+                .signal = w->signal,
+                .error = w->error,
+            };
     return states;
 }
 

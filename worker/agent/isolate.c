@@ -233,8 +233,10 @@ static int lock_dir_open(const struct agent *a)
     int fd = agent__open_dir_nofollow(dir);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0 || st.st_uid != 0 || (st.st_mode & 022) != 0) {
-        TY_ERROR("agent", "--uid-lock-dir %s must be a directory of root's that only root may "
-                          "write (not a link)", dir);
+        TY_ERROR("agent",
+                 "--uid-lock-dir %s must be a directory of root's that only root may "
+                 "write (not a link)",
+                 dir);
         if (fd >= 0)
             close(fd);
         return -1;
@@ -581,8 +583,8 @@ static void remove_path_nofollow(const char *path)
     *slash = '\0';
     int dfd = agent__open_dir_nofollow(parent[0] ? parent : "/");
     if (dfd < 0) {
-        TY_WARN("proc", "%s not removed: cannot open %s without following links: %s", path,
-                parent, strerror(errno));
+        TY_WARN("proc", "%s not removed: cannot open %s without following links: %s", path, parent,
+                strerror(errno));
         return;
     }
     remove_all_at(dfd, slash + 1, 0);

@@ -38,8 +38,9 @@ static void request_checkpoint(const struct agent_worker *w)
     int dfd = agent__open_dir_nofollow(w->tmp_dir);
     struct stat st;
     if (dfd < 0 || fstat(dfd, &st) != 0 || (w->uid != AGENT_NO_UID && st.st_uid != w->uid)) {
-        TY_WARN("proc", "cannot ask job %s rank %lld to checkpoint: its TMPDIR %s is gone or "
-                        "was replaced (%s)",
+        TY_WARN("proc",
+                "cannot ask job %s rank %lld to checkpoint: its TMPDIR %s is gone or "
+                "was replaced (%s)",
                 w->job_id, (long long)w->rank, w->tmp_dir, dfd < 0 ? strerror(errno) : "owner");
         if (dfd >= 0)
             close(dfd);
