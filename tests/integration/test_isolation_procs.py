@@ -89,11 +89,14 @@ def cgroup_dir(controller, path):
 # ---- every worker in a cgroup of its own --------------------------------------------------
 
 DAEMON = textwrap.dedent("""
-    import os, subprocess, sys, time
+    import os, sys, time
     # A daemon that leaves the worker's process group and session: only its cgroup still holds
     # it.
-    p = subprocess.Popen(["setsid", "sleep", "1000"], start_new_session=True)
-    print("DAEMON", p.pid, flush=True)
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        os.execvp("sleep", ["sleep", "1000"])
+    print("DAEMON", pid, flush=True)
     print("CGROUP", open("/proc/self/cgroup").read().replace("\\n", "|"), flush=True)
     time.sleep(1000)
 """)
