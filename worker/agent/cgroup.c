@@ -176,6 +176,42 @@ static void parent_name(const struct agent *a, char *buf, size_t len)
     snprintf(buf, len, "trainyard-%s-%ld", node, (long)getpid());
 }
 
+/* Removes the empty cgroups an agent that is gone (killed, its workers ended since) left in
+ * base: trainyard-*-<pid> with no live <pid>. rmdir never removes a cgroup a process is still
+ * in, so the ones whose workers wait to be adopted stay. */
+static void sweep_stale(const char *base)
+{
+    DIR *d = opendir(base);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *dash = strrchr(e->d_name, '-');
+        char *end = NULL;
+        long pid = dash ? strtol(dash + 1, &end, 10) : 0;
+        char dir[PATH_MAX], proc[64];
+        snprintf(proc, sizeof(proc), "/proc/%ld", pid);
+        if (strncmp(e->d_name, "trainyard-", 10) != 0 || pid <= 0 || !end || *end ||
+            access(proc, F_OK) == 0 ||
+            (size_t)snprintf(dir, sizeof(dir), "%s/%s", base, e->d_name) >= sizeof(dir))
+            continue;
+        DIR *sub = opendir(dir);
+        struct dirent *c;
+        while (sub && (c = readdir(sub)) != NULL) {
+            char leaf[PATH_MAX + 256];
+            struct stat st;
+            snprintf(leaf, sizeof(leaf), "%s/%s", dir, c->d_name);
+            if (c->d_name[0] != '.' && lstat(leaf, &st) == 0 && S_ISDIR(st.st_mode))
+                rmdir(leaf);
+        }
+        if (sub)
+            closedir(sub);
+        if (rmdir(dir) == 0)
+            TY_INFO("agent", "removed %s, left by an agent that is gone", dir);
+    }
+    closedir(d);
+}
+
 /* Creates dir (0755); an existing one is fine. */
 static int make_dir(const char *dir)
 {
@@ -208,6 +244,7 @@ static int init_v2(struct agent *a, const char *name, char *why, size_t whylen)
     snprintf(base, sizeof(base), "%s%s", mnt, strcmp(own, "/") == 0 ? "" : own);
     if (!v2_delegates(base))
         snprintf(base, sizeof(base), "%s", mnt);
+    sweep_stale(base);
     if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", base, name) >= sizeof(dir) ||
         !v2_delegates(base) || make_dir(dir) != 0 || !v2_delegates(dir)) {
         snprintf(why, whylen, "cannot create %.300s with memory, cpu and pids: %s", dir,
@@ -241,6 +278,12 @@ static int init_v1(struct agent *a, const char *name, char *why, size_t whylen)
         int n =
             own ? snprintf(dir, sizeof(dir), "%s%s/%s", mnt, strcmp(own, "/") == 0 ? "" : own, name)
                 : -1;
+        if (n >= 0 && (size_t)n < sizeof(dir)) {
+            char *slash = strrchr(dir, '/');
+            *slash = '\0';
+            sweep_stale(dir);
+            *slash = '/';
+        }
         if (n < 0 || (size_t)n >= sizeof(dir) || make_dir(dir) != 0) {
             snprintf(why, whylen, "no v1 %s hierarchy to create cgroups in%s%s", ctl_names[i],
                      n < 0 ? "" : ": ", n < 0 ? "" : strerror(errno));
