@@ -230,7 +230,7 @@ char *aproto_msg_launch(const struct aproto_launch *l)
     }
     return dump_steal(json_pack(
         "{s:s, s:s, s:I, s:s?, s:O, s:o, s:O?, s:O?, s:I, s:I, s:I, s:I, s:s, s:I, s:o, s:o?, "
-        "s:o, s:s?, s:o?, s:s*, s:s*, s:s*}",
+        "s:o, s:s?, s:o?, s:s*, s:s*, s:s*, s:{s:I, s:I}}",
         "type", "launch", "job_id", l->job_id, "attempt", (json_int_t)l->attempt, "backend",
         l->backend, "entrypoint", (json_t *)l->entrypoint, "working_dir",
         str_or_null(l->working_dir), "env", (json_t *)l->env, "config", (json_t *)l->config,
@@ -244,5 +244,6 @@ char *aproto_msg_launch(const struct aproto_launch *l)
                         l->checkpoint_fetch_sha256, "shared", l->checkpoint_fetch_shared)
             : NULL,
         "code_package", l->code_sha256, "storage_path", l->storage_path, "checkpoint_package",
-        l->checkpoint_package));
+        l->checkpoint_package, "limits", "cpu_milli", (json_int_t)l->cpu_milli, "memory_mb",
+        (json_int_t)l->memory_mb));
 }

@@ -112,6 +112,8 @@ struct aproto_launch {
     const char **rank_addresses;    /* world_size entries (the node address of each rank), or NULL:
                                      * all on master_addr */
     const char *rendezvous_secret;  /* the attempt's collective rendezvous secret; NULL: none */
+    int64_t cpu_milli, memory_mb;   /* each worker's limits (resources_per_worker: CPU in
+                                     * thousandths, memory_mb); wire "limits", 0 or absent: none */
     struct aproto_launch_worker *workers;
     size_t n_workers;
 };

@@ -220,6 +220,15 @@ static int parse_launch(json_t *root, struct aproto_launch *l, char *err, size_t
             return ERR("'checkpoint_fetch.shared' must be an absolute path");
         l->checkpoint_fetch_shared = json_string_value(shared);
     }
+    json_t *lim = json_object_get(root, "limits");
+    if (lim && !json_is_null(lim)) {
+        if (!json_is_object(lim) ||
+            util_json_int(lim, "cpu_milli", true, 0, INT64_C(1) << 40, &l->cpu_milli, err, errlen) <
+                0 ||
+            util_json_int(lim, "memory_mb", true, 0, INT64_C(1) << 40, &l->memory_mb, err, errlen) <
+                0)
+            return ERR("'limits' must be {\"cpu_milli\": N, \"memory_mb\": N}");
+    }
     json_t *sp = json_object_get(root, "storage_path");
     if (sp && !json_is_null(sp)) {
         if (!json_is_string(sp) || json_string_value(sp)[0] != '/')

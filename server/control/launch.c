@@ -145,6 +145,8 @@ int srv_launch_build(int64_t job, int attempt, const struct jobspec *spec,
         .rank_addresses = (const char **)rows->rank_addresses,
         .rendezvous_secret = rows->rendezvous_secret,
         .storage_path = spec->storage_path,
+        .cpu_milli = spec->cpu_milli,
+        .memory_mb = spec->memory_mb,
     };
     struct srv_launch_msg *msgs = calloc(rows->n_workers + 1, sizeof(*msgs));
     int rc = msgs && entrypoint && env ? 0 : -1;

@@ -60,7 +60,14 @@ int agent__lease_open(struct agent *a)
     /* Numbered 10 or above: spawning moves the supervisor's descriptors to 3, 4 and 5. */
     a->lease_fd = fcntl(fd, F_DUPFD_CLOEXEC, 10);
     close(fd);
-    if (a->lease_fd < 0) {
+    /* The supervisors get a descriptor of their own, read only: one runs as its worker's uid,
+     * and a worker that took a writable one (pidfd_getfd) could make every supervisor on the
+     * node believe the agent gone. */
+    fd = a->lease_fd < 0 ? -1 : open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    a->lease_read_fd = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 10);
+    if (fd >= 0)
+        close(fd);
+    if (a->lease_fd < 0 || a->lease_read_fd < 0) {
         TY_ERROR("agent", "cannot open %s: %s", path, strerror(errno));
         return -1;
     }
@@ -175,6 +182,14 @@ int agent__worker_record_write(struct agent *a, const struct agent_worker *w)
                           "uid", (json_int_t)uid, "gid", (json_int_t)gid, "tmp_dir", w->tmp_dir,
                           "grant_dir", w->grant_dir, "storage_path", w->storage_path,
                           "code_package", w->packages[0], "checkpoint_package", w->packages[1]);
+    json_t *cgs = o ? json_array() : NULL;
+    for (size_t i = 0; cgs && i < w->cg_n; i++)
+        json_array_append_new(cgs, json_string(w->cg_dirs[i] ? w->cg_dirs[i] : ""));
+    if (o && (!cgs || json_object_set_new(o, "cgroups", cgs) != 0 ||
+              json_object_set_new(o, "memory_mb", json_integer(w->memory_mb)) != 0)) {
+        json_decref(o);
+        o = NULL;
+    }
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     int rc = path && text ? write_atomic(path, text) : -1;
@@ -273,6 +288,15 @@ static struct agent_worker *worker_from_record(const char *path)
         w->uid = uid < 0 ? AGENT_NO_UID : (uid_t)uid;
         w->gid = gid < 0 ? AGENT_NO_UID : (gid_t)gid;
         snprintf(w->secret, sizeof(w->secret), "%s", secret);
+        long long mem = member_int(o, "memory_mb", 0, INT64_MAX);
+        w->memory_mb = mem > 0 ? mem : 0;
+        /* Its cgroups, under the earlier agent's parent (ours are per agent process). */
+        json_t *cgs = json_object_get(o, "cgroups");
+        for (size_t i = 0; i < json_array_size(cgs) && i < AGENT_CG_MAX; i++) {
+            const char *d = json_string_value(json_array_get(cgs, i));
+            if (d && d[0] == '/' && !strstr(d, "/..") && (w->cg_dirs[i] = strdup(d)) != NULL)
+                w->cg_n = i + 1;
+        }
     }
     json_decref(o);
     return w;
@@ -297,6 +321,7 @@ static void load_one(struct agent *a, const char *path)
 /* Takes back w when its supervisor still runs, else queues its recorded exit. */
 static void adopt_one(struct agent *a, struct agent_worker *w)
 {
+    agent__uid_rehold(a, w); /* its uid stays this job's until nothing of it is left */
     if (!agent__supervisor_alive(w)) {
         TY_INFO("proc", "job %s attempt %lld rank %lld ended while the agent was away", w->job_id,
                 (long long)w->attempt, (long long)w->rank);

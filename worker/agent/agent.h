@@ -69,8 +69,11 @@ struct agent_config {
     char *token;              /* from --token, or read from --token-file */
     char *token_file;
     char *data_dir;
-    char *run_as;      /* auto, uids, none, or a user name (isolate.c) */
-    char *worker_uids; /* "LO-HI": the uids of --run-as uids */
+    char *run_as;            /* auto, uids, none, or a user name (isolate.c) */
+    char *worker_uids;       /* "LO-HI": the uids of --run-as uids */
+    char *uid_lock_dir;      /* host-wide uid reservations: one flock'd file per uid (isolate.c) */
+    char *cgroups;           /* auto, required or off (cgroup.c) */
+    int64_t worker_pids_max; /* pids.max of each worker's cgroup (0: no limit) */
     char *node_id;
     char *address;
     char *api_url;     /* the server's REST URL for uploads; NULL: --server's host, port 8080 */
@@ -283,6 +286,23 @@ enum agent_worker_status { AGENT_WORKER_RUNNING, AGENT_WORKER_EXITED };
 
 /* A worker's uid when it runs as the agent's own user. */
 #define AGENT_NO_UID ((uid_t)-1)
+#define AGENT_CG_MAX 4 /* cgroup hierarchies a worker is in: v1 memory, cpu, cpuacct, pids */
+
+/* The cgroups the agent puts workers in (cgroup.c). */
+struct agent_cgroups {
+    int version;                /* 2, 1, or 0: none */
+    size_t n;                   /* hierarchies used (v2: 1) */
+    char *parent[AGENT_CG_MAX]; /* the agent's own parent in each: .../trainyard-<node>-<pid> */
+    int ctl[AGENT_CG_MAX];      /* the controllers of each (cgroup.c's CG_* bits) */
+};
+
+/* A uid reserved on this host for one job (isolate.c): a flock on <uid-lock-dir>/uid-<N>.lock. */
+struct agent_uid_hold {
+    struct agent_uid_hold *next;
+    uid_t uid;
+    int fd;
+    char job_id[APROTO_MAX_JOB_ID + 1];
+};
 
 /* A worker's last heartbeat on the report socket (progress.c). */
 struct agent_worker_progress {
@@ -320,6 +340,11 @@ struct agent_worker {
                          * NULL: kept in the node's code cache while it runs (code.c) */
     char secret[65];    /* TRAINYARD_REPORT_SECRET: proves it on the report socket */
     struct agent_worker_progress progress;
+    char *cg_dirs[AGENT_CG_MAX]; /* its cgroups, one per hierarchy (agent.cg order); NULL once
+                                  * removed */
+    size_t cg_n;                 /* 0: none (cgroups off, or all removed) */
+    int64_t memory_mb;           /* its memory limit (resources_per_worker), 0: none */
+    bool acked; /* its exit was acknowledged: freed once its cgroups and uid are cleaned up */
 };
 
 enum agent_event_kind { AGENT_EV_STARTED, AGENT_EV_EXITED, AGENT_EV_REPORT, AGENT_EV_LOG };
@@ -362,8 +387,11 @@ struct agent {
     char *spool_dir;
     char *workers_dir;        /* <data>/workers: one record per running worker (adopt.c) */
     char *supervisor_path;    /* trainyard-supervisor, beside the agent's executable */
-    int lease_fd;             /* <data>/agent.lease, read by the supervisors (-1: none) */
+    int lease_fd;             /* <data>/agent.lease, written by the agent (-1: none) */
+    int lease_read_fd;        /* the same, read only: what the supervisors get (-1: none) */
     int64_t orphan_timeout_s; /* a supervisor kills its worker after this long without an agent */
+    struct agent_cgroups cg;  /* cgroup.c */
+    struct agent_uid_hold *uid_holds; /* isolate.c: uids this agent holds on the host */
 
     /* websocket */
     struct lws *wsi;
@@ -519,6 +547,46 @@ int agent__grant_checkpoint(struct agent *a, struct agent_worker *w, const char 
  * removes the temporary directories of its exited workers and takes back their grants. */
 void agent__isolation_worker_done(struct agent *a, struct agent_worker *w);
 void agent__worker_free(struct agent_worker *w);
+/* Every exited worker's cgroups emptied and removed, and every uid no worker needs any more
+ * cleaned up and given back (poll timer). */
+void agent__isolation_poll(struct agent *a);
+/* Takes the host-wide reservation of w's uid again (an adopted worker). */
+void agent__uid_rehold(struct agent *a, const struct agent_worker *w);
+/* Gives back every uid still held (shutdown). */
+void agent__uid_release_all(struct agent *a);
+/* Removes, without following links, every entry of dir that uid owns (a directory with all it
+ * holds); dir itself and what uid put into other users' directories below it are kept (a shared
+ * world-writable working directory holds a job's results). For /tmp, /var/tmp and /dev/shm at a
+ * job's end. */
+void agent__remove_owned(const char *dir, uid_t uid);
+/* Opens dir (absolute) component by component, never following a link (O_NOFOLLOW |
+ * O_DIRECTORY at each step). The descriptor, or -1 with errno (ELOOP/ENOTDIR for a link). */
+int agent__open_dir_nofollow(const char *dir);
+
+/* cgroup.c */
+/* Finds the cgroup hierarchies and creates the agent's parent cgroups (--cgroups). 0, or -1
+ * (logged) when --cgroups required finds none or the option is bad. */
+int agent__cgroup_init(struct agent *a);
+/* Removes the agent's parent cgroups when empty and frees them. */
+void agent__cgroup_fini(struct agent *a);
+/* Creates w's cgroups (none when the agent has none) with its limits (0: none). 0, or -1 with
+ * errno (what was created is in w->cg_dirs, removed by agent__cgroup_remove). */
+int agent__cgroup_create(struct agent *a, struct agent_worker *w, int64_t cpu_milli,
+                         int64_t memory_mb);
+/* Opens w's cgroup.procs files for writing (fds, w->cg_n of them, numbered 10 or above,
+ * close-on-exec): the child writes "0" to each to join. Their count, or -1 with errno. */
+int agent__cgroup_join_fds(const struct agent_worker *w, int *fds);
+/* SIGKILLs every process in w's cgroups. True when none was left to kill. */
+bool agent__cgroup_kill(struct agent_worker *w);
+/* Removes w's cgroups (an adopted worker's: the earlier agent's parent too, once empty). True
+ * when all are gone; false while a process is still in one. */
+bool agent__cgroup_remove(struct agent_worker *w);
+/* w's CPU time (microseconds) and memory in use (bytes), read from its cgroups. 0, or -1 (each
+ * -1) when it has none. */
+int agent__cgroup_usage(const struct agent *a, const struct agent_worker *w, int64_t *cpu_usec,
+                        int64_t *memory_bytes);
+/* How many processes of w the out-of-memory killer killed; -1: unknown. */
+int64_t agent__cgroup_oom_kills(const struct agent *a, const struct agent_worker *w);
 
 /* logs.c */
 /* The log path of a rank (malloc'd), creating its directory. NULL with errno on failure. */

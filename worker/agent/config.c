@@ -40,6 +40,16 @@ static const struct option_def options[] = {
      "the agent's user), uids, none (the agent's user), or a user name (all jobs share it)"},
     {"worker-uids", "TRAINYARD_AGENT_WORKER_UIDS", S(worker_uids), "2000000000-2000009999", 0, 0,
      "LO-HI: the uids --run-as uids gives jobs (no passwd entry needed; keep them unused)"},
+    {"uid-lock-dir", "TRAINYARD_AGENT_UID_LOCK_DIR", S(uid_lock_dir), "/run/trainyard", 0, 0,
+     "where a root agent reserves each uid it gives a job, for every agent of the host (one "
+     "flock'd file per uid; share it between the agents of a host)"},
+    {"cgroups", "TRAINYARD_AGENT_CGROUPS", S(cgroups), "auto", 0, 0,
+     "each worker in a cgroup of its own (limits, usage, clean-up): auto (when the agent can "
+     "create cgroups, else it says so and runs workers without), required (refuse to start "
+     "without), off"},
+    {"worker-pids-max", "TRAINYARD_AGENT_WORKER_PIDS_MAX", I(worker_pids_max), "4096", 0, 4194304,
+     "processes and threads one worker may have at once (its cgroup's pids.max; 0: no "
+     "limit)"},
     {"api-url", "TRAINYARD_API_URL", S(api_url), NULL, 0, 0,
      "server REST URL checkpoints are uploaded to (default: --server's host, port 8080; "
      "none: keep them on this node only)"},

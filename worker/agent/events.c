@@ -61,6 +61,10 @@ static void forget_acked_worker(struct agent *a, int64_t seq)
     for (struct agent_worker **pp = &a->workers; *pp; pp = &(*pp)->next) {
         struct agent_worker *w = *pp;
         if (w->status == AGENT_WORKER_EXITED && w->exit_seq == seq) {
+            if (w->cg_n > 0) { /* agent__isolation_poll frees it once its cgroups are gone */
+                w->acked = true;
+                return;
+            }
             *pp = w->next;
             agent__worker_free(w);
             return;
@@ -125,20 +129,21 @@ struct aproto_worker_event *agent__workers_state(const struct agent *a, size_t *
     size_t count = 0;
     *n = 0;
     for (const struct agent_worker *w = a->workers; w; w = w->next)
-        count++;
+        count += !w->acked;
     struct aproto_worker_event *states = count ? calloc(count, sizeof(*states)) : NULL;
     for (const struct agent_worker *w = a->workers; states && w; w = w->next)
-        states[(*n)++] = (struct aproto_worker_event){
-            .seq = -1,
-            .job_id = w->job_id,
-            .attempt = w->attempt,
-            .rank = w->rank,
-            .pid = w->pid,
-            .exited = w->status != AGENT_WORKER_RUNNING,
-            .exit_code = w->exit_code,
-            .signal = w->signal,
-            .error = w->error,
-        };
+        if (!w->acked)
+            states[(*n)++] = (struct aproto_worker_event){
+                .seq = -1,
+                .job_id = w->job_id,
+                .attempt = w->attempt,
+                .rank = w->rank,
+                .pid = w->pid,
+                .exited = w->status != AGENT_WORKER_RUNNING,
+                .exit_code = w->exit_code,
+                .signal = w->signal,
+                .error = w->error,
+            };
     return states;
 }
 

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -185,70 +186,134 @@ int agent__isolation_init(struct agent *a)
 /* Uids                                                                                         */
 /* ------------------------------------------------------------------------------------------ */
 
-static bool uid_running(const struct agent *a, uid_t uid)
+/* Whether a process of the host has uid among its real, effective, saved or filesystem uids. */
+static bool uid_has_processes(uid_t uid)
 {
-    for (const struct agent_worker *w = a->workers; w; w = w->next)
-        if (w->status == AGENT_WORKER_RUNNING && w->uid == uid)
-            return true;
-    return false;
-}
-
-/* The uids in lo-hi that a live process of this node has as its real, effective or saved uid
- * (zombies aside), from /proc/PID/status: another agent's workers (two agents on one node with
- * overlapping --worker-uids) or what an earlier job left. Such a uid is not given to a job: its
- * processes could signal them, and the uid's clean-up (kill_uid) would kill them. Returns how
- * many, in *out (malloc'd, possibly with repeats; NULL when none); 0 when /proc cannot be read. */
-static size_t uids_in_use(uid_t lo, uid_t hi, uid_t **out)
-{
-    *out = NULL;
     DIR *d = opendir("/proc");
     if (!d)
-        return 0;
-    size_t n = 0, cap = 0;
+        return true; /* cannot tell: keep the uid */
+    bool found = false;
     struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
+    while (!found && (e = readdir(d)) != NULL) {
         if (e->d_name[0] < '1' || e->d_name[0] > '9')
             continue;
-        char path[300], buf[2048];
+        char path[300], buf[4096];
         snprintf(path, sizeof(path), "/proc/%s/status", e->d_name);
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
-            continue; /* gone meanwhile */
-        ssize_t len = read(fd, buf, sizeof(buf) - 1);
+            continue;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
         close(fd);
-        if (len <= 0)
+        if (n <= 0)
             continue;
-        buf[len] = '\0';
-        const char *state = strstr(buf, "\nState:\t");
-        const char *uids = strstr(buf, "\nUid:\t");
-        if (!uids || (state && state[8] == 'Z'))
-            continue;
-        char *p = (char *)uids + 6;
-        for (int i = 0; i < 3; i++) {
-            unsigned long u = strtoul(p, &p, 10);
-            if (u < lo || u > hi)
-                continue;
-            if (n == cap) {
-                size_t ncap = cap ? 2 * cap : 16;
-                uid_t *grown = realloc(*out, ncap * sizeof(**out));
-                if (!grown)
-                    break;
-                *out = grown;
-                cap = ncap;
-            }
-            (*out)[n++] = (uid_t)u;
-        }
+        buf[n] = '\0';
+        char *line = strstr(buf, "\nUid:");
+        unsigned long ids[4];
+        if (line && sscanf(line + 5, "%lu %lu %lu %lu", &ids[0], &ids[1], &ids[2], &ids[3]) == 4)
+            for (int i = 0; i < 4; i++)
+                found = found || ids[i] == (unsigned long)uid;
     }
     closedir(d);
-    return n;
+    return found;
 }
 
-static bool uid_listed(const uid_t *list, size_t n, uid_t uid)
+/* The uid lock directory (--uid-lock-dir), created 0755 when absent; -1 (logged) when it is not
+ * a directory of root's that only root may write. */
+static int lock_dir_open(const struct agent *a)
 {
-    for (size_t i = 0; i < n; i++)
-        if (list[i] == uid)
-            return true;
-    return false;
+    const char *dir = a->cfg->uid_lock_dir;
+    if (!dir || dir[0] != '/') {
+        TY_ERROR("agent", "--uid-lock-dir must be an absolute path");
+        return -1;
+    }
+    if (util_mkdir_p(dir, 0755) != 0 && errno != EEXIST) {
+        TY_ERROR("agent", "cannot create %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    int fd = agent__open_dir_nofollow(dir);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || st.st_uid != 0 || (st.st_mode & 022) != 0) {
+        TY_ERROR("agent",
+                 "--uid-lock-dir %s must be a directory of root's that only root may "
+                 "write (not a link)",
+                 dir);
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Reserves uid on this host for job_id: a flock on <uid-lock-dir>/uid-<uid>.lock (0600, root's),
+ * taken only while no process of the uid is left (one of a crashed agent's workers would be).
+ * 1 when reserved (added to a->uid_holds), 0 when another agent or process has it, -1 on
+ * error. */
+static int uid_try_hold(struct agent *a, uid_t uid, const char *job_id)
+{
+    int dfd = lock_dir_open(a);
+    if (dfd < 0)
+        return -1;
+    char name[64];
+    snprintf(name, sizeof(name), "uid-%lu.lock", (unsigned long)uid);
+    int fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    close(dfd);
+    if (fd < 0) {
+        TY_ERROR("agent", "cannot open %s/%s: %s", a->cfg->uid_lock_dir, name, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        close(fd);
+        return 0;
+    }
+    if (uid_has_processes(uid)) {
+        close(fd);
+        return 0;
+    }
+    struct agent_uid_hold *h = calloc(1, sizeof(*h));
+    if (!h) {
+        close(fd);
+        return -1;
+    }
+    h->uid = uid;
+    h->fd = fd;
+    snprintf(h->job_id, sizeof(h->job_id), "%s", job_id);
+    h->next = a->uid_holds;
+    a->uid_holds = h;
+    return 1;
+}
+
+static struct agent_uid_hold *hold_of_uid(const struct agent *a, uid_t uid)
+{
+    for (struct agent_uid_hold *h = a->uid_holds; h; h = h->next)
+        if (h->uid == uid)
+            return h;
+    return NULL;
+}
+
+void agent__uid_rehold(struct agent *a, const struct agent_worker *w)
+{
+    if (w->uid == AGENT_NO_UID || a->run_as_user[0] || hold_of_uid(a, w->uid))
+        return;
+    int dfd = lock_dir_open(a);
+    char name[64];
+    snprintf(name, sizeof(name), "uid-%lu.lock", (unsigned long)w->uid);
+    int fd = dfd < 0 ? -1 : openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (dfd >= 0)
+        close(dfd);
+    struct agent_uid_hold *h = fd >= 0 ? calloc(1, sizeof(*h)) : NULL;
+    if (!h || flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        TY_ERROR("agent", "cannot reserve uid %lu of re-adopted job %s again: %s",
+                 (unsigned long)w->uid, w->job_id, h ? "another agent holds it" : strerror(errno));
+        free(h);
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    h->uid = w->uid;
+    h->fd = fd;
+    snprintf(h->job_id, sizeof(h->job_id), "%s", w->job_id);
+    h->next = a->uid_holds;
+    a->uid_holds = h;
 }
 
 int agent__worker_credentials(struct agent *a, struct agent_worker *w)
@@ -261,26 +326,25 @@ int agent__worker_credentials(struct agent *a, struct agent_worker *w)
         w->gid = a->run_as_gid;
         return 0;
     }
-    for (const struct agent_worker *o = a->workers; o; o = o->next) {
-        if (o != w && o->status == AGENT_WORKER_RUNNING && o->uid != AGENT_NO_UID &&
-            strcmp(o->job_id, w->job_id) == 0) {
-            w->uid = o->uid;
-            w->gid = o->gid;
+    for (const struct agent_uid_hold *h = a->uid_holds; h; h = h->next) {
+        if (strcmp(h->job_id, w->job_id) == 0) {
+            w->uid = w->gid = h->uid;
             return 0;
         }
     }
-    uid_t *busy = NULL;
-    size_t n_busy = uids_in_use(a->uid_lo, a->uid_hi, &busy);
     for (uid_t u = a->uid_lo;; u++) {
-        if (!uid_running(a, u) && !uid_listed(busy, n_busy, u)) {
-            free(busy);
+        int r = hold_of_uid(a, u) ? 0 : uid_try_hold(a, u, w->job_id);
+        if (r == 1) {
             w->uid = w->gid = u;
             return 0;
+        }
+        if (r < 0) {
+            errno = EIO;
+            return -1;
         }
         if (u == a->uid_hi)
             break;
     }
-    free(busy);
     errno = EAGAIN;
     return -1;
 }
@@ -297,7 +361,8 @@ const char *agent__worker_user(const struct agent *a, const struct agent_worker 
 }
 
 /* SIGKILLs every process of `uid` (a child that takes the uid and signals -1: the kernel then
- * picks exactly the processes that uid may signal, which are its own). */
+ * picks exactly the processes that uid may signal, which are its own). Only for an agent
+ * without cgroups, on a uid this host has reserved for the job (uid_try_hold). */
 static void kill_uid(uid_t uid)
 {
     pid_t p = fork();
@@ -387,31 +452,6 @@ void agent__delete_checkpoint(struct agent *a, const char *job_id, int64_t attem
             job_id, (long long)attempt, (long long)index);
 }
 
-/* Removes every /tmp/trainyard-JOB.* directory owned by uid: those of the job's workers the
- * agent already forgot (their exits were acknowledged) included. */
-static void remove_job_tmp_dirs(const char *job_id, uid_t uid)
-{
-    char prefix[300];
-    int n = snprintf(prefix, sizeof(prefix), "trainyard-%s.", job_id);
-    DIR *d = opendir("/tmp");
-    if (!d || n < 0 || (size_t)n >= sizeof(prefix)) {
-        if (d)
-            closedir(d);
-        return;
-    }
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        char path[600];
-        struct stat st;
-        if (strncmp(e->d_name, prefix, (size_t)n) != 0 ||
-            (size_t)snprintf(path, sizeof(path), "/tmp/%s", e->d_name) >= sizeof(path) ||
-            lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid)
-            continue;
-        agent__remove_tree(path);
-    }
-    closedir(d);
-}
-
 int agent__worker_tmp_dir(struct agent_worker *w)
 {
     char tmpl[512];
@@ -480,30 +520,200 @@ int agent__grant_checkpoint(struct agent *a, struct agent_worker *w, const char 
     return w->grant_dir ? 0 : -1;
 }
 
-void agent__isolation_worker_done(struct agent *a, struct agent_worker *w)
+/* Removes entry `name` of the directory dfd and all below it, never following a link. */
+static void remove_all_at(int dfd, const char *name, int depth)
 {
-    if (w->uid == AGENT_NO_UID) {
-        if (w->tmp_dir)
-            agent__remove_tree(w->tmp_dir);
-        UTIL_FREE(w->tmp_dir);
+    if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT || (errno != EISDIR && errno != EPERM))
+        return;
+    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = fd >= 0 && depth < 64 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
         return;
     }
-    if (uid_running(a, w->uid))
-        return; /* other workers of the job still run under it */
-    /* Nothing may outlive the uid's last worker: the next job to get it must find no process
-     * and no file of this one. Only then is it safe to remove (as root) what the uid wrote. */
-    uid_t uid = w->uid;
-    kill_uid(uid);
-    remove_job_tmp_dirs(w->job_id, uid);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            remove_all_at(dirfd(d), e->d_name, depth + 1);
+    closedir(d);
+    if (unlinkat(dfd, name, AT_REMOVEDIR) != 0 && errno != ENOENT)
+        TY_DEBUG("proc", "cannot remove %s: %s", name, strerror(errno));
+}
+
+int agent__open_dir_nofollow(const char *dir)
+{
+    if (!dir || dir[0] != '/') {
+        errno = EINVAL;
+        return -1;
+    }
+    char copy[PATH_MAX];
+    if ((size_t)snprintf(copy, sizeof(copy), "%s", dir) >= sizeof(copy)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    char *save = NULL;
+    for (char *c = strtok_r(copy, "/", &save); fd >= 0 && c; c = strtok_r(NULL, "/", &save)) {
+        if (strcmp(c, "..") == 0) {
+            close(fd);
+            errno = EINVAL;
+            return -1;
+        }
+        if (strcmp(c, ".") == 0)
+            continue;
+        int next = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int e = errno;
+        close(fd);
+        errno = e;
+        fd = next;
+    }
+    return fd;
+}
+
+/* Removes path (absolute) and all below it, following no link on the way there or below. */
+static void remove_path_nofollow(const char *path)
+{
+    char parent[PATH_MAX];
+    if ((size_t)snprintf(parent, sizeof(parent), "%s", path) >= sizeof(parent))
+        return;
+    char *slash = strrchr(parent, '/');
+    if (!slash || !slash[1])
+        return;
+    *slash = '\0';
+    int dfd = agent__open_dir_nofollow(parent[0] ? parent : "/");
+    if (dfd < 0) {
+        TY_WARN("proc", "%s not removed: cannot open %s without following links: %s", path, parent,
+                strerror(errno));
+        return;
+    }
+    remove_all_at(dfd, slash + 1, 0);
+    close(dfd);
+}
+
+void agent__remove_owned(const char *dir, uid_t uid)
+{
+    int dfd = agent__open_dir_nofollow(dir);
+    int fd = dfd >= 0 ? dup(dfd) : -1;
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        if (dfd >= 0)
+            close(dfd);
+        return;
+    }
+    struct dirent *e;
+    struct stat st;
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+            fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid == uid)
+            remove_all_at(dfd, e->d_name, 0);
+    closedir(d);
+    close(dfd);
+}
+
+/* Whether a worker still needs uid: one runs under it, or one's cgroups are not yet removed. */
+static bool uid_needed(const struct agent *a, uid_t uid)
+{
+    for (const struct agent_worker *w = a->workers; w; w = w->next)
+        if (w->uid == uid && (w->status == AGENT_WORKER_RUNNING || w->cg_n > 0))
+            return true;
+    return false;
+}
+
+/* Kills what is left in the cgroups of exited workers and removes those cgroups. */
+static void drain_cgroups(struct agent *a)
+{
+    for (struct agent_worker *w = a->workers; w; w = w->next)
+        if (w->status != AGENT_WORKER_RUNNING && w->cg_n > 0) {
+            agent__cgroup_kill(w);
+            agent__cgroup_remove(w);
+        }
+}
+
+/* Once no worker needs the uid of hold h: makes sure no process of it is left, removes what it
+ * wrote to /tmp, /var/tmp and /dev/shm, takes back its grants, and gives the uid back to the
+ * host. Returns true when it was given back (h freed and unlinked from a->uid_holds). */
+static bool uid_try_release(struct agent *a, struct agent_uid_hold *h)
+{
+    uid_t uid = h->uid;
+    if (uid_needed(a, uid))
+        return false;
+    /* Without cgroups, what outlived the workers is found by uid: the uid is this job's alone
+     * on the host (uid_try_hold), so nothing of another job's can be hit. */
+    if (a->cg.version == 0)
+        kill_uid(uid);
+    if (uid_has_processes(uid))
+        return false; /* still dying: the poll timer tries again */
+    static const char *const shared[] = {"/tmp", "/var/tmp", "/dev/shm"};
+    for (size_t i = 0; i < sizeof(shared) / sizeof(shared[0]); i++)
+        agent__remove_owned(shared[i], uid);
     for (struct agent_worker *o = a->workers; o; o = o->next) {
         if (o->uid != uid || o->status == AGENT_WORKER_RUNNING)
             continue;
         if (o->tmp_dir)
-            agent__remove_tree(o->tmp_dir);
+            remove_path_nofollow(o->tmp_dir);
         UTIL_FREE(o->tmp_dir);
         if (o->grant_dir)
             set_checkpoint_access(a, o->grant_dir, 0);
         UTIL_FREE(o->grant_dir);
+    }
+    for (struct agent_uid_hold **pp = &a->uid_holds; *pp; pp = &(*pp)->next) {
+        if (*pp == h) {
+            *pp = h->next;
+            break;
+        }
+    }
+    close(h->fd);
+    TY_DEBUG("proc", "uid %lu of job %s given back", (unsigned long)uid, h->job_id);
+    free(h);
+    return true;
+}
+
+void agent__isolation_worker_done(struct agent *a, struct agent_worker *w)
+{
+    drain_cgroups(a);
+    if (w->uid == AGENT_NO_UID) {
+        if (w->tmp_dir)
+            remove_path_nofollow(w->tmp_dir);
+        UTIL_FREE(w->tmp_dir);
+        return;
+    }
+    struct agent_uid_hold *h = hold_of_uid(a, w->uid);
+    if (h)
+        uid_try_release(a, h);
+}
+
+void agent__isolation_poll(struct agent *a)
+{
+    drain_cgroups(a);
+    for (struct agent_uid_hold *h = a->uid_holds, *next; h; h = next) {
+        next = h->next;
+        uid_try_release(a, h);
+    }
+    /* Exited workers the server already acknowledged, kept until their cgroups were gone. */
+    for (struct agent_worker **pp = &a->workers; *pp;) {
+        struct agent_worker *w = *pp;
+        if (w->acked && w->cg_n == 0) {
+            *pp = w->next;
+            agent__worker_free(w);
+        } else {
+            pp = &w->next;
+        }
+    }
+}
+
+void agent__uid_release_all(struct agent *a)
+{
+    drain_cgroups(a);
+    while (a->uid_holds) {
+        struct agent_uid_hold *h = a->uid_holds;
+        if (!uid_try_release(a, h)) { /* a worker outlives the agent: the lock goes with us */
+            a->uid_holds = h->next;
+            close(h->fd);
+            free(h);
+        }
     }
 }
 
@@ -516,5 +726,7 @@ void agent__worker_free(struct agent_worker *w)
     free(w->storage_path);
     free(w->packages[0]);
     free(w->packages[1]);
+    for (size_t i = 0; i < AGENT_CG_MAX; i++)
+        free(w->cg_dirs[i]);
     free(w);
 }

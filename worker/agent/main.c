@@ -158,7 +158,8 @@ static int agent_setup(struct agent *a)
         TY_WARN("agent", "%s is too long for a unix socket; reports will fail", path);
     if (agent__isolation_init(a) != 0 || supervisor_locate(a) != 0 || agent__lease_open(a) != 0)
         return -1;
-    if (!(a->node_id = agent__node_id_load(a->data_dir, cfg->node_id)))
+    if (!(a->node_id = agent__node_id_load(a->data_dir, cfg->node_id)) ||
+        agent__cgroup_init(a) != 0)
         return -1;
     a->node_credential = agent__credential_load(a->data_dir);
     if (gethostname(a->hostname, sizeof(a->hostname) - 1) != 0)
@@ -201,7 +202,9 @@ static int agent_setup(struct agent *a)
 static void agent_free(struct agent *a)
 {
     agent__events_free_all(a);
+    agent__uid_release_all(a);
     agent__workers_free_all(a);
+    agent__cgroup_fini(a);
     agent__tails_free_all(a);
     UTIL_FREE(a->data_dir);
     UTIL_FREE(a->node_id);
@@ -217,6 +220,9 @@ static void agent_free(struct agent *a)
     if (a->lease_fd >= 0)
         close(a->lease_fd);
     a->lease_fd = -1;
+    if (a->lease_read_fd >= 0)
+        close(a->lease_read_fd);
+    a->lease_read_fd = -1;
 }
 
 int main(int argc, char **argv)
@@ -243,6 +249,7 @@ int main(int argc, char **argv)
     a.report_listen_fd = -1;
     a.inotify_fd = -1;
     a.lease_fd = -1;
+    a.lease_read_fd = -1;
     int status = 1;
     struct poll_timer pt = {.a = &a};
 

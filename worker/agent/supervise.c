@@ -96,10 +96,14 @@ static char *resolve_program(const char *file, char *const *env, const char *wor
 }
 
 /* The supervisor's descriptors 3, 4 and 5 (supervisor.c): its worker's status file, the agent
- * lease and the start pipe. Each is numbered 10 or above here, so that moving them down clobbers
- * none of the others. */
+ * lease (read only: the worker, under the supervisor's uid, can take its descriptors with
+ * pidfd_getfd) and the start pipe; and the cgroup.procs files of the worker's cgroups, which the
+ * child joins before anything else. Each is numbered 10 or above here, so that moving them down
+ * clobbers none of the others. */
 struct sup_fds {
     int fd[3];
+    int cg[AGENT_CG_MAX];
+    int n_cg;
 };
 
 /* The child half of spawn_as: only async-signal-safe calls (the agent may have other threads).
@@ -117,6 +121,10 @@ static int child_exec(const char *program, char *const *argv, const struct aprot
     for (size_t i = 0; i < sizeof(dfl) / sizeof(dfl[0]); i++)
         sigaction(dfl[i], &sa, NULL);
     sigprocmask(SIG_SETMASK, &none, NULL);
+    /* Into the worker's cgroups first: all it starts from here on is counted and killed there. */
+    for (int i = 0; i < keep->n_cg; i++)
+        if (write(keep->cg[i], "0", 1) != 1)
+            return errno;
     if (setpgid(0, 0) != 0 || dup2(logfd, STDOUT_FILENO) < 0 || dup2(logfd, STDERR_FILENO) < 0)
         return errno;
     int nul = open("/dev/null", O_RDONLY);
@@ -131,8 +139,9 @@ static int child_exec(const char *program, char *const *argv, const struct aprot
         syscall(SYS_close_range, 6, errfd - 1, 0);
     syscall(SYS_close_range, errfd + 1, ~0U, 0);
     /* Raw system calls: glibc's wrappers would try to change every thread of the process. */
-    if (syscall(SYS_setgroups, 0, NULL) != 0 || syscall(SYS_setresgid, gid, gid, gid) != 0 ||
-        syscall(SYS_setresuid, uid, uid, uid) != 0)
+    if (uid != AGENT_NO_UID &&
+        (syscall(SYS_setgroups, 0, NULL) != 0 || syscall(SYS_setresgid, gid, gid, gid) != 0 ||
+         syscall(SYS_setresuid, uid, uid, uid) != 0))
         return errno;
     if (l->working_dir && chdir(l->working_dir) != 0)
         return errno;
@@ -140,8 +149,9 @@ static int child_exec(const char *program, char *const *argv, const struct aprot
     return errno;
 }
 
-/* spawn_worker for a worker with a uid of its own: posix_spawn cannot change the uid, so fork,
- * drop every privilege (supplementary groups, gid, uid) and exec. Like posix_spawn, it returns
+/* spawn_worker for a worker with a uid or cgroups of its own: posix_spawn can neither change
+ * the uid nor join a cgroup, so fork, join the cgroups, drop every privilege (supplementary
+ * groups, gid, uid; unless uid is AGENT_NO_UID) and exec. Like posix_spawn, it returns
  * once the child has exec'd (a close-on-exec pipe carries the errno of a failed step). Returns
  * 0 and *pid, or that errno. */
 static int spawn_as(pid_t *pid, const char *program, char *const *argv,
@@ -201,7 +211,7 @@ static int spawn_worker(pid_t *pid, const char *program, char *const *argv,
                         const struct aproto_launch *l, char *const *env, int logfd,
                         const struct agent_worker *w, const struct sup_fds *keep)
 {
-    if (w->uid != AGENT_NO_UID)
+    if (w->uid != AGENT_NO_UID || keep->n_cg > 0)
         return spawn_as(pid, program, argv, l, env, logfd, w->uid, w->gid, keep);
     posix_spawnattr_t attr;
     posix_spawn_file_actions_t fa;
@@ -342,6 +352,10 @@ static char **worker_env(struct agent *a, struct agent_worker *w, const struct a
         start_failed(a, w, logfd, "cannot create", "the worker's temporary directory", errno);
         return NULL;
     }
+    if (agent__cgroup_create(a, w, l->cpu_milli, l->memory_mb) != 0) {
+        start_failed(a, w, logfd, "cannot create", "the worker's cgroup", errno);
+        return NULL;
+    }
     if (agent__grant_checkpoint(a, w, l->checkpoint_dir) != 0) {
         start_failed(a, w, logfd, "cannot open", "the checkpoint to resume from", ENOMEM);
         return NULL;
@@ -382,10 +396,12 @@ static int spawn_supervised(struct agent *a, struct agent_worker *w, const char 
              (long long)(a->orphan_timeout_s > 0 ? a->orphan_timeout_s : 60));
     const char **argv = calloc(argc + 4, sizeof(*argv));
     int pfd[2] = {-1, -1};
-    struct sup_fds keep = {{agent__worker_status_open(a, w), a->lease_fd, -1}};
+    struct sup_fds keep = {{agent__worker_status_open(a, w), a->lease_read_fd, -1}, {-1}, 0};
     int err = 0;
     if (!argv)
         err = ENOMEM;
+    else if ((keep.n_cg = agent__cgroup_join_fds(w, keep.cg)) < 0)
+        err = errno;
     else if (keep.fd[0] < 0 || pipe2(pfd, O_CLOEXEC) != 0 ||
              (keep.fd[2] = fcntl(pfd[1], F_DUPFD_CLOEXEC, 10)) < 0)
         err = errno;
@@ -404,6 +420,8 @@ static int spawn_supervised(struct agent *a, struct agent_worker *w, const char 
         close(keep.fd[2]);
     if (keep.fd[0] >= 0)
         close(keep.fd[0]);
+    for (int i = 0; i < keep.n_cg; i++)
+        close(keep.cg[i]);
     free(argv);
     if (err != 0) {
         if (pfd[0] >= 0)

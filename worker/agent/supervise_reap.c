@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,16 +30,30 @@
  */
 static void request_checkpoint(const struct agent_worker *w)
 {
-    char path[4200];
-    if (w->tmp_dir == NULL || (size_t)snprintf(path, sizeof(path), "%s/%s", w->tmp_dir,
-                                               AGENT_CHECKPOINT_REQUEST_FILE) >= sizeof(path))
+    if (w->tmp_dir == NULL)
         return;
-    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0) {
-        TY_WARN("proc", "cannot create %s: %s", path, strerror(errno));
+    /* The worker may have replaced its TMPDIR (or anything above it it can write to) with a
+     * link: each component is opened without following one, and the directory must still be
+     * the worker's. */
+    int dfd = agent__open_dir_nofollow(w->tmp_dir);
+    struct stat st;
+    if (dfd < 0 || fstat(dfd, &st) != 0 || (w->uid != AGENT_NO_UID && st.st_uid != w->uid)) {
+        TY_WARN("proc",
+                "cannot ask job %s rank %lld to checkpoint: its TMPDIR %s is gone or "
+                "was replaced (%s)",
+                w->job_id, (long long)w->rank, w->tmp_dir, dfd < 0 ? strerror(errno) : "owner");
+        if (dfd >= 0)
+            close(dfd);
         return;
     }
-    close(fd);
+    int fd = openat(dfd, AGENT_CHECKPOINT_REQUEST_FILE,
+                    O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    if (fd < 0)
+        TY_WARN("proc", "cannot create %s/%s: %s", w->tmp_dir, AGENT_CHECKPOINT_REQUEST_FILE,
+                strerror(errno));
+    else
+        close(fd);
+    close(dfd);
 }
 
 /* SIGTERM to w's process group now (SIGKILL when grace_s is 0), SIGKILL grace_s later. */
@@ -123,11 +138,24 @@ static void remove_shm_leftovers(const char *job_id, int64_t attempt)
 
 void agent__worker_gone(struct agent *a, struct agent_worker *w, const int *wait_status)
 {
-    /* Whatever the worker left behind in its process group goes with it. */
-    kill(-w->pid, SIGKILL);
+    /* Whatever the worker left behind goes with it: everything in its cgroups (it cannot leave
+     * them), or without cgroups its process group. */
+    int64_t ooms = agent__cgroup_oom_kills(a, w);
+    if (w->cg_n > 0)
+        agent__cgroup_kill(w);
+    else
+        kill(-w->pid, SIGKILL);
     int code = -1, sig = -1;
     char error[200];
-    if (agent__worker_status_read(a, w, &code, &sig, error, sizeof(error)) != 0) {
+    if (ooms > 0) {
+        /* Said first: the worker's own exit (a SIGKILL, or its launcher's error) hides why. */
+        agent__worker_status_read(a, w, &code, &sig, error, sizeof(error));
+        if (code < 0 && sig < 0)
+            sig = SIGKILL;
+        snprintf(error, sizeof(error),
+                 "worker rank %lld was killed by the out-of-memory killer (memory limit %lld MiB)",
+                 (long long)w->rank, (long long)w->memory_mb);
+    } else if (agent__worker_status_read(a, w, &code, &sig, error, sizeof(error)) != 0) {
         error[0] = '\0';
         if (wait_status && WIFSIGNALED(*wait_status))
             sig = WTERMSIG(*wait_status);
@@ -138,12 +166,16 @@ void agent__worker_gone(struct agent *a, struct agent_worker *w, const int *wait
             snprintf(error, sizeof(error), "its supervisor ended without a status");
         }
     }
+    char usage[96] = "";
+    int64_t cpu_usec, mem_bytes;
+    if (agent__cgroup_usage(a, w, &cpu_usec, &mem_bytes) == 0)
+        snprintf(usage, sizeof(usage), " after %.1f s of CPU", (double)cpu_usec / 1e6);
     if (sig >= 0)
-        TY_INFO("proc", "job %s attempt %lld rank %lld (pid %ld) killed by signal %d", w->job_id,
-                (long long)w->attempt, (long long)w->rank, (long)w->pid, sig);
+        TY_INFO("proc", "job %s attempt %lld rank %lld (pid %ld) killed by signal %d%s", w->job_id,
+                (long long)w->attempt, (long long)w->rank, (long)w->pid, sig, usage);
     else
-        TY_INFO("proc", "job %s attempt %lld rank %lld (pid %ld) exited with %d", w->job_id,
-                (long long)w->attempt, (long long)w->rank, (long)w->pid, code);
+        TY_INFO("proc", "job %s attempt %lld rank %lld (pid %ld) exited with %d%s", w->job_id,
+                (long long)w->attempt, (long long)w->rank, (long)w->pid, code, usage);
     agent__worker_exited(a, w, code, sig, error[0] ? error : NULL);
     if (!attempt_running(a, w->job_id, w->attempt)) {
         remove_shm_leftovers(w->job_id, w->attempt);
@@ -151,19 +183,35 @@ void agent__worker_gone(struct agent *a, struct agent_worker *w, const int *wait
     }
 }
 
+/* The running worker whose supervisor (our child) is pid, or NULL. */
+static struct agent_worker *supervised_by(struct agent *a, pid_t pid)
+{
+    for (struct agent_worker *w = a->workers; w; w = w->next)
+        if (w->status == AGENT_WORKER_RUNNING && !w->adopted && w->sup_pid == pid)
+            return w;
+    return NULL;
+}
+
 void agent__supervise_poll(struct agent *a)
 {
-    /* Only our supervisors are reaped here, by pid: other threads wait for the children they
-     * spawn themselves (tar in the uploader and the preparation thread). */
-    for (struct agent_worker *w = a->workers; w; w = w->next) {
+    /* Every child of this (the main) thread is reaped: our supervisors, and the orphans of
+     * workers, which become ours (a child subreaper, main.c), daemons and double forks
+     * included. __WNOTHREAD leaves alone the children other threads spawn and wait for
+     * themselves (tar in the uploader and the preparation thread); orphans always come to the
+     * main thread, the first live thread of the process. */
+    for (;;) {
         int st;
-        if (w->status == AGENT_WORKER_RUNNING && !w->adopted && w->sup_pid > 0 &&
-            waitpid(w->sup_pid, &st, WNOHANG) == w->sup_pid)
+        pid_t pid = waitpid(-1, &st, WNOHANG | __WNOTHREAD);
+        if (pid <= 0)
+            break;
+        struct agent_worker *w = supervised_by(a, pid);
+        if (w)
             agent__worker_gone(a, w, &st);
     }
     for (struct agent_worker *w = a->workers; w; w = w->next)
         if (w->status == AGENT_WORKER_RUNNING && w->adopted && !agent__supervisor_alive(w))
             agent__worker_gone(a, w, NULL);
+    agent__isolation_poll(a);
     int64_t now = util_mono_ms();
     for (struct agent_worker *w = a->workers; w; w = w->next) {
         if (w->status == AGENT_WORKER_RUNNING && w->term_at_ms && w->term_at_ms <= now)
