@@ -26,7 +26,7 @@
 
 /* Limits enforced by jobspec_validate(). */
 #define JOBSPEC_NAME_MAX 128
-#define JOBSPEC_PROJECT_MAX 64 /* project names (jobspec_project_name_check) */
+#define JOBSPEC_PROJECT_MAX 64       /* project names (jobspec_project_name_check) */
 #define JOBSPEC_ENTRYPOINT_MAX 65536 /* bytes of the string, or of each argv item */
 #define JOBSPEC_ARGV_MAX 1024
 #define JOBSPEC_PATH_MAX 4096              /* working_dir, run_config.storage_path */

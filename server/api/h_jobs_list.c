@@ -60,12 +60,12 @@ enum MHD_Result h_jobs_list(struct srv_request *req)
     if (cursor_s && util_parse_int64(cursor_s, 1, INT64_MAX, &cursor) != 0)
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "cursor",
                                        "is not a cursor returned by this endpoint");
-    struct job_list a = {{status ? statuses : NULL, owner, name && name[0] ? name : NULL, project,
-                          &req->who},
-                         cursor,
-                         (int)limit,
-                         NULL,
-                         0};
+    struct job_list a = {
+        {status ? statuses : NULL, owner, name && name[0] ? name : NULL, project, &req->who},
+        cursor,
+        (int)limit,
+        NULL,
+        0};
     int qs = db_with_conn(req->srv->db, job_list, &a);
     if (qs < 0)
         return srv_reply_db_error(req, qs);

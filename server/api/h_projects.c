@@ -19,8 +19,8 @@ struct project_query {
     const struct srv_identity *who;
     const char *name, *visibility, *members, *member;
     char *json;
-    bool taken;                           /* create: the name is in use */
-    enum store_project_access access;     /* add-member: what who may do */
+    bool taken;                       /* create: the name is in use */
+    enum store_project_access access; /* add-member: what who may do */
 };
 
 static int project_create(struct db_conn *c, void *arg)
@@ -198,8 +198,8 @@ enum MHD_Result h_projects_add_member(struct srv_request *req)
     json_object_foreach(in, key, value)
     {
         if (strcmp(key, "user") != 0) {
-            enum MHD_Result r = srv_reply_field_problem(req, SRV_P_INVALID_BODY, key,
-                                                        "unknown field");
+            enum MHD_Result r =
+                srv_reply_field_problem(req, SRV_P_INVALID_BODY, key, "unknown field");
             json_decref(in);
             return r;
         }

@@ -60,10 +60,10 @@ int store_job_insert(struct db_conn *c, const char *owner, const json_t *spec, i
 int store_job_get(struct db_conn *c, int64_t id, char **json_out);
 /* Which jobs a list shows; NULL members match every job. */
 struct store_job_filter {
-    const char *statuses; /* a PostgreSQL array literal ("{RUNNING,PENDING}") */
-    const char *owner;    /* exactly this owner (token name) */
-    const char *name;     /* names containing this text, case-insensitively */
-    const char *project;  /* exactly this project */
+    const char *statuses;           /* a PostgreSQL array literal ("{RUNNING,PENDING}") */
+    const char *owner;              /* exactly this owner (token name) */
+    const char *name;               /* names containing this text, case-insensitively */
+    const char *project;            /* exactly this project */
     const struct srv_identity *who; /* only jobs it may see (ty_project_visible); required */
 };
 /* Lists jobs newest first, filtered by f. before_id: 0 or the cursor. *json_out = JSON array

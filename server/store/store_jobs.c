@@ -94,9 +94,9 @@ int store_job_list(struct db_conn *c, const struct store_job_filter *f, int64_t 
     char before[32], lim[32];
     STORE_NUM(before, before_id);
     STORE_NUM(lim, limit);
-    const char *params[] = {f->statuses, before,     lim,
-                            f->owner,    f->name,    f->project,
-                            f->who->name, f->who->role == SRV_ROLE_ADMIN ? "t" : "f"};
+    const char *params[] = {
+        f->statuses, before,     lim,          f->owner,
+        f->name,     f->project, f->who->name, f->who->role == SRV_ROLE_ADMIN ? "t" : "f"};
     PGresult *res = NULL;
     int qs = db_exec(c, &st, params, &res);
     if (qs <= 0)

@@ -28,12 +28,11 @@ static int exec_bool(struct db_conn *c, const struct db_stmt *st, const char *co
     return qs;
 }
 
-int store_job_visible(struct db_conn *c, const struct srv_identity *who, int64_t job,
-                      bool *visible)
+int store_job_visible(struct db_conn *c, const struct srv_identity *who, int64_t job, bool *visible)
 {
     static const struct db_stmt st = {
-        "job_visible", "SELECT ty_project_visible(project, $2, $3::boolean) FROM jobs WHERE id = $1",
-        3, true};
+        "job_visible",
+        "SELECT ty_project_visible(project, $2, $3::boolean) FROM jobs WHERE id = $1", 3, true};
     char id[32];
     STORE_NUM(id, job);
     const char *p[] = {id, who->name, admin_flag(who)};
@@ -116,8 +115,8 @@ int store_project_access(struct db_conn *c, const struct srv_identity *who, cons
     if (qs <= 0)
         return qs;
     if (strcmp(PQgetvalue(res, 0, 0), "t") == 0)
-        *access = strcmp(PQgetvalue(res, 0, 1), "t") == 0 ? STORE_PROJECT_MEMBER
-                                                          : STORE_PROJECT_VISIBLE;
+        *access =
+            strcmp(PQgetvalue(res, 0, 1), "t") == 0 ? STORE_PROJECT_MEMBER : STORE_PROJECT_VISIBLE;
     PQclear(res);
     return qs;
 }

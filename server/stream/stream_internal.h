@@ -55,9 +55,9 @@ struct stream_client {
     struct stream_client *next;
     uint64_t conn;
     bool authed;
-    bool counted;       /* an accepted connection: counts toward the cap and the gauge */
-    bool closing;       /* its last message is queued: waiting for HUB_CLOSED */
-    bool waiting_drain; /* catch-up paused until HUB_DRAINED */
+    bool counted;            /* an accepted connection: counts toward the cap and the gauge */
+    bool closing;            /* its last message is queued: waiting for HUB_CLOSED */
+    bool waiting_drain;      /* catch-up paused until HUB_DRAINED */
     struct srv_identity who; /* once authed: whose jobs it may follow (store_job_visible) */
     struct stream_sub *subs[STREAM_MAX_SUBS];
     size_t nsubs;
