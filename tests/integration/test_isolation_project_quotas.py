@@ -4,9 +4,11 @@ project's quota waits PENDING with a status_message naming the project quota whi
 another project runs. Only an admin sets a project's quotas; a private project's quotas are not
 shown to a non-member (404, as for a project that does not exist). Checkpoint parts of a
 project's jobs count against its artifact_bytes."""
+import json
 import os
 import time
 
+import harness
 from test_isolation_server import artifact_state, events, submit_checkpointer
 
 PY = "/usr/bin/python3"
@@ -128,3 +130,34 @@ def test_a_projects_checkpoints_count_against_its_artifact_quota(server_factory,
                      what="quota event")
     assert "project lab-a" in found[0] and "1000" in found[0], found
     assert artifact_state(srv, second) != "complete"
+
+
+def test_cli_project_quota_and_set_quota(server_factory):
+    srv = server_factory()
+    alice = srv.create_token("alice", "user")
+    bob = srv.create_token("bob", "user")
+    create_project(srv, alice, "lab-a")
+
+    def cli(*args, token="admin"):
+        return harness.run_cli(srv, *args, token=token)
+
+    r = cli("project", "set-quota", "lab-a", "--cpus", "2", "--artifact-bytes", "5000")
+    assert r.returncode == 0, r.stderr
+    assert "cpus" in r.stdout and "limit 2 " in r.stdout and "limit 5000 " in r.stdout, r.stdout
+    r = cli("project", "quota", "lab-a", token=alice)
+    assert r.returncode == 0 and "limit 2 " in r.stdout, r
+    r = cli("-o", "json", "project", "quota", "lab-a", token=alice)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == srv.request("GET", "/api/v1/quotas/projects/lab-a",
+                                               token=alice).json
+    r = cli("project", "set-quota", "lab-a", "--cpus", "none")
+    assert r.returncode == 0 and json.loads(cli("-o", "json", "project", "quota", "lab-a")
+                                            .stdout)["cpus"]["default"] is True, r
+    # Refusals: a non-admin, a non-member of a private project, bad values, nothing to set.
+    r = cli("project", "set-quota", "lab-a", "--gpus", "1", token=alice)
+    assert r.returncode != 0 and r.stderr, r
+    r = cli("project", "quota", "lab-a", token=bob)
+    assert r.returncode != 0 and "no project 'lab-a'" in r.stderr, r
+    for bad in (("--cpus", "-1"), ("--gpus", "lots"), ()):
+        r = cli("project", "set-quota", "lab-a", *bad)
+        assert r.returncode != 0 and r.stderr, (bad, r)
