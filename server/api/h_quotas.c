@@ -87,17 +87,15 @@ static enum MHD_Result reply_quota(struct srv_request *req, struct quota_call *q
     if (q->kind == STORE_QUOTA_PROJECT && q->access != STORE_PROJECT_MEMBER)
         return srv_reply_problem(req, SRV_P_FORBIDDEN, NULL,
                                  "a project's quotas are read by its members and admins");
-    return srv_reply_json(req, MHD_HTTP_OK,
-                          json_pack("{s:s, s:s, s:{s:I, s:I, s:b}, s:o, s:o}", "subject_kind",
-                                    q->kind == STORE_QUOTA_PROJECT ? "project" : "user",
-                                    "subject", q->subject, "artifact_bytes", "limit",
-                                    (json_int_t)q->bytes_limit, "used", (json_int_t)q->bytes_used,
-                                    "default", !q->own_bytes, "cpus",
-                                    limit_json(q->own_cpus, dflt_cpus(q),
-                                               json_real((double)q->cpu_milli / 1000.0)),
-                                    "gpus",
-                                    limit_json(q->own_gpus, dflt_gpus(q),
-                                               json_integer((json_int_t)q->gpus))));
+    return srv_reply_json(
+        req, MHD_HTTP_OK,
+        json_pack("{s:s, s:s, s:{s:I, s:I, s:b}, s:o, s:o}", "subject_kind",
+                  q->kind == STORE_QUOTA_PROJECT ? "project" : "user", "subject", q->subject,
+                  "artifact_bytes", "limit", (json_int_t)q->bytes_limit, "used",
+                  (json_int_t)q->bytes_used, "default", !q->own_bytes, "cpus",
+                  limit_json(q->own_cpus, dflt_cpus(q), json_real((double)q->cpu_milli / 1000.0)),
+                  "gpus",
+                  limit_json(q->own_gpus, dflt_gpus(q), json_integer((json_int_t)q->gpus))));
 }
 
 enum MHD_Result h_quotas_user_get(struct srv_request *req)
