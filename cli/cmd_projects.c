@@ -1,5 +1,6 @@
 /*
- * cmd_projects.c - project create, list, add-member (issue 22): who sees which jobs.
+ * cmd_projects.c - project create, list, add-member (issue 22): who sees which jobs; project
+ * quota, set-quota: the project's limits (GET/PUT /api/v1/quotas/projects/{name}).
  */
 #include "api.h"
 #include "cli.h"
@@ -124,4 +125,87 @@ int cmd_project_add_member(struct cli_ctx *ctx, const struct cli_args *args)
     int rc = post_project(ctx, sb_str(&path), json_pack("{s:s}", "user", user));
     sb_free(&path);
     return rc;
+}
+
+/* Prints one quota line: "NAME  LIMIT  USED" (limit 0: none). */
+static void print_limit(const char *what, const json_t *q)
+{
+    const json_t *lim = json_object_get(q, "limit"), *used = json_object_get(q, "used");
+    json_int_t l = json_integer_value(lim);
+    char limit[32];
+    if (l > 0)
+        snprintf(limit, sizeof(limit), "%lld", (long long)l);
+    else
+        snprintf(limit, sizeof(limit), "none");
+    printf("%-15s limit %-20s used %g\n", what, limit,
+           json_is_number(used) ? json_number_value(used) : 0.0);
+}
+
+/* Sends `method` (GET, or PUT with body, taken) to the project's quotas and prints them. */
+static int project_quota_call(struct cli_ctx *ctx, const char *name, const char *method,
+                              json_t *body)
+{
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    struct strbuf path = STRBUF_INIT;
+    sb_puts(&path, "/api/v1/quotas/projects/");
+    api_path_escaped(ctx, &path, name);
+    json_t *q = NULL;
+    int rc = api_json(ctx, method, sb_str(&path), text, text ? strlen(text) : 0, &q);
+    sb_free(&path);
+    free(text);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (ctx->cfg.output == CLI_OUTPUT_JSON) {
+        api_print_json(q);
+    } else {
+        print_limit("artifact_bytes", json_object_get(q, "artifact_bytes"));
+        print_limit("cpus", json_object_get(q, "cpus"));
+        print_limit("gpus", json_object_get(q, "gpus"));
+    }
+    json_decref(q);
+    return CLI_EXIT_OK;
+}
+
+int cmd_project_quota(struct cli_ctx *ctx, const struct cli_args *args)
+{
+    if (!args->pos[0][0])
+        return cli_usage_error(ctx, "empty project name");
+    return project_quota_call(ctx, args->pos[0], "GET", NULL);
+}
+
+/* Adds flag `flag` (an integer >= 0, or "none": null) to body as `field`. 0, or -1 if bad. */
+static int quota_field(const struct cli_args *args, const char *flag, const char *field,
+                       json_t *body)
+{
+    const char *v = args_flag(args, flag);
+    if (v == NULL)
+        return 0;
+    if (strcmp(v, "none") == 0)
+        return json_object_set_new(body, field, json_null()) == 0 ? 0 : -1;
+    char *end = NULL;
+    long long n = strtoll(v, &end, 10);
+    if (!v[0] || *end != '\0' || n < 0 || v[0] == '-' || v[0] == '+')
+        return -1;
+    return json_object_set_new(body, field, json_integer((json_int_t)n)) == 0 ? 0 : -1;
+}
+
+int cmd_project_set_quota(struct cli_ctx *ctx, const struct cli_args *args)
+{
+    if (!args->pos[0][0])
+        return cli_usage_error(ctx, "empty project name");
+    static const char *const flags[][2] = {
+        {"cpus", "cpus"}, {"gpus", "gpus"}, {"artifact-bytes", "artifact_bytes"}};
+    json_t *body = json_object();
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        if (quota_field(args, flags[i][0], flags[i][1], body) != 0) {
+            json_decref(body);
+            return cli_usage_error(ctx, "--%s takes an integer >= 0, or none", flags[i][0]);
+        }
+    }
+    if (json_object_size(body) == 0) {
+        json_decref(body);
+        return cli_usage_error(ctx, "give one or more of --cpus, --gpus, --artifact-bytes");
+    }
+    return project_quota_call(ctx, args->pos[0], "PUT", body);
 }

@@ -85,6 +85,18 @@ static const struct cli_flag project_create_flags[] = {
     {NULL, NULL, NULL, false},
 };
 
+static const struct cli_flag project_quota_flags[] = {
+    {"cpus", "N", "CPUs the project's running workers may hold (0 or none: no project limit)",
+     false},
+    {"gpus", "N", "GPUs the project's running workers may hold (0 or none: no project limit)",
+     false},
+    {"artifact-bytes", "N",
+     "bytes the checkpoints of the project's jobs may keep in the artifact store (0 or none: no "
+     "project limit)",
+     false},
+    {NULL, NULL, NULL, false},
+};
+
 /* ---------------------------------------------------------------------------------------------
  * The table
  * ------------------------------------------------------------------------------------------- */
@@ -144,6 +156,13 @@ static const struct cli_command commands[] = {
      cmd_project_list},
     {"project", "add-member", "NAME USER", "add USER to project NAME (members and admins)", NULL, 2,
      2, no_flags, cmd_project_add_member},
+    {"project", "quota", "NAME",
+     "show project NAME's quotas and what its jobs use (members, admins)", NULL, 1, 1, no_flags,
+     cmd_project_quota},
+    {"project", "set-quota", "NAME", "set project NAME's quotas (admin)",
+     "Fields not given keep their value. Code packages count against the users who upload\n"
+     "them, not against projects.",
+     1, 1, project_quota_flags, cmd_project_set_quota},
     {NULL, "health", "", "check that the server and its database are up", NULL, 0, 0, no_flags,
      cmd_health},
     {NULL, "version", "", "print client and server versions", NULL, 0, 0, no_flags, cmd_version},

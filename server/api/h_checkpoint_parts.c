@@ -89,15 +89,25 @@ static int part_lookup(struct db_conn *c, void *arg)
     if (qs <= 0 || !pc->part.node_ran_attempt || strcmp(pc->part.state, "complete") == 0 ||
         strcmp(pc->part.state, "deleted") == 0)
         return qs;
-    /* Soft: a part is taken whole once its owner is under quota when it starts or resumes. */
-    char *owner = NULL;
+    /* Soft: a part is taken whole once its owner and its project are under quota when it
+     * starts or resumes. */
+    char *owner = NULL, *project = NULL;
     int oq = store_job_owner(c, pc->key.job, &owner);
-    int over = oq > 0 && owner ? upload_quota_check(c, pc->cfg, owner, 1, pc->quota_detail,
-                                                    sizeof(pc->quota_detail))
+    int over = oq > 0 && owner ? upload_quota_check(c, pc->cfg, STORE_QUOTA_USER, owner, 1,
+                                                    pc->quota_detail, sizeof(pc->quota_detail))
                                : 0;
     free(owner);
     if (oq < 0 || over < 0)
         return oq < 0 ? oq : over;
+    if (over == 0) {
+        oq = store_job_project(c, pc->key.job, &project);
+        over = oq > 0 && project ? upload_quota_check(c, pc->cfg, STORE_QUOTA_PROJECT, project, 1,
+                                                      pc->quota_detail, sizeof(pc->quota_detail))
+                                 : 0;
+        free(project);
+        if (oq < 0 || over < 0)
+            return oq < 0 ? oq : over;
+    }
     pc->over_quota = over == 1;
     return qs;
 }

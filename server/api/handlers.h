@@ -62,8 +62,10 @@ enum MHD_Result h_tokens_create(struct srv_request *req);
 enum MHD_Result h_tokens_list(struct srv_request *req);
 enum MHD_Result h_tokens_delete(struct srv_request *req);
 enum MHD_Result h_prometheus(struct srv_request *req);
-/* h_quotas.c: a user's quotas (migrations/0030_quotas.sql). */
+/* h_quotas.c: the quotas of users and projects (migrations/0030_quotas.sql). */
 enum MHD_Result h_quotas_user_get(struct srv_request *req);
 enum MHD_Result h_quotas_user_put(struct srv_request *req);
+enum MHD_Result h_quotas_project_get(struct srv_request *req);
+enum MHD_Result h_quotas_project_put(struct srv_request *req);
 
 #endif

@@ -80,22 +80,32 @@ enum MHD_Result upload_status(struct srv_request *req, const struct upload_kind 
 
 /* ---- the artifact quota ---- */
 
-int upload_quota_check(struct db_conn *c, const struct srv_config *cfg, const char *user,
-                       int64_t adding, char *detail, size_t n)
+int upload_quota_check(struct db_conn *c, const struct srv_config *cfg, enum store_quota_kind kind,
+                       const char *subject, int64_t adding, char *detail, size_t n)
 {
     if (cfg->auth_mode == SRV_AUTH_NONE)
         return 0;
     int64_t used = 0, limit = 0;
-    int qs = store_artifact_quota(c, user, cfg->artifact_quota_bytes, &used, &limit, NULL);
+    bool project = kind == STORE_QUOTA_PROJECT;
+    int qs = store_artifact_quota(c, kind, subject, project ? 0 : cfg->artifact_quota_bytes, &used,
+                                  &limit, NULL);
     if (qs < 0)
         return qs;
     if (limit == 0 || (adding <= limit && used <= limit - adding))
         return 0;
-    snprintf(detail, n,
-             "user %s's artifact quota is %lld bytes and %lld are stored (code packages they "
-             "uploaded, checkpoints of their jobs); %lld more do not fit: delete finished jobs, "
-             "lower checkpoint_config.num_to_keep, or ask an admin for a larger quota",
-             user, (long long)limit, (long long)used, (long long)adding);
+    if (project)
+        snprintf(detail, n,
+                 "project %s's artifact quota is %lld bytes and %lld are stored (checkpoints of "
+                 "its jobs); %lld more do not fit: delete finished jobs, lower "
+                 "checkpoint_config.num_to_keep, or ask an admin for a larger project quota",
+                 subject, (long long)limit, (long long)used, (long long)adding);
+    else
+        snprintf(detail, n,
+                 "user %s's artifact quota is %lld bytes and %lld are stored (code packages "
+                 "they uploaded, checkpoints of their jobs); %lld more do not fit: delete "
+                 "finished jobs, lower checkpoint_config.num_to_keep, or ask an admin for a "
+                 "larger quota",
+                 subject, (long long)limit, (long long)used, (long long)adding);
     return 1;
 }
 
@@ -110,7 +120,8 @@ struct quota_call {
 static int quota_run(struct db_conn *c, void *arg)
 {
     struct quota_call *q = arg;
-    int rc = upload_quota_check(c, q->cfg, q->user, q->adding, q->detail, sizeof(q->detail));
+    int rc = upload_quota_check(c, q->cfg, STORE_QUOTA_USER, q->user, q->adding, q->detail,
+                                sizeof(q->detail));
     if (rc < 0)
         return rc;
     q->over = rc;

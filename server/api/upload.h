@@ -14,6 +14,7 @@
 
 #include "artifact.h"
 #include "http.h"
+#include "store.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -67,12 +68,12 @@ struct upload_kind {
 
 struct db_conn;
 struct srv_config;
-/* Whether `user` may keep `adding` more bytes in the artifact store (--artifact-quota-bytes, or
- * the user's row in the quotas table; never limited under --auth none): 0 yes; 1 no, with
- * `detail` (n bytes) naming the quota, what is used and how to free it; or a db error (< 0).
- * Runs on connection c. */
-int upload_quota_check(struct db_conn *c, const struct srv_config *cfg, const char *user,
-                       int64_t adding, char *detail, size_t n);
+/* Whether `subject` (a user, or a project: kind) may keep `adding` more bytes in the artifact
+ * store (a user: --artifact-quota-bytes, or the user's row in the quotas table; a project: its
+ * row only; never limited under --auth none): 0 yes; 1 no, with `detail` (n bytes) naming the
+ * quota, what is used and how to free it; or a db error (< 0). Runs on connection c. */
+int upload_quota_check(struct db_conn *c, const struct srv_config *cfg, enum store_quota_kind kind,
+                       const char *subject, int64_t adding, char *detail, size_t n);
 
 /* Zeroes the call (kind->call_size bytes from u), identifies it and answers a refusal. 0, or -1
  * after queuing the reply (*res). */

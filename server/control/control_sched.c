@@ -115,14 +115,15 @@ static struct quota_use worker_use(const struct store_sched_worker *w)
     return u;
 }
 
-/* The CPU and GPU limits per user: each user's row of the quotas table, a field it leaves NULL
- * taking the server's default. *limits (n entries, owners borrowed from *rows) are freed with
- * free(); *rows with store_user_quotas_free. Returns 0, or -1 (no limits per user this pass). */
-static int user_limits(struct control *ctl, struct quota_use dflt, struct store_user_quota **rows,
-                       size_t *n, struct quota_limit **limits)
+/* The CPU and GPU limits per subject of `kind`: each row of the quotas table of that kind, a
+ * field it leaves NULL taking the default. *limits (n entries, subjects borrowed from *rows) are
+ * freed with free(); *rows with store_quota_rows_free. Returns 0, or -1 (no such limits this
+ * pass). */
+static int subject_limits(struct control *ctl, enum store_quota_kind kind, struct quota_use dflt,
+                          struct store_quota_row **rows, size_t *n, struct quota_limit **limits)
 {
     *limits = NULL;
-    if (store_user_quotas(ctl->db, rows, n) < 0)
+    if (store_quota_rows(ctl->db, kind, rows, n) < 0)
         return -1;
     if (*n == 0)
         return 0;
@@ -130,44 +131,48 @@ static int user_limits(struct control *ctl, struct quota_use dflt, struct store_
     if (*limits == NULL)
         return -1;
     for (size_t i = 0; i < *n; i++) {
-        const struct store_user_quota *q = &(*rows)[i];
+        const struct store_quota_row *q = &(*rows)[i];
         (*limits)[i] = (struct quota_limit){
-            q->user,
+            q->subject,
             {q->cpus >= 0 ? q->cpus * 1000 : dflt.cpu_milli, q->gpus >= 0 ? q->gpus : dflt.gpus}};
     }
     return 0;
 }
 
-/* Leaves out of this pass the pending jobs whose owner's live workers hold their quota of CPUs
- * or GPUs (--max-cpus-per-user, --max-gpus-per-user, or the owner's row of the quotas table),
- * with a waiting message saying so. */
+/* Leaves out of this pass the pending jobs whose subject's live workers hold their quota of CPUs
+ * or GPUs, with a waiting message saying so. The subject is the job's owner
+ * (--max-cpus-per-user, --max-gpus-per-user, or the owner's row of the quotas table) or its
+ * project (the project's row only: projects have no default limit). */
 static void apply_resource_quota(struct control *ctl, const struct store_sched_rows *rows,
-                                 const struct jobspec **specs)
+                                 const struct jobspec **specs, enum store_quota_kind kind)
 {
-    struct quota_use dflt = {ctl->srv->cfg.max_cpus_per_user * 1000,
-                             ctl->srv->cfg.max_gpus_per_user};
-    struct store_user_quota *qrows = NULL;
+    bool project = kind == STORE_QUOTA_PROJECT;
+    struct quota_use dflt = {0, 0};
+    if (!project)
+        dflt = (struct quota_use){ctl->srv->cfg.max_cpus_per_user * 1000,
+                                  ctl->srv->cfg.max_gpus_per_user};
+    struct store_quota_row *qrows = NULL;
     size_t nq = 0, np = rows->npending, nr = rows->nworkers;
     struct quota_limit *limits = NULL;
-    if (user_limits(ctl, dflt, &qrows, &nq, &limits) != 0 ||
+    if (subject_limits(ctl, kind, dflt, &qrows, &nq, &limits) != 0 ||
         (nq == 0 && dflt.cpu_milli <= 0 && dflt.gpus <= 0) || np == 0) {
         free(limits);
-        store_user_quotas_free(qrows, nq);
+        store_quota_rows_free(qrows, nq);
         return;
     }
     const char **running = calloc(nr + 1, sizeof(*running));
     struct quota_use *used = calloc(nr + 1, sizeof(*used));
-    const char **owners = calloc(np, sizeof(*owners));
+    const char **subjects = calloc(np, sizeof(*subjects));
     struct quota_use *mins = calloc(np, sizeof(*mins)), *maxs = calloc(np, sizeof(*maxs));
     bool *ok = calloc(np, sizeof(*ok));
-    if (running && used && owners && mins && maxs && ok) {
+    if (running && used && subjects && mins && maxs && ok) {
         for (size_t i = 0; i < nr; i++) {
-            running[i] = rows->workers[i].owner;
+            running[i] = project ? rows->workers[i].project : rows->workers[i].owner;
             used[i] = worker_use(&rows->workers[i]);
         }
         for (size_t i = 0; i < np; i++) {
             const struct jobspec *sp = specs[i];
-            owners[i] = rows->pending[i].owner;
+            subjects[i] = project ? rows->pending[i].project : rows->pending[i].owner;
             if (sp == NULL)
                 continue;
             mins[i] = (struct quota_use){sp->cpu_milli * sp->num_workers_min,
@@ -175,7 +180,7 @@ static void apply_resource_quota(struct control *ctl, const struct store_sched_r
             maxs[i] = (struct quota_use){sp->cpu_milli * sp->num_workers_max,
                                          (int64_t)sp->gpu * sp->num_workers_max};
         }
-        if (quota_admit_resources(limits, nq, dflt, running, used, nr, owners, mins, maxs, np,
+        if (quota_admit_resources(limits, nq, dflt, running, used, nr, subjects, mins, maxs, np,
                                   ok) == 0) {
             for (size_t i = 0; i < np; i++) {
                 if (ok[i] || specs[i] == NULL)
@@ -183,11 +188,17 @@ static void apply_resource_quota(struct control *ctl, const struct store_sched_r
                 specs[i] = NULL;
                 if (rows->pending[i].id < 0)
                     continue; /* a growth probe: the job runs, it just does not grow */
-                char msg[200];
-                snprintf(msg, sizeof(msg),
-                         "waiting: %s's running workers are at their quota of CPUs or GPUs "
-                         "(--max-cpus-per-user, --max-gpus-per-user, or the user's quota)",
-                         owners[i]);
+                char msg[240];
+                if (project)
+                    snprintf(msg, sizeof(msg),
+                             "waiting: project %s's running workers are at the project's quota "
+                             "of CPUs or GPUs (PUT /api/v1/quotas/projects/%s)",
+                             subjects[i], subjects[i]);
+                else
+                    snprintf(msg, sizeof(msg),
+                             "waiting: %s's running workers are at their quota of CPUs or GPUs "
+                             "(--max-cpus-per-user, --max-gpus-per-user, or the user's quota)",
+                             subjects[i]);
                 if (ctl__spec_message_changed(&ctl->specs, rows->pending[i].id, msg))
                     store_job_set_waiting_message(ctl->db, rows->pending[i].id, msg);
             }
@@ -195,12 +206,12 @@ static void apply_resource_quota(struct control *ctl, const struct store_sched_r
     }
     free(running);
     free(used);
-    free(owners);
+    free(subjects);
     free(mins);
     free(maxs);
     free(ok);
     free(limits);
-    store_user_quotas_free(qrows, nq);
+    store_quota_rows_free(qrows, nq);
 }
 
 /* Leaves out of this pass (specs[i] = NULL) the pending jobs whose owner is at the quota of
@@ -334,7 +345,8 @@ void ctl__schedule(struct control *ctl)
             specs[i] = probe_spec(specs[i], rows.pending[i].grow_from, &probes[i]);
     }
     apply_quota(ctl, &rows, specs);
-    apply_resource_quota(ctl, &rows, specs);
+    apply_resource_quota(ctl, &rows, specs, STORE_QUOTA_USER);
+    apply_resource_quota(ctl, &rows, specs, STORE_QUOTA_PROJECT);
     if (ctl_snapshot_build(&rows, specs, log_snapshot_note, NULL, &snap) != 0)
         goto out;
     if (sched_run_pass(snap.snap, (int64_t)time(NULL), &result) != 0)

@@ -51,6 +51,8 @@ const struct srv_route srv_routes[] = {
     {"DELETE", "/api/v1/tokens/{id}", h_tokens_delete, SRV_ROLE_ADMIN},
     {"GET", "/api/v1/quotas/users/{name}", h_quotas_user_get, SRV_ROLE_USER},
     {"PUT", "/api/v1/quotas/users/{name}", h_quotas_user_put, SRV_ROLE_ADMIN},
+    {"GET", "/api/v1/quotas/projects/{name}", h_quotas_project_get, SRV_ROLE_USER},
+    {"PUT", "/api/v1/quotas/projects/{name}", h_quotas_project_put, SRV_ROLE_ADMIN},
     {"GET", "/metrics", h_prometheus, SRV_ROLE_VIEWER},
     {NULL, NULL, NULL, SRV_ROLE_NONE},
 };

@@ -85,6 +85,9 @@ int store_job_insert_once(struct db_conn *c, const char *owner, const json_t *sp
  * job, or an error. Handlers decide with it whether the requester may change the job (auth.h);
  * the store functions below apply what they are asked to. */
 int store_job_owner(struct db_conn *c, int64_t id, char **owner_out);
+/* *project_out = job `id`'s project (malloc'd). Returns 1, 0 when there is no such job, or an
+ * error. */
+int store_job_project(struct db_conn *c, int64_t id, char **project_out);
 
 enum store_stop_outcome {
     STORE_STOP_NOT_FOUND,
@@ -242,6 +245,7 @@ struct store_sched_worker {
     const char *gpus_json;      /* JSON array of the node's GPU ids it holds */
     int64_t end_epoch;          /* its attempt's start + timeout_s (Unix seconds); -1: none */
     const char *owner;          /* its job's owner */
+    const char *project;        /* its job's project */
 };
 /* A job to place (PENDING, or RESTARTING with its ended attempt gone), or a growth probe: a
  * RUNNING elastic job below its max, as id = -(job id), priority INT_MIN, grow_from = its
@@ -252,6 +256,7 @@ struct store_sched_pending {
     int priority;
     int64_t created_epoch; /* Unix seconds */
     const char *owner;
+    const char *project;
     int grow_from;         /* probes only; 0 otherwise */
     int resize_interval_s; /* probes only */
 };
@@ -450,31 +455,37 @@ int store_code_owned(struct db_conn *c, const char *sha256, const char *who, boo
 int store_code_node_may_fetch(struct db_conn *c, const char *sha256, const char *node, bool *may);
 
 /* ---- quotas (store_quotas.c) ---- */
-/* *used = the bytes `user` keeps in the artifact store (ty_artifact_bytes_used), *limit = their
- * artifact_bytes quota (the quotas row, else `dflt`; 0: unlimited), *own (optional) = whether a
- * row of theirs sets it. Returns 1 or an error. */
-int store_artifact_quota(struct db_conn *c, const char *user, int64_t dflt, int64_t *used,
-                         int64_t *limit, bool *own);
-/* A user's own running CPU and GPU limits (a quotas row); -1: the server's default. */
-struct store_user_quota {
-    char *user;
+/* Whom a row of `quotas` limits: a user (token name, the owner of jobs and code packages) or a
+ * project (jobs.project). */
+enum store_quota_kind { STORE_QUOTA_USER, STORE_QUOTA_PROJECT };
+/* *used = the bytes `subject` keeps in the artifact store (ty_artifact_bytes_used for a user,
+ * ty_project_artifact_bytes_used for a project), *limit = its artifact_bytes quota (the quotas
+ * row, else `dflt`; 0: unlimited), *own (optional) = whether a row of its own sets it. Returns 1
+ * or an error. */
+int store_artifact_quota(struct db_conn *c, enum store_quota_kind kind, const char *subject,
+                         int64_t dflt, int64_t *used, int64_t *limit, bool *own);
+/* A subject's own running CPU and GPU limits (a quotas row); -1: the server's default. */
+struct store_quota_row {
+    char *subject;
     int64_t cpus, gpus;
 };
-/* Every user row of `quotas` that sets cpus or gpus, into *out (n entries; free with
- * store_user_quotas_free, also after a failure). Returns a db_qs. */
-int store_user_quotas(struct db_conn *c, struct store_user_quota **out, size_t *n);
-void store_user_quotas_free(struct store_user_quota *q, size_t n);
-/* Changes `user`'s row of the quotas table: each field marked set takes its value (< 0: NULL, the
- * server's default); the others keep theirs. A db_qs. */
+/* Every row of `quotas` of that kind that sets cpus or gpus, into *out (n entries; free with
+ * store_quota_rows_free, also after a failure). Returns a db_qs. */
+int store_quota_rows(struct db_conn *c, enum store_quota_kind kind, struct store_quota_row **out,
+                     size_t *n);
+void store_quota_rows_free(struct store_quota_row *q, size_t n);
+/* Changes `subject`'s row of the quotas table: each field marked set takes its value (< 0: NULL,
+ * the server's default); the others keep theirs. A db_qs. */
 struct store_quota_change {
     bool set_artifact_bytes, set_cpus, set_gpus;
     int64_t artifact_bytes, cpus, gpus;
 };
-int store_user_quota_set(struct db_conn *c, const char *user, const struct store_quota_change *q);
-/* What `user`'s live workers hold (*cpu_milli, *gpus) and their own cpus and gpus limits (-1:
- * the server's default). Returns 1 or an error. */
-int store_user_running(struct db_conn *c, const char *user, int64_t *cpu_milli, int64_t *gpus,
-                       int64_t *own_cpus, int64_t *own_gpus);
+int store_quota_set(struct db_conn *c, enum store_quota_kind kind, const char *subject,
+                    const struct store_quota_change *q);
+/* What the live workers of `subject`'s jobs hold (*cpu_milli, *gpus) and its own cpus and gpus
+ * limits (-1: the server's default). Returns 1 or an error. */
+int store_quota_running(struct db_conn *c, enum store_quota_kind kind, const char *subject,
+                        int64_t *cpu_milli, int64_t *gpus, int64_t *own_cpus, int64_t *own_gpus);
 
 /* ---- checkpoints (store_checkpoints.c) ---- */
 /* What one committed report brings to checkpoint registration (DESIGN.md section 4). */

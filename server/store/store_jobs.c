@@ -119,6 +119,16 @@ int store_job_owner(struct db_conn *c, int64_t id, char **owner_out)
     return db_exec_text(c, &st, p, owner_out);
 }
 
+int store_job_project(struct db_conn *c, int64_t id, char **project_out)
+{
+    static const struct db_stmt st = {"job_project", "SELECT project FROM jobs WHERE id = $1", 1,
+                                      true};
+    char ids[32];
+    STORE_NUM(ids, id);
+    const char *p[] = {ids};
+    return db_exec_text(c, &st, p, project_out);
+}
+
 /* One user request (stop, delete) through ty_job_request, recorded with `message`. *found: the
  * job exists; *allowed: its status allowed the event, which was then applied. `from` (the status
  * before) and `to` (after; "" after delete) are filled when found and allowed respectively,

@@ -34,7 +34,8 @@ static int worker_row(const PGresult *res, int r, struct store_sched_worker *w)
                    db_col_text(res, r, "resources", &w->resources_json) != 0 ||
                    db_col_text(res, r, "gpus", &w->gpus_json) != 0 ||
                    db_col_int64(res, r, "end_epoch", &w->end_epoch) != 0 ||
-                   db_col_text(res, r, "owner", &w->owner) != 0
+                   db_col_text(res, r, "owner", &w->owner) != 0 ||
+                   db_col_text(res, r, "project", &w->project) != 0
                ? -1
                : 0;
 }
@@ -45,6 +46,7 @@ static int pending_row(const PGresult *res, int r, struct store_sched_pending *p
                    db_col_int(res, r, "priority", &p->priority) != 0 ||
                    db_col_int64(res, r, "created", &p->created_epoch) != 0 ||
                    db_col_text(res, r, "owner", &p->owner) != 0 ||
+                   db_col_text(res, r, "project", &p->project) != 0 ||
                    db_col_int(res, r, "grow_from", &p->grow_from) != 0 ||
                    db_col_int(res, r, "resize_interval", &p->resize_interval_s) != 0
                ? -1
@@ -92,23 +94,24 @@ int store_sched_snapshot(struct db_conn *c, struct store_sched_rows *out)
         "       CASE WHEN j.spec->>'timeout_s' IS NULL THEN -1 "
         "            ELSE (extract(epoch FROM a.created_at) + "
         "(j.spec->>'timeout_s')::float8)::bigint "
-        "       END AS end_epoch, j.owner "
+        "       END AS end_epoch, j.owner, j.project "
         "FROM workers w JOIN attempts a USING (job_id, attempt) JOIN jobs j ON j.id = w.job_id "
         "WHERE w.status IN ('PLACED', 'RUNNING') ORDER BY w.job_id, w.node_id",
         0, true};
     static const struct db_stmt st_pending = {
         "sched_pending",
-        "SELECT id, priority, created, owner, grow_from, resize_interval FROM ("
-        " SELECT id, priority, extract(epoch FROM created_at)::bigint AS created, owner, "
+        "SELECT id, priority, created, owner, project, grow_from, resize_interval FROM ("
+        " SELECT id, priority, extract(epoch FROM created_at)::bigint AS created, owner, project, "
         "        0 AS grow_from, 0 AS resize_interval "
         "   FROM jobs WHERE status = 'PENDING' "
         " UNION ALL "
-        " SELECT id, priority, extract(epoch FROM created_at)::bigint, owner, 0, 0 "
+        " SELECT id, priority, extract(epoch FROM created_at)::bigint, owner, project, 0, 0 "
         "   FROM jobs j WHERE j.status = 'RESTARTING' AND NOT EXISTS "
         "   (SELECT 1 FROM workers w WHERE w.job_id = j.id AND w.attempt = j.attempt "
         "       AND w.status IN ('PLACED', 'RUNNING')) "
         " UNION ALL "
-        " SELECT -j.id, -2147483648, extract(epoch FROM now())::bigint, j.owner, a.world_size, "
+        " SELECT -j.id, -2147483648, extract(epoch FROM now())::bigint, j.owner, j.project, "
+        "        a.world_size, "
         "        coalesce((j.spec #>> '{scaling_config,elastic_resize_interval_s}')::int, 60) "
         "   FROM jobs j JOIN attempts a ON a.job_id = j.id AND a.attempt = j.attempt "
         "  WHERE j.status = 'RUNNING' "

@@ -148,13 +148,13 @@ CHECKPOINTER = textwrap.dedent("""
 """)
 
 
-def submit_checkpointer(srv, token, name):
+def submit_checkpointer(srv, token, name, **extra):
     work = harness.make_tmpdir("ty-quota-")
     os.chmod(work, 0o755)
     with open(os.path.join(work, "train.py"), "w") as f:
         f.write(CHECKPOINTER)
-    return srv.submit({"name": name, "entrypoint": [PY, "train.py"], "working_dir": work},
-                      token=token)["id"]
+    return srv.submit(dict({"name": name, "entrypoint": [PY, "train.py"], "working_dir": work},
+                           **extra), token=token)["id"]
 
 
 def artifact_state(srv, job):
