@@ -633,13 +633,13 @@ def round_dirs(agent, job, cks):
     return dirs
 
 
-def wait_staging(dirs, want, timeout=30):
-    """Polls until [os.path.isdir(d)] equals want (or the time is up); returns what it saw."""
+def wait_staging(dirs, want, timeout=30, exists=os.path.isdir):
+    """Polls until [exists(d)] equals want (or the time is up); returns what it saw."""
     deadline = time.time() + timeout
-    seen = [os.path.isdir(d) for d in dirs]
+    seen = [exists(d) for d in dirs]
     while seen != want and time.time() < deadline:
         time.sleep(0.2)
-        seen = [os.path.isdir(d) for d in dirs]
+        seen = [exists(d) for d in dirs]
     return seen
 
 
@@ -660,7 +660,10 @@ def test_num_to_keep_removes_the_agents_staging_copies(server, agent_factory):
     dirs = round_dirs(agent, job, cks)
     assert wait_staging(dirs, [False, True, False, True]) == [False, True, False, True], \
         agent.log_text()
-    assert [os.path.exists(d + ".owners.json") for d in dirs] == [False, True, False, True]
+    # The agent removes a round's directory, then its owners file: wait for both.
+    owners = [d + ".owners.json" for d in dirs]
+    assert wait_staging(owners, [False, True, False, True], exists=os.path.exists) == \
+        [False, True, False, True]
     assert "deleted by retention" in agent.log_text()
 
 
@@ -688,7 +691,9 @@ def test_an_agent_away_at_the_deletion_removes_the_copies_when_it_returns(server
     agent.start()
     assert wait_staging(dirs, [False, True, False, True]) == [False, True, False, True], \
         agent.log_text()
-    assert [os.path.exists(d + ".owners.json") for d in dirs] == [False, True, False, True]
+    owners = [d + ".owners.json" for d in dirs]  # removed after the directory
+    assert wait_staging(owners, [False, True, False, True], exists=os.path.exists) == \
+        [False, True, False, True]
 
 
 class DelayingProxy(harness.TcpProxy):
