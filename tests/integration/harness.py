@@ -48,6 +48,17 @@ def pg_bin_dir():
     raise RuntimeError("no PostgreSQL server under /usr/lib/postgresql")
 
 
+def wait_for(pred, timeout=60, what="condition"):
+    """pred()'s first true value, polled every 0.1 s; AssertionError naming what after timeout s."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.1)
+    raise AssertionError(f"{what} not reached after {timeout}s")
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

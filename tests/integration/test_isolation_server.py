@@ -21,14 +21,7 @@ import harness
 PY = "/usr/bin/python3"
 
 
-def wait_for(pred, timeout=60, what="condition"):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.1)
-    raise AssertionError(f"{what} not reached after {timeout}s")
+wait_for = harness.wait_for
 
 
 def put_chunk(srv, sha, data, offset=0, token="admin"):
