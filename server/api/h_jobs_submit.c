@@ -84,22 +84,25 @@ static bool refused(struct srv_request *req, const struct job_submit *a, enum MH
                                        "/api/v1/code/{sha256})");
     else if (a->code_package && a->code == SRV_USE_FORBIDDEN)
         *res = srv_reply_field_problem(req, SRV_P_PACKAGE_FORBIDDEN, "code_package",
-                                       "this package was uploaded by another user: upload the "
-                                       "working directory yourself");
+                                       "this package was uploaded by another user and no job "
+                                       "of a project of yours uses it: upload the working "
+                                       "directory yourself");
     else if (a->resume_package && a->resume == SRV_USE_NOT_FOUND)
         *res = srv_reply_field_problem(req, SRV_P_CODE_PACKAGE_NOT_FOUND, "resume_from_package",
                                        "no such package: upload the checkpoint directory first "
                                        "(PUT /api/v1/code/{sha256})");
     else if (a->resume_package && a->resume == SRV_USE_FORBIDDEN)
         *res = srv_reply_field_problem(req, SRV_P_PACKAGE_FORBIDDEN, "resume_from_package",
-                                       "this package was uploaded by another user: upload the "
-                                       "checkpoint directory yourself");
+                                       "this package was uploaded by another user and no job "
+                                       "of a project of yours uses it: upload the checkpoint "
+                                       "directory yourself");
     else if (a->resume_from > 0 && a->checkpoint != SRV_USE_ALLOWED) {
-        char detail[96];
+        char detail[160];
         bool gone = a->checkpoint == SRV_USE_NOT_FOUND;
         snprintf(detail, sizeof(detail),
                  gone ? "checkpoint %lld does not exist"
-                      : "checkpoint %lld belongs to another user's job",
+                      : "checkpoint %lld belongs to another user's job, not one of a "
+                        "project you are a member of",
                  (long long)a->resume_from);
         *res = srv_reply_field_problem(
             req, gone ? SRV_P_CHECKPOINT_NOT_FOUND : SRV_P_CHECKPOINT_FORBIDDEN,

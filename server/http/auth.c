@@ -44,26 +44,25 @@ int srv_auth_package_use(struct db_conn *c, const struct srv_identity *who, cons
             *access = SRV_USE_NOT_FOUND;
         return qs;
     }
-    bool owned = who->role == SRV_ROLE_ADMIN;
-    if (!owned && who->role == SRV_ROLE_USER) {
-        int oq = store_code_owned(c, sha256, who->name[0] ? who->name : "anonymous", &owned);
-        if (oq < 0)
-            return oq;
+    bool usable = false;
+    if (who->role >= SRV_ROLE_USER) {
+        int uq = store_code_usable(c, who, sha256, &usable);
+        if (uq < 0)
+            return uq;
     }
-    *access = owned ? SRV_USE_ALLOWED : SRV_USE_FORBIDDEN;
+    *access = usable ? SRV_USE_ALLOWED : SRV_USE_FORBIDDEN;
     return qs;
 }
 
 int srv_auth_checkpoint_use(struct db_conn *c, const struct srv_identity *who, int64_t ckpt,
                             enum srv_use_access *access)
 {
-    char *owner = NULL;
-    int qs = store_checkpoint_owner(c, ckpt, &owner);
+    bool usable = false;
+    int qs = store_checkpoint_usable(c, who, ckpt, &usable);
     if (qs >= 0)
-        *access = qs == 0 || owner == NULL          ? SRV_USE_NOT_FOUND
-                  : srv_auth_may_modify(who, owner) ? SRV_USE_ALLOWED
-                                                    : SRV_USE_FORBIDDEN;
-    free(owner);
+        *access = qs == 0                                ? SRV_USE_NOT_FOUND
+                  : usable && who->role >= SRV_ROLE_USER ? SRV_USE_ALLOWED
+                                                         : SRV_USE_FORBIDDEN;
     return qs;
 }
 

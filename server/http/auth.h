@@ -27,14 +27,15 @@ int srv_auth_job_access(struct db_conn *c, const struct srv_identity *who, int64
 
 enum srv_use_access { SRV_USE_NOT_FOUND, SRV_USE_FORBIDDEN, SRV_USE_ALLOWED };
 /* may_use_package: whether `who` may name code package `sha256` in a job spec (code_package or
- * resume_from_package): it is stored, and `who` is an admin or one of the users who uploaded its
- * bytes (code_package_owners). The one place that decides it (project membership joins here).
- * Returns a db_qs; *access is set when it is not negative. */
+ * resume_from_package): it is stored, and `who` (a user or admin) may use it (ty_package_usable:
+ * an admin, one of the users who uploaded its bytes, a member of a project with a job that names
+ * it). The one place that decides it. Returns a db_qs; *access is set when it is not negative. */
 int srv_auth_package_use(struct db_conn *c, const struct srv_identity *who, const char *sha256,
                          enum srv_use_access *access);
 /* may_use_checkpoint: whether `who` may resume from checkpoint `ckpt` (resume_from_checkpoint):
- * it exists, and its job is `who`'s (admins: any). Returns a db_qs; *access is set when it is not
- * negative. */
+ * it exists and `who` may see its job (else NOT_FOUND), and `who` (a user or admin) may use it
+ * (ty_checkpoint_usable: an admin, the job's owner, a member of its project). Returns a db_qs;
+ * *access is set when it is not negative. */
 int srv_auth_checkpoint_use(struct db_conn *c, const struct srv_identity *who, int64_t ckpt,
                             enum srv_use_access *access);
 

@@ -113,6 +113,16 @@ int store_job_delete(struct db_conn *c, int64_t id, enum store_delete_outcome *o
                      char **status_out);
 
 /* ---- projects: who sees which jobs (store_projects.c, issue 22) ---- */
+/* Whether `who` may resume a job from checkpoint `ckpt` (ty_checkpoint_usable: an admin, the
+ * owner of its job, a member of that job's project): 1 with *usable set; 0 when the checkpoint is
+ * not COMMITTED or its job is not one `who` may see; or an error. */
+int store_checkpoint_usable(struct db_conn *c, const struct srv_identity *who, int64_t ckpt,
+                            bool *usable);
+/* *usable = whether `who` may name stored code package `sha256` in a job spec
+ * (ty_package_usable: an admin, one of its uploaders, a member of a project with a job that names
+ * it). Returns 1 or an error. */
+int store_code_usable(struct db_conn *c, const struct srv_identity *who, const char *sha256,
+                      bool *usable);
 /* Whether `who` may see job `job` (ty_project_visible on its project): 1 with *visible set, 0
  * when there is no such job, or an error. */
 int store_job_visible(struct db_conn *c, const struct srv_identity *who, int64_t job,
@@ -508,9 +518,6 @@ int store_checkpoint_round(struct db_conn *c, const struct store_checkpoint_roun
  * size_bytes, location, created_at}, by attempt then index. Returns 0 when the job does not
  * exist, 1 with the array, or an error. */
 int store_checkpoint_list(struct db_conn *c, int64_t job, char **json_out);
-/* The owner of the job that wrote checkpoint `ckpt` (malloc'd into *owner_out) when the
- * checkpoint exists (is COMMITTED): 1, 0, or an error. Two primary-key lookups. */
-int store_checkpoint_owner(struct db_conn *c, int64_t ckpt, char **owner_out);
 /* The directories to resume attempt `attempt` of `job` from checkpoint `ckpt` (its
  * resume_from_checkpoint), for the n_nodes nodes `node_ids`: *out gets one entry per node, in
  * that order (srv_resume_dirs_free). path: the checkpoint's location entry on that node, or NULL

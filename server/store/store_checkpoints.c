@@ -154,19 +154,6 @@ int store_checkpoint_list(struct db_conn *c, int64_t job, char **json_out)
 /* Resuming (resume_from_checkpoint)                                                            */
 /* ------------------------------------------------------------------------------------------ */
 
-int store_checkpoint_owner(struct db_conn *c, int64_t ckpt, char **owner_out)
-{
-    static const struct db_stmt st = {
-        "checkpoint_owner",
-        "SELECT j.owner FROM checkpoints c JOIN jobs j ON j.id = c.job_id "
-        "WHERE c.id = $1::bigint AND c.status = 'COMMITTED'",
-        1, true};
-    char id[32];
-    STORE_NUM(id, ckpt);
-    const char *p[] = {id};
-    return db_exec_text(c, &st, p, owner_out);
-}
-
 /* One statement: n pairs each launched node (in the order of nodes_json) with the path of the
  * checkpoint's location entry on that node (the first by path should there be several); m words
  * the warning for a node without one; ev records each warning once per attempt as a job event

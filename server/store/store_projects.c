@@ -2,7 +2,8 @@
  * one SQL function, ty_project_visible (store/sql/ty_project_visible.sql); every read of a job
  * goes through it: store_job_visible and store_checkpoint_visible for the routes under
  * /api/v1/jobs/{id} and /api/v1/checkpoints/{id} (auth.c) and /stream subscriptions, the job
- * list's WHERE clause (store_jobs.c). */
+ * list's WHERE clause (store_jobs.c). Who may use a checkpoint or a code package in a job spec is
+ * one function each too: ty_checkpoint_usable, ty_package_usable. */
 #include "store.h"
 
 #include "db_query.h"
@@ -37,6 +38,28 @@ int store_job_visible(struct db_conn *c, const struct srv_identity *who, int64_t
     STORE_NUM(id, job);
     const char *p[] = {id, who->name, admin_flag(who)};
     return exec_bool(c, &st, p, visible);
+}
+
+int store_checkpoint_usable(struct db_conn *c, const struct srv_identity *who, int64_t ckpt,
+                            bool *usable)
+{
+    static const struct db_stmt st = {
+        "checkpoint_usable", "SELECT usable FROM ty_checkpoint_usable($1, $2, $3::boolean)", 3,
+        true};
+    char id[32];
+    STORE_NUM(id, ckpt);
+    const char *p[] = {id, who->name, admin_flag(who)};
+    return exec_bool(c, &st, p, usable);
+}
+
+int store_code_usable(struct db_conn *c, const struct srv_identity *who, const char *sha256,
+                      bool *usable)
+{
+    static const struct db_stmt st = {"code_usable",
+                                      "SELECT ty_package_usable($1, $2, $3::boolean)", 3, true};
+    const char *p[] = {sha256, who->name, admin_flag(who)};
+    int qs = exec_bool(c, &st, p, usable);
+    return qs == 0 ? DB_HARD_ERROR : qs;
 }
 
 int store_checkpoint_visible(struct db_conn *c, const struct srv_identity *who, int64_t ckpt,

@@ -3,13 +3,17 @@ is seen by its members and admins only: another user (alice) and a viewer get th
 that does not exist on every route about it (the job, its workers, events, attempts, metrics,
 logs, checkpoints and checkpoint archive, stop, delete), do not find it in GET /jobs, and get
 none of its rows on /stream. Adding alice as a member shows it to her. Before projects, every
-role read every job."""
+role read every job. A checkpoint of a project's job and a code package one of its jobs names are
+used (resume_from_checkpoint, code_package) by the members and admins only."""
+import io
 import json
 import os
+import tarfile
 import textwrap
 
 import harness
 from test_checkpoints import wait_checkpoints
+from test_isolation_server import upload
 from test_stream import Sub
 
 PY = "/usr/bin/python3"
@@ -25,6 +29,18 @@ WRITER = textwrap.dedent("""
     trainyard.report({"loss": 0.25, "step": 3}, checkpoint=d)
     shutil.rmtree(d)
 """)
+
+
+def package(files):
+    """A code package (a gzipped tar) of files {name: text}."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
 
 
 def job_routes(job, ck):
@@ -135,6 +151,19 @@ def test_a_private_projects_jobs_are_seen_by_members_and_admins_only(server, age
     assert r.json["errors"][0]["field"] == "project"
     r = server.request("POST", "/api/v1/projects/bobs-lab/members", {"user": "alice"}, token=alice)
     assert r.status == 404 and r.json["code"] == "project-not-found", r
+    # Nor use its checkpoint, or bob's package that a job of the project names, known by id and
+    # hash: the checkpoint is not found (its job is not hers to see), the package not hers.
+    sha, r = upload(server, package({"train.py": "print('bob')\n"}), token=bob)
+    assert r.status == 200, r
+    assert server.request("POST", "/api/v1/jobs", token=bob,
+                          body={"entrypoint": "true", "project": "bobs-lab",
+                                "code_package": sha}).status == 201
+    uses = (("resume_from_checkpoint", ck["id"]), ("code_package", sha))
+    for (field, value), code in zip(uses, ("checkpoint-not-found", "package-forbidden")):
+        r = server.request("POST", "/api/v1/jobs", {"entrypoint": "true", field: value},
+                           token=alice)
+        assert r.status in (403, 422) and r.json["code"] == code, r
+        assert r.json["errors"][0]["field"] == field, r
 
     # A member adds her: now she sees it, on every path.
     r = server.request("POST", "/api/v1/projects/bobs-lab/members", {"user": "alice"}, token=bob)
@@ -149,6 +178,11 @@ def test_a_private_projects_jobs_are_seen_by_members_and_admins_only(server, age
     s.close()
     assert server.request("POST", "/api/v1/jobs", {"entrypoint": "true", "project": "bobs-lab"},
                           token=alice).status == 201
+    for field, value in uses:  # as a member she uses them, in the project or out of it
+        for project in ("bobs-lab", "default"):
+            r = server.request("POST", "/api/v1/jobs", token=alice,
+                               body={"entrypoint": "true", "project": project, field: value})
+            assert r.status == 201, (field, project, r)
     # The viewer is still kept out.
     assert_not_found(server, viewer, job, ck["id"])
     alice_live.close()
