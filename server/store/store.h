@@ -153,6 +153,18 @@ int store_project_access(struct db_conn *c, const struct srv_identity *who, cons
 /* Adds `member` to project `name`. Returns 1 when added, 0 when already a member, or an error. */
 int store_project_add_member(struct db_conn *c, const char *name, const char *member,
                              const char *added_by);
+enum store_member_removal {
+    STORE_MEMBER_REMOVED,
+    STORE_MEMBER_NOT_A_MEMBER, /* `member` is not one */
+    STORE_MEMBER_LAST,         /* the last member of a private project: kept */
+};
+/* Removes `member` from project `name` (which exists), unless it is the last member of a private
+ * project (its jobs would be left to admins alone). Returns a db_qs; *out is set when it is 1. */
+int store_project_remove_member(struct db_conn *c, const char *name, const char *member,
+                                enum store_member_removal *out);
+/* Deletes project `name` (which exists), its members and its quotas, when no job belongs to it;
+ * *jobs = how many do (then nothing is deleted). Returns a db_qs. */
+int store_project_delete(struct db_conn *c, const char *name, int64_t *jobs);
 
 /* ---- nodes (store_nodes.c) ---- */
 /* Ids of nodes whose status is ALIVE (arrays malloc'd; caller frees each id and the array). */
