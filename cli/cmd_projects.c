@@ -33,6 +33,25 @@ static void print_project(const json_t *project)
     putchar('\n');
 }
 
+/* Sends `method` to path with `body` (NULL: none) and prints the project it answers; `gone`
+ * when it answers none (204: the caller left the project). */
+static int project_request(struct cli_ctx *ctx, const char *method, const char *path,
+                           const char *body, const char *gone)
+{
+    json_t *project = NULL;
+    int rc = api_json(ctx, method, path, body, body ? strlen(body) : 0, &project);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (ctx->cfg.output == CLI_OUTPUT_JSON && project)
+        api_print_json(project);
+    else if (project)
+        print_project(project);
+    else if (ctx->cfg.output != CLI_OUTPUT_JSON && gone)
+        printf("%s\n", gone);
+    json_decref(project);
+    return CLI_EXIT_OK;
+}
+
 /* POSTs `req` (taken) to path and prints the project it answers. */
 static int post_project(struct cli_ctx *ctx, const char *path, json_t *req)
 {
@@ -40,17 +59,9 @@ static int post_project(struct cli_ctx *ctx, const char *path, json_t *req)
     json_decref(req);
     if (!body) /* json_pack fails only on invalid UTF-8 */
         return cli_input_error("the project's name and members must be valid UTF-8");
-    json_t *project = NULL;
-    int rc = api_json(ctx, "POST", path, body, strlen(body), &project);
+    int rc = project_request(ctx, "POST", path, body, NULL);
     free(body);
-    if (rc != CLI_EXIT_OK)
-        return rc;
-    if (ctx->cfg.output == CLI_OUTPUT_JSON)
-        api_print_json(project);
-    else
-        print_project(project);
-    json_decref(project);
-    return CLI_EXIT_OK;
+    return rc;
 }
 
 int cmd_project_create(struct cli_ctx *ctx, const struct cli_args *args)
@@ -151,17 +162,10 @@ int cmd_project_remove_member(struct cli_ctx *ctx, const struct cli_args *args)
         return cli_usage_error(ctx, "empty project name or user");
     struct strbuf path = STRBUF_INIT;
     project_path(ctx, &path, name, user);
-    json_t *project = NULL;
-    int rc = api_json(ctx, "DELETE", sb_str(&path), NULL, 0, &project);
+    int rc = project_request(ctx, "DELETE", sb_str(&path), NULL,
+                             "you left the project; it is private, so you no longer see it");
     sb_free(&path);
-    if (rc != CLI_EXIT_OK)
-        return rc;
-    if (ctx->cfg.output == CLI_OUTPUT_JSON)
-        api_print_json(project);
-    else
-        print_project(project);
-    json_decref(project);
-    return CLI_EXIT_OK;
+    return rc;
 }
 
 int cmd_project_delete(struct cli_ctx *ctx, const struct cli_args *args)

@@ -333,6 +333,12 @@ def test_cli_projects(server, tmp_path):
     assert r.returncode == 1 and "not a member" in r.stderr, r
     r = cli("project", "delete", "lab")
     assert r.returncode == 1 and "has 1 job" in r.stderr, r
+    r = cli("project", "create", "solo", token=alice)
+    assert r.returncode == 0, r.stderr
+    r = cli("project", "add-member", "solo", "bob", token=alice)
+    assert r.returncode == 0, r.stderr
+    r = cli("project", "remove-member", "solo", "alice", token=alice)
+    assert r.returncode == 0 and "you left the project" in r.stdout, (r.stdout, r.stderr)
     r = cli("project", "create", "empty")
     assert r.returncode == 0, r.stderr
     r = cli("project", "delete", "empty")
