@@ -30,6 +30,9 @@ _LAZY = ("Client", "JobSubmissionClient", "TrainyardAPIError")
 def __getattr__(name):
     """The REST client's names, imported on first use: a worker's runner never needs
     urllib (about a third of this package's import time)."""
+    if name == "JobSubmissionClient":
+        from ..job_submission import JobSubmissionClient
+        return JobSubmissionClient
     if name in _LAZY:
         from . import _client
         return getattr(_client, name)
