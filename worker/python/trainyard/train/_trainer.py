@@ -181,6 +181,10 @@ class DataParallelTrainer:
         TrainingFailedError when it failed (Result.error holds the same), MetricAssertionError
         when `assertions` (e.g. ["accuracy>=0.85"]) miss on rank 0's final metrics, and on
         Ctrl-C stops the job before re-raising KeyboardInterrupt."""
+        return self._fit(assertions)[0]
+
+    def _fit(self, assertions=()):
+        """fit(), returning (Result, the final job) when the job succeeded."""
         if in_worker_import:
             raise WorkerImportStop()
         from ._client import Client  # not on the workers' import path
