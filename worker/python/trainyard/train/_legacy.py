@@ -9,8 +9,8 @@ import pickle
 import time
 
 from ._config import FailureConfig, RunConfig, ScalingConfig
-from ._runner import MAIN_ALIAS, RETURN_MARK
-from ._trainer import DataParallelTrainer, _as_checkpoint, _check_datasets
+from ._trainer import (MAIN_ALIAS, RETURN_MARK, DataParallelTrainer, _as_checkpoint,
+                       _check_datasets)
 from ._vocab import BACKEND_TENSORFLOW, BACKEND_TORCH
 
 __all__ = ["Trainer", "run"]

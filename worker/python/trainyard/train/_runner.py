@@ -14,10 +14,9 @@ import pickle
 import sys
 import traceback
 
+from ._trainer import MAIN_ALIAS, RETURN_MARK
 from ._vocab import BACKEND_NONE, BACKEND_TORCH
 
-MAIN_ALIAS = "__trainyard_main__"
-RETURN_MARK = "__trainyard_return__"  # the lines that carry a worker's return value
 RETURN_CHUNK = 8000  # characters per line, under the agent's log line cut (16 KiB)
 
 

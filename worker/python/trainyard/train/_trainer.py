@@ -9,7 +9,6 @@ import time
 
 from ._checkpoint import Checkpoint, Result, TrainingFailedError, check_assertions
 from ._config import RunConfig, ScalingConfig
-from ._runner import RETURN_MARK
 from ._pack import (DEFAULT_MAX_BYTES, directory_signature, pack_directory, remember_package,
                     remembered_package)
 from ._vocab import BACKEND_NONE, JOB_SUCCEEDED, SCORE_MAX, TERMINAL_JOB_STATUSES
@@ -18,6 +17,8 @@ __all__ = ["DataParallelTrainer", "function_reference", "build_spec"]
 
 TERMINAL = TERMINAL_JOB_STATUSES
 DATASETS_FILE = "__trainyard_datasets__.pkl"  # datasets= in the code package
+MAIN_ALIAS = "__trainyard_main__"  # the user's script, imported on a worker
+RETURN_MARK = "__trainyard_return__"  # the log lines that carry a worker's return value (run())
 POLL_MIN_S, POLL_MAX_S = 0.1, 1.0  # polling backs off while nothing changes
 
 
