@@ -125,7 +125,7 @@ class _Unpickler(pickle.Unpickler):
         return super().find_class("__main__" if module == MAIN_ALIAS else module, name)
 
 
-def _parse(lines, num_workers):
+def _parse(lines):
     """{rank: value} of the ranks whose RETURN_MARK lines are all there."""
     parts = {}
     for ln in lines:
@@ -147,7 +147,7 @@ def _return_values(client, job, num_workers):
     """Every worker's return value in rank order, from the final attempt's log lines."""
     deadline = time.monotonic() + RETURN_WAIT_S
     while True:  # the job ended: its last lines are committed, or about to be
-        values = _parse(client.get_log_lines(job["id"], attempt=job.get("attempt")), num_workers)
+        values = _parse(client.get_log_lines(job["id"], attempt=job.get("attempt")))
         if len(values) >= num_workers or time.monotonic() > deadline:
             break
         time.sleep(0.2)
