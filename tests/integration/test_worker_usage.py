@@ -1,13 +1,16 @@
 """Issue 22 (feeding issue 26): each worker's CPU and memory use, read by its agent from the
 worker's cgroup every second (agent message `usage`), reach the server and the user: GET
 /api/v1/jobs/{id}/workers gives each worker's `usage` while it runs, and its totals once it ended
-(the agent's final sample); `trainyard workers` shows them as columns."""
+(the agent's final sample); `trainyard workers` shows them as columns. Another node cannot write
+a worker's usage."""
 import os
 import tempfile
 import textwrap
 
 import harness
 from test_isolation_procs import require_cgroups
+from test_security import cluster_token, register_msg
+from wsclient import WebSocket
 
 
 PY = "/usr/bin/python3"
@@ -65,6 +68,22 @@ def test_a_workers_cpu_and_memory_reach_the_api_and_cli_and_its_totals_stay(serv
     assert mem.endswith("MiB") and float(mem[:-3]) >= 120, r.stdout
     assert float(peak[:-3]) >= float(mem[:-3]), r.stdout
 
+    # Another node cannot write the worker's usage (CPU time and peak only ever go up, so a
+    # forged sample that was stored would show in the totals below).
+    with WebSocket(server.ws_url + "/agent") as ws:
+        ws.send_json(register_msg("rogue-node", cluster_token(server)))
+        reply = ws.wait_for(lambda m: m["type"] in ("registered", "error"))
+        assert reply["type"] == "registered", reply
+        ws.send_json({"type": "usage", "workers": [
+            {"job_id": str(job), "attempt": 1, "rank": 0, "cpu_usec": 10 ** 12,
+             "memory_bytes": 1 << 50, "memory_peak_bytes": 1 << 50, "final": True}]})
+        # Messages are handled in order: once this event is acked the usage was handled.
+        ws.send_json({"type": "worker_exited", "seq": 1, "job_id": str(job), "attempt": 1,
+                      "rank": 0, "exit_code": 0, "signal": None, "error": None})
+        ws.wait_for(lambda m: m["type"] == "ack" and m["seq"] == 1)
+    forged = usage_of(server, job)
+    assert forged["final"] is False and forged["cpu_seconds"] < 1000, forged
+
     # Once it ended, its totals stay: the final sample, taken at its exit.
     open(go, "w").close()
     done = server.wait_job(job, {"SUCCEEDED", "FAILED"})
@@ -72,7 +91,7 @@ def test_a_workers_cpu_and_memory_reach_the_api_and_cli_and_its_totals_stay(serv
     final = harness.wait_for(lambda: (lambda u: u if u and u["final"] else None)(
         usage_of(server, job)), what="the worker's final usage sample")
     assert final["cpu_seconds"] >= live["cpu_seconds"] > 0.5
-    assert final["memory_peak_bytes"] >= 120 * MB
+    assert final["cpu_seconds"] < 1000 and 120 * MB <= final["memory_peak_bytes"] < 1 << 40
     os.remove(go)
     os.rmdir(gate)
 
