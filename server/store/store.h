@@ -35,6 +35,10 @@ int store_cluster_stats(struct db_conn *c, struct store_cluster_stats *out);
 /* The GPUs of alive nodes with their latest sample, as a JSON array (malloc'd in *json) of
  * nodes.gpus rows with "node" added (migrations/0027_node_gpus.sql). Returns 1 or an error. */
 int store_node_gpus(struct db_conn *c, char **json);
+/* The last usage sample of every RUNNING worker whose job `who` may see (worker_usage), as a JSON
+ * array (malloc'd in *json) of [job, rank, node, cpu_usec, memory_bytes]. Returns 1 or an
+ * error. */
+int store_running_usage(struct db_conn *c, const struct srv_identity *who, char **json);
 
 /* ---- tokens (store_tokens.c) ---- */
 int store_token_lookup(struct db_conn *c, const char *hash, struct srv_identity *who);

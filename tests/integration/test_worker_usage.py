@@ -1,11 +1,14 @@
 """Issue 22 (feeding issue 26): each worker's CPU and memory use, read by its agent from the
 worker's cgroup every second (agent message `usage`), reach the server and the user: GET
 /api/v1/jobs/{id}/workers gives each worker's `usage` while it runs, and its totals once it ended
-(the agent's final sample); `trainyard workers` shows them as columns. Another node cannot write
-a worker's usage."""
+(the agent's final sample); `trainyard workers` shows them as columns, /metrics as
+trainyard_worker_* series to those who may see the job. Another node cannot write a worker's
+usage."""
 import os
 import tempfile
 import textwrap
+
+from prometheus_client.parser import text_string_to_metric_families
 
 import harness
 from test_isolation_procs import require_cgroups
@@ -38,6 +41,15 @@ def usage_of(server, job):
     return w["usage"]
 
 
+def worker_series(server, job, token="admin"):
+    """{sample name: value} of the trainyard_worker_* series of job's rank 0 in GET /metrics."""
+    r = server.request("GET", "/metrics", token=token)
+    assert r.status == 200, r
+    return {s.name: s.value for fam in text_string_to_metric_families(r.text)
+            for s in fam.samples if s.name.startswith("trainyard_worker_")
+            and s.labels.get("job") == str(job) and s.labels.get("rank") == "0"}
+
+
 def test_a_workers_cpu_and_memory_reach_the_api_and_cli_and_its_totals_stay(server,
                                                                           agent_factory, cli):
     agent = agent_factory()
@@ -45,8 +57,12 @@ def test_a_workers_cpu_and_memory_reach_the_api_and_cli_and_its_totals_stay(serv
     gate = tempfile.mkdtemp(prefix="ty-usage-")
     os.chmod(gate, 0o755)
     go = os.path.join(gate, "go")
+    # In a private project: its usage is shown to admins and members only.
+    r = server.request("POST", "/api/v1/projects", {"name": "lab", "visibility": "private"})
+    assert r.status == 201, r
+    viewer = server.create_token("outsider", "viewer")
     job = server.submit({"name": "burner", "entrypoint": [PY, "-c", BURNER, go],
-                         "working_dir": "/tmp"})["id"]
+                         "working_dir": "/tmp", "project": "lab"})["id"]
     server.wait_job(job, {"RUNNING"})
 
     # While it runs: its CPU time and the memory it holds, from samples of its cgroup.
@@ -57,6 +73,12 @@ def test_a_workers_cpu_and_memory_reach_the_api_and_cli_and_its_totals_stay(serv
     assert live["memory_peak_bytes"] >= live["memory_bytes"]
     assert live["final"] is False
     assert live["sampled_at"].endswith("Z") or "+" in live["sampled_at"], live
+
+    # /metrics has them as series of the running worker, for those who may see its job.
+    series = worker_series(server, job)
+    assert series["trainyard_worker_cpu_seconds_total"] > 0.5, series
+    assert series["trainyard_worker_memory_bytes"] >= 120 * MB, series
+    assert worker_series(server, job, token=viewer) == {}
 
     # The CLI shows them as columns.
     r = cli("workers", str(job))
@@ -91,6 +113,7 @@ def test_a_workers_cpu_and_memory_reach_the_api_and_cli_and_its_totals_stay(serv
     final = harness.wait_for(lambda: (lambda u: u if u and u["final"] else None)(
         usage_of(server, job)), what="the worker's final usage sample")
     assert final["cpu_seconds"] >= live["cpu_seconds"] > 0.5
+    assert worker_series(server, job) == {}  # the series are of running workers only
     assert final["cpu_seconds"] < 1000 and 120 * MB <= final["memory_peak_bytes"] < 1 << 40
     os.remove(go)
     os.rmdir(gate)
