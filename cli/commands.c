@@ -124,8 +124,11 @@ static const struct cli_command commands[] = {
      "'TIME checkpoint I S ...'. Read from the live stream (-o json: one stream message per\n"
      "line); with --follow it keeps going and exits 0 when the job ends.",
      1, 1, events_flags, cmd_events},
-    {NULL, "workers", "ID", "list a job's workers: rank, node, pid, GPUs, exit code", NULL, 1, 1,
-     no_flags, cmd_workers},
+    {NULL, "workers", "ID",
+     "list a job's workers: rank, node, pid, GPUs, exit code, CPU and memory",
+     "CPU is the worker's CPU time, MEM its memory now and MEM_PEAK the most it used, from its\n"
+     "cgroup (sampled every second; the totals are kept once it ended); - where it has none.",
+     1, 1, no_flags, cmd_workers},
     {NULL, "metrics", "ID", "list the metrics a job reported", NULL, 1, 1, metrics_flags,
      cmd_metrics},
     {NULL, "logs", "ID", "print what a job's workers wrote to stdout and stderr",
