@@ -510,10 +510,11 @@ struct store_checkpoint_round {
  * report and at least one of them a checkpoint_dir: step and metrics of rank 0's report k,
  * location = JSON text [{"node_id","path"}...], size_bytes = summed checkpoint_bytes (NULL when
  * none known). Idempotent: a second call inserts nothing (it refreshes size and location of a
- * COMMITTED row). *registered: a row was inserted or refreshed. On DB_HARD_ERROR, sqlstate gets
- * its SQLSTATE (class 22/23: the data is refused, a retry fails the same way). */
+ * COMMITTED row). *registered: the row was inserted now (once per checkpoint); *refreshed: an
+ * existing row's size or location changed. On DB_HARD_ERROR, sqlstate gets its SQLSTATE (class
+ * 22/23: the data is refused, a retry fails the same way). */
 int store_checkpoint_round(struct db_conn *c, const struct store_checkpoint_round *in,
-                           bool *registered, char sqlstate[6]);
+                           bool *registered, bool *refreshed, char sqlstate[6]);
 /* *json_out = JSON array of the job's COMMITTED checkpoints {id, attempt, index, step, metrics,
  * size_bytes, location, created_at}, by attempt then index. Returns 0 when the job does not
  * exist, 1 with the array, or an error. */
