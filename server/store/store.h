@@ -164,9 +164,12 @@ int store_node_register(struct db_conn *c, const char *id, const char *hostname,
 int store_node_lost(struct db_conn *c, const char *id);
 int store_node_list(struct db_conn *c, char **json_out);
 int store_node_get(struct db_conn *c, const char *id, char **json_out);
-/* Sets the node's draining flag; draining also preempts the jobs running there (ty_node_drain:
- * they restart elsewhere). *json_out: the node (NULL when there is no such node). */
-int store_node_set_draining(struct db_conn *c, const char *id, bool draining, char **json_out);
+/* Sets the node's draining flag. Draining with `preempt` also preempts the jobs running there
+ * (ty_node_drain: they checkpoint and restart elsewhere) and sets *preempted_out to a JSON array
+ * of their ids (caller frees); without it they run on to their end there. *json_out: the node
+ * (NULL when there is no such node). */
+int store_node_set_draining(struct db_conn *c, const char *id, bool draining, bool preempt,
+                            char **json_out, char **preempted_out);
 /* A worker the database believes live (PLACED or RUNNING) on a node. */
 struct store_live_worker {
     int64_t job;
