@@ -245,9 +245,18 @@ static pid_t spawn_postmaster(const struct pg_embedded *pg)
     _exit(127);
 }
 
+/* Whether pg_embedded_stop asked the watcher to end. */
+static bool stop_asked(struct pg_embedded *pg)
+{
+    pthread_mutex_lock(&pg->lock);
+    bool stopping = pg->stopping;
+    pthread_mutex_unlock(&pg->lock);
+    return stopping;
+}
+
 /* Starts the postmaster and waits until it accepts connections (crash recovery, if it needs
- * one, happens before that). Returns 0, or -1 with the reason in `why` (how it ended and the
- * last line it logged). */
+ * one, happens before that), or until pg_embedded_stop asks the watcher to end. Returns 0, or
+ * -1 with the reason in `why` (how it ended and the last line it logged, or the stop). */
 static int start_postmaster(struct pg_embedded *pg, char *why, size_t why_len)
 {
     struct stat st;
@@ -270,10 +279,13 @@ static int start_postmaster(struct pg_embedded *pg, char *why, size_t why_len)
             snprintf(why, why_len, "postgres %s%s%s", ended, line[0] ? ": " : "", line);
             return -1;
         }
-        if (PQping(pg->ping_conninfo) == PQPING_OK) {
-            pg->pm_pid = pid;
+        if (PQping(pg->ping_conninfo) == PQPING_OK || stop_asked(pg)) {
+            pg->pm_pid = pid; /* stopping: pg_embedded_stop stops this one */
             pg->pm_child = true;
-            return 0;
+            if (!stop_asked(pg))
+                return 0;
+            snprintf(why, why_len, "the server is stopping");
+            return -1;
         }
         struct timespec ts = {0, 100 * 1000 * 1000};
         nanosleep(&ts, NULL);
@@ -483,6 +495,12 @@ int pg_embedded_start(const char *data_dir, const char *bin_dir, const char *fal
     struct pg_embedded *pg = calloc(1, sizeof(*pg));
     if (pg == NULL)
         return -1;
+    pthread_mutex_init(&pg->lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&pg->wake, &attr);
+    pthread_condattr_destroy(&attr);
     if (bin_dir)
         snprintf(pg->bin_dir, sizeof(pg->bin_dir), "%s", bin_dir);
     else if (find_bin_dir(pg->bin_dir, sizeof(pg->bin_dir)) != 0) {
@@ -585,6 +603,8 @@ int pg_embedded_start(const char *data_dir, const char *bin_dir, const char *fal
     *out = pg;
     return 0;
 fail:
+    pthread_mutex_destroy(&pg->lock);
+    pthread_cond_destroy(&pg->wake);
     free(pg);
     return -1;
 }
@@ -677,16 +697,8 @@ int pg_embedded_watch(struct pg_embedded *pg, int restart_attempts, void (*on_gi
     pg->restart_attempts = restart_attempts;
     pg->on_give_up = on_give_up;
     pg->give_up_arg = arg;
-    pthread_mutex_init(&pg->lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&pg->wake, &attr);
-    pthread_condattr_destroy(&attr);
     if (pthread_create(&pg->watcher, NULL, watcher_main, pg) != 0) {
         TY_ERROR("pg", "cannot start the thread that watches the embedded PostgreSQL");
-        pthread_mutex_destroy(&pg->lock);
-        pthread_cond_destroy(&pg->wake);
         return -1;
     }
     pg->watching = true;
@@ -708,19 +720,24 @@ void pg_embedded_stop(struct pg_embedded *pg)
         pthread_cond_signal(&pg->wake);
         pthread_mutex_unlock(&pg->lock);
         pthread_join(pg->watcher, NULL);
-        pthread_mutex_destroy(&pg->lock);
-        pthread_cond_destroy(&pg->wake);
     }
+    pthread_mutex_destroy(&pg->lock);
+    pthread_cond_destroy(&pg->wake);
     if (!pg_embedded_gave_up(pg)) {
         const char *stop[] = {"pg_ctl", "stop", "-D", pg->pgdata, "-m",
                               "fast",   "-w",   "-t", "60",       NULL};
-        if (run_pg_tool(pg, stop) != 0)
-            TY_WARN("pg", "pg_ctl stop failed; see %s", pg->logfile);
-        else
+        if (run_pg_tool(pg, stop) == 0) {
             TY_INFO("pg", "embedded PostgreSQL stopped");
+            if (pg->pm_child) /* it has exited: reap it */
+                while (waitpid(pg->pm_pid, NULL, 0) < 0 && errno == EINTR)
+                    ;
+        } else {
+            TY_WARN("pg", "pg_ctl stop failed; see %s", pg->logfile);
+            /* A postmaster still starting (a restart cut short) may have no postmaster.pid
+             * for pg_ctl yet: SIGINT is its fast shutdown. */
+            if (pg->pm_child)
+                kill(pg->pm_pid, SIGINT);
+        }
     }
-    if (pg->pm_child)
-        while (waitpid(pg->pm_pid, NULL, 0) < 0 && errno == EINTR)
-            ;
     free(pg);
 }
