@@ -69,6 +69,7 @@ int cmd_metrics(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_logs(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_nodes(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_drain(struct cli_ctx *ctx, const struct cli_args *args);
+int cmd_undrain(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_project_create(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_project_list(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_project_add_member(struct cli_ctx *ctx, const struct cli_args *args);

@@ -1,5 +1,5 @@
 /*
- * cmd_nodes.c - nodes and drain.
+ * cmd_nodes.c - nodes, drain and undrain.
  */
 #include "api.h"
 #include "cli.h"
@@ -57,7 +57,15 @@ int cmd_nodes(struct cli_ctx *ctx, const struct cli_args *args)
             table_cell_json(&t, json_object_get(node, "id"));
             table_cell_json(&t, json_object_get(node, "hostname"));
             table_cell_json(&t, json_object_get(node, "address"));
-            table_cell_json(&t, json_object_get(node, "status"));
+            const json_t *status = json_object_get(node, "status");
+            if (json_is_true(json_object_get(node, "draining")) && json_is_string(status)) {
+                struct strbuf st = STRBUF_INIT;
+                out_value(&st, status);
+                sb_puts(&st, " (draining)");
+                table_cell_steal(&t, sb_steal(&st));
+            } else {
+                table_cell_json(&t, status);
+            }
             resources_text(&res, json_object_get(node, "resources"), json_object_get(node, "free"));
             table_cell_steal(&t, sb_steal(&res));
         }
@@ -68,39 +76,89 @@ int cmd_nodes(struct cli_ctx *ctx, const struct cli_args *args)
     return CLI_EXIT_OK;
 }
 
-int cmd_drain(struct cli_ctx *ctx, const struct cli_args *args)
+/* Appends "3, 5" from a JSON array of job ids. */
+static void ids_text(struct strbuf *sb, const json_t *ids)
 {
-    const char *node = args->pos[0];
+    size_t i;
+    json_t *v;
+    json_array_foreach((json_t *)ids, i, v)
+    {
+        if (i > 0)
+            sb_puts(sb, ", ");
+        out_value(sb, v);
+    }
+}
+
+/* POST /api/v1/nodes/{node}/{verb} with `body` (NULL: none); *reply: the node, or NULL. */
+static int node_action(struct cli_ctx *ctx, const char *node, const char *verb, const char *body,
+                       json_t **reply)
+{
+    *reply = NULL;
     if (!node[0])
         return cli_usage_error(ctx, "empty node id");
     struct strbuf path = STRBUF_INIT;
     sb_puts(&path, "/api/v1/nodes/");
     api_path_escaped(ctx, &path, node);
-    sb_puts(&path, "/drain");
+    sb_puts(&path, "/");
+    sb_puts(&path, verb);
     struct http_response resp;
-    int rc = api_send(ctx, "POST", sb_str(&path), NULL, 0, false, &resp, NULL, 0);
+    int rc =
+        api_send(ctx, "POST", sb_str(&path), body, body ? strlen(body) : 0, false, &resp, NULL, 0);
     sb_free(&path);
     if (rc != CLI_EXIT_OK)
         return rc;
-    /* The reply may be the node (200/202) or empty (204); either is success. */
-    json_t *reply = resp.len ? json_loadb(resp.body, resp.len, 0, NULL) : NULL;
-    if (ctx->cfg.output == CLI_OUTPUT_JSON) {
-        if (reply)
-            api_print_json(reply);
+    *reply = resp.len ? json_loadb(resp.body, resp.len, 0, NULL) : NULL;
+    http_response_free(&resp);
+    if (ctx->cfg.output == CLI_OUTPUT_JSON && *reply)
+        api_print_json(*reply);
+    return CLI_EXIT_OK;
+}
+
+int cmd_drain(struct cli_ctx *ctx, const struct cli_args *args)
+{
+    const char *node = args->pos[0];
+    bool preempt = args_flag(args, "no-preempt") == NULL;
+    json_t *reply;
+    int rc = node_action(ctx, node, "drain", preempt ? NULL : "{\"preempt\": false}", &reply);
+    if (rc != CLI_EXIT_OK || ctx->cfg.output == CLI_OUTPUT_JSON) {
+        json_decref(reply);
+        return rc;
+    }
+    struct strbuf sb = STRBUF_INIT;
+    sb_puts(&sb, "node ");
+    out_clean(&sb, node, strlen(node));
+    sb_puts(&sb, " draining: no new workers are placed there; ");
+    const json_t *moved = json_object_get(reply, "preempted_jobs");
+    if (!preempt) {
+        sb_puts(&sb, "running jobs finish there ('trainyard undrain' to take it back)");
+    } else if (json_array_size(moved) == 0) {
+        sb_puts(&sb, "no job was running there");
     } else {
+        sb_puts(&sb, json_array_size(moved) == 1 ? "job " : "jobs ");
+        ids_text(&sb, moved);
+        sb_puts(&sb, json_array_size(moved) == 1 ? " was" : " were");
+        sb_puts(&sb, " running there: asked to checkpoint, stopped, and restarted elsewhere "
+                     "from the checkpoint");
+    }
+    printf("%s\n", sb_str(&sb));
+    sb_free(&sb);
+    json_decref(reply);
+    return CLI_EXIT_OK;
+}
+
+int cmd_undrain(struct cli_ctx *ctx, const struct cli_args *args)
+{
+    const char *node = args->pos[0];
+    json_t *reply;
+    int rc = node_action(ctx, node, "undrain", NULL, &reply);
+    if (rc == CLI_EXIT_OK && ctx->cfg.output != CLI_OUTPUT_JSON) {
         struct strbuf sb = STRBUF_INIT;
-        const json_t *status = json_object_get(reply, "status");
         sb_puts(&sb, "node ");
         out_clean(&sb, node, strlen(node));
-        sb_puts(&sb, " ");
-        if (json_is_string(status))
-            out_value(&sb, status);
-        else
-            sb_puts(&sb, "draining");
+        sb_puts(&sb, " undrained: new workers may be placed there again");
         printf("%s\n", sb_str(&sb));
         sb_free(&sb);
     }
     json_decref(reply);
-    http_response_free(&resp);
-    return CLI_EXIT_OK;
+    return rc;
 }

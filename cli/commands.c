@@ -48,6 +48,13 @@ static const struct cli_flag list_flags[] = {
     {NULL, NULL, NULL, false},
 };
 
+static const struct cli_flag drain_flags[] = {
+    {"no-preempt", NULL,
+     "let the jobs running on the node finish there instead of checkpointing and moving them",
+     false},
+    {NULL, NULL, NULL, false},
+};
+
 static const struct cli_flag wait_flags[] = {
     {"timeout", "S", "give up after S seconds (exit 5); default: no limit", false},
     {"follow", NULL, "print log lines and rank-0 reports as they arrive", false},
@@ -144,7 +151,16 @@ static const struct cli_command commands[] = {
      2, 2, no_flags, cmd_checkpoint_download},
     {NULL, "nodes", "", "list cluster nodes and their free resources", NULL, 0, 0, no_flags,
      cmd_nodes},
-    {NULL, "drain", "NODE", "stop placing new workers on a node", NULL, 1, 1, no_flags, cmd_drain},
+    {NULL, "drain", "NODE",
+     "stop placing workers on a node and move its running jobs elsewhere (admin)",
+     "New workers are no longer placed on NODE. Each job running there is asked to checkpoint\n"
+     "(ty_should_checkpoint(), trainyard.should_checkpoint()), stopped after its\n"
+     "failure_config.preemption_grace_s and restarted elsewhere from its latest checkpoint\n"
+     "(counted in its preemptions, not its failures). With --no-preempt running jobs finish on\n"
+     "NODE. 'trainyard undrain NODE' takes it back.",
+     1, 1, drain_flags, cmd_drain},
+    {NULL, "undrain", "NODE", "place new workers on a drained node again (admin)", NULL, 1, 1,
+     no_flags, cmd_undrain},
     {"token", "create", "", "create an API token (admin); prints the token, shown only once", NULL,
      0, 0, token_create_flags, cmd_token_create},
     {"token", "list", "", "list API tokens (admin)", NULL, 0, 0, no_flags, cmd_token_list},

@@ -74,6 +74,9 @@ static const struct option_def options[] = {
      "/var/lib/trainyard/postgres", 0, 0,
      "as root, where the embedded PostgreSQL lives when the postgres user cannot reach "
      "--data-dir (e.g. under /root); \"none\": refuse to start instead"},
+    {"pg-restart-attempts", "TRAINYARD_PG_RESTART_ATTEMPTS", I(pg_restart_attempts), "5", 0, 100,
+     "when the embedded PostgreSQL dies, tries to restart it (crash recovery; the n-th try after "
+     "n seconds) before the server exits non-zero with the reason (0: exit at once)"},
     {"auth", "TRAINYARD_AUTH", S(auth), "token", 0, 0,
      "token: bearer API tokens with roles; none: no authentication (local experiments)"},
     {"heartbeat-timeout-s", "TRAINYARD_HEARTBEAT_TIMEOUT_S", I(heartbeat_timeout_s), "10", 1, 86400,

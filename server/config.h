@@ -34,7 +34,8 @@ struct srv_config {
     char *database_url;       /* NULL: run the embedded PostgreSQL under data_dir */
     char *pg_bin_dir;         /* NULL: newest /usr/lib/postgresql/<v>/bin */
     char *pg_fallback_dir;    /* "none": no fallback (see pg_embedded.h) */
-    char *auth;               /* "token" or "none" */
+    int64_t pg_restart_attempts; /* restarts of a dead embedded postmaster before exiting */
+    char *auth;                  /* "token" or "none" */
     enum srv_auth_mode auth_mode;
     int64_t heartbeat_timeout_s;
     int64_t stop_grace_s;

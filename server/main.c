@@ -40,6 +40,14 @@ static void print_routes(void)
     json_decref(routes);
 }
 
+/* The embedded PostgreSQL could not be restarted (its watcher logged why): shut down, and
+ * main exits non-zero so that a supervisor acts. */
+static void embedded_database_lost(void *arg)
+{
+    (void)arg;
+    kill(getpid(), SIGTERM);
+}
+
 /* Waits until the database answers (it may still be starting). Returns 0 or -1. */
 static int wait_for_database(struct db *db)
 {
@@ -95,7 +103,9 @@ int main(int argc, char **argv)
     if (srv.cfg.database_url) {
         snprintf(conninfo, sizeof(conninfo), "%s", srv.cfg.database_url);
     } else if (pg_embedded_start(srv.cfg.data_dir, srv.cfg.pg_bin_dir, srv.cfg.pg_fallback_dir,
-                                 &srv.pg, conninfo, sizeof(conninfo)) != 0) {
+                                 &srv.pg, conninfo, sizeof(conninfo)) != 0 ||
+               pg_embedded_watch(srv.pg, (int)srv.cfg.pg_restart_attempts, embedded_database_lost,
+                                 NULL) != 0) {
         goto out;
     }
     /* One connection per HTTP thread, plus a few for the server's own loops. */
@@ -130,8 +140,12 @@ int main(int argc, char **argv)
 
     int sig = 0;
     sigwait(&sigs, &sig);
-    TY_INFO("main", "%s received: shutting down", strsignal(sig));
-    rc = 0;
+    if (pg_embedded_gave_up(srv.pg)) {
+        TY_INFO("main", "shutting down: the embedded PostgreSQL is gone");
+    } else {
+        TY_INFO("main", "%s received: shutting down", strsignal(sig));
+        rc = 0;
+    }
 out:
     srv_http_stop(&srv);
     stream_stop(srv.stream); /* before the hub, which control_stop stops */

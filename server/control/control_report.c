@@ -58,9 +58,9 @@ static int on_round_complete(struct control *ctl, const struct aproto_report *r,
 {
     struct store_checkpoint_round in = {r->job,       r->report_seq, (int)r->attempt,
                                         (int)r->rank, bytes,         try_register};
-    bool registered = false;
+    bool registered = false, refreshed = false;
     char sqlstate[6];
-    int qs = store_checkpoint_round(ctl->db, &in, &registered, sqlstate);
+    int qs = store_checkpoint_round(ctl->db, &in, &registered, &refreshed, sqlstate);
     if (qs < 0) {
         bool refused = strncmp(sqlstate, "22", 2) == 0 || strncmp(sqlstate, "23", 2) == 0;
         TY_WARN("control", "job %lld attempt %lld: checkpoint %lld not registered (%s%s)",
@@ -69,9 +69,15 @@ static int on_round_complete(struct control *ctl, const struct aproto_report *r,
                 refused ? sqlstate : "");
         return refused ? 1 : -1;
     }
-    if (registered) {
-        TY_INFO("control", "job %lld attempt %lld: checkpoint %lld registered", (long long)r->job,
-                (long long)r->attempt, (long long)r->report_seq);
+    if (registered || refreshed) {
+        /* Once per checkpoint: a later report of its round (a rank's size, a resend) refreshes
+         * the row quietly. */
+        if (registered)
+            TY_INFO("control", "job %lld attempt %lld: checkpoint %lld registered",
+                    (long long)r->job, (long long)r->attempt, (long long)r->report_seq);
+        else
+            TY_DEBUG("control", "job %lld attempt %lld: checkpoint %lld: size and location updated",
+                     (long long)r->job, (long long)r->attempt, (long long)r->report_seq);
         /* Its parts may all have been uploaded before it registered: it is complete now. */
         artifact_retire(ctl->db, ctl->srv->artifacts, r->job);
     }

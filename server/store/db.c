@@ -36,7 +36,11 @@ struct db {
     uint64_t timeouts;      /* atomic: db_acquire calls that gave up waiting */
     int acquire_timeout_ms; /* 0: wait for ever */
     int connect_timeout_s;  /* 0: libpq's default (none) */
+
+    int64_t connect_error_logged; /* atomic: CLOCK_MONOTONIC second of the last logged failure */
 };
+
+#define DB_CONNECT_ERROR_EVERY_S 5 /* while the database is down, one failure line this often */
 
 struct db *db_create(const char *conninfo, int size)
 {
@@ -122,7 +126,17 @@ static int conn_ensure(struct db *db, struct db_conn *c)
     const char *const values[] = {db->connect_timeout_s > 0 ? timeout : NULL, db->conninfo, NULL};
     c->pg = PQconnectdbParams(keys, values, 1);
     if (PQstatus(c->pg) != CONNECTION_OK) {
-        TY_ERROR("db", "cannot connect to the database: %s", PQerrorMessage(c->pg));
+        /* Every thread fails while the database is down (restarting, in crash recovery): one
+         * line every few seconds says so, the rest go to the debug log. */
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        int64_t last = __atomic_load_n(&db->connect_error_logged, __ATOMIC_RELAXED);
+        if ((last == 0 || now.tv_sec - last >= DB_CONNECT_ERROR_EVERY_S) &&
+            __atomic_compare_exchange_n(&db->connect_error_logged, &last, (int64_t)now.tv_sec,
+                                        false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            TY_ERROR("db", "cannot connect to the database: %s", PQerrorMessage(c->pg));
+        else
+            TY_DEBUG("db", "cannot connect to the database: %s", PQerrorMessage(c->pg));
         PQfinish(c->pg);
         c->pg = NULL;
         return -1;

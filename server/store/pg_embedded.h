@@ -1,6 +1,6 @@
 /* The embedded PostgreSQL: with no --database-url the server runs its own cluster under
  * <data-dir>/postgres (initdb + pg_ctl from the postgresql package), listening only on a unix
- * socket in <data-dir>/run, and stops it on shutdown.
+ * socket in <data-dir>/run, watches it (restarting it when it dies) and stops it on shutdown.
  *
  * As root, PostgreSQL runs as the `postgres` user, which must be able to reach those directories.
  * When it cannot (a data directory under /root, mode 0700), the cluster, its socket and its log
@@ -12,6 +12,7 @@
 #ifndef SRV_PG_EMBEDDED_H
 #define SRV_PG_EMBEDDED_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct pg_embedded;
@@ -23,7 +24,18 @@ struct pg_embedded;
 int pg_embedded_start(const char *data_dir, const char *bin_dir, const char *fallback_dir,
                       struct pg_embedded **out, char *conninfo, size_t conninfo_len);
 
-/* Stops the cluster (fast shutdown) and frees `pg`. NULL is a no-op. */
+/* Watches the postmaster from a thread of its own. When it ends (a crash, kill -9), one line
+ * says how (exit code or signal) and it is started again, which runs PostgreSQL's crash
+ * recovery; the pool's connections reconnect by themselves. After `restart_attempts` failed
+ * tries (0: none) one error line names the reason and the watcher calls on_give_up(arg) once,
+ * from its thread, and ends. Returns 0, or -1 when the thread could not start. */
+int pg_embedded_watch(struct pg_embedded *pg, int restart_attempts, void (*on_give_up)(void *arg),
+                      void *arg);
+
+/* Whether the watcher gave up on the postmaster. NULL: false. */
+bool pg_embedded_gave_up(const struct pg_embedded *pg);
+
+/* Stops the watcher, then the cluster (fast shutdown), and frees `pg`. NULL is a no-op. */
 void pg_embedded_stop(struct pg_embedded *pg);
 
 #endif

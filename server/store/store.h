@@ -180,9 +180,12 @@ int store_node_register(struct db_conn *c, const char *id, const char *hostname,
 int store_node_lost(struct db_conn *c, const char *id);
 int store_node_list(struct db_conn *c, char **json_out);
 int store_node_get(struct db_conn *c, const char *id, char **json_out);
-/* Sets the node's draining flag; draining also preempts the jobs running there (ty_node_drain:
- * they restart elsewhere). *json_out: the node (NULL when there is no such node). */
-int store_node_set_draining(struct db_conn *c, const char *id, bool draining, char **json_out);
+/* Sets the node's draining flag. Draining with `preempt` also preempts the jobs running there
+ * (ty_node_drain: they checkpoint and restart elsewhere) and sets *preempted_out to a JSON array
+ * of their ids (caller frees); without it they run on to their end there. *json_out: the node
+ * (NULL when there is no such node). */
+int store_node_set_draining(struct db_conn *c, const char *id, bool draining, bool preempt,
+                            char **json_out, char **preempted_out);
 /* A worker the database believes live (PLACED or RUNNING) on a node. */
 struct store_live_worker {
     int64_t job;
@@ -526,10 +529,11 @@ struct store_checkpoint_round {
  * report and at least one of them a checkpoint_dir: step and metrics of rank 0's report k,
  * location = JSON text [{"node_id","path"}...], size_bytes = summed checkpoint_bytes (NULL when
  * none known). Idempotent: a second call inserts nothing (it refreshes size and location of a
- * COMMITTED row). *registered: a row was inserted or refreshed. On DB_HARD_ERROR, sqlstate gets
- * its SQLSTATE (class 22/23: the data is refused, a retry fails the same way). */
+ * COMMITTED row). *registered: the row was inserted now (once per checkpoint); *refreshed: an
+ * existing row's size or location changed. On DB_HARD_ERROR, sqlstate gets its SQLSTATE (class
+ * 22/23: the data is refused, a retry fails the same way). */
 int store_checkpoint_round(struct db_conn *c, const struct store_checkpoint_round *in,
-                           bool *registered, char sqlstate[6]);
+                           bool *registered, bool *refreshed, char sqlstate[6]);
 /* *json_out = JSON array of the job's COMMITTED checkpoints {id, attempt, index, step, metrics,
  * size_bytes, location, created_at}, by attempt then index. Returns 0 when the job does not
  * exist, 1 with the array, or an error. */

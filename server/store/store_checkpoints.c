@@ -14,7 +14,7 @@
 
 struct round_txn {
     const struct store_checkpoint_round *in;
-    bool *registered;
+    bool *registered, *refreshed;
     char *sqlstate; /* 6 bytes */
 };
 
@@ -72,11 +72,12 @@ static int round_body(struct db_conn *c, void *arg)
         "   SET size_bytes = EXCLUDED.size_bytes, location = EXCLUDED.location "
         " WHERE checkpoints.status = 'COMMITTED' "
         "   AND (checkpoints.size_bytes, checkpoints.location) IS DISTINCT FROM "
-        "       (EXCLUDED.size_bytes, EXCLUDED.location)",
+        "       (EXCLUDED.size_bytes, EXCLUDED.location) "
+        "RETURNING (xmax = 0) AS inserted",
         3, false};
     struct round_txn *t = arg;
     const struct store_checkpoint_round *in = t->in;
-    *t->registered = false;
+    *t->registered = *t->refreshed = false;
     char job[32], attempt[32], rank[32], k[32], b[32];
     STORE_NUM(job, in->job);
     STORE_NUM(attempt, in->attempt);
@@ -92,16 +93,27 @@ static int round_body(struct db_conn *c, void *arg)
     if (!in->try_register)
         return DB_NO_RESULTS;
     const char *p[] = {job, attempt, k};
-    int qs = keep_state(t, c, db_exec(c, &reg, p, NULL));
-    if (qs > 0)
-        *t->registered = true;
+    PGresult *res = NULL;
+    int qs = keep_state(t, c, db_exec(c, &reg, p, &res));
+    if (qs > 0) {
+        /* xmax is 0 in a row this statement inserted, our xid in one it updated. */
+        bool inserted = false;
+        if (db_col_bool(res, 0, "inserted", &inserted) != 0)
+            qs = DB_HARD_ERROR;
+        else if (inserted)
+            *t->registered = true;
+        else
+            *t->refreshed = true;
+    }
+    if (res)
+        PQclear(res);
     return qs;
 }
 
 int store_checkpoint_round(struct db_conn *c, const struct store_checkpoint_round *in,
-                           bool *registered, char sqlstate[6])
+                           bool *registered, bool *refreshed, char sqlstate[6])
 {
-    struct round_txn t = {in, registered, sqlstate};
+    struct round_txn t = {in, registered, refreshed, sqlstate};
     sqlstate[0] = '\0';
     return db_run_txn(c, round_body, &t);
 }

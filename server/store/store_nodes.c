@@ -108,17 +108,19 @@ int store_node_get(struct db_conn *c, const char *id, char **json_out)
     return db_exec_text(c, &st, p, json_out);
 }
 
-int store_node_set_draining(struct db_conn *c, const char *id, bool draining, char **json_out)
+int store_node_set_draining(struct db_conn *c, const char *id, bool draining, bool preempt,
+                            char **json_out, char **preempted_out)
 {
     static const struct db_stmt st = {"node_drain",
                                       "UPDATE nodes n SET draining = $2::boolean WHERE n.id = $1 "
                                       "RETURNING " NODE_JSON "::text",
                                       2, false};
-    static const struct db_stmt st_preempt = {"node_drain_preempt",
-                                              "SELECT count(*) FROM ty_node_drain($1)", 1, false};
+    static const struct db_stmt st_preempt = {
+        "node_drain_preempt",
+        "SELECT coalesce(json_agg(j ORDER BY j), '[]')::text FROM ty_node_drain($1) j", 1, false};
     const char *p[] = {id, draining ? "true" : "false"};
-    if (draining) { /* ty_node_drain sets the flag itself */
-        int qs = db_exec(c, &st_preempt, p, NULL);
+    if (draining && preempt) { /* ty_node_drain sets the flag itself */
+        int qs = db_exec_text(c, &st_preempt, p, preempted_out);
         return qs < 0 ? qs : store_node_get(c, id, json_out);
     }
     return db_exec_text(c, &st, p, json_out);

@@ -116,13 +116,15 @@ export function table(columns, rows, { caption, rowAttrs } = {}) {
   );
 }
 
-// A modal confirmation (a <dialog>, keyboard friendly: Esc cancels, focus on Cancel).
-export function confirmDialog(question, okLabel) {
+// A modal confirmation (a <dialog>, keyboard friendly: Esc cancels, focus on Cancel). `extra`:
+// an element shown under the question (a choice the caller reads after it resolves), or null.
+export function confirmDialog(question, okLabel, extra = null) {
   return new Promise((resolve) => {
     const dlg = h(
       'dialog',
       { class: 'confirm', 'aria-label': question },
       h('p', {}, question),
+      extra,
       h(
         'div',
         { class: 'actions' },

@@ -1,6 +1,6 @@
 // Nodes: each node's resources, GPUs (type, which are in use, and NVML's latest sample per GPU),
-// running workers, and
-// Drain/Undrain for admins. Refreshed from the cluster stream.
+// running workers, a DRAINING badge, and Drain (its running jobs checkpoint and move, or finish
+// there) / Undrain for admins. Refreshed from the cluster stream.
 import { JOB_STATUSES, TERMINAL_JOB_STATUSES, JOB_PENDING, LIVE_WORKER_STATUSES } from 'vocab';
 import { api, can } from '../api.js';
 import { stream } from '../stream.js';
@@ -55,10 +55,19 @@ export function render(main) {
       type: 'button', class: n.draining ? '' : 'danger', disabled: !can.drain(),
       title: can.drain() ? '' : 'only admins drain nodes', dataset: { node: n.id },
       onclick: async () => {
-        if (!(await confirmDialog(n.draining ? `Allow new workers on ${n.id} again?` : `Drain ${n.id}? Running workers stay; no new ones are placed there.`, n.draining ? 'Undrain' : 'Drain'))) return;
+        // What the server does (POST /nodes/{id}/drain): no new workers; running jobs are asked to
+        // checkpoint, stopped and restarted elsewhere, unless "preempt": false lets them finish.
+        const jobs = new Set(workers.map((x) => x.job.id)).size;
+        const finish = h('input', { type: 'checkbox', name: 'no-preempt' });
+        const question = n.draining
+          ? `Undrain ${n.id}? New workers may be placed there again.`
+          : `Drain ${n.id}? No new workers are placed there. ${jobs === 1 ? 'The job running there is' : `The ${jobs} jobs running there are`} asked to checkpoint, stopped, and restarted elsewhere from their latest checkpoint.`;
+        const choice = n.draining ? null : h('label', { class: 'choice' }, finish, ' Let running jobs finish here instead (no checkpoint, no move)');
+        if (!(await confirmDialog(question, n.draining ? 'Undrain' : 'Drain', choice))) return;
         try {
-          await api('POST', `/nodes/${encodeURIComponent(n.id)}/${action}`, {});
-          toast(`${n.id}: ${action}ed`);
+          const r = await api('POST', `/nodes/${encodeURIComponent(n.id)}/${action}`, action === 'drain' && finish.checked ? { preempt: false } : {});
+          const moved = (r && r.preempted_jobs) || [];
+          toast(n.draining ? `${n.id}: undrained` : finish.checked ? `${n.id}: draining; running jobs finish there` : `${n.id}: draining${moved.length ? `; moving job${moved.length > 1 ? 's' : ''} ${moved.map((j) => `#${j}`).join(', ')}` : ''}`);
           load();
         } catch (e) {
           toast(e.message, 'error');
