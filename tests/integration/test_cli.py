@@ -388,8 +388,9 @@ def test_help_lists_every_command():
     r = run_without_server("--help")
     assert r.returncode == 0
     for cmd in ("submit", "list", "get", "stop", "delete", "wait", "workers", "metrics",
-                "events", "nodes", "drain", "token create", "token list", "token delete", "health",
-                "version"):
+                "events", "nodes", "drain", "undrain", "token create", "token list",
+                "token delete", "project create", "project list", "project add-member",
+                "project remove-member", "project delete", "health", "version"):
         assert f"  {cmd}" in r.stdout, cmd
     assert "TRAINYARD_SERVER" in r.stdout and "TRAINYARD_TOKEN" in r.stdout
 
