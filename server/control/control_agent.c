@@ -363,9 +363,12 @@ static void on_register(struct control *ctl, uint64_t conn, const struct aproto_
     hub_authenticated(ctl->hub, conn);
     TY_INFO("control", "node %s registered (%s)", id, reg->node.address);
     int64_t timeout = ctl->srv->cfg.heartbeat_timeout_s;
-    ctl__send_text(
-        ctl, conn,
-        aproto_msg_registered(id, timeout >= 4 ? timeout / 4 : 1, minted[0] ? minted : NULL));
+    char api_url[APROTO_MAX_URL + 1];
+    const char *urls[] = {api_url};
+    size_t n_urls = ctl__api_url(ctl, conn, api_url, sizeof(api_url)) == 0 ? 1 : 0;
+    ctl__send_text(ctl, conn,
+                   aproto_msg_registered(id, timeout >= 4 ? timeout / 4 : 1,
+                                         minted[0] ? minted : NULL, urls, n_urls));
     for (size_t i = 0; i < reg->n_workers; i++) {
         const struct aproto_worker_event *w = &reg->workers[i];
         if (w->exited)
@@ -420,8 +423,8 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
     /* Every other message is applied after the worker starts queued before it, a change of a
      * job's state after the log chunks queued before it, and every message but a report after
      * the reports queued before it (so a worker's exit follows its reports and its output). */
-    bool unordered =
-        m.type == APROTO_MSG_LOG || m.type == APROTO_MSG_PROGRESS || m.type == APROTO_MSG_GPUS;
+    bool unordered = m.type == APROTO_MSG_LOG || m.type == APROTO_MSG_PROGRESS ||
+                     m.type == APROTO_MSG_GPUS || m.type == APROTO_MSG_ARTIFACT_STORE;
     if (m.type != APROTO_MSG_WORKER_STARTED && !unordered)
         ctl__flush_started(ctl);
     if ((m.type != APROTO_MSG_REPORT && !unordered) || !ok)
@@ -461,6 +464,8 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
             ctl__on_progress(ctl, node, &m);
         else if (m.type == APROTO_MSG_GPUS)
             ctl__on_gpus(ctl, node, &m);
+        else if (m.type == APROTO_MSG_ARTIFACT_STORE)
+            ctl__on_artifact_store(ctl, node, &m);
         else if (m.type != APROTO_MSG_HEARTBEAT) /* heartbeat: last_seen updated above */
             TY_DEBUG("control", "node %s: ignoring message type '%s'", node->id, m.type_name);
         if (rc < 0)

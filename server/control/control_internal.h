@@ -177,6 +177,14 @@ void ctl__on_progress(struct control *ctl, struct ctl_node *node, const struct a
 /* control_gpus.c: agent message `gpus`, stored at once in nodes.gpus (one statement). */
 void ctl__on_gpus(struct control *ctl, struct ctl_node *node, const struct aproto_node_msg *m);
 void ctl__check_hangs(struct control *ctl);
+/* control_store.c: the REST base URL agent connection conn is told in `registered` into out (n
+ * bytes): --public-url, else http(s)://<the host it dialled>:<--http-port>. 0, or -1 when there
+ * is none to tell (no Host header). */
+int ctl__api_url(struct control *ctl, uint64_t conn, char *out, size_t n);
+/* control_store.c: agent message `artifact_store`: the node's artifact-store-unreachable
+ * condition set or cleared, and a failure an event of the job it was for. */
+void ctl__on_artifact_store(struct control *ctl, struct ctl_node *node,
+                            const struct aproto_node_msg *m);
 
 /* control_specs.c: the parsed spec of a pending job, or NULL if not cached yet. */
 const struct jobspec *ctl__spec_get(struct ctl_specs *t, int64_t id);

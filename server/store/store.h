@@ -562,6 +562,16 @@ void store_log_lines_free(struct store_log_line *lines, size_t n);
 /* Agents' periodic messages, typed (store_ingest.c): the rows as the agent protocol parsed them
  * (common/agent_proto.h). */
 struct aproto_progress;
+/* Node conditions (migration 0032, store_nodes.c): sets condition `type` of node id with
+ * `message` (its "since" kept while it stays), or clears it when message is NULL. Rows changed,
+ * or an error. */
+int store_node_condition_set(struct db_conn *c, const char *id, const char *type,
+                             const char *message);
+/* An event of job `job` (attempt) from node node_id: stored when a worker of the job was placed
+ * on that node and the job has no event with that message yet. Rows, or an error. */
+int store_node_job_event(struct db_conn *c, const char *node_id, int64_t job, int64_t attempt,
+                         const char *message);
+
 struct aproto_gpu_row;
 /* Stores the n rows of one `progress` message of node_id (store/sql/ty_progress_ingest.sql). Rows
  * whose job_id is not a job id of this server, and rows of workers not placed on that node, are

@@ -46,6 +46,7 @@ static void poll_tick(lws_sorted_usec_list_t *sul)
     agent__tails_poll(a);
     agent__progress_tick(a);
     agent__gpus_tick(a);
+    agent__uploader_poll(a);
     agent__report_poll(a);
     if (stop_requested && !a->shutting_down) {
         TY_INFO("agent", "signal %d: stopping %zu worker(s), then exiting", (int)stop_requested,
