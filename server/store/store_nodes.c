@@ -134,7 +134,7 @@ int store_node_condition_set(struct db_conn *c, const char *id, const char *type
         "UPDATE nodes n SET conditions = "
         "  (SELECT coalesce(jsonb_agg(e), '[]') FROM jsonb_array_elements(n.conditions) e "
         "    WHERE e->>'type' <> $2) || jsonb_build_array(jsonb_build_object("
-        "  'type', $2, 'message', $3, 'since', coalesce((SELECT e->>'since' "
+        "  'type', $2::text, 'message', $3::text, 'since', coalesce((SELECT e->>'since' "
         "     FROM jsonb_array_elements(n.conditions) e WHERE e->>'type' = $2 LIMIT 1), "
         "     ty_ts(now())))) "
         "WHERE n.id = $1",
@@ -144,7 +144,8 @@ int store_node_condition_set(struct db_conn *c, const char *id, const char *type
         "UPDATE nodes n SET conditions = "
         "  (SELECT coalesce(jsonb_agg(e), '[]') FROM jsonb_array_elements(n.conditions) e "
         "    WHERE e->>'type' <> $2) "
-        "WHERE n.id = $1 AND n.conditions @> jsonb_build_array(jsonb_build_object('type', $2))",
+        "WHERE n.id = $1 "
+        "  AND n.conditions @> jsonb_build_array(jsonb_build_object('type', $2::text))",
         2, false};
     const char *p[] = {id, type, message};
     return db_exec(c, message ? &st : &st_clear, p, NULL);

@@ -228,7 +228,8 @@ static void note_success(struct agent_uploader *u, const char *base)
         return;
     pthread_mutex_lock(&u->mu);
     if (u->failing && aproto_api_url_valid(base)) {
-        TY_INFO("upload", "the server's REST API answers again at %s", base);
+        if (u->last_failure)
+            TY_INFO("upload", "the server's REST API answers again at %s", base);
         u->failing = false;
         UTIL_FREE(u->last_failure);
         struct aproto_store_status st = {.ok = true, .url = base, .attempt = -1};
@@ -879,6 +880,8 @@ int agent__uploader_start(struct agent *a)
         if (u->urls && (u->urls[0] = strdup(a->cfg->api_url)) != NULL)
             u->n_urls = 1;
     }
+    u->failing =
+        true; /* unknown: a condition an earlier agent left is cleared by the first success */
     u->chunk_len = UPLOAD_CHUNK;
     u->node_id = strdup(a->node_id);
     u->data_dir = strdup(a->data_dir);
