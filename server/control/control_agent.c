@@ -363,12 +363,14 @@ static void on_register(struct control *ctl, uint64_t conn, const struct aproto_
     hub_authenticated(ctl->hub, conn);
     TY_INFO("control", "node %s registered (%s)", id, reg->node.address);
     int64_t timeout = ctl->srv->cfg.heartbeat_timeout_s;
-    char api_url[APROTO_MAX_URL + 1];
-    const char *urls[] = {api_url};
-    size_t n_urls = ctl__api_url(ctl, conn, api_url, sizeof(api_url)) == 0 ? 1 : 0;
+    char *urls[APROTO_MAX_API_URLS];
+    size_t n_urls = ctl__api_urls(ctl, conn, urls, APROTO_MAX_API_URLS);
     ctl__send_text(ctl, conn,
                    aproto_msg_registered(id, timeout >= 4 ? timeout / 4 : 1,
-                                         minted[0] ? minted : NULL, urls, n_urls));
+                                         minted[0] ? minted : NULL, (const char *const *)urls,
+                                         n_urls));
+    for (size_t i = 0; i < n_urls; i++)
+        free(urls[i]);
     for (size_t i = 0; i < reg->n_workers; i++) {
         const struct aproto_worker_event *w = &reg->workers[i];
         if (w->exited)

@@ -11,9 +11,11 @@
 #include "util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define CONDITION_STORE "artifact-store-unreachable"
+#define SERVER_HEARD_S 2.0 /* this server's row in `servers` is rewritten this often */
 
 int ctl__api_url(struct control *ctl, uint64_t conn, char *out, size_t n)
 {
@@ -34,6 +36,38 @@ int ctl__api_url(struct control *ctl, uint64_t conn, char *out, size_t n)
     int len = snprintf(out, n, "%s://%s:%lld", cfg->tls_cert ? "https" : "http", host,
                        (long long)cfg->http_port);
     return len > 0 && (size_t)len < n && aproto_api_url_valid(out) ? 0 : -1;
+}
+
+size_t ctl__api_urls(struct control *ctl, uint64_t conn, char **urls, size_t max)
+{
+    char own[APROTO_MAX_URL + 1];
+    bool have_own = ctl__api_url(ctl, conn, own, sizeof(own)) == 0;
+    char **listed = NULL;
+    size_t n_listed = 0, n = 0;
+    if (store_server_urls(ctl->db, &listed, &n_listed) < 0)
+        TY_WARN("control", "cannot read the servers' REST URLs");
+    for (size_t i = 0; i < n_listed; i++) {
+        if (n < max && aproto_api_url_valid(listed[i])) {
+            if (have_own && strcmp(listed[i], own) == 0)
+                have_own = false; /* listed already, in the leader's order */
+            urls[n++] = listed[i];
+        } else
+            free(listed[i]);
+    }
+    free(listed);
+    if (have_own && n < max && (urls[n] = strdup(own)) != NULL)
+        n++;
+    return n;
+}
+
+void ctl__server_heard(struct control *ctl)
+{
+    const char *url = ctl->srv->cfg.public_url;
+    if (url == NULL || util_mono_s() - ctl->last_heard < SERVER_HEARD_S)
+        return;
+    ctl->last_heard = util_mono_s();
+    if (store_server_heard(ctl->db, url, ctl->leading) < 0)
+        TY_WARN("control", "cannot write this server's REST URL to the servers table");
 }
 
 void ctl__on_artifact_store(struct control *ctl, struct ctl_node *node,

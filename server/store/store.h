@@ -572,6 +572,12 @@ int store_node_condition_set(struct db_conn *c, const char *id, const char *type
 int store_node_job_event(struct db_conn *c, const char *node_id, int64_t job, int64_t attempt,
                          const char *message);
 
+/* Servers of one database (migration 0032): this server's --public-url heard now, leading or
+ * not; and the URLs heard within 15 s, the leader's first (at most 15; *urls malloc'd, free
+ * each). Rows, or an error. */
+int store_server_heard(struct db_conn *c, const char *url, bool leader);
+int store_server_urls(struct db_conn *c, char ***urls, size_t *n);
+
 struct aproto_gpu_row;
 /* Stores the n rows of one `progress` message of node_id (store/sql/ty_progress_ingest.sql). Rows
  * whose job_id is not a job id of this server, and rows of workers not placed on that node, are

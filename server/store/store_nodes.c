@@ -170,6 +170,27 @@ int store_node_job_event(struct db_conn *c, const char *node_id, int64_t job, in
     return db_exec(c, &st, p, NULL);
 }
 
+int store_server_heard(struct db_conn *c, const char *url, bool leader)
+{
+    static const struct db_stmt st = {
+        "server_heard",
+        "INSERT INTO servers (url, leader, heard_at) VALUES ($1, $2::boolean, now()) "
+        "ON CONFLICT (url) DO UPDATE SET leader = $2::boolean, heard_at = now()",
+        2, false};
+    const char *p[] = {url, leader ? "true" : "false"};
+    return db_exec(c, &st, p, NULL);
+}
+
+int store_server_urls(struct db_conn *c, char ***urls, size_t *n)
+{
+    static const struct db_stmt st = {
+        "server_urls",
+        "SELECT url AS id FROM servers WHERE heard_at > now() - interval '15 seconds' "
+        "ORDER BY leader DESC, heard_at DESC LIMIT 15",
+        0, true};
+    return id_column(c, &st, urls, n);
+}
+
 int store_node_live_workers(struct db_conn *c, const char *id, struct store_live_worker **out,
                             size_t *n)
 {

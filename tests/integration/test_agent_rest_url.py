@@ -6,9 +6,12 @@ working_dir job failed, nothing naming the URL. Now the server names its REST UR
 the job naming the URL and the error and the node's artifact-store-unreachable condition, cleared
 by the next upload that works. Real server, agents and python workers."""
 import os
+import secrets
+import signal
 import textwrap
 
 import harness
+from test_ha import wait_role
 from test_checkpoints import checkpoints
 
 PY = "/usr/bin/python3"
@@ -23,6 +26,10 @@ WRITER = textwrap.dedent("""
     trainyard.report({"loss": 0.5, "step": 1}, checkpoint=d)
     shutil.rmtree(d)
 """)
+
+
+def dbname(database):
+    return next(w.split("=", 1)[1] for w in database.split() if w.startswith("dbname="))
 
 
 def stored(server, job):
@@ -83,3 +90,41 @@ def test_agent_uploads_where_the_server_says_and_a_wrong_api_url_is_named(server
     harness.wait_for(lambda: store_condition(server, b.node_id) is None, timeout=20,
                      what="the condition cleared")
     assert b.stop() == 0
+
+
+def test_ha_uploads_follow_the_leader_then_the_next_server(pg, database):
+    """Two servers with --public-url on one database; the agent is given only the follower (B).
+    `registered` names the leader (A) first, then B: uploads go to A; A killed, the next upload
+    fails there once and goes to B. Before, the agent uploaded to --server's host on port 8080."""
+    token = "tyc_" + secrets.token_hex(20)
+    artifacts = harness.make_tmpdir("ty-url-art-")
+    servers = []
+    for _ in range(2):
+        s = harness.Server(database_url=database, env={"TRAINYARD_CLUSTER_TOKEN": token},
+                           extra_args=["--artifact-dir", artifacts, "--heartbeat-timeout-s", "4"])
+        s.args += ["--public-url", s.url]
+        servers.append(s.start())
+        wait_role(s, "leader" if len(servers) == 1 else "follower")
+    a, b = servers
+    b.admin_token = a.admin_token
+    leader_row = "SELECT string_agg(url, ' ' ORDER BY url) FROM servers WHERE leader"
+    harness.wait_for(lambda: pg.psql(leader_row, db=dbname(database)) == a.url, timeout=20,
+                     what="the leader's row")
+    agent = harness.Agent(b, cpus=1, api_url=None).start(token=token)
+    try:
+        assert f"checkpoints go to {a.url} (then {b.url})" in agent.log_text()
+        a.proc.send_signal(signal.SIGKILL)
+        a.proc.wait()
+        wait_role(b, "leader")
+        job = b.submit({"name": "after-failover", "entrypoint": [PY, "-c", WRITER]})["id"]
+        done = b.wait_job(job, {"SUCCEEDED", "FAILED"})
+        assert done["status"] == "SUCCEEDED", (done, agent.log_text())
+        harness.wait_for(lambda: stored(b, job), timeout=30, what="checkpoint stored on B")
+        events = [e["message"] for e in
+                  b.request("GET", f"/api/v1/jobs/{job}/events").json["events"]]
+        assert any(f"upload to {a.url}/api/v1/" in (m or "") for m in events), events
+        harness.wait_for(lambda: store_condition(b, agent.node_id) is None, timeout=20,
+                         what="the condition cleared")
+    finally:
+        assert agent.stop() == 0
+        assert b.stop() == 0, b.log_text()

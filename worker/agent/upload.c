@@ -262,9 +262,13 @@ void agent__uploader_set_urls(struct agent *a, const char *const *urls, size_t n
     u->cur_url = 0;
     pthread_cond_broadcast(&u->cv);
     pthread_mutex_unlock(&u->mu);
-    TY_INFO("upload", "checkpoints go to %s%s", copy[0],
-            n > 0 ? " (as the server says)"
-                  : " (the server names none: --server's host, port 8080)");
+    TY_INFO("upload", "checkpoints go to %s%s%s%s", copy[0], count > 1 ? " (then " : "",
+            count > 1 ? copy[1] : "",
+            count > 2   ? ", ...)"
+            : count > 1 ? ")"
+                        : "");
+    if (n == 0)
+        TY_INFO("upload", "the server names no REST URL: --server's host, port 8080");
 }
 
 void agent__uploader_poll(struct agent *a)
