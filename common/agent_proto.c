@@ -153,11 +153,22 @@ void aproto_format_time(int64_t ms, char *out, size_t outlen)
 /* ------------------------------------------------------------------------------------------ */
 
 char *aproto_msg_registered(const char *node_id, int64_t heartbeat_interval_s,
-                            const char *credential)
+                            const char *credential, const char *const *api_urls, size_t n_api_urls)
 {
-    return dump_steal(json_pack("{s:s, s:s, s:I, s:s*}", "type", "registered", "node_id", node_id,
-                                "heartbeat_interval_s", (json_int_t)heartbeat_interval_s,
-                                "credential", credential));
+    json_t *msg = json_pack("{s:s, s:s, s:I, s:s*}", "type", "registered", "node_id", node_id,
+                            "heartbeat_interval_s", (json_int_t)heartbeat_interval_s, "credential",
+                            credential);
+    json_t *urls = msg && n_api_urls > 0 ? json_array() : NULL;
+    for (size_t i = 0; urls && i < n_api_urls; i++)
+        if (json_array_append_new(urls, json_string(api_urls[i])) != 0) {
+            json_decref(urls);
+            urls = NULL;
+        }
+    if (msg && n_api_urls > 0 && (!urls || json_object_set_new(msg, "api_urls", urls) != 0)) {
+        json_decref(msg);
+        msg = NULL;
+    }
+    return dump_steal(msg);
 }
 
 char *aproto_msg_error(const char *message)

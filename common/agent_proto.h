@@ -37,6 +37,11 @@
 #define APROTO_MAX_JOB_ID 200
 /* Secrets (rendezvous_secret in launch, the node credential): at most this many bytes. */
 #define APROTO_MAX_SECRET 128
+/* registered.api_urls: at most this many URLs of at most APROTO_MAX_URL bytes each. */
+#define APROTO_MAX_API_URLS 16
+#define APROTO_MAX_URL 2048
+/* artifact_store.message: at most this many bytes. */
+#define APROTO_MAX_STORE_MESSAGE 2048
 /* node.address in register: at most this many bytes (a host name or an IP address). */
 #define APROTO_MAX_ADDRESS 255
 /* node.port_range when register leaves it out. */
@@ -63,6 +68,8 @@ enum aproto_msg_type {
     APROTO_MSG_PROGRESS,
     APROTO_MSG_GPUS,
     APROTO_MSG_USAGE,
+
+    APROTO_MSG_ARTIFACT_STORE,
 };
 
 /* Checks a job id that will become a path component. 0 or -1. */
@@ -133,6 +140,10 @@ struct aproto_server_msg {
     const char *node_id;
     int64_t heartbeat_interval_s; /* 0 when absent */
     const char *credential;       /* a node credential minted at this join; NULL: keep yours */
+    const char **api_urls;        /* the REST base URLs for uploads and fetches, the leader's first
+                                   * (malloc'd array of n_api_urls strings borrowed from root); NULL:
+                                   * the server named none (an older server) */
+    size_t n_api_urls;
     /* error */
     const char *message;
     /* ack */
@@ -174,9 +185,14 @@ int aproto_launch_refused_parse(const char *text, size_t len, struct aproto_laun
 void aproto_launch_refused_free(struct aproto_launch_refused *r);
 
 /* credential: the node credential minted at this join (the agent keeps it and sends it in every
- * later register), or NULL. */
+ * later register), or NULL. api_urls: n_api_urls REST base URLs (http:// or https://, no
+ * trailing path needed) the agent uploads checkpoints to and fetches packages from, in the order
+ * to try them (the leader's first); left out when n_api_urls is 0. */
 char *aproto_msg_registered(const char *node_id, int64_t heartbeat_interval_s,
-                            const char *credential);
+                            const char *credential, const char *const *api_urls, size_t n_api_urls);
+/* Whether `url` may be an api_urls entry: http:// or https:// and a host, 1..APROTO_MAX_URL
+ * bytes of printable ASCII without spaces or quotes. */
+bool aproto_api_url_valid(const char *url);
 char *aproto_msg_error(const char *message);
 char *aproto_msg_ack(int64_t seq);
 /* attempt < 0: left out (every attempt); grace_s < 0: left out (the agent's default); notice_s
@@ -296,6 +312,20 @@ struct aproto_gpu_row {
     int64_t xid; /* the critical Xid that made it unhealthy; 0: none (absent or null) */
 };
 
+/* An `artifact_store` message (agent_proto_store.c): whether the agent's last upload or fetch at
+ * the server's REST API (its artifact store, code packages) worked. Not an event: no seq, no
+ * ack. ok false: `message` says what failed, naming the URL and the error, and job_id (with
+ * attempt) the job it was for, when there is one; ok true: the store answered again. Parsed:
+ * strings borrowed from the message. */
+struct aproto_store_status {
+    bool ok;
+    const char *url;     /* the URL (base) tried; aproto_api_url_valid */
+    const char *message; /* ok false: 1..APROTO_MAX_STORE_MESSAGE bytes; NULL when ok */
+    const char *job_id;  /* NULL: no job (aproto_job_id_valid otherwise) */
+    int64_t attempt;     /* -1: absent */
+};
+char *aproto_msg_artifact_store(const struct aproto_store_status *s);
+
 /* A parsed agent message. */
 struct aproto_node_msg {
     enum aproto_msg_type type;
@@ -324,6 +354,8 @@ struct aproto_node_msg {
     /* gpus: n_gpu_rows rows (malloc'd) */
     struct aproto_gpu_row *gpu_rows;
     size_t n_gpu_rows;
+    /* artifact_store */
+    struct aproto_store_status store;
     int64_t seq; /* -1 when absent or not an integer */
 };
 

@@ -24,4 +24,13 @@ int aproto__parse_gpus(json_t *root, struct aproto_gpu_row **rows, size_t *n, ch
 int aproto__parse_usage(json_t *root, struct aproto_usage **rows, size_t *n, char *err,
                         size_t errlen);
 
+/* Validates an `artifact_store` message (root: the whole message) into *s (strings borrowed
+ * from root). 0, or -1 with err naming the field. */
+int aproto__parse_store_status(json_t *root, struct aproto_store_status *s, char *err,
+                               size_t errlen);
+
+/* Reads registered.api_urls of root (absent or null: *urls NULL, *n 0) into *urls (malloc'd,
+ * strings borrowed from root). 0, or -1 with err naming the field. */
+int aproto__parse_api_urls(json_t *root, const char ***urls, size_t *n, char *err, size_t errlen);
+
 #endif

@@ -310,7 +310,8 @@ int aproto_server_msg_parse(const char *text, size_t len, struct aproto_server_m
         if (get_str(root, "node_id", false, false, &out->node_id, err, errlen) != 0 ||
             util_json_int(root, "heartbeat_interval_s", true, 1, 3600, &out->heartbeat_interval_s,
                           err, errlen) < 0 ||
-            get_str(root, "credential", false, true, &out->credential, err, errlen) != 0)
+            get_str(root, "credential", false, true, &out->credential, err, errlen) != 0 ||
+            aproto__parse_api_urls(root, &out->api_urls, &out->n_api_urls, err, errlen) != 0)
             goto fail;
         if (out->credential && strlen(out->credential) > APROTO_MAX_SECRET) {
             snprintf(err, errlen, "'credential' is longer than %d bytes", APROTO_MAX_SECRET);
@@ -378,6 +379,7 @@ void aproto_server_msg_free(struct aproto_server_msg *m)
         return;
     if (m->type == APROTO_MSG_LAUNCH)
         aproto_launch_free(&m->launch);
+    free(m->api_urls);
     json_decref(m->root);
     memset(m, 0, sizeof(*m));
 }
@@ -659,6 +661,8 @@ int aproto_node_msg_parse(const char *text, size_t len, struct aproto_node_msg *
         {"progress", APROTO_MSG_PROGRESS},
         {"gpus", APROTO_MSG_GPUS},
         {"usage", APROTO_MSG_USAGE},
+
+        {"artifact_store", APROTO_MSG_ARTIFACT_STORE},
     };
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
         if (strcmp(out->type_name, types[i].name) == 0)
@@ -678,6 +682,9 @@ int aproto_node_msg_parse(const char *text, size_t len, struct aproto_node_msg *
         rc = aproto__parse_gpus(out->root, &out->gpu_rows, &out->n_gpu_rows, err, errlen);
     else if (out->type == APROTO_MSG_USAGE)
         rc = aproto__parse_usage(out->root, &out->usage, &out->n_usage, err, errlen);
+
+    else if (out->type == APROTO_MSG_ARTIFACT_STORE)
+        rc = aproto__parse_store_status(out->root, &out->store, err, errlen);
     if (rc == 0)
         return 0;
 fail:;

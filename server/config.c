@@ -1,6 +1,7 @@
 /* The server's options, declared once. Every option has a flag and a TRAINYARD_* variable. */
 #include "config.h"
 
+#include "agent_proto.h"
 #include "log.h"
 #include "options.h"
 #include "util.h"
@@ -20,6 +21,10 @@ static const struct option_def options[] = {
     {"http-port", "TRAINYARD_HTTP_PORT", I(http_port), "8080", 1, 65535, "REST API port"},
     {"ws-port", "TRAINYARD_WS_PORT", I(ws_port), "8081", 1, 65535,
      "websocket port for agents and live streams"},
+    {"public-url", "TRAINYARD_PUBLIC_URL", S(public_url), NULL, 0, 0,
+     "this server's REST API as agents reach it (http(s)://host:port), told to each agent when it "
+     "registers: its checkpoint uploads and code package fetches go there (default: the host "
+     "the agent's --server names, on --http-port)"},
     {"http-threads", "TRAINYARD_HTTP_THREADS", I(http_threads), "16", 1, 256,
      "HTTP worker threads (each holds one database connection)"},
     {"http-max-connections", "TRAINYARD_HTTP_MAX_CONNECTIONS", I(http_max_connections), "1000", 1,
@@ -191,6 +196,20 @@ int srv_config_load(struct srv_config *cfg, int argc, char **argv)
     log_set_debug(cfg->debug);
     if (cfg->database_url && cfg->database_url[0] == '\0')
         UTIL_FREE(cfg->database_url);
+    if (cfg->public_url && cfg->public_url[0] == '\0')
+        UTIL_FREE(cfg->public_url);
+    if (cfg->public_url) {
+        size_t n = strlen(cfg->public_url);
+        while (n > 0 && cfg->public_url[n - 1] == '/')
+            cfg->public_url[--n] = '\0';
+        if (!aproto_api_url_valid(cfg->public_url)) {
+            fprintf(stderr,
+                    "trainyard-server: --public-url must be an http:// or https:// URL, not "
+                    "'%s'\n",
+                    cfg->public_url);
+            goto fail;
+        }
+    }
     if (srv_config_resolve_host(cfg) != 0 || srv_config_check_tls(cfg) != 0)
         goto fail;
     return 0;

@@ -12,6 +12,7 @@ struct srv_config {
     char *http_host;
     int64_t http_port;
     int64_t ws_port;
+    char *public_url; /* REST base URL agents upload to; NULL: http(s)://<host they dialled>:port */
     int64_t http_threads;
     int64_t http_max_connections;  /* open HTTP connections, at most */
     int64_t http_max_per_ip;       /* open HTTP connections from one address, at most */

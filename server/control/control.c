@@ -248,6 +248,7 @@ static void *control_thread(void *arg)
         if (util_mono_s() - ctl->last_tick >= CTL_TICK_MS / 1000.0) {
             ctl->last_tick = util_mono_s();
             ctl__ha_tick(ctl);
+            ctl__server_heard(ctl);
             if (ctl->leading)
                 ctl__check_hangs(ctl);
             drive_stopping_jobs(ctl);

@@ -363,9 +363,14 @@ static void on_register(struct control *ctl, uint64_t conn, const struct aproto_
     hub_authenticated(ctl->hub, conn);
     TY_INFO("control", "node %s registered (%s)", id, reg->node.address);
     int64_t timeout = ctl->srv->cfg.heartbeat_timeout_s;
-    ctl__send_text(
-        ctl, conn,
-        aproto_msg_registered(id, timeout >= 4 ? timeout / 4 : 1, minted[0] ? minted : NULL));
+    char *urls[APROTO_MAX_API_URLS];
+    size_t n_urls = ctl__api_urls(ctl, conn, urls, APROTO_MAX_API_URLS);
+    ctl__send_text(ctl, conn,
+                   aproto_msg_registered(id, timeout >= 4 ? timeout / 4 : 1,
+                                         minted[0] ? minted : NULL, (const char *const *)urls,
+                                         n_urls));
+    for (size_t i = 0; i < n_urls; i++)
+        free(urls[i]);
     for (size_t i = 0; i < reg->n_workers; i++) {
         const struct aproto_worker_event *w = &reg->workers[i];
         if (w->exited)
@@ -421,7 +426,8 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
      * job's state after the log chunks queued before it, and every message but a report after
      * the reports queued before it (so a worker's exit follows its reports and its output). */
     bool unordered = m.type == APROTO_MSG_LOG || m.type == APROTO_MSG_PROGRESS ||
-                     m.type == APROTO_MSG_GPUS || m.type == APROTO_MSG_USAGE;
+                     m.type == APROTO_MSG_GPUS || m.type == APROTO_MSG_USAGE ||
+                     m.type == APROTO_MSG_ARTIFACT_STORE;
     if (m.type != APROTO_MSG_WORKER_STARTED && !unordered)
         ctl__flush_started(ctl);
     if ((m.type != APROTO_MSG_REPORT && !unordered) || !ok)
@@ -463,6 +469,9 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
             ctl__on_gpus(ctl, node, &m);
         else if (m.type == APROTO_MSG_USAGE)
             ctl__on_usage(ctl, node, &m);
+
+        else if (m.type == APROTO_MSG_ARTIFACT_STORE)
+            ctl__on_artifact_store(ctl, node, &m);
         else if (m.type != APROTO_MSG_HEARTBEAT) /* heartbeat: last_seen updated above */
             TY_DEBUG("control", "node %s: ignoring message type '%s'", node->id, m.type_name);
         if (rc < 0)

@@ -103,6 +103,7 @@ struct control {
     double last_pass_cost; /* seconds the last scheduling pass took */
     double last_tick;
     double last_ckpt_deletes; /* when ctl__send_ckpt_deletes last ran */
+    double last_heard;        /* when this server's --public-url was last written (servers) */
     double last_upload_gc;    /* when gc_uploads (control.c) last ran */
     double last_hang_check;   /* control_hang.c */
     char *cluster_token_hash; /* NULL: agents need no token (--auth none) */
@@ -179,6 +180,21 @@ void ctl__on_gpus(struct control *ctl, struct ctl_node *node, const struct aprot
 /* control_usage.c: agent message `usage`, stored at once in worker_usage (one statement). */
 void ctl__on_usage(struct control *ctl, struct ctl_node *node, const struct aproto_node_msg *m);
 void ctl__check_hangs(struct control *ctl);
+/* control_store.c: the REST base URL agent connection conn is told in `registered` into out (n
+ * bytes): --public-url, else http(s)://<the host it dialled>:<--http-port>. 0, or -1 when there
+ * is none to tell (no Host header). */
+int ctl__api_url(struct control *ctl, uint64_t conn, char *out, size_t n);
+/* control_store.c: the REST base URLs told to agent connection conn (at most max, malloc'd into
+ * urls[]): the servers with a --public-url heard lately, the leader's first, then this server's
+ * own (ctl__api_url) unless listed. Returns how many. */
+size_t ctl__api_urls(struct control *ctl, uint64_t conn, char **urls, size_t max);
+/* control_store.c: writes this server's --public-url to the servers table every few seconds
+ * (periodic tick). */
+void ctl__server_heard(struct control *ctl);
+/* control_store.c: agent message `artifact_store`: the node's artifact-store-unreachable
+ * condition set or cleared, and a failure an event of the job it was for. */
+void ctl__on_artifact_store(struct control *ctl, struct ctl_node *node,
+                            const struct aproto_node_msg *m);
 
 /* control_specs.c: the parsed spec of a pending job, or NULL if not cached yet. */
 const struct jobspec *ctl__spec_get(struct ctl_specs *t, int64_t id);

@@ -48,7 +48,8 @@ struct conn {
     bool kill;         /* guarded by hub->lock: close now (its output queue overflowed) */
     bool killing;      /* lws thread only: the close was asked for */
     char peer[64];
-    char *in; /* lws thread only: fragments of the message being received */
+    char host[256]; /* the handshake's Host header ("" when none); set once, before it is listed */
+    char *in;       /* lws thread only: fragments of the message being received */
     size_t inlen;
 };
 
@@ -400,6 +401,8 @@ static int on_conn(struct lws *wsi, enum hub_kind kind, enum lws_callback_reason
         c->wsi = wsi;
         c->kind = kind;
         lws_get_peer_simple(wsi, c->peer, sizeof(c->peer));
+        if (lws_hdr_copy(wsi, c->host, sizeof(c->host), WSI_TOKEN_HOST) < 0)
+            c->host[0] = '\0';
         pthread_mutex_lock(&hub->lock);
         c->id = ++hub->next_id;
         c->next = hub->conns;
@@ -696,6 +699,22 @@ void hub_authenticated(struct hub *hub, uint64_t conn)
     }
     pthread_mutex_unlock(&hub->lock);
     lws_cancel_service(hub->ctx);
+}
+
+int hub_conn_host(struct hub *hub, uint64_t conn, char *out, size_t n)
+{
+    int rc = -1;
+    out[0] = '\0';
+    pthread_mutex_lock(&hub->lock);
+    for (struct conn *k = hub->conns; k; k = k->next) {
+        if (k->id == conn) {
+            snprintf(out, n, "%s", k->host);
+            rc = out[0] ? 0 : -1;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&hub->lock);
+    return rc;
 }
 
 void hub_stream_attach(struct hub *hub, void (*wake)(void *), void *wake_arg, size_t queue_max)

@@ -73,6 +73,9 @@ void hub_set_limits(struct hub *hub, const struct hub_limits *limits);
 /* Marks `conn` authenticated (a register accepted, a subscriber's auth): the pre-authentication
  * message limit and deadline no longer apply, and it no longer counts against its address. */
 void hub_authenticated(struct hub *hub, uint64_t conn);
+/* The Host header of connection conn's handshake (the name and port its peer dialled) into out
+ * (n bytes). 0, or -1 when the connection is gone or sent none. Any thread. */
+int hub_conn_host(struct hub *hub, uint64_t conn, char *out, size_t n);
 
 /* ---- agents (the control thread) ---- */
 

@@ -582,6 +582,22 @@ void store_log_lines_free(struct store_log_line *lines, size_t n);
 /* Agents' periodic messages, typed (store_ingest.c): the rows as the agent protocol parsed them
  * (common/agent_proto.h). */
 struct aproto_progress;
+/* Node conditions (migration 0033, store_nodes.c): sets condition `type` of node id with
+ * `message` (its "since" kept while it stays), or clears it when message is NULL. Rows changed,
+ * or an error. */
+int store_node_condition_set(struct db_conn *c, const char *id, const char *type,
+                             const char *message);
+/* An event of job `job` (attempt) from node node_id: stored when a worker of the job was placed
+ * on that node and the job has no event with that message yet. Rows, or an error. */
+int store_node_job_event(struct db_conn *c, const char *node_id, int64_t job, int64_t attempt,
+                         const char *message);
+
+/* Servers of one database (migration 0033): this server's --public-url heard now, leading or
+ * not; and the URLs heard within 15 s, the leader's first (at most 15; *urls malloc'd, free
+ * each). Rows, or an error. */
+int store_server_heard(struct db_conn *c, const char *url, bool leader);
+int store_server_urls(struct db_conn *c, char ***urls, size_t *n);
+
 struct aproto_gpu_row;
 struct aproto_usage;
 /* Stores the n rows of one `progress` message of node_id (store/sql/ty_progress_ingest.sql). Rows

@@ -46,6 +46,7 @@ static int id_column(struct db_conn *c, const struct db_stmt *st, char ***ids, s
     "'status', n.status, 'draining', n.draining, 'resources', n.resources, "                       \
     "'gpu_type', n.gpu_type, 'gpus', n.gpus, 'labels', n.labels, 'agent_version', "                \
     "n.agent_version, "                                                                            \
+    "'conditions', n.conditions, "                                                                 \
     "'registered_at', ty_ts(n.registered_at), 'last_heartbeat_at', ty_ts(n.last_heartbeat_at), "   \
     "'running_workers', (SELECT count(*) FROM workers w WHERE w.node_id = n.id "                   \
     "                    AND w.status IN ('PLACED', 'RUNNING')), "                                 \
@@ -124,6 +125,72 @@ int store_node_set_draining(struct db_conn *c, const char *id, bool draining, bo
         return qs < 0 ? qs : store_node_get(c, id, json_out);
     }
     return db_exec_text(c, &st, p, json_out);
+}
+
+int store_node_condition_set(struct db_conn *c, const char *id, const char *type,
+                             const char *message)
+{
+    /* "since" is kept while the condition stays: it says when it began. */
+    static const struct db_stmt st = {
+        "node_condition_set",
+        "UPDATE nodes n SET conditions = "
+        "  (SELECT coalesce(jsonb_agg(e), '[]') FROM jsonb_array_elements(n.conditions) e "
+        "    WHERE e->>'type' <> $2) || jsonb_build_array(jsonb_build_object("
+        "  'type', $2::text, 'message', $3::text, 'since', coalesce((SELECT e->>'since' "
+        "     FROM jsonb_array_elements(n.conditions) e WHERE e->>'type' = $2 LIMIT 1), "
+        "     ty_ts(now())))) "
+        "WHERE n.id = $1",
+        3, false};
+    static const struct db_stmt st_clear = {
+        "node_condition_clear",
+        "UPDATE nodes n SET conditions = "
+        "  (SELECT coalesce(jsonb_agg(e), '[]') FROM jsonb_array_elements(n.conditions) e "
+        "    WHERE e->>'type' <> $2) "
+        "WHERE n.id = $1 "
+        "  AND n.conditions @> jsonb_build_array(jsonb_build_object('type', $2::text))",
+        2, false};
+    const char *p[] = {id, type, message};
+    return db_exec(c, message ? &st : &st_clear, p, NULL);
+}
+
+int store_node_job_event(struct db_conn *c, const char *node_id, int64_t job, int64_t attempt,
+                         const char *message)
+{
+    /* Only for a job with a worker on that node, once per message. */
+    static const struct db_stmt st = {
+        "node_job_event",
+        "INSERT INTO job_events (job_id, attempt, status, message) "
+        "SELECT j.id, $3::int, j.status, $4 FROM jobs j "
+        " WHERE j.id = $2::bigint "
+        "   AND EXISTS (SELECT 1 FROM workers w WHERE w.job_id = j.id AND w.node_id = $1) "
+        "   AND NOT EXISTS (SELECT 1 FROM job_events e WHERE e.job_id = j.id AND e.message = $4)",
+        4, false};
+    char j[32], a[32];
+    STORE_NUM(j, job);
+    STORE_NUM(a, attempt);
+    const char *p[] = {node_id, j, a, message};
+    return db_exec(c, &st, p, NULL);
+}
+
+int store_server_heard(struct db_conn *c, const char *url, bool leader)
+{
+    static const struct db_stmt st = {
+        "server_heard",
+        "INSERT INTO servers (url, leader, heard_at) VALUES ($1, $2::boolean, now()) "
+        "ON CONFLICT (url) DO UPDATE SET leader = $2::boolean, heard_at = now()",
+        2, false};
+    const char *p[] = {url, leader ? "true" : "false"};
+    return db_exec(c, &st, p, NULL);
+}
+
+int store_server_urls(struct db_conn *c, char ***urls, size_t *n)
+{
+    static const struct db_stmt st = {
+        "server_urls",
+        "SELECT url AS id FROM servers WHERE heard_at > now() - interval '15 seconds' "
+        "ORDER BY leader DESC, heard_at DESC LIMIT 15",
+        0, true};
+    return id_column(c, &st, urls, n);
 }
 
 int store_node_live_workers(struct db_conn *c, const char *id, struct store_live_worker **out,

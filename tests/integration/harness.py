@@ -570,10 +570,12 @@ class Agent:
 
     def __init__(self, server, data_dir=None, cpus=2, memory_mb=4096, gpus=None, gpu_type=None,
                  extra_args=(), netns=None, server_addr=None, args=None, env=None, also=(),
-                 hide=()):
+                 hide=(), api_url="server"):
         """also: more servers of the same cluster, listed after `server` in --server. hide:
         directories this agent (and its workers) must not see: each is covered by an empty tmpfs
-        in a mount namespace of its own, as on a node where that filesystem is not mounted."""
+        in a mount namespace of its own, as on a node where that filesystem is not mounted.
+        api_url: "server": TRAINYARD_API_URL is the server's REST URL (outside a netns); None:
+        none, the agent uses the URLs the server names at registration; a URL: that one."""
         root = make_tmpdir("ty-agent-")
         self.server = server
         self.also = list(also)
@@ -588,6 +590,7 @@ class Agent:
         self.port_range = self.args[self.args.index("--port-range") + 1]
         self.netns = netns
         self.hide = list(hide)
+        self.api_url = api_url
         self.server_addr = server_addr
         # Workers run as the agent (root here) unless a test asks for isolation: most tests hand
         # jobs directories under their own temporary paths. TY_TEST_RUN_AS=auto runs the whole
@@ -627,7 +630,11 @@ class Agent:
         self.log = open(self.log_path, "ab")
         self.log_start = self.log.tell()
         env = dict(self.env)
-        if not self.netns:  # checkpoint uploads go to the server's REST port (docs/artifacts.md)
+        if self.api_url is None:
+            env.pop("TRAINYARD_API_URL", None)
+        elif self.api_url != "server":
+            env["TRAINYARD_API_URL"] = self.api_url
+        elif not self.netns:  # checkpoint uploads go to the server's REST port (docs/artifacts.md)
             env.setdefault("TRAINYARD_API_URL", self.server.url)
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env)
         self.stopped_by_test = False

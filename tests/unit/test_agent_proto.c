@@ -348,15 +348,24 @@ static struct aproto_server_msg server_parse_ok(char *text)
 static void agent_proto_server_control_messages_round_trip(void **state)
 {
     (void)state;
-    struct aproto_server_msg m = server_parse_ok(aproto_msg_registered("n-1", 7, NULL));
+    struct aproto_server_msg m = server_parse_ok(aproto_msg_registered("n-1", 7, NULL, NULL, 0));
     assert_int_equal(m.type, APROTO_MSG_REGISTERED);
     assert_string_equal(m.node_id, "n-1");
     assert_int_equal(m.heartbeat_interval_s, 7);
     assert_null(m.credential);
     aproto_server_msg_free(&m);
 
-    m = server_parse_ok(aproto_msg_registered("n-1", 7, "tyn_abc"));
+    assert_null(m.api_urls);
+    assert_int_equal(m.n_api_urls, 0);
+    m = server_parse_ok(aproto_msg_registered("n-1", 7, "tyn_abc", NULL, 0));
     assert_string_equal(m.credential, "tyn_abc");
+    aproto_server_msg_free(&m);
+
+    const char *urls[] = {"http://10.0.0.1:18080", "https://[::1]:8443"};
+    m = server_parse_ok(aproto_msg_registered("n-1", 7, NULL, urls, 2));
+    assert_int_equal(m.n_api_urls, 2);
+    assert_string_equal(m.api_urls[0], "http://10.0.0.1:18080");
+    assert_string_equal(m.api_urls[1], "https://[::1]:8443");
     aproto_server_msg_free(&m);
 
     m = server_parse_ok(aproto_msg_error("unknown cluster join token"));
@@ -543,6 +552,73 @@ static struct aproto_node_msg node_parse_ok(char *text)
         fail_msg("refused (%s): %s", err, text);
     free(text);
     return m;
+}
+
+/* Issue 23: registered.api_urls and the artifact_store message. */
+static void agent_proto_api_urls_and_artifact_store(void **state)
+{
+    (void)state;
+    static const char *const bad_registered[] = {
+        "{\"type\":\"registered\",\"node_id\":\"n\",\"api_urls\":\"http://a:1\"}",
+        "{\"type\":\"registered\",\"node_id\":\"n\",\"api_urls\":[\"ftp://a:1\"]}",
+        "{\"type\":\"registered\",\"node_id\":\"n\",\"api_urls\":[\"http://\"]}",
+        "{\"type\":\"registered\",\"node_id\":\"n\",\"api_urls\":[\"http://a b\"]}",
+        "{\"type\":\"registered\",\"node_id\":\"n\",\"api_urls\":[3]}",
+    };
+    for (size_t i = 0; i < sizeof(bad_registered) / sizeof(bad_registered[0]); i++) {
+        struct aproto_server_msg m;
+        char err[256] = "";
+        assert_int_equal(aproto_server_msg_parse(bad_registered[i], strlen(bad_registered[i]), &m,
+                                                 err, sizeof(err)),
+                         -1);
+        assert_non_null(strstr(err, "api_urls"));
+        aproto_server_msg_free(&m);
+    }
+    assert_true(aproto_api_url_valid("http://h:8080"));
+    assert_false(aproto_api_url_valid("h:8080"));
+    assert_false(aproto_api_url_valid(NULL));
+
+    struct aproto_store_status st = {.ok = false,
+                                     .url = "http://127.0.0.1:9",
+                                     .message = "checkpoint 1 upload to http://127.0.0.1:9/x "
+                                                "failed: Couldn't connect to server (retrying)",
+                                     .job_id = "12",
+                                     .attempt = 2};
+    struct aproto_node_msg m = node_parse_ok(aproto_msg_artifact_store(&st));
+    assert_int_equal(m.type, APROTO_MSG_ARTIFACT_STORE);
+    assert_false(m.store.ok);
+    assert_string_equal(m.store.url, "http://127.0.0.1:9");
+    assert_string_equal(m.store.message, st.message);
+    assert_string_equal(m.store.job_id, "12");
+    assert_int_equal(m.store.attempt, 2);
+    aproto_node_msg_free(&m);
+
+    struct aproto_store_status ok = {.ok = true, .url = "https://a:1", .attempt = -1};
+    m = node_parse_ok(aproto_msg_artifact_store(&ok));
+    assert_true(m.store.ok);
+    assert_null(m.store.message);
+    assert_null(m.store.job_id);
+    aproto_node_msg_free(&m);
+
+    static const char *const bad[][2] = {
+        {"{\"type\":\"artifact_store\",\"url\":\"http://a:1\"}", "ok"},
+        {"{\"type\":\"artifact_store\",\"ok\":true,\"url\":\"a:1\"}", "url"},
+        {"{\"type\":\"artifact_store\",\"ok\":false,\"url\":\"http://a:1\"}", "message"},
+        {"{\"type\":\"artifact_store\",\"ok\":false,\"url\":\"http://a:1\",\"message\":\"\"}",
+         "message"},
+        {"{\"type\":\"artifact_store\",\"ok\":true,\"url\":\"http://a:1\",\"job_id\":\"../x\"}",
+         "job_id"},
+        {"{\"type\":\"artifact_store\",\"ok\":true,\"url\":\"http://a:1\",\"job_id\":\"1\"}",
+         "attempt"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char err[256] = "";
+        assert_int_equal(aproto_node_msg_parse(bad[i][0], strlen(bad[i][0]), &m, err, sizeof(err)),
+                         -1);
+        if (strstr(err, bad[i][1]) == NULL)
+            fail_msg("%s: '%s' does not name %s", bad[i][0], err, bad[i][1]);
+        aproto_node_msg_free(&m);
+    }
 }
 
 static void expect_same_worker(const struct aproto_worker_event *got,
@@ -943,6 +1019,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(agent_proto_time_is_rfc3339_utc_with_millis),
     cmocka_unit_test(agent_proto_job_id_must_be_a_safe_path_component),
     cmocka_unit_test(agent_proto_server_control_messages_round_trip),
+    cmocka_unit_test(agent_proto_api_urls_and_artifact_store),
     cmocka_unit_test(agent_proto_launch_round_trips),
     cmocka_unit_test(agent_proto_launch_refuses_bad_rank_addresses),
     cmocka_unit_test(agent_proto_register_round_trips),

@@ -76,7 +76,7 @@ struct agent_config {
     int64_t worker_pids_max; /* pids.max of each worker's cgroup (0: no limit) */
     char *node_id;
     char *address;
-    char *api_url;     /* the server's REST URL for uploads; NULL: --server's host, port 8080 */
+    char *api_url;     /* the server's REST URL for uploads; NULL: the ones the server names */
     int64_t cpus;      /* 0: detect */
     int64_t memory_mb; /* 0: detect */
     char *gpus;        /* NULL: detect through NVML */
@@ -617,9 +617,20 @@ int agent__tails_watch(struct agent *a);
 char *agent__credential_load(const char *data_dir);
 
 /* upload.c: checkpoint parts to the server's artifact store (docs/artifacts.md). */
-/* Starts the uploader thread (REST URL: --api-url, else the --server host on port 8080; none:
- * no uploader), first queuing the parts a previous agent left unsent. 0 or -1. */
+/* Starts the uploader thread (REST URL: --api-url, else the ones the server names in
+ * `registered`, agent__uploader_set_urls; --api-url none: no uploader), first queuing the parts
+ * a previous agent left unsent. 0 or -1. */
 int agent__uploader_start(struct agent *a);
+/* The REST base URLs `registered` named (n 0: an older server: --server's host, port 8080); the
+ * uploads and fetches that wait for one go on. Ignored with --api-url. lws thread. */
+void agent__uploader_set_urls(struct agent *a, const char *const *urls, size_t n);
+/* Sends the `artifact_store` messages the uploader and fetches queued (poll timer). */
+void agent__uploader_poll(struct agent *a);
+/* A fetch at `url` (fetch.c) worked (err NULL) or failed with err: the failure is told to the
+ * server (the node's condition), a success clears it. */
+void agent__fetch_noted(struct agent *a, const char *url, const char *err);
+/* A fetch for (job, attempt) failed: the failure told last becomes an event of that job too. */
+void agent__uploader_fetch_failed(struct agent *a, const char *job_id, int64_t attempt);
 /* Counts report k of (job, attempt) on this node (lws thread, after it was spooled); once every
  * local worker of that attempt made it, queues <data>/checkpoints/<job>/<attempt>/<k> (if it
  * exists) for upload and returns at once. */

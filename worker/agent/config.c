@@ -51,8 +51,9 @@ static const struct option_def options[] = {
      "processes and threads one worker may have at once (its cgroup's pids.max; 0: no "
      "limit)"},
     {"api-url", "TRAINYARD_API_URL", S(api_url), NULL, 0, 0,
-     "server REST URL checkpoints are uploaded to (default: --server's host, port 8080; "
-     "none: keep them on this node only)"},
+     "server REST URL checkpoints are uploaded to and code is fetched from, overriding the one "
+     "the server names when the agent registers (its --public-url, else --server's host on its "
+     "--http-port); none: keep checkpoints on this node only"},
     {"node-id", "TRAINYARD_NODE_ID", S(node_id), NULL, 0, 0,
      "node id (default: generated once and kept in <data-dir>/node-id)"},
     {"address", "TRAINYARD_AGENT_ADDRESS", S(address), NULL, 0, 0,

@@ -34,15 +34,30 @@ int agent__fetch_to_file(struct agent *a, const char *url_path, const char *path
     }
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_file);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, f);
+    char ebuf[CURL_ERROR_SIZE] = "", err[CURL_ERROR_SIZE + 32];
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf);
     long status = -1;
     CURLcode cc = curl_easy_perform(h);
     if (cc == CURLE_OK)
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    const char *url = NULL;
+    curl_easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &url);
+    char where[APROTO_MAX_URL + 200];
+    snprintf(where, sizeof(where), "%s", url ? url : url_path);
     curl_easy_cleanup(h);
     curl_slist_free_all(hs);
     bool ok = fclose(f) == 0 && status == 200;
+    if (cc != CURLE_OK)
+        snprintf(err, sizeof(err), "%s", ebuf[0] ? ebuf : curl_easy_strerror(cc));
+    else
+        snprintf(err, sizeof(err), "HTTP %ld", status);
     if (!ok)
-        TY_WARN("upload", "fetching %s: %s (HTTP %ld)", url_path, curl_easy_strerror(cc), status);
+        TY_WARN("upload", "fetching %s: %s", where, err);
+    /* A refusal (403, 404) is the object's, not the store's: no condition. */
+    if (cc != CURLE_OK || status >= 500 || status == 401)
+        agent__fetch_noted(a, where, err);
+    else if (status == 200)
+        agent__fetch_noted(a, where, NULL);
     return ok ? 0 : -1;
 }
 

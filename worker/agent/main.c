@@ -47,6 +47,7 @@ static void poll_tick(lws_sorted_usec_list_t *sul)
     agent__progress_tick(a);
     agent__usage_tick(a);
     agent__gpus_tick(a);
+    agent__uploader_poll(a);
     agent__report_poll(a);
     if (stop_requested && !a->shutting_down) {
         TY_INFO("agent", "signal %d: stopping %zu worker(s), then exiting", (int)stop_requested,

@@ -110,15 +110,26 @@ static void *prep_main(void *arg)
         pthread_mutex_unlock(&p->mu);
         TY_INFO("prepare", "job %s attempt %lld: fetching what its launch needs", it->job_id,
                 (long long)it->attempt);
-        if (it->ckpt_id > 0)
-            free(agent__checkpoint_fetch(a, it->ckpt_id, it->ckpt_sha256, it->ckpt_shared, true));
+        bool failed = false;
+        if (it->ckpt_id > 0) {
+            char *dir =
+                agent__checkpoint_fetch(a, it->ckpt_id, it->ckpt_sha256, it->ckpt_shared, true);
+            failed = dir == NULL;
+            free(dir);
+        }
         const char *why = NULL;
-        if (it->code_sha256 && agent__code_fetch(a, it->code_sha256, &why) != 0)
+        if (it->code_sha256 && agent__code_fetch(a, it->code_sha256, &why) != 0) {
             TY_WARN("prepare", "job %s: code package %s: %s", it->job_id, it->code_sha256,
                     why ? why : "unknown error");
-        if (it->ckpkg_sha256 && agent__code_fetch(a, it->ckpkg_sha256, &why) != 0)
+            failed = true;
+        }
+        if (it->ckpkg_sha256 && agent__code_fetch(a, it->ckpkg_sha256, &why) != 0) {
             TY_WARN("prepare", "job %s: checkpoint package %s: %s", it->job_id, it->ckpkg_sha256,
                     why ? why : "unknown error");
+            failed = true;
+        }
+        if (failed) /* the job's event names the URL and the error, when the store was at fault */
+            agent__uploader_fetch_failed(a, it->job_id, it->attempt);
         pthread_mutex_lock(&p->mu);
         p->current = NULL;
         push(&p->done, &p->done_tail, it);

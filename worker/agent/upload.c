@@ -12,6 +12,12 @@
  * killed between two local ranks' k-th reports finds their count beside the round's directory.
  * A job with run_config.storage_path is not uploaded: shared_one copies the part to that shared
  * directory instead (shared_store.c) and registers it; its marker holds the path and the owner.
+ *
+ * Where (issue 23): --api-url when given; else the REST base URLs the server named in
+ * `registered` (the server the agent is connected to; an older server naming none: --server's
+ * host on port 8080). A try that fails moves to the next of them. A failure is told to the server
+ * within the poll interval as an `artifact_store` message naming the URL and the error (the job's
+ * event, the node's artifact-store-unreachable condition); the next success clears it.
  */
 #include "agent.h"
 
@@ -78,7 +84,19 @@ struct agent_uploader {
     bool stop;
     struct upload_item *head, *tail;
     struct upload_round *rounds; /* lws thread only */
-    char *api_url, *node_id, *data_dir;
+    /* Guarded by mu: where to upload and fetch, and what to tell the server about it. */
+    char **urls; /* --api-url, or the server's api_urls; none: not known yet (wait) */
+    size_t n_urls, cur_url;
+    bool override;      /* --api-url: the server's URLs are ignored */
+    char *fallback;     /* --server's host on port 8080, for a server that names none */
+    bool failing;       /* a failure was told and no success since */
+    char *last_failure; /* its message */
+    char **notes;       /* artifact_store messages for the lws thread to send */
+    size_t n_notes;
+    char api_url[APROTO_MAX_URL + 1];   /* uploader thread: this try's base URL */
+    char err[CURL_ERROR_SIZE + 64];     /* uploader thread: why the last call failed */
+    char err_url[APROTO_MAX_URL + 500]; /* ... and the URL it went to */
+    char *node_id, *data_dir;
     CURL *curl; /* the uploader thread's handle, reused so that its connection is kept alive */
     size_t chunk_len; /* UPLOAD_CHUNK, or UPLOAD_CHUNK_SMALL once the server refused one (413) */
     char *ca_file;    /* --ca-file, or NULL: the system's CAs */
@@ -141,15 +159,176 @@ static struct curl_slist *node_headers(const struct agent_uploader *u)
     return hs;
 }
 
+static void strv_free(char **v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* The base URL to use now into out; false when none is known yet (not registered). */
+static bool current_url(struct agent_uploader *u, char *out, size_t n)
+{
+    pthread_mutex_lock(&u->mu);
+    bool have = u->n_urls > 0;
+    if (have)
+        snprintf(out, n, "%s", u->urls[u->cur_url % u->n_urls]);
+    pthread_mutex_unlock(&u->mu);
+    return have;
+}
+
+static void notes_push_locked(struct agent_uploader *u, char *text)
+{
+    char **grown = text ? realloc(u->notes, (u->n_notes + 1) * sizeof(*grown)) : NULL;
+    if (grown == NULL) {
+        free(text);
+        return;
+    }
+    u->notes = grown;
+    u->notes[u->n_notes++] = text;
+}
+
+/* A failed try at `url` (a full URL): told to the server as "WHAT URL failed: ERR
+ * (retrying)" when it is new (not the failure told last) or for a job (its event); the next try
+ * goes to the next base URL. */
+static void note_failure(struct agent_uploader *u, const char *what, const char *url,
+                         const char *err, const char *job_id, int64_t attempt, bool retrying)
+{
+    if (u == NULL)
+        return;
+    char msg[APROTO_MAX_STORE_MESSAGE];
+    snprintf(msg, sizeof(msg), "%s %s failed: %s%s", what, url, err, retrying ? " (retrying)" : "");
+    pthread_mutex_lock(&u->mu);
+    bool news = !u->failing || !u->last_failure || strcmp(u->last_failure, msg) != 0;
+    char base[APROTO_MAX_URL + 1] = "";
+    if (u->n_urls > 0) {
+        snprintf(base, sizeof(base), "%s", u->urls[u->cur_url % u->n_urls]);
+        u->cur_url = (u->cur_url + 1) % u->n_urls;
+    }
+    if (news) {
+        TY_WARN("upload", "%s", msg);
+        u->failing = true;
+        free(u->last_failure);
+        u->last_failure = strdup(msg);
+        struct aproto_store_status st = {.ok = false,
+                                         .url = base,
+                                         .message = msg,
+                                         .job_id = job_id,
+                                         .attempt = job_id ? attempt : -1};
+        if (aproto_api_url_valid(base))
+            notes_push_locked(u, aproto_msg_artifact_store(&st));
+    }
+    pthread_mutex_unlock(&u->mu);
+}
+
+/* A request that worked: clears the failure told before, if any. */
+static void note_success(struct agent_uploader *u, const char *base)
+{
+    if (u == NULL)
+        return;
+    pthread_mutex_lock(&u->mu);
+    if (u->failing && aproto_api_url_valid(base)) {
+        if (u->last_failure)
+            TY_INFO("upload", "the server's REST API answers again at %s", base);
+        u->failing = false;
+        UTIL_FREE(u->last_failure);
+        struct aproto_store_status st = {.ok = true, .url = base, .attempt = -1};
+        notes_push_locked(u, aproto_msg_artifact_store(&st));
+    }
+    pthread_mutex_unlock(&u->mu);
+}
+
+void agent__uploader_set_urls(struct agent *a, const char *const *urls, size_t n)
+{
+    struct agent_uploader *u = a->uploader;
+    if (u == NULL || u->override)
+        return;
+    const char *const *use = n > 0 ? urls : (const char *const *)&u->fallback;
+    size_t count = n > 0 ? n : 1;
+    char **copy = calloc(count, sizeof(*copy));
+    for (size_t i = 0; copy && i < count; i++)
+        if ((copy[i] = strdup(use[i])) == NULL) {
+            strv_free(copy, i);
+            copy = NULL;
+        }
+    if (copy == NULL) {
+        TY_ERROR("upload", "out of memory keeping the server's REST URLs");
+        return;
+    }
+    pthread_mutex_lock(&u->mu);
+    strv_free(u->urls, u->n_urls);
+    u->urls = copy;
+    u->n_urls = count;
+    u->cur_url = 0;
+    pthread_cond_broadcast(&u->cv);
+    pthread_mutex_unlock(&u->mu);
+    TY_INFO("upload", "checkpoints go to %s%s%s%s", copy[0], count > 1 ? " (then " : "",
+            count > 1 ? copy[1] : "",
+            count > 2   ? ", ...)"
+            : count > 1 ? ")"
+                        : "");
+    if (n == 0)
+        TY_INFO("upload", "the server names no REST URL: --server's host, port 8080");
+}
+
+void agent__uploader_poll(struct agent *a)
+{
+    struct agent_uploader *u = a->uploader;
+    if (u == NULL || !a->registered)
+        return;
+    pthread_mutex_lock(&u->mu);
+    char **notes = u->notes;
+    size_t n = u->n_notes;
+    u->notes = NULL;
+    u->n_notes = 0;
+    pthread_mutex_unlock(&u->mu);
+    for (size_t i = 0; i < n; i++)
+        agent__ws_send_ctl(a, notes[i]);
+    free(notes);
+}
+
+void agent__uploader_fetch_failed(struct agent *a, const char *job_id, int64_t attempt)
+{
+    struct agent_uploader *u = a->uploader;
+    if (u == NULL)
+        return;
+    pthread_mutex_lock(&u->mu);
+    char base[APROTO_MAX_URL + 1] = "";
+    if (u->n_urls > 0)
+        snprintf(base, sizeof(base), "%s", u->urls[u->cur_url % u->n_urls]);
+    struct aproto_store_status st = {
+        .ok = false, .url = base, .message = u->last_failure, .job_id = job_id, .attempt = attempt};
+    if (u->failing && u->last_failure && strncmp(u->last_failure, "fetch of ", 9) == 0 &&
+        aproto_api_url_valid(base))
+        notes_push_locked(u, aproto_msg_artifact_store(&st));
+    pthread_mutex_unlock(&u->mu);
+}
+
+void agent__fetch_noted(struct agent *a, const char *url, const char *err)
+{
+    struct agent_uploader *u = a->uploader;
+    if (u == NULL)
+        return;
+    if (err == NULL) {
+        char base[APROTO_MAX_URL + 1];
+        if (current_url(u, base, sizeof(base)))
+            note_success(u, base);
+    } else
+        note_failure(u, "fetch of", url, err, NULL, -1, false);
+}
+
 CURL *agent__server_request(struct agent *a, const char *url_path, struct curl_slist **hs)
 {
     struct agent_uploader *u = a->uploader;
     *hs = NULL;
-    CURL *h = u ? curl_easy_init() : NULL;
+    char base[APROTO_MAX_URL + 1];
+    if (u == NULL || !current_url(u, base, sizeof(base)))
+        return NULL;
+    CURL *h = curl_easy_init();
     if (h == NULL)
         return NULL;
-    char url[1200];
-    snprintf(url, sizeof(url), "%s%s", u->api_url, url_path);
+    char url[APROTO_MAX_URL + 1200];
+    snprintf(url, sizeof(url), "%s%s", base, url_path);
     *hs = node_headers(u);
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, *hs);
@@ -276,9 +455,20 @@ static long call(struct agent_uploader *u, const char *method, const char *url, 
         curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
     }
     long status = -1;
-    if (curl_easy_perform(h) == CURLE_OK)
+    char ebuf[CURL_ERROR_SIZE] = "";
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf);
+    CURLcode cc = curl_easy_perform(h);
+    if (cc == CURLE_OK)
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+    if (status != 200 && status != 403 && status != 404) {
+        snprintf(u->err_url, sizeof(u->err_url), "%s", url);
+        if (cc != CURLE_OK)
+            snprintf(u->err, sizeof(u->err), "%s", ebuf[0] ? ebuf : curl_easy_strerror(cc));
+        else
+            snprintf(u->err, sizeof(u->err), "HTTP %ld", status);
+    }
     curl_slist_free_all(hs);
     json_t *j = status == 200 ? json_loads(r.buf, 0, NULL) : NULL;
     if (j) {
@@ -338,7 +528,7 @@ static void *chunk_make(void *arg)
  * UPLOAD_REFUSED: the server refuses this node the part (403/404: the job is gone). */
 static int send_part(struct agent_uploader *u, const struct upload_item *it, struct agent_tar *t)
 {
-    char base[1024], url[1200];
+    char base[APROTO_MAX_URL + 400], url[APROTO_MAX_URL + 500];
     snprintf(base, sizeof(base), "%s/api/v1/agent/checkpoints/%s/%lld/%lld/part", u->api_url,
              it->job_id, (long long)it->attempt, (long long)it->k);
     int64_t off = 0, size = agent__tar_size(t);
@@ -422,26 +612,35 @@ static int send_part(struct agent_uploader *u, const struct upload_item *it, str
  * until done. True when done, false when stopped. */
 static bool shared_one(struct agent_uploader *u, const struct upload_item *it, const char *dir)
 {
-    char dest[4096], url[1200], sha[65];
+    char dest[4096], url[APROTO_MAX_URL + 400], sha[65];
     snprintf(dest, sizeof(dest), "%s%sjob-%s/attempt-%lld/checkpoint-%lld/node-%s",
              it->storage_path, it->storage_path[strlen(it->storage_path) - 1] == '/' ? "" : "/",
              it->job_id, (long long)it->attempt, (long long)it->k, u->node_id);
-    snprintf(url, sizeof(url), "%s/api/v1/agent/checkpoints/%s/%lld/%lld/shared", u->api_url,
-             it->job_id, (long long)it->attempt, (long long)it->k);
     int64_t delay = 200, files = 0, off = 0;
     for (;;) {
         char body[200], state[16] = "";
         long st = 0;
+        if (!current_url(u, u->api_url, sizeof(u->api_url))) {
+            if (wait_or_stop(u, 200))
+                return false;
+            continue;
+        }
+        snprintf(url, sizeof(url), "%s/api/v1/agent/checkpoints/%s/%lld/%lld/shared", u->api_url,
+                 it->job_id, (long long)it->attempt, (long long)it->k);
         if (agent__shared_put(dir, dest, it->uid, it->gid, sha, &files) == 0) {
             snprintf(body, sizeof(body), "{\"sha256\":\"%s\",\"file_count\":%lld}", sha,
                      (long long)files);
             st = call(u, "POST", url, body, strlen(body), "application/json", NULL, &off, state);
             if (st == 200) {
+                note_success(u, u->api_url);
                 TY_INFO("upload", "checkpoint %s/%lld/%lld stored in %s (%lld bytes)", it->job_id,
                         (long long)it->attempt, (long long)it->k, dest, (long long)off);
                 return true;
             }
             TY_WARN("upload", "the server did not register %s (HTTP %ld)", dest, st);
+            char what[100];
+            snprintf(what, sizeof(what), "checkpoint %lld registration at", (long long)it->k);
+            note_failure(u, what, u->err_url, u->err, it->job_id, it->attempt, true);
         }
         if (wait_or_stop(u, delay))
             return false;
@@ -453,7 +652,7 @@ static bool shared_one(struct agent_uploader *u, const struct upload_item *it, c
  * job's events say so. Best effort. */
 static void report_broken(struct agent_uploader *u, const struct upload_item *it, const char *why)
 {
-    char url[1200];
+    char url[APROTO_MAX_URL + 400];
     snprintf(url, sizeof(url), "%s/api/v1/agent/checkpoints/%s/%lld/%lld/part/failed", u->api_url,
              it->job_id, (long long)it->attempt, (long long)it->k);
     json_t *j = json_pack("{s:s}", "reason", why);
@@ -482,6 +681,12 @@ static bool upload_one(struct agent_uploader *u, const struct upload_item *it)
     int64_t delay = 200, size = 0;
     int rc;
     for (;;) {
+        if (!current_url(u, u->api_url, sizeof(u->api_url))) { /* not registered yet */
+            if (wait_or_stop(u, 200))
+                return false;
+            continue;
+        }
+        u->err[0] = '\0';
         /* Laid out afresh on each try: the stream is a function of the directory. */
         struct agent_tar *t = agent__tar_open(dir);
         if (t == NULL) {
@@ -496,10 +701,17 @@ static bool upload_one(struct agent_uploader *u, const struct upload_item *it)
         agent__tar_free(t);
         if (rc != -1)
             break;
+        if (u->err[0]) {
+            char what[100];
+            snprintf(what, sizeof(what), "checkpoint %lld upload to", (long long)it->k);
+            note_failure(u, what, u->err_url, u->err, it->job_id, it->attempt, true);
+        }
         if (wait_or_stop(u, delay))
             return false;
         delay = delay * 2 > 10000 ? 10000 : delay * 2;
     }
+    if (rc == 0)
+        note_success(u, u->api_url);
     if (rc == 0)
         TY_INFO("upload", "checkpoint %s/%lld/%lld stored on the server (%lld bytes)", it->job_id,
                 (long long)it->attempt, (long long)it->k, (long long)size);
@@ -662,21 +874,26 @@ int agent__uploader_start(struct agent *a)
     struct agent_uploader *u = calloc(1, sizeof(*u));
     if (u == NULL || util_mkdir_p(uploads, 0700) != 0)
         goto fail;
-    if (a->cfg->api_url)
-        u->api_url = strdup(a->cfg->api_url);
-    else {
-        char url[600];
-        snprintf(url, sizeof(url), "%s://%s:8080", a->cfg->url_tls ? "https" : "http",
-                 a->cfg->url_host);
-        u->api_url = strdup(url);
+    char url[600];
+    snprintf(url, sizeof(url), "%s://%s:8080", a->cfg->url_tls ? "https" : "http",
+             a->cfg->url_host);
+    u->fallback = strdup(url);
+    if (a->cfg->api_url) {
+        u->override = true;
+        u->urls = calloc(1, sizeof(*u->urls));
+        if (u->urls && (u->urls[0] = strdup(a->cfg->api_url)) != NULL)
+            u->n_urls = 1;
     }
+    u->failing =
+        true; /* unknown: a condition an earlier agent left is cleared by the first success */
     u->chunk_len = UPLOAD_CHUNK;
     u->node_id = strdup(a->node_id);
     u->data_dir = strdup(a->data_dir);
     u->ca_file = a->cfg->ca_file ? strdup(a->cfg->ca_file) : NULL;
     u->pinned = a->cfg->pinned;
     memcpy(u->pin, a->cfg->pin, sizeof(u->pin));
-    if (!u->api_url || !u->node_id || !u->data_dir || (a->cfg->ca_file && !u->ca_file))
+    if (!u->fallback || (u->override && u->n_urls == 0) || !u->node_id || !u->data_dir ||
+        (a->cfg->ca_file && !u->ca_file))
         goto fail;
     pthread_mutex_init(&u->mu, NULL);
     pthread_cond_init(&u->cv, NULL);
@@ -688,7 +905,8 @@ int agent__uploader_start(struct agent *a)
     return 0;
 fail:
     if (u) {
-        free(u->api_url);
+        free(u->fallback);
+        strv_free(u->urls, u->n_urls);
         free(u->node_id);
         free(u->data_dir);
         free(u->ca_file);
@@ -766,7 +984,10 @@ void agent__uploader_stop(struct agent *a)
     }
     pthread_mutex_destroy(&u->mu);
     pthread_cond_destroy(&u->cv);
-    free(u->api_url);
+    free(u->fallback);
+    strv_free(u->urls, u->n_urls);
+    strv_free(u->notes, u->n_notes);
+    free(u->last_failure);
     free(u->node_id);
     free(u->data_dir);
     free(u->ca_file);

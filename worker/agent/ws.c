@@ -304,6 +304,7 @@ static int on_message(struct agent *a, const char *text, size_t len)
         agent__lease_write(a);
         if (m.credential)
             agent__credential_save(a, m.credential);
+        agent__uploader_set_urls(a, m.api_urls, m.n_api_urls);
         if (m.node_id && strcmp(m.node_id, a->node_id) != 0)
             TY_WARN("ws", "server calls this node '%s', not '%s'", m.node_id, a->node_id);
         TY_INFO("ws", "registered with %s as %s (heartbeat every %llds)",

@@ -77,6 +77,7 @@ export function render(main) {
     return h('article', { class: 'node card', dataset: { node: n.id } },
       h('header', {}, h('h2', {}, n.hostname || n.id), badge(n.status), n.draining ? badge('DRAINING', 'warn') : null, h('div', { class: 'actions' }, btn)),
       h('p', { class: 'meta' }, `${n.id} · ${n.address || ''} · agent ${n.agent_version || '?'} · heartbeat ${fmt.ago(n.last_heartbeat_at)}`),
+      conditionList(n.conditions || []),
       h('dl', { class: 'res' },
         h('dt', {}, 'CPUs'), h('dd', {}, String(r.CPU ?? '—')),
         h('dt', {}, 'Memory'), h('dd', {}, r.memory_mb ? fmt.bytes(r.memory_mb * 1048576) : '—'),
@@ -85,6 +86,14 @@ export function render(main) {
         h('dt', {}, 'Workers'), h('dd', {}, String(n.running_workers ?? workers.length))),
       gpuTable(n.gpus || []),
       workers.length ? h('ul', { class: 'node-workers' }, workers.map(({ job, w }) => h('li', {}, h('a', { href: `#/jobs/${job.id}` }, `#${job.id} ${job.name || ''}`), ` rank ${w.rank} · pid ${w.pid ?? '—'} · ${w.status}`))) : h('p', { class: 'meta' }, 'No workers running.'));
+  }
+
+  // What the node's agent reports wrong (e.g. artifact-store-unreachable: its uploads fail), with
+  // the message naming the URL and the error.
+  function conditionList(conditions) {
+    if (!conditions.length) return null;
+    return h('ul', { class: 'conditions' }, conditions.map((c) => h('li', { class: 'condition', dataset: { condition: c.type } },
+      badge(c.type, 'warn'), ` ${c.message} (since ${fmt.ago(c.since)})`)));
   }
 
   // NVML's view of each GPU (agents that discovered them; declared GPUs have none).
