@@ -455,11 +455,14 @@ static int parse_worker_ids(const json_t *o, struct aproto_worker_event *w, char
 static int parse_exit(const json_t *o, struct aproto_worker_event *w, char *err, size_t errlen)
 {
     w->exited = true;
-    return get_int_or_null(o, "exit_code", 255, &w->exit_code, err, errlen) != 0 ||
-                   get_int_or_null(o, "signal", 255, &w->signal, err, errlen) != 0 ||
-                   get_str(o, "error", false, false, &w->error, err, errlen) != 0
-               ? -1
-               : 0;
+    if (get_int_or_null(o, "exit_code", 255, &w->exit_code, err, errlen) != 0 ||
+        get_int_or_null(o, "signal", 255, &w->signal, err, errlen) != 0 ||
+        get_str(o, "error", false, false, &w->error, err, errlen) != 0 ||
+        get_str(o, "reason", false, false, &w->reason, err, errlen) != 0)
+        return -1;
+    if (w->reason && strlen(w->reason) > APROTO_MAX_EXIT_REASON)
+        return ERR("'reason' must be at most %d bytes", APROTO_MAX_EXIT_REASON);
+    return 0;
 }
 
 /* One worker state of `register`: {job_id, attempt, rank, pid, status, exit_code, signal}. */

@@ -87,16 +87,20 @@ void ctl__flush_started(struct control *ctl)
     b->n = 0;
 }
 
-/* Applies a worker exit reported by node `node` (exit_code, signal: -1 for null); stops the
- * job's other workers when it failed. The store ignores it unless the worker is on that node.
- * Returns 0 or -1. */
+/* Applies a worker exit reported by node `node` (exit_code, signal: -1 for null; reason: the
+ * failure line of its output, or NULL); stops the job's other workers when it failed. The store
+ * ignores it unless the worker is on that node. Returns 0 or -1. */
 static int apply_exit(struct control *ctl, const char *node, int64_t job, int attempt, int rank,
-                      int exit_code, int signal, const char *error)
+                      int exit_code, int signal, const char *error, const char *reason)
 {
     int64_t c = exit_code, s = signal;
     enum store_exit_outcome outcome = STORE_EXIT_IGNORED;
+    char *words = aproto_exit_words(exit_code, signal, error, reason);
+    if (words == NULL && error != NULL)
+        return -1; /* out of memory */
     int qs = store_worker_exited(ctl->db, node, job, attempt, rank, exit_code >= 0 ? &c : NULL,
-                                 signal >= 0 ? &s : NULL, error, &outcome);
+                                 signal >= 0 ? &s : NULL, words, &outcome);
+    free(words);
     if (qs < 0)
         return -1;
     if (outcome == STORE_EXIT_STOP_OTHERS)
@@ -232,7 +236,7 @@ static void reconcile(struct control *ctl, uint64_t conn, const char *node_id,
             last_attempt = attempt;
         } else {
             apply_exit(ctl, node_id, job, attempt, rank, -1, -1,
-                       "was lost: its agent restarted without it");
+                       "was lost: its agent restarted without it", NULL);
         }
     }
     stop_unaccounted(ctl, conn, reg, live, nlive);
@@ -370,7 +374,7 @@ static void on_register(struct control *ctl, uint64_t conn, const struct aproto_
         const struct aproto_worker_event *w = &reg->workers[i];
         if (w->exited)
             apply_exit(ctl, id, job_of(w), (int)w->attempt, (int)w->rank, w->exit_code, w->signal,
-                       w->error);
+                       w->error, w->reason);
     }
     reconcile(ctl, conn, id, reg);
     forget_deleted(ctl, conn, id);
@@ -399,7 +403,7 @@ static int on_worker_event(struct control *ctl, struct ctl_node *node, uint64_t 
         return 0;
     }
     if (apply_exit(ctl, node->id, job, (int)e->attempt, (int)e->rank, e->exit_code, e->signal,
-                   e->error) < 0)
+                   e->error, e->reason) < 0)
         return -1;
     ack_seq(ctl, conn, e->seq);
     return 0;

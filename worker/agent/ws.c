@@ -269,7 +269,7 @@ static void reject_launch(struct agent *a, const char *text, size_t len, const c
         int64_t seq = agent__next_seq(a);
         agent__event_push(
             a, AGENT_EV_EXITED,
-            aproto_msg_worker_exited(seq, r.job_id, r.attempt, r.ranks[i], 127, -1, msg), seq,
+            aproto_msg_worker_exited(seq, r.job_id, r.attempt, r.ranks[i], 127, -1, msg, NULL), seq,
             NULL);
     }
     aproto_launch_refused_free(&r);
