@@ -82,9 +82,13 @@ char *aproto_msg_register(const struct aproto_node_info *n, const char *token,
                                 n->credential));
 }
 
-char *aproto_msg_heartbeat(void)
+char *aproto_msg_heartbeat(const struct aproto_disk *disk)
 {
-    return dump_steal(json_pack("{s:s}", "type", "heartbeat"));
+    if (!disk)
+        return dump_steal(json_pack("{s:s}", "type", "heartbeat"));
+    return dump_steal(json_pack("{s:s, s:{s:s, s:I, s:I}}", "type", "heartbeat", "disk", "path",
+                                disk->path, "free_mb", (json_int_t)disk->free_mb, "total_mb",
+                                (json_int_t)disk->total_mb));
 }
 
 char *aproto_msg_worker_started(int64_t seq, const char *job_id, int64_t attempt, int64_t rank,

@@ -297,6 +297,13 @@ struct aproto_gpu_row {
     int64_t xid; /* the critical Xid that made it unhealthy; 0: none (absent or null) */
 };
 
+/* The free space of the agent's data directory (heartbeat `disk`): its file system's size and what
+ * is free for unprivileged writers (statvfs f_bavail), in MiB. */
+struct aproto_disk {
+    const char *path; /* the data directory (1 to APROTO_MAX_CHECKPOINT_PATH bytes) */
+    int64_t free_mb, total_mb;
+};
+
 /* A parsed agent message. */
 struct aproto_node_msg {
     enum aproto_msg_type type;
@@ -322,6 +329,9 @@ struct aproto_node_msg {
     /* gpus: n_gpu_rows rows (malloc'd) */
     struct aproto_gpu_row *gpu_rows;
     size_t n_gpu_rows;
+    /* heartbeat: its `disk`, when has_disk (absent: an older agent, or statvfs failed) */
+    bool has_disk;
+    struct aproto_disk disk;
     int64_t seq; /* -1 when absent or not an integer */
 };
 
@@ -336,7 +346,8 @@ void aproto_node_msg_free(struct aproto_node_msg *m);
 /* workers: n worker states (seq ignored). token may be NULL. */
 char *aproto_msg_register(const struct aproto_node_info *node, const char *token,
                           const struct aproto_worker_event *workers, size_t n_workers);
-char *aproto_msg_heartbeat(void);
+/* disk: the data directory's free space, or NULL: left out. */
+char *aproto_msg_heartbeat(const struct aproto_disk *disk);
 char *aproto_msg_worker_started(int64_t seq, const char *job_id, int64_t attempt, int64_t rank,
                                 long pid);
 /* exit_code/signal < 0 mean null; error, reason NULL mean null. */

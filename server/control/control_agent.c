@@ -281,6 +281,7 @@ static struct ctl_node *attach_node(struct control *ctl, const char *id, uint64_
     n->conn = conn;
     n->alive = true;
     n->last_seen = util_mono_s();
+    n->disk_known = false;
     return n;
 }
 
@@ -382,6 +383,43 @@ static void on_register(struct control *ctl, uint64_t conn, const struct aproto_
     ctl->dirty = true;
 }
 
+/* A heartbeat's `disk`: stored in nodes.disk when it is new since the node registered, when its
+ * disk pressure (free below --disk-pressure-mb) changes, or when its free space moved by at least
+ * 1% of the file system (a heartbeat every few seconds writes nothing otherwise). A change of
+ * pressure asks for a scheduling pass. */
+static void on_disk(struct control *ctl, struct ctl_node *node, const struct aproto_disk *d)
+{
+    int64_t limit = ctl->srv->cfg.disk_pressure_mb;
+    bool pressure = limit > 0 && d->free_mb < limit;
+    int64_t step = d->total_mb / 100 > 1 ? d->total_mb / 100 : 1;
+    int64_t moved = d->free_mb - node->disk_free_mb;
+    if (node->disk_known && pressure == node->disk_pressure && moved < step && -moved < step)
+        return;
+    json_t *o =
+        json_pack("{s:s, s:I, s:I, s:b}", "path", d->path, "free_mb", (json_int_t)d->free_mb,
+                  "total_mb", (json_int_t)d->total_mb, "pressure", pressure);
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (text && store_node_disk(ctl->db, node->id, text) >= 0) {
+        if (pressure != node->disk_pressure || !node->disk_known) {
+            if (pressure)
+                TY_WARN("control",
+                        "node %s: disk pressure: %lld MiB free of %lld in %s (below "
+                        "--disk-pressure-mb %lld): no new workers go there",
+                        node->id, (long long)d->free_mb, (long long)d->total_mb, d->path,
+                        (long long)limit);
+            else if (node->disk_known)
+                TY_INFO("control", "node %s: disk pressure over: %lld MiB free in %s", node->id,
+                        (long long)d->free_mb, d->path);
+            ctl->dirty = true;
+        }
+        node->disk_known = true;
+        node->disk_pressure = pressure;
+        node->disk_free_mb = d->free_mb;
+    }
+    free(text);
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Dispatch                                                                                     */
 /* ------------------------------------------------------------------------------------------ */
@@ -465,7 +503,9 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
             ctl__on_progress(ctl, node, &m);
         else if (m.type == APROTO_MSG_GPUS)
             ctl__on_gpus(ctl, node, &m);
-        else if (m.type != APROTO_MSG_HEARTBEAT) /* heartbeat: last_seen updated above */
+        else if (m.type == APROTO_MSG_HEARTBEAT && m.has_disk) /* last_seen updated above */
+            on_disk(ctl, node, &m.disk);
+        else if (m.type != APROTO_MSG_HEARTBEAT)
             TY_DEBUG("control", "node %s: ignoring message type '%s'", node->id, m.type_name);
         if (rc < 0)
             reconnect_to_resend(ctl, node, conn, m.type_name);

@@ -755,8 +755,18 @@ static void agent_proto_worker_events_round_trip(void **state)
     assert_string_equal(m.event.error, "launch failed");
     aproto_node_msg_free(&m);
 
-    m = node_parse_ok(aproto_msg_heartbeat());
+    m = node_parse_ok(aproto_msg_heartbeat(NULL));
     assert_int_equal(m.type, APROTO_MSG_HEARTBEAT);
+    assert_false(m.has_disk);
+    aproto_node_msg_free(&m);
+
+    m = node_parse_ok(aproto_msg_heartbeat(
+        &(struct aproto_disk){.path = "/var/lib/trainyard", .free_mb = 12, .total_mb = 900}));
+    assert_int_equal(m.type, APROTO_MSG_HEARTBEAT);
+    assert_true(m.has_disk);
+    assert_string_equal(m.disk.path, "/var/lib/trainyard");
+    assert_int_equal(m.disk.free_mb, 12);
+    assert_int_equal(m.disk.total_mb, 900);
     aproto_node_msg_free(&m);
 
     json_t *metrics = load("{\"loss\":0.5}");
@@ -858,6 +868,13 @@ static void agent_proto_refuses_malformed_agent_messages(void **state)
     expect_node_refused("{\"type\":\"worker_exited\",\"seq\":5,\"job_id\":\"1\",\"attempt\":0,"
                         "\"rank\":0,\"exit_code\":1,\"reason\":[]}",
                         "'reason'", 5, X);
+    const enum aproto_msg_type H = APROTO_MSG_HEARTBEAT;
+    expect_node_refused("{\"type\":\"heartbeat\",\"disk\":5}", "'disk'", -1, H);
+    expect_node_refused("{\"type\":\"heartbeat\",\"disk\":{\"free_mb\":1,\"total_mb\":2}}",
+                        "'path'", -1, H);
+    expect_node_refused("{\"type\":\"heartbeat\",\"disk\":{\"path\":\"/d\",\"free_mb\":-1,"
+                        "\"total_mb\":2}}",
+                        "'free_mb'", -1, H);
     char long_reason[APROTO_MAX_EXIT_REASON + 200];
     snprintf(long_reason, sizeof(long_reason),
              "{\"type\":\"worker_exited\",\"seq\":5,\"job_id\":\"1\",\"attempt\":0,"
