@@ -43,7 +43,7 @@ int api_json(struct cli_ctx *ctx, const char *method, const char *path, const ch
     int rc = api_send(ctx, method, path, body, body_len, false, &resp, NULL, 0);
     if (rc != CLI_EXIT_OK)
         return rc;
-    if (out) {
+    if (out && !(resp.status == 204 && resp.len == 0)) { /* 204: *out stays NULL */
         json_error_t jerr;
         *out = resp.len ? json_loadb(resp.body, resp.len, JSON_DECODE_ANY, &jerr) : NULL;
         if (!*out) {

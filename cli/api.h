@@ -25,8 +25,8 @@ int api_send(struct cli_ctx *ctx, const char *method, const char *path, const ch
 
 /*
  * Like api_send, then parses the reply as JSON into *out (the caller json_decref's it). A reply
- * with no JSON where one is expected is reported and gives CLI_EXIT_FAILED. out may be NULL when
- * no body is wanted (204 replies).
+ * with no JSON where one is expected is reported and gives CLI_EXIT_FAILED; a 204 with no body
+ * leaves *out NULL. out may be NULL when no body is wanted (204 replies).
  */
 /* How often api_json_idempotent sends a submission whose reply was lost. */
 #define API_SUBMIT_TRIES 3

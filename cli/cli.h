@@ -72,6 +72,8 @@ int cmd_drain(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_project_create(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_project_list(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_project_add_member(struct cli_ctx *ctx, const struct cli_args *args);
+int cmd_project_remove_member(struct cli_ctx *ctx, const struct cli_args *args);
+int cmd_project_delete(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_project_quota(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_project_set_quota(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_token_create(struct cli_ctx *ctx, const struct cli_args *args);

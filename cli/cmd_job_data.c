@@ -10,6 +10,32 @@
 #include <string.h>
 
 /*
+ * A worker's usage (its `usage` object, or null: no cgroup, or not sampled yet) as one cell:
+ * `cpu` its CPU time ("12.3s"), `mem` / `mem_peak` its memory now / at most ("104.9MiB").
+ */
+static void table_cell_usage(struct out_table *t, const json_t *usage, const char *what)
+{
+    char text[64];
+    if (strcmp(what, "cpu") == 0) {
+        const json_t *v = json_object_get(usage, "cpu_seconds");
+        if (!json_is_number(v)) {
+            table_cell(t, NULL);
+            return;
+        }
+        snprintf(text, sizeof text, "%.1fs", json_number_value(v));
+    } else {
+        const json_t *v =
+            json_object_get(usage, strcmp(what, "mem") == 0 ? "memory_bytes" : "memory_peak_bytes");
+        if (!json_is_integer(v)) {
+            table_cell(t, NULL);
+            return;
+        }
+        snprintf(text, sizeof text, "%.1fMiB", (double)json_integer_value(v) / (1024.0 * 1024.0));
+    }
+    table_cell(t, text);
+}
+
+/*
  * GETs path, expects an object holding the array `key`, and prints it: the reply as is in json
  * mode, else a table with one row per element and one column per field in `fields`.
  */
@@ -34,6 +60,8 @@ static int print_collection(struct cli_ctx *ctx, const char *path, const char *k
                 const json_t *v = json_object_get(item, fields[c]);
                 if (strcmp(fields[c], "time") == 0)
                     table_cell_time(&t, v);
+                else if (strncmp(fields[c], "usage.", 6) == 0)
+                    table_cell_usage(&t, json_object_get(item, "usage"), fields[c] + 6);
                 else
                     table_cell_json(&t, v);
             }
@@ -45,9 +73,11 @@ static int print_collection(struct cli_ctx *ctx, const char *path, const char *k
     return CLI_EXIT_OK;
 }
 
-static const char *const worker_headers[] = {"RANK", "NODE", "PID", "GPUS", "STATUS", "EXIT_CODE"};
-static const char *const worker_fields[] = {"rank", "node_id", "pid",
-                                            "gpus", "status",  "exit_code"};
+static const char *const worker_headers[] = {"RANK",      "NODE", "PID", "GPUS",    "STATUS",
+                                             "EXIT_CODE", "CPU",  "MEM", "MEM_PEAK"};
+static const char *const worker_fields[] = {"rank",      "node_id",   "pid",
+                                            "gpus",      "status",    "exit_code",
+                                            "usage.cpu", "usage.mem", "usage.mem_peak"};
 
 int cmd_workers(struct cli_ctx *ctx, const struct cli_args *args)
 {

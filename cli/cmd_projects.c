@@ -1,5 +1,6 @@
 /*
- * cmd_projects.c - project create, list, add-member (issue 22): who sees which jobs; project
+ * cmd_projects.c - project create, list, add-member, remove-member, delete (issue 22): who sees
+ * which jobs; project
  * quota, set-quota: the project's limits (GET/PUT /api/v1/quotas/projects/{name}).
  */
 #include "api.h"
@@ -10,6 +11,47 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Prints "project NAME (VISIBILITY), members: A B". */
+static void print_project(const json_t *project)
+{
+    struct strbuf sb = STRBUF_INIT;
+    const char *name = json_string_value(json_object_get(project, "name"));
+    out_clean(&sb, name ? name : "", name ? strlen(name) : 0);
+    printf("project %s (%s), members:", sb_str(&sb),
+           json_string_value(json_object_get(project, "visibility")) ?: "?");
+    sb_free(&sb);
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(project, "members"), i, m)
+    {
+        const char *s = json_string_value(m);
+        struct strbuf ms = STRBUF_INIT;
+        out_clean(&ms, s ? s : "", s ? strlen(s) : 0);
+        printf(" %s", sb_str(&ms));
+        sb_free(&ms);
+    }
+    putchar('\n');
+}
+
+/* Sends `method` to path with `body` (NULL: none) and prints the project it answers; `gone`
+ * when it answers none (204: the caller left the project). */
+static int project_request(struct cli_ctx *ctx, const char *method, const char *path,
+                           const char *body, const char *gone)
+{
+    json_t *project = NULL;
+    int rc = api_json(ctx, method, path, body, body ? strlen(body) : 0, &project);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (ctx->cfg.output == CLI_OUTPUT_JSON && project)
+        api_print_json(project);
+    else if (project)
+        print_project(project);
+    else if (ctx->cfg.output != CLI_OUTPUT_JSON && gone)
+        printf("%s\n", gone);
+    json_decref(project);
+    return CLI_EXIT_OK;
+}
+
 /* POSTs `req` (taken) to path and prints the project it answers. */
 static int post_project(struct cli_ctx *ctx, const char *path, json_t *req)
 {
@@ -17,34 +59,9 @@ static int post_project(struct cli_ctx *ctx, const char *path, json_t *req)
     json_decref(req);
     if (!body) /* json_pack fails only on invalid UTF-8 */
         return cli_input_error("the project's name and members must be valid UTF-8");
-    json_t *project = NULL;
-    int rc = api_json(ctx, "POST", path, body, strlen(body), &project);
+    int rc = project_request(ctx, "POST", path, body, NULL);
     free(body);
-    if (rc != CLI_EXIT_OK)
-        return rc;
-    if (ctx->cfg.output == CLI_OUTPUT_JSON) {
-        api_print_json(project);
-    } else {
-        struct strbuf sb = STRBUF_INIT;
-        const char *name = json_string_value(json_object_get(project, "name"));
-        out_clean(&sb, name ? name : "", name ? strlen(name) : 0);
-        printf("project %s (%s), members:", sb_str(&sb),
-               json_string_value(json_object_get(project, "visibility")) ?: "?");
-        sb_free(&sb);
-        size_t i;
-        json_t *m;
-        json_array_foreach(json_object_get(project, "members"), i, m)
-        {
-            const char *s = json_string_value(m);
-            struct strbuf ms = STRBUF_INIT;
-            out_clean(&ms, s ? s : "", s ? strlen(s) : 0);
-            printf(" %s", sb_str(&ms));
-            sb_free(&ms);
-        }
-        putchar('\n');
-    }
-    json_decref(project);
-    return CLI_EXIT_OK;
+    return rc;
 }
 
 int cmd_project_create(struct cli_ctx *ctx, const struct cli_args *args)
@@ -113,18 +130,62 @@ int cmd_project_list(struct cli_ctx *ctx, const struct cli_args *args)
     return CLI_EXIT_OK;
 }
 
+/* "/api/v1/projects/NAME", with "/members/MEMBER" unless member is NULL (each escaped). */
+static void project_path(struct cli_ctx *ctx, struct strbuf *path, const char *name,
+                         const char *member)
+{
+    sb_puts(path, "/api/v1/projects/");
+    api_path_escaped(ctx, path, name);
+    if (member) {
+        sb_puts(path, "/members/");
+        api_path_escaped(ctx, path, member);
+    }
+}
+
 int cmd_project_add_member(struct cli_ctx *ctx, const struct cli_args *args)
 {
     const char *name = args->pos[0], *user = args->pos[1];
     if (!name[0] || !user[0])
         return cli_usage_error(ctx, "empty project name or user");
     struct strbuf path = STRBUF_INIT;
-    sb_puts(&path, "/api/v1/projects/");
-    api_path_escaped(ctx, &path, name);
+    project_path(ctx, &path, name, NULL);
     sb_puts(&path, "/members");
     int rc = post_project(ctx, sb_str(&path), json_pack("{s:s}", "user", user));
     sb_free(&path);
     return rc;
+}
+
+int cmd_project_remove_member(struct cli_ctx *ctx, const struct cli_args *args)
+{
+    const char *name = args->pos[0], *user = args->pos[1];
+    if (!name[0] || !user[0])
+        return cli_usage_error(ctx, "empty project name or user");
+    struct strbuf path = STRBUF_INIT;
+    project_path(ctx, &path, name, user);
+    int rc = project_request(ctx, "DELETE", sb_str(&path), NULL,
+                             "you left the project; it is private, so you no longer see it");
+    sb_free(&path);
+    return rc;
+}
+
+int cmd_project_delete(struct cli_ctx *ctx, const struct cli_args *args)
+{
+    const char *name = args->pos[0];
+    if (!name[0])
+        return cli_usage_error(ctx, "empty project name");
+    struct strbuf path = STRBUF_INIT;
+    project_path(ctx, &path, name, NULL);
+    int rc = api_json(ctx, "DELETE", sb_str(&path), NULL, 0, NULL);
+    sb_free(&path);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (ctx->cfg.output != CLI_OUTPUT_JSON) {
+        struct strbuf sb = STRBUF_INIT;
+        out_clean(&sb, name, strlen(name));
+        printf("project %s deleted\n", sb_str(&sb));
+        sb_free(&sb);
+    }
+    return CLI_EXIT_OK;
 }
 
 /* Prints one quota line: "NAME  LIMIT  USED" (limit 0: none). */

@@ -62,6 +62,7 @@ enum aproto_msg_type {
     APROTO_MSG_LOG,
     APROTO_MSG_PROGRESS,
     APROTO_MSG_GPUS,
+    APROTO_MSG_USAGE,
 };
 
 /* Checks a job id that will become a path component. 0 or -1. */
@@ -281,6 +282,19 @@ struct aproto_progress {
     int64_t progress_age_ms;  /* since op, coll_seq, in_collective or report_seq last changed */
 };
 
+/* One worker's row of a `usage` message (agent_proto_usage.c): what its cgroup says it used.
+ * Parsed: strings borrowed from the message. */
+#define APROTO_MAX_USAGE 4096 /* rows in one usage message */
+struct aproto_usage {
+    const char *job_id;
+    int64_t attempt, rank;
+    int64_t cpu_usec;          /* CPU time of all its processes since it started, >= 0 */
+    int64_t memory_bytes;      /* memory its cgroup charges now, >= 0 */
+    int64_t memory_peak_bytes; /* the most it was charged (>= 0): the cgroup's own peak where it
+                                * keeps one, at least the largest sample */
+    bool final;                /* the sample taken once it exited: its totals */
+};
+
 /* One GPU of a `gpus` message (agent_proto_gpus.c): NVML's view of it and its latest sample.
  * Parsed: strings borrowed from the message. */
 #define APROTO_MAX_GPU_ROWS 64 /* GPUs in one gpus message */
@@ -326,6 +340,9 @@ struct aproto_node_msg {
     /* progress: n_progress rows (malloc'd) */
     struct aproto_progress *progress;
     size_t n_progress;
+    /* usage: n_usage rows (malloc'd) */
+    struct aproto_usage *usage;
+    size_t n_usage;
     /* gpus: n_gpu_rows rows (malloc'd) */
     struct aproto_gpu_row *gpu_rows;
     size_t n_gpu_rows;
@@ -359,6 +376,8 @@ char *aproto_msg_log(int64_t seq, const struct aproto_log_chunk *c);
 char *aproto_msg_gpus(const struct aproto_gpu_row *rows, size_t n);
 /* A `progress` message of n rows (strings copied). */
 char *aproto_msg_progress(const struct aproto_progress *rows, size_t n);
+/* A `usage` message of n rows (strings copied). */
+char *aproto_msg_usage(const struct aproto_usage *rows, size_t n);
 /* body: a spooled report (job_id, attempt, rank, report_seq, metrics, step, time,
  * checkpoint_dir); returns it with type and seq added. */
 char *aproto_msg_report(int64_t seq, const json_t *body);

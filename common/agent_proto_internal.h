@@ -19,4 +19,9 @@ int aproto__parse_progress(json_t *root, struct aproto_progress **rows, size_t *
 int aproto__parse_gpus(json_t *root, struct aproto_gpu_row **rows, size_t *n, char *err,
                        size_t errlen);
 
+/* Validates a `usage` message (root: the whole message) into *rows (malloc'd, *n entries,
+ * strings borrowed from root; NULL when empty). 0, or -1 with err naming the field. */
+int aproto__parse_usage(json_t *root, struct aproto_usage **rows, size_t *n, char *err,
+                        size_t errlen);
+
 #endif

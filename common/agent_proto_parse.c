@@ -1,8 +1,8 @@
 /* The agent protocol's parsers (docs/agent-protocol.md, agent_proto.h): a validating parser for
  * every message in both directions (server -> agent: aproto_server_msg_parse, launch included;
- * agent -> server: aproto_node_msg_parse, with report/progress/gpus in agent_proto_report.c,
- * agent_proto_progress.c and agent_proto_gpus.c), and the frees of what they fill. The builders
- * are in agent_proto.c. No I/O, no globals. */
+ * agent -> server: aproto_node_msg_parse, with report/progress/gpus/usage in agent_proto_report.c,
+ * agent_proto_progress.c, agent_proto_gpus.c and agent_proto_usage.c), and the frees of what they
+ * fill. The builders are in agent_proto.c. No I/O, no globals. */
 #include "agent_proto.h"
 #include "agent_proto_internal.h"
 #include "jobspec.h"
@@ -682,6 +682,7 @@ int aproto_node_msg_parse(const char *text, size_t len, struct aproto_node_msg *
         {"log", APROTO_MSG_LOG},
         {"progress", APROTO_MSG_PROGRESS},
         {"gpus", APROTO_MSG_GPUS},
+        {"usage", APROTO_MSG_USAGE},
     };
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
         if (strcmp(out->type_name, types[i].name) == 0)
@@ -701,6 +702,8 @@ int aproto_node_msg_parse(const char *text, size_t len, struct aproto_node_msg *
         rc = aproto__parse_gpus(out->root, &out->gpu_rows, &out->n_gpu_rows, err, errlen);
     else if (out->type == APROTO_MSG_HEARTBEAT)
         rc = parse_heartbeat(out, err, errlen);
+    else if (out->type == APROTO_MSG_USAGE)
+        rc = aproto__parse_usage(out->root, &out->usage, &out->n_usage, err, errlen);
     if (rc == 0)
         return 0;
 fail:;
@@ -718,6 +721,7 @@ void aproto_node_msg_free(struct aproto_node_msg *m)
         return;
     free(m->workers);
     free(m->progress);
+    free(m->usage);
     free(m->gpu_rows);
     free(m->node_gpus);
     json_decref(m->report.numbers);

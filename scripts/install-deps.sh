@@ -9,6 +9,7 @@ packages=(
   zlib1g-dev libarchive-dev libopenblas-dev libcmocka-dev clang-format
   postgresql postgresql-client
   python3 python3-pytest python3-prometheus-client python3-torch dataset-fashion-mnist
+  python3-pandas            # Result.metrics_dataframe (docs/python-api.md)
   iproute2 procps curl ca-certificates sudo openssl
   valgrind                  # the CLI's leak check (tests/integration/test_cli.py)
   clang libclang-rt-14-dev  # libFuzzer targets and their runtime (docs/fuzzing.md)

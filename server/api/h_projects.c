@@ -1,7 +1,9 @@
-/* POST/GET /api/v1/projects, GET /api/v1/projects/{name}, POST /api/v1/projects/{name}/members
- * (issue 22). A private project's jobs are seen by its members and admins only; a project the
- * caller may not see answers 404, as one that does not exist (store_projects.c). Users create
- * projects and are members of what they create; members and admins add members. */
+/* POST/GET /api/v1/projects, GET/DELETE /api/v1/projects/{name}, POST
+ * /api/v1/projects/{name}/members, DELETE /api/v1/projects/{name}/members/{user} (issue 22). A
+ * private project's jobs are seen by its members and admins only; a project the caller may not
+ * see answers 404, as one that does not exist (store_projects.c). Users create projects and are
+ * members of what they create; members and admins add and remove members and delete a project
+ * that has no jobs. */
 #include "db.h"
 #include "handlers.h"
 #include "jobspec.h"
@@ -20,7 +22,9 @@ struct project_query {
     const char *name, *visibility, *members, *member;
     char *json;
     bool taken;                       /* create: the name is in use */
-    enum store_project_access access; /* add-member: what who may do */
+    enum store_project_access access; /* add/remove member, delete: what who may do */
+    enum store_member_removal removal;
+    int64_t jobs; /* delete: the jobs that keep it */
 };
 
 static int project_create(struct db_conn *c, void *arg)
@@ -56,6 +60,28 @@ static int project_add_member(struct db_conn *c, void *arg)
     if (qs < 0)
         return qs;
     return store_project_get(c, a->who, a->name, &a->json);
+}
+
+static int project_remove_member(struct db_conn *c, void *arg)
+{
+    struct project_query *a = arg;
+    int qs = store_project_access(c, a->who, a->name, &a->access);
+    if (qs <= 0 || a->access != STORE_PROJECT_MEMBER)
+        return qs;
+    qs = store_project_remove_member(c, a->name, a->member, &a->removal);
+    if (qs <= 0 || a->removal != STORE_MEMBER_REMOVED)
+        return qs;
+    qs = store_project_get(c, a->who, a->name, &a->json);
+    return qs == 0 ? 1 : qs; /* 0: who left a private project and no longer sees it */
+}
+
+static int project_delete(struct db_conn *c, void *arg)
+{
+    struct project_query *a = arg;
+    int qs = store_project_access(c, a->who, a->name, &a->access);
+    if (qs <= 0 || a->access != STORE_PROJECT_MEMBER)
+        return qs;
+    return store_project_delete(c, a->name, &a->jobs);
 }
 
 static void field_error(json_t *errors, const char *field, const char *detail)
@@ -223,4 +249,71 @@ enum MHD_Result h_projects_add_member(struct srv_request *req)
     if (a.json == NULL)
         return srv_reply_db_error(req, DB_HARD_ERROR);
     return srv_reply_steal(req, MHD_HTTP_OK, "application/json", a.json, strlen(a.json), NULL);
+}
+
+/* Queues the reply for a caller who may not change project `name` (access: what it may do) and
+ * returns true; false when it may. A project it cannot see is 404, one it only sees 403. */
+static bool refused_change(struct srv_request *req, const char *name,
+                           enum store_project_access access, const char *what, enum MHD_Result *res)
+{
+    if (access == STORE_PROJECT_NOT_FOUND)
+        *res = reply_no_project(req, name);
+    else if (access == STORE_PROJECT_VISIBLE)
+        *res = srv_reply_problem(req, SRV_P_FORBIDDEN, NULL,
+                                 "only members of project '%s' and admins may %s", name, what);
+    else
+        return false;
+    return true;
+}
+
+enum MHD_Result h_projects_remove_member(struct srv_request *req)
+{
+    const char *name = req->args[0], *user = req->args[1];
+    if (jobspec_project_name_problem(name))
+        return reply_no_project(req, name);
+    if (!member_name_ok(user))
+        return srv_reply_problem(req, SRV_P_INVALID_BODY, NULL,
+                                 "the member must be a token name of 1 to 128 bytes");
+    struct project_query a = {.who = &req->who, .name = name, .member = user};
+    int qs = db_with_conn(req->srv->db, project_remove_member, &a);
+    enum MHD_Result r;
+    if (qs < 0)
+        return srv_reply_db_error(req, qs);
+    if (refused_change(req, name, a.access, "remove members", &r))
+        return r;
+    if (a.removal == STORE_MEMBER_NOT_A_MEMBER)
+        return srv_reply_problem(req, SRV_P_MEMBER_NOT_FOUND, NULL,
+                                 "'%s' is not a member of project '%s'", user, name);
+    if (a.removal == STORE_MEMBER_LAST)
+        return srv_reply_problem(req, SRV_P_PROJECT_LAST_MEMBER, NULL,
+                                 "'%s' is the last member of private project '%s': add another "
+                                 "member first, or delete the project",
+                                 user, name);
+    if (a.json == NULL) /* the caller left a private project */
+        return srv_reply_empty(req, MHD_HTTP_NO_CONTENT);
+    return srv_reply_steal(req, MHD_HTTP_OK, "application/json", a.json, strlen(a.json), NULL);
+}
+
+enum MHD_Result h_projects_delete(struct srv_request *req)
+{
+    const char *name = req->args[0];
+    if (jobspec_project_name_problem(name))
+        return reply_no_project(req, name);
+    if (strcmp(name, "default") == 0)
+        return srv_reply_problem(req, SRV_P_FORBIDDEN, NULL,
+                                 "project 'default' cannot be deleted: jobs without a project "
+                                 "belong to it");
+    struct project_query a = {.who = &req->who, .name = name};
+    int qs = db_with_conn(req->srv->db, project_delete, &a);
+    enum MHD_Result r;
+    if (qs < 0)
+        return srv_reply_db_error(req, qs);
+    if (refused_change(req, name, a.access, "delete it", &r))
+        return r;
+    if (a.jobs > 0)
+        return srv_reply_problem(req, SRV_P_PROJECT_NOT_EMPTY, NULL,
+                                 "project '%s' has %lld job%s: delete them first (DELETE "
+                                 "/api/v1/jobs/{id})",
+                                 name, (long long)a.jobs, a.jobs == 1 ? "" : "s");
+    return srv_reply_empty(req, MHD_HTTP_NO_CONTENT);
 }

@@ -4,9 +4,11 @@
  * anyone on that host. Prometheus sends the token with `authorization: {credentials: ...}` in
  * its scrape config.
  *
- * The cluster figures (jobs, queue, nodes, CPUs, GPUs) come from one read-only query; when the
- * database does not answer, they are left out, trainyard_database_up is 0, and the in-process
- * counters are still served. */
+ * The cluster figures (jobs, queue, nodes, CPUs, GPUs, running workers' use) come from
+ * read-only queries; when the database does not answer, they are left out,
+ * trainyard_database_up is 0, and the in-process counters are still served. A running worker's
+ * use is shown only when its job is one the scraper may see (a private project's: members and
+ * admins). */
 #include "db.h"
 #include "handlers.h"
 #include "job_status.h"
@@ -22,15 +24,53 @@
 #define LOAD(x) ((double)atomic_load_explicit(&(x), memory_order_relaxed))
 
 struct cluster_read {
+    const struct srv_identity *who;
     struct store_cluster_stats stats;
-    char *gpus; /* JSON array of store_node_gpus */
+    char *gpus;  /* JSON array of store_node_gpus */
+    char *usage; /* JSON array of store_running_usage */
 };
 
 static int read_stats(struct db_conn *c, void *arg)
 {
     struct cluster_read *r = arg;
     int rc = store_cluster_stats(c, &r->stats);
-    return rc < 0 ? rc : store_node_gpus(c, &r->gpus);
+    if (rc >= 0)
+        rc = store_node_gpus(c, &r->gpus);
+    return rc < 0 ? rc : store_running_usage(c, r->who, &r->usage);
+}
+
+/* The running workers' CPU time and memory, from their cgroups (labels job, rank, node); only
+ * those of jobs the scraper may see. */
+static void usage_figures(struct textbuf *b, const char *text)
+{
+    json_t *rows = text ? json_loads(text, 0, NULL) : NULL;
+    static const struct {
+        const char *name, *type, *help;
+        size_t col;
+        double scale;
+    } fam[] = {
+        {"trainyard_worker_cpu_seconds_total", "counter",
+         "CPU time of a running worker's processes (its cgroup), user and system.", 3, 1e-6},
+        {"trainyard_worker_memory_bytes", "gauge",
+         "Memory a running worker's cgroup charges, page cache included.", 4, 1.0},
+    };
+    for (size_t f = 0; json_is_array(rows) && f < sizeof(fam) / sizeof(fam[0]); f++) {
+        prom_family(b, fam[f].name, fam[f].type, fam[f].help);
+        size_t i;
+        json_t *r;
+        json_array_foreach(rows, i, r)
+        {
+            char job[24], rank[24];
+            snprintf(job, sizeof(job), "%lld", (long long)json_integer_value(json_array_get(r, 0)));
+            snprintf(rank, sizeof(rank), "%lld",
+                     (long long)json_integer_value(json_array_get(r, 1)));
+            const char *node = json_string_value(json_array_get(r, 2));
+            const char *l[] = {"job", job, "rank", rank, "node", node ? node : "", NULL};
+            prom_sample(b, fam[f].name, l,
+                        (double)json_integer_value(json_array_get(r, fam[f].col)) * fam[f].scale);
+        }
+    }
+    json_decref(rows);
 }
 
 /* One gauge per GPU of the alive nodes (labels node, gpu, uuid), from the agents' NVML samples;
@@ -168,7 +208,7 @@ static void http_figures(struct textbuf *b, struct srv_telemetry *t)
 enum MHD_Result h_prometheus(struct srv_request *req)
 {
     struct srv *srv = req->srv;
-    struct cluster_read cr = {0};
+    struct cluster_read cr = {.who = &req->who};
     bool db_up = db_with_conn(srv->db, read_stats, &cr) >= 0;
     struct textbuf b;
     textbuf_init(&b, 8192);
@@ -178,8 +218,10 @@ enum MHD_Result h_prometheus(struct srv_request *req)
     if (db_up) {
         cluster_figures(&b, &cr.stats);
         gpu_figures(&b, cr.gpus);
+        usage_figures(&b, cr.usage);
     }
     free(cr.gpus);
+    free(cr.usage);
     ingest_figures(&b, &srv->telemetry);
     http_figures(&b, &srv->telemetry);
     uint64_t waits, wait_us;

@@ -54,6 +54,8 @@ enum MHD_Result h_projects_create(struct srv_request *req);
 enum MHD_Result h_projects_list(struct srv_request *req);
 enum MHD_Result h_projects_get(struct srv_request *req);
 enum MHD_Result h_projects_add_member(struct srv_request *req);
+enum MHD_Result h_projects_remove_member(struct srv_request *req);
+enum MHD_Result h_projects_delete(struct srv_request *req);
 enum MHD_Result h_nodes_list(struct srv_request *req);
 enum MHD_Result h_nodes_get(struct srv_request *req);
 enum MHD_Result h_nodes_drain(struct srv_request *req);

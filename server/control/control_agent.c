@@ -462,8 +462,8 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
     /* Every other message is applied after the worker starts queued before it, a change of a
      * job's state after the log chunks queued before it, and every message but a report after
      * the reports queued before it (so a worker's exit follows its reports and its output). */
-    bool unordered =
-        m.type == APROTO_MSG_LOG || m.type == APROTO_MSG_PROGRESS || m.type == APROTO_MSG_GPUS;
+    bool unordered = m.type == APROTO_MSG_LOG || m.type == APROTO_MSG_PROGRESS ||
+                     m.type == APROTO_MSG_GPUS || m.type == APROTO_MSG_USAGE;
     if (m.type != APROTO_MSG_WORKER_STARTED && !unordered)
         ctl__flush_started(ctl);
     if ((m.type != APROTO_MSG_REPORT && !unordered) || !ok)
@@ -503,6 +503,8 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
             ctl__on_progress(ctl, node, &m);
         else if (m.type == APROTO_MSG_GPUS)
             ctl__on_gpus(ctl, node, &m);
+        else if (m.type == APROTO_MSG_USAGE)
+            ctl__on_usage(ctl, node, &m);
         else if (m.type == APROTO_MSG_HEARTBEAT && m.has_disk) /* last_seen updated above */
             on_disk(ctl, node, &m.disk);
         else if (m.type != APROTO_MSG_HEARTBEAT)

@@ -179,6 +179,8 @@ void ctl__flush_logs(struct control *ctl);
 void ctl__on_progress(struct control *ctl, struct ctl_node *node, const struct aproto_node_msg *m);
 /* control_gpus.c: agent message `gpus`, stored at once in nodes.gpus (one statement). */
 void ctl__on_gpus(struct control *ctl, struct ctl_node *node, const struct aproto_node_msg *m);
+/* control_usage.c: agent message `usage`, stored at once in worker_usage (one statement). */
+void ctl__on_usage(struct control *ctl, struct ctl_node *node, const struct aproto_node_msg *m);
 void ctl__check_hangs(struct control *ctl);
 
 /* control_specs.c: the parsed spec of a pending job, or NULL if not cached yet. */

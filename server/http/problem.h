@@ -20,6 +20,9 @@
     X(TOKEN_NOT_FOUND, 404, "token-not-found", "Token not found")                                  \
     X(PROJECT_NOT_FOUND, 404, "project-not-found", "Project not found")                            \
     X(PROJECT_EXISTS, 409, "project-exists", "Project name already in use")                        \
+    X(PROJECT_NOT_EMPTY, 409, "project-not-empty", "Project still has jobs")                       \
+    X(PROJECT_LAST_MEMBER, 409, "project-last-member", "Last member of a private project")         \
+    X(MEMBER_NOT_FOUND, 404, "member-not-found", "Not a member of the project")                    \
     X(METHOD_NOT_ALLOWED, 405, "method-not-allowed", "Method not allowed")                         \
     X(JOB_NOT_FINISHED, 409, "job-not-finished", "Job has not finished")                           \
     X(JOB_FINISHED, 409, "job-finished", "Job has already finished")                               \

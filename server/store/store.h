@@ -35,6 +35,10 @@ int store_cluster_stats(struct db_conn *c, struct store_cluster_stats *out);
 /* The GPUs of alive nodes with their latest sample, as a JSON array (malloc'd in *json) of
  * nodes.gpus rows with "node" added (migrations/0027_node_gpus.sql). Returns 1 or an error. */
 int store_node_gpus(struct db_conn *c, char **json);
+/* The last usage sample of every RUNNING worker whose job `who` may see (worker_usage), as a JSON
+ * array (malloc'd in *json) of [job, rank, node, cpu_usec, memory_bytes]. Returns 1 or an
+ * error. */
+int store_running_usage(struct db_conn *c, const struct srv_identity *who, char **json);
 
 /* ---- tokens (store_tokens.c) ---- */
 int store_token_lookup(struct db_conn *c, const char *hash, struct srv_identity *who);
@@ -153,6 +157,18 @@ int store_project_access(struct db_conn *c, const struct srv_identity *who, cons
 /* Adds `member` to project `name`. Returns 1 when added, 0 when already a member, or an error. */
 int store_project_add_member(struct db_conn *c, const char *name, const char *member,
                              const char *added_by);
+enum store_member_removal {
+    STORE_MEMBER_REMOVED,
+    STORE_MEMBER_NOT_A_MEMBER, /* `member` is not one */
+    STORE_MEMBER_LAST,         /* the last member of a private project: kept */
+};
+/* Removes `member` from project `name` (which exists), unless it is the last member of a private
+ * project (its jobs would be left to admins alone). Returns a db_qs; *out is set when it is 1. */
+int store_project_remove_member(struct db_conn *c, const char *name, const char *member,
+                                enum store_member_removal *out);
+/* Deletes project `name` (which exists), its members and its quotas, when no job belongs to it;
+ * *jobs = how many do (then nothing is deleted). Returns a db_qs. */
+int store_project_delete(struct db_conn *c, const char *name, int64_t *jobs);
 
 /* ---- nodes (store_nodes.c) ---- */
 /* Ids of nodes whose status is ALIVE (arrays malloc'd; caller frees each id and the array). */
@@ -566,11 +582,17 @@ void store_log_lines_free(struct store_log_line *lines, size_t n);
  * (common/agent_proto.h). */
 struct aproto_progress;
 struct aproto_gpu_row;
+struct aproto_usage;
 /* Stores the n rows of one `progress` message of node_id (store/sql/ty_progress_ingest.sql). Rows
  * whose job_id is not a job id of this server, and rows of workers not placed on that node, are
  * ignored. Returns the rows stored, or an error. */
 int store_progress_ingest(struct db_conn *c, const char *node_id,
                           const struct aproto_progress *rows, size_t n);
+/* Stores the n rows of one `usage` message of node_id in worker_usage
+ * (store/sql/ty_usage_ingest.sql). Rows whose job_id is not a job id of this server, and rows of
+ * workers not placed on that node, are ignored. Returns the rows stored, or an error. */
+int store_usage_ingest(struct db_conn *c, const char *node_id, const struct aproto_usage *rows,
+                       size_t n);
 /* Stores the n rows of one `gpus` message of node_id in nodes.gpus (store/sql/ty_gpus_ingest.sql).
  * Returns how many GPUs were newly lost, or an error (< 0). */
 int store_gpus_ingest(struct db_conn *c, const char *node_id, const struct aproto_gpu_row *rows,

@@ -1,7 +1,7 @@
-/* Typed ingest of an agent's periodic messages: the parsed `progress` and `gpus` rows
+/* Typed ingest of an agent's periodic messages: the parsed `progress`, `usage` and `gpus` rows
  * (common/agent_proto.h) become the parameters of one statement each, so that control/ hands
  * over what the protocol parsed and never rebuilds JSON. The SQL functions take their rows as one
- * jsonb array (store/sql/ty_progress_ingest.sql,
+ * jsonb array (store/sql/ty_progress_ingest.sql, ty_usage_ingest.sql,
  * ty_gpus_ingest.sql): that array is built here. */
 #include "store.h"
 
@@ -53,6 +53,32 @@ int store_progress_ingest(struct db_conn *c, const char *node_id,
             (json_int_t)p->coll_seq, "in_collective", p->in_collective, "report_seq",
             (json_int_t)p->report_seq, "heartbeat_age_ms", (json_int_t)p->heartbeat_age_ms,
             "progress_age_ms", (json_int_t)p->progress_age_ms);
+        if (row == NULL || json_array_append_new(arr, row) != 0) {
+            json_decref(arr);
+            arr = NULL;
+        }
+    }
+    int stored = 0;
+    int qs = ingest_rows(c, &st, node_id, arr, &stored);
+    return qs <= 0 ? qs : stored;
+}
+
+int store_usage_ingest(struct db_conn *c, const char *node_id, const struct aproto_usage *rows,
+                       size_t n)
+{
+    static const struct db_stmt st = {"usage_ingest", "SELECT ty_usage_ingest($1, $2::jsonb)", 2,
+                                      false};
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < n; i++) {
+        const struct aproto_usage *u = &rows[i];
+        int64_t job;
+        if (util_parse_int64(u->job_id, 1, INT64_MAX, &job) != 0)
+            continue; /* not a job of this server */
+        json_t *row =
+            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "job_id", (json_int_t)job, "attempt",
+                      (json_int_t)u->attempt, "rank", (json_int_t)u->rank, "cpu_usec",
+                      (json_int_t)u->cpu_usec, "memory_bytes", (json_int_t)u->memory_bytes,
+                      "memory_peak_bytes", (json_int_t)u->memory_peak_bytes, "final", u->final);
         if (row == NULL || json_array_append_new(arr, row) != 0) {
             json_decref(arr);
             arr = NULL;

@@ -17,10 +17,15 @@ int store_job_workers(struct db_conn *c, int64_t job, char **json_out)
         "  'finished_at', ty_ts(w.finished_at), 'progress', CASE WHEN p.rank IS NOT NULL THEN "
         "  jsonb_build_object('op', p.op, 'coll_seq', p.coll_seq, 'in_collective', "
         "  p.in_collective, 'report_seq', p.report_seq, 'progress_at', ty_ts(p.progress_at), "
-        "  'heartbeat_at', ty_ts(p.heartbeat_at)) END) ORDER BY w.attempt, w.rank), '[]') "
+        "  'heartbeat_at', ty_ts(p.heartbeat_at)) END, 'usage', CASE WHEN u.rank IS NOT NULL "
+        "  THEN jsonb_build_object('cpu_seconds', (u.cpu_usec / 1e6)::float8, 'memory_bytes', "
+        "  u.memory_bytes, 'memory_peak_bytes', u.memory_peak_bytes, 'final', u.final, "
+        "  'sampled_at', ty_ts(u.sampled_at)) END) ORDER BY w.attempt, w.rank), '[]') "
         "END::text "
         "FROM workers w LEFT JOIN worker_progress p ON p.job_id = w.job_id "
-        " AND p.attempt = w.attempt AND p.rank = w.rank WHERE w.job_id = $1::bigint",
+        " AND p.attempt = w.attempt AND p.rank = w.rank "
+        "LEFT JOIN worker_usage u ON u.job_id = w.job_id AND u.attempt = w.attempt "
+        " AND u.rank = w.rank WHERE w.job_id = $1::bigint",
         1, true};
     char j[32];
     STORE_NUM(j, job);

@@ -155,3 +155,87 @@ int store_project_add_member(struct db_conn *c, const char *name, const char *me
     const char *p[] = {name, member, added_by};
     return db_exec(c, &st, p, NULL);
 }
+
+struct member_removal {
+    const char *name, *member;
+    enum store_member_removal *out;
+};
+
+/* In one transaction with the project's row locked, so that two members removing each other at
+ * once cannot both pass the last-member check. */
+static int remove_member_txn(struct db_conn *c, void *arg)
+{
+    struct member_removal *a = arg;
+    static const struct db_stmt lock = {
+        "project_member_lock",
+        "SELECT p.visibility = 'private' "
+        "       AND (SELECT count(*) FROM project_members m WHERE m.project = p.name) <= 1, "
+        "       EXISTS (SELECT 1 FROM project_members m WHERE m.project = p.name "
+        "                                                AND m.member = $2) "
+        "FROM projects p WHERE p.name = $1 FOR UPDATE",
+        2, false};
+    static const struct db_stmt del = {
+        "project_member_delete", "DELETE FROM project_members WHERE project = $1 AND member = $2",
+        2, false};
+    const char *p[] = {a->name, a->member};
+    PGresult *res = NULL;
+    int qs = db_exec(c, &lock, p, &res);
+    if (qs <= 0)
+        return qs;
+    bool last = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+    bool member = strcmp(PQgetvalue(res, 0, 1), "t") == 0;
+    PQclear(res);
+    *a->out = !member ? STORE_MEMBER_NOT_A_MEMBER : last ? STORE_MEMBER_LAST : STORE_MEMBER_REMOVED;
+    if (*a->out != STORE_MEMBER_REMOVED)
+        return 1;
+    qs = db_exec(c, &del, p, NULL);
+    return qs < 0 ? qs : 1;
+}
+
+int store_project_remove_member(struct db_conn *c, const char *name, const char *member,
+                                enum store_member_removal *out)
+{
+    struct member_removal a = {name, member, out};
+    return db_run_txn(c, remove_member_txn, &a);
+}
+
+struct project_deletion {
+    const char *name;
+    int64_t *jobs;
+};
+
+/* Locks the project's row first: a job submitted into it meanwhile waits for the deletion (its
+ * foreign key takes a share lock on that row), then fails, rather than being orphaned. */
+static int delete_txn(struct db_conn *c, void *arg)
+{
+    struct project_deletion *a = arg;
+    static const struct db_stmt lock = {
+        "project_delete_lock",
+        "SELECT (SELECT count(*) FROM jobs j WHERE j.project = p.name) AS jobs "
+        "FROM projects p WHERE p.name = $1 FOR UPDATE",
+        1, false};
+    static const struct db_stmt del = {
+        "project_delete",
+        "WITH q AS (DELETE FROM quotas WHERE subject_kind = 'project' AND subject = $1) "
+        "DELETE FROM projects WHERE name = $1",
+        1, false};
+    const char *p[] = {a->name};
+    PGresult *res = NULL;
+    int qs = db_exec(c, &lock, p, &res);
+    if (qs <= 0)
+        return qs;
+    bool read = db_col_int64(res, 0, "jobs", a->jobs) == 0;
+    PQclear(res);
+    if (!read)
+        return DB_HARD_ERROR;
+    if (*a->jobs > 0)
+        return 1;
+    qs = db_exec(c, &del, p, NULL);
+    return qs < 0 ? qs : 1;
+}
+
+int store_project_delete(struct db_conn *c, const char *name, int64_t *jobs)
+{
+    struct project_deletion a = {name, jobs};
+    return db_run_txn(c, delete_txn, &a);
+}

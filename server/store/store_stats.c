@@ -82,3 +82,19 @@ int store_node_gpus(struct db_conn *c, char **json)
     int qs = db_exec_text(c, &st, NULL, json);
     return qs < 0 ? qs : 1;
 }
+
+int store_running_usage(struct db_conn *c, const struct srv_identity *who, char **json)
+{
+    static const struct db_stmt st = {
+        "running_usage",
+        "SELECT coalesce(jsonb_agg(jsonb_build_array(w.job_id, w.rank, w.node_id, u.cpu_usec, "
+        "u.memory_bytes) ORDER BY w.job_id, w.rank), '[]')::text "
+        "FROM workers w JOIN jobs j ON j.id = w.job_id "
+        "JOIN worker_usage u ON u.job_id = w.job_id AND u.attempt = w.attempt AND u.rank = w.rank "
+        "WHERE w.status = 'RUNNING' AND ty_project_visible(j.project, $1, $2::boolean)",
+        2, true};
+    const char *p[] = {who->name, who->role == SRV_ROLE_ADMIN ? "t" : "f"};
+    *json = NULL;
+    int qs = db_exec_text(c, &st, p, json);
+    return qs < 0 ? qs : 1;
+}

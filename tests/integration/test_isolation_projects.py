@@ -243,6 +243,43 @@ def test_projects_names_and_shared_projects(server):
                                                token=bob).json["projects"]]
     assert names == ["default", "team.shared"]
 
+    # Members leave or are removed by a member; a non-member of a shared project may not remove
+    # anyone; the last member of a private project stays; a project goes once its jobs have.
+    r = server.request("DELETE", "/api/v1/projects/team.shared/members/carol", token=viewer)
+    assert r.status == 403, r
+    r = server.request("DELETE", "/api/v1/projects/alices/members/alice", token=bob)
+    assert r.status == 404 and r.json["code"] == "project-not-found", r
+    r = server.request("DELETE", "/api/v1/projects/team.shared/members/bob", token=alice)
+    assert r.status == 200 and r.json["members"] == ["alice", "carol"], r
+    r = server.request("DELETE", "/api/v1/projects/team.shared/members/bob", token=alice)
+    assert r.status == 404 and r.json["code"] == "member-not-found", r
+    r = server.request("DELETE", "/api/v1/projects/team.shared/members/carol", token=bob)
+    assert r.status == 403 and "only members" in r.json["detail"], r
+    r = server.request("DELETE", "/api/v1/projects/alices/members/alice", token=alice)
+    assert r.status == 409 and r.json["code"] == "project-last-member", r
+    assert server.request("POST", "/api/v1/projects/alices/members", {"user": "bob"},
+                          token=alice).status == 200
+    r = server.request("DELETE", "/api/v1/projects/alices/members/alice", token=alice)
+    assert r.status == 204, r  # she left: it is bob's now, and hidden from her
+    assert server.request("GET", "/api/v1/projects/alices", token=alice).status == 404
+    assert server.request("GET", "/api/v1/projects/alices", token=bob).json["members"] == ["bob"]
+    r = server.request("DELETE", "/api/v1/projects/team.shared", token=bob)
+    assert r.status == 403, r
+    r = server.request("DELETE", "/api/v1/projects/team.shared", token=alice)
+    assert r.status == 409 and r.json["code"] == "project-not-empty", r
+    assert "1 job" in r.json["detail"], r
+    assert server.request("DELETE", "/api/v1/projects/default").status == 403
+    assert server.request("POST", f"/api/v1/jobs/{job}/stop", token=alice).status == 202
+    assert server.request("DELETE", f"/api/v1/jobs/{job}", token=alice).status == 204
+    r = server.request("PUT", "/api/v1/quotas/projects/team.shared", {"cpus": 4})
+    assert r.status == 200, r
+    assert server.request("DELETE", "/api/v1/projects/team.shared", token=alice).status == 204
+    assert server.request("GET", "/api/v1/projects/team.shared").status == 404
+    r = server.request("POST", "/api/v1/projects", {"name": "team.shared"}, token=alice)
+    assert r.status == 201, r
+    r = server.request("GET", "/api/v1/quotas/projects/team.shared")
+    assert r.json["cpus"]["limit"] in (0, None), r  # its old quota went with it
+
 
 def test_cli_projects(server, tmp_path):
     bob = server.create_token("bob", "user")
@@ -289,3 +326,20 @@ def test_cli_projects(server, tmp_path):
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == server.request("GET", "/api/v1/projects", token=alice).json
     assert cli("get", str(job), token=alice).returncode == 0
+
+    r = cli("project", "remove-member", "lab", "carol", token=alice)
+    assert r.returncode == 0 and "members: alice bob dave" in r.stdout, r.stderr
+    r = cli("project", "remove-member", "lab", "carol", token=alice)
+    assert r.returncode == 1 and "not a member" in r.stderr, r
+    r = cli("project", "delete", "lab")
+    assert r.returncode == 1 and "has 1 job" in r.stderr, r
+    r = cli("project", "create", "solo", token=alice)
+    assert r.returncode == 0, r.stderr
+    r = cli("project", "add-member", "solo", "bob", token=alice)
+    assert r.returncode == 0, r.stderr
+    r = cli("project", "remove-member", "solo", "alice", token=alice)
+    assert r.returncode == 0 and "you left the project" in r.stdout, (r.stdout, r.stderr)
+    r = cli("project", "create", "empty")
+    assert r.returncode == 0, r.stderr
+    r = cli("project", "delete", "empty")
+    assert r.returncode == 0 and "project empty deleted" in r.stdout, r.stderr

@@ -88,7 +88,7 @@ def test_fit_runs_the_script_function_and_returns_a_result(server, agent_factory
     assert out["error"] is None
     assert out["files"] == {"rank0.txt": "epoch 2 shard [0, 2, 4, 6, 8]",
                             "rank1.txt": "epoch 2 shard [1, 3, 5, 7, 9]"}, out
-    assert out["best"] == [0.9, 0.7], out
+    assert out["best"] == [0.7, 0.9], out  # as Ray orders them: the best last
     assert out["history"] == 3
     assert out["path"].endswith(f"/api/v1/jobs/{out['job']}")
     # Progress: a line per report, and the workers' lines.
@@ -160,7 +160,7 @@ def test_job_submission_client_submits_a_directory_follows_and_stops(server, age
     assert "hello from notebook" in client.get_job_logs(job)
     long = client.submit_job(entrypoint=["/usr/bin/python3", "hello.py", "again", "600"],
                              working_dir=str(d), name="nb-long")
-    assert [j["id"] for j in client.list_jobs()][:2] == [long, job]
+    assert [j.submission_id for j in client.list_jobs()][:2] == [long, job]
     server.wait_job(long, {"RUNNING"})
     client.stop_job(long)
     assert server.wait_job(long, {"STOPPED"})["status"] == "STOPPED"

@@ -12,6 +12,9 @@ endforeach()
 ty_add_unit_tests(test_agent_proto_progress
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_agent_proto_progress.c
   LIBS tycommon PkgConfig::JANSSON)
+# The agent protocol's `usage` message (tycommon).
+ty_add_unit_tests(test_agent_proto_usage
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_agent_proto_usage.c LIBS tycommon PkgConfig::JANSSON)
 # The agent protocol's `gpus` message (tycommon).
 ty_add_unit_tests(test_agent_proto_gpus
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_agent_proto_gpus.c LIBS tycommon PkgConfig::JANSSON)

@@ -358,6 +358,7 @@ struct agent_worker {
                                   * removed */
     size_t cg_n;                 /* 0: none (cgroups off, or all removed) */
     int64_t memory_mb;           /* its memory limit (resources_per_worker), 0: none */
+    int64_t memory_peak;         /* the most memory its cgroup was seen charged (usage.c) */
     bool acked; /* its exit was acknowledged: freed once its cgroups and uid are cleaned up */
 };
 
@@ -430,6 +431,7 @@ struct agent {
 
     /* report socket */
     int64_t progress_sent_ms; /* progress.c: monotonic time of the last `progress` message */
+    int64_t usage_sent_ms;    /* usage.c: monotonic time of the last `usage` message */
     int report_listen_fd;
     struct lws *report_listen_wsi;
     struct agent_report_conn *report_conns;
@@ -595,10 +597,11 @@ bool agent__cgroup_kill(struct agent_worker *w);
 /* Removes w's cgroups (an adopted worker's: the earlier agent's parent too, once empty). True
  * when all are gone; false while a process is still in one. */
 bool agent__cgroup_remove(struct agent_worker *w);
-/* w's CPU time (microseconds) and memory in use (bytes), read from its cgroups. 0, or -1 (each
- * -1) when it has none. */
+/* w's CPU time (microseconds), memory in use and the most memory it was charged (bytes; -1
+ * where the cgroup keeps no peak: v2 before Linux 5.19), read from its cgroups. 0, or -1 (cpu and
+ * memory -1) when it has none. */
 int agent__cgroup_usage(const struct agent *a, const struct agent_worker *w, int64_t *cpu_usec,
-                        int64_t *memory_bytes);
+                        int64_t *memory_bytes, int64_t *memory_peak);
 /* How many processes of w the out-of-memory killer killed; -1: unknown. */
 int64_t agent__cgroup_oom_kills(const struct agent *a, const struct agent_worker *w);
 
@@ -827,6 +830,13 @@ void agent__progress_note(struct agent_worker *w, const struct rproto_progress *
 /* Poll timer: at most once a second, sends the server one `progress` message with the last
  * heartbeat of every running worker that sent one. */
 void agent__progress_tick(struct agent *a);
+
+/* usage.c */
+/* Poll timer: about once a second, sends the server one `usage` message with what every running
+ * worker with a cgroup used so far (CPU time, memory now and at most). */
+void agent__usage_tick(struct agent *a);
+/* Sends the server w's last sample, marked final, once it exited (before its cgroups go). */
+void agent__usage_final(struct agent *a, struct agent_worker *w);
 
 /* ws.c */
 int agent__ws_init(struct agent *a);

@@ -491,22 +491,27 @@ bool agent__cgroup_remove(struct agent_worker *w)
 }
 
 int agent__cgroup_usage(const struct agent *a, const struct agent_worker *w, int64_t *cpu_usec,
-                        int64_t *memory_bytes)
+                        int64_t *memory_bytes, int64_t *memory_peak)
 {
-    *cpu_usec = *memory_bytes = -1;
+    *cpu_usec = *memory_bytes = *memory_peak = -1;
     for (size_t i = 0; i < w->cg_n && i < a->cg.n; i++) {
         int ctl = a->cg.ctl[i];
+        if (!w->cg_dirs[i])
+            continue;
         if (a->cg.version == 2) {
             *cpu_usec = cg_read_key(w->cg_dirs[i], "cpu.stat", "usage_usec");
             *memory_bytes = cg_read_int(w->cg_dirs[i], "memory.current");
+            *memory_peak = cg_read_int(w->cg_dirs[i], "memory.peak");
             continue;
         }
         if (ctl & CG_CPUACCT) {
             int64_t ns = cg_read_int(w->cg_dirs[i], "cpuacct.usage");
             *cpu_usec = ns < 0 ? -1 : ns / 1000;
         }
-        if (ctl & CG_MEMORY)
+        if (ctl & CG_MEMORY) {
             *memory_bytes = cg_read_int(w->cg_dirs[i], "memory.usage_in_bytes");
+            *memory_peak = cg_read_int(w->cg_dirs[i], "memory.max_usage_in_bytes");
+        }
     }
     return *cpu_usec >= 0 && *memory_bytes >= 0 ? 0 : -1;
 }

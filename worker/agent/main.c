@@ -45,6 +45,7 @@ static void poll_tick(lws_sorted_usec_list_t *sul)
     agent__prepare_poll(a);
     agent__tails_poll(a);
     agent__progress_tick(a);
+    agent__usage_tick(a);
     agent__gpus_tick(a);
     agent__report_poll(a);
     if (stop_requested && !a->shutting_down) {

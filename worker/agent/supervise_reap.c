@@ -166,9 +166,10 @@ void agent__worker_gone(struct agent *a, struct agent_worker *w, const int *wait
             snprintf(error, sizeof(error), "its supervisor ended without a status");
         }
     }
+    agent__usage_final(a, w);
     char usage[96] = "";
-    int64_t cpu_usec, mem_bytes;
-    if (agent__cgroup_usage(a, w, &cpu_usec, &mem_bytes) == 0)
+    int64_t cpu_usec, mem_bytes, mem_peak;
+    if (agent__cgroup_usage(a, w, &cpu_usec, &mem_bytes, &mem_peak) == 0)
         snprintf(usage, sizeof(usage), " after %.1f s of CPU", (double)cpu_usec / 1e6);
     if (sig >= 0)
         TY_INFO("proc", "job %s attempt %lld rank %lld (pid %ld) killed by signal %d%s", w->job_id,

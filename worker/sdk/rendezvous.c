@@ -216,7 +216,9 @@ static int rv_resolve_master(const ty_ctx *c, struct sockaddr_storage *ss, sockl
     return 0;
 }
 
-/* Connect, retrying while the peer is not listening yet, until deadline. */
+/* Connect, retrying while the peer is not listening yet, until deadline: the last try is at the
+ * deadline itself, so a peer gets the whole timeout (a retry skipped because the next pause was
+ * longer than the time left gave up to a pause early, by up to 0.3 s of a 1 s timeout). */
 static int rv_connect_retry(const struct sockaddr *sa, socklen_t len, int64_t deadline)
 {
     int delay_ms = 10;
@@ -224,9 +226,11 @@ static int rv_connect_retry(const struct sockaddr *sa, socklen_t len, int64_t de
         int fd = ty__tcp_connect(sa, len, deadline);
         if (fd >= 0 || fd != TY_EPEER)
             return fd;
-        if (ty__ms_left(deadline) <= delay_ms)
+        int left = ty__ms_left(deadline);
+        if (left <= 0)
             return TY_ETIMEDOUT;
-        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)delay_ms * 1000000L};
+        int pause_ms = left < delay_ms ? left : delay_ms;
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)pause_ms * 1000000L};
         nanosleep(&ts, NULL);
         if (delay_ms < 200)
             delay_ms *= 2;

@@ -3,6 +3,7 @@
 import contextlib
 import io
 import os
+import pickle
 import re
 import shutil
 import tarfile
@@ -14,6 +15,7 @@ __all__ = ["Checkpoint", "Result", "TrainingFailedError", "MetricAssertionError"
 
 
 ARCHIVE_WAIT_S = 120.0
+DICT_FILE = "dict_checkpoint.pkl"  # Checkpoint.from_dict's one file
 
 
 class TrainingFailedError(RuntimeError):
@@ -67,6 +69,27 @@ class Checkpoint:
     @classmethod
     def from_directory(cls, path):
         return cls(path=path)
+
+    @classmethod
+    def from_dict(cls, data):
+        """A checkpoint holding `data` (a dict that pickles): one file in a new temporary
+        directory, so it travels as any directory checkpoint does."""
+        if not isinstance(data, dict):
+            raise TypeError(f"Checkpoint.from_dict needs a dict, not a {type(data).__name__}")
+        d = tempfile.mkdtemp(prefix="checkpoint-")
+        with open(os.path.join(d, DICT_FILE), "wb") as f:
+            pickle.dump(data, f, protocol=4)
+        return cls(path=d)
+
+    def to_dict(self):
+        """The dict of a Checkpoint.from_dict (downloaded when it is on the server)."""
+        with self.as_directory() as d:
+            p = os.path.join(d, DICT_FILE)
+            if not os.path.isfile(p):
+                raise ValueError(f"{self!r} was not made by Checkpoint.from_dict (no {DICT_FILE}):"
+                                 " use as_directory()")
+            with open(p, "rb") as f:
+                return pickle.load(f)
 
     @property
     def path(self):
@@ -137,7 +160,8 @@ class Checkpoint:
 
 class Result:
     """What fit() returns (ray.train.Result): rank 0's last metrics, the latest checkpoint, the
-    kept checkpoints with their metrics (best first when a score attribute is set), the error
+    kept checkpoints with their metrics (as Ray orders them: by the score attribute when one is
+    set, the best last; else in the order they were reported), the error
     (None when the job succeeded), and path (the run's storage path, or the job's URL)."""
 
     def __init__(self, metrics, checkpoint, best_checkpoints, error, path, job_id,
@@ -152,12 +176,20 @@ class Result:
 
     @property
     def metrics_dataframe(self):
-        """Rank 0's reports as a pandas DataFrame (one row per report), or None without pandas."""
+        """Rank 0's reports as a pandas DataFrame (one row per report). Raises ImportError
+        naming the package when pandas is not installed."""
         try:
             import pandas
         except ImportError:
-            return None
+            raise ImportError("Result.metrics_dataframe needs pandas: install python3-pandas "
+                              "(scripts/install-deps.sh does), or use Result.metrics_history"
+                              ) from None
         return pandas.DataFrame(self._history)
+
+    @property
+    def metrics_history(self):
+        """Rank 0's reports as a list of dicts (one per report, oldest first)."""
+        return [dict(r) for r in self._history]
 
     def assert_metrics(self, *assertions):
         """The CI gate: raises MetricAssertionError when rank 0's final metrics miss any of

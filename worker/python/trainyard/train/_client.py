@@ -11,7 +11,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-__all__ = ["Client", "JobSubmissionClient", "TrainyardAPIError"]
+__all__ = ["Client", "TrainyardAPIError"]
 
 CODE_CHUNK = 512 * 1024  # under the server's default --max-body-bytes (1 MiB)
 
@@ -148,30 +148,3 @@ class Client:
             off = max(r["offset"], off + len(chunk))
         self.request("POST", f"/api/v1/code/{sha}/complete", {})
         return sha, True
-
-
-class JobSubmissionClient(Client):
-    """Ray's JobSubmissionClient shape for notebooks and scripts: submit_job(entrypoint=...),
-    get_job_status, get_job_logs, stop_job, list_jobs."""
-
-    def submit_job(self, spec=None, *, entrypoint=None, working_dir=None, name=None,
-                   num_workers=1, env=None, **fields):
-        """submit_job(spec_dict) or submit_job(entrypoint="python3 train.py",
-        working_dir="./project"): a local working_dir is packed and uploaded (code that
-        travels). Returns the job id."""
-        if spec is None:
-            if entrypoint is None:
-                raise ValueError("submit_job needs a spec or an entrypoint")
-            spec = {"name": name or "job", "entrypoint": entrypoint,
-                    "scaling_config": {"num_workers": num_workers}}
-            if env:
-                spec["env"] = dict(env)
-            spec.update(fields)
-        else:
-            spec = dict(spec)
-        if working_dir is not None:
-            from ._pack import pack_directory
-            sha, _ = self.upload_code(pack_directory(working_dir))
-            spec.pop("working_dir", None)
-            spec["code_package"] = sha
-        return super().submit_job(spec)

@@ -4,6 +4,7 @@ another name than __main__ so that its `if __name__ == "__main__":` block does n
 as multiprocessing's spawn does, or from an importable module), sets up the framework's
 distributed environment, and calls it with the train_loop_config."""
 
+import base64
 import importlib
 import importlib.util
 import inspect
@@ -13,9 +14,19 @@ import pickle
 import sys
 import traceback
 
+from ._trainer import MAIN_ALIAS, RETURN_MARK
 from ._vocab import BACKEND_NONE, BACKEND_TORCH
 
-MAIN_ALIAS = "__trainyard_main__"
+RETURN_CHUNK = 8000  # characters per line, under the agent's log line cut (16 KiB)
+
+
+def print_return_value(value):
+    """Prints the function's return value (pickled, base64) on stdout as lines
+    `RETURN_MARK i n chunk`, for Trainer.run() to collect from the job's log."""
+    text = base64.b64encode(pickle.dumps(value, protocol=4)).decode("ascii")
+    chunks = [text[i:i + RETURN_CHUNK] for i in range(0, len(text), RETURN_CHUNK)] or [""]
+    for i, c in enumerate(chunks):
+        print(f"{RETURN_MARK} {i} {len(chunks)} {c}", flush=True)
 
 
 def load_function(spec):
@@ -99,7 +110,9 @@ def main():
     except (TypeError, ValueError):
         takes_config = True
     try:
-        fn(config if config is not None else {}) if takes_config else fn()
+        value = fn(config if config is not None else {}) if takes_config else fn()
+        if spec.get("returns"):
+            print_return_value(value)
     finally:
         teardown()
 

@@ -8,7 +8,8 @@ import trainyard as _ty
 
 from ._checkpoint import Checkpoint
 
-__all__ = ["TrainContext", "get_context", "report", "get_checkpoint", "get_dataset_shard"]
+__all__ = ["TrainContext", "get_context", "report", "get_checkpoint", "get_dataset_shard",
+           "save_checkpoint", "load_checkpoint", "world_rank", "local_rank", "world_size"]
 
 
 class TrainContext:
@@ -60,9 +61,14 @@ def get_context():
     return TrainContext(_ty.get_context())
 
 
-def report(metrics, checkpoint=None):
+def report(metrics=None, checkpoint=None, **kwargs):
     """Reports metrics (a dict of numbers, optional int "step") and optionally a Checkpoint (or
-    a directory). Returns once the agent owns the report; every rank calls it equally often."""
+    a directory). Returns once the agent owns the report; every rank calls it equally often.
+    Ray 1.9's report(**metrics) (report(loss=0.1, epoch=2)) works too."""
+    if kwargs:
+        metrics = dict(metrics or {}, **kwargs)
+    if metrics is None:
+        raise TypeError("report() needs metrics: report({'loss': 0.1}) or report(loss=0.1)")
     if checkpoint is not None and not isinstance(checkpoint, (str, os.PathLike)) \
             and getattr(checkpoint, "path", None) is None:
         raise TypeError("checkpoint must be a Checkpoint.from_directory(...) or a directory")
@@ -73,6 +79,35 @@ def get_checkpoint():
     """The Checkpoint to resume from (a restart's latest, or resume_from_checkpoint), or None."""
     path = _ty.get_checkpoint()
     return Checkpoint.from_directory(path) if path else None
+
+
+def save_checkpoint(**state):
+    """Ray 1.9: saves `state` (a dict that pickles) as the job's checkpoint. Every rank calls
+    it (as often); rank 0's state is kept, as in Ray. A report without metrics."""
+    ck = Checkpoint.from_dict(state) if _ty.get_context().world_rank == 0 else None
+    _ty.report({}, checkpoint=ck)
+
+
+def load_checkpoint():
+    """Ray 1.9: the dict of the checkpoint to resume from (save_checkpoint's, or the trainer's
+    load_checkpoint / run(checkpoint=)), or None."""
+    ck = get_checkpoint()
+    return ck.to_dict() if ck is not None else None
+
+
+def world_rank():
+    """Ray 1.9: this worker's rank among all workers."""
+    return _ty.get_context().world_rank
+
+
+def local_rank():
+    """Ray 1.9: this worker's rank on its node."""
+    return _ty.get_context().local_rank
+
+
+def world_size():
+    """Ray 1.9: the number of workers."""
+    return _ty.get_context().world_size
 
 
 _datasets = None  # the trainer's datasets= on this worker (set by the runner)

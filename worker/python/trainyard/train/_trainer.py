@@ -17,6 +17,8 @@ __all__ = ["DataParallelTrainer", "function_reference", "build_spec"]
 
 TERMINAL = TERMINAL_JOB_STATUSES
 DATASETS_FILE = "__trainyard_datasets__.pkl"  # datasets= in the code package
+MAIN_ALIAS = "__trainyard_main__"  # the user's script, imported on a worker
+RETURN_MARK = "__trainyard_return__"  # the log lines that carry a worker's return value (run())
 POLL_MIN_S, POLL_MAX_S = 0.1, 1.0  # polling backs off while nothing changes
 
 
@@ -105,9 +107,13 @@ class DataParallelTrainer:
                  metadata=None, worker_python=None):
         self.train_loop_per_worker = train_loop_per_worker
         self.train_loop_config = train_loop_config
+        if isinstance(scaling_config, dict):  # as Ray accepts it: {"num_workers": 4}
+            scaling_config = ScalingConfig(**scaling_config)
         self.scaling_config = scaling_config or ScalingConfig()
         self.run_config = run_config or RunConfig()
-        self.resume_from_checkpoint = resume_from_checkpoint
+        self.resume_from_checkpoint = (_as_checkpoint(resume_from_checkpoint)
+                                       if isinstance(resume_from_checkpoint, dict)
+                                       else resume_from_checkpoint)
         self.backend = backend or self._backend
         self.working_dir = working_dir
         self.client = client
@@ -118,6 +124,8 @@ class DataParallelTrainer:
         if metadata:
             self.run_config.metadata.update(metadata)
         self.job_id = None
+        self._returns = False  # run(): the workers print their return values
+        self._latest = None  # the latest checkpoint of the last run() or fit()
 
     # --- building the job ---
 
@@ -145,7 +153,7 @@ class DataParallelTrainer:
             if not ck.path or not os.path.isdir(ck.path):
                 raise ValueError(f"resume_from_checkpoint {ck.path!r} is not a directory")
             return ck.path
-        if isinstance(ck, (str, os.PathLike)):
+        if not isinstance(ck, Checkpoint) and isinstance(ck, (str, os.PathLike)):
             raise ValueError("resume_from_checkpoint must be a Checkpoint: use "
                              "Checkpoint.from_directory(path) for a local directory")
         return None
@@ -159,6 +167,8 @@ class DataParallelTrainer:
             entry, ref = (list(fn) if not isinstance(fn, str) else fn), None
         else:
             entry, ref = runner_entrypoint(self.worker_python), function_reference(fn, wd)
+            if self._returns:
+                ref["returns"] = True
         spec = build_spec(self._name(), self.backend, entry, self.scaling_config,
                           self.run_config, self.train_loop_config, ref,
                           None if resume_package else self.resume_from_checkpoint, self.env,
@@ -172,6 +182,10 @@ class DataParallelTrainer:
         TrainingFailedError when it failed (Result.error holds the same), MetricAssertionError
         when `assertions` (e.g. ["accuracy>=0.85"]) miss on rank 0's final metrics, and on
         Ctrl-C stops the job before re-raising KeyboardInterrupt."""
+        return self._fit(assertions)[0]
+
+    def _fit(self, assertions=()):
+        """fit(), returning (Result, the final job) when the job succeeded."""
         if in_worker_import:
             raise WorkerImportStop()
         from ._client import Client  # not on the workers' import path
@@ -204,11 +218,63 @@ class DataParallelTrainer:
             finally:
                 raise
         result = _result(client, job, self.run_config)
+        self._latest = result.checkpoint
         if result.error is not None:
             raise result.error
         if assertions:
             check_assertions(result.metrics, assertions)
-        return result
+        return result, job
+
+    # --- Ray 1.9's Trainer methods (docs/python-api.md) ---
+
+    def start(self):
+        """Ray 1.9: nothing to start ahead (each run() is one job); checks the server answers."""
+        from ._client import Client
+        (self.client or Client()).request("GET", "/api/v1/version")
+
+    def load_checkpoint(self, checkpoint):
+        """The checkpoint the next run() starts from: a Checkpoint, a dict (Ray 1.9's
+        checkpoints) or a local directory."""
+        self.resume_from_checkpoint = _as_checkpoint(checkpoint)
+
+    def run(self, train_func=None, config=None, callbacks=None, dataset=None, checkpoint=None):
+        """Ray 1.9: runs train_func (default train_loop_per_worker) on every worker with
+        `config`, and returns every worker's return value in rank order. callbacks receive the
+        reports (a list with every rank's, per report) and the end; checkpoint: to resume
+        from. Raises TrainingFailedError when the job failed."""
+        from . import _legacy
+        return _legacy.run(self, train_func, config, callbacks, dataset, checkpoint)
+
+    def shutdown(self):
+        """Ray 1.9: nothing is left running after run() (its job has ended)."""
+
+    @property
+    def latest_checkpoint(self):
+        """The latest checkpoint of the last run() or fit(): a dict when train.save_checkpoint
+        made it (Ray 1.9), else the Checkpoint; None when there is none."""
+        ck = self._latest
+        if ck is None:
+            return None
+        try:
+            return ck.to_dict()
+        except ValueError:
+            return ck
+
+    def save_checkpoint(self):
+        """The latest checkpoint (a Checkpoint on the server) of the last run() or fit()."""
+        return self._latest
+
+
+def _as_checkpoint(checkpoint):
+    """A Checkpoint from a Checkpoint, a dict or a local directory (None stays None)."""
+    if checkpoint is None or isinstance(checkpoint, Checkpoint):
+        return checkpoint
+    if isinstance(checkpoint, dict):
+        return Checkpoint.from_dict(checkpoint)
+    if isinstance(checkpoint, (str, os.PathLike)):
+        return Checkpoint.from_directory(checkpoint)
+    raise TypeError("checkpoint must be a Checkpoint, a dict or a directory, not a "
+                    f"{type(checkpoint).__name__}")
 
 
 def _check_datasets(datasets):
@@ -251,7 +317,7 @@ def _follow_stream(client, job_id, verbose):
     def on_log(attempt, rank, line):
         key = (attempt, rank)
         printed[key] = printed.get(key, 0) + 1
-        if verbose >= 2:
+        if verbose >= 2 and not line.startswith(RETURN_MARK):
             print(f"(rank {rank}) {line}", file=sys.stderr, flush=True)
 
     def on_report(data):
@@ -311,6 +377,8 @@ def _print_new_lines(client, job_id, printed):
         counts[key] = counts.get(key, 0) + 1
         if counts[key] > printed.get(key, 0):
             printed[key] = counts[key]
+            if ln["line"].startswith(RETURN_MARK):
+                continue
             print(f"(rank {ln['rank']}) {ln['line']}", file=sys.stderr, flush=True)
 
 
@@ -383,13 +451,13 @@ def _result(client, job, run_config):
         latest = next((ck(c) for c in cks if c["id"] == lid), None)
     cc = run_config.checkpoint_config
     kept = list(cks)
-    if cc and cc.checkpoint_score_attribute:
+    if cc and cc.checkpoint_score_attribute:  # as Ray: worst first, the best last
         attr = cc.checkpoint_score_attribute
         kept = [c for c in kept if attr in (c.get("metrics") or {})]
         kept.sort(key=lambda c: c["metrics"][attr],
-                  reverse=cc.checkpoint_score_order == SCORE_MAX)
+                  reverse=cc.checkpoint_score_order != SCORE_MAX)
     if cc and cc.num_to_keep:  # retention may not have caught up yet
-        kept = kept[:cc.num_to_keep] if cc.checkpoint_score_attribute else kept[-cc.num_to_keep:]
+        kept = kept[-cc.num_to_keep:]
     best = [(ck(c), c.get("metrics") or {}) for c in kept]
     history = [{k: v for k, v in r.items() if k != "time"}
                for r in _reports(client.get_metrics(job_id, rank=0))]

@@ -1,0 +1,87 @@
+/* The agent protocol's `usage` message (agent -> server, docs/agent-protocol.md): what each
+ * running worker of the node used, read from its cgroup by its agent every second, and once more
+ * when it exited (`final`). Not an event: no seq, no ack; a lost one is replaced by the next.
+ *
+ *   {"type":"usage", "workers":[{"job_id", "attempt", "rank", "cpu_usec":n,
+ *    "memory_bytes":n, "memory_peak_bytes":n, "final":bool}, ...]}
+ *
+ * Pure. */
+#include "agent_proto_internal.h"
+
+#include "util_json.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define ERR(...) (snprintf(err, errlen, __VA_ARGS__), -1)
+
+char *aproto_msg_usage(const struct aproto_usage *rows, size_t n)
+{
+    json_t *arr = json_array();
+    json_t *msg = json_pack("{s:s, s:o}", "type", "usage", "workers", arr);
+    for (size_t i = 0; msg && i < n; i++) {
+        const struct aproto_usage *u = &rows[i];
+        json_t *w =
+            json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:b}", "job_id", u->job_id, "attempt",
+                      (json_int_t)u->attempt, "rank", (json_int_t)u->rank, "cpu_usec",
+                      (json_int_t)u->cpu_usec, "memory_bytes", (json_int_t)u->memory_bytes,
+                      "memory_peak_bytes", (json_int_t)u->memory_peak_bytes, "final", u->final);
+        if (!w || json_array_append_new(arr, w) != 0) {
+            json_decref(msg);
+            msg = NULL;
+        }
+    }
+    if (!msg)
+        return NULL;
+    char *text = json_dumps(msg, JSON_COMPACT);
+    json_decref(msg);
+    return text;
+}
+
+/* One row of `workers`. */
+static int parse_row(const json_t *o, size_t i, struct aproto_usage *u, char *err, size_t errlen)
+{
+    if (!json_is_object(o))
+        return ERR("'workers[%zu]' must be an object", i);
+    u->job_id = json_string_value(json_object_get(o, "job_id"));
+    if (u->job_id == NULL || aproto_job_id_valid(u->job_id) != 0)
+        return ERR("'workers[%zu].job_id' must be a job id", i);
+    char sub[160];
+    if (util_json_int(o, "attempt", false, 0, INT32_MAX, &u->attempt, sub, sizeof(sub)) < 0 ||
+        util_json_int(o, "rank", false, 0, INT32_MAX, &u->rank, sub, sizeof(sub)) < 0 ||
+        util_json_int(o, "cpu_usec", false, 0, INT64_MAX, &u->cpu_usec, sub, sizeof(sub)) < 0 ||
+        util_json_int(o, "memory_bytes", false, 0, INT64_MAX, &u->memory_bytes, sub, sizeof(sub)) <
+            0 ||
+        util_json_int(o, "memory_peak_bytes", false, 0, INT64_MAX, &u->memory_peak_bytes, sub,
+                      sizeof(sub)) < 0)
+        return ERR("'workers[%zu].%s", i, sub + 1);
+    json_t *final = json_object_get(o, "final");
+    if (final && !json_is_boolean(final))
+        return ERR("'workers[%zu].final' must be a boolean", i);
+    u->final = json_is_true(final);
+    return 0;
+}
+
+int aproto__parse_usage(json_t *root, struct aproto_usage **rows, size_t *n, char *err,
+                        size_t errlen)
+{
+    *rows = NULL;
+    *n = 0;
+    json_t *arr = json_object_get(root, "workers");
+    if (!json_is_array(arr) || json_array_size(arr) > APROTO_MAX_USAGE)
+        return ERR("'workers' must be an array of at most %d objects", APROTO_MAX_USAGE);
+    size_t count = json_array_size(arr);
+    if (count == 0)
+        return 0;
+    struct aproto_usage *out = calloc(count, sizeof(*out));
+    if (out == NULL)
+        return ERR("out of memory");
+    for (size_t i = 0; i < count; i++)
+        if (parse_row(json_array_get(arr, i), i, &out[i], err, errlen) != 0) {
+            free(out);
+            return -1;
+        }
+    *rows = out;
+    *n = count;
+    return 0;
+}

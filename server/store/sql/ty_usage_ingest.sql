@@ -1,0 +1,32 @@
+-- Stores one `usage` message of node p_node: p_rows is a JSON array of {job_id, attempt, rank,
+-- cpu_usec, memory_bytes, memory_peak_bytes, final}. Rows of workers that are not placed on that
+-- node in that attempt are ignored (a node speaks only for its own workers); so is a second row
+-- for the same worker, and any sample after a worker's final one. CPU time and the peak never go
+-- down. One statement per message. Returns the rows stored.
+CREATE OR REPLACE FUNCTION ty_usage_ingest(p_node text, p_rows jsonb) RETURNS integer
+LANGUAGE sql AS $$
+    WITH inp AS (
+        SELECT DISTINCT ON (x.job_id, x.attempt, x.rank) x.*
+          FROM jsonb_to_recordset(p_rows) AS x(job_id bigint, attempt integer, rank integer,
+                                               cpu_usec bigint, memory_bytes bigint,
+                                               memory_peak_bytes bigint, final boolean)
+          JOIN workers w ON w.job_id = x.job_id AND w.attempt = x.attempt AND w.rank = x.rank
+                        AND w.node_id = p_node
+         ORDER BY x.job_id, x.attempt, x.rank, x.final DESC
+    ), up AS (
+        INSERT INTO worker_usage AS u (job_id, attempt, rank, cpu_usec, memory_bytes,
+                                       memory_peak_bytes, final, sampled_at)
+        SELECT job_id, attempt, rank, cpu_usec, memory_bytes,
+               greatest(memory_peak_bytes, memory_bytes), coalesce(final, false), now()
+          FROM inp
+        ON CONFLICT (job_id, attempt, rank) DO UPDATE
+           SET cpu_usec = greatest(u.cpu_usec, EXCLUDED.cpu_usec),
+               memory_bytes = EXCLUDED.memory_bytes,
+               memory_peak_bytes = greatest(u.memory_peak_bytes, EXCLUDED.memory_peak_bytes),
+               final = EXCLUDED.final, sampled_at = EXCLUDED.sampled_at
+         WHERE NOT u.final
+        RETURNING 1
+    )
+    SELECT count(*)::integer FROM up
+$$;
+COMMENT ON FUNCTION ty_usage_ingest(text, jsonb) IS 'Stores a node''s batch of worker resource-use samples (agent message usage) in one statement.';
