@@ -4,6 +4,7 @@
 #include "agent_proto.h"
 #include "worker_status.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,12 +40,12 @@ static json_t *str_or_null(const char *s)
 /* A worker state of `register` (new object), or NULL. */
 static json_t *worker_state(const struct aproto_worker_event *w)
 {
-    return json_pack("{s:s, s:I, s:I, s:I, s:s, s:o, s:o, s:o}", "job_id", w->job_id, "attempt",
-                     (json_int_t)w->attempt, "rank", (json_int_t)w->rank, "pid", (json_int_t)w->pid,
-                     "status",
+    return json_pack("{s:s, s:I, s:I, s:I, s:s, s:o, s:o, s:o, s:s*}", "job_id", w->job_id,
+                     "attempt", (json_int_t)w->attempt, "rank", (json_int_t)w->rank, "pid",
+                     (json_int_t)w->pid, "status",
                      worker_status_name(w->exited ? WORKER_STATUS_EXITED : WORKER_STATUS_RUNNING),
                      "exit_code", int_or_null(w->exit_code), "signal", int_or_null(w->signal),
-                     "error", str_or_null(w->error));
+                     "error", str_or_null(w->error), "reason", w->reason);
 }
 
 char *aproto_msg_register(const struct aproto_node_info *n, const char *token,
@@ -81,9 +82,13 @@ char *aproto_msg_register(const struct aproto_node_info *n, const char *token,
                                 n->credential));
 }
 
-char *aproto_msg_heartbeat(void)
+char *aproto_msg_heartbeat(const struct aproto_disk *disk)
 {
-    return dump_steal(json_pack("{s:s}", "type", "heartbeat"));
+    if (!disk)
+        return dump_steal(json_pack("{s:s}", "type", "heartbeat"));
+    return dump_steal(json_pack("{s:s, s:{s:s, s:I, s:I}}", "type", "heartbeat", "disk", "path",
+                                disk->path, "free_mb", (json_int_t)disk->free_mb, "total_mb",
+                                (json_int_t)disk->total_mb));
 }
 
 char *aproto_msg_worker_started(int64_t seq, const char *job_id, int64_t attempt, int64_t rank,
@@ -95,12 +100,35 @@ char *aproto_msg_worker_started(int64_t seq, const char *job_id, int64_t attempt
 }
 
 char *aproto_msg_worker_exited(int64_t seq, const char *job_id, int64_t attempt, int64_t rank,
-                               int exit_code, int signal, const char *error)
+                               int exit_code, int signal, const char *error, const char *reason)
 {
-    return dump_steal(json_pack(
-        "{s:s, s:I, s:s, s:I, s:I, s:o, s:o, s:o}", "type", "worker_exited", "seq", (json_int_t)seq,
-        "job_id", job_id, "attempt", (json_int_t)attempt, "rank", (json_int_t)rank, "exit_code",
-        int_or_null(exit_code), "signal", int_or_null(signal), "error", str_or_null(error)));
+    return dump_steal(json_pack("{s:s, s:I, s:s, s:I, s:I, s:o, s:o, s:o, s:s*}", "type",
+                                "worker_exited", "seq", (json_int_t)seq, "job_id", job_id,
+                                "attempt", (json_int_t)attempt, "rank", (json_int_t)rank,
+                                "exit_code", int_or_null(exit_code), "signal", int_or_null(signal),
+                                "error", str_or_null(error), "reason", reason));
+}
+
+char *aproto_exit_words(int exit_code, int signal, const char *error, const char *reason)
+{
+    char how[64];
+    if (error == NULL && signal >= 0) {
+        const char *name = sigabbrev_np(signal);
+        if (name)
+            snprintf(how, sizeof(how), "was killed by SIG%s", name);
+        else
+            snprintf(how, sizeof(how), "was killed by signal %d", signal);
+    } else if (error == NULL && exit_code > 0) {
+        snprintf(how, sizeof(how), "exited with code %d", exit_code);
+    } else if (error == NULL) {
+        return NULL;
+    }
+    const char *head = error ? error : how;
+    size_t n = strlen(head) + (reason ? strlen(reason) + 2 : 0) + 1;
+    char *out = malloc(n);
+    if (out)
+        snprintf(out, n, "%s%s%s", head, reason ? ": " : "", reason ? reason : "");
+    return out;
 }
 
 char *aproto_msg_log(int64_t seq, const struct aproto_log_chunk *c)

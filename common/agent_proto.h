@@ -221,17 +221,32 @@ struct aproto_node_info {
     const char *credential; /* register: the node credential the server gave it, or NULL */
 };
 
+/* The reason of a worker exit (worker_exited, an EXITED worker state, a spooled exit): at most
+ * this many bytes (valid UTF-8, as every JSON string). */
+#define APROTO_MAX_EXIT_REASON 512
+
 /* A worker event (worker_started, worker_exited) or a worker's state in `register`. */
 struct aproto_worker_event {
     int64_t seq; /* events only; -1 in a worker state */
     const char *job_id;
     int64_t attempt, rank;
-    int64_t pid;       /* worker_started and states; -1: none */
-    bool exited;       /* worker_exited, or a state with status EXITED */
-    int exit_code;     /* -1: null */
-    int signal;        /* -1: null */
-    const char *error; /* NULL: null (the worker could not be started when set) */
+    int64_t pid;        /* worker_started and states; -1: none */
+    bool exited;        /* worker_exited, or a state with status EXITED */
+    int exit_code;      /* -1: null */
+    int signal;         /* -1: null */
+    const char *error;  /* NULL: null (the agent's own words for the end: the worker could not
+                         * be started, or the out-of-memory killer ended it) */
+    const char *reason; /* NULL: null or absent; else the line of the worker's output that says
+                         * why it failed (a Python exception, a failed C assertion...), at most
+                         * APROTO_MAX_EXIT_REASON bytes */
 };
+
+/* A worker exit in words, as the job's error says it after "worker rank R " (ty_worker_exited):
+ * `error` (the agent's words), else "was killed by SIGSEGV" (the signal's name) or "exited with
+ * code 3", then ": " and `reason` when there is one. exit_code/signal < 0 mean null; error,
+ * reason NULL mean none. Returns a malloc'd string, or NULL when the exit is no failure (code 0
+ * or null, no signal, no error) or when out of memory. */
+char *aproto_exit_words(int exit_code, int signal, const char *error, const char *reason);
 
 /* A worker's report as the server reads it (agent message `report`, docs/agent-protocol.md).
  * Strings are borrowed from the message; `numbers` is owned (aproto_node_msg_free drops it). */
@@ -326,6 +341,13 @@ struct aproto_store_status {
 };
 char *aproto_msg_artifact_store(const struct aproto_store_status *s);
 
+/* The free space of the agent's data directory (heartbeat `disk`): its file system's size and what
+ * is free for unprivileged writers (statvfs f_bavail), in MiB. */
+struct aproto_disk {
+    const char *path; /* the data directory (1 to APROTO_MAX_CHECKPOINT_PATH bytes) */
+    int64_t free_mb, total_mb;
+};
+
 /* A parsed agent message. */
 struct aproto_node_msg {
     enum aproto_msg_type type;
@@ -356,6 +378,10 @@ struct aproto_node_msg {
     size_t n_gpu_rows;
     /* artifact_store */
     struct aproto_store_status store;
+
+    /* heartbeat: its `disk`, when has_disk (absent: an older agent, or statvfs failed) */
+    bool has_disk;
+    struct aproto_disk disk;
     int64_t seq; /* -1 when absent or not an integer */
 };
 
@@ -370,12 +396,13 @@ void aproto_node_msg_free(struct aproto_node_msg *m);
 /* workers: n worker states (seq ignored). token may be NULL. */
 char *aproto_msg_register(const struct aproto_node_info *node, const char *token,
                           const struct aproto_worker_event *workers, size_t n_workers);
-char *aproto_msg_heartbeat(void);
+/* disk: the data directory's free space, or NULL: left out. */
+char *aproto_msg_heartbeat(const struct aproto_disk *disk);
 char *aproto_msg_worker_started(int64_t seq, const char *job_id, int64_t attempt, int64_t rank,
                                 long pid);
-/* exit_code/signal < 0 mean null; error NULL means null. */
+/* exit_code/signal < 0 mean null; error, reason NULL mean null. */
 char *aproto_msg_worker_exited(int64_t seq, const char *job_id, int64_t attempt, int64_t rank,
-                               int exit_code, int signal, const char *error);
+                               int exit_code, int signal, const char *error, const char *reason);
 /* A `log` message (the chunk's lines are copied). */
 char *aproto_msg_log(int64_t seq, const struct aproto_log_chunk *c);
 /* A `gpus` message of n rows (strings copied). */
@@ -412,15 +439,17 @@ struct aproto_exit_body {
     json_t *root; /* parsed only */
     const char *job_id;
     int64_t attempt, rank;
-    int exit_code;     /* -1: none (killed by a signal, or never started) */
-    int signal;        /* -1: none */
-    const char *error; /* NULL: none */
+    int exit_code;      /* -1: none (killed by a signal, or never started) */
+    int signal;         /* -1: none */
+    const char *error;  /* NULL: none */
+    const char *reason; /* NULL: none (aproto_worker_event.reason) */
 };
 /* The body's compact JSON text (caller frees), or NULL when out of memory. */
 char *aproto_exit_body(const struct aproto_exit_body *e);
 /* 0 with *out filled (free with aproto_exit_body_free), or -1 when the text is not a spooled
  * exit: not JSON, job_id not a valid job id, attempt or rank not integers. exit_code or signal
- * not an integer reads as -1, error not a string as NULL. */
+ * not an integer reads as -1, error not a string as NULL, reason not a string of at most
+ * APROTO_MAX_EXIT_REASON bytes as NULL. */
 int aproto_exit_body_parse(const char *text, size_t len, struct aproto_exit_body *out);
 void aproto_exit_body_free(struct aproto_exit_body *e);
 /* RFC 3339 UTC time with milliseconds of `ms` (since the epoch) into out (>= 32 bytes). */

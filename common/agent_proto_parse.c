@@ -457,11 +457,14 @@ static int parse_worker_ids(const json_t *o, struct aproto_worker_event *w, char
 static int parse_exit(const json_t *o, struct aproto_worker_event *w, char *err, size_t errlen)
 {
     w->exited = true;
-    return get_int_or_null(o, "exit_code", 255, &w->exit_code, err, errlen) != 0 ||
-                   get_int_or_null(o, "signal", 255, &w->signal, err, errlen) != 0 ||
-                   get_str(o, "error", false, false, &w->error, err, errlen) != 0
-               ? -1
-               : 0;
+    if (get_int_or_null(o, "exit_code", 255, &w->exit_code, err, errlen) != 0 ||
+        get_int_or_null(o, "signal", 255, &w->signal, err, errlen) != 0 ||
+        get_str(o, "error", false, false, &w->error, err, errlen) != 0 ||
+        get_str(o, "reason", false, false, &w->reason, err, errlen) != 0)
+        return -1;
+    if (w->reason && strlen(w->reason) > APROTO_MAX_EXIT_REASON)
+        return ERR("'reason' must be at most %d bytes", APROTO_MAX_EXIT_REASON);
+    return 0;
 }
 
 /* One worker state of `register`: {job_id, attempt, rank, pid, status, exit_code, signal}. */
@@ -630,6 +633,27 @@ static int parse_log(struct aproto_node_msg *m, char *err, size_t errlen)
     return 0;
 }
 
+/* heartbeat: its optional `disk` {path, free_mb, total_mb}. */
+static int parse_heartbeat(struct aproto_node_msg *m, char *err, size_t errlen)
+{
+    json_t *d = json_object_get(m->root, "disk");
+    if (!d || json_is_null(d))
+        return 0;
+    if (!json_is_object(d))
+        return ERR("'disk' must be an object");
+    if (get_str(d, "path", true, true, &m->disk.path, err, errlen) != 0)
+        return -1;
+    if (strlen(m->disk.path) > APROTO_MAX_CHECKPOINT_PATH)
+        return ERR("'disk.path' must be at most %d bytes", APROTO_MAX_CHECKPOINT_PATH);
+    if (util_json_int(d, "free_mb", false, 0, (int64_t)APROTO_MAX_RESOURCE, &m->disk.free_mb, err,
+                      errlen) < 0 ||
+        util_json_int(d, "total_mb", false, 0, (int64_t)APROTO_MAX_RESOURCE, &m->disk.total_mb, err,
+                      errlen) < 0)
+        return -1;
+    m->has_disk = true;
+    return 0;
+}
+
 int aproto_node_msg_parse(const char *text, size_t len, struct aproto_node_msg *out, char *err,
                           size_t errlen)
 {
@@ -680,6 +704,8 @@ int aproto_node_msg_parse(const char *text, size_t len, struct aproto_node_msg *
         rc = aproto__parse_progress(out->root, &out->progress, &out->n_progress, err, errlen);
     else if (out->type == APROTO_MSG_GPUS)
         rc = aproto__parse_gpus(out->root, &out->gpu_rows, &out->n_gpu_rows, err, errlen);
+    else if (out->type == APROTO_MSG_HEARTBEAT)
+        rc = parse_heartbeat(out, err, errlen);
     else if (out->type == APROTO_MSG_USAGE)
         rc = aproto__parse_usage(out->root, &out->usage, &out->n_usage, err, errlen);
 

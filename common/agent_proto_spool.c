@@ -4,7 +4,7 @@
  *   <job>.<attempt>.<rank>.<report_seq>.json: a report body (aproto_report_body), resent as a
  *     `report` message (aproto_msg_report);
  *   <job>.<attempt>.<rank>.exit: {"job_id", "attempt", "rank", "exit_code", "signal",
- *     "error":text|absent}, resent as `worker_exited`.
+ *     "error":text|absent, "reason":text|absent}, resent as `worker_exited`.
  *
  * Pure: the agent (worker/agent/spool.c) does the file I/O. */
 #include "agent_proto.h"
@@ -31,10 +31,10 @@ int aproto_report_body_parse(const json_t *body, struct aproto_report_body_keys 
 
 char *aproto_exit_body(const struct aproto_exit_body *e)
 {
-    json_t *o =
-        json_pack("{s:s, s:I, s:I, s:I, s:I, s:s?}", "job_id", e->job_id, "attempt",
-                  (json_int_t)e->attempt, "rank", (json_int_t)e->rank, "exit_code",
-                  (json_int_t)e->exit_code, "signal", (json_int_t)e->signal, "error", e->error);
+    json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:s*, s:s*}", "job_id", e->job_id, "attempt",
+                          (json_int_t)e->attempt, "rank", (json_int_t)e->rank, "exit_code",
+                          (json_int_t)e->exit_code, "signal", (json_int_t)e->signal, "error",
+                          e->error, "reason", e->reason);
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     return text;
@@ -65,7 +65,10 @@ int aproto_exit_body_parse(const char *text, size_t len, struct aproto_exit_body
         .exit_code = int_or_minus_one(o, "exit_code"),
         .signal = int_or_minus_one(o, "signal"),
         .error = json_string_value(json_object_get(o, "error")),
+        .reason = json_string_value(json_object_get(o, "reason")),
     };
+    if (out->reason && strlen(out->reason) > APROTO_MAX_EXIT_REASON)
+        out->reason = NULL;
     return 0;
 }
 

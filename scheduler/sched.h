@@ -88,8 +88,9 @@ typedef struct sched_node_desc {
     const char *gpu_type; /* e.g. "NVIDIA H100 80GB HBM3"; NULL when the node has none */
     const sched_custom *custom;
     size_t ncustom;
-    bool alive;    /* heartbeating */
-    bool draining; /* drained by an operator: keeps running jobs, takes no new workers */
+    bool alive;         /* heartbeating */
+    bool draining;      /* drained by an operator: keeps running jobs, takes no new workers */
+    bool disk_pressure; /* its agent's data directory is short of space: like draining */
 } sched_node_desc;
 
 /* What one running job holds on one node. */
@@ -131,10 +132,10 @@ sched_snapshot *sched_snapshot_create(void);
 void sched_snapshot_destroy(sched_snapshot *snap);
 
 /* Adds a node; every string in `desc` is copied. On success stores the node's index (its order
- * of addition, from 0) in *index_out when not NULL. Nodes that are not alive or are draining are
- * kept (their running jobs still count) but receive no workers.
- * Fails with SCHED_EINVAL (bad amounts, missing id, duplicate custom name), SCHED_EEXIST (id
- * already added) or SCHED_ENOMEM; the snapshot is unchanged on failure. */
+ * of addition, from 0) in *index_out when not NULL. Nodes that are not alive, draining or under
+ * disk pressure are kept (their running jobs still count) but receive no workers. Fails with
+ * SCHED_EINVAL (bad amounts, missing id, duplicate custom name), SCHED_EEXIST (id already added) or
+ * SCHED_ENOMEM; the snapshot is unchanged on failure. */
 int sched_add_node(sched_snapshot *snap, const sched_node_desc *desc, size_t *index_out);
 
 /* Adds a running job holding `allocs` (one entry per node it uses) until `end_time`

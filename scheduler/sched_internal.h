@@ -50,6 +50,7 @@ struct sched__node {
     char *id;
     int type; /* id in snapshot->types, -1 when the node has no GPU type */
     bool schedulable;
+    bool disk_pressure; /* alive and not draining, but short of disk space (not schedulable) */
     int gpus;
     int64_t cpu_total, mem_total;
     int64_t cpu_free, mem_free;

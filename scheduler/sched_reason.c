@@ -198,8 +198,17 @@ static void explain(const struct sched__pass *p, const struct sched__job *j, int
 {
     const char *tname = j->accel >= 0 ? p->snap->types.v[j->accel] : NULL;
     if (p->nsched == 0) {
-        snprintf(buf, len, "no schedulable node (%zu registered, none alive and not draining)",
-                 p->n);
+        size_t full = 0;
+        for (size_t i = 0; i < p->n; i++)
+            full += p->snap->nodes[i].disk_pressure;
+        if (full > 0)
+            snprintf(buf, len,
+                     "no schedulable node (%zu registered; %zu alive and not draining, under disk "
+                     "pressure: its agent's data directory is short of free space)",
+                     p->n, full);
+        else
+            snprintf(buf, len, "no schedulable node (%zu registered, none alive and not draining)",
+                     p->n);
         return;
     }
     if (elig_nodes == 0) {

@@ -191,7 +191,8 @@ int sched_add_node(sched_snapshot *snap, const sched_node_desc *d, size_t *index
 
     struct sched__node nd = {
         .type = -1,
-        .schedulable = d->alive && !d->draining,
+        .schedulable = d->alive && !d->draining && !d->disk_pressure,
+        .disk_pressure = d->alive && !d->draining && d->disk_pressure,
         .gpus = d->gpus,
         .cpu_total = d->cpu_milli,
         .mem_total = d->memory_mb,

@@ -86,6 +86,9 @@ static const struct option_def options[] = {
      "token: bearer API tokens with roles; none: no authentication (local experiments)"},
     {"heartbeat-timeout-s", "TRAINYARD_HEARTBEAT_TIMEOUT_S", I(heartbeat_timeout_s), "10", 1, 86400,
      "seconds without a heartbeat before a node is marked LOST"},
+    {"disk-pressure-mb", "TRAINYARD_DISK_PRESSURE_MB", I(disk_pressure_mb), "100", 0, 1000000000,
+     "MiB: a node whose agent data directory has less free space is under disk pressure and "
+     "takes no new workers (0: never)"},
     {"stop-grace-s", "TRAINYARD_STOP_GRACE_S", I(stop_grace_s), "10", 0, 3600,
      "seconds between SIGTERM and SIGKILL when workers are stopped"},
     {"stream-queue-max", "TRAINYARD_STREAM_QUEUE_MAX", I(stream_queue_max), "10000", 4, 10000000,

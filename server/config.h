@@ -39,6 +39,7 @@ struct srv_config {
     char *auth;                  /* "token" or "none" */
     enum srv_auth_mode auth_mode;
     int64_t heartbeat_timeout_s;
+    int64_t disk_pressure_mb; /* a node whose agent data directory has less free takes no work */
     int64_t stop_grace_s;
     int64_t stream_queue_max;       /* messages waiting for one /stream subscriber, at most */
     int64_t max_stream_clients;     /* open /stream connections, at most */

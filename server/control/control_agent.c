@@ -87,16 +87,20 @@ void ctl__flush_started(struct control *ctl)
     b->n = 0;
 }
 
-/* Applies a worker exit reported by node `node` (exit_code, signal: -1 for null); stops the
- * job's other workers when it failed. The store ignores it unless the worker is on that node.
- * Returns 0 or -1. */
+/* Applies a worker exit reported by node `node` (exit_code, signal: -1 for null; reason: the
+ * failure line of its output, or NULL); stops the job's other workers when it failed. The store
+ * ignores it unless the worker is on that node. Returns 0 or -1. */
 static int apply_exit(struct control *ctl, const char *node, int64_t job, int attempt, int rank,
-                      int exit_code, int signal, const char *error)
+                      int exit_code, int signal, const char *error, const char *reason)
 {
     int64_t c = exit_code, s = signal;
     enum store_exit_outcome outcome = STORE_EXIT_IGNORED;
+    char *words = aproto_exit_words(exit_code, signal, error, reason);
+    if (words == NULL && error != NULL)
+        return -1; /* out of memory */
     int qs = store_worker_exited(ctl->db, node, job, attempt, rank, exit_code >= 0 ? &c : NULL,
-                                 signal >= 0 ? &s : NULL, error, &outcome);
+                                 signal >= 0 ? &s : NULL, words, &outcome);
+    free(words);
     if (qs < 0)
         return -1;
     if (outcome == STORE_EXIT_STOP_OTHERS)
@@ -232,7 +236,7 @@ static void reconcile(struct control *ctl, uint64_t conn, const char *node_id,
             last_attempt = attempt;
         } else {
             apply_exit(ctl, node_id, job, attempt, rank, -1, -1,
-                       "was lost: its agent restarted without it");
+                       "was lost: its agent restarted without it", NULL);
         }
     }
     stop_unaccounted(ctl, conn, reg, live, nlive);
@@ -277,6 +281,7 @@ static struct ctl_node *attach_node(struct control *ctl, const char *id, uint64_
     n->conn = conn;
     n->alive = true;
     n->last_seen = util_mono_s();
+    n->disk_known = false;
     return n;
 }
 
@@ -375,12 +380,49 @@ static void on_register(struct control *ctl, uint64_t conn, const struct aproto_
         const struct aproto_worker_event *w = &reg->workers[i];
         if (w->exited)
             apply_exit(ctl, id, job_of(w), (int)w->attempt, (int)w->rank, w->exit_code, w->signal,
-                       w->error);
+                       w->error, w->reason);
     }
     reconcile(ctl, conn, id, reg);
     forget_deleted(ctl, conn, id);
     send_ckpt_deletes(ctl, &id, 1);
     ctl->dirty = true;
+}
+
+/* A heartbeat's `disk`: stored in nodes.disk when it is new since the node registered, when its
+ * disk pressure (free below --disk-pressure-mb) changes, or when its free space moved by at least
+ * 1% of the file system (a heartbeat every few seconds writes nothing otherwise). A change of
+ * pressure asks for a scheduling pass. */
+static void on_disk(struct control *ctl, struct ctl_node *node, const struct aproto_disk *d)
+{
+    int64_t limit = ctl->srv->cfg.disk_pressure_mb;
+    bool pressure = limit > 0 && d->free_mb < limit;
+    int64_t step = d->total_mb / 100 > 1 ? d->total_mb / 100 : 1;
+    int64_t moved = d->free_mb - node->disk_free_mb;
+    if (node->disk_known && pressure == node->disk_pressure && moved < step && -moved < step)
+        return;
+    json_t *o =
+        json_pack("{s:s, s:I, s:I, s:b}", "path", d->path, "free_mb", (json_int_t)d->free_mb,
+                  "total_mb", (json_int_t)d->total_mb, "pressure", pressure);
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (text && store_node_disk(ctl->db, node->id, text) >= 0) {
+        if (pressure != node->disk_pressure || !node->disk_known) {
+            if (pressure)
+                TY_WARN("control",
+                        "node %s: disk pressure: %lld MiB free of %lld in %s (below "
+                        "--disk-pressure-mb %lld): no new workers go there",
+                        node->id, (long long)d->free_mb, (long long)d->total_mb, d->path,
+                        (long long)limit);
+            else if (node->disk_known)
+                TY_INFO("control", "node %s: disk pressure over: %lld MiB free in %s", node->id,
+                        (long long)d->free_mb, d->path);
+            ctl->dirty = true;
+        }
+        node->disk_known = true;
+        node->disk_pressure = pressure;
+        node->disk_free_mb = d->free_mb;
+    }
+    free(text);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -404,7 +446,7 @@ static int on_worker_event(struct control *ctl, struct ctl_node *node, uint64_t 
         return 0;
     }
     if (apply_exit(ctl, node->id, job, (int)e->attempt, (int)e->rank, e->exit_code, e->signal,
-                   e->error) < 0)
+                   e->error, e->reason) < 0)
         return -1;
     ack_seq(ctl, conn, e->seq);
     return 0;
@@ -469,10 +511,11 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
             ctl__on_gpus(ctl, node, &m);
         else if (m.type == APROTO_MSG_USAGE)
             ctl__on_usage(ctl, node, &m);
-
         else if (m.type == APROTO_MSG_ARTIFACT_STORE)
             ctl__on_artifact_store(ctl, node, &m);
-        else if (m.type != APROTO_MSG_HEARTBEAT) /* heartbeat: last_seen updated above */
+        else if (m.type == APROTO_MSG_HEARTBEAT && m.has_disk) /* last_seen updated above */
+            on_disk(ctl, node, &m.disk);
+        else if (m.type != APROTO_MSG_HEARTBEAT)
             TY_DEBUG("control", "node %s: ignoring message type '%s'", node->id, m.type_name);
         if (rc < 0)
             reconnect_to_resend(ctl, node, conn, m.type_name);

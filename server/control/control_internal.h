@@ -22,6 +22,9 @@ struct ctl_node {
     double last_seen; /* monotonic seconds */
     double flushed;   /* the last_seen last written to the database (control_ha.c) */
     bool alive;
+    bool disk_known;      /* disk_free_mb and disk_pressure were stored since it registered */
+    bool disk_pressure;   /* as stored in nodes.disk */
+    int64_t disk_free_mb; /* as stored in nodes.disk */
 };
 
 struct ctl_stop_sent {

@@ -64,7 +64,8 @@ static void add_node(struct ctl_snapshot *s, const struct store_sched_node *row,
                          .custom = custom,
                          .gpu_type = row->gpu_type,
                          .alive = row->alive,
-                         .draining = row->draining};
+                         .draining = row->draining,
+                         .disk_pressure = row->disk_pressure};
     parse_resources(r, &d.cpu_milli, &d.memory_mb, custom, &d.ncustom);
     size_t index;
     int rc = sched_add_node(s->snap, &d, &index);

@@ -178,6 +178,8 @@ int store_node_register(struct db_conn *c, const char *id, const char *hostname,
                         const char *labels_json, const char *version, int port_lo, int port_hi);
 /* Marks the node LOST and fails the jobs that ran there. Returns the number of jobs hit. */
 int store_node_lost(struct db_conn *c, const char *id);
+/* Stores the node's agent data directory space (nodes.disk, a JSON object). */
+int store_node_disk(struct db_conn *c, const char *id, const char *disk_json);
 int store_node_list(struct db_conn *c, char **json_out);
 int store_node_get(struct db_conn *c, const char *id, char **json_out);
 /* Sets the node's draining flag. Draining with `preempt` also preempts the jobs running there
@@ -263,6 +265,7 @@ struct store_sched_node {
     const char *address;
     bool alive;                 /* status ALIVE */
     bool draining;              /* drained by an operator */
+    bool disk_pressure;         /* nodes.disk says its data directory is short of space */
     const char *resources_json; /* JSON object {"CPU": n, "memory_mb": n, "GPU": [ids], ...} */
     const char *gpu_type;       /* NULL when the node has none */
 };

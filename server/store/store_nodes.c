@@ -44,7 +44,8 @@ static int id_column(struct db_conn *c, const struct db_stmt *st, char ***ids, s
 #define NODE_JSON                                                                                  \
     "jsonb_build_object('id', n.id, 'hostname', n.hostname, 'address', n.address, "                \
     "'status', n.status, 'draining', n.draining, 'resources', n.resources, "                       \
-    "'gpu_type', n.gpu_type, 'gpus', n.gpus, 'labels', n.labels, 'agent_version', "                \
+    "'gpu_type', n.gpu_type, 'gpus', n.gpus, 'disk', n.disk, 'labels', n.labels, "                 \
+    "'agent_version', "                                                                            \
     "n.agent_version, "                                                                            \
     "'conditions', n.conditions, "                                                                 \
     "'registered_at', ty_ts(n.registered_at), 'last_heartbeat_at', ty_ts(n.last_heartbeat_at), "   \
@@ -88,6 +89,14 @@ int store_node_lost(struct db_conn *c, const char *id)
 {
     static const struct db_stmt st = {"node_lost", "SELECT * FROM ty_node_lost($1)", 1, false};
     const char *p[] = {id};
+    return db_exec(c, &st, p, NULL);
+}
+
+int store_node_disk(struct db_conn *c, const char *id, const char *disk_json)
+{
+    static const struct db_stmt st = {"node_disk",
+                                      "UPDATE nodes SET disk = $2::jsonb WHERE id = $1", 2, false};
+    const char *p[] = {id, disk_json};
     return db_exec(c, &st, p, NULL);
 }
 

@@ -280,6 +280,19 @@ const scenarios = {
     return { options, ids };
   },
 
+  // A failed job's page (ARGS.job): its error as shown, and the status messages shown beside it
+  // (issue 23: the error was shown twice).
+  async job_error() {
+    await signIn();
+    await go(`#/jobs/${ARGS.job}`);
+    await page.locator('#job-error').waitFor({ timeout: LONG });
+    await shot('job-error');
+    return {
+      error: (await page.locator('#job-error').textContent()).trim(),
+      messages: await page.locator('.status-message').evaluateAll((ps) => ps.map((p) => p.textContent)),
+    };
+  },
+
   async auth_none() {
     await page.goto(URL_ + '/');
     await page.locator('.stats').waitFor({ timeout: LONG });

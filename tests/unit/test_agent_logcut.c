@@ -172,6 +172,89 @@ static void journal_ack_of_everything_leaves_nothing_to_resend(void **state)
     assert_int_equal(j.n, 0);
 }
 
+/* The failure line of `text` (the whole output), "" when none. */
+static const char *failure(const char *text, bool whole, char *out, size_t outlen)
+{
+    agent_log_failure_line(text, strlen(text), whole, out, outlen);
+    return out;
+}
+
+static void failure_line_is_the_exception_of_the_last_python_traceback(void **state)
+{
+    (void)state;
+    char out[513];
+    assert_string_equal(failure("step 1\nTraceback (most recent call last):\n"
+                                "  File \"<string>\", line 3, in <module>\n"
+                                "    raise ValueError(\"bad lr 3.0\")\n"
+                                "ValueError: bad lr 3.0\n",
+                                true, out, sizeof(out)),
+                        "ValueError: bad lr 3.0");
+    /* Chained: the last traceback's exception; a multi-line message gives its first line. */
+    assert_string_equal(failure("Traceback (most recent call last):\n  File \"a\", line 1\n"
+                                "KeyError: 'x'\n\nDuring handling of the above exception, "
+                                "another exception occurred:\n\n"
+                                "Traceback (most recent call last):\n  File \"a\", line 2\n"
+                                "    ^^^^^\nRuntimeError: no x\r\nsecond line\n",
+                                true, out, sizeof(out)),
+                        "RuntimeError: no x");
+    /* A bare exception (no message), then ordinary output after it. */
+    assert_string_equal(failure("Traceback (most recent call last):\n  File \"a\", line 1\n"
+                                "KeyboardInterrupt\nbye\n",
+                                true, out, sizeof(out)),
+                        "KeyboardInterrupt");
+}
+
+static void failure_line_finds_assertions_fatal_errors_and_plain_error_lines(void **state)
+{
+    (void)state;
+    char out[513];
+    assert_string_equal(
+        failure("x\nw: w.c:12: main: Assertion `n > 0' failed.\n", true, out, sizeof(out)),
+        "w: w.c:12: main: Assertion `n > 0' failed.");
+    assert_string_equal(failure("Fatal Python error: Segmentation fault\n\nCurrent thread:\n", true,
+                                out, sizeof(out)),
+                        "Fatal Python error: Segmentation fault");
+    assert_string_equal(failure("terminate called after throwing an instance of 'x'\n  what(): y\n",
+                                true, out, sizeof(out)),
+                        "terminate called after throwing an instance of 'x'");
+    /* No traceback: the last line that reads like an error; a later strong line wins. */
+    assert_string_equal(failure("RuntimeError: first\nOSError: [Errno 28] No space left on "
+                                "device\ndone\n",
+                                true, out, sizeof(out)),
+                        "OSError: [Errno 28] No space left on device");
+    assert_string_equal(failure("error: cannot open x\n", true, out, sizeof(out)),
+                        "error: cannot open x");
+    assert_string_equal(failure("Traceback (most recent call last):\n  File \"a\"\nE: x\n"
+                                "ValueError: later plain line\n",
+                                true, out, sizeof(out)),
+                        "E: x");
+    /* Nothing that says why. */
+    assert_int_equal(agent_log_failure_line("step 1\nstep 2\n", 14, true, out, sizeof(out)), 0);
+    assert_string_equal(out, "");
+    assert_int_equal(agent_log_failure_line("", 0, true, out, sizeof(out)), 0);
+}
+
+static void failure_line_skips_a_partial_first_line_and_stays_bounded_valid_utf8(void **state)
+{
+    (void)state;
+    char out[16];
+    /* Not the whole output: the first line may be the end of an earlier one. */
+    assert_string_equal(failure("ValueError: cut\nok\n", false, out, sizeof(out)), "");
+    assert_string_equal(failure("ValueError: cut\nKeyError: k\n", false, out, sizeof(out)),
+                        "KeyError: k");
+    /* Cut to 15 bytes without splitting "é" (2 bytes); control and invalid bytes become '?'. */
+    assert_string_equal(failure("error: abcdefgh\xc3\xa9z\n", true, out, sizeof(out)),
+                        "error: abcdefgh");
+    assert_string_equal(failure("error: \x1b[1m\xff\n", true, out, sizeof(out)), "error: ?[1m?");
+    /* A huge line: at most outlen - 1 bytes. */
+    char big[4096], out2[513];
+    memset(big, 'x', sizeof(big));
+    memcpy(big, "OSError: ", 9);
+    big[sizeof(big) - 1] = '\0';
+    assert_int_equal(agent_log_failure_line(big, strlen(big), true, out2, sizeof(out2)), 512);
+    assert_int_equal(strlen(out2), 512);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(logcut_splits_at_newlines_and_drops_them),
     cmocka_unit_test(logcut_holds_a_partial_last_line_until_final),
@@ -180,6 +263,9 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(logcut_replaces_invalid_utf8_and_nul_byte_by_byte),
     cmocka_unit_test(logcut_keeps_ansi_colours_carriage_returns_and_valid_utf8),
     cmocka_unit_test(logcut_gives_the_same_lines_for_the_same_bytes),
+    cmocka_unit_test(failure_line_is_the_exception_of_the_last_python_traceback),
+    cmocka_unit_test(failure_line_finds_assertions_fatal_errors_and_plain_error_lines),
+    cmocka_unit_test(failure_line_skips_a_partial_first_line_and_stays_bounded_valid_utf8),
     cmocka_unit_test(journal_empty_or_missing_means_nothing_acked),
     cmocka_unit_test(journal_keeps_the_chunks_sent_after_the_last_ack),
     cmocka_unit_test(journal_ignores_torn_and_malformed_records),

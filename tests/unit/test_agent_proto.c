@@ -273,16 +273,47 @@ static void agent_proto_worker_events(void **state)
     assert_string_equal(s, "{\"type\":\"worker_started\",\"seq\":7,\"job_id\":\"j\",\"attempt\":1,"
                            "\"rank\":2,\"pid\":4242}");
     free(s);
-    s = aproto_msg_worker_exited(8, "j", 1, 2, 3, -1, NULL);
+    s = aproto_msg_worker_exited(8, "j", 1, 2, 3, -1, NULL, NULL);
     assert_string_equal(s, "{\"type\":\"worker_exited\",\"seq\":8,\"job_id\":\"j\",\"attempt\":1,"
                            "\"rank\":2,\"exit_code\":3,\"signal\":null,\"error\":null}");
     free(s);
-    s = aproto_msg_worker_exited(9, "j", 1, 2, -1, 9, NULL);
+    s = aproto_msg_worker_exited(9, "j", 1, 2, -1, 9, NULL, NULL);
     assert_non_null(strstr(s, "\"exit_code\":null,\"signal\":9"));
     free(s);
-    s = aproto_msg_worker_exited(10, "j", 1, 2, 127, -1, "cannot execute x: No such file");
+    s = aproto_msg_worker_exited(10, "j", 1, 2, 127, -1, "cannot execute x: No such file", NULL);
     assert_non_null(strstr(s, "\"exit_code\":127,\"signal\":null,\"error\":\"cannot execute x"));
     free(s);
+    s = aproto_msg_worker_exited(11, "j", 1, 2, 1, -1, NULL, "ValueError: bad lr 3.0");
+    assert_non_null(strstr(s, "\"error\":null,\"reason\":\"ValueError: bad lr 3.0\"}"));
+    free(s);
+}
+
+/* The exit in words: the agent's error, else the signal's name or the code; then the reason. */
+static void agent_proto_exit_words(void **state)
+{
+    (void)state;
+    static const struct {
+        int code, sig;
+        const char *error, *reason, *want;
+    } cases[] = {
+        {1, -1, NULL, "ValueError: bad lr 3.0", "exited with code 1: ValueError: bad lr 3.0"},
+        {3, -1, NULL, NULL, "exited with code 3"},
+        {-1, 11, NULL, NULL, "was killed by SIGSEGV"},
+        {-1, 6, NULL, "a.c:3: main: Assertion `x' failed.",
+         "was killed by SIGABRT: a.c:3: main: Assertion `x' failed."},
+        {-1, 9, "was killed by the out-of-memory killer (memory limit 96 MiB)", "MemoryError",
+         "was killed by the out-of-memory killer (memory limit 96 MiB): MemoryError"},
+        {127, -1, "cannot execute x: No such file", NULL, "cannot execute x: No such file"},
+        {-1, 200, NULL, NULL, "was killed by signal 200"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *got = aproto_exit_words(cases[i].code, cases[i].sig, cases[i].error, cases[i].reason);
+        assert_non_null(got);
+        assert_string_equal(got, cases[i].want);
+        free(got);
+    }
+    assert_null(aproto_exit_words(0, -1, NULL, "ValueError: ignored on success"));
+    assert_null(aproto_exit_words(-1, -1, NULL, NULL));
 }
 
 static void agent_proto_report_adds_type_and_seq(void **state)
@@ -636,6 +667,10 @@ static void expect_same_worker(const struct aproto_worker_event *got,
         assert_string_equal(got->error, want->error);
     else
         assert_null(got->error);
+    if (want->reason)
+        assert_string_equal(got->reason, want->reason);
+    else
+        assert_null(got->reason);
 }
 
 static void agent_proto_register_round_trips(void **state)
@@ -777,7 +812,7 @@ static void agent_proto_worker_events_round_trip(void **state)
                                                                .signal = -1});
     aproto_node_msg_free(&m);
 
-    m = node_parse_ok(aproto_msg_worker_exited(8, "12", 1, 2, 3, -1, NULL));
+    m = node_parse_ok(aproto_msg_worker_exited(8, "12", 1, 2, 3, -1, NULL, "OSError: x"));
     assert_int_equal(m.type, APROTO_MSG_WORKER_EXITED);
     expect_same_worker(&m.event, &(struct aproto_worker_event){.seq = 8,
                                                                .job_id = "12",
@@ -786,17 +821,28 @@ static void agent_proto_worker_events_round_trip(void **state)
                                                                .pid = -1,
                                                                .exited = true,
                                                                .exit_code = 3,
-                                                               .signal = -1});
+                                                               .signal = -1,
+                                                               .reason = "OSError: x"});
     aproto_node_msg_free(&m);
 
-    m = node_parse_ok(aproto_msg_worker_exited(9, "12", 1, 2, -1, 15, "launch failed"));
+    m = node_parse_ok(aproto_msg_worker_exited(9, "12", 1, 2, -1, 15, "launch failed", NULL));
     assert_int_equal(m.event.exit_code, -1);
     assert_int_equal(m.event.signal, 15);
     assert_string_equal(m.event.error, "launch failed");
     aproto_node_msg_free(&m);
 
-    m = node_parse_ok(aproto_msg_heartbeat());
+    m = node_parse_ok(aproto_msg_heartbeat(NULL));
     assert_int_equal(m.type, APROTO_MSG_HEARTBEAT);
+    assert_false(m.has_disk);
+    aproto_node_msg_free(&m);
+
+    m = node_parse_ok(aproto_msg_heartbeat(
+        &(struct aproto_disk){.path = "/var/lib/trainyard", .free_mb = 12, .total_mb = 900}));
+    assert_int_equal(m.type, APROTO_MSG_HEARTBEAT);
+    assert_true(m.has_disk);
+    assert_string_equal(m.disk.path, "/var/lib/trainyard");
+    assert_int_equal(m.disk.free_mb, 12);
+    assert_int_equal(m.disk.total_mb, 900);
     aproto_node_msg_free(&m);
 
     json_t *metrics = load("{\"loss\":0.5}");
@@ -895,6 +941,22 @@ static void agent_proto_refuses_malformed_agent_messages(void **state)
     expect_node_refused("{\"type\":\"worker_exited\",\"seq\":5,\"job_id\":\"1\",\"attempt\":0,"
                         "\"rank\":0,\"exit_code\":null,\"signal\":null,\"error\":3}",
                         "error", 5, X);
+    expect_node_refused("{\"type\":\"worker_exited\",\"seq\":5,\"job_id\":\"1\",\"attempt\":0,"
+                        "\"rank\":0,\"exit_code\":1,\"reason\":[]}",
+                        "'reason'", 5, X);
+    const enum aproto_msg_type H = APROTO_MSG_HEARTBEAT;
+    expect_node_refused("{\"type\":\"heartbeat\",\"disk\":5}", "'disk'", -1, H);
+    expect_node_refused("{\"type\":\"heartbeat\",\"disk\":{\"free_mb\":1,\"total_mb\":2}}",
+                        "'path'", -1, H);
+    expect_node_refused("{\"type\":\"heartbeat\",\"disk\":{\"path\":\"/d\",\"free_mb\":-1,"
+                        "\"total_mb\":2}}",
+                        "'free_mb'", -1, H);
+    char long_reason[APROTO_MAX_EXIT_REASON + 200];
+    snprintf(long_reason, sizeof(long_reason),
+             "{\"type\":\"worker_exited\",\"seq\":5,\"job_id\":\"1\",\"attempt\":0,"
+             "\"rank\":0,\"exit_code\":1,\"reason\":\"%0*d\"}",
+             APROTO_MAX_EXIT_REASON + 1, 0);
+    expect_node_refused(long_reason, "at most 512 bytes", 5, X);
 }
 
 static void agent_proto_refuses_messages_over_the_size_limit(void **state)
@@ -1029,6 +1091,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(agent_proto_unknown_agent_message_is_not_refused),
     cmocka_unit_test(agent_proto_refuses_messages_over_the_size_limit),
     cmocka_unit_test(agent_proto_log_round_trip),
+    cmocka_unit_test(agent_proto_exit_words),
     cmocka_unit_test(agent_proto_refuses_malformed_log_messages),
     cmocka_unit_test(agent_proto_forget_round_trips_and_refuses_bad_job_ids),
     cmocka_unit_test(agent_proto_checkpoint_delete_round_trips_and_refuses_bad_fields),

@@ -49,8 +49,13 @@ static void refused_launch_without_job_or_workers_names_nothing(void **state)
 static void spooled_exit_round_trips(void **state)
 {
     (void)state;
-    struct aproto_exit_body in = {
-        .job_id = "17", .attempt = 2, .rank = 1, .exit_code = -1, .signal = 9, .error = "oom"};
+    struct aproto_exit_body in = {.job_id = "17",
+                                  .attempt = 2,
+                                  .rank = 1,
+                                  .exit_code = -1,
+                                  .signal = 9,
+                                  .error = "oom",
+                                  .reason = "MemoryError"};
     char *text = aproto_exit_body(&in);
     assert_non_null(text);
     struct aproto_exit_body out;
@@ -61,6 +66,7 @@ static void spooled_exit_round_trips(void **state)
     assert_int_equal(out.exit_code, -1);
     assert_int_equal(out.signal, 9);
     assert_string_equal(out.error, "oom");
+    assert_string_equal(out.reason, "MemoryError");
     aproto_exit_body_free(&out);
     free(text);
 }
@@ -74,6 +80,7 @@ static void spooled_exit_reads_leniently_and_refuses_what_names_no_worker(void *
     assert_int_equal(e.exit_code, -1);
     assert_int_equal(e.signal, -1);
     assert_null(e.error);
+    assert_null(e.reason);
     aproto_exit_body_free(&e);
     static const char *const bad[] = {
         "{\"job_id\":\"../x\",\"attempt\":0,\"rank\":0}",

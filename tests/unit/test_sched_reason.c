@@ -99,6 +99,37 @@ static void no_schedulable_node_reason(void **state)
     sched_snapshot_destroy(s);
 }
 
+/* A node under disk pressure (issue 23) takes no new workers, like a drained one; when it is the
+ * only one left, the reason says so. */
+static void disk_pressure_node_is_avoided_and_named(void **state)
+{
+    (void)state;
+    sched_snapshot *s = ts_new();
+    sched_node_desc full = ts_gpu_node("full", 8);
+    full.disk_pressure = true;
+    ts_add_node(s, full);
+    ts_add_node(s, ts_gpu_node("ok", 8));
+    ts_add_job(s, ts_gpu_job(10, 1, 1));
+    sched_result *r = ts_pass(s, 0);
+    const sched_decision *d = ts_find(r, 10);
+    assert_int_equal(d->outcome, SCHED_PLACED);
+    assert_string_equal(d->workers[0].node_id, "ok");
+    sched_result_destroy(r);
+    sched_snapshot_destroy(s);
+
+    s = ts_new();
+    ts_add_node(s, full);
+    ts_add_job(s, ts_gpu_job(10, 1, 1));
+    r = ts_pass(s, 0);
+    d = ts_find(r, 10);
+    assert_int_equal(d->outcome, SCHED_UNSCHEDULABLE);
+    assert_string_equal(d->message, "no schedulable node (1 registered; 1 alive and not draining, "
+                                    "under disk pressure: its agent's data directory is short of "
+                                    "free space)");
+    sched_result_destroy(r);
+    sched_snapshot_destroy(s);
+}
+
 static void busy_cluster_job_is_waiting_not_unschedulable(void **state)
 {
     (void)state;
@@ -129,6 +160,7 @@ static void placed_job_message_counts_workers_and_nodes(void **state)
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(unschedulable_reason_names_resource),
+    cmocka_unit_test(disk_pressure_node_is_avoided_and_named),
     cmocka_unit_test(unschedulable_reason_names_memory),
     cmocka_unit_test(unschedulable_reason_names_fractional_cpu),
     cmocka_unit_test(unschedulable_reason_names_custom_resource),

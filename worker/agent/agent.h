@@ -175,6 +175,19 @@ int64_t agent_backoff_delay_ms(unsigned attempt, double u);
  * bytes always give the same lines. */
 size_t agent_log_cut(const char *buf, size_t len, size_t line_max, bool final, json_t *lines);
 
+/* Most bytes of a worker's output agent__worker_gone reads (its end) to find its failure line. */
+#define AGENT_FAILURE_SCAN (64 * 1024)
+/* The line of a worker's output (the end of it: buf, len bytes; whole: buf starts at the output's
+ * first byte, else its first line is skipped as the rest of an earlier one) that says why it
+ * failed, into out (valid UTF-8, NUL-terminated, at most outlen - 1 bytes; control characters and
+ * invalid bytes become '?'): the last of these to appear, the exception line that ends a Python
+ * traceback (the first unindented line after "Traceback (most recent call last):"), a C assertion
+ * ("...: Assertion `x' failed."), "Fatal Python error: ...", "terminate called after throwing...",
+ * an AddressSanitizer error; when there is none, the last line that reads like an error
+ * ("FooError: ...", "SomeException: ...", or starting "error:", "fatal:", "panic:"). Returns its
+ * length; 0 (out "") when no line says. */
+size_t agent_log_failure_line(const char *buf, size_t len, bool whole, char *out, size_t outlen);
+
 /* A log file's journal (<rank>.cursor, written by tail.c): "c START END DROPPED\n" when a chunk
  * [START, END) is sent (DROPPED: bytes skipped just before it), "a END\n" when every byte before
  * END is acked. */
@@ -327,6 +340,7 @@ struct agent_worker {
     int exit_code;        /* -1: null */
     int signal;           /* -1: null */
     char *error;          /* launch failure, or NULL */
+    char *reason;         /* its output's failure line (agent_log_failure_line), or NULL */
     int64_t kill_at_ms;   /* SIGKILL the group at this monotonic time; 0: not stopping */
     int64_t term_at_ms;   /* SIGTERM the group at this time (end of a stop's notice); 0: none */
     int64_t term_grace_s; /* with term_at_ms: the grace between that SIGTERM and SIGKILL */
@@ -595,6 +609,9 @@ int64_t agent__cgroup_oom_kills(const struct agent *a, const struct agent_worker
 /* The log path of a rank (malloc'd), creating its directory. NULL with errno on failure. */
 char *agent__log_path(const struct agent *a, const char *job_id, int64_t attempt, int64_t rank,
                       bool create_dir);
+/* The failure line of w's output (agent_log_failure_line on the end of its log file; malloc'd,
+ * at most APROTO_MAX_EXIT_REASON bytes), or NULL when its output has none. */
+char *agent__log_failure_reason(const struct agent *a, const struct agent_worker *w);
 
 /* tail.c: streaming log files as `log` events */
 /* Starts streaming the rank's log file (once; the file must exist). */

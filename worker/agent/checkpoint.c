@@ -46,6 +46,7 @@ struct merge {
     bool owners_changed;
     char *err;
     size_t errlen;
+    const char *dest; /* the staging directory, named when writing there fails (ENOSPC) */
 };
 
 /* "a/b" (malloc'd), or NULL when out of memory. */
@@ -123,7 +124,7 @@ static int copy_file(struct merge *m, int srcfd, const char *name, int dstfd, co
     }
     int out = openat(dstfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (out < 0) {
-        snprintf(m->err, m->errlen, "cannot stage '%s': %s", what, strerror(errno));
+        snprintf(m->err, m->errlen, "cannot stage '%s' in %s: %s", what, m->dest, strerror(errno));
         close(in);
         return -1;
     }
@@ -141,18 +142,19 @@ static int copy_file(struct merge *m, int srcfd, const char *name, int dstfd, co
             break;
         }
         if (util_write_all(out, buf, (size_t)n) != 0) {
-            snprintf(m->err, m->errlen, "cannot stage '%s': %s", what, strerror(errno));
+            snprintf(m->err, m->errlen, "cannot stage '%s' in %s: %s", what, m->dest,
+                     strerror(errno));
             rc = -1;
             break;
         }
     }
     close(in);
     if (rc == 0 && fsync(out) != 0) {
-        snprintf(m->err, m->errlen, "cannot stage '%s': %s", what, strerror(errno));
+        snprintf(m->err, m->errlen, "cannot stage '%s' in %s: %s", what, m->dest, strerror(errno));
         rc = -1;
     }
     if (close(out) != 0 && rc == 0) {
-        snprintf(m->err, m->errlen, "cannot stage '%s': %s", what, strerror(errno));
+        snprintf(m->err, m->errlen, "cannot stage '%s' in %s: %s", what, m->dest, strerror(errno));
         rc = -1;
     }
     return rc;
@@ -194,7 +196,8 @@ static int take_file(struct merge *m, int srcfd, const char *name, int dstfd, co
         rc = make_private(m, dstfd, tmp, what);
     if (rc == 0) {
         if (renameat(dstfd, tmp, dstfd, name) != 0) {
-            snprintf(m->err, m->errlen, "cannot stage '%s': %s", what, strerror(errno));
+            snprintf(m->err, m->errlen, "cannot stage '%s' in %s: %s", what, m->dest,
+                     strerror(errno));
             rc = -1;
         }
     }
@@ -351,7 +354,7 @@ int agent_checkpoint_merge(const char *src, const char *dest, int64_t rank, int6
 int agent_checkpoint_merge_as(const char *src, const char *dest, int64_t rank, long long owner,
                               int64_t *bytes, char *err, size_t errlen)
 {
-    struct merge m = {rank, owner, NULL, false, err, errlen};
+    struct merge m = {rank, owner, NULL, false, err, errlen, dest};
     *bytes = 0;
     size_t on = strlen(dest) + 16;
     char *owners_path = malloc(on);

@@ -143,6 +143,7 @@ struct aproto_worker_event *agent__workers_state(const struct agent *a, size_t *
                 .exit_code = w->exit_code,
                 .signal = w->signal,
                 .error = w->error,
+                .reason = w->reason,
             };
     return states;
 }

@@ -721,6 +721,7 @@ void agent__worker_free(struct agent_worker *w)
 {
     free(w->job_id);
     free(w->error);
+    free(w->reason);
     free(w->tmp_dir);
     free(w->grant_dir);
     free(w->storage_path);

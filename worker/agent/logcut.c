@@ -1,5 +1,6 @@
-/* Cutting a worker's output into log lines, and reading a log file's journal (pure):
- * agent_log_cut and agent_log_journal_parse, declared in agent.h. */
+/* Cutting a worker's output into log lines, reading a log file's journal, and finding the line
+ * that says why a worker failed (pure): agent_log_cut, agent_log_journal_parse and
+ * agent_log_failure_line, declared in agent.h. */
 #include "agent.h"
 
 #include <errno.h>
@@ -156,4 +157,104 @@ void agent_log_journal_parse(const char *text, struct agent_log_journal *j)
         }
         line = eol + 1;
     }
+}
+
+/* Whether line[0..n) contains the NUL-less string s. */
+static bool line_has(const char *line, size_t n, const char *s)
+{
+    size_t k = strlen(s);
+    for (size_t i = 0; i + k <= n; i++)
+        if (memcmp(line + i, s, k) == 0)
+            return true;
+    return false;
+}
+
+/* Whether line[0..n) starts with s. */
+static bool line_starts(const char *line, size_t n, const char *s)
+{
+    size_t k = strlen(s);
+    return n >= k && memcmp(line, s, k) == 0;
+}
+
+/* Whether line[0..n) reads like an error without a traceback: "NameError: ...", "FooException:
+ * ...", or "error: ..." / "fatal: ..." / "panic: ..." at its start. */
+static bool generic_error(const char *line, size_t n)
+{
+    if (line_starts(line, n, "error:") || line_starts(line, n, "Error:") ||
+        line_starts(line, n, "fatal:") || line_starts(line, n, "FATAL:") ||
+        line_starts(line, n, "panic:"))
+        return true;
+    static const char *const tails[] = {"Error: ", "Exception: ", "Error:", "Exception:"};
+    for (size_t t = 0; t < sizeof(tails) / sizeof(*tails); t++) {
+        size_t k = strlen(tails[t]);
+        for (size_t i = 1; i + k <= n; i++) /* a word before it: "ValueError:" */
+            if (memcmp(line + i, tails[t], k) == 0 && (((unsigned char)line[i - 1] | 0x20) >= 'a' &&
+                                                       ((unsigned char)line[i - 1] | 0x20) <= 'z'))
+                return true;
+    }
+    return false;
+}
+
+size_t agent_log_failure_line(const char *buf, size_t len, bool whole, char *out, size_t outlen)
+{
+    if (outlen == 0)
+        return 0;
+    out[0] = '\0';
+    const char *p = buf, *end = buf + len;
+    if (!whole) { /* the first line may be the end of one that started before buf */
+        const char *nl = memchr(p, '\n', len);
+        p = nl ? nl + 1 : end;
+    }
+    const char *strong = NULL, *generic = NULL;
+    size_t strong_n = 0, generic_n = 0;
+    bool in_traceback = false;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        while (n > 0 && (p[n - 1] == '\r' || p[n - 1] == ' ' || p[n - 1] == '\t'))
+            n--;
+        if (line_starts(p, n, "Traceback (most recent call last):")) {
+            in_traceback = true;
+        } else if (in_traceback && n > 0 && p[0] != ' ' && p[0] != '\t') {
+            /* The first unindented line after the frames: the exception and its message. */
+            in_traceback = false;
+            strong = p;
+            strong_n = n;
+        } else if ((line_has(p, n, "Assertion `") && line_has(p, n, "' failed")) ||
+                   line_starts(p, n, "Fatal Python error:") ||
+                   line_starts(p, n, "terminate called after throwing") ||
+                   line_has(p, n, "ERROR: AddressSanitizer")) {
+            strong = p;
+            strong_n = n;
+        } else if (!in_traceback && generic_error(p, n)) {
+            generic = p;
+            generic_n = n;
+        }
+        p = nl ? nl + 1 : end;
+    }
+    const char *line = strong ? strong : generic;
+    size_t n = strong ? strong_n : generic_n;
+    if (!line)
+        return 0;
+    /* Valid UTF-8 of at most outlen - 1 bytes: invalid bytes and control characters become '?',
+     * and a character that does not fit is left out whole. */
+    const unsigned char *u = (const unsigned char *)line;
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        size_t k = utf8_seq_len(u + i, n - i);
+        if (k == 0 || (k == 1 && (u[i] < 0x20 || u[i] == 0x7F))) {
+            if (o + 1 >= outlen)
+                break;
+            out[o++] = u[i] == '\t' ? ' ' : '?';
+            i++;
+            continue;
+        }
+        if (o + k >= outlen)
+            break;
+        memcpy(out + o, u + i, k);
+        o += k;
+        i += k;
+    }
+    out[o] = '\0';
+    return o;
 }

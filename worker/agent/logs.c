@@ -3,9 +3,12 @@
 
 #include "util.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 char *agent__log_path(const struct agent *a, const char *job_id, int64_t attempt, int64_t rank,
                       bool create_dir)
@@ -21,4 +24,26 @@ char *agent__log_path(const struct agent *a, const char *job_id, int64_t attempt
     if (path)
         snprintf(path, len, "%s/rank-%lld.log", dir, (long long)rank);
     return path;
+}
+
+char *agent__log_failure_reason(const struct agent *a, const struct agent_worker *w)
+{
+    char *path = agent__log_path(a, w->job_id, w->attempt, w->rank, false);
+    int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+    free(path);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    char *buf = NULL, *reason = NULL;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+        (buf = malloc(AGENT_FAILURE_SCAN)) != NULL) {
+        off_t from = st.st_size > AGENT_FAILURE_SCAN ? st.st_size - AGENT_FAILURE_SCAN : 0;
+        ssize_t n = pread(fd, buf, AGENT_FAILURE_SCAN, from);
+        char line[APROTO_MAX_EXIT_REASON + 1];
+        if (n > 0 && agent_log_failure_line(buf, (size_t)n, from == 0, line, sizeof(line)) > 0)
+            reason = strdup(line);
+    }
+    free(buf);
+    close(fd);
+    return reason;
 }

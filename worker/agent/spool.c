@@ -177,7 +177,8 @@ char *agent__spool_exit(struct agent *a, const struct agent_worker *w)
                                                              .rank = w->rank,
                                                              .exit_code = w->exit_code,
                                                              .signal = w->signal,
-                                                             .error = w->error});
+                                                             .error = w->error,
+                                                             .reason = w->reason});
     if (!path || !text || util_write_file_durable(path, text, strlen(text), 0600) != 0) {
         TY_ERROR("proc", "cannot spool the exit of job %s attempt %lld rank %lld: %s", w->job_id,
                  (long long)w->attempt, (long long)w->rank, strerror(errno));
@@ -202,9 +203,12 @@ static void reload_exit(struct agent *a, char *path)
     }
     free(text);
     struct agent_worker *w = calloc(1, sizeof(*w));
-    if (!w || !(w->job_id = strdup(e.job_id)) || (e.error && !(w->error = strdup(e.error)))) {
-        if (w)
+    if (!w || !(w->job_id = strdup(e.job_id)) || (e.error && !(w->error = strdup(e.error))) ||
+        (e.reason && !(w->reason = strdup(e.reason)))) {
+        if (w) {
             free(w->job_id);
+            free(w->error);
+        }
         free(w);
         aproto_exit_body_free(&e);
         free(path);
@@ -223,7 +227,7 @@ static void reload_exit(struct agent *a, char *path)
             (long long)w->attempt, (long long)w->rank);
     agent__event_push(a, AGENT_EV_EXITED,
                       aproto_msg_worker_exited(w->exit_seq, w->job_id, w->attempt, w->rank,
-                                               w->exit_code, w->signal, w->error),
+                                               w->exit_code, w->signal, w->error, w->reason),
                       w->exit_seq, path);
 }
 

@@ -299,10 +299,10 @@ void agent__worker_exited(struct agent *a, struct agent_worker *w, int exit_code
     agent__isolation_worker_done(a, w);
     int64_t seq = agent__next_seq(a);
     w->exit_seq = seq;
-    agent__event_push(
-        a, AGENT_EV_EXITED,
-        aproto_msg_worker_exited(seq, w->job_id, w->attempt, w->rank, exit_code, sig, w->error),
-        seq, spooled);
+    agent__event_push(a, AGENT_EV_EXITED,
+                      aproto_msg_worker_exited(seq, w->job_id, w->attempt, w->rank, exit_code, sig,
+                                               w->error, w->reason),
+                      seq, spooled);
 }
 
 /* A worker that could not start: the reason goes to its log (when open) and to the server as a

@@ -153,8 +153,8 @@ void agent__worker_gone(struct agent *a, struct agent_worker *w, const int *wait
         if (code < 0 && sig < 0)
             sig = SIGKILL;
         snprintf(error, sizeof(error),
-                 "worker rank %lld was killed by the out-of-memory killer (memory limit %lld MiB)",
-                 (long long)w->rank, (long long)w->memory_mb);
+                 "was killed by the out-of-memory killer (memory limit %lld MiB)",
+                 (long long)w->memory_mb);
     } else if (agent__worker_status_read(a, w, &code, &sig, error, sizeof(error)) != 0) {
         error[0] = '\0';
         if (wait_status && WIFSIGNALED(*wait_status))
@@ -177,6 +177,10 @@ void agent__worker_gone(struct agent *a, struct agent_worker *w, const int *wait
     else
         TY_INFO("proc", "job %s attempt %lld rank %lld (pid %ld) exited with %d%s", w->job_id,
                 (long long)w->attempt, (long long)w->rank, (long)w->pid, code, usage);
+    /* A failure: the line of its output that says why goes with the exit (the server adds it to
+     * the job's error). */
+    if ((code != 0 || sig >= 0) && !w->reason)
+        w->reason = agent__log_failure_reason(a, w);
     agent__worker_exited(a, w, code, sig, error[0] ? error : NULL);
     if (!attempt_running(a, w->job_id, w->attempt)) {
         remove_shm_leftovers(w->job_id, w->attempt);

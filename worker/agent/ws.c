@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/statvfs.h>
 
 struct agent__timers {
     lws_sorted_usec_list_t reconnect;
@@ -80,13 +81,26 @@ static void schedule_reconnect(struct agent *a)
                      (lws_usec_t)ms * LWS_US_PER_MS);
 }
 
+/* A heartbeat with the free space of the data directory (left out when statvfs fails). */
+static void send_heartbeat(struct agent *a)
+{
+    struct statvfs vfs;
+    struct aproto_disk disk = {.path = a->data_dir};
+    bool known = statvfs(a->data_dir, &vfs) == 0;
+    if (known) {
+        disk.free_mb = (int64_t)((uint64_t)vfs.f_bavail * vfs.f_frsize / (1024 * 1024));
+        disk.total_mb = (int64_t)((uint64_t)vfs.f_blocks * vfs.f_frsize / (1024 * 1024));
+    }
+    agent__ws_send_ctl(a, aproto_msg_heartbeat(known ? &disk : NULL));
+}
+
 static void heartbeat_due(lws_sorted_usec_list_t *sul)
 {
     struct agent__timers *t = lws_container_of(sul, struct agent__timers, heartbeat);
     struct agent *a = t->a;
     if (!a->registered)
         return;
-    agent__ws_send_ctl(a, aproto_msg_heartbeat());
+    send_heartbeat(a);
     lws_sul_schedule(a->ctx, 0, &t->heartbeat, heartbeat_due,
                      (lws_usec_t)a->heartbeat_interval_s * LWS_USEC_PER_SEC);
 }
@@ -269,7 +283,7 @@ static void reject_launch(struct agent *a, const char *text, size_t len, const c
         int64_t seq = agent__next_seq(a);
         agent__event_push(
             a, AGENT_EV_EXITED,
-            aproto_msg_worker_exited(seq, r.job_id, r.attempt, r.ranks[i], 127, -1, msg), seq,
+            aproto_msg_worker_exited(seq, r.job_id, r.attempt, r.ranks[i], 127, -1, msg, NULL), seq,
             NULL);
     }
     aproto_launch_refused_free(&r);
@@ -310,6 +324,7 @@ static int on_message(struct agent *a, const char *text, size_t len)
         TY_INFO("ws", "registered with %s as %s (heartbeat every %llds)",
                 a->cfg->servers[a->server_index].url, a->node_id,
                 (long long)a->heartbeat_interval_s);
+        send_heartbeat(a); /* the data directory's free space, at once */
         lws_sul_schedule(a->ctx, 0, &timers_of(a)->heartbeat, heartbeat_due,
                          (lws_usec_t)a->heartbeat_interval_s * LWS_USEC_PER_SEC);
         agent__ws_kick(a);

@@ -1,5 +1,8 @@
 -- Records a worker exit; a failure (non-zero code, signal or error) passes its rank, code, signal
 -- and node to ty_job_fail, which restarts the job or fails it, and the last exit settles it.
+-- p_error: the exit in words, after "worker rank R " in the job's error (the server passes
+-- aproto_exit_words: "exited with code 1: ValueError: bad lr 3.0", "was killed by SIGSEGV");
+-- NULL: said from the code or signal.
 -- Returns the job's status after the exit, or NULL when nothing was recorded (a duplicate event,
 -- or no such live worker). The server stops the job's other workers when it is STOPPING or
 -- RESTARTING.

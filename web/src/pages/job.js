@@ -63,6 +63,7 @@ export function render(main, { id, params }) {
   select(current);
 
   function renderHead() {
+    const error = job.result && job.result.error;
     const stopBtn = h('button', { type: 'button', class: 'danger', id: 'stop', disabled: !can.stop() || TERMINAL_JOB_STATUSES.includes(job.status) || job.status === JOB_STOPPING, title: can.stop() ? '' : 'viewers cannot stop jobs', onclick: onStop }, 'Stop');
     const resubmit = h('button', { type: 'button', id: 'resubmit', disabled: !can.submit(), title: can.submit() ? '' : 'viewers cannot submit jobs', onclick: () => { location.hash = `#/submit?from=${id}`; } }, 'Resubmit');
     clear(head,
@@ -73,8 +74,9 @@ export function render(main, { id, params }) {
         `owner ${job.owner} · attempt ${job.attempt} · priority ${job.priority} · created ${fmt.time(job.created_at)}`,
         job.started_at ? ` · started ${fmt.time(job.started_at)}` : '',
         job.finished_at ? ` · finished ${fmt.time(job.finished_at)}` : ''),
-      job.status_message ? h('p', { class: 'status-message' }, job.status_message) : null,
-      job.result && job.result.error ? h('p', { class: 'state error' }, job.result.error) : null);
+      // A failed job's status message is its error: said once, as the error.
+      job.status_message && job.status_message !== error ? h('p', { class: 'status-message' }, job.status_message) : null,
+      error ? h('p', { class: 'state error', id: 'job-error' }, error) : null);
   }
 
   async function onStop() {

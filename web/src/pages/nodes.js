@@ -83,7 +83,10 @@ export function render(main) {
         h('dt', {}, 'Memory'), h('dd', {}, r.memory_mb ? fmt.bytes(r.memory_mb * 1048576) : '—'),
         h('dt', {}, 'GPUs'), h('dd', {}, gpus.length ? h('span', { class: 'gpus' }, `${n.gpu_type || 'GPU'}: `, gpus.map((g) => h('span', { class: `gpu${used.has(g) ? ' used' : ''}`, title: used.has(g) ? 'in use' : 'free' }, String(g)))) : 'none'),
         other.map(([k, v]) => [h('dt', {}, k), h('dd', {}, String(v))]),
-        h('dt', {}, 'Workers'), h('dd', {}, String(n.running_workers ?? workers.length))),
+        h('dt', {}, 'Workers'), h('dd', {}, String(n.running_workers ?? workers.length)),
+        // The agent data directory's free space; under disk pressure no new workers go there.
+        n.disk ? [h('dt', {}, 'Disk free'), h('dd', { class: n.disk.pressure ? 'disk-pressure' : '', title: n.disk.path },
+          `${fmt.bytes(n.disk.free_mb * 1048576)} of ${fmt.bytes(n.disk.total_mb * 1048576)}`, n.disk.pressure ? ' ' : null, n.disk.pressure ? badge('DISK PRESSURE', 'warn') : null)] : null),
       gpuTable(n.gpus || []),
       workers.length ? h('ul', { class: 'node-workers' }, workers.map(({ job, w }) => h('li', {}, h('a', { href: `#/jobs/${job.id}` }, `#${job.id} ${job.name || ''}`), ` rank ${w.rank} · pid ${w.pid ?? '—'} · ${w.status}`))) : h('p', { class: 'meta' }, 'No workers running.'));
   }
