@@ -70,8 +70,9 @@ static int row_text(const json_t *o, size_t i, const char *name, size_t min, con
     return 0;
 }
 
-static int parse_row(const json_t *o, size_t i, struct aproto_gpu_row *g, char *err, size_t errlen)
+static int parse_row(const json_t *o, size_t i, void *row, char *err, size_t errlen)
 {
+    struct aproto_gpu_row *g = row;
     if (!json_is_object(o))
         return ERR("'gpus[%zu]' must be an object", i);
     int64_t big = INT64_C(1) << 40;
@@ -104,29 +105,17 @@ static int parse_row(const json_t *o, size_t i, struct aproto_gpu_row *g, char *
 int aproto__parse_gpus(json_t *root, struct aproto_gpu_row **rows, size_t *n, char *err,
                        size_t errlen)
 {
-    *rows = NULL;
-    *n = 0;
-    json_t *arr = json_object_get(root, "gpus");
-    if (!json_is_array(arr) || json_array_size(arr) > APROTO_MAX_GPU_ROWS)
-        return ERR("'gpus' must be an array of at most %d objects", APROTO_MAX_GPU_ROWS);
-    size_t count = json_array_size(arr);
-    if (count == 0)
-        return 0;
-    struct aproto_gpu_row *out = calloc(count, sizeof(*out));
-    if (out == NULL)
-        return ERR("out of memory");
-    for (size_t i = 0; i < count; i++) {
-        if (parse_row(json_array_get(arr, i), i, &out[i], err, errlen) != 0) {
-            free(out);
-            return -1;
-        }
+    void *out = NULL;
+    int rc = aproto__parse_rows(root, "gpus", APROTO_MAX_GPU_ROWS, sizeof(struct aproto_gpu_row),
+                                parse_row, &out, n, err, errlen);
+    *rows = out;
+    for (size_t i = 0; rc == 0 && i < *n; i++)
         for (size_t k = 0; k < i; k++)
-            if (out[k].index == out[i].index) {
-                free(out);
+            if ((*rows)[k].index == (*rows)[i].index) {
+                free(*rows);
+                *rows = NULL;
+                *n = 0;
                 return ERR("'gpus[%zu].index' repeats gpus[%zu]", i, k);
             }
-    }
-    *rows = out;
-    *n = count;
-    return 0;
+    return rc;
 }

@@ -19,6 +19,15 @@ int aproto__parse_progress(json_t *root, struct aproto_progress **rows, size_t *
 int aproto__parse_gpus(json_t *root, struct aproto_gpu_row **rows, size_t *n, char *err,
                        size_t errlen);
 
+/* Parses one element of a message's array of rows (index i) into `row`. 0, or -1 with err naming
+ * the field. */
+typedef int (*aproto__row_fn)(const json_t *o, size_t i, void *row, char *err, size_t errlen);
+/* Parses root[key], an array of at most max objects, into *rows (calloc'd: n elements of `size`
+ * bytes, NULL when empty), each element by fn: the one loop of the progress, gpus and usage
+ * messages. 0, or -1 with err naming the field (nothing allocated). */
+int aproto__parse_rows(json_t *root, const char *key, size_t max, size_t size, aproto__row_fn fn,
+                       void **rows, size_t *n, char *err, size_t errlen);
+
 /* Validates a `usage` message (root: the whole message) into *rows (malloc'd, *n entries,
  * strings borrowed from root; NULL when empty). 0, or -1 with err naming the field. */
 int aproto__parse_usage(json_t *root, struct aproto_usage **rows, size_t *n, char *err,

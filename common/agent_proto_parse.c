@@ -737,3 +737,27 @@ void aproto_node_msg_free(struct aproto_node_msg *m)
     memset(m, 0, sizeof(*m));
     m->seq = -1;
 }
+
+int aproto__parse_rows(json_t *root, const char *key, size_t max, size_t size, aproto__row_fn fn,
+                       void **rows, size_t *n, char *err, size_t errlen)
+{
+    *rows = NULL;
+    *n = 0;
+    json_t *arr = json_object_get(root, key);
+    if (!json_is_array(arr) || json_array_size(arr) > max)
+        return ERR("'%s' must be an array of at most %zu objects", key, max);
+    size_t count = json_array_size(arr);
+    if (count == 0)
+        return 0;
+    char *out = calloc(count, size);
+    if (out == NULL)
+        return ERR("out of memory");
+    for (size_t i = 0; i < count; i++)
+        if (fn(json_array_get(arr, i), i, out + i * size, err, errlen) != 0) {
+            free(out);
+            return -1;
+        }
+    *rows = out;
+    *n = count;
+    return 0;
+}

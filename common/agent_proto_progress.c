@@ -42,8 +42,9 @@ char *aproto_msg_progress(const struct aproto_progress *rows, size_t n)
 }
 
 /* One row of `workers`. */
-static int parse_row(const json_t *o, size_t i, struct aproto_progress *p, char *err, size_t errlen)
+static int parse_row(const json_t *o, size_t i, void *row, char *err, size_t errlen)
 {
+    struct aproto_progress *p = row;
     if (!json_is_object(o))
         return ERR("'workers[%zu]' must be an object", i);
     p->job_id = json_string_value(json_object_get(o, "job_id"));
@@ -80,23 +81,9 @@ static int parse_row(const json_t *o, size_t i, struct aproto_progress *p, char 
 int aproto__parse_progress(json_t *root, struct aproto_progress **rows, size_t *n, char *err,
                            size_t errlen)
 {
-    *rows = NULL;
-    *n = 0;
-    json_t *arr = json_object_get(root, "workers");
-    if (!json_is_array(arr) || json_array_size(arr) > APROTO_MAX_PROGRESS)
-        return ERR("'workers' must be an array of at most %d objects", APROTO_MAX_PROGRESS);
-    size_t count = json_array_size(arr);
-    if (count == 0)
-        return 0;
-    struct aproto_progress *out = calloc(count, sizeof(*out));
-    if (out == NULL)
-        return ERR("out of memory");
-    for (size_t i = 0; i < count; i++)
-        if (parse_row(json_array_get(arr, i), i, &out[i], err, errlen) != 0) {
-            free(out);
-            return -1;
-        }
+    void *out = NULL;
+    int rc = aproto__parse_rows(root, "workers", APROTO_MAX_PROGRESS,
+                                sizeof(struct aproto_progress), parse_row, &out, n, err, errlen);
     *rows = out;
-    *n = count;
-    return 0;
+    return rc;
 }
