@@ -84,22 +84,31 @@ static int child_become_postgres(const struct pg_embedded *pg)
     return chdir("/");
 }
 
+/* Reads what was appended to logfile after `offset` (at most its last cap - 1 bytes) into buf,
+ * NUL-terminated. Returns the bytes read, or <= 0 when there are none. */
+static ssize_t read_log_tail(const char *logfile, off_t offset, char *buf, size_t cap)
+{
+    int fd = open(logfile, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    off_t size = lseek(fd, 0, SEEK_END);
+    if (size - offset > (off_t)cap - 1)
+        offset = size - (off_t)cap + 1;
+    ssize_t n = offset >= 0 && size > offset ? pread(fd, buf, (size_t)(size - offset), offset) : 0;
+    close(fd);
+    if (n > 0)
+        buf[n] = '\0';
+    return n;
+}
+
 /* Copies the lines a PostgreSQL tool appended to the log file after `offset` (at most the last
  * 20) into the server's log, so a failure explains itself where the operator looks first. */
 static void copy_tool_output(const char *logfile, off_t offset)
 {
-    int fd = open(logfile, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
     char buf[16384];
-    off_t size = lseek(fd, 0, SEEK_END);
-    if (size - offset > (off_t)sizeof(buf) - 1)
-        offset = size - (off_t)sizeof(buf) + 1;
-    ssize_t n = offset >= 0 && size > offset ? pread(fd, buf, (size_t)(size - offset), offset) : 0;
-    close(fd);
+    ssize_t n = read_log_tail(logfile, offset, buf, sizeof(buf));
     if (n <= 0)
         return;
-    buf[n] = '\0';
     const char *lines[20];
     size_t count = 0;
     for (char *save = NULL, *line = strtok_r(buf, "\n", &save); line != NULL;
@@ -178,18 +187,10 @@ static void describe_end(int status, char *out, size_t len)
 static void last_log_line(const char *logfile, off_t offset, char *out, size_t len)
 {
     out[0] = '\0';
-    int fd = open(logfile, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
     char buf[4096];
-    off_t size = lseek(fd, 0, SEEK_END);
-    if (size - offset > (off_t)sizeof(buf) - 1)
-        offset = size - (off_t)sizeof(buf) + 1;
-    ssize_t n = offset >= 0 && size > offset ? pread(fd, buf, (size_t)(size - offset), offset) : 0;
-    close(fd);
+    ssize_t n = read_log_tail(logfile, offset, buf, sizeof(buf));
     if (n <= 0)
         return;
-    buf[n] = '\0';
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
         buf[--n] = '\0';
     const char *line = strrchr(buf, '\n');
