@@ -25,32 +25,25 @@ static json_t *int_or_null(int64_t n)
     return n < 0 ? json_null() : json_integer((json_int_t)n);
 }
 
+static json_t *row_json(const void *row)
+{
+    const struct aproto_gpu_row *g = row;
+    json_t *o =
+        json_pack("{s:I, s:s, s:s, s:I, s:I, s:o, s:o, s:o, s:b}", "index", (json_int_t)g->index,
+                  "uuid", g->uuid, "name", g->name, "memory_mb", (json_int_t)g->memory_mb,
+                  "memory_used_mb", (json_int_t)g->memory_used_mb, "utilization_pct",
+                  int_or_null(g->utilization_pct), "temperature_c", int_or_null(g->temperature_c),
+                  "power_mw", int_or_null(g->power_mw), "lost", g->lost);
+    if (o && g->xid > 0 && json_object_set_new(o, "xid", json_integer(g->xid)) != 0) {
+        json_decref(o);
+        o = NULL;
+    }
+    return o;
+}
+
 char *aproto_msg_gpus(const struct aproto_gpu_row *rows, size_t n)
 {
-    json_t *arr = json_array();
-    json_t *msg = json_pack("{s:s, s:o}", "type", "gpus", "gpus", arr);
-    for (size_t i = 0; msg && i < n; i++) {
-        const struct aproto_gpu_row *g = &rows[i];
-        json_t *o = json_pack(
-            "{s:I, s:s, s:s, s:I, s:I, s:o, s:o, s:o, s:b}", "index", (json_int_t)g->index, "uuid",
-            g->uuid, "name", g->name, "memory_mb", (json_int_t)g->memory_mb, "memory_used_mb",
-            (json_int_t)g->memory_used_mb, "utilization_pct", int_or_null(g->utilization_pct),
-            "temperature_c", int_or_null(g->temperature_c), "power_mw", int_or_null(g->power_mw),
-            "lost", g->lost);
-        if (o && g->xid > 0 && json_object_set_new(o, "xid", json_integer(g->xid)) != 0) {
-            json_decref(o);
-            o = NULL;
-        }
-        if (!o || json_array_append_new(arr, o) != 0) {
-            json_decref(msg);
-            msg = NULL;
-        }
-    }
-    if (!msg)
-        return NULL;
-    char *text = json_dumps(msg, JSON_COMPACT);
-    json_decref(msg);
-    return text;
+    return aproto__msg_rows("gpus", "gpus", rows, n, sizeof(*rows), row_json);
 }
 
 /* Member `name` of o: a string of printable ASCII without quotes, min..max bytes. */

@@ -19,6 +19,17 @@ int aproto__parse_progress(json_t *root, struct aproto_progress **rows, size_t *
 int aproto__parse_gpus(json_t *root, struct aproto_gpu_row **rows, size_t *n, char *err,
                        size_t errlen);
 
+/* Builds one element of a message's array of rows from `row`; NULL when out of memory. */
+typedef json_t *(*aproto__row_json_fn)(const void *row);
+/* The text (malloc'd) of {"type": type, key: [fn(row) for each of the n rows of `size` bytes]}:
+ * the one loop of the progress, gpus and usage messages. NULL when out of memory. */
+char *aproto__msg_rows(const char *type, const char *key, const void *rows, size_t n, size_t size,
+                       aproto__row_json_fn fn);
+/* Reads a worker row's key, job_id, attempt and rank, of o (row i of `workers`) into the out
+ * parameters (job_id borrowed). 0, or -1 with err naming the field. */
+int aproto__parse_worker_key(const json_t *o, size_t i, const char **job_id, int64_t *attempt,
+                             int64_t *rank, char *err, size_t errlen);
+
 /* Parses one element of a message's array of rows (index i) into `row`. 0, or -1 with err naming
  * the field. */
 typedef int (*aproto__row_fn)(const json_t *o, size_t i, void *row, char *err, size_t errlen);

@@ -761,3 +761,37 @@ int aproto__parse_rows(json_t *root, const char *key, size_t max, size_t size, a
     *n = count;
     return 0;
 }
+
+char *aproto__msg_rows(const char *type, const char *key, const void *rows, size_t n, size_t size,
+                       aproto__row_json_fn fn)
+{
+    json_t *arr = json_array();
+    json_t *msg = json_pack("{s:s, s:o}", "type", type, key, arr);
+    for (size_t i = 0; msg && i < n; i++) {
+        json_t *o = fn((const char *)rows + i * size);
+        if (!o || json_array_append_new(arr, o) != 0) {
+            json_decref(msg);
+            msg = NULL;
+        }
+    }
+    if (!msg)
+        return NULL;
+    char *text = json_dumps(msg, JSON_COMPACT);
+    json_decref(msg);
+    return text;
+}
+
+int aproto__parse_worker_key(const json_t *o, size_t i, const char **job_id, int64_t *attempt,
+                             int64_t *rank, char *err, size_t errlen)
+{
+    if (!json_is_object(o))
+        return ERR("'workers[%zu]' must be an object", i);
+    *job_id = json_string_value(json_object_get(o, "job_id"));
+    if (*job_id == NULL || aproto_job_id_valid(*job_id) != 0)
+        return ERR("'workers[%zu].job_id' must be a job id", i);
+    char sub[160];
+    if (util_json_int(o, "attempt", false, 0, INT32_MAX, attempt, sub, sizeof(sub)) < 0 ||
+        util_json_int(o, "rank", false, 0, INT32_MAX, rank, sub, sizeof(sub)) < 0)
+        return ERR("'workers[%zu].%s", i, sub + 1);
+    return 0;
+}

@@ -17,43 +17,30 @@
 
 #define ERR(...) (snprintf(err, errlen, __VA_ARGS__), -1)
 
+static json_t *row_json(const void *row)
+{
+    const struct aproto_progress *p = row;
+    return json_pack("{s:s, s:I, s:I, s:s?, s:I, s:b, s:I, s:I, s:I}", "job_id", p->job_id,
+                     "attempt", (json_int_t)p->attempt, "rank", (json_int_t)p->rank, "op", p->op,
+                     "coll_seq", (json_int_t)p->coll_seq, "in_collective", p->in_collective,
+                     "report_seq", (json_int_t)p->report_seq, "heartbeat_age_ms",
+                     (json_int_t)p->heartbeat_age_ms, "progress_age_ms",
+                     (json_int_t)p->progress_age_ms);
+}
+
 char *aproto_msg_progress(const struct aproto_progress *rows, size_t n)
 {
-    json_t *arr = json_array();
-    json_t *msg = json_pack("{s:s, s:o}", "type", "progress", "workers", arr);
-    for (size_t i = 0; msg && i < n; i++) {
-        const struct aproto_progress *p = &rows[i];
-        json_t *w = json_pack("{s:s, s:I, s:I, s:s?, s:I, s:b, s:I, s:I, s:I}", "job_id", p->job_id,
-                              "attempt", (json_int_t)p->attempt, "rank", (json_int_t)p->rank, "op",
-                              p->op, "coll_seq", (json_int_t)p->coll_seq, "in_collective",
-                              p->in_collective, "report_seq", (json_int_t)p->report_seq,
-                              "heartbeat_age_ms", (json_int_t)p->heartbeat_age_ms,
-                              "progress_age_ms", (json_int_t)p->progress_age_ms);
-        if (!w || json_array_append_new(arr, w) != 0) {
-            json_decref(msg);
-            msg = NULL;
-        }
-    }
-    if (!msg)
-        return NULL;
-    char *text = json_dumps(msg, JSON_COMPACT);
-    json_decref(msg);
-    return text;
+    return aproto__msg_rows("progress", "workers", rows, n, sizeof(*rows), row_json);
 }
 
 /* One row of `workers`. */
 static int parse_row(const json_t *o, size_t i, void *row, char *err, size_t errlen)
 {
     struct aproto_progress *p = row;
-    if (!json_is_object(o))
-        return ERR("'workers[%zu]' must be an object", i);
-    p->job_id = json_string_value(json_object_get(o, "job_id"));
-    if (p->job_id == NULL || aproto_job_id_valid(p->job_id) != 0)
-        return ERR("'workers[%zu].job_id' must be a job id", i);
+    if (aproto__parse_worker_key(o, i, &p->job_id, &p->attempt, &p->rank, err, errlen) != 0)
+        return -1;
     char sub[160];
-    if (util_json_int(o, "attempt", false, 0, INT32_MAX, &p->attempt, sub, sizeof(sub)) < 0 ||
-        util_json_int(o, "rank", false, 0, INT32_MAX, &p->rank, sub, sizeof(sub)) < 0 ||
-        util_json_int(o, "coll_seq", false, 0, INT64_MAX, &p->coll_seq, sub, sizeof(sub)) < 0 ||
+    if (util_json_int(o, "coll_seq", false, 0, INT64_MAX, &p->coll_seq, sub, sizeof(sub)) < 0 ||
         util_json_int(o, "report_seq", false, 0, INT64_MAX, &p->report_seq, sub, sizeof(sub)) < 0 ||
         util_json_int(o, "heartbeat_age_ms", false, 0, INT64_MAX, &p->heartbeat_age_ms, sub,
                       sizeof(sub)) < 0 ||

@@ -15,42 +15,28 @@
 
 #define ERR(...) (snprintf(err, errlen, __VA_ARGS__), -1)
 
+static json_t *row_json(const void *row)
+{
+    const struct aproto_usage *u = row;
+    return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:b}", "job_id", u->job_id, "attempt",
+                     (json_int_t)u->attempt, "rank", (json_int_t)u->rank, "cpu_usec",
+                     (json_int_t)u->cpu_usec, "memory_bytes", (json_int_t)u->memory_bytes,
+                     "memory_peak_bytes", (json_int_t)u->memory_peak_bytes, "final", u->final);
+}
+
 char *aproto_msg_usage(const struct aproto_usage *rows, size_t n)
 {
-    json_t *arr = json_array();
-    json_t *msg = json_pack("{s:s, s:o}", "type", "usage", "workers", arr);
-    for (size_t i = 0; msg && i < n; i++) {
-        const struct aproto_usage *u = &rows[i];
-        json_t *w =
-            json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:b}", "job_id", u->job_id, "attempt",
-                      (json_int_t)u->attempt, "rank", (json_int_t)u->rank, "cpu_usec",
-                      (json_int_t)u->cpu_usec, "memory_bytes", (json_int_t)u->memory_bytes,
-                      "memory_peak_bytes", (json_int_t)u->memory_peak_bytes, "final", u->final);
-        if (!w || json_array_append_new(arr, w) != 0) {
-            json_decref(msg);
-            msg = NULL;
-        }
-    }
-    if (!msg)
-        return NULL;
-    char *text = json_dumps(msg, JSON_COMPACT);
-    json_decref(msg);
-    return text;
+    return aproto__msg_rows("usage", "workers", rows, n, sizeof(*rows), row_json);
 }
 
 /* One row of `workers`. */
 static int parse_row(const json_t *o, size_t i, void *row, char *err, size_t errlen)
 {
     struct aproto_usage *u = row;
-    if (!json_is_object(o))
-        return ERR("'workers[%zu]' must be an object", i);
-    u->job_id = json_string_value(json_object_get(o, "job_id"));
-    if (u->job_id == NULL || aproto_job_id_valid(u->job_id) != 0)
-        return ERR("'workers[%zu].job_id' must be a job id", i);
+    if (aproto__parse_worker_key(o, i, &u->job_id, &u->attempt, &u->rank, err, errlen) != 0)
+        return -1;
     char sub[160];
-    if (util_json_int(o, "attempt", false, 0, INT32_MAX, &u->attempt, sub, sizeof(sub)) < 0 ||
-        util_json_int(o, "rank", false, 0, INT32_MAX, &u->rank, sub, sizeof(sub)) < 0 ||
-        util_json_int(o, "cpu_usec", false, 0, INT64_MAX, &u->cpu_usec, sub, sizeof(sub)) < 0 ||
+    if (util_json_int(o, "cpu_usec", false, 0, INT64_MAX, &u->cpu_usec, sub, sizeof(sub)) < 0 ||
         util_json_int(o, "memory_bytes", false, 0, INT64_MAX, &u->memory_bytes, sub, sizeof(sub)) <
             0 ||
         util_json_int(o, "memory_peak_bytes", false, 0, INT64_MAX, &u->memory_peak_bytes, sub,
