@@ -725,6 +725,20 @@ def netns_hosts(net=231):
     and addrs; netns_agent() starts agents in them."""
     import pytest  # here: the benchmarks (bench/) use this file without pytest
     n, subnet_fd = claim_slot(f"subnet-{net}", os.getpid() % 200, 200)
+    # A subnet already on one of the host's interfaces (a bridge left by a run that was killed,
+    # or by a run whose slot locks live in another /tmp, as in a chroot) would take the replies:
+    # the next slot instead.
+    try:
+        used = subprocess.run(["ip", "-4", "-o", "addr"], stdout=subprocess.PIPE, text=True,
+                              check=False).stdout
+    except FileNotFoundError:
+        used = ""  # no iproute2: the bridge below fails and says so
+    for _ in range(200):
+        if f" 10.{net}.{n + 20}." not in used:
+            break
+        held = subnet_fd
+        n, subnet_fd = claim_slot(f"subnet-{net}", n + 1, 200)
+        os.close(held)
     n += 20
     tag = f"{os.getpid() % 100000}"
     bridge, names = f"tybr{tag}", [f"tyA{tag}", f"tyB{tag}"]
