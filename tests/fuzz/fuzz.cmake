@@ -7,7 +7,7 @@
 # -DTY_FUZZ=OFF skips them the same way.
 set(TY_FUZZ_TARGETS fuzz_jobspec fuzz_agent_server_msg fuzz_agent_node_msg fuzz_wire fuzz_query
     fuzz_stream_req)
-set(TY_FUZZ_SECONDS 20 CACHE STRING "seconds each fuzz.* CTest entry fuzzes")
+set(TY_FUZZ_SECONDS 10 CACHE STRING "seconds each fuzz.* CTest entry fuzzes")
 option(TY_FUZZ "build and run the libFuzzer targets in the suite when clang is found" ON)
 find_program(TY_CLANG NAMES clang)
 set(fuzz_bin ${CMAKE_BINARY_DIR}/fuzz)
