@@ -20,6 +20,8 @@ run_suite() {
   ctest --test-dir "$dir" --output-on-failure -j "$test_jobs" "${ctest_args[@]}"
 }
 
+# The sanitizer build leaves out what runs none of its code: style.* and unit.python.* (sources
+# and pure Python), fuzz.* (clang ASan + UBSan builds of their own, run by the normal build).
 ctest_args=("$@")
 echo "== normal build =="
 run_suite build
