@@ -71,11 +71,23 @@ def test_two_rank_job_checkpoints_to_the_storage_path(shared):
         job = submit_worker(srv, storage, "shared-2", spread=True)
         done = srv.wait_job(job, {"SUCCEEDED", "FAILED"})
         assert done["status"] == "SUCCEEDED", (done, a.log_text())
-        cks = wait_artifacts(srv, job, 3)
-        assert [c["artifact"]["state"] for c in cks] == ["complete"] * 3, (cks, a.log_text())
         workers = srv.request("GET", f"/api/v1/jobs/{job}/workers").json["workers"]
         node_of = {w["rank"]: w["node_id"] for w in workers}
         assert sorted(node_of.values()) == sorted([a.node_id, b.node_id])
+        # A checkpoint reads "complete" once every node of its location so far has its part; a
+        # slower node's report can still add its node (and part) after that (see the closing
+        # note of 2026-11-27): wait until both nodes' parts are in.
+
+        def both_parts():
+            cks = wait_artifacts(srv, job, 3)
+            for ck in cks:
+                got = srv.request("GET", f"/api/v1/checkpoints/{ck['id']}").json
+                if ({p["node_id"] for p in got["artifact"]["parts"]} != set(node_of.values())
+                        or got["artifact"]["state"] != "complete"):
+                    return None
+            return cks
+        cks = harness.wait_for(both_parts, 30, "both nodes' parts of every checkpoint")
+        assert [c["artifact"]["state"] for c in cks] == ["complete"] * 3, (cks, a.log_text())
         for ck in cks:
             k = ck["index"]
             got = srv.request("GET", f"/api/v1/checkpoints/{ck['id']}").json
