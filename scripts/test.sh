@@ -21,7 +21,8 @@ run_suite() {
 }
 
 # The sanitizer build leaves out what runs none of its code: style.* and unit.python.* (sources
-# and pure Python), fuzz.* (clang ASan + UBSan builds of their own, run by the normal build).
+# and pure Python), fuzz.* (clang ASan + UBSan builds of their own, run by the normal build);
+# and browser.* (docs/decisions.md, "The suite inside CI's 30 minutes").
 ctest_args=("$@")
 echo "== normal build =="
 run_suite build

@@ -4,6 +4,14 @@
 # dashboard (node >= 18 and npm missing at configure time, or npm ci failed) or without Chromium
 # every entry is still registered and reports "Not Run" (skip code 77), like fuzz.* without
 # clang. Screenshots: <build>/browser-artifacts/.
+#
+# Not in the sanitizer build (docs/decisions.md, "The suite inside CI's 30 minutes"): the
+# browser, Node and the dashboard's JavaScript are the same in both builds, and every server
+# endpoint the dashboard uses (REST, /stream, the static files) has integration tests that run
+# in both. Chromium's CPU is the largest part of these tests' cost.
+if(TY_SANITIZE)
+  return()
+endif()
 find_program(PYTHON3 NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
 find_program(TY_CHROMIUM NAMES chromium chromium-browser)
 file(GLOB browser_tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/test_*.py)
