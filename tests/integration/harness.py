@@ -639,7 +639,13 @@ class Agent:
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env)
         self.stopped_by_test = False
         if wait:
-            self.wait_node()
+            try:
+                self.wait_node()
+            except BaseException:
+                # The caller never gets this agent back to stop: it would outlive the test.
+                self.proc.kill()
+                self.proc.wait()
+                raise
         return self
 
     def _node_id_now(self):
