@@ -367,6 +367,7 @@ int aproto_server_msg_parse(const char *text, size_t len, struct aproto_server_m
     return 0;
 fail:;
     enum aproto_msg_type keep_type = out->type;
+    free(out->api_urls); /* parsed before a later field failed (found by fuzz_agent_server_msg) */
     json_decref(out->root);
     memset(out, 0, sizeof(*out));
     out->type = keep_type;
