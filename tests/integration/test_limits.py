@@ -19,13 +19,7 @@ PY = "/usr/bin/python3"
 
 
 def wait_for(pred, timeout=30, what="condition"):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.1)
-    raise AssertionError(f"{what} not reached after {timeout}s")
+    return harness.wait_for(pred, timeout, what)
 
 
 def open_idle(port, n, first_bytes=b""):

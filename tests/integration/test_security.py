@@ -42,13 +42,7 @@ def log_path(agent, job, rank=0, attempt=1):
 
 
 def wait_for(pred, timeout=30, what="condition"):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.1)
-    raise AssertionError(f"{what} not reached after {timeout}s")
+    return harness.wait_for(pred, timeout, what)
 
 
 # ---- finding 1: workers run unprivileged, with a scrubbed environment ------------------------
