@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The whole test suite, twice: a normal build, then an AddressSanitizer + UBSan build.
 # Installs missing packages first. Usage: scripts/test.sh [ctest arguments, e.g. -R api, or one
-# test by name: -R 'integration.test_api.test_submit']
+# test file by name: -R 'integration.test_api$']
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 
 jobs=$(nproc)
 # Tests run two per core: most of a test's time is waiting on its servers and agents. The 427
-# integration tests (one CTest entry each) took 31 min at -j 2 and 15 min at -j 4 on the shared
+# integration tests (then one CTest entry each) took 31 min at -j 2 and 15 min at -j 4 on the shared
 # 2-core development machine, other work running; all passed both times, and the sum of their
 # times was the same (3,690 s and 3,620 s).
 test_jobs=$((2 * jobs))

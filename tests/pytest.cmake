@@ -1,19 +1,21 @@
-# One CTest entry per pytest test, collected at configure time by tests/pytest_ctest.py:
+# One CTest entry per pytest test file, collected at configure time by tests/pytest_ctest.py:
 #
 #   ty_add_pytest_tests(PREFIX integration DIR <dir> PYTHON <python3> FILES <test_*.py>...
 #                       LABELS <label>... TIMEOUT <s> [ENVIRONMENT <VAR=value>...]
 #                       [FIXTURES <fixture>...] [LAUNCHER <command>...] [NOT_RUN <why>]
 #                       [STRIP <file name prefix>] [COLLECT_PYTHON <python3>...])
 #
-# Each test of FILES becomes PREFIX.<file>.<test>[<parameters>] (<file> less STRIP), run in DIR
-# as `LAUNCHER PYTHON pytest_ctest.py run --ctest-node=<test> <file>`; it reports Not Run (exit 77,
-# SKIP_RETURN_CODE) when pytest skipped it. NOT_RUN registers every entry as Not Run, printing
-# why (a tool the tests need is missing). COLLECT_PYTHON: the interpreters to collect with, the
-# first that can (default PYTHON). The collection is done again when a .py file in DIR
-# changes (the callers glob FILES with CONFIGURE_DEPENDS, so a new test file counts too).
+# Each file of FILES becomes PREFIX.<file> (<file> less STRIP), run in DIR as `LAUNCHER PYTHON
+# pytest_ctest.py run <file>`, its COST the number of its tests (the biggest start first); a test
+# marked `alone` becomes PREFIX.<file>.<test>, RUN_SERIAL. An entry reports Not Run (exit 77,
+# SKIP_RETURN_CODE) when pytest skipped one of its tests. TIMEOUT is per entry. NOT_RUN registers
+# every entry as Not Run, printing why (a tool the tests need is missing). COLLECT_PYTHON: the
+# interpreters to collect with, the first that can (default PYTHON). The collection is done
+# again when a .py file in DIR changes (the callers glob FILES with CONFIGURE_DEPENDS, so a new
+# test file counts too).
 set(TY_PYTEST_CTEST ${CMAKE_CURRENT_LIST_DIR}/pytest_ctest.py)
 
-function(ty__pytest_case name file node)
+function(ty__pytest_case name file node count)
   if(node STREQUAL "")
     set(select ${file})
   else()
@@ -27,7 +29,10 @@ function(ty__pytest_case name file node)
              WORKING_DIRECTORY ${arg_DIR})
   endif()
   set_tests_properties(${name} PROPERTIES LABELS "${arg_LABELS}" TIMEOUT ${arg_TIMEOUT}
-                       SKIP_RETURN_CODE 77 ENVIRONMENT "${arg_ENVIRONMENT}")
+                       SKIP_RETURN_CODE 77 ENVIRONMENT "${arg_ENVIRONMENT}" COST ${count})
+  if(ARGN STREQUAL "ALONE")
+    set_tests_properties(${name} PROPERTIES RUN_SERIAL TRUE)
+  endif()
   if(arg_FIXTURES)
     set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED "${arg_FIXTURES}")
   endif()
@@ -67,7 +72,7 @@ function(ty_add_pytest_tests)
         if(arg_STRIP)
           string(REGEX REPLACE "^${arg_STRIP}" "" stem ${stem})
         endif()
-        ty__pytest_case(${arg_PREFIX}.${stem} ${f} "")
+        ty__pytest_case(${arg_PREFIX}.${stem} ${f} "" 1)
       endforeach()
       return()
     endif()

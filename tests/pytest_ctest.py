@@ -1,16 +1,24 @@
-"""pytest under CTest (tests/pytest.cmake): one CTest entry per pytest test.
+"""pytest under CTest (tests/pytest.cmake): one CTest entry per test file.
 
   pytest_ctest.py collect OUT PREFIX STRIP FILE...
       Collects FILE... (run in their directory, at configure time) and writes OUT, a CMake file
-      with one `ty__pytest_case(NAME FILE TEST)` call per test: NAME is PREFIX.<file>.<test>,
-      <file> without the .py and without STRIP at its start (may be ""), parameters included
-      (e.g. integration.test_cli.test_usage_errors[args0-frobnicate]).
-      A file that yields no test (skipped as a whole, or an import error) gets one entry for the
-      file, PREFIX.<file>, so it reports Not Run or Failed instead of vanishing.
+      with one `ty__pytest_case(NAME FILE "" COUNT)` call per file: NAME is PREFIX.<file>,
+      <file> without the .py and without STRIP at its start (may be ""), COUNT its number of
+      tests (CTest's COST: the biggest files start first). A test marked `alone` gets an entry
+      of its own instead, `ty__pytest_case(NAME FILE TEST 1 ALONE)` with NAME
+      PREFIX.<file>.<test>, which CTest runs with nothing else running (RUN_SERIAL).
+      A file that yields no test (skipped as a whole, or an import error) gets its entry all
+      the same, so it reports Not Run or Failed instead of vanishing.
   pytest_ctest.py run [--ctest-node=TEST] [PYTEST ARG...]
       `python3 -m pytest PYTEST ARG...` with this file as a plugin: --ctest-node (URL-quoted,
-      the part of the node id after `file.py::`) runs that one test of the file given, and a run
-      in which every test was skipped exits 77 (CTest's SKIP_RETURN_CODE: "Not Run"), never 0.
+      the part of the node id after `file.py::`) runs that one test of the file given; without
+      it, the file's tests less those marked `alone`, and less those marked `not_sanitized` in
+      the sanitizer build (TY_SANITIZED=1). A run in which a test was skipped exits 77 (CTest's
+      SKIP_RETURN_CODE: "Not Run"), never 0, even when the others passed: a skipped test is not
+      a pass, and the file's entry says which ran and which did not.
+
+A process per file, not per test: starting Python and pytest costs about 0.5 s of CPU, which a
+thousand tests paid twice per suite run (docs/decisions.md, "The suite inside CI's 30 minutes").
 """
 import os
 import sys
@@ -24,8 +32,8 @@ SKIP = 77
 # ---- the plugin (run) ----------------------------------------------------------------------
 
 class Outcomes:
-    ran = False
-    skipped = False
+    passed = 0
+    skipped = []
 
 
 def pytest_addoption(parser):
@@ -33,36 +41,51 @@ def pytest_addoption(parser):
                      help="run only the test whose node id ends in ::NODE (URL-quoted)")
 
 
+def pytest_configure(config):
+    register_markers(config)
+
+
+def register_markers(config):
+    config.addinivalue_line("markers", "alone: its own CTest entry, run with nothing else "
+                            "running (a test that compares the speed of its own processes)")
+    config.addinivalue_line("markers", "not_sanitized: not run in the ASan + UBSan build "
+                            "(a test of what that build cannot do, e.g. valgrind)")
+
+
 def pytest_collection_modifyitems(session, config, items):
     want = config.getoption("ctest_node")
     if want is None:
-        return
-    want = urllib.parse.unquote(want)
-    keep = [i for i in items if i.nodeid.split("::", 1)[-1] == want]
-    if not keep and not Outcomes.skipped:
-        raise pytest.UsageError(f"no test {want!r} here (renamed or removed since CMake "
-                                "collected the tests: configure again)")
+        sanitized = os.environ.get("TY_SANITIZED") == "1"
+        keep = [i for i in items if not i.get_closest_marker("alone")
+                and not (sanitized and i.get_closest_marker("not_sanitized"))]
+    else:
+        want = urllib.parse.unquote(want)
+        keep = [i for i in items if i.nodeid.split("::", 1)[-1] == want]
+        if not keep and not Outcomes.skipped:
+            raise pytest.UsageError(f"no test {want!r} here (renamed or removed since CMake "
+                                    "collected the tests: configure again)")
     config.hook.pytest_deselected(items=[i for i in items if i not in keep])
     items[:] = keep
 
 
 def pytest_collectreport(report):
     if report.skipped:
-        Outcomes.skipped = True
+        Outcomes.skipped.append(report.nodeid)
 
 
 def pytest_runtest_logreport(report):
     if report.skipped and not hasattr(report, "wasxfail"):
-        Outcomes.skipped = True
-    elif report.when == "call":
-        Outcomes.ran = True
+        Outcomes.skipped.append(report.nodeid)
+    elif report.when == "call" and report.passed:
+        Outcomes.passed += 1
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session, exitstatus):
     nothing_failed = exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
-    if nothing_failed and Outcomes.skipped and not Outcomes.ran:
-        print(f"\nevery test was skipped: exit {SKIP} (Not Run)")
+    if nothing_failed and Outcomes.skipped:
+        print(f"\n{len(Outcomes.skipped)} skipped ({', '.join(Outcomes.skipped)}), "
+              f"{Outcomes.passed} passed: exit {SKIP} (Not Run), a skipped test is not a pass")
         session.exitstatus = SKIP
 
 
@@ -76,10 +99,13 @@ def run(args):
 
 class Collector:
     def __init__(self):
-        self.nodeids = []
+        self.items = []
+
+    def pytest_configure(self, config):
+        register_markers(config)
 
     def pytest_collection_finish(self, session):
-        self.nodeids = [i.nodeid for i in session.items]
+        self.items = [(i.nodeid, bool(i.get_closest_marker("alone"))) for i in session.items]
 
 
 def bracket(text):
@@ -104,16 +130,20 @@ def collect(out, prefix, strip, files):
     for f in files:
         stem = os.path.splitext(os.path.basename(f))[0]
         stem = stem[len(strip):] if strip and stem.startswith(strip) else stem
-        tests = [n.split("::", 1)[1] for n in collector.nodeids
+        tests = [(n.split("::", 1)[1], alone) for n, alone in collector.items
                  if os.path.basename(n.split("::", 1)[0]) == os.path.basename(f)]
-        if not tests:
-            lines.append(f"ty__pytest_case({bracket(f'{prefix}.{stem}')} {bracket(f)} \"\")")
-        for t in tests:
+        grouped = sum(1 for _, alone in tests if not alone)
+        if grouped or not tests:
+            lines.append(f"ty__pytest_case({bracket(f'{prefix}.{stem}')} {bracket(f)} \"\" "
+                         f"{max(grouped, 1)})")
+        for t, alone in tests:
+            if not alone:
+                continue
             # A CTest name cannot hold ';' (a CMake list separator); '::' of a test class reads
             # as '.'. The node id travels URL-quoted.
             name = f"{prefix}.{stem}.{t.replace('::', '.').replace(';', ',')}"
             lines.append(f"ty__pytest_case({bracket(name)} {bracket(f)} "
-                         f"{bracket(urllib.parse.quote(t, safe=''))})")
+                         f"{bracket(urllib.parse.quote(t, safe=''))} 1 ALONE)")
     tmp = out + ".tmp"
     with open(tmp, "w") as f:
         f.write("# Generated by tests/pytest_ctest.py collect at configure time.\n")

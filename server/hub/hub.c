@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #define HUB_MAX_MESSAGE APROTO_MAX_MESSAGE
 #define HUB_BATCH_MAX 256           /* messages in one write to a subscriber, at most */
@@ -47,6 +48,7 @@ struct conn {
     bool rx_paused;    /* lws thread only: reading stopped while its consumer's queue is full */
     bool kill;         /* guarded by hub->lock: close now (its output queue overflowed) */
     bool killing;      /* lws thread only: the close was asked for */
+    bool shut;         /* lws thread only: its last message is out and its sending side shut */
     char peer[64];
     char host[256]; /* the handshake's Host header ("" when none); set once, before it is listed */
     char *in;       /* lws thread only: fragments of the message being received */
@@ -382,6 +384,33 @@ static int write_some(struct hub *hub, struct conn *c, struct lws *wsi, bool *mo
     return rc;
 }
 
+static bool authenticated(struct hub *hub, struct conn *c)
+{
+    pthread_mutex_lock(&hub->lock);
+    bool authed = c->authed;
+    pthread_mutex_unlock(&hub->lock);
+    return authed;
+}
+
+/* An authenticated subscriber's last message (`closing`, naming where to resume) is written:
+ * shut the sending side once lws has handed all of it to the kernel, and keep the socket until
+ * the peer closes or HUB_CLOSE_GRACE_S passes. Closing the socket at once would orphan it with
+ * the message still unsent to a client that is not reading (a slow consumer is closed for
+ * exactly that), and the kernel gives up on an orphan whose peer's window stays shut for about
+ * a minute of probes, then answers the peer's next packet with a reset, which loses the
+ * message. A connection refused before it authenticated is closed at once: it holds nothing. */
+static void shut_after_last(struct conn *c, struct lws *wsi)
+{
+    if (c->shut)
+        return;
+    if (lws_partial_buffered(wsi)) {
+        lws_callback_on_writable(wsi);
+        return;
+    }
+    c->shut = true;
+    shutdown(lws_get_socket_fd(wsi), SHUT_WR);
+}
+
 static int on_conn(struct lws *wsi, enum hub_kind kind, enum lws_callback_reasons reason,
                    void *user, void *in, size_t len)
 {
@@ -452,6 +481,10 @@ static int on_conn(struct lws *wsi, enum hub_kind kind, enum lws_callback_reason
         bool more = false, close_now = false;
         if (write_some(hub, c, wsi, &more, &close_now) < 0)
             return -1;
+        if (close_now && kind == HUB_STREAM && authenticated(hub, c)) {
+            shut_after_last(c, wsi);
+            break;
+        }
         if (close_now) {
             lws_close_reason(wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION, NULL, 0);
             return -1;

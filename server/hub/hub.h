@@ -119,8 +119,9 @@ bool hub_next_stream_event(struct hub *hub, struct hub_event *ev);
  * closing. *depth (when non-NULL) receives the queue's length afterwards. */
 int hub_stream_send(struct hub *hub, uint64_t conn, struct hub_msg *const *msgs, size_t n,
                     bool batch, size_t *depth);
-/* Queues `msg` after everything already queued, whatever the bound, and closes the connection
- * once it is written (or after HUB_CLOSE_GRACE_S). Later sends to it are refused. Returns 0, or
+/* Queues `msg` after everything already queued, whatever the bound; once it is written the
+ * connection's sending side is shut, and the connection closed when the peer closes it (or after
+ * HUB_CLOSE_GRACE_S). Later sends to it are refused. Returns 0, or
  * -1 when the connection is gone. Does not wake: call hub_flush(). */
 int hub_stream_send_last(struct hub *hub, uint64_t conn, struct hub_msg *msg);
 /* Asks for one HUB_DRAINED event once subscriber `conn` has at most `mark` messages queued

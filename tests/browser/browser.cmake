@@ -1,6 +1,5 @@
-# The browser.* CTest entries (label `browser`), one per test of tests/browser/test_dashboard.py
-# (tests/pytest.cmake): Debian's Chromium (headless, through playwright-core from
-# web/node_modules) against a real server, PostgreSQL, agent and jobs. Without the built
+# The browser.* CTest entries (label `browser`), one per file of tests/browser (tests/pytest.cmake):
+# Debian's Chromium (headless, through playwright-core from web/node_modules) against a real server, PostgreSQL, agent and jobs. Without the built
 # dashboard (node >= 18 and npm missing at configure time, or npm ci failed) or without Chromium
 # every entry is still registered and reports "Not Run" (skip code 77), like fuzz.* without
 # clang. Screenshots: <build>/browser-artifacts/.
@@ -24,10 +23,3 @@ ty_add_pytest_tests(PREFIX browser DIR ${CMAKE_CURRENT_LIST_DIR} PYTHON ${PYTHON
   LAUNCHER sh -c "[ -f '${TY_WEB_OUT}/index.html' ] || { echo 'browser tests skipped: the dashboard was not built (npm ci failed: see the build log)'; exit 77; }; exec \"$@\"" sh
   FILES ${browser_tests} LABELS browser TIMEOUT 300 FIXTURES postgres ${browser_not_run}
   ENVIRONMENT ${TY_PYTEST_ENV} "TY_NODE=${TY_NODE}" "TY_CHROMIUM=${TY_CHROMIUM}")
-# The reconnect test restarts its server while the page waits for it, with a 45 s limit per step:
-# alone, so that the tests around it at -j 2 per core cannot stretch a step past it.
-get_property(browser_entries DIRECTORY PROPERTY TESTS)
-list(FILTER browser_entries INCLUDE REGEX "^browser\\.test_dashboard\\.test_page_reconnects")
-if(browser_entries)
-  set_tests_properties(${browser_entries} PROPERTIES RUN_SERIAL TRUE)
-endif()

@@ -184,6 +184,9 @@ def test_bad_spec_shows_the_api_error_next_to_the_field(cluster):
     assert r["error"]
 
 
+# alone: the server restarts while the page waits, with a 45 s limit per step, which tests
+# running beside it could stretch.
+@pytest.mark.alone
 def test_page_reconnects_and_resumes_after_a_server_restart(cluster):
     s = cluster["server"]
 

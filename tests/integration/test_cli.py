@@ -506,9 +506,9 @@ def test_server_that_never_answers_times_out_and_exits_3():
     assert url in r.stderr and "timed out" in r.stderr.lower()
 
 
+# Not in the ASan build: valgrind cannot run ASan binaries; LeakSanitizer checks the CLI there.
+@pytest.mark.not_sanitized
 def test_client_is_valgrind_clean_on_a_full_round_trip(cli, server, tmp_path):
-    if os.environ.get("TY_SANITIZED") == "1":
-        pytest.skip("ASan build: valgrind cannot run ASan binaries; LeakSanitizer checks the CLI")
     if not os.path.exists("/usr/bin/valgrind"):
         pytest.skip("valgrind not installed (scripts/install-deps.sh installs it)")
     spec = write_spec(tmp_path, SPEC)
