@@ -414,8 +414,21 @@ static size_t on_body(char *p, size_t sz, size_t n, void *arg)
     return len;
 }
 
+/* Aborts a transfer once the agent is stopping: a request to a server that stopped answering
+ * would otherwise hold the agent's exit for up to CURLOPT_TIMEOUT. */
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    struct agent_uploader *u = arg;
+    pthread_mutex_lock(&u->mu);
+    bool stop = u->stop;
+    pthread_mutex_unlock(&u->mu);
+    return stop ? 1 : 0;
+}
+
 /* One request; *offset and state from the {"state","offset"} reply. Returns the HTTP status, or
- * -1 when the server could not be reached. */
+ * -1 when the server could not be reached (or the agent is stopping). */
 static long call(struct agent_uploader *u, const char *method, const char *url, const void *body,
                  size_t len, const char *ctype, const char *chunk_crc, int64_t *offset,
                  char state[16])
@@ -448,6 +461,9 @@ static long call(struct agent_uploader *u, const char *method, const char *url, 
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, 120L);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, u);
     tls_trust(h, u);
     if (body) {
         curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, UPLOAD_SEND_BUFFER);
