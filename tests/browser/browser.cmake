@@ -21,5 +21,5 @@ else()
 endif()
 ty_add_pytest_tests(PREFIX browser DIR ${CMAKE_CURRENT_LIST_DIR} PYTHON ${PYTHON3}
   LAUNCHER sh -c "[ -f '${TY_WEB_OUT}/index.html' ] || { echo 'browser tests skipped: the dashboard was not built (npm ci failed: see the build log)'; exit 77; }; exec \"$@\"" sh
-  FILES ${browser_tests} LABELS browser TIMEOUT 300 FIXTURES postgres ${browser_not_run}
+  FILES ${browser_tests} LABELS browser TIMEOUT 900 FIXTURES postgres ${browser_not_run}
   ENVIRONMENT ${TY_PYTEST_ENV} "TY_NODE=${TY_NODE}" "TY_CHROMIUM=${TY_CHROMIUM}")
