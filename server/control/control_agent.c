@@ -407,6 +407,12 @@ static void on_disk(struct control *ctl, struct ctl_node *node, const struct apr
     json_decref(o);
     if (text && store_node_disk(ctl->db, node->id, text) >= 0) {
         if (pressure != node->disk_pressure || !node->disk_known) {
+            char why[APROTO_MAX_CHECKPOINT_PATH + 160];
+            snprintf(why, sizeof(why), "%lld MiB free of %lld in %s, below --disk-pressure-mb %lld",
+                     (long long)d->free_mb, (long long)d->total_mb, d->path, (long long)limit);
+            if (store_node_condition_set(ctl->db, node->id, CTL_CONDITION_DISK,
+                                         pressure ? why : NULL) < 0)
+                TY_WARN("control", "node %s: its disk pressure condition was not stored", node->id);
             if (pressure)
                 TY_WARN("control",
                         "node %s: disk pressure: %lld MiB free of %lld in %s (below "

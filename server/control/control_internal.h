@@ -15,6 +15,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The types of a node's conditions (nodes.conditions, migration 0033): its agent's uploads or
+ * fetches fail (control_store.c); its data directory is below --disk-pressure-mb
+ * (control_agent.c). */
+#define CTL_CONDITION_STORE "artifact-store-unreachable"
+#define CTL_CONDITION_DISK "disk-pressure"
+
 struct ctl_node {
     struct ctl_node *next;
     char *id;

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CONDITION_STORE "artifact-store-unreachable"
 #define SERVER_HEARD_S 2.0 /* this server's row in `servers` is rewritten this often */
 
 int ctl__api_url(struct control *ctl, uint64_t conn, char *out, size_t n)
@@ -74,7 +73,8 @@ void ctl__on_artifact_store(struct control *ctl, struct ctl_node *node,
                             const struct aproto_node_msg *m)
 {
     const struct aproto_store_status *s = &m->store;
-    if (store_node_condition_set(ctl->db, node->id, CONDITION_STORE, s->ok ? NULL : s->message) < 0)
+    if (store_node_condition_set(ctl->db, node->id, CTL_CONDITION_STORE,
+                                 s->ok ? NULL : s->message) < 0)
         TY_WARN("control", "node %s: its artifact store condition was not stored", node->id);
     if (s->ok) {
         TY_DEBUG("control", "node %s reaches the artifact store at %s", node->id, s->url);
