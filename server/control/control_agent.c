@@ -475,7 +475,7 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
      * the reports queued before it (so a worker's exit follows its reports and its output). */
     bool unordered = m.type == APROTO_MSG_LOG || m.type == APROTO_MSG_PROGRESS ||
                      m.type == APROTO_MSG_GPUS || m.type == APROTO_MSG_USAGE ||
-                     m.type == APROTO_MSG_ARTIFACT_STORE;
+                     m.type == APROTO_MSG_ARTIFACT_STORE || m.type == APROTO_MSG_DISK_FULL;
     if (m.type != APROTO_MSG_WORKER_STARTED && !unordered)
         ctl__flush_started(ctl);
     if ((m.type != APROTO_MSG_REPORT && !unordered) || !ok)
@@ -519,6 +519,8 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
             ctl__on_usage(ctl, node, &m);
         else if (m.type == APROTO_MSG_ARTIFACT_STORE)
             ctl__on_artifact_store(ctl, node, &m);
+        else if (m.type == APROTO_MSG_DISK_FULL)
+            ctl__on_disk_full(ctl, node, &m);
         else if (m.type == APROTO_MSG_HEARTBEAT && m.has_disk) /* last_seen updated above */
             on_disk(ctl, node, &m.disk);
         else if (m.type != APROTO_MSG_HEARTBEAT)

@@ -204,6 +204,9 @@ void ctl__server_heard(struct control *ctl);
  * condition set or cleared, and a failure an event of the job it was for. */
 void ctl__on_artifact_store(struct control *ctl, struct ctl_node *node,
                             const struct aproto_node_msg *m);
+/* control_store.c: agent message `disk_full`: an event of the job naming the node, the path and
+ * ENOSPC. */
+void ctl__on_disk_full(struct control *ctl, struct ctl_node *node, const struct aproto_node_msg *m);
 
 /* control_specs.c: the parsed spec of a pending job, or NULL if not cached yet. */
 const struct jobspec *ctl__spec_get(struct ctl_specs *t, int64_t id);

@@ -87,3 +87,19 @@ void ctl__on_artifact_store(struct control *ctl, struct ctl_node *node,
         TY_WARN("control", "node %s: the event of job %lld was not stored", node->id,
                 (long long)job);
 }
+
+void ctl__on_disk_full(struct control *ctl, struct ctl_node *node, const struct aproto_node_msg *m)
+{
+    const struct aproto_disk_full *d = &m->disk_full;
+    char text[APROTO_MAX_CHECKPOINT_PATH + APROTO_MAX_DISK_WHAT + 200];
+    snprintf(text, sizeof(text),
+             "node %s: %s: cannot write %s: No space left on device (ENOSPC); what was written "
+             "there for the job was removed",
+             node->id, d->what, d->path);
+    TY_WARN("control", "job %s attempt %lld: %s", d->job_id, (long long)d->attempt, text);
+    int64_t job = 0;
+    if (util_parse_int64(d->job_id, 1, INT64_MAX, &job) == 0 &&
+        store_node_job_event(ctl->db, node->id, job, d->attempt, text) < 0)
+        TY_WARN("control", "node %s: the event of job %lld was not stored", node->id,
+                (long long)job);
+}
