@@ -134,6 +134,15 @@ static char *private_copy(struct agent *a, const char *job_id, int64_t attempt, 
     return strdup(copy);
 }
 
+/* Tells the server that unpacking `what` into `part` for w's attempt ran out of space. */
+static void disk_full_unpack(struct agent *a, const struct agent_worker *w, const char *part,
+                             const char *what)
+{
+    char doing[APROTO_MAX_DISK_WHAT + 1];
+    snprintf(doing, sizeof(doing), "%s unpack", what);
+    agent__disk_full(a, w->job_id, w->attempt, part, doing);
+}
+
 int agent__code_unpack(struct agent *a, const struct agent_worker *w, const char *dir,
                        const char *sha256, const char *what, char *err, size_t errlen)
 {
@@ -156,7 +165,7 @@ int agent__code_unpack(struct agent *a, const struct agent_worker *w, const char
         int e = errno;
         snprintf(err, errlen, "%s: cannot create the job's directory: %s", what, strerror(e));
         if (e == ENOSPC)
-            agent__disk_full(a, w->job_id, w->attempt, part, "code package unpack");
+            disk_full_unpack(a, w, part, what);
         return -1;
     }
     struct agent_unpack u = {.archive = archive,
@@ -169,11 +178,8 @@ int agent__code_unpack(struct agent *a, const struct agent_worker *w, const char
                              .bytes_flag = "--unpack-max-bytes",
                              .entries_flag = "--unpack-max-entries"};
     int rc = agent__unpack(&u, err, errlen);
-    if (rc != 0 && errno == ENOSPC) {
-        char doing[80];
-        snprintf(doing, sizeof(doing), "%s unpack", what);
-        agent__disk_full(a, w->job_id, w->attempt, part, doing);
-    }
+    if (rc != 0 && errno == ENOSPC)
+        disk_full_unpack(a, w, part, what);
     if (rc == 0 && rename(part, dir) != 0) {
         snprintf(err, errlen, "%s: cannot move the job's copy into place: %s", what,
                  strerror(errno));
