@@ -34,7 +34,26 @@ static void resources_text(struct strbuf *sb, const json_t *total, const json_t 
     }
 }
 
-static const char *const node_headers[] = {"ID", "HOSTNAME", "ADDRESS", "STATUS", "FREE/TOTAL"};
+/* "812/2048 MiB" from a node's `disk` (its agent data directory's file system), with
+ * " (pressure)" when it is under disk pressure; "-" before its agent said. */
+static void disk_text(struct strbuf *sb, const json_t *disk)
+{
+    const json_t *free_mb = json_object_get(disk, "free_mb");
+    const json_t *total_mb = json_object_get(disk, "total_mb");
+    if (!json_is_integer(free_mb) || !json_is_integer(total_mb)) {
+        sb_puts(sb, "-");
+        return;
+    }
+    out_value(sb, free_mb);
+    sb_puts(sb, "/");
+    out_value(sb, total_mb);
+    sb_puts(sb, " MiB");
+    if (json_is_true(json_object_get(disk, "pressure")))
+        sb_puts(sb, " (pressure)");
+}
+
+static const char *const node_headers[] = {"ID",     "HOSTNAME",   "ADDRESS",
+                                           "STATUS", "FREE/TOTAL", "DISK FREE"};
 
 int cmd_nodes(struct cli_ctx *ctx, const struct cli_args *args)
 {
@@ -68,6 +87,9 @@ int cmd_nodes(struct cli_ctx *ctx, const struct cli_args *args)
             }
             resources_text(&res, json_object_get(node, "resources"), json_object_get(node, "free"));
             table_cell_steal(&t, sb_steal(&res));
+            struct strbuf disk = STRBUF_INIT;
+            disk_text(&disk, json_object_get(node, "disk"));
+            table_cell_steal(&t, sb_steal(&disk));
         }
         table_print(&t, stdout);
         table_free(&t);

@@ -70,6 +70,7 @@ enum aproto_msg_type {
     APROTO_MSG_USAGE,
 
     APROTO_MSG_ARTIFACT_STORE,
+    APROTO_MSG_DISK_FULL,
 };
 
 /* Checks a job id that will become a path component. 0 or -1. */
@@ -341,6 +342,18 @@ struct aproto_store_status {
 };
 char *aproto_msg_artifact_store(const struct aproto_store_status *s);
 
+/* A `disk_full` message (agent_proto_store.c, issue 23): the agent could not write `path` (its
+ * data directory's file system is full: ENOSPC) while doing `what` for a job's attempt; what it
+ * had written there is removed. Not an event: no seq, no ack. Parsed: strings borrowed. */
+#define APROTO_MAX_DISK_WHAT 64
+struct aproto_disk_full {
+    const char *job_id; /* aproto_job_id_valid */
+    int64_t attempt;    /* >= 0 */
+    const char *path;   /* 1 to APROTO_MAX_CHECKPOINT_PATH bytes */
+    const char *what;   /* 1 to APROTO_MAX_DISK_WHAT bytes: "code package fetch", ... */
+};
+char *aproto_msg_disk_full(const struct aproto_disk_full *d);
+
 /* The free space of the agent's data directory (heartbeat `disk`): its file system's size and what
  * is free for unprivileged writers (statvfs f_bavail), in MiB. */
 struct aproto_disk {
@@ -378,6 +391,8 @@ struct aproto_node_msg {
     size_t n_gpu_rows;
     /* artifact_store */
     struct aproto_store_status store;
+    /* disk_full */
+    struct aproto_disk_full disk_full;
 
     /* heartbeat: its `disk`, when has_disk (absent: an older agent, or statvfs failed) */
     bool has_disk;

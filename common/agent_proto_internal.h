@@ -49,6 +49,10 @@ int aproto__parse_usage(json_t *root, struct aproto_usage **rows, size_t *n, cha
 int aproto__parse_store_status(json_t *root, struct aproto_store_status *s, char *err,
                                size_t errlen);
 
+/* Validates a `disk_full` message (root: the whole message) into *d (strings borrowed from
+ * root). 0, or -1 with err naming the field. */
+int aproto__parse_disk_full(json_t *root, struct aproto_disk_full *d, char *err, size_t errlen);
+
 /* Reads registered.api_urls of root (absent or null: *urls NULL, *n 0) into *urls (malloc'd,
  * strings borrowed from root). 0, or -1 with err naming the field. */
 int aproto__parse_api_urls(json_t *root, const char ***urls, size_t *n, char *err, size_t errlen);

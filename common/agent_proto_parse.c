@@ -688,6 +688,7 @@ int aproto_node_msg_parse(const char *text, size_t len, struct aproto_node_msg *
         {"usage", APROTO_MSG_USAGE},
 
         {"artifact_store", APROTO_MSG_ARTIFACT_STORE},
+        {"disk_full", APROTO_MSG_DISK_FULL},
     };
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
         if (strcmp(out->type_name, types[i].name) == 0)
@@ -712,6 +713,8 @@ int aproto_node_msg_parse(const char *text, size_t len, struct aproto_node_msg *
 
     else if (out->type == APROTO_MSG_ARTIFACT_STORE)
         rc = aproto__parse_store_status(out->root, &out->store, err, errlen);
+    else if (out->type == APROTO_MSG_DISK_FULL)
+        rc = aproto__parse_disk_full(out->root, &out->disk_full, err, errlen);
     if (rc == 0)
         return 0;
 fail:;

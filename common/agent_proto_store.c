@@ -8,7 +8,13 @@
  *    "job_id":"12", "attempt":1}
  *   {"type":"artifact_store", "ok":true, "url":"http://h:8080"}
  *
- * Not an event: no seq, no ack; the agent sends the next change. Pure. */
+ * Not an event: no seq, no ack; the agent sends the next change. And the `disk_full` message
+ * (agent -> server): a write in the agent's data directory for a job failed with ENOSPC:
+ *
+ *   {"type":"disk_full", "job_id":"12", "attempt":1, "path":"/data/code/ab...part/package.tar.gz",
+ *    "what":"code package fetch"}
+ *
+ * Pure. */
 #include "agent_proto_internal.h"
 #include "util_json.h"
 
@@ -118,5 +124,42 @@ int aproto__parse_store_status(json_t *root, struct aproto_store_status *s, char
         if (util_json_int(root, "attempt", false, 0, INT32_MAX, &s->attempt, err, errlen) < 0)
             return -1;
     }
+    return 0;
+}
+
+char *aproto_msg_disk_full(const struct aproto_disk_full *d)
+{
+    json_t *msg = json_pack("{s:s, s:s, s:I, s:s, s:s}", "type", "disk_full", "job_id",
+                            d->job_id ? d->job_id : "", "attempt", (json_int_t)d->attempt, "path",
+                            d->path ? d->path : "", "what", d->what ? d->what : "");
+    char *text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+    json_decref(msg);
+    return text;
+}
+
+/* A string member of root of 1 to max bytes (no NUL inside), or NULL. */
+static const char *bounded_string(json_t *root, const char *key, size_t max)
+{
+    json_t *v = json_object_get(root, key);
+    const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+    if (s == NULL || json_string_length(v) == 0 || json_string_length(v) > max ||
+        strlen(s) != json_string_length(v))
+        return NULL;
+    return s;
+}
+
+int aproto__parse_disk_full(json_t *root, struct aproto_disk_full *d, char *err, size_t errlen)
+{
+    memset(d, 0, sizeof(*d));
+    json_t *job = json_object_get(root, "job_id");
+    d->job_id = json_is_string(job) ? json_string_value(job) : NULL;
+    if (d->job_id == NULL || aproto_job_id_valid(d->job_id) != 0)
+        return ERR("'job_id' must be a job id");
+    if (util_json_int(root, "attempt", false, 0, INT32_MAX, &d->attempt, err, errlen) < 0)
+        return -1;
+    if ((d->path = bounded_string(root, "path", APROTO_MAX_CHECKPOINT_PATH)) == NULL)
+        return ERR("'path' must be a string of 1 to %d bytes", APROTO_MAX_CHECKPOINT_PATH);
+    if ((d->what = bounded_string(root, "what", APROTO_MAX_DISK_WHAT)) == NULL)
+        return ERR("'what' must be a string of 1 to %d bytes", APROTO_MAX_DISK_WHAT);
     return 0;
 }

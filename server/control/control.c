@@ -127,6 +127,9 @@ static void drive_stopping_jobs(struct control *ctl)
         ctl->dirty = true;
     if (store_jobs_stopping(ctl->db, &jobs, &n) < 0)
         return;
+    /* A failing attempt with workers on a node whose agent is gone goes on without them. */
+    if (n > 0 && ctl->leading && store_jobs_drop_disconnected(ctl->db) > 0)
+        ctl->dirty = true;
     double now = util_mono_s();
     for (size_t i = 0; i < n; i++) {
         struct ctl_stop_sent *s = ctl->stops;
@@ -182,6 +185,10 @@ static void handle_event(struct control *ctl, struct hub_event *ev)
         if (n) {
             TY_INFO("control", "node %s disconnected", n->id);
             n->conn = 0;
+            /* Failing attempts stop waiting for its workers (drive_stopping_jobs). */
+            if (store_node_disconnected(ctl->db, n->id) < 0)
+                TY_WARN("control", "node %s: its disconnection was not stored", n->id);
+            ctl->dirty = true;
         }
         break;
     }

@@ -407,6 +407,12 @@ static void on_disk(struct control *ctl, struct ctl_node *node, const struct apr
     json_decref(o);
     if (text && store_node_disk(ctl->db, node->id, text) >= 0) {
         if (pressure != node->disk_pressure || !node->disk_known) {
+            char why[APROTO_MAX_CHECKPOINT_PATH + 160];
+            snprintf(why, sizeof(why), "%lld MiB free of %lld in %s, below --disk-pressure-mb %lld",
+                     (long long)d->free_mb, (long long)d->total_mb, d->path, (long long)limit);
+            if (store_node_condition_set(ctl->db, node->id, CTL_CONDITION_DISK,
+                                         pressure ? why : NULL) < 0)
+                TY_WARN("control", "node %s: its disk pressure condition was not stored", node->id);
             if (pressure)
                 TY_WARN("control",
                         "node %s: disk pressure: %lld MiB free of %lld in %s (below "
@@ -469,7 +475,7 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
      * the reports queued before it (so a worker's exit follows its reports and its output). */
     bool unordered = m.type == APROTO_MSG_LOG || m.type == APROTO_MSG_PROGRESS ||
                      m.type == APROTO_MSG_GPUS || m.type == APROTO_MSG_USAGE ||
-                     m.type == APROTO_MSG_ARTIFACT_STORE;
+                     m.type == APROTO_MSG_ARTIFACT_STORE || m.type == APROTO_MSG_DISK_FULL;
     if (m.type != APROTO_MSG_WORKER_STARTED && !unordered)
         ctl__flush_started(ctl);
     if ((m.type != APROTO_MSG_REPORT && !unordered) || !ok)
@@ -513,6 +519,8 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
             ctl__on_usage(ctl, node, &m);
         else if (m.type == APROTO_MSG_ARTIFACT_STORE)
             ctl__on_artifact_store(ctl, node, &m);
+        else if (m.type == APROTO_MSG_DISK_FULL)
+            ctl__on_disk_full(ctl, node, &m);
         else if (m.type == APROTO_MSG_HEARTBEAT && m.has_disk) /* last_seen updated above */
             on_disk(ctl, node, &m.disk);
         else if (m.type != APROTO_MSG_HEARTBEAT)

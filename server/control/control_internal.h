@@ -15,6 +15,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The types of a node's conditions (nodes.conditions, migration 0033): its agent's uploads or
+ * fetches fail (control_store.c); its data directory is below --disk-pressure-mb
+ * (control_agent.c). */
+#define CTL_CONDITION_STORE "artifact-store-unreachable"
+#define CTL_CONDITION_DISK "disk-pressure"
+
 struct ctl_node {
     struct ctl_node *next;
     char *id;
@@ -198,6 +204,9 @@ void ctl__server_heard(struct control *ctl);
  * condition set or cleared, and a failure an event of the job it was for. */
 void ctl__on_artifact_store(struct control *ctl, struct ctl_node *node,
                             const struct aproto_node_msg *m);
+/* control_store.c: agent message `disk_full`: an event of the job naming the node, the path and
+ * ENOSPC. */
+void ctl__on_disk_full(struct control *ctl, struct ctl_node *node, const struct aproto_node_msg *m);
 
 /* control_specs.c: the parsed spec of a pending job, or NULL if not cached yet. */
 const struct jobspec *ctl__spec_get(struct ctl_specs *t, int64_t id);

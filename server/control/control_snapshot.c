@@ -63,7 +63,9 @@ static void add_node(struct ctl_snapshot *s, const struct store_sched_node *row,
                          .gpus = gpus.ngpus,
                          .custom = custom,
                          .gpu_type = row->gpu_type,
-                         .alive = row->alive,
+                         /* a node whose agent is disconnected takes no new workers until
+                          * it registers again (issue 23, point 4) */
+                         .alive = row->alive && !row->disconnected,
                          .draining = row->draining,
                          .disk_pressure = row->disk_pressure};
     parse_resources(r, &d.cpu_milli, &d.memory_mb, custom, &d.ncustom);

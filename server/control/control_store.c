@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CONDITION_STORE "artifact-store-unreachable"
 #define SERVER_HEARD_S 2.0 /* this server's row in `servers` is rewritten this often */
 
 int ctl__api_url(struct control *ctl, uint64_t conn, char *out, size_t n)
@@ -74,7 +73,8 @@ void ctl__on_artifact_store(struct control *ctl, struct ctl_node *node,
                             const struct aproto_node_msg *m)
 {
     const struct aproto_store_status *s = &m->store;
-    if (store_node_condition_set(ctl->db, node->id, CONDITION_STORE, s->ok ? NULL : s->message) < 0)
+    if (store_node_condition_set(ctl->db, node->id, CTL_CONDITION_STORE,
+                                 s->ok ? NULL : s->message) < 0)
         TY_WARN("control", "node %s: its artifact store condition was not stored", node->id);
     if (s->ok) {
         TY_DEBUG("control", "node %s reaches the artifact store at %s", node->id, s->url);
@@ -84,6 +84,22 @@ void ctl__on_artifact_store(struct control *ctl, struct ctl_node *node,
     int64_t job = 0;
     if (s->job_id && s->attempt >= 0 && util_parse_int64(s->job_id, 1, INT64_MAX, &job) == 0 &&
         store_node_job_event(ctl->db, node->id, job, s->attempt, s->message) < 0)
+        TY_WARN("control", "node %s: the event of job %lld was not stored", node->id,
+                (long long)job);
+}
+
+void ctl__on_disk_full(struct control *ctl, struct ctl_node *node, const struct aproto_node_msg *m)
+{
+    const struct aproto_disk_full *d = &m->disk_full;
+    char text[APROTO_MAX_CHECKPOINT_PATH + APROTO_MAX_DISK_WHAT + 200];
+    snprintf(text, sizeof(text),
+             "node %s: %s: cannot write %s: No space left on device (ENOSPC); what was written "
+             "there for the job was removed",
+             node->id, d->what, d->path);
+    TY_WARN("control", "job %s attempt %lld: %s", d->job_id, (long long)d->attempt, text);
+    int64_t job = 0;
+    if (util_parse_int64(d->job_id, 1, INT64_MAX, &job) == 0 &&
+        store_node_job_event(ctl->db, node->id, job, d->attempt, text) < 0)
         TY_WARN("control", "node %s: the event of job %lld was not stored", node->id,
                 (long long)job);
 }

@@ -178,6 +178,9 @@ int store_node_register(struct db_conn *c, const char *id, const char *hostname,
                         const char *labels_json, const char *version, int port_lo, int port_hi);
 /* Marks the node LOST and fails the jobs that ran there. Returns the number of jobs hit. */
 int store_node_lost(struct db_conn *c, const char *id);
+/* Records that the node's agent's connection closed (nodes.disconnected_at; its registration
+ * clears it): no new workers go there, and failing attempts count its workers as lost. */
+int store_node_disconnected(struct db_conn *c, const char *id);
 /* Stores the node's agent data directory space (nodes.disk, a JSON object). */
 int store_node_disk(struct db_conn *c, const char *id, const char *disk_json);
 int store_node_list(struct db_conn *c, char **json_out);
@@ -256,6 +259,10 @@ int store_jobs_timed_out(struct db_conn *c);
 int store_jobs_stopping(struct db_conn *c, int64_t **ids, size_t *n);
 /* Finishes STOPPING jobs with no live worker. Returns how many finished, or an error. */
 int store_jobs_settle_stopping(struct db_conn *c);
+/* Counts as lost the workers of failing attempts (RESTARTING, STOPPING) on nodes whose agent is
+ * disconnected, and settles those jobs (ty_jobs_drop_disconnected). Returns how many (job, node)
+ * pairs, or an error. */
+int store_jobs_drop_disconnected(struct db_conn *c);
 
 /* ---- the scheduler's snapshot (store_sched.c) ---- */
 /* What a scheduling pass reads (store_sched_snapshot). Strings are owned by the enclosing
@@ -266,6 +273,7 @@ struct store_sched_node {
     bool alive;                 /* status ALIVE */
     bool draining;              /* drained by an operator */
     bool disk_pressure;         /* nodes.disk says its data directory is short of space */
+    bool disconnected;          /* its agent's connection closed (nodes.disconnected_at) */
     const char *resources_json; /* JSON object {"CPU": n, "memory_mb": n, "GPU": [ids], ...} */
     const char *gpu_type;       /* NULL when the node has none */
 };

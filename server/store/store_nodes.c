@@ -75,7 +75,8 @@ int store_node_register(struct db_conn *c, const char *id, const char *hostname,
         "VALUES ($1, $2, $3, 'ALIVE', $4::jsonb, $5, $6::jsonb, $7, $8::int, $9::int) "
         "ON CONFLICT (id) DO UPDATE SET hostname = $2, address = $3, status = 'ALIVE', "
         "  resources = $4::jsonb, gpu_type = $5, labels = $6::jsonb, agent_version = $7, "
-        "  port_lo = $8::int, port_hi = $9::int, last_heartbeat_at = now()",
+        "  port_lo = $8::int, port_hi = $9::int, last_heartbeat_at = now(), "
+        "  disconnected_at = NULL",
         9, false};
     char lo[16], hi[16];
     STORE_NUM(lo, port_lo);
@@ -88,6 +89,14 @@ int store_node_register(struct db_conn *c, const char *id, const char *hostname,
 int store_node_lost(struct db_conn *c, const char *id)
 {
     static const struct db_stmt st = {"node_lost", "SELECT * FROM ty_node_lost($1)", 1, false};
+    const char *p[] = {id};
+    return db_exec(c, &st, p, NULL);
+}
+
+int store_node_disconnected(struct db_conn *c, const char *id)
+{
+    static const struct db_stmt st = {
+        "node_disconnected", "UPDATE nodes SET disconnected_at = now() WHERE id = $1", 1, false};
     const char *p[] = {id};
     return db_exec(c, &st, p, NULL);
 }

@@ -21,6 +21,7 @@ static int node_row(const PGresult *res, int r, struct store_sched_node *n)
         db_col_text(res, r, "status", &status) != 0 ||
         db_col_bool(res, r, "draining", &n->draining) != 0 ||
         db_col_bool(res, r, "disk_pressure", &n->disk_pressure) != 0 ||
+        db_col_bool(res, r, "disconnected", &n->disconnected) != 0 ||
         db_col_text(res, r, "resources", &n->resources_json) != 0 ||
         db_col_text_opt(res, r, "gpu_type", &n->gpu_type) != 0)
         return -1;
@@ -86,7 +87,8 @@ int store_sched_snapshot(struct db_conn *c, struct store_sched_rows *out)
     static const struct db_stmt st_nodes = {
         "sched_nodes",
         "SELECT id, address, status, draining, resources::text AS resources, gpu_type, "
-        "       coalesce((disk->>'pressure')::boolean, false) AS disk_pressure FROM nodes "
+        "       coalesce((disk->>'pressure')::boolean, false) AS disk_pressure, "
+        "       disconnected_at IS NOT NULL AS disconnected FROM nodes "
         "ORDER BY id",
         0, true};
     static const struct db_stmt st_running = {

@@ -55,3 +55,10 @@ int store_jobs_settle_stopping(struct db_conn *c)
                                       false};
     return count_of(c, &st);
 }
+
+int store_jobs_drop_disconnected(struct db_conn *c)
+{
+    static const struct db_stmt st = {"jobs_drop_disconnected",
+                                      "SELECT ty_jobs_drop_disconnected()", 0, false};
+    return count_of(c, &st);
+}

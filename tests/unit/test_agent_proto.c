@@ -652,6 +652,43 @@ static void agent_proto_api_urls_and_artifact_store(void **state)
     }
 }
 
+/* Issue 23: the disk_full message, built and parsed; a bad field is named. */
+static void agent_proto_disk_full(void **state)
+{
+    (void)state;
+    struct aproto_disk_full d = {.job_id = "12",
+                                 .attempt = 1,
+                                 .path = "/data/code/ab.part/package.tar.gz",
+                                 .what = "code package fetch"};
+    struct aproto_node_msg m = node_parse_ok(aproto_msg_disk_full(&d));
+    assert_int_equal(m.type, APROTO_MSG_DISK_FULL);
+    assert_string_equal(m.disk_full.job_id, "12");
+    assert_int_equal(m.disk_full.attempt, 1);
+    assert_string_equal(m.disk_full.path, d.path);
+    assert_string_equal(m.disk_full.what, d.what);
+    aproto_node_msg_free(&m);
+    static const char *const bad[][2] = {
+        {"{\"type\":\"disk_full\",\"attempt\":1,\"path\":\"/p\",\"what\":\"w\"}", "job_id"},
+        {"{\"type\":\"disk_full\",\"job_id\":\"../x\",\"attempt\":1,\"path\":\"/"
+         "p\",\"what\":\"w\"}",
+         "job_id"},
+        {"{\"type\":\"disk_full\",\"job_id\":\"1\",\"path\":\"/p\",\"what\":\"w\"}", "attempt"},
+        {"{\"type\":\"disk_full\",\"job_id\":\"1\",\"attempt\":-1,\"path\":\"/p\",\"what\":\"w\"}",
+         "attempt"},
+        {"{\"type\":\"disk_full\",\"job_id\":\"1\",\"attempt\":1,\"path\":\"\",\"what\":\"w\"}",
+         "path"},
+        {"{\"type\":\"disk_full\",\"job_id\":\"1\",\"attempt\":1,\"path\":\"/p\"}", "what"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char err[256] = "";
+        assert_int_equal(aproto_node_msg_parse(bad[i][0], strlen(bad[i][0]), &m, err, sizeof(err)),
+                         -1);
+        if (strstr(err, bad[i][1]) == NULL)
+            fail_msg("%s: '%s' does not name %s", bad[i][0], err, bad[i][1]);
+        aproto_node_msg_free(&m);
+    }
+}
+
 static void expect_same_worker(const struct aproto_worker_event *got,
                                const struct aproto_worker_event *want)
 {
@@ -1082,6 +1119,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(agent_proto_job_id_must_be_a_safe_path_component),
     cmocka_unit_test(agent_proto_server_control_messages_round_trip),
     cmocka_unit_test(agent_proto_api_urls_and_artifact_store),
+    cmocka_unit_test(agent_proto_disk_full),
     cmocka_unit_test(agent_proto_launch_round_trips),
     cmocka_unit_test(agent_proto_launch_refuses_bad_rank_addresses),
     cmocka_unit_test(agent_proto_register_round_trips),

@@ -648,6 +648,11 @@ void agent__uploader_poll(struct agent *a);
 void agent__fetch_noted(struct agent *a, const char *url, const char *err);
 /* A fetch for (job, attempt) failed: the failure told last becomes an event of that job too. */
 void agent__uploader_fetch_failed(struct agent *a, const char *job_id, int64_t attempt);
+/* A write for (job, attempt) into `path` under the data directory failed with ENOSPC while
+ * doing `what` ("code package fetch", "report spool", ...): the server is told (`disk_full`, an
+ * event of the job naming the node, the path and ENOSPC) with the next poll. Any thread. */
+void agent__disk_full(struct agent *a, const char *job_id, int64_t attempt, const char *path,
+                      const char *what);
 /* Counts report k of (job, attempt) on this node (lws thread, after it was spooled); once every
  * local worker of that attempt made it, queues <data>/checkpoints/<job>/<attempt>/<k> (if it
  * exists) for upload and returns at once. */
@@ -670,7 +675,8 @@ CURL *agent__server_request(struct agent *a, const char *url_path, struct curl_s
 char *agent__checkpoint_fetch(struct agent *a, int64_t id, const char *sha256, const char *shared,
                               bool may_fetch);
 /* GETs api_url + url_path as this node (its credential) into file `path`. Blocks the caller.
- * 0 on a 200, or -1 (logged). */
+ * 0 on a 200, or -1 (logged) with errno set when writing `path` failed (ENOSPC: a full disk,
+ * which is not the store's failure), else 0. */
 int agent__fetch_to_file(struct agent *a, const char *url_path, const char *path);
 /* The SHA-256 (hex) and size of a file. 0 or -1. */
 int agent__sha256_file(const char *path, char hex[65], int64_t *size);
@@ -691,7 +697,7 @@ struct agent_unpack {
  * the archive: regular files, directories and links inside the tree only, modes masked to 0755,
  * within the caps (unpack.c says exactly what is refused). Blocks the caller. 0, or -1 with err
  * set to a message for the job's error that names no host path (what is left in dir is the
- * caller's to remove). */
+ * caller's to remove) and errno ENOSPC when the file system was full. */
 int agent__unpack(const struct agent_unpack *u, char *err, size_t errlen);
 
 /* shared_store.c: checkpoints on shared storage (run_config.storage_path, docs/artifacts.md) */
@@ -756,9 +762,10 @@ char *agent__code_prepare(struct agent *a, const char *job_id, int64_t attempt, 
 #define AGENT_CHECKPOINT_COPY_SUFFIX ".checkpoint"
 char *agent__code_checkpoint_prepare(struct agent *a, const char *job_id, int64_t attempt,
                                      const char *sha256, bool may_fetch, const char **why);
-/* Fills this node's cache of code package `sha256` (fetching it when absent; blocks the caller).
- * 0, or -1 with *why set. */
-int agent__code_fetch(struct agent *a, const char *sha256, const char **why);
+/* Fills this node's cache of code package `sha256` for (job_id, attempt) (fetching it when
+ * absent; blocks the caller). 0, or -1 with *why set (a full disk is told: agent__disk_full). */
+int agent__code_fetch(struct agent *a, const char *job_id, int64_t attempt, const char *sha256,
+                      const char **why);
 /* Unpacks package `sha256` from the node's cache into the private copy `dir` (the path
  * agent__code_prepare or agent__code_checkpoint_prepare returned) as the worker's uid and gid
  * (agent__unpack), unless another worker of the attempt already did; `what` names the package

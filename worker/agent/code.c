@@ -44,9 +44,10 @@ bool agent__code_cached(const struct agent *a, const char *sha256)
     return is_file(path);
 }
 
-/* Makes <data>/code/<sha256> hold the verified package, fetching it when absent. 0, or -1 with
- * *why set. */
-static int code_cache(struct agent *a, const char *sha256, const char *dir, const char **why)
+/* Makes <data>/code/<sha256> hold the verified package for (job_id, attempt), fetching it when
+ * absent. 0, or -1 with *why set; a full disk is told to the server (agent__disk_full). */
+static int code_cache(struct agent *a, const char *job_id, int64_t attempt, const char *sha256,
+                      const char *dir, const char **why)
 {
     char tmp[PATH_MAX + 400], tgz[PATH_MAX + 420], url[120];
     snprintf(tgz, sizeof(tgz), "%s/" PACKAGE_FILE, dir);
@@ -62,7 +63,10 @@ static int code_cache(struct agent *a, const char *sha256, const char *dir, cons
         return -1;
     }
     int rc = agent__fetch_to_file(a, url, tgz);
-    if (rc != 0)
+    if (rc != 0 && errno == ENOSPC) {
+        *why = "cannot write the code package into this node's cache: No space left on device";
+        agent__disk_full(a, job_id, attempt, tgz, "code package fetch");
+    } else if (rc != 0)
         *why = "cannot fetch the code package from the server";
     char got[65] = "";
     int64_t size = 0;
@@ -83,7 +87,8 @@ static int code_cache(struct agent *a, const char *sha256, const char *dir, cons
     return 0;
 }
 
-int agent__code_fetch(struct agent *a, const char *sha256, const char **why)
+int agent__code_fetch(struct agent *a, const char *job_id, int64_t attempt, const char *sha256,
+                      const char **why)
 {
     char root[PATH_MAX], cache[PATH_MAX + 80];
     snprintf(root, sizeof(root), "%s/code", a->data_dir);
@@ -92,7 +97,7 @@ int agent__code_fetch(struct agent *a, const char *sha256, const char **why)
         *why = "cannot create the code directory";
         return -1;
     }
-    return code_cache(a, sha256, cache, why);
+    return code_cache(a, job_id, attempt, sha256, cache, why);
 }
 
 /* agent__code_prepare and agent__code_checkpoint_prepare: the path of the private copy of
@@ -122,11 +127,20 @@ static char *private_copy(struct agent *a, const char *job_id, int64_t attempt, 
         *why = "the code package could not be fetched to this node";
         return NULL;
     }
-    if (code_cache(a, sha256, cache, why) != 0)
+    if (code_cache(a, job_id, attempt, sha256, cache, why) != 0)
         return NULL;
     if (utimensat(AT_FDCWD, cache, NULL, 0) != 0) /* its last use, for agent__code_trim */
         TY_WARN("code", "cannot touch %s: %s", cache, strerror(errno));
     return strdup(copy);
+}
+
+/* Tells the server that unpacking `what` into `part` for w's attempt ran out of space. */
+static void disk_full_unpack(struct agent *a, const struct agent_worker *w, const char *part,
+                             const char *what)
+{
+    char doing[APROTO_MAX_DISK_WHAT + 1];
+    snprintf(doing, sizeof(doing), "%s unpack", what);
+    agent__disk_full(a, w->job_id, w->attempt, part, doing);
 }
 
 int agent__code_unpack(struct agent *a, const struct agent_worker *w, const char *dir,
@@ -148,7 +162,10 @@ int agent__code_unpack(struct agent *a, const struct agent_worker *w, const char
     }
     agent__remove_tree(part);
     if (mkdir(part, 0700) != 0) {
-        snprintf(err, errlen, "%s: cannot create the job's directory: %s", what, strerror(errno));
+        int e = errno;
+        snprintf(err, errlen, "%s: cannot create the job's directory: %s", what, strerror(e));
+        if (e == ENOSPC)
+            disk_full_unpack(a, w, part, what);
         return -1;
     }
     struct agent_unpack u = {.archive = archive,
@@ -161,6 +178,8 @@ int agent__code_unpack(struct agent *a, const struct agent_worker *w, const char
                              .bytes_flag = "--unpack-max-bytes",
                              .entries_flag = "--unpack-max-entries"};
     int rc = agent__unpack(&u, err, errlen);
+    if (rc != 0 && errno == ENOSPC)
+        disk_full_unpack(a, w, part, what);
     if (rc == 0 && rename(part, dir) != 0) {
         snprintf(err, errlen, "%s: cannot move the job's copy into place: %s", what,
                  strerror(errno));

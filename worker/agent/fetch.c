@@ -9,6 +9,7 @@
 #include "util.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,14 +17,24 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+struct fetch_file {
+    FILE *f;
+    int write_errno; /* the first failed write's errno; 0: none */
+};
+
 static size_t on_file(char *p, size_t sz, size_t n, void *arg)
 {
-    return fwrite(p, sz, n, arg) * sz;
+    struct fetch_file *ff = arg;
+    size_t done = fwrite(p, sz, n, ff->f);
+    if (done < n && ff->write_errno == 0)
+        ff->write_errno = errno ? errno : EIO;
+    return done * sz;
 }
 
 int agent__fetch_to_file(struct agent *a, const char *url_path, const char *path)
 {
     FILE *f = fopen(path, "wbe");
+    struct fetch_file ff = {.f = f};
     struct curl_slist *hs = NULL;
     CURL *h = f ? agent__server_request(a, url_path, &hs) : NULL;
     if (h == NULL) {
@@ -33,7 +44,7 @@ int agent__fetch_to_file(struct agent *a, const char *url_path, const char *path
         return -1;
     }
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_file);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, f);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &ff);
     char ebuf[CURL_ERROR_SIZE] = "", err[CURL_ERROR_SIZE + 32];
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf);
     long status = -1;
@@ -46,7 +57,15 @@ int agent__fetch_to_file(struct agent *a, const char *url_path, const char *path
     snprintf(where, sizeof(where), "%s", url ? url : url_path);
     curl_easy_cleanup(h);
     curl_slist_free_all(hs);
-    bool ok = fclose(f) == 0 && status == 200;
+    if (fclose(f) != 0 && ff.write_errno == 0)
+        ff.write_errno = errno;
+    bool ok = ff.write_errno == 0 && status == 200;
+    if (ff.write_errno != 0) { /* this node's disk, not the store: no condition */
+        TY_WARN("upload", "fetching %s: cannot write %s: %s", where, path,
+                strerror(ff.write_errno));
+        errno = ff.write_errno;
+        return -1;
+    }
     if (cc != CURLE_OK)
         snprintf(err, sizeof(err), "%s", ebuf[0] ? ebuf : curl_easy_strerror(cc));
     else
@@ -58,6 +77,7 @@ int agent__fetch_to_file(struct agent *a, const char *url_path, const char *path
         agent__fetch_noted(a, where, err);
     else if (status == 200)
         agent__fetch_noted(a, where, NULL);
+    errno = 0;
     return ok ? 0 : -1;
 }
 

@@ -118,12 +118,14 @@ static void *prep_main(void *arg)
             free(dir);
         }
         const char *why = NULL;
-        if (it->code_sha256 && agent__code_fetch(a, it->code_sha256, &why) != 0) {
+        if (it->code_sha256 &&
+            agent__code_fetch(a, it->job_id, it->attempt, it->code_sha256, &why) != 0) {
             TY_WARN("prepare", "job %s: code package %s: %s", it->job_id, it->code_sha256,
                     why ? why : "unknown error");
             failed = true;
         }
-        if (it->ckpkg_sha256 && agent__code_fetch(a, it->ckpkg_sha256, &why) != 0) {
+        if (it->ckpkg_sha256 &&
+            agent__code_fetch(a, it->job_id, it->attempt, it->ckpkg_sha256, &why) != 0) {
             TY_WARN("prepare", "job %s: checkpoint package %s: %s", it->job_id, it->ckpkg_sha256,
                     why ? why : "unknown error");
             failed = true;

@@ -53,7 +53,10 @@ char *agent__spool_write(struct agent *a, const json_t *body, bool *dup)
     int rc = util_write_file_durable(path, text, len + 1, 0600);
     text[len] = '\0';
     if (rc != 0) {
-        TY_ERROR("report", "cannot write %s: %s", path, strerror(errno));
+        int e = errno;
+        TY_ERROR("report", "cannot write %s: %s", path, strerror(e));
+        if (e == ENOSPC)
+            agent__disk_full(a, k.job_id, k.attempt, path, "report spool");
         goto fail;
     }
     free(text);

@@ -54,6 +54,8 @@ struct agent_tail {
     struct tail_chunk *sent; /* unacked chunks in offset order */
     size_t n_sent;
     bool done; /* the worker exited: a partial last line is sent as it is */
+    struct agent *a;
+    bool told_full; /* a journal write failed with ENOSPC and the server was told */
 };
 
 /* ------------------------------------------------------------------------------------------ */
@@ -64,8 +66,14 @@ static void journal_write(struct agent_tail *t, const char *line, size_t n)
 {
     if (t->cursor_fd < 0)
         return;
-    if (write(t->cursor_fd, line, n) != (ssize_t)n)
-        TY_WARN("logs", "cannot write %s: %s", t->cursor_path, strerror(errno));
+    if (write(t->cursor_fd, line, n) == (ssize_t)n)
+        return;
+    int e = errno;
+    TY_WARN("logs", "cannot write %s: %s", t->cursor_path, strerror(e));
+    if (e == ENOSPC && !t->told_full) {
+        t->told_full = true;
+        agent__disk_full(t->a, t->job_id, t->attempt, t->cursor_path, "log journal");
+    }
 }
 
 static void journal_chunk(struct agent_tail *t, int64_t offset, int64_t end, int64_t dropped)
@@ -131,6 +139,7 @@ static struct agent_tail *tail_new(struct agent *a, const char *job_id, int64_t 
     t->inotify_fd = a->inotify_fd;
     t->attempt = attempt;
     t->rank = rank;
+    t->a = a;
     t->job_id = strdup(job_id);
     t->path = agent__log_path(a, job_id, attempt, rank, false);
     size_t n = t->path ? strlen(t->path) : 0;

@@ -143,6 +143,17 @@ static int entry_check(const struct agent_unpack *u, struct archive_entry *e, ch
     return 1;
 }
 
+/* Whether a write of the unpacking failed for want of space (the child's; unpack.c's own). */
+static bool no_space;
+
+/* Notes a failed write of `out`: ENOSPC makes the child's exit say so. */
+static const char *write_error(struct archive *out)
+{
+    if (archive_errno(out) == ENOSPC)
+        no_space = true;
+    return archive_errno(out) == ENOSPC ? strerror(ENOSPC) : archive_error_string(out);
+}
+
 /* Copies the data of the current entry, counting it into *bytes against the cap. */
 static int entry_data(const struct agent_unpack *u, struct archive *in, struct archive *out,
                       const char *name, int64_t *bytes, char *err, size_t errlen)
@@ -167,7 +178,7 @@ static int entry_data(const struct agent_unpack *u, struct archive *in, struct a
         }
         if (archive_write_data_block(out, buf, size, off) < ARCHIVE_WARN)
             return fail(err, errlen, "%s entry '%s' cannot be written: %s", u->what, name,
-                        archive_error_string(out));
+                        write_error(out));
     }
 }
 
@@ -226,17 +237,17 @@ static int extract(const struct agent_unpack *u, int afd, char *err, size_t errl
         }
         if (archive_write_header(out, e) < ARCHIVE_WARN) {
             rc = fail(err, errlen, "%s entry '%s' cannot be unpacked: %s", u->what, name,
-                      archive_error_string(out));
+                      write_error(out));
             break;
         }
         if (archive_entry_filetype(e) == AE_IFREG)
             rc = entry_data(u, in, out, name, &bytes, err, errlen);
         if (rc == 0 && archive_write_finish_entry(out) < ARCHIVE_WARN)
             rc = fail(err, errlen, "%s entry '%s' cannot be unpacked: %s", u->what, name,
-                      archive_error_string(out));
+                      write_error(out));
     }
     if (archive_write_close(out) < ARCHIVE_WARN && rc == 0)
-        rc = fail(err, errlen, "%s cannot be unpacked: %s", u->what, archive_error_string(out));
+        rc = fail(err, errlen, "%s cannot be unpacked: %s", u->what, write_error(out));
     archive_write_free(out);
     archive_read_free(in);
     return rc;
@@ -283,7 +294,7 @@ static void child_main(const struct agent_unpack *u, int afd, int dirfd, int err
         rc = extract(u, afd, err, sizeof(err));
     if (rc != 0)
         util_write_all(errfd, err, strlen(err));
-    _exit(rc == 0 ? 0 : 1);
+    _exit(rc == 0 ? 0 : no_space ? 2 : 1); /* 2: the file system is full (ENOSPC) */
 }
 
 int agent__unpack(const struct agent_unpack *u, char *err, size_t errlen)
@@ -343,6 +354,7 @@ int agent__unpack(const struct agent_unpack *u, char *err, size_t errlen)
     }
     if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0)
         return 0;
+    bool full = st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 2;
     if (err[0] == '\0') {
         if (st != -1 && WIFSIGNALED(st))
             snprintf(err, errlen, "%s: the unpacking was killed by signal %d", u->what,
@@ -350,5 +362,6 @@ int agent__unpack(const struct agent_unpack *u, char *err, size_t errlen)
         else
             snprintf(err, errlen, "%s cannot be unpacked", u->what);
     }
+    errno = full ? ENOSPC : 0;
     return -1;
 }

@@ -304,6 +304,20 @@ void agent__uploader_fetch_failed(struct agent *a, const char *job_id, int64_t a
     pthread_mutex_unlock(&u->mu);
 }
 
+void agent__disk_full(struct agent *a, const char *job_id, int64_t attempt, const char *path,
+                      const char *what)
+{
+    TY_ERROR("upload", "job %s attempt %lld: %s: cannot write %s: %s", job_id, (long long)attempt,
+             what, path, strerror(ENOSPC));
+    struct agent_uploader *u = a->uploader;
+    if (u == NULL || job_id == NULL || aproto_job_id_valid(job_id) != 0 || attempt < 0)
+        return;
+    struct aproto_disk_full d = {.job_id = job_id, .attempt = attempt, .path = path, .what = what};
+    pthread_mutex_lock(&u->mu);
+    notes_push_locked(u, aproto_msg_disk_full(&d));
+    pthread_mutex_unlock(&u->mu);
+}
+
 void agent__fetch_noted(struct agent *a, const char *url, const char *err)
 {
     struct agent_uploader *u = a->uploader;
