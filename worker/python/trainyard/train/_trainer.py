@@ -109,7 +109,8 @@ def function_reference(fn, working_dir):
 
 
 class _RecordingUnpickler(pickle.Unpickler):
-    """Loads a pickle, noting every module it imports a name from."""
+    """Loads a pickle, noting every module it imports a name from, and every module cloudpickle
+    imports whole (a module the function uses as a global: `subimport(name)`)."""
 
     def __init__(self, data):
         super().__init__(io.BytesIO(data))
@@ -117,7 +118,13 @@ class _RecordingUnpickler(pickle.Unpickler):
 
     def find_class(self, module, name):
         self.modules.add(module)
-        return super().find_class(module, name)
+        found = super().find_class(module, name)
+        if name == "subimport" and module.startswith("cloudpickle"):
+            def subimport(module_name):
+                self.modules.add(module_name)
+                return found(module_name)
+            return subimport
+        return found
 
 
 def _installed(path):
@@ -164,11 +171,14 @@ def pickle_function(fn, working_dir, what="train_loop_per_worker"):
             continue
         m = sys.modules.get(module) or sys.modules.get(top)
         path = getattr(m, "__file__", None)
-        if not path or _installed(path) or os.path.realpath(path).startswith(wd + os.sep):
+        if not path or _installed(path):
+            continue
+        real = os.path.realpath(path)  # the workers import from the package's top directory
+        if real == os.path.join(wd, top + ".py") or real.startswith(os.path.join(wd, top) + os.sep):
             continue
         raise ValueError(f"{what} {name} uses module {module!r} ({path}), which is neither "
-                         f"installed nor inside working_dir {working_dir}: the workers could not "
-                         "import it; move it into working_dir, or pass working_dir= a directory "
+                         f"installed nor at the top of working_dir {working_dir}: the workers "
+                         "could not import it; move it there, or pass working_dir= the directory "
                          "that holds it")
     return data
 
