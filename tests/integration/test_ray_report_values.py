@@ -30,11 +30,16 @@ if __name__ == "__main__":
     result = DataParallelTrainer(train_func, scaling_config=ScalingConfig(num_workers=2),
                                  run_config=RunConfig(verbose=1)).fit()
     try:
+        result.assert_metrics("phase>0")
+        gate = None
+    except Exception as e:
+        gate = str(e)
+    try:
         phases = result.metrics_dataframe["phase"].tolist()
     except ImportError:
         phases = [r["phase"] for r in result.metrics_history]
     print(json.dumps({"metrics": result.metrics, "history": result.metrics_history,
-                      "phases": phases, "job": result.job_id}))
+                      "phases": phases, "gate": gate, "job": result.job_id}))
 """
 
 
@@ -55,6 +60,7 @@ def test_report_takes_any_json_value(server, agent_factory, tmp_path):
         and "JSON-serialisable" in refused, refused
     assert out["metrics"]["phase"] == "train" and out["metrics"]["loss"] == 0.5, out
     assert out["phases"] == ["probe", "train"], out
+    assert out["gate"] == "quality gate missed: phase>0: phase is 'train', not a number", out
     first = out["history"][0]
     assert first["tags"] == ["a", "b"] and first["opt"] == {"lr": 0.1}, first
     assert first["ok"] is True and first["none"] is None, first
