@@ -70,8 +70,12 @@ def module_level(config):
 
 
 def test_function_reference_names_a_module_function_and_sends_the_others_by_value(tmp_path):
-    assert function_reference(module_level, str(tmp_path)) == {
+    here = os.path.dirname(os.path.abspath(__file__))
+    assert function_reference(module_level, here) == {
         "module": module_level.__module__, "qualname": "module_level"}
+    # working_dir elsewhere: the workers could not import this module, so the function (and
+    # the module's code it needs) travels by value.
+    assert function_reference(module_level, str(tmp_path)) == {"pickled": FUNCTION_FILE}
     assert function_reference(lambda c: c, str(tmp_path)) == {"pickled": FUNCTION_FILE}
     k = 3
 

@@ -89,17 +89,20 @@ def script_defines(path, name):
 def function_reference(fn, working_dir):
     """How a worker finds `fn`: {"file": path relative to working_dir, "qualname"} for a
     function the user's script (__main__) defines when imported, {"module", "qualname"} for one
-    of an importable module, else {"pickled": FUNCTION_FILE}: a function with no importable
-    home (defined in a notebook cell, in `python3 -`, under `if __name__ == "__main__":`, a
-    lambda, a closure) travels by value (pickle_function). Raises ValueError for what is not a
-    function."""
+    of a module the workers can import (installed, or at the top of working_dir), else
+    {"pickled": FUNCTION_FILE}: a function with no importable home (defined in a notebook cell,
+    in `python3 -`, under `if __name__ == "__main__":`, a lambda, a closure, a module beside a
+    notebook outside working_dir) travels by value (pickle_function). Raises ValueError for what
+    is not a function."""
     qual = getattr(fn, "__qualname__", None)
     mod = getattr(fn, "__module__", None)
     if not callable(fn):
         raise ValueError("train_loop_per_worker must be a function")
     if qual and mod and "<" not in qual:
         if mod != "__main__":
-            return {"module": mod, "qualname": qual}
+            if _reachable(mod, working_dir):
+                return {"module": mod, "qualname": qual}
+            return {"pickled": FUNCTION_FILE}
         path = getattr(sys.modules.get("__main__"), "__file__", None)
         if path and os.path.isfile(path):
             rel = os.path.relpath(os.path.abspath(path), os.path.abspath(working_dir))
@@ -138,6 +141,19 @@ def _installed(path):
             any(path.startswith(os.path.realpath(r) + os.sep) for r in roots if r))
 
 
+def _reachable(module, working_dir):
+    """Whether the workers can import `module`: ours, built in, installed (_installed), or at the
+    top of working_dir (the package's directory is the workers' current one)."""
+    top = module.split(".")[0]
+    if top in ("trainyard", "_trainyard_heartbeat", "cloudpickle"):
+        return True
+    path = getattr(sys.modules.get(module) or sys.modules.get(top), "__file__", None)
+    if not path or _installed(path):
+        return True
+    real, wd = os.path.realpath(path), os.path.realpath(working_dir)
+    return real == os.path.join(wd, top + ".py") or real.startswith(os.path.join(wd, top) + os.sep)
+
+
 def pickle_function(fn, working_dir, what="train_loop_per_worker"):
     """`fn` pickled by value with cloudpickle (its closure and the globals it uses with it), for
     a worker to load. Everything a worker could not run is refused here, before submission
@@ -152,30 +168,30 @@ def pickle_function(fn, working_dir, what="train_loop_per_worker"):
                          "`if __name__ == \"__main__\":`, a lambda or a closure) and travels by "
                          "value, which needs cloudpickle: install python3-cloudpickle "
                          "(scripts/install-deps.sh does), or define it in a module") from None
+    home = sys.modules.get(getattr(fn, "__module__", None) or "")
+    by_value = home is not None and home.__name__ != "__main__" and \
+        not _reachable(home.__name__, working_dir)
+    if by_value:  # a function of a module the workers cannot import: the module's code too
+        cloudpickle.register_pickle_by_value(home)
     try:
         data = cloudpickle.dumps(fn, protocol=4)
     except Exception as e:
         raise ValueError(f"{what} {name} cannot travel to the workers: pickling it by value "
                          f"failed ({type(e).__name__}: {e}); a value it uses (a global or a "
                          "variable of its closure) does not pickle") from None
+    finally:
+        if by_value:
+            cloudpickle.unregister_pickle_by_value(home)
     loader = _RecordingUnpickler(data)
     try:
         loader.load()
     except Exception as e:
         raise ValueError(f"{what} {name} cannot travel to the workers: its pickle does not load "
                          f"back ({type(e).__name__}: {e})") from None
-    wd = os.path.realpath(working_dir)
     for module in sorted(loader.modules):
-        top = module.split(".")[0]
-        if top in ("trainyard", "_trainyard_heartbeat", "cloudpickle"):
+        if _reachable(module, working_dir):
             continue
-        m = sys.modules.get(module) or sys.modules.get(top)
-        path = getattr(m, "__file__", None)
-        if not path or _installed(path):
-            continue
-        real = os.path.realpath(path)  # the workers import from the package's top directory
-        if real == os.path.join(wd, top + ".py") or real.startswith(os.path.join(wd, top) + os.sep):
-            continue
+        path = getattr(sys.modules.get(module), "__file__", None)
         raise ValueError(f"{what} {name} uses module {module!r} ({path}), which is neither "
                          f"installed nor at the top of working_dir {working_dir}: the workers "
                          "could not import it; move it there, or pass working_dir= the directory "
