@@ -250,7 +250,7 @@ struct aproto_worker_event {
 char *aproto_exit_words(int exit_code, int signal, const char *error, const char *reason);
 
 /* A worker's report as the server reads it (agent message `report`, docs/agent-protocol.md).
- * Strings are borrowed from the message; `numbers` is owned (aproto_node_msg_free drops it). */
+ * Strings are borrowed from the message; `values` is owned (aproto_node_msg_free drops it). */
 #define APROTO_MAX_METRIC_NAME 256
 #define APROTO_MAX_CHECKPOINT_PATH 4096
 struct aproto_report {
@@ -262,8 +262,8 @@ struct aproto_report {
     const char *time;           /* RFC 3339 date-time (aproto_rfc3339_valid) */
     const char *checkpoint_dir; /* NULL: none; else 1 to APROTO_MAX_CHECKPOINT_PATH bytes */
     int64_t checkpoint_bytes;   /* -1: null or absent (only read when checkpoint_dir is set) */
-    json_t *numbers;            /* the metrics that are numbers with a 1..256-byte name */
-    size_t skipped;             /* metrics left out of `numbers` (not numbers, bad names) */
+    json_t *values;             /* the metrics with a 1..256-byte name: any JSON value */
+    size_t skipped;             /* metrics left out of `values` (bad names) */
 };
 
 /* True when `s` is an RFC 3339 date-time: YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM), 'T', 't'

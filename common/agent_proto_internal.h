@@ -5,7 +5,7 @@
 #include "agent_proto.h"
 
 /* Validates a `report` message (root: the whole message) into *r, whose strings are borrowed
- * from root and whose `numbers` is a new object (freed by the caller, also on failure). Returns 0,
+ * from root and whose `values` is a new object (freed by the caller, also on failure). Returns 0,
  * or -1 with the reason, naming the field, in err. */
 int aproto__parse_report(json_t *root, struct aproto_report *r, char *err, size_t errlen);
 

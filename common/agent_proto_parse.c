@@ -735,7 +735,7 @@ void aproto_node_msg_free(struct aproto_node_msg *m)
     free(m->usage);
     free(m->gpu_rows);
     free(m->node_gpus);
-    json_decref(m->report.numbers);
+    json_decref(m->report.values);
     json_decref(m->node_custom);
     json_decref(m->root);
     memset(m, 0, sizeof(*m));

@@ -3,11 +3,12 @@
  * from its on-disk spool:
  *
  *   {"type":"report", "seq":<agent event seq>, "job_id", "attempt", "rank", "report_seq":k,
- *    "metrics":{name: number, ...}, "step":n|null, "time":"RFC 3339", "checkpoint_dir":path|null,
+ *    "metrics":{name: value, ...}, "step":n|null, "time":"RFC 3339", "checkpoint_dir":path|null,
  *    "checkpoint_bytes":n|null}
  *
- * Metric values that are not JSON numbers (strings, booleans, null, arrays, objects) and names
- * outside 1..256 bytes are skipped, not refused: a metric is a number. Pure. */
+ * A metric's value is any JSON value, as the worker reported it (numbers are charted, the rest
+ * shown as they are: docs/report-protocol.md); names outside 1..256 bytes are skipped, not
+ * refused. Pure. */
 #include "agent_proto_internal.h"
 
 #include "util.h"
@@ -66,25 +67,25 @@ static int job_field(const json_t *msg, int64_t *job, char *err, size_t errlen)
     return ERR("'job_id' must be a job id");
 }
 
-/* The numeric metrics of `metrics` into a new object r->numbers. */
-static int numbers_field(const json_t *msg, struct aproto_report *r, char *err, size_t errlen)
+/* The metrics of `metrics` with a valid name into a new object r->values. */
+static int values_field(const json_t *msg, struct aproto_report *r, char *err, size_t errlen)
 {
     json_t *metrics = json_object_get(msg, "metrics");
     if (!json_is_object(metrics))
         return ERR("'metrics' must be an object");
-    r->numbers = json_object();
-    if (r->numbers == NULL)
+    r->values = json_object();
+    if (r->values == NULL)
         return ERR("out of memory");
     const char *name;
     json_t *value;
     json_object_foreach(metrics, name, value)
     {
         size_t len = strlen(name);
-        if (!json_is_number(value) || len == 0 || len > APROTO_MAX_METRIC_NAME) {
+        if (len == 0 || len > APROTO_MAX_METRIC_NAME) {
             r->skipped++;
             continue;
         }
-        if (json_object_set(r->numbers, name, value) != 0)
+        if (json_object_set(r->values, name, value) != 0)
             return ERR("out of memory");
     }
     return 0;
@@ -116,5 +117,5 @@ int aproto__parse_report(json_t *msg, struct aproto_report *r, char *err, size_t
                           errlen) < 0)
             return -1;
     }
-    return numbers_field(msg, r, err, errlen);
+    return values_field(msg, r, err, errlen);
 }

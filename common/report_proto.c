@@ -380,9 +380,6 @@ int rproto_check_metrics(const json_t *metrics, char *err, size_t errlen)
                 ERRF("metrics: 'step' must be a non-negative integer");
                 return TY_EINVAL;
             }
-        } else if (!json_is_number(v)) {
-            ERRF("metrics: '%s' is not a number", k);
-            return TY_EINVAL;
         }
     }
     return 0;
@@ -398,7 +395,7 @@ int rproto_parse_report(const json_t *msg, struct rproto_report *out, char *err,
         return rc;
     const json_t *m = json_object_get(msg, "metrics");
     if (rproto_check_metrics(m, NULL, 0) < 0 || json_object_get(m, "step")) {
-        ERRF("field 'metrics' must be an object of numbers (without 'step')");
+        ERRF("field 'metrics' must be an object with non-empty keys (without 'step')");
         return TY_EPROTO;
     }
     out->has_step = false;

@@ -101,7 +101,7 @@ int rproto_parse_hello(const json_t *msg, struct rproto_hello *out, char *err, s
 
 struct rproto_report {
     int64_t seq;
-    const json_t *metrics; /* object of numbers, never NULL after success */
+    const json_t *metrics; /* object of JSON values, never NULL after success */
     bool has_step;
     int64_t step;
     const char *checkpoint_dir; /* absolute path or NULL */
@@ -111,8 +111,10 @@ int rproto_parse_ack(const json_t *msg, int64_t *seq, char *err, size_t errlen);
 int rproto_parse_error(const json_t *msg, int64_t *seq, const char **message, char *err,
                        size_t errlen);
 
-/* Metrics rule shared by both sides: a JSON object whose keys are non-empty and whose values
- * are numbers; a "step" key, if present, must be a non-negative integer. 0 or TY_EINVAL. */
+/* Metrics rule shared by both sides: a JSON object whose keys are non-empty; its values are any
+ * JSON values (numbers are charted; strings, booleans, null, arrays and objects are stored and
+ * returned as they are), except a "step" key, which if present must be a non-negative integer.
+ * 0 or TY_EINVAL. */
 int rproto_check_metrics(const json_t *metrics, char *err, size_t errlen);
 
 /* ---- progress (report_proto_progress.c) ---- */

@@ -133,19 +133,19 @@ static bool within_report_caps(struct control *ctl, struct ctl_node *node,
         return false;
     }
     size_t cap = (size_t)ctl->srv->cfg.max_metrics_per_report;
-    if (r->numbers == NULL || json_object_size(r->numbers) <= cap)
+    if (r->values == NULL || json_object_size(r->values) <= cap)
         return true;
     size_t kept = 0, cut = 0;
     const char *key;
     json_t *value;
     void *tmp;
-    json_object_foreach_safe(r->numbers, tmp, key, value)
+    json_object_foreach_safe(r->values, tmp, key, value)
     {
         if (kept < cap) {
             kept++;
             continue;
         }
-        json_object_del(r->numbers, key);
+        json_object_del(r->values, key);
         cut++;
     }
     r->skipped += cut;

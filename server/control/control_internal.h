@@ -63,7 +63,7 @@ struct ctl_started {
 struct ctl_report_item {
     uint64_t conn;
     json_t *root;           /* the message: r's strings point into it */
-    struct aproto_report r; /* r.numbers owned */
+    struct aproto_report r; /* r.values owned */
     bool acked;             /* may be acked once the batch is done */
 };
 struct ctl_reports {
@@ -164,7 +164,7 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
  * applies them one by one as before: each that fails closes its connection, so that the agent
  * resends what was not acked. */
 void ctl__flush_started(struct control *ctl);
-/* control_report.c: agent message `report`, parsed. Queues it (taking over m->report.numbers
+/* control_report.c: agent message `report`, parsed. Queues it (taking over m->report.values
  * and a reference to m->root); a full batch is committed first. The caller must call
  * ctl__flush_reports() once the hub queue is drained and before any other message or event. */
 void ctl__queue_report(struct control *ctl, uint64_t conn, struct aproto_node_msg *m);

@@ -93,7 +93,7 @@ void ctl__queue_report(struct control *ctl, uint64_t conn, struct aproto_node_ms
     it->conn = conn;
     it->root = json_incref(m->root); /* r's strings point into it */
     it->r = m->report;
-    m->report.numbers = NULL; /* taken over */
+    m->report.values = NULL; /* taken over */
     it->acked = false;
 }
 
@@ -111,7 +111,7 @@ static struct store_report store_row(const struct control *ctl, const struct ctl
         .checkpoint_dir = it->r.checkpoint_dir,
         .node_id = node_id,
         .time = it->r.time,
-        .numbers = it->r.numbers,
+        .values = it->r.values,
         .max_bytes = ctl->srv->cfg.max_job_report_bytes,
     };
 }
@@ -131,7 +131,7 @@ static void after_commit(struct control *ctl, struct ctl_report_item *it, struct
         TY_DEBUG("control", "job %lld rank %lld report %lld: already recorded", (long long)r->job,
                  (long long)r->rank, (long long)r->report_seq);
     if (r->skipped > 0)
-        TY_DEBUG("control", "job %lld rank %lld report %lld: %zu non-numeric metrics skipped",
+        TY_DEBUG("control", "job %lld rank %lld report %lld: %zu metrics skipped (bad names)",
                  (long long)r->job, (long long)r->rank, (long long)r->report_seq, r->skipped);
     /* A duplicate retries registration too: its first delivery may have committed the report
      * and then failed here, before the ack. */
@@ -232,7 +232,7 @@ void ctl__flush_reports(struct control *ctl)
     }
     send_acks(ctl, b);
     for (size_t i = 0; i < b->n; i++) {
-        json_decref(b->items[i].r.numbers);
+        json_decref(b->items[i].r.values);
         json_decref(b->items[i].root);
     }
     b->n = 0;

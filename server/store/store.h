@@ -360,26 +360,27 @@ int store_job_events(struct db_conn *c, int64_t job, char **json_out);
 int store_job_attempts(struct db_conn *c, int64_t job, char **json_out);
 
 /* ---- metrics: reports and series (store_metrics.c) ---- */
-/* A validated report (agent message `report`); strings and numbers borrowed. numbers: an object
- * of numbers only; step NULL when absent; checkpoint_dir NULL when none; time RFC 3339. */
+/* A validated report (agent message `report`); strings and values borrowed. values: an object
+ * of the reported values (any JSON); step NULL when absent; checkpoint_dir NULL when none; time RFC
+ * 3339. */
 struct store_report {
     int64_t job, seq;
     int attempt, rank;
     const int64_t *step;
     const char *checkpoint_dir, *node_id, *time;
-    const json_t *numbers;
+    const json_t *values;
     int64_t max_bytes; /* --max-report-bytes-per-job: past it the job's reports are refused */
 };
 struct store_report_outcome {
     bool known_worker;  /* false: no such worker on that node; nothing was stored */
     bool duplicate;     /* stored before (a resend, or earlier in the batch), or refused past
                          * the job's max_bytes (a job event says so): nothing changed */
-    int metrics_stored; /* numbers stored (all of a fresh report's; 0 for the others) */
+    int metrics_stored; /* values stored (all of a fresh report's; 0 for the others) */
     bool round_ready;   /* stored now, and its round k is complete (every rank has reported k)
                          * with a checkpoint_dir among the round's reports */
 };
 /* Commits n reports in one transaction (store/sql/ty_report_ingest_batch.sql): each one's
- * report row holding its numbers, one `report` row in its job's stream, and (rank 0, newer) the
+ * report row holding its values, one `report` row in its job's stream, and (rank 0, newer) the
  * job's result. Resends are no-ops. Returns n, or a db_qs error and then nothing is stored; on
  * DB_HARD_ERROR sqlstate gets the SQLSTATE (class 22 or 23: the data is refused, a retry of the
  * same reports fails the same way). outcome[0..n) is filled on success. */

@@ -31,7 +31,7 @@ static int keep_state(struct round_txn *t, struct db_conn *c, int qs)
  * bytes: this report's checkpoint_bytes (when the agent sent it);
  * reg:   checkpoint k, when round k is complete (a report with seq k from each of world_size
  *        ranks) and one of its reports has a checkpoint_dir. step: rank 0's report k; metrics:
- *        rank 0's numbers of report k (metrics rows); location: JSON text of the distinct
+ *        rank 0's values of report k (reports.metrics); location: JSON text of the distinct
  *        (node_id, checkpoint_dir) pairs, ordered; size_bytes: per pair, checkpoint_bytes of its
  *        latest report (the agent's merged directory only grows as its ranks report), summed.
  *        A resend finds the row and refreshes size and location, so a report whose bytes

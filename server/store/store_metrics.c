@@ -1,6 +1,8 @@
-/* Metric queries: committing batches of workers' reports (their numbers, their report rows, their
+/* Metric queries: committing batches of workers' reports (their values, their report rows, their
  * stream rows, the jobs' results), and reading metric series back, downsampled per (name, rank)
- * by downsample.c. */
+ * by downsample.c. A reported value is any JSON value: numbers are what the downsampling weighs
+ * (and charts draw); the others (strings, booleans, null, arrays, objects) come back as they were
+ * reported, as the value of their points and the first/last of their buckets. */
 #include "store.h"
 
 #include "db_query.h"
@@ -37,7 +39,7 @@ static char *batch_json(const struct store_report *r, size_t n)
                               r[i].step ? json_integer(*r[i].step) : json_null(), "checkpoint_dir",
                               r[i].checkpoint_dir ? json_string(r[i].checkpoint_dir) : json_null(),
                               "node_id", r[i].node_id, "time", r[i].time, "metrics",
-                              (json_t *)r[i].numbers, "max_bytes", (json_int_t)r[i].max_bytes);
+                              (json_t *)r[i].values, "max_bytes", (json_int_t)r[i].max_bytes);
         if (o == NULL || json_array_append_new(a, o) != 0) {
             json_decref(a);
             a = NULL;
@@ -48,9 +50,9 @@ static char *batch_json(const struct store_report *r, size_t n)
     return text;
 }
 
-/* One statement: ty_report_ingest_batch stores every report with its numbers inline (one row per
+/* One statement: ty_report_ingest_batch stores every report with its values inline (one row per
  * report), its stream row and the jobs' results, and says what happened to each; a fresh report
- * stored all of its numbers. */
+ * stored all of its values. */
 static int report_batch_body(struct db_conn *c, void *arg)
 {
     static const struct db_stmt st = {"report_ingest_batch",
@@ -78,7 +80,7 @@ static int report_batch_body(struct db_conn *c, void *arg)
         o->known_worker = PQgetvalue(res, row, 1)[0] == 't';
         o->duplicate = o->known_worker && PQgetvalue(res, row, 2)[0] != 't';
         bool fresh = PQgetvalue(res, row, 2)[0] == 't';
-        o->metrics_stored = fresh ? (int)json_object_size(t->reports[i].numbers) : 0;
+        o->metrics_stored = fresh ? (int)json_object_size(t->reports[i].values) : 0;
         o->round_ready = PQgetvalue(res, row, 3)[0] == 't';
     }
     PQclear(res);
@@ -108,7 +110,7 @@ int store_reports_insert(struct db_conn *c, const struct store_report *reports, 
 /* ------------------------------------------------------------------------------------------ */
 
 /* Columns of the series query: the raw row, so that only the points kept are formatted. */
-enum { COL_NAME, COL_RANK, COL_ATTEMPT, COL_STEP, COL_VALUE, COL_TIME_US };
+enum { COL_NAME, COL_RANK, COL_ATTEMPT, COL_STEP, COL_VALUE, COL_TIME_US, COL_OTHER };
 
 /* RFC 3339 UTC text of `us` microseconds since the epoch, as ty_ts() writes times. */
 static void format_time(int64_t us, char *out, size_t outlen)
@@ -133,14 +135,23 @@ static void append_superseded(struct textbuf *b, const PGresult *res, int i, lon
         textbuf_puts(b, ",\"superseded\":true");
 }
 
+/* Appends the value of row i: the number (null when not finite), or the JSON text of a value that
+ * is not a number (COL_OTHER) when `other` is true. */
+static void put_value(struct textbuf *b, const PGresult *res, int i, bool other)
+{
+    const char *value = PQgetvalue(res, i, COL_VALUE);
+    if (other && !PQgetisnull(res, i, COL_OTHER))
+        textbuf_puts(b, PQgetvalue(res, i, COL_OTHER));
+    else
+        textbuf_puts(b, isfinite(strtod(value, NULL)) ? value : "null");
+}
+
 /* Appends row i as {"name","rank","attempt","step","value","time"[,"superseded"]}; name_json is
  * the series' name already encoded as a JSON string. */
 static void append_point(struct textbuf *b, const PGresult *res, int i, const char *name_json,
                          long current_attempt)
 {
     char head[160], time_text[48];
-    const char *value = PQgetvalue(res, i, COL_VALUE);
-    double v = strtod(value, NULL);
     format_time(strtoll(PQgetvalue(res, i, COL_TIME_US), NULL, 10), time_text, sizeof(time_text));
     textbuf_puts(b, "{\"name\":");
     textbuf_puts(b, name_json);
@@ -150,8 +161,8 @@ static void append_point(struct textbuf *b, const PGresult *res, int i, const ch
              PQgetisnull(res, i, COL_STEP) ? "null" : PQgetvalue(res, i, COL_STEP));
     textbuf_puts(b, head);
     /* PostgreSQL writes float8 as the shortest text that reads back exactly, a JSON number for
-     * every finite value; only numbers are stored, so null is for rows written by other means. */
-    textbuf_puts(b, isfinite(v) ? value : "null");
+     * every finite value, and jsonb as JSON text. */
+    put_value(b, res, i, true);
     textbuf_puts(b, ",\"time\":\"");
     textbuf_puts(b, time_text);
     textbuf_puts(b, "\"");
@@ -159,14 +170,13 @@ static void append_point(struct textbuf *b, const PGresult *res, int i, const ch
     textbuf_puts(b, "}");
 }
 
-/* Appends ,"<key>":<value of row i> (null when not finite). */
-static void append_value(struct textbuf *b, const char *key, const PGresult *res, int i)
+/* Appends ,"<key>":<value of row i> (put_value). */
+static void append_value(struct textbuf *b, const char *key, const PGresult *res, int i, bool other)
 {
-    const char *value = PQgetvalue(res, i, COL_VALUE);
     textbuf_puts(b, ",\"");
     textbuf_puts(b, key);
     textbuf_puts(b, "\":");
-    textbuf_puts(b, isfinite(strtod(value, NULL)) ? value : "null");
+    put_value(b, res, i, other);
 }
 
 /* Appends one bucket of a band, rows first..last of the result (`base` + the band's indices):
@@ -189,10 +199,10 @@ static void append_band(struct textbuf *b, const PGresult *res, int base,
              PQgetisnull(res, first, COL_STEP) ? "null" : PQgetvalue(res, first, COL_STEP),
              PQgetisnull(res, last, COL_STEP) ? "null" : PQgetvalue(res, last, COL_STEP));
     textbuf_puts(b, head);
-    append_value(b, "first", res, first);
-    append_value(b, "last", res, last);
-    append_value(b, "min", res, base + (int)band->min);
-    append_value(b, "max", res, base + (int)band->max);
+    append_value(b, "first", res, first, true);
+    append_value(b, "last", res, last, true);
+    append_value(b, "min", res, base + (int)band->min, false);
+    append_value(b, "max", res, base + (int)band->max, false);
     append_superseded(b, res, last, current_attempt);
     textbuf_puts(b, "}");
 }
@@ -273,7 +283,8 @@ int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metr
     static const struct db_stmt series = {
         "metrics_series",
         "SELECT e.name, r.rank, r.attempt, r.step, ty_metric_value(e.value), "
-        "       (extract(epoch FROM r.reported_at) * 1000000)::bigint "
+        "       (extract(epoch FROM r.reported_at) * 1000000)::bigint, "
+        "       CASE WHEN jsonb_typeof(e.value) <> 'number' THEN e.value::text END "
         "  FROM reports r "
         "  CROSS JOIN LATERAL ( "
         "        SELECT key AS name, value FROM jsonb_each(r.metrics) WHERE $2::text IS NULL "

@@ -180,6 +180,8 @@ const scenarios = {
     };
     const want = ['attempt 2', ARGS.checkpoint];
     const stepMarkers = await markers(want);
+    const values = await page.locator('.metric-values table tbody tr').evaluateAll((rows) => rows.map((r) => [...r.cells].map((c) => c.textContent.trim())));
+    const phaseCharts = await page.locator('figure.chart[data-metric="phase"]').count();
     await shot('job-restarts-step');
     await page.locator('#xaxis').selectOption('time');
     await page.waitForFunction(() => document.querySelector('figure.chart[data-metric="loss"][data-x="time"] .u-over'), null, { timeout: LONG });
@@ -198,7 +200,7 @@ const scenarios = {
     const attempts = await page.locator('#panel-timeline table tbody tr').evaluateAll((rows) => rows.map((r) => [...r.cells].slice(0, 2).map((c) => c.textContent.trim())));
     const timeline = await page.locator('#panel-timeline .timeline li').allTextContents();
     await shot('job-restarts-timeline', { full: true });
-    return { stepMarkers, timeMarkers, zooms, zoomPoints, attempts, timeline };
+    return { stepMarkers, timeMarkers, zooms, zoomPoints, attempts, timeline, values, phaseCharts };
   },
 
   async viewer() {

@@ -114,7 +114,8 @@ def test_submitted_job_runs_charts_points_streams_logs_and_stops(cluster):
 
 
 # Reports a few points and a checkpoint, then fails (exit 1) in attempt 1; attempt 2 reports a few
-# more and succeeds. TRAINYARD_ATTEMPT tells it which attempt it is.
+# more and succeeds. TRAINYARD_ATTEMPT tells it which attempt it is. "phase" is not a number: it
+# shows in the table of latest values, not as a chart.
 RESTARTS = textwrap.dedent("""
     import os, sys, tempfile, time, trainyard
     attempt = int(os.environ["TRAINYARD_ATTEMPT"])
@@ -125,7 +126,8 @@ RESTARTS = textwrap.dedent("""
             ck = tempfile.mkdtemp()
             with open(os.path.join(ck, "state"), "w") as f:
                 f.write(str(step))
-        trainyard.report({"loss": 1.0 / step, "step": step}, checkpoint=ck)
+        trainyard.report({"loss": 1.0 / step, "phase": f"attempt {attempt}", "step": step},
+                         checkpoint=ck)
         time.sleep(0.1)
     sys.exit(1 if attempt == 1 else 0)
 """)
@@ -160,6 +162,7 @@ def test_restarted_job_shows_attempt_and_checkpoint_markers_and_zooms_by_time(cl
     assert r["attempts"] == [["1", "FAILED"], ["2", "SUCCEEDED"]] or \
         r["attempts"] == [["2", "SUCCEEDED"], ["1", "FAILED"]], r["attempts"]
     assert any("RESTARTING" in line for line in r["timeline"]), r["timeline"]
+    assert r["values"] == [["phase", "0", "12", "attempt 2"]] and r["phaseCharts"] == 0, r
 
 
 def iso(t):

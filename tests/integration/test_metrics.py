@@ -239,15 +239,21 @@ def test_report_with_no_numbers_is_recorded_as_a_report(srv, node, sql):
     assert row == "1|5|/var/lib/ty/staging/ck-1|node-a"
 
 
-def test_non_numeric_metric_values_are_skipped(srv, node):
+def test_non_numeric_metric_values_are_stored_and_returned(srv, node, sql):
     job = running_job(srv, node)
-    node.report(job, 0, 1, {"loss": 0.5, "note": "warming up", "flag": True, "none": None,
-                            "nested": {"a": 1}, "list": [1], "big": 12345678901234, "": 3},
-                step=3)
+    values = {"loss": 0.5, "note": "warming up", "flag": True, "none": None,
+              "nested": {"a": 1}, "list": [1], "big": 12345678901234}
+    node.report(job, 0, 1, dict(values, **{"": 3}), step=3)  # only the empty name is skipped
     points = metrics(srv, job)
-    assert {p["name"]: p["value"] for p in points} == {"big": 12345678901234, "loss": 0.5}
+    assert {p["name"]: p["value"] for p in points} == values
     assert srv.request("GET", f"/api/v1/jobs/{job}").json["result"]["metrics"] == \
-        {"loss": 0.5, "big": 12345678901234, "step": 3}
+        dict(values, step=3)
+    band = srv.request("GET", f"/api/v1/jobs/{job}/metrics?mode=band").json["metrics"]
+    note = next(b for b in band if b["name"] == "note")
+    assert note["first"] == note["last"] == "warming up" and note["min"] is None, note
+    # The SQL view `metrics` stays one row per number.
+    assert sql(f"SELECT string_agg(name, ',' ORDER BY name) FROM metrics WHERE job_id = {job}") \
+        == "big,loss"
 
 
 @pytest.mark.parametrize("change", [

@@ -88,13 +88,13 @@ def test_reports_and_points_counters_follow_what_was_sent(srv):
             node.report(job, 0, k, {"loss": 1.0 / k, "acc": k / 10.0, "note": "x"}, step=k)
         node.report(job, 0, 1, {"loss": 1.0, "acc": 0.1}, step=1)  # a resend: not counted
         after, _ = scrape(srv)
-        assert len(metrics(srv, job)) == 2 * n
+        assert len(metrics(srv, job)) == 3 * n  # "note" too: any JSON value is kept
     finally:
         node.close()
     reports = "trainyard_reports_ingested_total"
     points = "trainyard_metric_points_ingested_total"
     assert value(after, reports) - value(before, reports) == n
-    assert value(after, points) - value(before, points) == 2 * n
+    assert value(after, points) - value(before, points) == 3 * n
 
 
 def test_cluster_figures(srv):

@@ -29,7 +29,7 @@ static int parse_text(const char *text, struct aproto_node_msg *m, char *err, si
     return aproto_node_msg_parse(text, strlen(text), m, err, errlen);
 }
 
-static void agent_proto_report_round_trips_keeping_only_numbers(void **state)
+static void agent_proto_report_round_trips_keeping_every_value(void **state)
 {
     (void)state;
     char *text = built_report(NULL);
@@ -47,10 +47,15 @@ static void agent_proto_report_round_trips_keeping_only_numbers(void **state)
     assert_string_equal(r->time, "2030-01-02T03:04:05.678Z");
     assert_null(r->checkpoint_dir);
     assert_int_equal(r->checkpoint_bytes, -1);
-    assert_int_equal(json_object_size(r->numbers), 2);
-    assert_true(json_real_value(json_object_get(r->numbers, "loss")) == 0.25);
-    assert_int_equal(json_integer_value(json_object_get(r->numbers, "epoch")), 4);
-    assert_int_equal(r->skipped, 6); /* note, flag, none, list, obj, "" */
+    assert_int_equal(json_object_size(r->values), 7);
+    assert_true(json_real_value(json_object_get(r->values, "loss")) == 0.25);
+    assert_int_equal(json_integer_value(json_object_get(r->values, "epoch")), 4);
+    assert_string_equal(json_string_value(json_object_get(r->values, "note")), "warm");
+    assert_true(json_is_true(json_object_get(r->values, "flag")));
+    assert_true(json_is_null(json_object_get(r->values, "none")));
+    assert_int_equal(json_array_size(json_object_get(r->values, "list")), 1);
+    assert_true(json_is_object(json_object_get(r->values, "obj")));
+    assert_int_equal(r->skipped, 1); /* "" */
     aproto_node_msg_free(&m);
     free(text);
 }
@@ -85,7 +90,7 @@ static void agent_proto_report_job_id_may_be_an_integer(void **state)
     assert_int_equal(parse_text(text, &m, err, sizeof(err)), 0);
     assert_int_equal(m.report.job, 9);
     assert_int_equal(m.report.step, -1);
-    assert_int_equal(json_object_size(m.report.numbers), 0);
+    assert_int_equal(json_object_size(m.report.values), 0);
     aproto_node_msg_free(&m);
 }
 
@@ -180,7 +185,7 @@ static void agent_proto_rfc3339_accepts_the_forms_agents_write(void **state)
 }
 
 static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(agent_proto_report_round_trips_keeping_only_numbers),
+    cmocka_unit_test(agent_proto_report_round_trips_keeping_every_value),
     cmocka_unit_test(agent_proto_report_with_checkpoint_round_trips),
     cmocka_unit_test(agent_proto_report_job_id_may_be_an_integer),
     cmocka_unit_test(agent_proto_malformed_reports_are_refused_naming_the_field),

@@ -85,12 +85,12 @@ static void python_reports_through_agent_socket(void **state)
         "assert trainyard.get_checkpoint() == '/resume/here'\n"
         "trainyard.report({'loss': 0.125, 'step': 4}, checkpoint=os.environ['CKPT'])\n"
         "class Ck: path = os.environ['CKPT']\n"
-        "trainyard.report({'loss': 0.0625}, checkpoint=Ck())\n"
+        "trainyard.report({'loss': 0.0625, 'phase': 'warm', 'tags': ('a', 1)}, checkpoint=Ck())\n"
         "try:\n"
-        "    trainyard.report({'loss': 'bad'})\n"
+        "    trainyard.report({'model': object()})\n"
         "    raise SystemExit(3)\n"
-        "except trainyard.TrainyardError:\n"
-        "    pass\n";
+        "except trainyard.TrainyardError as e:\n"
+        "    assert \"'model' is a object, which is not JSON-serialisable\" in str(e), e\n";
     assert_int_equal(run_python(script, env, NULL), 0);
     agent_stub_stop(&s);
     assert_int_equal(s.bad_frames, 0);
@@ -108,6 +108,9 @@ static void python_reports_through_agent_socket(void **state)
     json_t *r2 = json_array_get(s.reports, 1);
     assert_int_equal(json_integer_value(json_object_get(r2, "seq")), 2);
     assert_string_equal(json_string_value(json_object_get(r2, "checkpoint_dir")), s.dir);
+    json_t *m2 = json_object_get(r2, "metrics"); /* values that are not numbers travel as JSON */
+    assert_string_equal(json_string_value(json_object_get(m2, "phase")), "warm");
+    assert_int_equal(json_array_size(json_object_get(m2, "tags")), 2);
     agent_stub_free(&s);
 }
 

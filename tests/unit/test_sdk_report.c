@@ -216,15 +216,16 @@ static void report_invalid_arguments_send_nothing(void **state)
     managed_env(s.path);
     ty_ctx *c;
     assert_int_equal(ty_init(&c, NULL, NULL), 0);
-    json_t *bad[] = {json_pack("{s:s}", "loss", "low"), json_pack("{s:f}", "step", 1.5),
+    json_t *bad[] = {json_pack("{s:i}", "", 1), json_pack("{s:f}", "step", 1.5),
                      json_pack("{s:i}", "step", -1), json_pack("[i]", 1),
-                     json_pack("{s:{}}", "nested")};
+                     json_pack("{s:s}", "step", "x")};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(ty_report(c, bad[i], NULL), TY_EINVAL);
         json_decref(bad[i]);
     }
     assert_int_equal(ty_report(c, NULL, NULL), TY_EINVAL);
-    json_t *ok = json_pack("{s:i}", "x", 1);
+    /* Any JSON value is a metric (numbers are charted, the rest stored as it is). */
+    json_t *ok = json_pack("{s:i, s:s, s:{}}", "x", 1, "loss", "low", "nested");
     assert_int_equal(ty_report(c, ok, "/nonexistent/ckpt"), TY_EINVAL);
     assert_int_equal(ty_report(c, ok, NULL), 0);
     json_decref(ok);
@@ -232,6 +233,8 @@ static void report_invalid_arguments_send_nothing(void **state)
     agent_stub_stop(&s);
     assert_int_equal(json_array_size(s.reports), 1);
     assert_int_equal(json_integer_value(json_object_get(json_array_get(s.reports, 0), "seq")), 1);
+    json_t *sent = json_object_get(json_array_get(s.reports, 0), "metrics");
+    assert_string_equal(json_string_value(json_object_get(sent, "loss")), "low");
     agent_stub_free(&s);
 }
 

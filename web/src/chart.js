@@ -3,9 +3,11 @@
 // line, the min/max band of the server's buckets where it downsampled (mode=band), markers for
 // attempts and checkpoints, hover values, and a zoom (drag) that re-fetches the range at full
 // detail. Memory stays bounded while it streams: each series thins its oldest half past a cap.
+// Reported values that are not numbers (strings, booleans, lists, ...) are not charted: the
+// latest of each (name, rank) shows in a table above the charts.
 import uPlot from 'uplot';
 import { api } from './api.js';
-import { h, clear, fmt, loading, errorBox, empty } from './ui.js';
+import { h, clear, fmt, loading, errorBox, empty, table } from './ui.js';
 
 const COLORS = ['#2563eb', '#dc2626', '#16a34a', '#d97706', '#7c3aed', '#0891b2', '#db2777', '#65a30d', '#4b5563', '#ea580c'];
 const BUCKETS = 600; // buckets per series for the overview
@@ -64,6 +66,8 @@ export class MetricCharts {
     this.xMode = 'step';
     this.smooth = 0.6;
     this.metrics = new Map(); // name → {series: Map(rank → series), plot, box, hidden:Set}
+    this.others = new Map(); // "name\u0000rank" → {name, rank, value, step, t}: not numbers
+    this.othersBox = h('div', { class: 'metric-values', hidden: true });
     this.markers = { attempts: [], checkpoints: [] };
     this.zoomed = new Map(); // name → [min, max]
     this.dirty = new Set();
@@ -96,6 +100,7 @@ export class MetricCharts {
     clear(this.el, loading('Loading metrics…'));
     for (const m of this.metrics.values()) if (m.plot) m.plot.destroy();
     this.metrics.clear();
+    this.others.clear();
     this.zoomed.clear();
     const get = async (rank) => {
       const q = rank === null ? '' : `&rank=${rank}`;
@@ -137,6 +142,10 @@ export class MetricCharts {
   merge(rows) {
     const fresh = new Map(); // "name\u0000rank" → series
     for (const b of rows) {
+      if (b.last !== null && typeof b.last !== 'number') {
+        this.noteOther(b.name, b.rank, b.last, b.step_last, Date.parse(b.end));
+        continue;
+      }
       const key = `${b.name}\u0000${b.rank}`;
       if (!fresh.has(key)) fresh.set(key, { name: b.name, rank: b.rank, s: newSeries() });
       this.addBucket(fresh.get(key).s, b);
@@ -158,6 +167,27 @@ export class MetricCharts {
       names.add(name);
     }
     return names;
+  }
+
+  // A value that is not a number: the table keeps the latest of its (name, rank).
+  noteOther(name, rank, value, step, t) {
+    const key = `${name}\u0000${rank}`;
+    const old = this.others.get(key);
+    if (old && old.t > t) return;
+    this.others.set(key, { name, rank, value, step, t });
+    this.othersDirty = true;
+  }
+
+  drawOthers() {
+    this.othersDirty = false;
+    const rows = [...this.others.values()].sort((a, b) => a.name.localeCompare(b.name) || a.rank - b.rank);
+    this.othersBox.hidden = rows.length === 0;
+    clear(this.othersBox, rows.length ? table([
+      { title: 'Name', cell: (r) => r.name },
+      { title: 'Rank', cell: (r) => String(r.rank) },
+      { title: 'Step', cell: (r) => fmt.num(r.step) },
+      { title: 'Value', cell: (r) => fmt.value(r.value) },
+    ], rows, { caption: 'Latest reported values that are not numbers' }) : null);
   }
 
   metricOf(name) {
@@ -198,7 +228,10 @@ export class MetricCharts {
     const t = Date.parse(d.time);
     const x = this.xOf(d.step, d.k, t);
     for (const [name, v] of Object.entries(d.metrics || {})) {
-      if (typeof v !== 'number') continue;
+      if (typeof v !== 'number') {
+        if (v !== null) this.noteOther(name, d.rank, v, d.step, t);
+        continue;
+      }
       const m = this.metricOf(name);
       const s = this.seriesOf(m, d.rank);
       if (t <= s.lastT) continue; // already read from the REST reply
@@ -232,6 +265,10 @@ export class MetricCharts {
         this.lastDraw = performance.now();
         for (const name of this.dirty) this.update(this.metrics.get(name));
         this.dirty.clear();
+        if (this.othersDirty) {
+          if (!this.othersBox.isConnected) this.el.prepend(this.othersBox);
+          this.drawOthers();
+        }
       });
     }, Math.max(0, REDRAW_MS - since));
   }
@@ -248,8 +285,9 @@ export class MetricCharts {
   }
 
   drawAll() {
-    clear(this.el);
-    if (this.metrics.size === 0) {
+    clear(this.el, this.othersBox);
+    this.drawOthers();
+    if (this.metrics.size === 0 && this.others.size === 0) {
       this.el.append(empty('No metrics reported yet. Charts appear with the first report.'));
       this.emptyShown = true;
       return;

@@ -60,6 +60,11 @@ export const fmt = {
     const a = Math.abs(v);
     return a !== 0 && (a < 1e-3 || a >= 1e6) ? v.toExponential(3) : v.toPrecision(5);
   },
+  // A reported value: a number as num() writes it, a string as it is, anything else as JSON.
+  value(v) {
+    if (typeof v === 'number' || v === undefined) return fmt.num(v);
+    return typeof v === 'string' ? v : JSON.stringify(v);
+  },
 };
 
 // A status badge's colour: what the status means to the reader, not its name (the names come from

@@ -250,8 +250,45 @@ class _Rejected(Exception):
     pass
 
 
+def _plain(key, value):
+    """`value` as plain JSON data (numpy / torch scalars and arrays turned into Python numbers
+    and lists, tuples into lists), or TrainyardError naming the metric `key` when it is not
+    JSON-serialisable or holds a float that is not finite."""
+    if isinstance(value, (str, bool)) or value is None:
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise TrainyardError(f"metrics: {key!r} is not finite ({value})")
+        return value
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise TrainyardError(f"metrics: {key!r} has a key {k!r} that is not a string: "
+                                     "not JSON-serialisable")
+            out[k] = _plain(key, v)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_plain(key, v) for v in value]
+    for convert in ("item", "tolist"):  # numpy / torch scalars (item) and arrays (tolist)
+        f = getattr(value, convert, None)
+        if callable(f):
+            try:
+                plain = f()
+            except (TypeError, ValueError, RuntimeError):
+                continue
+            if plain is not value:
+                return _plain(key, plain)
+    raise TrainyardError(f"metrics: {key!r} is a {type(value).__name__}, which is not "
+                         "JSON-serialisable: report numbers, strings, booleans, None, or lists "
+                         "and dicts of them")
+
+
 def _build_report(metrics, checkpoint):
-    """Validate metrics (dict of numbers, optional int "step") and build a report message."""
+    """Validate metrics (a dict of JSON-serialisable values, optional int "step") and build a
+    report message. Numbers are charted; other values are stored and returned as they are."""
     if not isinstance(metrics, dict):
         raise TrainyardError("metrics must be a dict")
     out = {}
@@ -264,13 +301,7 @@ def _build_report(metrics, checkpoint):
                 raise TrainyardError("metrics: 'step' must be a non-negative integer")
             step = value
             continue
-        if hasattr(value, "item") and callable(value.item):  # numpy / torch scalars
-            value = value.item()
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TrainyardError(f"metrics: {key!r} is not a number")
-        if isinstance(value, float) and not math.isfinite(value):
-            raise TrainyardError(f"metrics: {key!r} is not finite")
-        out[key] = value
+        out[key] = _plain(key, value)
     msg = {"type": "report", "seq": 0, "metrics": out}
     if step is not None:
         msg["step"] = step
@@ -298,7 +329,8 @@ def get_context():
 
 
 def report(metrics, checkpoint=None):
-    """Report metrics (dict of numbers, optional int "step") and optionally a checkpoint
+    """Report metrics (a dict of JSON-serialisable values: numbers are charted, the others
+    stored and returned as they are; optional int "step") and optionally a checkpoint
     directory (a path, or an object with a .path). Blocks until the agent owns the report.
     Every rank must call report() the same number of times. Raises TrainyardError."""
     get_context().report(metrics, checkpoint)

@@ -1,8 +1,8 @@
 -- Ingests a batch of reports (server/control/control_report.c). p_reports: a JSON array of
 -- objects {i, job_id, attempt, rank, seq, step, checkpoint_dir, node_id, time, metrics,
--- max_bytes} (i: the caller's index; metrics: an object of numbers; max_bytes: the server's
+-- max_bytes} (i: the caller's index; metrics: an object of any JSON values; max_bytes: the server's
 -- --max-report-bytes-per-job, 0 none). For each report of a worker that runs in that attempt on
--- that node: one reports row holding its numbers, and one `report` row appended to the job's
+-- that node: one reports row holding its values, and one `report` row appended to the job's
 -- stream (ty_stream_append_batch); a report already stored (a resend, or twice in the batch)
 -- changes nothing. jobs.report_bytes grows by each stored report's size; once it has reached
 -- max_bytes the job's later reports are refused (stored nothing, answered as not fresh), and the

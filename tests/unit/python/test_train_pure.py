@@ -16,7 +16,8 @@ from trainyard.train import (CheckpointConfig, FailureConfig, MetricAssertionErr
                              RunConfig, ScalingConfig, check_assertions, get_dataset_shard)
 from trainyard.train._pack import (PackageTooLarge, directory_signature, list_files,  # noqa: E402
                                   pack_directory, remember_package, remembered_package)
-from trainyard.train._trainer import build_spec, function_reference, RUNNER  # noqa: E402
+from trainyard.train._trainer import (FUNCTION_FILE, RUNNER, build_spec,  # noqa: E402
+                                      function_reference, script_defines)
 
 
 def tree(root, files):
@@ -68,16 +69,31 @@ def module_level(config):
     return config
 
 
-def test_function_reference_names_a_module_function_and_refuses_lambdas(tmp_path):
-    assert function_reference(module_level, str(tmp_path)) == {
+def test_function_reference_names_a_module_function_and_sends_the_others_by_value(tmp_path):
+    here = os.path.dirname(os.path.abspath(__file__))
+    assert function_reference(module_level, here) == {
         "module": module_level.__module__, "qualname": "module_level"}
-    with pytest.raises(ValueError, match="lambda or nested"):
-        function_reference(lambda c: c, str(tmp_path))
+    # working_dir elsewhere: the workers could not import this module, so the function (and
+    # the module's code it needs) travels by value.
+    assert function_reference(module_level, str(tmp_path)) == {"pickled": FUNCTION_FILE}
+    assert function_reference(lambda c: c, str(tmp_path)) == {"pickled": FUNCTION_FILE}
+    k = 3
 
     def nested(config):
-        return config
-    with pytest.raises(ValueError, match="nested"):
-        function_reference(nested, str(tmp_path))
+        return config + k
+    assert function_reference(nested, str(tmp_path)) == {"pickled": FUNCTION_FILE}
+    with pytest.raises(ValueError, match="must be a function"):
+        function_reference(42, str(tmp_path))
+
+
+def test_script_defines_reads_what_an_import_binds(tmp_path):
+    script = tmp_path / "s.py"
+    script.write_text("def top(c): pass\n"
+                      "try:\n    alias = top\nexcept Exception:\n    pass\n"
+                      "if __name__ == '__main__':\n    def guarded(c): pass\n"
+                      "else:\n    def imported(c): pass\n")
+    assert [n for n in ("top", "alias", "guarded", "imported", "missing")
+            if script_defines(str(script), n)] == ["top", "alias", "imported"]
 
 
 def test_spec_carries_scaling_run_config_and_the_function(tmp_path):

@@ -170,7 +170,7 @@ export function render(main, { id, params }) {
       clear(panels.checkpoints, checkpoints.length ? table([
         { title: 'Index', cell: (c) => `${c.attempt}.${c.index}` },
         { title: 'Step', cell: (c) => c.step ?? '—' },
-        { title: 'Metrics', cell: (c) => Object.entries(c.metrics || {}).map(([k, v]) => `${k}=${fmt.num(v)}`).join(' ') || '—' },
+        { title: 'Metrics', cell: (c) => Object.entries(c.metrics || {}).map(([k, v]) => `${k}=${fmt.value(v)}`).join(' ') || '—' },
         { title: 'Size', cell: (c) => fmt.bytes(c.size_bytes) },
         { title: 'Marks', cell: (c) => [c.id === best ? h('span', { class: 'mark best' }, 'best') : null, c.id === latest ? h('span', { class: 'mark latest' }, 'latest') : null] },
         { title: 'Created', cell: (c) => fmt.time(c.created_at) },

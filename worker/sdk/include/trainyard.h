@@ -92,7 +92,8 @@ TY_API const char *ty_checkpoint_dir(const ty_ctx *c);
 TY_API int ty_should_checkpoint(const ty_ctx *c);
 
 /*
- * Report metrics (a JSON object of numbers, plus an optional integer "step") and optionally a
+ * Report metrics (a JSON object of any JSON values, numbers charted, plus an optional integer
+ * "step") and optionally a
  * checkpoint directory (must exist; sent as an absolute path). Blocks until the agent
  * acknowledges that it owns the report (TRAINYARD_REPORT_TIMEOUT_S, default 120 s); the agent
  * takes the directory's files by moving them (it is left empty of files), so this returns

@@ -46,8 +46,10 @@ def check_assertions(metrics, assertions):
             raise ValueError(f"assertion {cond!r} is not NAME OP NUMBER (OP: >= <= > < == !=)")
         name, op, bound = m.group(1), m.group(2), float(m.group(3))
         value = (metrics or {}).get(name)
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
+        if name not in (metrics or {}):
             misses.append(f"{cond}: the final metrics have no {name!r}")
+        elif not isinstance(value, (int, float)) or isinstance(value, bool):
+            misses.append(f"{cond}: {name} is {value!r}, not a number")
         elif not _OPS[op](value, bound):
             misses.append(f"{cond}: {name} is {value}")
     if misses:

@@ -30,8 +30,18 @@ def print_return_value(value):
 
 
 def load_function(spec):
-    """The function `spec` names: {"file": path, "qualname"} or {"module", "qualname"}."""
+    """The function `spec` names: {"file": path, "qualname"}, {"module", "qualname"}, or
+    {"pickled": file}: a function that travelled by value (cloudpickle) in the code package."""
     sys.path.insert(0, os.getcwd())
+    if "pickled" in spec:
+        try:
+            with open(spec["pickled"], "rb") as f:
+                return pickle.load(f)
+        except ModuleNotFoundError as e:
+            if e.name == "cloudpickle":
+                raise RuntimeError("the training function travelled by value (cloudpickle): "
+                                   "this node's Python needs python3-cloudpickle") from None
+            raise
     if "file" in spec:
         path = os.path.abspath(spec["file"])
         sys.path.insert(0, os.path.dirname(path))

@@ -62,7 +62,8 @@ def get_context():
 
 
 def report(metrics=None, checkpoint=None, **kwargs):
-    """Reports metrics (a dict of numbers, optional int "step") and optionally a Checkpoint (or
+    """Reports metrics (a dict of any JSON-serialisable values, as in Ray: numbers are charted,
+    the others stored and returned as they are; optional int "step") and optionally a Checkpoint (or
     a directory). Returns once the agent owns the report; every rank calls it equally often.
     Ray 1.9's report(**metrics) (report(loss=0.1, epoch=2)) works too."""
     if kwargs:
@@ -119,10 +120,12 @@ def set_datasets(datasets):
 
 
 def get_dataset_shard(dataset, rank=None, world_size=None):
-    """This worker's share of `dataset`: every world_size-th item starting at its rank, so the
-    ranks' shards are disjoint, cover it, and are the same on every run. `dataset` is the name
-    of one of the trainer's datasets= (as in Ray) or a sequence / torch Dataset itself. A
-    sequence gives a list; a torch Dataset a torch.utils.data.Subset."""
+    """This worker's share of `dataset`, the name of one of the trainer's datasets= (as in Ray)
+    or a dataset itself. A trainyard.data Dataset gives a DataShard (iter_batches,
+    iter_torch_batches, iter_rows), reading only this worker's rows or files. A sequence gives
+    a list and a torch Dataset a torch.utils.data.Subset: every world_size-th item starting at
+    its rank. Either way the ranks' shards are disjoint, cover it, and are the same on every
+    run."""
     if isinstance(dataset, str):
         if not _datasets or dataset not in _datasets:
             have = ", ".join(sorted(_datasets or {})) or "none"
@@ -132,6 +135,12 @@ def get_dataset_shard(dataset, rank=None, world_size=None):
     ctx = _ty.get_context()
     rank = ctx.world_rank if rank is None else rank
     world_size = ctx.world_size if world_size is None else world_size
+    from .. import data
+    if isinstance(dataset, data.Dataset):  # given here, not through datasets=: in memory
+        return data.DataShard(dataset._source, rank, world_size, dataset._shuffle,
+                              dataset._seed)
+    if isinstance(dataset, data._Plan):
+        return dataset.shard(rank, world_size)
     indices = range(rank, len(dataset), world_size)
     try:
         from torch.utils.data import Dataset, Subset

@@ -1,10 +1,13 @@
 """DataParallelTrainer.fit(): ship the training function with the working directory, submit the
 job, stream its logs and a progress line per report, and return a Result (docs/python-api.md)."""
 
+import ast
+import io
 import json
 import os
 import pickle
 import sys
+import sysconfig
 import time
 
 from ._checkpoint import Checkpoint, Result, TrainingFailedError, check_assertions
@@ -17,6 +20,7 @@ __all__ = ["DataParallelTrainer", "function_reference", "build_spec"]
 
 TERMINAL = TERMINAL_JOB_STATUSES
 DATASETS_FILE = "__trainyard_datasets__.pkl"  # datasets= in the code package
+FUNCTION_FILE = "__trainyard_function__.pkl"  # a function that travels by value (cloudpickle)
 MAIN_ALIAS = "__trainyard_main__"  # the user's script, imported on a worker
 RETURN_MARK = "__trainyard_return__"  # the log lines that carry a worker's return value (run())
 POLL_MIN_S, POLL_MAX_S = 0.1, 1.0  # polling backs off while nothing changes
@@ -40,29 +44,159 @@ def runner_entrypoint(python=None):
     return [python or os.environ.get("TRAINYARD_WORKER_PYTHON") or "python3"] + RUNNER[1:]
 
 
+def _is_main_guard(node):
+    """Whether `node` is `if __name__ == "__main__":` (either way round)."""
+    t = node.test
+    if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq)):
+        return False
+    sides = [t.left, t.comparators[0]]
+    return (any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides) and
+            any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides))
+
+
+def script_defines(path, name):
+    """Whether importing the script at `path` under another name than __main__ (as the runner
+    does) binds the top-level `name`: a def, class or assignment outside its
+    `if __name__ == "__main__":` blocks."""
+    try:
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read(), path)
+    except (OSError, SyntaxError, ValueError):
+        return False
+
+    def binds(stmts):
+        for s in stmts:
+            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if s.name == name:
+                    return True
+            elif isinstance(s, (ast.Assign, ast.AnnAssign)):
+                targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+                if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                    return True
+            elif isinstance(s, ast.If):
+                if binds(s.orelse) or (not _is_main_guard(s) and binds(s.body)):
+                    return True
+            elif isinstance(s, (ast.Try, ast.With, ast.For, ast.While)):
+                parts = [getattr(s, k, []) for k in ("body", "orelse", "finalbody")]
+                parts += [h.body for h in getattr(s, "handlers", [])]
+                if any(binds(p) for p in parts):
+                    return True
+        return False
+
+    return binds(tree.body)
+
+
 def function_reference(fn, working_dir):
     """How a worker finds `fn`: {"file": path relative to working_dir, "qualname"} for a
-    function of the user's script (__main__), else {"module", "qualname"}. Raises ValueError
-    for what a worker cannot import (a lambda, a nested function, a script outside
-    working_dir, an interactive session)."""
+    function the user's script (__main__) defines when imported, {"module", "qualname"} for one
+    of a module the workers can import (installed, or at the top of working_dir), else
+    {"pickled": FUNCTION_FILE}: a function with no importable home (defined in a notebook cell,
+    in `python3 -`, under `if __name__ == "__main__":`, a lambda, a closure, a module beside a
+    notebook outside working_dir) travels by value (pickle_function). Raises ValueError for what
+    is not a function."""
     qual = getattr(fn, "__qualname__", None)
     mod = getattr(fn, "__module__", None)
-    if not callable(fn) or not qual or not mod:
+    if not callable(fn):
         raise ValueError("train_loop_per_worker must be a function")
-    if "<" in qual:
-        raise ValueError(f"{qual} is a lambda or nested function: define it at module level so "
-                         "that workers can import it")
-    if mod != "__main__":
-        return {"module": mod, "qualname": qual}
-    main = sys.modules.get("__main__")
-    path = getattr(main, "__file__", None)
-    if not path:
-        raise ValueError("the training function is defined in an interactive session: put it in "
-                         "a file (under `if __name__ == \"__main__\":` call fit())")
-    rel = os.path.relpath(os.path.abspath(path), os.path.abspath(working_dir))
-    if rel.startswith(".."):
-        raise ValueError(f"the script {path} is not inside working_dir {working_dir}")
-    return {"file": rel, "qualname": qual}
+    if qual and mod and "<" not in qual:
+        if mod != "__main__":
+            if _reachable(mod, working_dir):
+                return {"module": mod, "qualname": qual}
+            return {"pickled": FUNCTION_FILE}
+        path = getattr(sys.modules.get("__main__"), "__file__", None)
+        if path and os.path.isfile(path):
+            rel = os.path.relpath(os.path.abspath(path), os.path.abspath(working_dir))
+            if not rel.startswith("..") and script_defines(path, qual.split(".")[0]):
+                return {"file": rel, "qualname": qual}
+    return {"pickled": FUNCTION_FILE}
+
+
+class _RecordingUnpickler(pickle.Unpickler):
+    """Loads a pickle, noting every module it imports a name from, and every module cloudpickle
+    imports whole (a module the function uses as a global: `subimport(name)`)."""
+
+    def __init__(self, data):
+        super().__init__(io.BytesIO(data))
+        self.modules = set()
+
+    def find_class(self, module, name):
+        self.modules.add(module)
+        found = super().find_class(module, name)
+        if name == "subimport" and module.startswith("cloudpickle"):
+            def subimport(module_name):
+                self.modules.add(module_name)
+                return found(module_name)
+            return subimport
+        return found
+
+
+def _installed(path):
+    """Whether `path` (a module's file) belongs to the Python installation (standard library,
+    site-packages, dist-packages): the nodes' Python has the same, or the job's packages are
+    the nodes' business as for any import."""
+    path = os.path.realpath(path)
+    roots = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    parts = path.split(os.sep)
+    return ("site-packages" in parts or "dist-packages" in parts or
+            any(path.startswith(os.path.realpath(r) + os.sep) for r in roots if r))
+
+
+def _reachable(module, working_dir):
+    """Whether the workers can import `module`: ours, built in, installed (_installed), or at the
+    top of working_dir (the package's directory is the workers' current one)."""
+    top = module.split(".")[0]
+    if top in ("trainyard", "_trainyard_heartbeat", "cloudpickle"):
+        return True
+    path = getattr(sys.modules.get(module) or sys.modules.get(top), "__file__", None)
+    if not path or _installed(path):
+        return True
+    real, wd = os.path.realpath(path), os.path.realpath(working_dir)
+    return real == os.path.join(wd, top + ".py") or real.startswith(os.path.join(wd, top) + os.sep)
+
+
+def pickle_function(fn, working_dir, what="train_loop_per_worker"):
+    """`fn` pickled by value with cloudpickle (its closure and the globals it uses with it), for
+    a worker to load. Everything a worker could not run is refused here, before submission
+    (ValueError): no cloudpickle, a value that does not pickle, a pickle that does not load back,
+    or a module it needs that lives neither in the Python installation nor in working_dir (a
+    module beside a notebook outside working_dir: the workers could not import it)."""
+    name = getattr(fn, "__qualname__", None) or repr(fn)
+    try:
+        import cloudpickle
+    except ImportError:
+        raise ValueError(f"{what} {name} has no importable home (a notebook cell, `python3 -`, "
+                         "`if __name__ == \"__main__\":`, a lambda or a closure) and travels by "
+                         "value, which needs cloudpickle: install python3-cloudpickle "
+                         "(scripts/install-deps.sh does), or define it in a module") from None
+    home = sys.modules.get(getattr(fn, "__module__", None) or "")
+    by_value = home is not None and home.__name__ != "__main__" and \
+        not _reachable(home.__name__, working_dir)
+    if by_value:  # a function of a module the workers cannot import: the module's code too
+        cloudpickle.register_pickle_by_value(home)
+    try:
+        data = cloudpickle.dumps(fn, protocol=4)
+    except Exception as e:
+        raise ValueError(f"{what} {name} cannot travel to the workers: pickling it by value "
+                         f"failed ({type(e).__name__}: {e}); a value it uses (a global or a "
+                         "variable of its closure) does not pickle") from None
+    finally:
+        if by_value:
+            cloudpickle.unregister_pickle_by_value(home)
+    loader = _RecordingUnpickler(data)
+    try:
+        loader.load()
+    except Exception as e:
+        raise ValueError(f"{what} {name} cannot travel to the workers: its pickle does not load "
+                         f"back ({type(e).__name__}: {e})") from None
+    for module in sorted(loader.modules):
+        if _reachable(module, working_dir):
+            continue
+        path = getattr(sys.modules.get(module), "__file__", None)
+        raise ValueError(f"{what} {name} uses module {module!r} ({path}), which is neither "
+                         f"installed nor at the top of working_dir {working_dir}: the workers "
+                         "could not import it; move it there, or pass working_dir= the directory "
+                         "that holds it")
+    return data
 
 
 def build_spec(name, backend, entrypoint, scaling_config, run_config, train_loop_config,
@@ -125,6 +259,7 @@ class DataParallelTrainer:
             self.run_config.metadata.update(metadata)
         self.job_id = None
         self._returns = False  # run(): the workers print their return values
+        self._pickled = None  # build(): the function's pickle, when it travels by value
         self._latest = None  # the latest checkpoint of the last run() or fit()
 
     # --- building the job ---
@@ -167,6 +302,7 @@ class DataParallelTrainer:
             entry, ref = (list(fn) if not isinstance(fn, str) else fn), None
         else:
             entry, ref = runner_entrypoint(self.worker_python), function_reference(fn, wd)
+            self._pickled = pickle_function(fn, wd) if "pickled" in ref else None
             if self._returns:
                 ref["returns"] = True
         spec = build_spec(self._name(), self.backend, entry, self.scaling_config,
@@ -197,10 +333,13 @@ class DataParallelTrainer:
                 pack_directory(local_ck, self.max_package_bytes, keep_all=True,
                                what="resume_from_checkpoint"))
         spec, wd = self.build(resume_package)
-        extra = None
+        extra = {}
+        if self._pickled is not None:  # a function with no importable home travels by value
+            extra[FUNCTION_FILE] = self._pickled
         if self.datasets:  # they travel in the code package, pickled
-            extra = {DATASETS_FILE: pickle.dumps(self.datasets, protocol=4)}
-        sha, uploaded = _code_package(client, wd, self.max_package_bytes, extra)
+            extra.update(_pack_datasets(self.datasets, self.scaling_config.num_workers,
+                                        by_value=self._pickled is not None))
+        sha, uploaded = _code_package(client, wd, self.max_package_bytes, extra or None)
         spec["code_package"] = sha
         verbose = self.run_config.verbose
         self.job_id = job_id = client.submit_job(spec)
@@ -278,19 +417,50 @@ def _as_checkpoint(checkpoint):
 
 
 def _check_datasets(datasets):
-    """datasets= checked: None, or a dict of name -> a sequence (len and indexing) or a torch
-    Dataset, which must pickle (a class defined in the user's script is fine)."""
+    """datasets= checked: None, or a dict of name -> a trainyard.data Dataset, a sequence (len
+    and indexing) or a torch Dataset, which must pickle (a class defined in the user's script
+    is fine)."""
     if not datasets:
         return None
     if not isinstance(datasets, dict):
-        raise TypeError("datasets must be a dict of name -> sequence or torch Dataset")
+        raise TypeError("datasets must be a dict of name -> trainyard.data Dataset, sequence or "
+                        "torch Dataset")
+    from ..data import Dataset
     for name, ds in datasets.items():
         if not isinstance(name, str):
             raise TypeError(f"datasets key {name!r} is not a string")
-        if not (hasattr(ds, "__len__") and hasattr(ds, "__getitem__")):
-            raise TypeError(f"datasets[{name!r}] is a {type(ds).__name__}: give a sequence or a "
-                            "torch Dataset (len() and indexing)")
+        if not isinstance(ds, Dataset) and not (hasattr(ds, "__len__") and
+                                                hasattr(ds, "__getitem__")):
+            raise TypeError(f"datasets[{name!r}] is a {type(ds).__name__}: give a trainyard.data "
+                            "Dataset, a sequence or a torch Dataset (len() and indexing)")
     return dict(datasets)
+
+
+def _pack_datasets(datasets, num_workers, by_value=False):
+    """The code package's files for datasets=: DATASETS_FILE, the pickled table of name -> a
+    sequence or torch Dataset (whole, each worker then takes its items) or a trainyard.data
+    Dataset's plan (which rows or files each rank reads, no rows), plus the block files of the
+    in-memory Datasets, one per worker (trainyard/data.py says how each kind is split).
+    by_value: pickled with cloudpickle (the function travels by value: what the notebook
+    defined travels with it)."""
+    from ..data import Dataset
+    table, files = {}, {}
+    for i, (name, ds) in enumerate(datasets.items()):
+        if isinstance(ds, Dataset):
+            table[name], blocks = ds.plan(str(i), num_workers)
+            files.update(blocks)
+        else:
+            table[name] = ds
+    dumps = pickle.dumps
+    if by_value:
+        import cloudpickle
+        dumps = cloudpickle.dumps
+    try:
+        files[DATASETS_FILE] = dumps(table, protocol=4)
+    except Exception as e:
+        raise ValueError(f"datasets= cannot travel to the workers: pickling failed "
+                         f"({type(e).__name__}: {e})") from None
+    return files
 
 
 def _code_package(client, workdir, max_bytes, extra=None):
