@@ -92,7 +92,7 @@ json_t *tune_domain_sample(const json_t *domain, struct tune_rng *r)
         size_t i = (size_t)(tune_rng_unit(r) * (double)n);
         return json_deep_copy(json_array_get(args, i < n ? i : n - 1));
     }
-    double a, b, q = 0, u = tune_rng_unit(r);
+    double a = 0, b = 0, q = 0, u = tune_rng_unit(r);
     num_at(args, 0, &a);
     num_at(args, 1, &b);
     if (strcmp(name, "randint") == 0) {

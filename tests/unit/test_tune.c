@@ -126,7 +126,7 @@ static void asha_stops_below_the_rung_cutoff_on_a_recorded_sequence(void **state
     (void)state;
     struct tune_asha a = {
         .max_t = 16, .grace_period = 1, .reduction_factor = 4, .mode_max = true, .metric = "acc"};
-    struct tune_rung_rec recs[16];
+    struct tune_rung_rec recs[16] = {{0, 0, 0}};
     size_t n = 0;
     char why[128];
     assert_int_equal(feed(&a, recs, &n, 0, 1, 0.5, why), TUNE_CONTINUE); /* first: no cutoff */
@@ -160,7 +160,7 @@ static void asha_in_min_mode_stops_above_the_cutoff(void **state)
     (void)state;
     struct tune_asha a = {
         .max_t = 16, .grace_period = 1, .reduction_factor = 4, .mode_max = false, .metric = "loss"};
-    struct tune_rung_rec recs[8];
+    struct tune_rung_rec recs[8] = {{0, 0, 0}};
     size_t n = 0;
     char why[128];
     assert_int_equal(feed(&a, recs, &n, 0, 1, 0.5, why), TUNE_CONTINUE);

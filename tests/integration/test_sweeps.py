@@ -1,0 +1,89 @@
+"""Sweeps (Ray Tune on the gang scheduler, docs/sweeps.md): a server object whose trials are
+ordinary jobs, submitted by the leader while fewer than max_concurrent_trials are unfinished,
+and stopped by the trial scheduler (ASHA, decided in C on the server) as their reports arrive,
+with the reason as the job's event. Plain-Python trials, no torch."""
+import datetime
+import os
+import textwrap
+
+import harness
+
+# acc = q * iteration. Trials worse than 0.25 wait after their first report: only ASHA's stop
+# ends them (so the test needs no timing), the others run to max_t.
+TRIAL = textwrap.dedent("""
+    import time, trainyard
+    q = float(trainyard.get_context().config["q"])
+    for i in range(1, 5):
+        trainyard.report({"acc": q * i})
+        if q < 0.25:
+            time.sleep(300)
+""")
+
+
+def _ts(text):
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _sweep(server, body, status=201):
+    r = server.request("POST", "/api/v1/sweeps", body)
+    assert r.status == status, r
+    return r.json
+
+
+def test_sweep_refuses_bad_input_and_asha_stops_the_worst_trials_with_the_reason(
+        server, agent_factory):
+    work = harness.make_tmpdir("ty-sweep-")
+    with open(os.path.join(work, "trial.py"), "w") as f:
+        f.write(TRIAL)
+    job = {"entrypoint": ["/usr/bin/python3", "trial.py"], "working_dir": work}
+    asha = {"type": "asha", "time_attr": "training_iteration", "max_t": 4, "grace_period": 1,
+            "reduction_factor": 2}
+    good = {"name": "grid", "job": job, "param_space": {"q": {"grid_search": [0.4, 0.3, 0.2, 0.1]}},
+            "tune_config": {"metric": "acc", "mode": "max", "max_concurrent_trials": 2,
+                            "scheduler": asha}}
+    # Bad input: a 400 problem naming the field.
+    for change, field in [({"param_space": {}}, "param_space"),
+                          ({"param_space": {"q": {"uniform": [1, 0]}}}, "param_space.q.uniform"),
+                          ({"tune_config": {**good["tune_config"], "mode": "median"}},
+                           "tune_config.mode"),
+                          ({"tune_config": {**good["tune_config"],
+                                            "scheduler": {"type": "hyperband"}}},
+                           "tune_config.scheduler.type"),
+                          ({"tune_config": {"scheduler": asha}}, "tune_config.metric"),
+                          ({"job": {**job, "backend": "mxnet"}}, "job.backend"),
+                          ({"extra": 1}, "extra")]:
+        problem = _sweep(server, {**good, **change}, status=400)
+        assert problem["errors"][0]["field"] == field, problem
+    assert server.request("GET", "/api/v1/sweeps").json["sweeps"] == []
+
+    agent_factory(cpus=4)
+    sweep = _sweep(server, good)
+    assert [t["config"] for t in sweep["trials"]] == [{"q": q} for q in (0.4, 0.3, 0.2, 0.1)]
+    sid = sweep["id"]
+    harness.wait_for(lambda: server.request("GET", f"/api/v1/sweeps/{sid}").json["status"]
+                     != "RUNNING", timeout=120, what="the sweep to finish")
+    sweep = server.request("GET", f"/api/v1/sweeps/{sid}").json
+    assert sweep["status"] == "SUCCEEDED", sweep
+    trials = sweep["trials"]
+    jobs = [server.request("GET", f"/api/v1/jobs/{t['job_id']}").json for t in trials]
+    # The best trial ran to max_t (its own end, or ASHA's stop at max_t); a cutoff stopped the two
+    # worst at the first rung, with Ray's cutoffs: the 0.5 quantile of [0.3, 0.4], then of
+    # [0.2, 0.3, 0.4].
+    assert trials[0]["last_t"] == 4 and trials[0]["best_metric"] == 1.6, trials[0]
+    assert trials[0]["stopped_by"] in (None, "ASHA: reached max_t 4"), trials[0]
+    assert jobs[0]["status"] in ("SUCCEEDED", "STOPPED"), jobs[0]
+    reasons = {2: "ASHA rung 0 (t=1): acc 0.2 < cutoff 0.35",
+               3: "ASHA rung 0 (t=1): acc 0.1 < cutoff 0.3"}
+    for i, reason in reasons.items():
+        assert trials[i]["stopped_by"] == reason, trials[i]
+        assert trials[i]["status"] == "STOPPED" and jobs[i]["status"] == "STOPPED", jobs[i]
+        events = server.request("GET", f"/api/v1/jobs/{jobs[i]['id']}/events").json["events"]
+        assert reason in [e["message"] for e in events], events
+        assert jobs[i]["spec"]["train_loop_config"] == trials[i]["config"]
+    assert sweep["best_trial"]["index"] == 0
+    # max_concurrent_trials: never more than 2 trials' jobs unfinished at once.
+    spans = [(_ts(j["created_at"]), _ts(j["finished_at"])) for j in jobs]
+    for start, _ in spans:
+        assert sum(1 for s, e in spans if s <= start < e) <= 2, spans
+    # Stopping a finished sweep: 409.
+    assert server.request("POST", f"/api/v1/sweeps/{sid}/stop").status == 409
