@@ -1,9 +1,9 @@
-/* Sweeps on the leader (docs/sweeps.md): every tick, the next trials are submitted as jobs while
- * fewer than max_concurrent_trials are unfinished (store_sweeps_advance), and every trial result
- * that arrived since is handed to its sweep's trial scheduler (tune/: ASHA, median stopping,
- * PBT), whose decision is committed with the result (store_sweep_record): a stop goes through
- * the job state machine with the reason as the job's event. Everything decided from is in the
- * database, so a new leader carries on where the last one stopped. */
+/* Sweeps on the leader (docs/sweeps.md): every tick, every trial result that arrived since is
+ * handed to its sweep's trial scheduler (tune/: ASHA, median stopping, PBT), whose decision is
+ * committed with the result (store_sweep_record): a stop goes through the job state machine
+ * with the reason as the job's event. Then the next trials are submitted as jobs while fewer
+ * than max_concurrent_trials are unfinished (store_sweeps_advance). Everything decided from is in
+ * the database, so a new leader carries on where the last one stopped. */
 #include "control_internal.h"
 
 #include "log.h"
@@ -15,7 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CTL_TUNE_BATCH 256
+#define CTL_TUNE_BATCH 256 /* results read at once */
+#define CTL_TUNE_ROUNDS 8  /* batches per tick at most */
 
 static double num(const json_t *o, const char *key, double def)
 {
@@ -131,11 +132,16 @@ static void decide(struct control *ctl, const struct store_sweep_result *r)
 
 void ctl__tune_tick(struct control *ctl)
 {
-    if (store_sweeps_advance(ctl->db) > 0)
+    /* Results first: a sweep whose last trial just finished is finished by the advance only
+     * once that trial's last results were read (ty_sweep_new_results reads RUNNING sweeps). */
+    int n = CTL_TUNE_BATCH;
+    for (int round = 0; n == CTL_TUNE_BATCH && round < CTL_TUNE_ROUNDS; round++) {
+        struct store_sweep_result *rs = NULL;
+        n = store_sweep_new_results(ctl->db, CTL_TUNE_BATCH, &rs);
+        for (int i = 0; i < n; i++)
+            decide(ctl, &rs[i]);
+        free(rs);
+    }
+    if (n >= 0 && n < CTL_TUNE_BATCH && store_sweeps_advance(ctl->db) > 0)
         ctl->dirty = true;
-    struct store_sweep_result *rs = NULL;
-    int n = store_sweep_new_results(ctl->db, CTL_TUNE_BATCH, &rs);
-    for (int i = 0; i < n; i++)
-        decide(ctl, &rs[i]);
-    free(rs);
 }

@@ -3,7 +3,10 @@ ordinary jobs, submitted by the leader while fewer than max_concurrent_trials ar
 and stopped by the trial scheduler (ASHA, decided in C on the server) as their reports arrive,
 with the reason as the job's event. Plain-Python trials, no torch."""
 import datetime
+import json
 import os
+import signal
+import subprocess
 import textwrap
 
 import harness
@@ -87,3 +90,80 @@ def test_sweep_refuses_bad_input_and_asha_stops_the_worst_trials_with_the_reason
         assert sum(1 for s, e in spans if s <= start < e) <= 2, spans
     # Stopping a finished sweep: 409.
     assert server.request("POST", f"/api/v1/sweeps/{sid}/stop").status == 409
+
+
+DRIVER = textwrap.dedent("""
+    import json, os, sys, time
+    from trainyard import tune
+    from trainyard.train import RunConfig
+
+    def train_fn(config):
+        while not os.path.exists(config["go"]):  # the test lets trial 0 go once it restarted
+            time.sleep(0.05)
+        for i in range(1, 4):
+            tune.report({"acc": config["q"] * i})
+
+    if __name__ == "__main__":
+        if sys.argv[1] == "submit":
+            tune.Tuner(train_fn, param_space={"q": tune.grid_search([1, 2]), "go": sys.argv[2]},
+                       tune_config=tune.TuneConfig(metric="acc", mode="max",
+                                                   max_concurrent_trials=1),
+                       run_config=RunConfig(name="py-sweep", verbose=0)).fit()
+        else:
+            grid = tune.Tuner.restore(sys.argv[2]).fit()
+            best = grid.get_best_result()
+            print(json.dumps({"n": len(grid), "best": best.config["q"], "acc": best.metrics["acc"],
+                              "errors": len(grid.errors), "stopped": [r.stopped_by for r in grid],
+                              "configs": [r.config["q"] for r in grid]}))
+""")
+
+
+def test_python_tuner_sweep_outlives_its_driver_and_a_server_kill(server, agent_factory,
+                                                                  tmp_path):
+    agent_factory()
+    d = tmp_path / "proj"
+    d.mkdir()
+    (d / "driver.py").write_text(DRIVER)
+    shared = harness.make_tmpdir("ty-sweep-go-")
+    os.chmod(shared, 0o777)
+    go = os.path.join(shared, "go")
+    env = dict(os.environ, TRAINYARD_SERVER=server.url, TRAINYARD_TOKEN=server.admin_token,
+               PYTHONPATH=os.path.join(harness.SOURCE_DIR, "worker", "python"),
+               TRAINYARD_WORKER_PYTHON="/usr/bin/python3", XDG_CACHE_HOME=str(tmp_path / "cache"))
+    driver = subprocess.Popen(["/usr/bin/python3", "driver.py", "submit", go], cwd=d, env=env,
+                              text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def trial_running():
+        sweeps = server.request("GET", "/api/v1/sweeps").json["sweeps"]
+        if not sweeps:
+            return None
+        s = server.request("GET", f"/api/v1/sweeps/{sweeps[0]['id']}").json
+        return s if s["trials"][0]["status"] == "RUNNING" else None
+
+    try:
+        sweep = harness.wait_for(trial_running, timeout=60, what="trial 0 to run")
+    finally:
+        driver.kill()  # the driver dies; the sweep does not
+        out, err = driver.communicate()
+    assert sweep["name"] == "py-sweep" and sweep["trials"][1]["status"] == "PENDING", sweep
+    server.stop(signal.SIGKILL)
+    server.start()
+    with open(go, "w"):
+        pass
+    r = subprocess.run(["/usr/bin/python3", "driver.py", "restore", str(sweep["id"])], cwd=d,
+                       env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout.strip().splitlines()[-1])
+    assert result == {"n": 2, "best": 2, "acc": 6, "errors": 0, "stopped": [None, None],
+                      "configs": [1, 2]}, result
+    # max_concurrent_trials 1: trial 1 was submitted after trial 0 finished.
+    s = server.request("GET", f"/api/v1/sweeps/{sweep['id']}").json
+    assert s["status"] == "SUCCEEDED", s
+    j0, j1 = (server.request("GET", f"/api/v1/jobs/{t['job_id']}").json for t in s["trials"])
+    assert _ts(j1["created_at"]) >= _ts(j0["finished_at"]), (j0, j1)
+    # The CLI's view of it.
+    cli = harness.run_cli(server, "sweep", "get", str(sweep["id"]))
+    assert cli.returncode == 0 and "SUCCEEDED" in cli.stdout and "best trial 1" in cli.stdout, cli
+    cli = harness.run_cli(server, "sweep", "stop", str(sweep["id"]))
+    assert cli.returncode == 1 and "finished" in cli.stderr, cli
