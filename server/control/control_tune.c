@@ -64,8 +64,16 @@ static void median(const struct store_sweep_state *s, const json_t *cfg,
     free(hist);
 }
 
-/* PBT on result r (already recorded): exploit and explore when the trial is due for a
- * perturbation and in the bottom quantile. */
+/* Whether PBT is due to look at trial r's standing (Ray: once per perturbation_interval). */
+static bool pbt_due(const struct store_sweep_state *s, const json_t *cfg,
+                    const struct store_sweep_result *r)
+{
+    return (size_t)r->trial < s->ntrials &&
+           r->t - s->perturbed_t[r->trial] >= num(cfg, "perturbation_interval", 60);
+}
+
+/* PBT on result r (already recorded, and due): exploit and explore when the trial is in the
+ * bottom quantile. */
 static void pbt(struct control *ctl, const struct store_sweep_state *s, const json_t *cfg,
                 const struct store_sweep_result *r)
 {
@@ -75,8 +83,6 @@ static void pbt(struct control *ctl, const struct store_sweep_state *s, const js
                          .mutations = json_object_get(cfg, "hyperparam_mutations"),
                          .mode_max = s->mode_max,
                          .metric = s->metric};
-    if ((size_t)r->trial >= s->ntrials || r->t - s->perturbed_t[r->trial] < p.perturbation_interval)
-        return;
     struct tune_pbt_trial *trials = calloc(s->ntrials, sizeof(*trials));
     if (trials == NULL)
         return;
@@ -119,12 +125,13 @@ static void decide(struct control *ctl, const struct store_sweep_result *r)
         asha(&s, cfg, r, &rung, why, sizeof(why));
     else if (type && strcmp(type, "median_stopping") == 0)
         median(&s, cfg, r, why, sizeof(why));
-    if (store_sweep_record(ctl->db, r, rung, why[0] ? why : NULL) >= 0) {
+    bool due = type && strcmp(type, "pbt") == 0 && pbt_due(&s, cfg, r);
+    if (store_sweep_record(ctl->db, r, rung, due ? r->t : NAN, why[0] ? why : NULL) >= 0) {
         if (why[0]) {
             TY_INFO("control", "sweep %lld trial %d stopped: %s", (long long)r->sweep, r->trial,
                     why);
             ctl->dirty = true;
-        } else if (type && strcmp(type, "pbt") == 0)
+        } else if (due)
             pbt(ctl, &s, cfg, r);
     }
     store_sweep_state_free(&s);

@@ -282,14 +282,14 @@ static const char *dbl(char *buf, size_t len, double v)
 }
 
 int store_sweep_record(struct db_conn *c, const struct store_sweep_result *r, double rung,
-                       const char *stop)
+                       double perturbed_t, const char *stop)
 {
     static const struct db_stmt st = {
         "sweep_record",
         "SELECT ty_sweep_record($1, $2::int, $3::int, $4, $5::float8, $6::float8, $7::float8, "
-        "$8)",
-        8, false};
-    char sweep[32], trial[32], attempt[32], seq[32], t[32], value[32], rg[32];
+        "$8::float8, $9)",
+        9, false};
+    char sweep[32], trial[32], attempt[32], seq[32], t[32], value[32], rg[32], pt[32];
     STORE_NUM(sweep, r->sweep);
     STORE_NUM(trial, r->trial);
     STORE_NUM(attempt, r->attempt);
@@ -301,6 +301,7 @@ int store_sweep_record(struct db_conn *c, const struct store_sweep_result *r, do
                        dbl(t, sizeof(t), r->t),
                        dbl(value, sizeof(value), r->value),
                        dbl(rg, sizeof(rg), rung),
+                       dbl(pt, sizeof(pt), perturbed_t),
                        stop};
     return db_exec(c, &st, p, NULL);
 }

@@ -70,10 +70,11 @@ struct store_sweep_state {
 int store_sweep_state(struct db_conn *c, int64_t sweep, struct store_sweep_state *out);
 void store_sweep_state_free(struct store_sweep_state *s);
 
-/* Records a result and the decision on it (ty_sweep_record): rung NaN for none, stop NULL to
- * continue, else the reason the trial stops. */
+/* Records a result and the decision on it (ty_sweep_record): rung NaN for none, perturbed_t
+ * (PBT's perturbation time) NaN for unchanged, stop NULL to continue, else the reason the trial
+ * stops. */
 int store_sweep_record(struct db_conn *c, const struct store_sweep_result *r, double rung,
-                       const char *stop);
+                       double perturbed_t, const char *stop);
 /* PBT: trial `trial` of `sweep` restarts from the latest committed checkpoint of trial `donor`
  * with `config` (ty_sweep_trial_exploit): its job is stopped with `reason` and a new job of the
  * trial submitted. Returns 1 when it was, 0 when the donor has no checkpoint yet, or an error. */

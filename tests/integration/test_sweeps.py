@@ -167,3 +167,58 @@ def test_python_tuner_sweep_outlives_its_driver_and_a_server_kill(server, agent_
     assert cli.returncode == 0 and "SUCCEEDED" in cli.stdout and "best trial 1" in cli.stdout, cli
     cli = harness.run_cli(server, "sweep", "stop", str(sweep["id"]))
     assert cli.returncode == 1 and "finished" in cli.stderr, cli
+
+
+# PBT: every report checkpoints its iteration. The first job of the weak trial (q 0.1) keeps
+# reporting until PBT restarts it from the strong trial's checkpoint; a restored job reports once
+# (less than a perturbation interval) and ends.
+PBT_TRIAL = textwrap.dedent("""
+    import os, tempfile, time, trainyard
+    q = float(trainyard.get_context().config["q"])
+    start = trainyard.get_checkpoint()
+    i = int(open(os.path.join(start, "i")).read()) if start else 0
+    while True:
+        i += 1
+        d = tempfile.mkdtemp()
+        with open(os.path.join(d, "i"), "w") as f:
+            f.write(str(i))
+        trainyard.report({"acc": q * i, "restored_from": float(bool(start))}, checkpoint=d)
+        if start or (q > 0.5 and i >= 4):
+            break
+        time.sleep(0.1 if q < 0.5 else 0)
+""")
+
+
+def test_pbt_restarts_the_weak_trial_from_the_strong_trials_checkpoint(server, agent_factory):
+    work = harness.make_tmpdir("ty-sweep-pbt-")
+    with open(os.path.join(work, "trial.py"), "w") as f:
+        f.write(PBT_TRIAL)
+    agent_factory(cpus=4)
+    pbt = {"type": "pbt", "time_attr": "training_iteration", "perturbation_interval": 2,
+           "quantile_fraction": 0.5, "resample_probability": 0,
+           "hyperparam_mutations": {"q": [0.1, 1.0]}}
+    sweep = _sweep(server, {"name": "pbt", "job": {"entrypoint": ["/usr/bin/python3", "trial.py"],
+                                                   "working_dir": work},
+                            "param_space": {"q": {"grid_search": [1.0, 0.1]}},
+                            "tune_config": {"metric": "acc", "mode": "max", "scheduler": pbt,
+                                            "seed": 3}})
+    sid = sweep["id"]
+    harness.wait_for(lambda: server.request("GET", f"/api/v1/sweeps/{sid}").json["status"]
+                     != "RUNNING", timeout=120, what="the sweep to finish")
+    s = server.request("GET", f"/api/v1/sweeps/{sid}").json
+    assert s["status"] == "SUCCEEDED", s
+    strong, weak = s["trials"]
+    jobs = server.request("GET", "/api/v1/jobs?name=pbt/trial-1").json["jobs"]
+    old = min(jobs, key=lambda j: j["id"])
+    new = server.request("GET", f"/api/v1/jobs/{weak['job_id']}").json
+    assert new["id"] != old["id"], jobs
+    assert old["status"] == "STOPPED", old
+    events = server.request("GET", f"/api/v1/jobs/{old['id']}/events").json["events"]
+    assert any(e["message"] and e["message"].startswith("PBT (t=") and "restarting from trial 0"
+               in e["message"] for e in events), events
+    # Exploit: the new job resumed from a checkpoint of the strong trial's job; explore: its q is
+    # a neighbour of the strong trial's in the mutation list.
+    ckpt = server.request("GET", f"/api/v1/checkpoints/{new['spec']['resume_from_checkpoint']}")
+    assert ckpt.json["job_id"] == strong["job_id"], ckpt.json
+    assert new["status"] == "SUCCEEDED" and new["result"]["metrics"]["restored_from"] == 1, new
+    assert weak["config"]["q"] in (0.1, 1.0) and new["spec"]["train_loop_config"] == weak["config"]
