@@ -123,4 +123,13 @@ int tune_pbt_exploit(const struct tune_pbt *p, const struct tune_pbt_trial *tria
  * object, or NULL when out of memory. */
 json_t *tune_pbt_explore(const struct tune_pbt *p, const json_t *config, struct tune_rng *r);
 
+/* ---- stopping criteria (tune_stop.c) ---- */
+
+/* Ray's RunConfig(stop={"name": value, ...}): whether a result meets one criterion, a reported
+ * number (in `metrics`) at or above its value; "training_iteration" may also be the result's
+ * `iteration` when the report has no such number. Writes the reason ("stop: acc 0.95 >= 0.9")
+ * and returns TUNE_STOP on the first criterion met, else TUNE_CONTINUE. */
+enum tune_decision tune_stop_check(const json_t *stop, const json_t *metrics, double iteration,
+                                   char *reason, size_t reasonlen);
+
 #endif

@@ -213,7 +213,8 @@ static int validate(const json_t *body, struct sweep_in *in, json_t **job_errors
 {
     static const char *const top[] = {"name", "job", "param_space", "tune_config", NULL};
     static const char *const tck[] = {"metric",    "mode", "num_samples", "max_concurrent_trials",
-                                      "scheduler", "seed", "search_alg",  NULL};
+                                      "scheduler", "seed", "search_alg",  "stop",
+                                      NULL};
     if (only_keys(body, "", top, b))
         return -1;
     const json_t *name = json_object_get(body, "name");
@@ -239,6 +240,21 @@ static int validate(const json_t *body, struct sweep_in *in, json_t **job_errors
         return refuse(b, "tune_config.mode", "must be min or max when a metric is set");
     if (strcmp(type, "fifo") != 0 && in->metric == NULL)
         return refuse(b, "tune_config.metric", "a trial scheduler needs the metric it compares");
+    const json_t *stop = json_object_get(tc, "stop");
+    if (stop && (!json_is_object(stop) || json_object_size(stop) == 0))
+        return refuse(b, "tune_config.stop",
+                      "must be an object of reported numbers' names to the values that stop a "
+                      "trial");
+    const char *skey;
+    const json_t *sval;
+    json_object_foreach((json_t *)stop, skey, sval)
+    {
+        if (json_is_number(sval))
+            continue;
+        char field[160];
+        snprintf(field, sizeof(field), "tune_config.stop.%.100s", skey);
+        return refuse(b, field, "must be a number: a trial stops once it reports at least it");
+    }
     const json_t *alg = json_object_get(tc, "search_alg");
     if (alg && !(json_is_string(alg) && (strcmp(json_string_value(alg), "basic_variant") == 0 ||
                                          strcmp(json_string_value(alg), "random") == 0)))

@@ -121,11 +121,15 @@ static void decide(struct control *ctl, const struct store_sweep_result *r)
     const char *type = json_string_value(json_object_get(cfg, "type"));
     char why[256] = "";
     double rung = NAN;
-    if (type && strcmp(type, "asha") == 0)
+    bool scored = !isnan(r->value);
+    if (scored && type && strcmp(type, "asha") == 0)
         asha(&s, cfg, r, &rung, why, sizeof(why));
-    else if (type && strcmp(type, "median_stopping") == 0)
+    else if (scored && type && strcmp(type, "median_stopping") == 0)
         median(&s, cfg, r, why, sizeof(why));
-    bool due = type && strcmp(type, "pbt") == 0 && pbt_due(&s, cfg, r);
+    const json_t *stop = json_object_get(json_object_get(s.spec, "tune_config"), "stop");
+    if (why[0] == '\0' && json_is_object(stop))
+        tune_stop_check(stop, r->metrics, (double)r->seq, why, sizeof(why));
+    bool due = scored && type && strcmp(type, "pbt") == 0 && pbt_due(&s, cfg, r);
     if (store_sweep_record(ctl->db, r, rung, due ? r->t : NAN, why[0] ? why : NULL) >= 0) {
         if (why[0]) {
             TY_INFO("control", "sweep %lld trial %d stopped: %s", (long long)r->sweep, r->trial,
@@ -147,7 +151,7 @@ void ctl__tune_tick(struct control *ctl)
         n = store_sweep_new_results(ctl->db, CTL_TUNE_BATCH, &rs);
         for (int i = 0; i < n; i++)
             decide(ctl, &rs[i]);
-        free(rs);
+        store_sweep_results_free(rs, n);
     }
     if (n >= 0 && n < CTL_TUNE_BATCH && store_sweeps_advance(ctl->db) > 0)
         ctl->dirty = true;

@@ -116,7 +116,8 @@ int store_sweep_new_results(struct db_conn *c, int limit, struct store_sweep_res
 {
     static const struct db_stmt st = {
         "sweep_new_results",
-        "SELECT sweep_id, trial_index, attempt, seq, t, value FROM ty_sweep_new_results($1::int)",
+        "SELECT sweep_id, trial_index, attempt, seq, t, value, metrics::text AS metrics "
+        "FROM ty_sweep_new_results($1::int)",
         1, true};
     char lim[32];
     STORE_NUM(lim, limit);
@@ -129,22 +130,37 @@ int store_sweep_new_results(struct db_conn *c, int limit, struct store_sweep_res
     *out = calloc((size_t)qs, sizeof(**out));
     for (int i = 0; *out && i < qs; i++) {
         struct store_sweep_result *r = &(*out)[i];
+        const char *metrics;
         if (db_col_int64(res, i, "sweep_id", &r->sweep) != 0 ||
             db_col_int(res, i, "trial_index", &r->trial) != 0 ||
             db_col_int(res, i, "attempt", &r->attempt) != 0 ||
             db_col_int64(res, i, "seq", &r->seq) != 0 || db_col_double(res, i, "t", &r->t) != 0 ||
-            db_col_double(res, i, "value", &r->value) != 0) {
+            db_col_text(res, i, "metrics", &metrics) != 0 ||
+            (r->metrics = json_loads(metrics, 0, NULL)) == NULL) {
+            qs = DB_HARD_ERROR;
+            break;
+        }
+        r->value = NAN;
+        if (!db_col_is_null(res, i, "value") && db_col_double(res, i, "value", &r->value) != 0) {
             qs = DB_HARD_ERROR;
             break;
         }
     }
+    int n = PQntuples(res);
     PQclear(res);
     if (*out == NULL || qs < 0) {
-        free(*out);
+        store_sweep_results_free(*out, n);
         *out = NULL;
         return DB_HARD_ERROR;
     }
     return qs;
+}
+
+void store_sweep_results_free(struct store_sweep_result *rs, int n)
+{
+    for (int i = 0; rs && i < n; i++)
+        json_decref(rs[i].metrics);
+    free(rs);
 }
 
 void store_sweep_state_free(struct store_sweep_state *s)

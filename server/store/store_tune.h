@@ -45,11 +45,13 @@ struct store_sweep_result {
     int trial;
     int attempt;
     int64_t seq;
-    double t, value;
+    double t, value; /* value NaN: the report lacks the metric (stopping criteria only) */
+    json_t *metrics; /* the report's numbers (owned) */
 };
-/* At most `limit` of them, oldest first, into a malloc'd *out (caller frees). Returns how many
- * or an error. */
+/* At most `limit` of them, oldest first, into a malloc'd *out (free with
+ * store_sweep_results_free). Returns how many or an error. */
 int store_sweep_new_results(struct db_conn *c, int limit, struct store_sweep_result **out);
+void store_sweep_results_free(struct store_sweep_result *rs, int n);
 
 /* What the trial scheduler of one sweep decides from. Owned by the struct; free with
  * store_sweep_state_free. */

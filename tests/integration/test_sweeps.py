@@ -53,6 +53,8 @@ def test_sweep_refuses_bad_input_and_asha_stops_the_worst_trials_with_the_reason
                                             "scheduler": {"type": "hyperband"}}},
                            "tune_config.scheduler.type"),
                           ({"tune_config": {"scheduler": asha}}, "tune_config.metric"),
+                          ({"tune_config": {**good["tune_config"], "stop": {"acc": "high"}}},
+                           "tune_config.stop.acc"),
                           ({"job": {**job, "backend": "mxnet"}}, "job.backend"),
                           ({"extra": 1}, "extra")]:
         problem = _sweep(server, {**good, **change}, status=400)
@@ -102,13 +104,16 @@ DRIVER = textwrap.dedent("""
             time.sleep(0.05)
         for i in range(1, 4):
             tune.report({"acc": config["q"] * i})
+            if i == 2:  # RunConfig(stop=) stops it here
+                time.sleep(300)
 
     if __name__ == "__main__":
         if sys.argv[1] == "submit":
             tune.Tuner(train_fn, param_space={"q": tune.grid_search([1, 2]), "go": sys.argv[2]},
                        tune_config=tune.TuneConfig(metric="acc", mode="max",
                                                    max_concurrent_trials=1),
-                       run_config=RunConfig(name="py-sweep", verbose=0)).fit()
+                       run_config=RunConfig(name="py-sweep", verbose=0,
+                                            stop={"training_iteration": 2})).fit()
         else:
             grid = tune.Tuner.restore(sys.argv[2]).fit()
             best = grid.get_best_result()
@@ -118,8 +123,8 @@ DRIVER = textwrap.dedent("""
 """)
 
 
-def test_python_tuner_sweep_outlives_its_driver_and_a_server_kill(server, agent_factory,
-                                                                  tmp_path):
+def test_python_tuner_sweep_outlives_its_driver_and_a_server_kill_and_stops_on_run_config_stop(
+        server, agent_factory, tmp_path):
     agent_factory()
     d = tmp_path / "proj"
     d.mkdir()
@@ -155,7 +160,8 @@ def test_python_tuner_sweep_outlives_its_driver_and_a_server_kill(server, agent_
                        timeout=120)
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout.strip().splitlines()[-1])
-    assert result == {"n": 2, "best": 2, "acc": 6, "errors": 0, "stopped": [None, None],
+    stop = "stop: training_iteration 2 >= 2"
+    assert result == {"n": 2, "best": 2, "acc": 4, "errors": 0, "stopped": [stop, stop],
                       "configs": [1, 2]}, result
     # max_concurrent_trials 1: trial 1 was submitted after trial 0 finished.
     s = server.request("GET", f"/api/v1/sweeps/{sweep['id']}").json

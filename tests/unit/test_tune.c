@@ -250,6 +250,25 @@ static void pbt_explore_perturbs_or_resamples_the_donor_config(void **state)
     json_decref(mut);
 }
 
+/* ---- stopping criteria ---- */
+
+static void stop_criteria_stop_at_or_above_their_bound(void **state)
+{
+    (void)state;
+    json_t *stop = parse("{\"acc\": 0.9, \"training_iteration\": 10}");
+    json_t *m = parse("{\"acc\": 0.5}");
+    char why[128];
+    assert_int_equal(tune_stop_check(stop, m, 3, why, sizeof(why)), TUNE_CONTINUE);
+    assert_string_equal(why, "");
+    assert_int_equal(tune_stop_check(stop, m, 10, why, sizeof(why)), TUNE_STOP);
+    assert_string_equal(why, "stop: training_iteration 10 >= 10");
+    json_object_set_new(m, "acc", json_real(0.95));
+    assert_int_equal(tune_stop_check(stop, m, 1, why, sizeof(why)), TUNE_STOP);
+    assert_string_equal(why, "stop: acc 0.95 >= 0.9");
+    json_decref(m);
+    json_decref(stop);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(grid_times_samples_in_order_with_random_domains_in_bounds),
     cmocka_unit_test(invalid_spaces_name_the_field),
@@ -259,6 +278,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(median_stops_a_trial_worse_than_the_median_of_running_means),
     cmocka_unit_test(pbt_exploit_copies_from_the_top_quantile),
     cmocka_unit_test(pbt_explore_perturbs_or_resamples_the_donor_config),
+    cmocka_unit_test(stop_criteria_stop_at_or_above_their_bound),
 };
 
 TY_TEST_MAIN(tests)

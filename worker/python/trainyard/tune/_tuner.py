@@ -173,10 +173,12 @@ class Tuner:
         spec["code_package"] = sha
         body = {"name": self.run_config.name or spec["name"], "job": spec, "param_space": space,
                 "tune_config": self.tune_config.to_spec()}
-        stop = getattr(self.run_config, "stop", None)
+        stop = self.run_config.stop
         if stop:
-            raise ValueError("RunConfig(stop=) is not supported by Trainyard's sweeps yet: use a "
-                             "scheduler (ASHAScheduler(max_t=...))")
+            if not isinstance(stop, dict):
+                raise ValueError("RunConfig(stop=) must be a dict of reported names to values "
+                                 "(decided on the server); a callable would run on the driver")
+            body["tune_config"]["stop"] = dict(stop)
         return body, trainer
 
     def fit(self):
