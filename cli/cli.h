@@ -70,6 +70,11 @@ int cmd_logs(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_nodes(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_drain(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_undrain(struct cli_ctx *ctx, const struct cli_args *args);
+/* cmd_sweeps.c: sweeps (docs/sweeps.md). */
+int cmd_sweep_submit(struct cli_ctx *ctx, const struct cli_args *args);
+int cmd_sweep_list(struct cli_ctx *ctx, const struct cli_args *args);
+int cmd_sweep_get(struct cli_ctx *ctx, const struct cli_args *args);
+int cmd_sweep_stop(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_project_create(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_project_list(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_project_add_member(struct cli_ctx *ctx, const struct cli_args *args);

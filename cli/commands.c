@@ -85,6 +85,17 @@ static const struct cli_flag token_create_flags[] = {
     {NULL, NULL, NULL, false},
 };
 
+static const struct cli_flag sweep_submit_flags[] = {
+    {"wait", NULL, "wait until the sweep finishes; exit 0 only if it SUCCEEDED", false},
+    {"wait-timeout", "S", "with --wait, give up after S seconds (exit 5); default: no limit",
+     false},
+    {"assert", "COND",
+     "with --wait, a quality gate such as 'acc>=0.85' on the best trial's final metrics (repeat "
+     "for several); a miss exits 6",
+     false},
+    {NULL, NULL, NULL, false},
+};
+
 static const struct cli_flag project_create_flags[] = {
     {"private", NULL, "only members and admins see its jobs (the default)", false},
     {"shared", NULL, "every role sees its jobs", false},
@@ -166,6 +177,14 @@ static const struct cli_command commands[] = {
     {"token", "list", "", "list API tokens (admin)", NULL, 0, 0, no_flags, cmd_token_list},
     {"token", "delete", "ID", "revoke an API token (admin)", NULL, 1, 1, no_flags,
      cmd_token_delete},
+    {"sweep", "submit", "FILE|-", "submit a sweep (Ray Tune: job, param_space, tune_config)",
+     "FILE is the JSON body of POST /api/v1/sweeps (docs/sweeps.md); prints the sweep's id.", 1, 1,
+     sweep_submit_flags, cmd_sweep_submit},
+    {"sweep", "list", "", "list the sweeps you may see", NULL, 0, 0, no_flags, cmd_sweep_list},
+    {"sweep", "get", "ID", "show a sweep and its trials (config, status, metric, stopped by)", NULL,
+     1, 1, no_flags, cmd_sweep_get},
+    {"sweep", "stop", "ID", "stop a sweep and its unfinished trials", NULL, 1, 1, no_flags,
+     cmd_sweep_stop},
     {"project", "create", "NAME", "create a project; you are a member of it",
      "A private project's jobs (spec, logs, metrics, events, checkpoints, list entries, stream)\n"
      "are seen only by its members and admins; a shared one's by every role. Jobs go into a\n"

@@ -46,6 +46,13 @@
     X(COMMITTED)                                                                                   \
     X(DELETED)
 
+/* X(NAME): a sweep's status (migrations/0037_sweeps.sql, docs/sweeps.md): RUNNING while trials
+ * remain to run or finish, SUCCEEDED once all finished, STOPPED when a user stopped it. */
+#define SWEEP_STATUS_MAP(X)                                                                        \
+    X(RUNNING)                                                                                     \
+    X(SUCCEEDED)                                                                                   \
+    X(STOPPED)
+
 /* X(NAME, "name"): the events of the job state machine (docs/lifecycle.md, the event column of
  * table job_transitions). */
 #define JOB_EVENT_MAP(X)                                                                           \

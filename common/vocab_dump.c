@@ -33,6 +33,7 @@ static const struct word job_statuses[] = {JOB_STATUS_MAP(ROW_FLAG)};
 static const struct word worker_statuses[] = {WORKER_STATUS_MAP(ROW_FLAG)};
 static const struct word node_statuses[] = {NODE_STATUS_MAP(ROW_NAME)};
 static const struct word checkpoint_statuses[] = {CHECKPOINT_STATUS_MAP(ROW_NAME)};
+static const struct word sweep_statuses[] = {SWEEP_STATUS_MAP(ROW_NAME)};
 static const struct word job_events[] = {JOB_EVENT_MAP(ROW_TEXT)};
 static const struct word backends[] = {JOBSPEC_BACKEND_MAP(ROW_TEXT)};
 static const struct word strategies[] = {JOBSPEC_STRATEGY_MAP(ROW_NAME)};
@@ -48,6 +49,7 @@ static const struct list lists[] = {
     LIST("worker_statuses", "WORKER_", "live_worker_statuses", worker_statuses),
     LIST("node_statuses", "NODE_", NULL, node_statuses),
     LIST("checkpoint_statuses", "CHECKPOINT_", NULL, checkpoint_statuses),
+    LIST("sweep_statuses", "SWEEP_", NULL, sweep_statuses),
     LIST("job_events", "", NULL, job_events),
     LIST("backends", "", NULL, backends),
     LIST("placement_strategies", "", NULL, strategies),

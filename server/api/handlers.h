@@ -69,5 +69,10 @@ enum MHD_Result h_quotas_user_get(struct srv_request *req);
 enum MHD_Result h_quotas_user_put(struct srv_request *req);
 enum MHD_Result h_quotas_project_get(struct srv_request *req);
 enum MHD_Result h_quotas_project_put(struct srv_request *req);
+/* h_sweeps.c: sweeps (Ray Tune, docs/sweeps.md). */
+enum MHD_Result h_sweeps_submit(struct srv_request *req);
+enum MHD_Result h_sweeps_list(struct srv_request *req);
+enum MHD_Result h_sweeps_get(struct srv_request *req);
+enum MHD_Result h_sweeps_stop(struct srv_request *req);
 
 #endif

@@ -256,8 +256,10 @@ static void *control_thread(void *arg)
             ctl->last_tick = util_mono_s();
             ctl__ha_tick(ctl);
             ctl__server_heard(ctl);
-            if (ctl->leading)
+            if (ctl->leading) {
                 ctl__check_hangs(ctl);
+                ctl__tune_tick(ctl);
+            }
             drive_stopping_jobs(ctl);
             if (util_mono_s() - ctl->last_ckpt_deletes >= CTL_CKPT_DELETES_S) {
                 ctl->last_ckpt_deletes = util_mono_s();

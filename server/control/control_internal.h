@@ -142,6 +142,9 @@ struct ctl_node *ctl__node_by_id(struct control *ctl, const char *id);
  * on their nodes (migration 0021), and drops those rows. Control thread. */
 void ctl__send_ckpt_deletes(struct control *ctl);
 
+/* control_tune.c: sweeps on the leader (submits trials, runs the trial schedulers). */
+void ctl__tune_tick(struct control *ctl);
+
 /* control_enrol.c */
 #define CTL_CREDENTIAL_MAX 48 /* a minted node credential ("tyn_" + 40 hex) and its NUL */
 struct aproto_node_msg;

@@ -44,7 +44,10 @@
     X(RANGE_NOT_SATISFIABLE, 416, "range-not-satisfiable", "Range not satisfiable")                \
     X(CODE_PACKAGE_NOT_FOUND, 422, "code-package-not-found", "Code package not uploaded")          \
     X(PACKAGE_FORBIDDEN, 403, "package-forbidden", "Package uploaded by another user")             \
-    X(ARTIFACT_QUOTA, 403, "artifact-quota-exceeded", "Artifact store quota exceeded")
+    X(ARTIFACT_QUOTA, 403, "artifact-quota-exceeded", "Artifact store quota exceeded")             \
+    X(INVALID_SWEEP, 400, "invalid-sweep", "Invalid sweep")                                        \
+    X(SWEEP_NOT_FOUND, 404, "sweep-not-found", "Sweep not found")                                  \
+    X(SWEEP_FINISHED, 409, "sweep-finished", "Sweep has already finished")
 
 enum srv_problem {
 #define X(name, status, slug, title) SRV_P_##name,

@@ -36,7 +36,8 @@ def test_job_statuses_table_is_the_c_list(server, pg):
 # Status columns and the C list each must hold.
 STATUS_COLUMNS = {("jobs", "status"): "job_statuses", ("attempts", "status"): "job_statuses",
                   ("workers", "status"): "worker_statuses", ("nodes", "status"): "node_statuses",
-                  ("checkpoints", "status"): "checkpoint_statuses"}
+                  ("checkpoints", "status"): "checkpoint_statuses",
+                  ("sweeps", "status"): "sweep_statuses"}
 
 
 def test_status_columns_allow_exactly_the_c_statuses(server, pg):

@@ -64,13 +64,16 @@ class FailureConfig:
 class RunConfig:
     """The run (ray.train.RunConfig): its name, where checkpoints go (storage_path: a shared
     path every node sees; None: the server's artifact store), retention and restarts.
-    verbose: 0 silent, 1 progress lines, 2 also the workers' log lines (default)."""
+    verbose: 0 silent, 1 progress lines, 2 also the workers' log lines (default).
+    stop: {"reported name": value}, a trial stops once it reports at least that value
+    (trainyard.tune.Tuner only, decided on the server; docs/sweeps.md)."""
     name: Optional[str] = None
     storage_path: Optional[str] = None
     checkpoint_config: Optional[CheckpointConfig] = None
     failure_config: Optional[FailureConfig] = None
     verbose: int = 2
     metadata: Dict[str, Any] = field(default_factory=dict)
+    stop: Optional[Dict[str, float]] = None
 
     def to_spec(self):
         out = {}

@@ -324,6 +324,9 @@ class DataParallelTrainer:
         """fit(), returning (Result, the final job) when the job succeeded."""
         if in_worker_import:
             raise WorkerImportStop()
+        if self.run_config.stop:
+            raise NotImplementedError("RunConfig(stop=) is decided by the server for sweeps: run "
+                                      "this trainer through trainyard.tune.Tuner")
         from ._client import Client  # not on the workers' import path
         client = self.client or Client()
         local_ck = self._local_checkpoint()
