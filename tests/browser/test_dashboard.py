@@ -103,6 +103,9 @@ def test_sign_in_then_every_page_renders(cluster):
     r = run("pages", cluster, cluster["server"].admin_token)
     assert r["role"] == "admin"
     assert r["nodes"] >= 1
+    # Node cards are titled by node id (several nodes may share a hostname).
+    ids = {n["id"] for n in cluster["server"].request("GET", "/api/v1/nodes").json["nodes"]}
+    assert set(r["nodeTitles"]) == ids, (r["nodeTitles"], ids)
 
 
 def test_submitted_job_runs_charts_points_streams_logs_and_stops(cluster):
@@ -111,14 +114,17 @@ def test_submitted_job_runs_charts_points_streams_logs_and_stops(cluster):
     job = r["job"]
     assert cluster["server"].request("GET", f"/api/v1/jobs/{job}").json["status"] == "STOPPED"
     assert r["points"] > 0 and r["logLines"] > 0 and r["errorFound"]
+    assert r["matchInfo"] == "1 matching line", r["matchInfo"]
+    assert r["zoomKept"], r  # the drag's zoom is still there after live redraws
 
 
-# Reports a few points and a checkpoint, then fails (exit 1) in attempt 1; attempt 2 reports a few
-# more and succeeds. TRAINYARD_ATTEMPT tells it which attempt it is.
+# Reports a few points and a checkpoint, then fails (exit 1) in attempt 1; attempt 2 resumes from
+# the checkpoint's step (steps 4..9: it overlaps attempt 1's 4..6) and succeeds. TRAINYARD_ATTEMPT
+# tells it which attempt it is.
 RESTARTS = textwrap.dedent("""
     import os, sys, tempfile, time, trainyard
     attempt = int(os.environ["TRAINYARD_ATTEMPT"])
-    first = 1 if attempt == 1 else 7
+    first = 1 if attempt == 1 else 4
     for step in range(first, first + 6):
         ck = None
         if attempt == 1 and step == 3:
@@ -126,7 +132,10 @@ RESTARTS = textwrap.dedent("""
             with open(os.path.join(ck, "state"), "w") as f:
                 f.write(str(step))
         trainyard.report({"loss": 1.0 / step, "step": step}, checkpoint=ck)
+        print(f"attempt {attempt} step {step}", flush=True)
         time.sleep(0.1)
+    if attempt == 1:
+        print("attempt 1 crashed", file=sys.stderr, flush=True)
     sys.exit(1 if attempt == 1 else 0)
 """)
 
@@ -143,9 +152,25 @@ def test_restarted_job_shows_attempt_and_checkpoint_markers_and_zooms_by_time(cl
     assert done["status"] == "SUCCEEDED" and done["attempt"] == 2, done
     cks = s.request("GET", f"/api/v1/jobs/{job}/checkpoints").json["checkpoints"]
     assert [(c["attempt"], c["step"]) for c in cks] == [(1, 3)], cks
-    mark = f"ckpt {cks[0]['attempt']}.{cks[0]['index']}"
+    mark = f"checkpoint {cks[0]['id']}"
     r = run("restarts", cluster, cluster["viewer"], extra={"job": job, "checkpoint": mark})
     assert "attempt 2" in r["stepMarkers"] and mark in r["stepMarkers"], r
+    # One line per attempt (issue 26, point 1), and attempt 2's marker where attempt 2 begins (its
+    # first step, 4), not where attempt 1 ended (6).
+    assert r["series"] == ["rank 0 attempt 1", "rank 0 attempt 2"], r["series"]
+    assert "attempt 2@4" in r["stepMarkerAt"], r["stepMarkerAt"]
+    # Point 2: a short series is drawn raw, and the legend says its latest raw value.
+    last = s.request("GET", f"/api/v1/jobs/{job}/metrics?name=loss").json["metrics"][-1]["value"]
+    assert r["smoothed"] == "false", r
+    assert r["latest"].startswith("rank 0: ") and abs(float(r["latest"][8:]) - last) <= 1e-5, r
+    # Point 3: marker labels show on hover only.
+    assert r["tipHidden"] and r["tipText"] == mark, r
+    # Point 5: the checkpoints tab marks the latest checkpoint even when the job's reply (which
+    # names it) comes after the list's; point 8: named as everywhere else.
+    latest = s.request("GET", f"/api/v1/jobs/{job}").json["result"]["latest_checkpoint"]["id"]
+    assert latest == cks[0]["id"], latest
+    assert r["checkpointRows"] == [[f"checkpoint {latest}", "latest"]] or \
+        r["checkpointRows"] == [[f"checkpoint {latest}", "bestlatest"]], r["checkpointRows"]
     assert "attempt 2" in r["timeMarkers"] and mark in r["timeMarkers"], r
     # The time-axis zoom asked the server for that time range (epoch seconds) at full detail.
     zoom = [q for q in r["zooms"] if "time_min" in q]
@@ -160,6 +185,17 @@ def test_restarted_job_shows_attempt_and_checkpoint_markers_and_zooms_by_time(cl
     assert r["attempts"] == [["1", "FAILED"], ["2", "SUCCEEDED"]] or \
         r["attempts"] == [["2", "SUCCEEDED"], ["1", "FAILED"]], r["attempts"]
     assert any("RESTARTING" in line for line in r["timeline"]), r["timeline"]
+    assert any("starting 1 worker on 1 node" in line for line in r["timeline"]), r["timeline"]
+    # Point 6: attempt 1's output (its crash) can be read after attempt 2 ran, each line with its
+    # time, unwrapped on request, and downloaded whole.
+    assert r["logLines"] == r["logTimes"] == 7, r
+    assert r["nowrap"], r
+    assert r["download"][0] == f"job-{job}-attempt-1.log", r["download"]
+    assert r["download"][1] == "".join(f"[rank 0] attempt 1 step {i}\n" for i in range(1, 7)) + \
+        "[rank 0] attempt 1 crashed\n", r["download"]
+    # The worker that exited with code 1 is not shown green; the one that exited 0 is.
+    tones = {a: c for a, c in r["workers"]}
+    assert "tone-bad" in tones["1"] and "tone-ok" in tones["2"], r["workers"]
 
 
 def iso(t):
@@ -182,6 +218,10 @@ def test_bad_spec_shows_the_api_error_next_to_the_field(cluster):
     r = run("bad_spec", cluster, cluster["user"])
     assert "num_workers" in r["field"] or r["error"], r
     assert r["error"]
+    # An empty working directory is refused with a message; the form's default job runs.
+    assert r["workdirError"].startswith("Required:"), r
+    done = cluster["server"].wait_job(r["job"], {"SUCCEEDED", "FAILED"})
+    assert done["status"] == "SUCCEEDED", done
 
 
 def test_page_reconnects_and_resumes_after_a_server_restart(cluster):

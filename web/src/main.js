@@ -134,6 +134,12 @@ function start() {
 async function boot() {
   clear(main, loading('Connecting to the server…'));
   try {
+    // Without a token, ask /health (no token needed) whether the server wants one, rather than
+    // drawing a 401 (a red console error) from /version on every fresh page.
+    if (!session.token && (await api('GET', '/health')).auth !== 'none') {
+      showSignIn('');
+      return;
+    }
     session.version = await api('GET', '/version');
     if (!session.token) session.authNone = true;
     start();

@@ -66,13 +66,20 @@ export const fmt = {
 // the vocabulary, so CSS spells none of them).
 const TONES = new Map([
   [V.JOB_STARTING, 'live'], [V.JOB_RUNNING, 'live'], [V.NODE_ALIVE, 'live'],
-  [V.JOB_SUCCEEDED, 'ok'], [V.WORKER_EXITED, 'ok'],
+  [V.JOB_SUCCEEDED, 'ok'],
   [V.JOB_FAILED, 'bad'], [V.NODE_LOST, 'bad'],
   [V.JOB_STOPPED, 'warn'], [V.JOB_STOPPING, 'warn'], [V.JOB_RESTARTING, 'warn'],
 ]);
 
 export function badge(status, tone = TONES.get(status)) {
   return h('span', { class: tone ? `badge tone-${tone}` : 'badge' }, status || '—');
+}
+
+// A worker's badge: an EXITED worker is green only when it exited with code 0; killed by a signal
+// (SIGKILL after a stop's grace period, the OOM killer) or with another code it is red.
+export function workerBadge(w) {
+  if (w.status !== V.WORKER_EXITED) return badge(w.status);
+  return badge(w.status, w.exit_code === 0 && !w.signal ? 'ok' : 'bad');
 }
 
 export function loading(what = 'Loading…') {
