@@ -110,7 +110,7 @@ def test_sign_in_then_every_page_renders(cluster):
 
 def test_submitted_job_runs_charts_points_streams_logs_and_stops(cluster):
     r = run("submit_and_watch", cluster, cluster["user"],
-            extra={"workdir": cluster["work"], "python": PY})
+            extra={"workdir": cluster["work"], "python": PY}, timeout=120)
     job = r["job"]
     assert cluster["server"].request("GET", f"/api/v1/jobs/{job}").json["status"] == "STOPPED"
     assert r["points"] > 0 and r["logLines"] > 0 and r["errorFound"]
@@ -153,7 +153,8 @@ def test_restarted_job_shows_attempt_and_checkpoint_markers_and_zooms_by_time(cl
     cks = s.request("GET", f"/api/v1/jobs/{job}/checkpoints").json["checkpoints"]
     assert [(c["attempt"], c["step"]) for c in cks] == [(1, 3)], cks
     mark = f"checkpoint {cks[0]['id']}"
-    r = run("restarts", cluster, cluster["viewer"], extra={"job": job, "checkpoint": mark})
+    r = run("restarts", cluster, cluster["viewer"], extra={"job": job, "checkpoint": mark},
+            timeout=120)
     assert "attempt 2" in r["stepMarkers"] and mark in r["stepMarkers"], r
     # One line per attempt (issue 26, point 1), and attempt 2's marker where attempt 2 begins (its
     # first step, 4), not where attempt 1 ended (6).
