@@ -252,7 +252,18 @@ const scenarios = {
     await page.locator('#panel-checkpoints table tbody tr').first().waitFor({ timeout: LONG });
     const checkpointRows = await page.locator('#panel-checkpoints table tbody tr').evaluateAll((rows) => rows.map((r) => [r.cells[0].textContent.trim(), r.querySelector('td[data-label="Marks"]').textContent.trim()]));
     await shot('job-restarts-checkpoints');
-    return { checkpointRows, workers, logLines, logTimes, nowrap, download, stepMarkers, stepMarkerAt, series, smoothed, latest, tipHidden, tipText, timeMarkers, zooms, zoomPoints, attempts, timeline };
+    // Compare: tick both jobs in the list, then Compare.
+    await go('#/jobs');
+    await page.locator(`#jobs-list tr[data-id="${ARGS.job}"] input.pick`).check();
+    await page.locator(`#jobs-list tr[data-id="${ARGS.other}"] input.pick`).check();
+    await page.locator('#compare').click();
+    await page.locator('#config-diff').waitFor({ timeout: LONG });
+    const compareUrl = new URL(page.url()).hash.slice(1);
+    const compareSeries = await page.locator('.compare figure.chart[data-metric="loss"]').getAttribute('data-series');
+    const differs = await page.locator('#config-diff tr.differs').evaluateAll((rs) => rs.map((r) => r.dataset.key));
+    const finals = await page.locator('#compare-summary tr[data-key="final loss"] td').allTextContents();
+    await shot('compare', { full: true });
+    return { compareUrl, compareSeries, differs, finals, checkpointRows, workers, logLines, logTimes, nowrap, download, stepMarkers, stepMarkerAt, series, smoothed, latest, tipHidden, tipText, timeMarkers, zooms, zoomPoints, attempts, timeline };
   },
 
   async viewer() {

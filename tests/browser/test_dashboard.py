@@ -148,12 +148,20 @@ def test_restarted_job_shows_attempt_and_checkpoint_markers_and_zooms_by_time(cl
                     "working_dir": cluster["work"], "backend": "none",
                     "scaling_config": {"num_workers": 1, "resources_per_worker": {"CPU": 1}},
                     "run_config": {"failure_config": {"max_failures": 1}}})["id"]
+    # A second run to compare it with: another config, a flat loss.
+    other = s.submit({"name": "flat", "working_dir": cluster["work"], "backend": "none",
+                      "entrypoint": [PY, "-c", "import trainyard\nfor s in range(1, 4): "
+                                     "trainyard.report({'loss': 0.5, 'step': s})"],
+                      "train_loop_config": {"lr": 0.1},
+                      "scaling_config": {"num_workers": 1, "resources_per_worker": {"CPU": 1}}})["id"]
     done = s.wait_job(job, {"SUCCEEDED", "FAILED"})
     assert done["status"] == "SUCCEEDED" and done["attempt"] == 2, done
+    assert s.wait_job(other, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
     cks = s.request("GET", f"/api/v1/jobs/{job}/checkpoints").json["checkpoints"]
     assert [(c["attempt"], c["step"]) for c in cks] == [(1, 3)], cks
     mark = f"checkpoint {cks[0]['id']}"
-    r = run("restarts", cluster, cluster["viewer"], extra={"job": job, "checkpoint": mark},
+    r = run("restarts", cluster, cluster["viewer"],
+            extra={"job": job, "checkpoint": mark, "other": other},
             timeout=120)
     assert "attempt 2" in r["stepMarkers"] and mark in r["stepMarkers"], r
     # One line per attempt (issue 26, point 1), and attempt 2's marker where attempt 2 begins (its
@@ -186,6 +194,15 @@ def test_restarted_job_shows_attempt_and_checkpoint_markers_and_zooms_by_time(cl
     assert r["attempts"] == [["1", "FAILED"], ["2", "SUCCEEDED"]] or \
         r["attempts"] == [["2", "SUCCEEDED"], ["1", "FAILED"]], r["attempts"]
     assert any("RESTARTING" in line for line in r["timeline"]), r["timeline"]
+    # The comparison page, opened from the jobs list with both ticked: both loss curves, the
+    # settings that differ marked, each job's final loss.
+    assert r["compareUrl"] == f"/compare?jobs={job},{other}", r["compareUrl"]
+    assert r["compareSeries"] == f"#{job} restarts,#{other} flat", r["compareSeries"]
+    assert "train_loop_config.lr" in r["differs"] and "entrypoint" in r["differs"], r["differs"]
+    assert "backend" not in r["differs"], r["differs"]
+    finals = [s.request("GET", f"/api/v1/jobs/{j}").json["result"]["metrics"]["loss"]
+              for j in (job, other)]
+    assert [float(v) for v in r["finals"]] == pytest.approx(finals, rel=1e-4), (r["finals"], finals)
     assert any("starting 1 worker on 1 node" in line for line in r["timeline"]), r["timeline"]
     # Point 6: attempt 1's output (its crash) can be read after attempt 2 ran, each line with its
     # time, unwrapped on request, and downloaded whole.

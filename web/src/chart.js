@@ -9,7 +9,7 @@ import uPlot from 'uplot';
 import { api } from './api.js';
 import { h, clear, fmt, loading, errorBox, empty } from './ui.js';
 
-const COLORS = ['#2563eb', '#dc2626', '#16a34a', '#d97706', '#7c3aed', '#0891b2', '#db2777', '#65a30d', '#4b5563', '#ea580c'];
+export const COLORS = ['#2563eb', '#dc2626', '#16a34a', '#d97706', '#7c3aed', '#0891b2', '#db2777', '#65a30d', '#4b5563', '#ea580c'];
 const BUCKETS = 600; // buckets per series for the overview
 const ZOOM_POINTS = 4000; // points per series inside a zoomed range
 const SERIES_CAP = 2000; // live points kept per series before the oldest half is thinned

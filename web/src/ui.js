@@ -44,6 +44,12 @@ export const fmt = {
     if (sec < 86400) return `${Math.round(sec / 3600)} h ago`;
     return `${Math.round(sec / 86400)} d ago`;
   },
+  // From start to end (or now), e.g. "42 s", "7 min", "2.5 h".
+  duration(start, end) {
+    const s = Math.max(0, Math.round(((end ? Date.parse(end) : Date.now()) - Date.parse(start)) / 1000));
+    if (!Number.isFinite(s)) return '—';
+    return s < 120 ? `${s} s` : s < 7200 ? `${Math.round(s / 60)} min` : `${(s / 3600).toFixed(1)} h`;
+  },
   bytes(n) {
     if (n === null || n === undefined) return '—';
     const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
