@@ -90,6 +90,8 @@ def run(scenario, c, token, extra=None, steps=None, timeout=60):
             if time.time() > deadline:
                 break
         code = p.wait(timeout=max(1, deadline - time.time()))
+    except subprocess.TimeoutExpired:
+        code = f"none: still running after {timeout} s"  # the output so far says where
     finally:
         if p.poll() is None:
             p.kill()
