@@ -252,8 +252,11 @@ const scenarios = {
     await page.locator('#panel-checkpoints table tbody tr').first().waitFor({ timeout: LONG });
     const checkpointRows = await page.locator('#panel-checkpoints table tbody tr').evaluateAll((rows) => rows.map((r) => [r.cells[0].textContent.trim(), r.querySelector('td[data-label="Marks"]').textContent.trim()]));
     await shot('job-restarts-checkpoints');
-    // Compare: tick both jobs in the list, then Compare.
-    await go('#/jobs');
+    // The jobs list with a final-metric column; then Compare: tick both jobs, then Compare.
+    await go('#/jobs?metric=loss');
+    await page.locator(`#jobs-list tr[data-id="${ARGS.job}"] td.metric`).waitFor({ timeout: LONG });
+    const listFinals = [];
+    for (const id of [ARGS.job, ARGS.other]) listFinals.push((await page.locator(`#jobs-list tr[data-id="${id}"] td.metric`).textContent()).trim());
     await page.locator(`#jobs-list tr[data-id="${ARGS.job}"] input.pick`).check();
     await page.locator(`#jobs-list tr[data-id="${ARGS.other}"] input.pick`).check();
     await page.locator('#compare').click();
@@ -263,7 +266,7 @@ const scenarios = {
     const differs = await page.locator('#config-diff tr.differs').evaluateAll((rs) => rs.map((r) => r.dataset.key));
     const finals = await page.locator('#compare-summary tr[data-key="final loss"] td').allTextContents();
     await shot('compare', { full: true });
-    return { compareUrl, compareSeries, differs, finals, checkpointRows, workers, logLines, logTimes, nowrap, download, stepMarkers, stepMarkerAt, series, smoothed, latest, tipHidden, tipText, timeMarkers, zooms, zoomPoints, attempts, timeline };
+    return { compareUrl, compareSeries, differs, finals, listFinals, checkpointRows, workers, logLines, logTimes, nowrap, download, stepMarkers, stepMarkerAt, series, smoothed, latest, tipHidden, tipText, timeMarkers, zooms, zoomPoints, attempts, timeline };
   },
 
   async viewer() {

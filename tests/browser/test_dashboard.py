@@ -205,6 +205,7 @@ def test_restarted_job_shows_attempt_and_checkpoint_markers_and_zooms_by_time(cl
     finals = [s.request("GET", f"/api/v1/jobs/{j}").json["result"]["metrics"]["loss"]
               for j in (job, other)]
     assert [float(v) for v in r["finals"]] == pytest.approx(finals, rel=1e-4), (r["finals"], finals)
+    assert [float(v) for v in r["listFinals"]] == pytest.approx(finals, rel=1e-4), r["listFinals"]
     assert any("starting 1 worker on 1 node" in line for line in r["timeline"]), r["timeline"]
     # Point 6: attempt 1's output (its crash) can be read after attempt 2 ran, each line with its
     # time, unwrapped on request, and downloaded whole.
