@@ -86,8 +86,8 @@ static void print_log_lines(const struct stream_msg *m, const regex_t *re, bool 
 }
 
 /*
- * Prints the lines of a `log` row as JSON lines {rank, attempt, offset, line}, as `logs -o json`
- * does (offset: the byte offset of the chunk that holds the line).
+ * Prints the lines of a `log` row as JSON lines {rank, attempt, offset, at, line}, as `logs -o
+ * json` does (offset: the byte offset of the chunk that holds the line; at: when it was stored).
  */
 static void print_log_json(const struct stream_msg *m, const regex_t *re)
 {
@@ -101,8 +101,8 @@ static void print_log_json(const struct stream_msg *m, const regex_t *re)
         const char *text = json_string_value(line);
         if (!text || (re && regexec(re, text, 0, NULL, 0) != 0))
             continue;
-        json_t *o = json_pack("{s:I, s:I, s:I, s:O}", "rank", row_rank(m), "attempt",
-                              row_attempt(m), "offset", offset, "line", line);
+        json_t *o = json_pack("{s:I, s:I, s:I, s:O?, s:O}", "rank", row_rank(m), "attempt",
+                              row_attempt(m), "offset", offset, "at", m->at, "line", line);
         print_raw(o);
         json_decref(o);
     }

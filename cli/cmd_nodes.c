@@ -8,8 +8,23 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Appends "CPU 6/8, GPU 1/2, ..." from a node's total and free resources. */
-static void resources_text(struct strbuf *sb, const json_t *total, const json_t *free_res)
+/* The member of a node's `allocated` ({cpu, memory_mb, gpu}: what its live workers hold) that
+ * counts resource `key` of its total, or NULL (a custom resource). */
+static const json_t *allocated_of(const json_t *allocated, const char *key)
+{
+    if (strcmp(key, "CPU") == 0)
+        return json_object_get(allocated, "cpu");
+    if (strcmp(key, "GPU") == 0)
+        return json_object_get(allocated, "gpu");
+    if (strcmp(key, "memory_mb") == 0)
+        return json_object_get(allocated, "memory_mb");
+    return NULL;
+}
+
+/* Appends "CPU 2/8, GPU 1/2, ..." from a node's total resources and what its workers hold
+ * (allocated; a resource the server does not count shows its total only). A GPU list counts as
+ * its length. */
+static void resources_text(struct strbuf *sb, const json_t *total, const json_t *allocated)
 {
     const char *key;
     json_t *v;
@@ -25,12 +40,15 @@ static void resources_text(struct strbuf *sb, const json_t *total, const json_t 
         first = false;
         out_clean(sb, key, strlen(key));
         sb_puts(sb, " ");
-        const json_t *f = json_object_get(free_res, key);
-        if (f) {
-            out_value(sb, f);
-            sb_puts(sb, "/");
-        }
-        out_value(sb, v);
+        const json_t *a = allocated_of(allocated, key);
+        if (json_is_number(a))
+            sb_printf(sb, "%g/", json_number_value(a));
+        if (json_is_array(v))
+            sb_printf(sb, "%zu", json_array_size(v));
+        else if (json_is_number(v))
+            sb_printf(sb, "%g", json_number_value(v));
+        else
+            out_value(sb, v);
     }
 }
 
@@ -53,7 +71,7 @@ static void disk_text(struct strbuf *sb, const json_t *disk)
 }
 
 static const char *const node_headers[] = {"ID",     "HOSTNAME",   "ADDRESS",
-                                           "STATUS", "FREE/TOTAL", "DISK FREE"};
+                                           "STATUS", "USED/TOTAL", "DISK FREE"};
 
 int cmd_nodes(struct cli_ctx *ctx, const struct cli_args *args)
 {
@@ -85,7 +103,8 @@ int cmd_nodes(struct cli_ctx *ctx, const struct cli_args *args)
             } else {
                 table_cell_json(&t, status);
             }
-            resources_text(&res, json_object_get(node, "resources"), json_object_get(node, "free"));
+            resources_text(&res, json_object_get(node, "resources"),
+                           json_object_get(node, "allocated"));
             table_cell_steal(&t, sb_steal(&res));
             struct strbuf disk = STRBUF_INIT;
             disk_text(&disk, json_object_get(node, "disk"));

@@ -263,7 +263,8 @@ static void print_exit_codes(FILE *f)
     fputs("Exit codes: 0 ok (--wait: the job SUCCEEDED); 1 the server refused (4xx/5xx)\n"
           "            or the job FAILED; 2 usage or local input error; 3 the server cannot\n"
           "            be reached (--wait/--follow: for --reconnect-timeout seconds);\n"
-          "            4 the job was STOPPED; 5 --wait timed out.\n",
+          "            4 the job was STOPPED; 5 --wait timed out; 6 --wait --assert: the job\n"
+          "            SUCCEEDED but a final metric missed its bound.\n",
           f);
 }
 
@@ -307,9 +308,8 @@ void commands_print_command(FILE *f, const struct cli_command *c)
             fprintf(f, "  %-28s %s\n", left, c->flags[i].help);
         }
     }
-    fputc('\n', f);
-    config_print_help(f);
-    fputc('\n', f);
+    /* The global options are the same for every command: listed once, in 'trainyard --help'. */
+    fputs("\nGlobal options (--server, --token, --output, ...): see 'trainyard --help'.\n\n", f);
     print_exit_codes(f);
 }
 

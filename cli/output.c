@@ -13,10 +13,11 @@
  * Scalars
  * ------------------------------------------------------------------------------------------- */
 
-/* Writes d in the shortest %g form that reads back as d, always recognisable as a real. */
-static void format_real(char *buf, size_t n, double d)
+/* Writes d in %g form with at most max_prec significant digits, the fewest that read back as d
+ * (or max_prec), always recognisable as a real. */
+static void format_real_prec(char *buf, size_t n, double d, int max_prec)
 {
-    for (int prec = 1; prec <= 17; prec++) {
+    for (int prec = 1; prec <= max_prec; prec++) {
         snprintf(buf, n, "%.*g", prec, d);
         if (strtod(buf, NULL) == d)
             break;
@@ -26,6 +27,12 @@ static void format_real(char *buf, size_t n, double d)
         if (len + 2 < n)
             memcpy(buf + len, ".0", 3);
     }
+}
+
+/* Writes d in the shortest %g form that reads back as d, always recognisable as a real. */
+static void format_real(char *buf, size_t n, double d)
+{
+    format_real_prec(buf, n, d, 17);
 }
 
 /* Appends v as compact JSON, its reals in the shortest form that reads back (json_dumps would
@@ -88,6 +95,13 @@ void out_clean(struct strbuf *sb, const char *text, size_t len)
     sb_append(sb, text + start, len - start);
 }
 
+/* A real for people (tables, key: value blocks): 6 significant digits, so that a loss of
+ * 0.1111111111111111 is 0.111111 and a row stays readable; -o json keeps every digit. */
+static void format_short(char *buf, size_t n, double d)
+{
+    format_real_prec(buf, n, d, 6);
+}
+
 void out_value(struct strbuf *sb, const json_t *v)
 {
     char num[64];
@@ -102,7 +116,7 @@ void out_value(struct strbuf *sb, const json_t *v)
         sb_printf(sb, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
         break;
     case JSON_REAL:
-        format_real(num, sizeof num, json_real_value(v));
+        format_short(num, sizeof num, json_real_value(v));
         sb_puts(sb, num);
         break;
     case JSON_TRUE:

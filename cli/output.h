@@ -19,7 +19,8 @@ struct http_response;
 void out_json(FILE *f, const json_t *v);
 
 /*
- * Appends v as one table cell: null "-", strings as is, numbers, booleans, arrays as "a,b",
+ * Appends v as one table cell: null "-", strings as is, numbers (reals to 6 significant digits:
+ * -o json keeps them whole), booleans, arrays as "a,b",
  * objects as "k=v k=v". Control characters become spaces (a cell stays on its line, and server
  * text cannot drive the terminal).
  */

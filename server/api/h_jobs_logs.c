@@ -3,8 +3,9 @@
  * (default: the current one), every rank or the ranks listed, from the chunks at or after byte
  * offset B, only lines matching RE (a PostgreSQL regular expression), only the last N.
  * text/plain by default: the lines as they are when one rank is asked, else each prefixed by
- * "[rank R] "; application/x-ndjson (Accept, or format=jsonl): one {rank, attempt, offset, line}
- * object per line, offset being the byte offset of the chunk that holds the line. */
+ * "[rank R] "; application/x-ndjson (Accept, or format=jsonl): one {rank, attempt, offset, at,
+ * line} object per line, offset being the byte offset of the chunk that holds the line and at the
+ * time that chunk was stored (the dashboard's timestamps). */
 #include "db.h"
 #include "handlers.h"
 #include "query.h"
@@ -62,9 +63,9 @@ static char *render(const struct logs_read *a, bool jsonl, bool prefix, size_t *
         const struct store_log_line *l = &a->lines[i];
         int rc = 0;
         if (jsonl) {
-            json_t *o =
-                json_pack("{s:I, s:I, s:I, s:s}", "rank", (json_int_t)l->rank, "attempt",
-                          (json_int_t)l->attempt, "offset", (json_int_t)l->offset, "line", l->line);
+            json_t *o = json_pack("{s:I, s:I, s:I, s:s, s:s}", "rank", (json_int_t)l->rank,
+                                  "attempt", (json_int_t)l->attempt, "offset",
+                                  (json_int_t)l->offset, "at", l->at, "line", l->line);
             char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
             json_decref(o);
             rc = s ? put(&buf, len, &cap, s, strlen(s)) : -1;

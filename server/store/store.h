@@ -583,6 +583,7 @@ struct store_logs_query {
 struct store_log_line {
     int64_t rank, attempt, offset; /* offset: the byte offset of the chunk holding the line */
     char *line;
+    char *at; /* when the chunk holding the line was stored (RFC 3339, UTC) */
 };
 /* A job's log lines in order. Returns 0 when the job does not exist, 1 with *lines (n entries,
  * free with store_log_lines_free), or an error; sqlstate (6 bytes) then holds the SQLSTATE

@@ -52,8 +52,8 @@ int store_logs_read(struct db_conn *c, int64_t job, const struct store_logs_quer
     /* Lines of the attempt, oldest first; with a tail, the newest `tail` (read backwards). */
     static const struct db_stmt lines_st = {
         "logs_lines",
-        "SELECT rank, attempt, offs, line FROM ("
-        "  SELECT s.rank, s.attempt, s.log_offset AS offs, l.line, s.seq, l.i "
+        "SELECT rank, attempt, offs, line, ty_ts(at) FROM ("
+        "  SELECT s.rank, s.attempt, s.log_offset AS offs, l.line, s.seq, l.i, s.at "
         "  FROM job_stream s, jsonb_array_elements_text(s.body->'lines') WITH ORDINALITY "
         "       AS l(line, i) "
         "  WHERE s.job_id = $1::bigint AND s.kind = 'log' AND s.attempt = $2::int "
@@ -99,8 +99,9 @@ int store_logs_read(struct db_conn *c, int64_t job, const struct store_logs_quer
         l->attempt = strtoll(PQgetvalue(res, (int)i, 1), NULL, 10);
         l->offset = strtoll(PQgetvalue(res, (int)i, 2), NULL, 10);
         l->line = strdup(PQgetvalue(res, (int)i, 3));
-        if (!l->line) {
-            *n = i;
+        l->at = strdup(PQgetvalue(res, (int)i, 4));
+        if (!l->line || !l->at) {
+            *n = i + 1; /* line i's half too */
             PQclear(res);
             return DB_HARD_ERROR;
         }
@@ -112,7 +113,9 @@ int store_logs_read(struct db_conn *c, int64_t job, const struct store_logs_quer
 
 void store_log_lines_free(struct store_log_line *lines, size_t n)
 {
-    for (size_t i = 0; lines && i < n; i++)
+    for (size_t i = 0; lines && i < n; i++) {
         free(lines[i].line);
+        free(lines[i].at);
+    }
     free(lines);
 }

@@ -3,6 +3,7 @@
 // TY_PLAYWRIGHT (playwright-core's index.mjs in web/node_modules) and TY_ARGS (JSON). Prints
 // "RESULT {json}" and exits 0, or prints the failure and exits 1. A scenario that needs the test to
 // act (restart the server) prints "WAITING what" and reads a line from stdin.
+import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import path from 'node:path';
 
@@ -33,8 +34,11 @@ const page = await context.newPage();
 const problems = [];
 page.on('console', (m) => {
   // A refused websocket while the server restarts is expected; anything else is a bug (a CSP
-  // violation shows up here too).
-  if (m.type() === 'error' && !/WebSocket|ERR_CONNECTION_REFUSED|Failed to load resource/.test(m.text())) problems.push(m.text());
+  // violation shows up here too), a 401 included: a fresh page without a token asks /health
+  // whether to sign in, it does not draw a 401 from the API.
+  if (m.type() !== 'error') return;
+  if (/status of 401/.test(m.text())) problems.push(`a 401 in the console: ${m.text()}`);
+  else if (!/WebSocket|ERR_CONNECTION_REFUSED|Failed to load resource/.test(m.text())) problems.push(m.text());
 });
 page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
 page.on('request', (r) => {
@@ -71,6 +75,7 @@ const scenarios = {
     await go('#/nodes');
     await page.locator('article.node').first().waitFor({ timeout: LONG });
     const nodes = await page.locator('article.node').count();
+    const nodeTitles = await page.locator('article.node header h2').allTextContents();
     await shot('nodes');
     await go('#/submit');
     await page.locator('#spec-json').waitFor();
@@ -94,7 +99,7 @@ const scenarios = {
     await page.keyboard.press('Tab');
     const focused = await page.evaluate(() => document.activeElement && document.activeElement.className);
     check(focused === 'skip', `first Tab focuses the skip link (got ${focused})`);
-    return { role: role.trim(), nodes };
+    return { role: role.trim(), nodes, nodeTitles };
   },
 
   async submit_and_watch() {
@@ -129,6 +134,12 @@ const scenarios = {
     await page.mouse.move(box.x + box.width * 0.6, box.y + box.height / 2, { steps: 5 });
     await page.mouse.up();
     await page.waitForFunction(() => document.querySelector('figure.chart[data-metric="loss"]').dataset.zoomPoints !== undefined, null, { timeout: LONG });
+    // The zoom survives the live redraws that follow (the accuracy chart, not zoomed, moves on).
+    for (let i = 0; i < 3; i++) {
+      const n = Number(await page.locator('figure.chart[data-metric="accuracy"]').getAttribute('data-points'));
+      await page.waitForFunction((k) => Number(document.querySelector('figure.chart[data-metric="accuracy"]').dataset.points) > k, n, { timeout: LONG });
+    }
+    const zoomKept = (await loss.getAttribute('data-zoomed')) === 'true' && (await loss.locator('.reset-zoom').isVisible());
     await shot('job-metrics-zoomed');
     // Logs: lines arrive live; the first error is found.
     await page.locator('#tab-logs').click();
@@ -142,6 +153,8 @@ const scenarios = {
     await shot('job-logs');
     await page.locator('#log-search').fill('step 2');
     await shot('job-logs-search');
+    await page.locator('#log-search').fill('rank 0 step 3 ');
+    const matchInfo = (await page.locator('.log-info').textContent()).trim();
     for (const t of ['workers', 'timeline', 'checkpoints', 'spec']) {
       await page.locator(`#tab-${t}`).click();
       await page.locator(`#panel-${t} table, #panel-${t} .empty, #panel-${t} pre, #panel-${t} ol`).first().waitFor({ timeout: LONG });
@@ -156,7 +169,7 @@ const scenarios = {
     await page.locator('#tab-timeline').click();
     await page.locator('#panel-timeline .timeline .badge', { hasText: 'STOPPED' }).waitFor({ timeout: LONG });
     await shot('job-stopped');
-    return { job, points, logLines, errorFound: /ERROR/.test(current) };
+    return { job, points, logLines, errorFound: /ERROR/.test(current), matchInfo, zoomKept };
   },
 
   // A job that failed once and restarted: attempt and checkpoint markers on the chart (step and
@@ -182,6 +195,21 @@ const scenarios = {
     const stepMarkers = await markers(want);
     const values = await page.locator('.metric-values table tbody tr').evaluateAll((rows) => rows.map((r) => [...r.cells].map((c) => c.textContent.trim())));
     const phaseCharts = await page.locator('figure.chart[data-metric="phase"]').count();
+    const stepMarkerAt = (await loss.getAttribute('data-marker-at')).split(',');
+    const series = (await loss.getAttribute('data-series')).split(',');
+    // Smoothing and the legend's latest raw value (without the cursor on the chart).
+    const smoothed = await loss.getAttribute('data-smoothed');
+    const latest = (await loss.locator('.chart-legend .latest-v[data-rank="0"]').textContent()).trim();
+    // Marker labels: none shown until the cursor is at a marker, then that marker's.
+    const tip = loss.locator('.marker-tip');
+    const tipHidden = await tip.isHidden();
+    const pos = JSON.parse(await loss.getAttribute('data-marker-pos')).find((p) => p.label === ARGS.checkpoint);
+    const over = await loss.locator('.u-over').boundingBox();
+    await page.mouse.move(over.x + pos.left, over.y + over.height / 2);
+    await loss.locator('.marker-tip:not([hidden])').waitFor({ timeout: LONG });
+    const tipText = (await tip.textContent()).trim();
+    await shot('job-restarts-marker-hover');
+    await page.mouse.move(0, 0);
     await shot('job-restarts-step');
     await page.locator('#xaxis').selectOption('time');
     await page.waitForFunction(() => document.querySelector('figure.chart[data-metric="loss"][data-x="time"] .u-over'), null, { timeout: LONG });
@@ -199,8 +227,48 @@ const scenarios = {
     await page.locator('#panel-timeline table tbody tr').nth(1).waitFor({ timeout: LONG });
     const attempts = await page.locator('#panel-timeline table tbody tr').evaluateAll((rows) => rows.map((r) => [...r.cells].slice(0, 2).map((c) => c.textContent.trim())));
     const timeline = await page.locator('#panel-timeline .timeline li').allTextContents();
+    // An earlier attempt's output: attempt 1's lines, its crash last.
+    await page.locator('#tab-logs').click();
+    await page.locator('#log-attempt option[value="1"]').waitFor({ state: 'attached', timeout: LONG });
+    await page.locator('#log-attempt').selectOption('1');
+    await page.locator('.log-line', { hasText: 'attempt 1 crashed' }).waitFor({ timeout: LONG });
+    const logLines = await page.locator('.log-line').count();
+    const logTimes = await page.locator('.log-line .log-time').count();
+    await page.locator('#log-wrap').uncheck();
+    const nowrap = (await page.locator('.log-view.nowrap').count()) === 1;
+    await shot('job-restarts-logs-attempt-1');
+    const [dl] = await Promise.all([page.waitForEvent('download', { timeout: LONG }), page.locator('#log-download').click()]);
+    const download = [dl.suggestedFilename(), readFileSync(await dl.path(), 'utf8')];
+    await page.locator('#tab-workers').click();
+    await page.locator('#panel-workers table tbody tr').nth(1).waitFor({ timeout: LONG });
+    const workers = await page.locator('#panel-workers table tbody tr').evaluateAll((rows) => rows.map((r) => [r.cells[0].textContent.trim(), r.querySelector('.badge').className]));
     await shot('job-restarts-timeline', { full: true });
-    return { stepMarkers, timeMarkers, zooms, zoomPoints, attempts, timeline, values, phaseCharts };
+    // The checkpoints tab's best/latest marks whichever reply comes first: the job's own reply
+    // (which names them) held back behind the checkpoint list's.
+    await page.route((u) => u.pathname === `/api/v1/jobs/${ARGS.job}`, async (route) => {
+      await new Promise((r) => setTimeout(r, 800));
+      await route.continue();
+    });
+    await go(`#/jobs/${ARGS.job}?tab=checkpoints`);
+    await page.locator('#job-status .badge').waitFor({ timeout: LONG });
+    await page.locator('#panel-checkpoints table tbody tr').first().waitFor({ timeout: LONG });
+    const checkpointRows = await page.locator('#panel-checkpoints table tbody tr').evaluateAll((rows) => rows.map((r) => [r.cells[0].textContent.trim(), r.querySelector('td[data-label="Marks"]').textContent.trim()]));
+    await shot('job-restarts-checkpoints');
+    // The jobs list with a final-metric column; then Compare: tick both jobs, then Compare.
+    await go('#/jobs?metric=loss');
+    await page.locator(`#jobs-list tr[data-id="${ARGS.job}"] td.metric`).waitFor({ timeout: LONG });
+    const listFinals = [];
+    for (const id of [ARGS.job, ARGS.other]) listFinals.push((await page.locator(`#jobs-list tr[data-id="${id}"] td.metric`).textContent()).trim());
+    await page.locator(`#jobs-list tr[data-id="${ARGS.job}"] input.pick`).check();
+    await page.locator(`#jobs-list tr[data-id="${ARGS.other}"] input.pick`).check();
+    await page.locator('#compare').click();
+    await page.locator('#config-diff').waitFor({ timeout: LONG });
+    const compareUrl = new URL(page.url()).hash.slice(1);
+    const compareSeries = await page.locator('.compare figure.chart[data-metric="loss"]').getAttribute('data-series');
+    const differs = await page.locator('#config-diff tr.differs').evaluateAll((rs) => rs.map((r) => r.dataset.key));
+    const finals = await page.locator('#compare-summary tr[data-key="final loss"] td').allTextContents();
+    await shot('compare', { full: true });
+    return { compareUrl, compareSeries, differs, finals, listFinals, checkpointRows, workers, logLines, logTimes, nowrap, download, stepMarkers, stepMarkerAt, series, smoothed, latest, tipHidden, tipText, timeMarkers, zooms, zoomPoints, attempts, timeline, values, phaseCharts };
   },
 
   async viewer() {
@@ -230,7 +298,21 @@ const scenarios = {
     const invalid = await page.locator('#f-num_workers').getAttribute('aria-invalid');
     check(invalid === 'true', 'the field is marked invalid');
     await shot('submit-bad-spec');
-    return { field: field ? 'scaling_config.num_workers' : '', error: field };
+    // No working directory: refused in the form, naming the field.
+    await page.locator('#f-num_workers').fill('1');
+    await page.locator('#f-working_dir').fill('');
+    await page.locator('#submit-job').click();
+    await page.locator('#e-working_dir:not(:empty)').waitFor({ timeout: LONG });
+    const workdirError = (await page.locator('#e-working_dir').textContent()).trim();
+    await shot('submit-no-workdir');
+    // The form as it opens is a job that runs.
+    await go('#/jobs');
+    await page.locator('#jobs-list table, #jobs-list .empty').first().waitFor({ timeout: LONG });
+    await go('#/submit');
+    await page.locator('#submit-job').click();
+    await page.waitForURL(/#\/jobs\/\d+/, { timeout: LONG });
+    const job = Number(page.url().match(/#\/jobs\/(\d+)/)[1]);
+    return { field: field ? 'scaling_config.num_workers' : '', error: field, workdirError, job };
   },
 
   async reconnect() {

@@ -90,6 +90,8 @@ def run(scenario, c, token, extra=None, steps=None, timeout=60):
             if time.time() > deadline:
                 break
         code = p.wait(timeout=max(1, deadline - time.time()))
+    except subprocess.TimeoutExpired:
+        code = f"none: still running after {timeout} s"  # the output so far says where
     finally:
         if p.poll() is None:
             p.kill()
@@ -103,23 +105,29 @@ def test_sign_in_then_every_page_renders(cluster):
     r = run("pages", cluster, cluster["server"].admin_token)
     assert r["role"] == "admin"
     assert r["nodes"] >= 1
+    # Node cards are titled by node id (several nodes may share a hostname).
+    ids = {n["id"] for n in cluster["server"].request("GET", "/api/v1/nodes").json["nodes"]}
+    assert set(r["nodeTitles"]) == ids, (r["nodeTitles"], ids)
 
 
 def test_submitted_job_runs_charts_points_streams_logs_and_stops(cluster):
     r = run("submit_and_watch", cluster, cluster["user"],
-            extra={"workdir": cluster["work"], "python": PY})
+            extra={"workdir": cluster["work"], "python": PY}, timeout=120)
     job = r["job"]
     assert cluster["server"].request("GET", f"/api/v1/jobs/{job}").json["status"] == "STOPPED"
     assert r["points"] > 0 and r["logLines"] > 0 and r["errorFound"]
+    assert r["matchInfo"] == "1 matching line", r["matchInfo"]
+    assert r["zoomKept"], r  # the drag's zoom is still there after live redraws
 
 
-# Reports a few points and a checkpoint, then fails (exit 1) in attempt 1; attempt 2 reports a few
-# more and succeeds. TRAINYARD_ATTEMPT tells it which attempt it is. "phase" is not a number: it
-# shows in the table of latest values, not as a chart.
+# Reports a few points and a checkpoint, then fails (exit 1) in attempt 1; attempt 2 resumes from
+# the checkpoint's step (steps 4..9: it overlaps attempt 1's 4..6) and succeeds. TRAINYARD_ATTEMPT
+# tells it which attempt it is. "phase" is not a number: it shows in the table of latest values,
+# not as a chart.
 RESTARTS = textwrap.dedent("""
     import os, sys, tempfile, time, trainyard
     attempt = int(os.environ["TRAINYARD_ATTEMPT"])
-    first = 1 if attempt == 1 else 7
+    first = 1 if attempt == 1 else 4
     for step in range(first, first + 6):
         ck = None
         if attempt == 1 and step == 3:
@@ -128,7 +136,10 @@ RESTARTS = textwrap.dedent("""
                 f.write(str(step))
         trainyard.report({"loss": 1.0 / step, "phase": f"attempt {attempt}", "step": step},
                          checkpoint=ck)
+        print(f"attempt {attempt} step {step}", flush=True)
         time.sleep(0.1)
+    if attempt == 1:
+        print("attempt 1 crashed", file=sys.stderr, flush=True)
     sys.exit(1 if attempt == 1 else 0)
 """)
 
@@ -141,13 +152,38 @@ def test_restarted_job_shows_attempt_and_checkpoint_markers_and_zooms_by_time(cl
                     "working_dir": cluster["work"], "backend": "none",
                     "scaling_config": {"num_workers": 1, "resources_per_worker": {"CPU": 1}},
                     "run_config": {"failure_config": {"max_failures": 1}}})["id"]
+    # A second run to compare it with: another config, a flat loss.
+    other = s.submit({"name": "flat", "working_dir": cluster["work"], "backend": "none",
+                      "entrypoint": [PY, "-c", "import trainyard\nfor s in range(1, 4): "
+                                     "trainyard.report({'loss': 0.5, 'step': s})"],
+                      "train_loop_config": {"lr": 0.1},
+                      "scaling_config": {"num_workers": 1, "resources_per_worker": {"CPU": 1}}})["id"]
     done = s.wait_job(job, {"SUCCEEDED", "FAILED"})
     assert done["status"] == "SUCCEEDED" and done["attempt"] == 2, done
+    assert s.wait_job(other, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
     cks = s.request("GET", f"/api/v1/jobs/{job}/checkpoints").json["checkpoints"]
     assert [(c["attempt"], c["step"]) for c in cks] == [(1, 3)], cks
-    mark = f"ckpt {cks[0]['attempt']}.{cks[0]['index']}"
-    r = run("restarts", cluster, cluster["viewer"], extra={"job": job, "checkpoint": mark})
+    mark = f"checkpoint {cks[0]['id']}"
+    r = run("restarts", cluster, cluster["viewer"],
+            extra={"job": job, "checkpoint": mark, "other": other},
+            timeout=120)
     assert "attempt 2" in r["stepMarkers"] and mark in r["stepMarkers"], r
+    # One line per attempt (issue 26, point 1), and attempt 2's marker where attempt 2 begins (its
+    # first step, 4), not where attempt 1 ended (6).
+    assert r["series"] == ["rank 0 attempt 1", "rank 0 attempt 2"], r["series"]
+    assert "attempt 2@4" in r["stepMarkerAt"], r["stepMarkerAt"]
+    # Point 2: a short series is drawn raw, and the legend says its latest raw value.
+    last = s.request("GET", f"/api/v1/jobs/{job}/metrics?name=loss").json["metrics"][-1]["value"]
+    assert r["smoothed"] == "false", r
+    assert r["latest"].startswith("rank 0: ") and abs(float(r["latest"][8:]) - last) <= 1e-5, r
+    # Point 3: marker labels show on hover only.
+    assert r["tipHidden"] and r["tipText"] == mark, r
+    # Point 5: the checkpoints tab marks the latest checkpoint even when the job's reply (which
+    # names it) comes after the list's; point 8: named as everywhere else.
+    latest = s.request("GET", f"/api/v1/jobs/{job}").json["result"]["latest_checkpoint"]["id"]
+    assert latest == cks[0]["id"], latest
+    assert r["checkpointRows"] == [[f"checkpoint {latest}", "latest"]] or \
+        r["checkpointRows"] == [[f"checkpoint {latest}", "bestlatest"]], r["checkpointRows"]
     assert "attempt 2" in r["timeMarkers"] and mark in r["timeMarkers"], r
     # The time-axis zoom asked the server for that time range (epoch seconds) at full detail.
     zoom = [q for q in r["zooms"] if "time_min" in q]
@@ -163,6 +199,27 @@ def test_restarted_job_shows_attempt_and_checkpoint_markers_and_zooms_by_time(cl
         r["attempts"] == [["2", "SUCCEEDED"], ["1", "FAILED"]], r["attempts"]
     assert any("RESTARTING" in line for line in r["timeline"]), r["timeline"]
     assert r["values"] == [["phase", "0", "12", "attempt 2"]] and r["phaseCharts"] == 0, r
+    # The comparison page, opened from the jobs list with both ticked: both loss curves, the
+    # settings that differ marked, each job's final loss.
+    assert r["compareUrl"] == f"/compare?jobs={job},{other}", r["compareUrl"]
+    assert r["compareSeries"] == f"#{job} restarts,#{other} flat", r["compareSeries"]
+    assert "train_loop_config.lr" in r["differs"] and "entrypoint" in r["differs"], r["differs"]
+    assert "backend" not in r["differs"], r["differs"]
+    finals = [s.request("GET", f"/api/v1/jobs/{j}").json["result"]["metrics"]["loss"]
+              for j in (job, other)]
+    assert [float(v) for v in r["finals"]] == pytest.approx(finals, rel=1e-4), (r["finals"], finals)
+    assert [float(v) for v in r["listFinals"]] == pytest.approx(finals, rel=1e-4), r["listFinals"]
+    assert any("starting 1 worker on 1 node" in line for line in r["timeline"]), r["timeline"]
+    # Point 6: attempt 1's output (its crash) can be read after attempt 2 ran, each line with its
+    # time, unwrapped on request, and downloaded whole.
+    assert r["logLines"] == r["logTimes"] == 7, r
+    assert r["nowrap"], r
+    assert r["download"][0] == f"job-{job}-attempt-1.log", r["download"]
+    assert r["download"][1] == "".join(f"[rank 0] attempt 1 step {i}\n" for i in range(1, 7)) + \
+        "[rank 0] attempt 1 crashed\n", r["download"]
+    # The worker that exited with code 1 is not shown green; the one that exited 0 is.
+    tones = {a: c for a, c in r["workers"]}
+    assert "tone-bad" in tones["1"] and "tone-ok" in tones["2"], r["workers"]
 
 
 def iso(t):
@@ -185,6 +242,10 @@ def test_bad_spec_shows_the_api_error_next_to_the_field(cluster):
     r = run("bad_spec", cluster, cluster["user"])
     assert "num_workers" in r["field"] or r["error"], r
     assert r["error"]
+    # An empty working directory is refused with a message; the form's default job runs.
+    assert r["workdirError"].startswith("Required:"), r
+    done = cluster["server"].wait_job(r["job"], {"SUCCEEDED", "FAILED"})
+    assert done["status"] == "SUCCEEDED", done
 
 
 # alone: the server restarts while the page waits, with a 45 s limit per step, which tests

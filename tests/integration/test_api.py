@@ -11,7 +11,7 @@ SPEC = {"name": "mnist", "entrypoint": ["python3", "train.py"],
 def test_health_needs_no_token(server):
     r = server.request("GET", "/api/v1/health", token=None)
     assert r.status == 200
-    assert r.json == {"status": "ok", "database": "ok", "role": "leader"}
+    assert r.json == {"status": "ok", "database": "ok", "role": "leader", "auth": "token"}
 
 
 def test_version_reports_server_version(server):

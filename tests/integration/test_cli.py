@@ -374,7 +374,7 @@ def test_token_and_server_flags_override_the_environment(cli, server):
 def test_health_and_version(cli, server):
     r = cli("health")
     assert r.returncode == 0, r.stderr
-    assert key_values(r.stdout) == {"status": "ok", "database": "ok", "role": "leader"}
+    assert key_values(r.stdout) == {"status": "ok", "database": "ok", "role": "leader", "auth": "token"}
     r = cli("version")
     assert r.returncode == 0, r.stderr
     kv = key_values(r.stdout)

@@ -65,7 +65,7 @@ def test_a_failed_worker_restarts_the_job_once(server, agent_factory):
     assert (f"restarting after failure 1 of 1: worker rank 1 exited with code 3 on node "
             f"{agent.node_id}") in msgs, msgs
     assert any(m.startswith("attempt 1 ended (worker rank 1 exited with code 3)") for m in msgs)
-    assert "starting 2 workers on 1 nodes (attempt 2, from scratch: no usable checkpoint)" in msgs
+    assert "starting 2 workers on 1 node (attempt 2, from scratch: no usable checkpoint)" in msgs
     # Rank 1 ran in both attempts (rank 0 of the first may have been stopped before writing).
     assert os.path.exists(os.path.join(work, "seen-1-1.json"))
     for rank in (0, 1):
@@ -146,7 +146,7 @@ def test_fashion_mnist_killed_worker_restarts_from_its_latest_checkpoint(server,
     m = server.request("GET", f"/api/v1/jobs/{job}/metrics?name=epoch&rank=0").json["metrics"]
     second_epochs = [p["value"] for p in m if p["attempt"] == 2]
     assert second_epochs == list(range(resumed_epoch + 1, 4)), m
-    assert f"starting 2 workers on 1 nodes (attempt 2, resuming from checkpoint {latest['id']})" \
+    assert f"starting 2 workers on 1 node (attempt 2, resuming from checkpoint {latest['id']})" \
         in messages(server, job)
     assert done["result"]["metrics"]["accuracy"] >= 0.85
     assert rank0_series(server, job, "accuracy")

@@ -1,9 +1,11 @@
-// The live log viewer: one rank or all ranks interleaved, follow (stick to the bottom), search
-// (only matching lines, highlighted), and a jump to the first error. Lines come from
+// The live log viewer: one rank or all ranks interleaved, of the current attempt or an earlier one
+// (the crash that ended attempt 1), each line with its time (when its chunk was stored), follow
+// (stick to the bottom), search (only matching lines, highlighted), a jump to the first error,
+// line wrapping on or off, and a download of the attempt's whole output. Lines come from
 // GET /jobs/{id}/logs (format=jsonl) and then from the job stream's `log` rows; the DOM keeps at
-// most MAX_LINES lines.
+// most MAX_LINES lines. stdout and stderr are one stream: the agent captures both into one file.
 import { api } from './api.js';
-import { h, clear, loading, errorBox } from './ui.js';
+import { h, clear, loading, errorBox, toast } from './ui.js';
 
 const MAX_LINES = 5000;
 const ANSI = /\x1b\[[0-9;?]*[A-Za-z]/g;
@@ -23,6 +25,9 @@ export class LogViewer {
     this.loaded = false;
 
     this.rankSel = h('select', { id: 'log-rank', onchange: () => { this.rank = this.rankSel.value; this.load(); } }, h('option', { value: 'all' }, 'all ranks'));
+    this.attemptSel = h('select', { id: 'log-attempt', onchange: () => { this.attempt = Number(this.attemptSel.value) || null; this.load(); } }, h('option', { value: '' }, 'current attempt'));
+    this.wrapCb = h('input', { id: 'log-wrap', type: 'checkbox', checked: true, onchange: () => this.view.classList.toggle('nowrap', !this.wrapCb.checked) });
+    this.dlBtn = h('button', { type: 'button', id: 'log-download', onclick: () => this.download() }, 'Download');
     this.searchIn = h('input', { id: 'log-search', type: 'search', placeholder: 'search', oninput: () => this.applySearch() });
     this.followCb = h('input', { id: 'log-follow', type: 'checkbox', checked: true, onchange: () => { this.follow = this.followCb.checked; if (this.follow) this.toBottom(); } });
     this.errBtn = h('button', { type: 'button', onclick: () => this.jumpToError() }, 'First error');
@@ -30,16 +35,44 @@ export class LogViewer {
     this.view = h('div', { class: 'log-view', tabindex: '0', role: 'log', 'aria-label': 'Worker output', onscroll: () => this.onScroll() });
     clear(container,
       h('div', { class: 'log-controls' },
+        h('label', { for: 'log-attempt' }, 'Attempt'), this.attemptSel,
         h('label', { for: 'log-rank' }, 'Rank'), this.rankSel,
         h('label', { for: 'log-search', class: 'sr-only' }, 'Search'), this.searchIn,
         h('label', { for: 'log-follow', class: 'check' }, this.followCb, 'Follow'),
-        this.errBtn, this.info),
+        h('label', { for: 'log-wrap', class: 'check' }, this.wrapCb, 'Wrap'),
+        this.errBtn, this.dlBtn, this.info),
       this.view);
   }
 
   setRanks(n) {
     const have = this.rankSel.options.length - 1;
     for (let r = have; r < n; r++) this.rankSel.append(h('option', { value: String(r) }, `rank ${r}`));
+  }
+
+  // The job's attempts so far (its current one is n): each can be chosen.
+  setAttempts(n) {
+    const have = this.attemptSel.options.length - 1;
+    for (let a = have + 1; a <= n; a++) this.attemptSel.append(h('option', { value: String(a) }, `attempt ${a}`));
+  }
+
+  // The whole output of the attempt and rank(s) shown (not only the lines loaded), as a text file.
+  // Fetched with the token in a header (never in a URL), saved as a blob.
+  async download() {
+    const q = new URLSearchParams();
+    if (this.rank !== 'all') q.set('rank', this.rank);
+    if (this.attempt) q.set('attempt', String(this.attempt));
+    try {
+      const text = await api('GET', `/jobs/${this.job}/logs?${q}`, undefined, { raw: true });
+      const url = URL.createObjectURL(new Blob([text], { type: 'text/plain' }));
+      const name = `job-${this.job}${this.attempt ? `-attempt-${this.attempt}` : ''}${this.rank !== 'all' ? `-rank-${this.rank}` : ''}.log`;
+      const a = h('a', { href: url, download: name });
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10000);
+    } catch (e) {
+      toast(`download failed: ${e.message}`, 'error');
+    }
   }
 
   async load() {
@@ -61,12 +94,12 @@ export class LogViewer {
         try { o = JSON.parse(l); } catch { continue; }
         const key = `${o.attempt}/${o.rank}`;
         this.maxOffset.set(key, Math.max(this.maxOffset.get(key) ?? -1, o.offset));
-        frag.append(this.lineEl(o.rank, o.line));
+        frag.append(this.lineEl(o.rank, o.line, o.at));
       }
       this.view.append(frag);
       if (!this.view.childElementCount) this.view.append(h('p', { class: 'state empty log-empty' }, 'No output yet.'));
       this.loaded = true;
-      for (const d of this.pending) this.addChunk(d);
+      for (const [d, at] of this.pending) this.addChunk(d, at);
       this.pending = [];
       this.trim();
       this.applySearch();
@@ -76,18 +109,22 @@ export class LogViewer {
     }
   }
 
-  lineEl(rank, text) {
+  lineEl(rank, text, at) {
     this.count++;
     const clean = String(text).replace(ANSI, '');
-    const el = h('div', { class: 'log-line', dataset: { rank } }, h('span', { class: 'log-rank' }, `[${rank}]`), ' ', clean);
+    const t = at ? new Date(at) : null;
+    const time = t && !Number.isNaN(t.getTime())
+      ? h('time', { class: 'log-time', datetime: at, title: `stored ${t.toLocaleString()}` }, `${t.toLocaleTimeString([], { hour12: false })}.${String(t.getMilliseconds()).padStart(3, '0')}`)
+      : null;
+    const el = h('div', { class: 'log-line', dataset: { rank } }, time, time ? ' ' : null, h('span', { class: 'log-rank' }, `[${rank}]`), ' ', clean);
     if (ERROR_RE.test(clean)) el.classList.add('is-error');
     return el;
   }
 
-  // A live `log` row (its data).
-  addChunk(d) {
+  // A live `log` row (its data; at: the row's time).
+  addChunk(d, at) {
     if (!this.loaded) {
-      this.pending.push(d);
+      this.pending.push([d, at]);
       return;
     }
     if (this.rank !== 'all' && String(d.rank) !== this.rank) return;
@@ -100,7 +137,7 @@ export class LogViewer {
     const frag = document.createDocumentFragment();
     const needle = this.search.toLowerCase();
     for (const line of d.lines || []) {
-      const el = this.lineEl(d.rank, line);
+      const el = this.lineEl(d.rank, line, at);
       if (needle && !el.textContent.toLowerCase().includes(needle)) el.hidden = true;
       frag.append(el);
     }
@@ -125,7 +162,7 @@ export class LogViewer {
       el.classList.toggle('hit', !!needle && hit);
       if (hit) shown++;
     }
-    this.info.textContent = needle ? `${shown} matching lines` : '';
+    this.info.textContent = needle ? `${shown} matching line${shown === 1 ? '' : 's'}` : '';
   }
 
   jumpToError() {

@@ -10,6 +10,7 @@ import * as jobs from './pages/jobs.js';
 import * as job from './pages/job.js';
 import * as nodes from './pages/nodes.js';
 import * as submit from './pages/submit.js';
+import * as compare from './pages/compare.js';
 
 const main = document.getElementById('main');
 let cleanup = null;
@@ -26,6 +27,7 @@ function parseRoute() {
   if (parts[0] === 'jobs') return { page: jobs, params, name: 'jobs' };
   if (parts[0] === 'nodes') return { page: nodes, params, name: 'nodes' };
   if (parts[0] === 'submit') return { page: submit, params, name: 'submit' };
+  if (parts[0] === 'compare') return { page: compare, params, name: 'compare' };
   return null;
 }
 
@@ -134,6 +136,12 @@ function start() {
 async function boot() {
   clear(main, loading('Connecting to the server…'));
   try {
+    // Without a token, ask /health (no token needed) whether the server wants one, rather than
+    // drawing a 401 (a red console error) from /version on every fresh page.
+    if (!session.token && (await api('GET', '/health')).auth !== 'none') {
+      showSignIn('');
+      return;
+    }
     session.version = await api('GET', '/version');
     if (!session.token) session.authNone = true;
     start();

@@ -44,6 +44,12 @@ export const fmt = {
     if (sec < 86400) return `${Math.round(sec / 3600)} h ago`;
     return `${Math.round(sec / 86400)} d ago`;
   },
+  // From start to end (or now), e.g. "42 s", "7 min", "2.5 h".
+  duration(start, end) {
+    const s = Math.max(0, Math.round(((end ? Date.parse(end) : Date.now()) - Date.parse(start)) / 1000));
+    if (!Number.isFinite(s)) return '—';
+    return s < 120 ? `${s} s` : s < 7200 ? `${Math.round(s / 60)} min` : `${(s / 3600).toFixed(1)} h`;
+  },
   bytes(n) {
     if (n === null || n === undefined) return '—';
     const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
@@ -71,13 +77,20 @@ export const fmt = {
 // the vocabulary, so CSS spells none of them).
 const TONES = new Map([
   [V.JOB_STARTING, 'live'], [V.JOB_RUNNING, 'live'], [V.NODE_ALIVE, 'live'],
-  [V.JOB_SUCCEEDED, 'ok'], [V.WORKER_EXITED, 'ok'],
+  [V.JOB_SUCCEEDED, 'ok'],
   [V.JOB_FAILED, 'bad'], [V.NODE_LOST, 'bad'],
   [V.JOB_STOPPED, 'warn'], [V.JOB_STOPPING, 'warn'], [V.JOB_RESTARTING, 'warn'],
 ]);
 
 export function badge(status, tone = TONES.get(status)) {
   return h('span', { class: tone ? `badge tone-${tone}` : 'badge' }, status || '—');
+}
+
+// A worker's badge: an EXITED worker is green only when it exited with code 0; killed by a signal
+// (SIGKILL after a stop's grace period, the OOM killer) or with another code it is red.
+export function workerBadge(w) {
+  if (w.status !== V.WORKER_EXITED) return badge(w.status);
+  return badge(w.status, w.exit_code === 0 && !w.signal ? 'ok' : 'bad');
 }
 
 export function loading(what = 'Loading…') {

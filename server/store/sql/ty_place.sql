@@ -75,8 +75,10 @@ BEGIN
       FROM jsonb_array_elements(p_workers) w;
     UPDATE jobs SET attempt = o_attempt WHERE id = p_job;
     PERFORM ty_job_transition(p_job, 'place',
-        format('starting %s workers on %s nodes%s', jsonb_array_length(p_workers),
+        format('starting %s worker%s on %s node%s%s', jsonb_array_length(p_workers),
+               CASE WHEN jsonb_array_length(p_workers) = 1 THEN '' ELSE 's' END,
                array_length(nodes_used, 1),
+               CASE WHEN array_length(nodes_used, 1) = 1 THEN '' ELSE 's' END,
                CASE WHEN o_attempt = 1 AND ck IS NULL THEN ''
                     WHEN ck IS NULL THEN format(' (attempt %s, from scratch: no usable checkpoint)', o_attempt)
                     ELSE format(' (attempt %s, resuming from checkpoint %s)', o_attempt, ck) END));

@@ -6,7 +6,7 @@ import { api, can, session } from '../api.js';
 import { stream } from '../stream.js';
 import { MetricCharts } from '../chart.js';
 import { LogViewer } from '../logs.js';
-import { h, clear, fmt, badge, loading, errorBox, empty, table, confirmDialog, toast } from '../ui.js';
+import { h, clear, fmt, badge, workerBadge, loading, errorBox, empty, table, confirmDialog, toast } from '../ui.js';
 
 const TABS = ['metrics', 'logs', 'workers', 'timeline', 'checkpoints', 'spec'];
 
@@ -96,6 +96,7 @@ export function render(main, { id, params }) {
       renderHead();
       renderSpec();
       logs.setRanks(worldSize());
+      logs.setAttempts(job.attempt || 0);
     } catch (e) {
       if (alive) clear(head, errorBox(e, loadJob));
     }
@@ -152,23 +153,27 @@ export function render(main, { id, params }) {
         { title: 'Node', cell: (w) => w.node_id },
         { title: 'GPUs', cell: (w) => (w.gpus && w.gpus.length ? w.gpus.join(',') : '—') },
         { title: 'PID', cell: (w) => w.pid ?? '—' },
-        { title: 'State', cell: (w) => badge(w.status) },
-        { title: 'Exit', cell: (w) => (w.exit_code ?? (w.signal ? `signal ${w.signal}` : '—')) },
+        { title: 'State', cell: (w) => workerBadge(w) },
+        { title: 'Exit', cell: (w) => (w.signal ? `signal ${w.signal}${w.signal === 9 ? ' (SIGKILL)' : w.signal === 15 ? ' (SIGTERM)' : ''}` : w.exit_code ?? '—') },
       ], ws) : empty('No workers yet: the job is waiting for room.'));
     } catch (e) {
       if (alive) clear(panels.workers, errorBox(e, loadWorkers));
     }
   }
 
+  // The list and its best/latest marks from one read: the job (whose result names the best and
+  // latest checkpoints) and its checkpoints fetched together and drawn once both are in, so the
+  // marks never depend on which reply came first.
   async function loadCheckpoints() {
     try {
-      const r = await api('GET', `/jobs/${id}/checkpoints`);
+      const [j, r] = await Promise.all([api('GET', `/jobs/${id}`), api('GET', `/jobs/${id}/checkpoints`)]);
       if (!alive) return;
       checkpoints = r.checkpoints || r;
-      const best = job && job.result && job.result.best_checkpoint && job.result.best_checkpoint.id;
-      const latest = job && job.result && job.result.latest_checkpoint && job.result.latest_checkpoint.id;
+      const best = j.result && j.result.best_checkpoint && j.result.best_checkpoint.id;
+      const latest = j.result && j.result.latest_checkpoint && j.result.latest_checkpoint.id;
       clear(panels.checkpoints, checkpoints.length ? table([
-        { title: 'Index', cell: (c) => `${c.attempt}.${c.index}` },
+        { title: 'Checkpoint', cell: (c) => `checkpoint ${c.id}` },
+        { title: 'Attempt', cell: (c) => c.attempt },
         { title: 'Step', cell: (c) => c.step ?? '—' },
         { title: 'Metrics', cell: (c) => Object.entries(c.metrics || {}).map(([k, v]) => `${k}=${fmt.value(v)}`).join(' ') || '—' },
         { title: 'Size', cell: (c) => fmt.bytes(c.size_bytes) },
@@ -190,7 +195,7 @@ export function render(main, { id, params }) {
       const r = await fetch(`/api/v1/checkpoints/${c.id}/archive`, { headers: session.token ? { Authorization: `Bearer ${session.token}` } : {} });
       if (!r.ok) throw new Error(`HTTP ${r.status}`);
       const url = URL.createObjectURL(await r.blob());
-      const a = h('a', { href: url, download: `job-${id}-checkpoint-${c.attempt}-${c.index}.tar` });
+      const a = h('a', { href: url, download: `job-${id}-checkpoint-${c.id}.tar` });
       document.body.append(a);
       a.click();
       a.remove();
@@ -201,21 +206,12 @@ export function render(main, { id, params }) {
   }
 
   function refreshMarkers() {
-    // An attempt's marker sits where its first point is (step axis) or when it began (time).
-    const att = attempts.filter((a) => a.attempt > 1).map((a) => ({ attempt: a.attempt, t: Date.parse(a.created_at), step: stepAt(Date.parse(a.created_at)) }));
-    const ck = checkpoints.map((c) => ({ index: `${c.attempt}.${c.index}`, step: c.step, t: Date.parse(c.created_at) }));
+    // An attempt's marker sits where its first point is (step axis: the chart finds it) or when
+    // it began (time).
+    const att = attempts.filter((a) => a.attempt > 1).map((a) => ({ attempt: a.attempt, t: Date.parse(a.created_at) }));
+    // Only the checkpoints kept: retention's deleted ones cannot be resumed from or downloaded.
+    const ck = checkpoints.filter((c) => !(c.artifact && c.artifact.state === 'deleted')).map((c) => ({ label: `checkpoint ${c.id}`, step: c.step, t: Date.parse(c.created_at) }));
     charts.setMarkers(att, ck);
-  }
-  // The step rank 0 had reached at time t (for an attempt's marker on the step axis).
-  function stepAt(t) {
-    let best = null;
-    for (const m of charts.metrics.values()) {
-      const s = m.series.get(0);
-      if (!s) continue;
-      for (let i = 0; i < s.t.length; i++) if (s.t[i] <= t) best = s.x[i];
-      break;
-    }
-    return best;
   }
 
   function soon(name, fn, ms = 300) {
@@ -226,7 +222,7 @@ export function render(main, { id, params }) {
   function onEvent(m) {
     const d = m.data || {};
     if (m.kind === 'report') charts.addReport(d);
-    else if (m.kind === 'log') logs.addChunk(d);
+    else if (m.kind === 'log') logs.addChunk(d, m.at);
     else if (m.kind === 'worker') soon('workers', loadWorkers);
     else if (m.kind === 'checkpoint') soon('checkpoints', loadCheckpoints);
     else if (m.kind === 'event') {

@@ -75,8 +75,8 @@ export function render(main) {
       },
     }, n.draining ? 'Undrain' : 'Drain');
     return h('article', { class: 'node card', dataset: { node: n.id } },
-      h('header', {}, h('h2', {}, n.hostname || n.id), badge(n.status), n.draining ? badge('DRAINING', 'warn') : null, h('div', { class: 'actions' }, btn)),
-      h('p', { class: 'meta' }, `${n.id} · ${n.address || ''} · agent ${n.agent_version || '?'} · heartbeat ${fmt.ago(n.last_heartbeat_at)}`),
+      h('header', {}, h('h2', {}, n.id), badge(n.status), n.draining ? badge('DRAINING', 'warn') : null, h('div', { class: 'actions' }, btn)),
+      h('p', { class: 'meta' }, `host ${n.hostname || '?'} · ${n.address || ''} · agent ${n.agent_version || '?'} · heartbeat ${fmt.ago(n.last_heartbeat_at)}`),
       conditionList(n.conditions || []),
       h('dl', { class: 'res' },
         h('dt', {}, 'CPUs'), h('dd', {}, String(r.CPU ?? '—')),

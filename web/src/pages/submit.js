@@ -1,16 +1,27 @@
 // Submit: a form for the common fields plus a JSON editor for the whole spec (the JSON is what is
 // sent; the form edits it). The API's field errors (problem+json `errors`, dotted paths) are shown
 // next to the form field they name, else next to the editor. #/submit?from=ID fills it with a
-// job's spec (Resubmit).
+// job's spec (Resubmit). The form starts with a job that runs as it is on any node (a short
+// Python loop that reports a loss, no files needed); a spec without a working directory (and no
+// code_package) is refused here with a message, not left to become the agent's own directory.
 import { api, can } from '../api.js';
 import { h, clear, loading, toast } from '../ui.js';
 
+const EXAMPLE = [
+  'import time, trainyard',
+  'steps = int(trainyard.get_context().config.get("steps", 30))',
+  'for step in range(1, steps + 1):',
+  '    trainyard.report({"loss": 1.0 / step, "step": step})',
+  '    time.sleep(0.1)',
+].join('\n');
+
 const DEFAULT = {
   name: 'my-job',
-  entrypoint: ['/usr/bin/python3', 'train.py'],
-  backend: 'torch',
-  train_loop_config: { epochs: 1 },
-  scaling_config: { num_workers: 2, resources_per_worker: { CPU: 1 } },
+  entrypoint: ['python3', '-c', EXAMPLE],
+  working_dir: '/tmp',
+  backend: 'none',
+  train_loop_config: { steps: 30 },
+  scaling_config: { num_workers: 1, resources_per_worker: { CPU: 1 } },
 };
 
 // Form fields: id, label, the spec path, how to read and write it.
@@ -19,7 +30,7 @@ const FIELDS = [
   { id: 'entrypoint', label: 'Entrypoint', path: ['entrypoint'], type: 'text', hint: 'a command line, or a JSON array of arguments',
     get: (v) => (Array.isArray(v) ? JSON.stringify(v) : v ?? ''),
     set: (s) => { const t = s.trim(); if (t.startsWith('[')) { try { return JSON.parse(t); } catch { return t; } } return t; } },
-  { id: 'working_dir', label: 'Working directory', path: ['working_dir'], type: 'text' },
+  { id: 'working_dir', label: 'Working directory', path: ['working_dir'], type: 'text', hint: 'an absolute path on the nodes: where the entrypoint runs' },
   { id: 'backend', label: 'Backend', path: ['backend'], type: 'select', options: ['torch', 'tensorflow', 'native', 'none'] },
   { id: 'num_workers', label: 'Workers', path: ['scaling_config', 'num_workers'], type: 'number' },
   { id: 'cpu', label: 'CPUs per worker', path: ['scaling_config', 'resources_per_worker', 'CPU'], type: 'number' },
@@ -138,6 +149,14 @@ export function render(main, { params }) {
     } catch (e) {
       jsonErr.textContent = `Not valid JSON: ${e.message}`;
       editor.focus();
+      return;
+    }
+    // Without a working directory the workers would run wherever the agent was started.
+    if (body && typeof body === 'object' && !body.working_dir && !body.code_package) {
+      errs.working_dir.textContent = 'Required: the absolute path on the nodes where the entrypoint runs (or give a code_package in the JSON).';
+      inputs.working_dir.setAttribute('aria-invalid', 'true');
+      summary.textContent = 'The job needs a working directory.';
+      inputs.working_dir.focus();
       return;
     }
     submitBtn.disabled = true;
