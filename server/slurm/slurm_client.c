@@ -217,6 +217,8 @@ static int negotiate(struct slurm_client *c, char *err, size_t errlen)
 static int call(struct slurm_client *c, const char *method, const char *path, const char *body,
                 long *http, char **out, char *err, size_t errlen)
 {
+    *out = NULL;
+    *http = 0;
     int rc = negotiate(c, err, errlen);
     if (rc != SLURM_OK)
         return rc;
