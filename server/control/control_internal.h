@@ -246,7 +246,7 @@ void ctl__slurm_stop(struct control *ctl);
  * status messages and events, fails the jobs whose allocation Slurm rejects, cancels the
  * allocations of finished jobs and ended attempts. */
 void ctl__slurm_tick(struct control *ctl);
-/* Before a pass: leaves out (specs[i] = NULL) the jobs with no running allocation, and binds
+/* Before a pass: leaves out (specs[i] = NULL) the jobs with no unused allocation, and binds
  * the others to theirs, so that their workers go to that allocation's agents only. */
 void ctl__slurm_filter(struct control *ctl, const int64_t *ids, size_t n,
                        const struct jobspec **specs);

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CTL_SLURM_EVERY_S 0.5 /* how often waiting allocations are asked about */
+#define CTL_SLURM_EVERY_S 0.2 /* how often waiting allocations are asked about */
 #define CTL_SLURM_ENV_MAX 64
 
 extern char **environ;
@@ -290,13 +290,12 @@ static void drive_waiting(struct control *ctl, const struct store_slurm_job *row
         store_slurm_set(ctl->db, row->job, -1);
         return;
     }
-    if (strcmp(info.state, "RUNNING") == 0) {
-        struct ctl_slurm_ready *r = realloc(ctl->slurm_ready, (ctl->nslurm_ready + 1) * sizeof(*r));
-        if (r) {
-            ctl->slurm_ready = r;
-            r[ctl->nslurm_ready++] = (struct ctl_slurm_ready){row->job, row->slurm_job_id};
-            ctl->dirty = true; /* its agents may have registered: a pass places the job */
-        }
+    /* Bound at once: the job is placed as soon as the allocation's agents have registered (a
+     * registration runs a pass), with no wait for this loop to see the allocation RUNNING. */
+    struct ctl_slurm_ready *r = realloc(ctl->slurm_ready, (ctl->nslurm_ready + 1) * sizeof(*r));
+    if (r) {
+        ctl->slurm_ready = r;
+        r[ctl->nslurm_ready++] = (struct ctl_slurm_ready){row->job, row->slurm_job_id};
     }
     if (strcmp(info.state, "PENDING") == 0)
         snprintf(msg, sizeof(msg), "waiting: Slurm job %lld is pending (%s)",
