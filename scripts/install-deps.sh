@@ -8,6 +8,7 @@ packages=(
   libmicrohttpd-dev libwebsockets-dev libjansson-dev libpq-dev libcurl4-openssl-dev libssl-dev
   zlib1g-dev libarchive-dev libopenblas-dev libcmocka-dev clang-format
   postgresql postgresql-client
+  slurm-wlm slurmrestd slurm-wlm-jwt-plugin munge  # scripts/slurm-local.sh, --slurm (README "Slurm")
   python3 python3-pytest python3-prometheus-client python3-torch dataset-fashion-mnist
   python3-pandas            # Result.metrics_dataframe (docs/python-api.md)
   python3-cloudpickle       # functions that travel by value: notebooks, python3 - (docs/python-api.md)

@@ -6,6 +6,9 @@
 # --servers N (2 or more): N servers on the first one's embedded PostgreSQL, the first leading
 # (docs/high-availability.md); server i serves REST on 8080+2(i-1) and agents on 8081+2(i-1), and
 # the agent knows them all. Kill the leader (kill -9, its pid is printed) and another takes over.
+# --slurm: no agent of its own; a throwaway Slurm (scripts/slurm-local.sh, two emulated nodes,
+# state in ./.trainyard/slurm) places every job, each attempt in a Slurm allocation whose nodes
+# run ephemeral agents (README.md, "Slurm"); it is stopped with the cluster.
 # State lives in ./.trainyard; `scripts/up.sh --wipe` deletes it (and the embedded database,
 # wherever it lives) to start afresh. Works from any directory, as root or as a user with sudo.
 set -euo pipefail
@@ -26,10 +29,12 @@ if [[ $(id -u) -eq 0 ]] && ! setpriv --reuid=65534 --regid=65534 --clear-groups 
 fi
 once=0
 nservers=1
-usage() { echo "usage: scripts/up.sh [--once] [--servers N] | --wipe" >&2; exit 2; }
+slurm=0
+usage() { echo "usage: scripts/up.sh [--once] [--servers N] [--slurm] | --wipe" >&2; exit 2; }
 while (($# > 0)); do
 case "$1" in
   --once) once=1 ;;
+  --slurm) slurm=1 ;;
   --servers)
     [[ "${2:-}" =~ ^[1-9][0-9]?$ ]] || usage
     nservers=$2
@@ -73,12 +78,19 @@ cleanup() {
     kill -TERM "${pids[i]}" 2>/dev/null || true
     wait "${pids[i]}" 2>/dev/null || true
   done
+  ((slurm)) && scripts/slurm-local.sh stop "$state/slurm"
+  return 0
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+slurm_args=()
+if ((slurm)); then
+  scripts/slurm-local.sh start "$state/slurm" 2
+  slurm_args=(--slurm "unix:$state/slurm/slurmrestd.sock")
+fi
 build/server/trainyard-server --data-dir "$state/server" --http-port "$http_port" \
-  --ws-port "$ws_port" >>"$state/server.log" 2>&1 &
+  --ws-port "$ws_port" "${slurm_args[@]}" >>"$state/server.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 300); do
   curl -fs "$server_url/api/v1/health" >/dev/null 2>&1 && break
@@ -111,14 +123,16 @@ for ((i = 2; i <= nservers; i++)); do
   agent_servers+=",ws://127.0.0.1:$ws_i"
 done
 
-build/worker/agent/trainyard-agent --server "$agent_servers" \
-  --token-file "$state/server/cluster.token" --data-dir "$agent_dir" \
-  >>"$state/agent.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 100); do
-  [[ $(build/cli/trainyard nodes --output json | grep -c '"ALIVE"') -ge 1 ]] && break
-  sleep 0.2
-done
+if ((!slurm)); then
+  build/worker/agent/trainyard-agent --server "$agent_servers" \
+    --token-file "$state/server/cluster.token" --data-dir "$agent_dir" \
+    >>"$state/agent.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 100); do
+    [[ $(build/cli/trainyard nodes --output json | grep -c '"ALIVE"') -ge 1 ]] && break
+    sleep 0.2
+  done
+fi
 
 echo "Trainyard is up:"
 echo "  dashboard  $server_url/   (sign in with the admin token)"

@@ -137,6 +137,18 @@ static const struct option_def options[] = {
      "untouched before the server removes it"},
     {"cluster-token", "TRAINYARD_CLUSTER_TOKEN", S(cluster_token), NULL, 0, 0,
      "token agents join with (default: made on first start, in <data-dir>/cluster.token)"},
+    {"slurm", "TRAINYARD_SLURM", S(slurm), NULL, 0, 0,
+     "place every job through Slurm: slurmrestd at unix:/path/to/socket or http://host:port; "
+     "each attempt is one Slurm allocation whose nodes run ephemeral agents (README, Slurm)"},
+    {"slurm-token-file", "TRAINYARD_SLURM_TOKEN_FILE", S(slurm_token_file), NULL, 0, 0,
+     "file holding the JWT for an http:// --slurm (`scontrol token` output), re-read when it "
+     "changes"},
+    {"slurm-partition", "TRAINYARD_SLURM_PARTITION", S(slurm_partition), NULL, 0, 0,
+     "Slurm partition of the allocations (default: the cluster's default)"},
+    {"slurm-account", "TRAINYARD_SLURM_ACCOUNT", S(slurm_account), NULL, 0, 0,
+     "Slurm account the allocations are charged to (default: the user's default)"},
+    {"slurm-agent-path", "TRAINYARD_SLURM_AGENT_PATH", S(slurm_agent_path), NULL, 0, 0,
+     "trainyard-agent as the Slurm nodes see it (default: the one beside this server)"},
     {"web-dir", "TRAINYARD_WEB_DIR", S(web_dir), NULL, 0, 0,
      "the web dashboard's built files, served at / (default: <build>/web/dist beside the server, "
      "or "

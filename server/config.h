@@ -58,6 +58,10 @@ struct srv_config {
     char *tls_key;                  /* set exactly when tls_cert is */
     char *cluster_token;            /* NULL: <data_dir>/cluster.token */
     char *web_dir;                  /* NULL: found beside the executable (http/static.c) */
+    char *slurm;                    /* NULL: no Slurm; else slurmrestd's URL (control_slurm.c) */
+    char *slurm_token_file;         /* JWT for an http:// slurmrestd */
+    char *slurm_partition, *slurm_account; /* NULL: Slurm's defaults */
+    char *slurm_agent_path;                /* NULL: trainyard-agent beside the server */
     char *log_level;
     char *debug;
 };

@@ -261,6 +261,8 @@ static void *control_thread(void *arg)
                 ctl__tune_tick(ctl);
             }
             drive_stopping_jobs(ctl);
+            if (ctl->leading)
+                ctl__slurm_tick(ctl);
             if (util_mono_s() - ctl->last_ckpt_deletes >= CTL_CKPT_DELETES_S) {
                 ctl->last_ckpt_deletes = util_mono_s();
                 ctl__send_ckpt_deletes(ctl);
@@ -314,6 +316,8 @@ static int load_cluster_token(struct control *ctl)
             TY_INFO("control", "cluster join token for agents written to %s", path);
         }
     }
+    if (srv->cfg.slurm && srv->cfg.slurm[0] && !(ctl->slurm_cluster_token = strdup(token)))
+        return -1;
     char hash[65];
     util_sha256_hex(token, strlen(token), hash);
     ctl->cluster_token_hash = strdup(hash);
@@ -328,7 +332,7 @@ struct control *control_start(struct srv *srv)
     ctl->srv = srv;
     pthread_mutex_init(&ctl->lock, NULL);
     pthread_cond_init(&ctl->cond, NULL);
-    if (load_cluster_token(ctl) != 0)
+    if (load_cluster_token(ctl) != 0 || ctl__slurm_start(ctl) != 0)
         goto fail;
     ctl->db = db_acquire(srv->db);
     if (ctl->db == NULL)
@@ -353,6 +357,7 @@ struct control *control_start(struct srv *srv)
     }
     return ctl;
 fail:
+    ctl__slurm_stop(ctl);
     db_release(srv->db, ctl->db);
     free(ctl->cluster_token_hash);
     pthread_mutex_destroy(&ctl->lock);
@@ -390,6 +395,7 @@ void control_stop(struct control *ctl)
         free(g);
     }
     ctl__specs_free(&ctl->specs);
+    ctl__slurm_stop(ctl);
     json_decref(ctl->logs.rows);
     free(ctl->cluster_token_hash);
     pthread_mutex_destroy(&ctl->lock);

@@ -95,6 +95,14 @@ struct ctl_launch_note {
     int attempt;
 };
 
+/* A waiting job whose Slurm allocation runs and was not used by an attempt yet (control_slurm.c).
+ */
+struct ctl_slurm_ready {
+    int64_t job;
+    int64_t slurm_job_id;
+};
+
+struct slurm_client;
 struct control {
     struct srv *srv;
     struct hub *hub;
@@ -132,6 +140,12 @@ struct control {
     bool resync;                   /* guarded by lock: notifications may have been lost */
     struct ctl_launch_note *notes; /* guarded by lock */
     size_t nnotes, notes_cap;
+    /* --slurm (control_slurm.c): NULL without it. */
+    struct slurm_client *slurm;
+    char *slurm_cluster_token;           /* the cluster token the allocations' agents join with */
+    double slurm_last;                   /* when the allocations were last looked at */
+    struct ctl_slurm_ready *slurm_ready; /* as of that look */
+    size_t nslurm_ready;
     int64_t *remote_forget; /* guarded by lock: jobs deleted through other servers */
     size_t nremote_forget, remote_forget_cap;
 };
@@ -235,6 +249,21 @@ void ctl__send_launches_here(struct control *ctl, int64_t job, int attempt);
 /* Sends `launch` for every PLACED worker of the nodes connected here (after notifications may
  * have been lost). An agent ignores a launch it already has. */
 void ctl__launch_placed_here(struct control *ctl);
+
+/* control_slurm.c (--slurm) */
+/* Connects the slurmrestd client when --slurm is set. 0, or -1 (logged: a bad URL). */
+int ctl__slurm_start(struct control *ctl);
+void ctl__slurm_stop(struct control *ctl);
+/* Periodic tick: submits the allocations of waiting jobs, says what Slurm says of them in their
+ * status messages and events, fails the jobs whose allocation Slurm rejects, cancels the
+ * allocations of finished jobs and ended attempts. */
+void ctl__slurm_tick(struct control *ctl);
+/* Before a pass: leaves out (specs[i] = NULL) the jobs with no unused allocation, and binds
+ * the others to theirs, so that their workers go to that allocation's agents only. */
+void ctl__slurm_filter(struct control *ctl, const int64_t *ids, size_t n,
+                       const struct jobspec **specs);
+/* After a placement: the attempt records the job's allocation. */
+void ctl__slurm_placed(struct control *ctl, int64_t job, int attempt);
 
 /* control_ha.c */
 /* Starts the leadership thread (leader.h) with this control's hooks. 0 or -1. */

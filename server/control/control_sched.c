@@ -39,7 +39,7 @@ static void commit_decision(struct control *ctl, const sched_decision *d,
     if (d->job_id < 0) /* a growth probe (grow_elastic_jobs) */
         return;
     if (d->outcome != SCHED_PLACED) {
-        if (ctl__spec_message_changed(&ctl->specs, d->job_id, d->message))
+        if (ctl->slurm == NULL && ctl__spec_message_changed(&ctl->specs, d->job_id, d->message))
             store_job_set_waiting_message(ctl->db, d->job_id, d->message);
         return;
     }
@@ -67,6 +67,7 @@ static void commit_decision(struct control *ctl, const sched_decision *d,
     if (qs == 1) {
         TY_INFO("control", "job %lld attempt %d: %d workers placed on %d nodes",
                 (long long)d->job_id, attempt, d->num_workers, d->num_nodes);
+        ctl__slurm_placed(ctl, d->job_id, attempt);
         ctl__send_launches(ctl, d->job_id, attempt, NULL);
     }
 }
@@ -343,6 +344,15 @@ void ctl__schedule(struct control *ctl)
         specs[i] = ctl__spec_get(&ctl->specs, id < 0 ? -id : id);
         if (id < 0)
             specs[i] = probe_spec(specs[i], rows.pending[i].grow_from, &probes[i]);
+    }
+    if (ctl->slurm) {
+        int64_t *ids = calloc(rows.npending, sizeof(*ids));
+        for (size_t i = 0; ids && i < rows.npending; i++)
+            ids[i] = rows.pending[i].id;
+        if (ids == NULL)
+            goto out;
+        ctl__slurm_filter(ctl, ids, rows.npending, specs);
+        free(ids);
     }
     apply_quota(ctl, &rows, specs);
     apply_resource_quota(ctl, &rows, specs, STORE_QUOTA_USER);

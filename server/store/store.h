@@ -647,6 +647,28 @@ void store_hang_suspects_free(struct store_hang_suspect *s, size_t n);
 int store_hang_warn(struct db_conn *c, int64_t job, int attempt, const char *message);
 int store_hang_fail(struct db_conn *c, int64_t job, int attempt, const char *message);
 
+/* ---- jobs placed through Slurm (store_slurm.c, migration 0039) ---- */
+struct store_slurm_job {
+    int64_t job;
+    char status[16];
+    int attempt;
+    int64_t slurm_job_id; /* jobs.slurm_job_id, -1 when NULL */
+    bool used;            /* an attempt already ran in that allocation */
+    char *spec_json;
+};
+/* Live jobs and finished ones still holding an allocation, by id (free with
+ * store_slurm_jobs_free). Rows, or an error. */
+int store_slurm_jobs(struct db_conn *c, struct store_slurm_job **out, size_t *n);
+void store_slurm_jobs_free(struct store_slurm_job *r, size_t n);
+/* jobs.slurm_job_id = slurm_job_id (<= 0: NULL). Rows, or an error. */
+int store_slurm_set(struct db_conn *c, int64_t job, int64_t slurm_job_id);
+/* The attempt records the job's allocation (attempts.slurm_job_id). Rows, or an error. */
+int store_slurm_attempt(struct db_conn *c, int64_t job, int attempt);
+/* ty_slurm_event: 1 recorded, 0 not (repeat, or the job is not waiting), or an error. */
+int store_slurm_event(struct db_conn *c, int64_t job, const char *message);
+/* ty_slurm_fail: rows, or an error. */
+int store_slurm_fail(struct db_conn *c, int64_t job, const char *message);
+
 /* ---- several servers on one database (store_ha.c) ---- */
 /* Records when nodes were last heard from: heard_json is [{"id": ID, "age": SECONDS}, ...], age
  * the seconds since the node's last message; a later time already recorded is kept. *alive (n

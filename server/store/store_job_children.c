@@ -57,7 +57,8 @@ int store_job_attempts(struct db_conn *c, int64_t job, char **json_out)
         "  'world_size', a.world_size, 'master_addr', a.master_addr, "
         "  'master_port', a.master_port, 'error', a.error, 'created_at', ty_ts(a.created_at), "
         "  'finished_at', ty_ts(a.finished_at), 'resumed_from_checkpoint', a.resumed_from, "
-        "  'end_reason', a.end_reason) ORDER BY a.attempt), '[]') END::text "
+        "  'end_reason', a.end_reason, 'slurm_job_id', a.slurm_job_id) ORDER BY a.attempt), "
+        "  '[]') END::text "
         "FROM attempts a WHERE a.job_id = $1::bigint",
         1, true};
     char j[32];

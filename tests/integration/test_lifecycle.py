@@ -106,7 +106,7 @@ def test_a_status_outside_the_table_is_refused_by_the_database(server, pg):
 
 def test_illegal_transition_raises_and_changes_nothing(server, pg):
     job = server.submit({"entrypoint": ["true"]})["id"]
-    for event in ("running", "succeeded", "failed", "delete", "no_such_event"):
+    for event in ("running", "succeeded", "stopped", "delete", "no_such_event"):
         err = _sql_error(pg, server, f"SELECT ty_job_transition({job}, '{event}', 'x')")
         assert "TY001" in err and "illegal job transition" in err, err
     err = _sql_error(pg, server, "SELECT ty_job_transition(999999, 'stop', 'x')")

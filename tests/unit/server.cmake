@@ -57,3 +57,9 @@ target_include_directories(test_hang PRIVATE ${CMAKE_SOURCE_DIR}/server/control)
 ty_add_unit_tests(test_static
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_static.c
   LIBS tyserver)
+
+# slurmrestd request bodies and answers (server/slurm/slurm_req.c), without Slurm.
+ty_add_unit_tests(test_slurm_req
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_slurm_req.c ${CMAKE_SOURCE_DIR}/server/slurm/slurm_req.c
+  LIBS PkgConfig::JANSSON)
+target_include_directories(test_slurm_req PRIVATE ${CMAKE_SOURCE_DIR}/server/slurm)

@@ -30,6 +30,8 @@ INSERT INTO job_transitions (from_status, event, to_status) VALUES
     ('STOPPING', 'node_lost', 'STOPPING'),
     -- A user stops a job that has no attempt yet: it ends at once.
     ('PENDING', 'stop', 'STOPPED'),
+    -- With --slurm, Slurm rejected the job's allocation (ty_slurm_fail): it ends at once.
+    ('PENDING', 'failed', 'FAILED'),
     -- A user stops a placed job: its workers are stopped first.
     ('STARTING', 'stop', 'STOPPING'),
     ('RUNNING', 'stop', 'STOPPING'),

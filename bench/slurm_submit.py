@@ -1,0 +1,96 @@
+#!/usr/bin/python3
+"""Submit → all workers running through Slurm (--slurm), against sbatch → RUNNING of an
+equivalent allocation alone, in the same run (issue 28; goal: Trainyard adds <= 0.3 s).
+
+Starts a throwaway Slurm (scripts/slurm-local.sh, 2 emulated nodes), PostgreSQL and one
+trainyard-server --slurm (tests/integration/harness.py, build in ./build), then alternates:
+
+  sbatch     `sbatch -N2 --ntasks-per-node=1` of a script that runs `srun sleep` on both nodes:
+             from just before sbatch to the first squeue that says RUNNING.
+  trainyard  POST /api/v1/jobs of a 2-worker job (one per node): from just before the POST to
+             the first GET that says RUNNING (every worker started: its agent, in the
+             allocation, forked it and the server recorded it).
+
+Both are polled every --poll-ms. Prints the median and each sample (seconds). Not a test.
+
+    /usr/bin/python3 bench/slurm_submit.py --rounds 5
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+os.environ.setdefault("TY_BUILD_DIR", os.path.join(ROOT, "build"))
+os.environ.setdefault("TY_SOURCE_DIR", ROOT)
+import harness  # noqa: E402
+
+
+def wait(pred, poll, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return
+        time.sleep(poll)
+    raise RuntimeError("timed out")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--poll-ms", type=float, default=20)
+    args = ap.parse_args()
+    poll = args.poll_ms / 1000
+    root = harness.make_tmpdir("ty-bench-slurm-")
+    subprocess.run([os.path.join(ROOT, "scripts", "slurm-local.sh"), "start", root, "2"],
+                   check=True)
+    env = dict(os.environ, SLURM_CONF=os.path.join(root, "slurm.conf"))
+    pg = harness.PostgresCluster().start()
+    srv = None
+    try:
+        srv = harness.Server(database_url=pg.url(pg.create_database()), auth="none",
+                             env={"TRAINYARD_AGENT_RUN_AS": "none",
+                                  "TRAINYARD_AGENT_PORT_RANGE": harness.port_range()},
+                             extra_args=["--slurm", f"unix:{root}/slurmrestd.sock"]).start()
+        plain, ours = [], []
+        for _ in range(args.rounds):
+            t0 = time.time()
+            out = subprocess.run(["sbatch", "--parsable", "-N2", "--ntasks-per-node=1",
+                                  "-o", "/dev/null", "--wrap", "srun sleep 5"], env=env,
+                                 capture_output=True, text=True, check=True).stdout
+            sid = out.strip().split(";")[0]
+            wait(lambda: subprocess.run(["squeue", "-h", "-j", sid, "-o", "%T"], env=env,
+                                        capture_output=True, text=True).stdout.strip()
+                 == "RUNNING", poll)
+            plain.append(time.time() - t0)
+            subprocess.run(["scancel", sid], env=env)
+            wait(lambda: subprocess.run(["squeue", "-h", "-t", "R,PD,CG", "-o", "%i"], env=env,
+                                        capture_output=True, text=True).stdout.strip() == "",
+                 0.05)
+            t0 = time.time()
+            job = srv.submit({"name": "bench", "entrypoint": ["sleep", "5"],
+                              "scaling_config": {"num_workers": 2}}, token=None)["id"]
+            wait(lambda: srv.request("GET", f"/api/v1/jobs/{job}", token=None).json["status"]
+                 == "RUNNING", poll)
+            ours.append(time.time() - t0)
+            srv.request("POST", f"/api/v1/jobs/{job}/stop", token=None)
+            srv.wait_job(job, {"STOPPED"}, timeout=60)
+            wait(lambda: subprocess.run(["squeue", "-h", "-t", "R,PD,CG", "-o", "%i"], env=env,
+                                        capture_output=True, text=True).stdout.strip() == "",
+                 0.05)
+        mp, mo = statistics.median(plain), statistics.median(ours)
+        print(f"sbatch -> RUNNING          median {mp:.3f} s  {[round(x, 3) for x in plain]}")
+        print(f"trainyard -> all running   median {mo:.3f} s  {[round(x, 3) for x in ours]}")
+        print(f"added by Trainyard         {mo - mp:+.3f} s (goal <= 0.3 s)")
+    finally:
+        if srv:
+            srv.stop()
+        pg.stop()
+        subprocess.run([os.path.join(ROOT, "scripts", "slurm-local.sh"), "stop", root])
+
+
+if __name__ == "__main__":
+    main()
