@@ -41,6 +41,13 @@ int cli_usage_error(const struct cli_ctx *ctx, const char *fmt, ...)
 /* Prints "error: <message>" on stderr and returns CLI_EXIT_USAGE (bad local input, not syntax). */
 int cli_input_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+struct strbuf;
+/*
+ * Reads the whole of file `name` ("-" for stdin) into sb. Returns 0, or prints why not, naming
+ * `what` ("job spec", "sweep") and the file, and returns CLI_EXIT_USAGE.
+ */
+int cli_read_input(const char *what, const char *name, struct strbuf *sb);
+
 /*
  * Parses a positional job id (a positive integer). On failure prints a usage error naming `what`
  * and returns CLI_EXIT_USAGE; else 0.

@@ -60,29 +60,6 @@ static void job_path(struct strbuf *sb, long id, const char *suffix)
  * submit
  * ------------------------------------------------------------------------------------------- */
 
-/*
- * Reads the whole of `name` ("-" for stdin) into sb. Returns 0, or prints why not and returns
- * CLI_EXIT_USAGE.
- */
-static int read_spec(const char *name, struct strbuf *sb)
-{
-    bool is_stdin = strcmp(name, "-") == 0;
-    FILE *f = is_stdin ? stdin : fopen(name, "rb");
-    if (!f)
-        return cli_input_error("cannot open job spec '%s': %s", name, strerror(errno));
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        sb_append(sb, chunk, n);
-    int failed = ferror(f) ? errno : 0;
-    if (!is_stdin)
-        fclose(f);
-    if (failed)
-        return cli_input_error("cannot read job spec '%s': %s", is_stdin ? "<stdin>" : name,
-                               strerror(failed));
-    return 0;
-}
-
 /* Checks that the spec text is one JSON object; prints line and column of a syntax error. */
 static int check_spec(const char *name, const struct strbuf *spec)
 {
@@ -206,7 +183,8 @@ int cmd_submit(struct cli_ctx *ctx, const struct cli_args *args)
         return cli_usage_error(ctx, "--assert only makes sense with --wait");
 
     struct strbuf spec = STRBUF_INIT;
-    if ((rc = read_spec(args->pos[0], &spec)) != 0 || (rc = check_spec(args->pos[0], &spec)) != 0) {
+    if ((rc = cli_read_input("job spec", args->pos[0], &spec)) != 0 ||
+        (rc = check_spec(args->pos[0], &spec)) != 0) {
         sb_free(&spec);
         return rc;
     }

@@ -80,18 +80,9 @@ static int sweep_request(struct cli_ctx *ctx, const char *method, const char *pa
 static int read_file(const char *name, struct strbuf *sb)
 {
     bool is_stdin = strcmp(name, "-") == 0;
-    FILE *f = is_stdin ? stdin : fopen(name, "rb");
-    if (!f)
-        return cli_input_error("cannot open sweep '%s': %s", name, strerror(errno));
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        sb_append(sb, chunk, n);
-    int failed = ferror(f) ? errno : 0;
-    if (!is_stdin)
-        fclose(f);
-    if (failed)
-        return cli_input_error("cannot read sweep '%s': %s", name, strerror(failed));
+    int rc = cli_read_input("sweep", name, sb);
+    if (rc != 0)
+        return rc;
     json_error_t jerr;
     json_t *v = json_loadb(sb_str(sb), sb->len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
     bool object = json_is_object(v);

@@ -4,9 +4,12 @@
 #include "commands.h"
 
 #include "cli.h"
+#include "strbuf.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------------------------------------
@@ -341,6 +344,25 @@ int cli_input_error(const char *fmt, ...)
     va_end(ap);
     fputc('\n', stderr);
     return CLI_EXIT_USAGE;
+}
+
+int cli_read_input(const char *what, const char *name, struct strbuf *sb)
+{
+    bool is_stdin = strcmp(name, "-") == 0;
+    FILE *f = is_stdin ? stdin : fopen(name, "rb");
+    if (!f)
+        return cli_input_error("cannot open %s '%s': %s", what, name, strerror(errno));
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        sb_append(sb, chunk, n);
+    int failed = ferror(f) ? errno : 0;
+    if (!is_stdin)
+        fclose(f);
+    if (failed)
+        return cli_input_error("cannot read %s '%s': %s", what, is_stdin ? "<stdin>" : name,
+                               strerror(failed));
+    return 0;
 }
 
 int cli_parse_id(const struct cli_ctx *ctx, const char *text, const char *what, long *out)

@@ -48,21 +48,9 @@ static int job_submit(struct db_conn *c, void *arg)
         if (qs < 0 || a->resume != SRV_USE_ALLOWED)
             return qs < 0 ? qs : 0;
     }
-    if (a->code_package) {
-        int qs = srv_auth_package_use(c, a->who, a->code_package, &a->code);
-        if (qs < 0 || a->code != SRV_USE_ALLOWED)
-            return qs < 0 ? qs : 0;
-    }
-    if (a->project) {
-        enum store_project_access access;
-        int qs = store_project_access(c, a->who, a->project, &access);
-        if (qs < 0)
-            return qs;
-        if (access == STORE_PROJECT_NOT_FOUND) {
-            a->no_project = true;
-            return 0;
-        }
-    }
+    int qs = srv_auth_spec_refs(c, a->who, a->code_package, &a->code, a->project, &a->no_project);
+    if (qs <= 0)
+        return qs;
     if (a->key)
         return store_job_insert_once(c, a->owner, a->spec, a->key, &a->id, &a->job, &a->once);
     return store_job_insert(c, a->owner, a->spec, &a->id, &a->job);

@@ -331,21 +331,9 @@ struct sweep_submit {
 static int sweep_submit(struct db_conn *c, void *arg)
 {
     struct sweep_submit *a = arg;
-    if (a->code_package) {
-        int qs = srv_auth_package_use(c, a->who, a->code_package, &a->code);
-        if (qs < 0 || a->code != SRV_USE_ALLOWED)
-            return qs < 0 ? qs : 0;
-    }
-    if (a->project) {
-        enum store_project_access access;
-        int qs = store_project_access(c, a->who, a->project, &access);
-        if (qs < 0)
-            return qs;
-        if (access == STORE_PROJECT_NOT_FOUND) {
-            a->no_project = true;
-            return 0;
-        }
-    }
+    int qs = srv_auth_spec_refs(c, a->who, a->code_package, &a->code, a->project, &a->no_project);
+    if (qs <= 0)
+        return qs;
     struct store_sweep_new n = {.name = a->in->name,
                                 .owner = a->who->name,
                                 .spec = a->in->spec,

@@ -54,6 +54,26 @@ int srv_auth_package_use(struct db_conn *c, const struct srv_identity *who, cons
     return qs;
 }
 
+int srv_auth_spec_refs(struct db_conn *c, const struct srv_identity *who, const char *code_package,
+                       enum srv_use_access *code, const char *project, bool *no_project)
+{
+    if (code_package) {
+        int qs = srv_auth_package_use(c, who, code_package, code);
+        if (qs < 0 || *code != SRV_USE_ALLOWED)
+            return qs < 0 ? qs : 0;
+    }
+    if (project) {
+        enum store_project_access access;
+        int qs = store_project_access(c, who, project, &access);
+        if (qs < 0)
+            return qs;
+        *no_project = access == STORE_PROJECT_NOT_FOUND;
+        if (*no_project)
+            return 0;
+    }
+    return 1;
+}
+
 int srv_auth_checkpoint_use(struct db_conn *c, const struct srv_identity *who, int64_t ckpt,
                             enum srv_use_access *access)
 {

@@ -39,6 +39,13 @@ int srv_auth_package_use(struct db_conn *c, const struct srv_identity *who, cons
 int srv_auth_checkpoint_use(struct db_conn *c, const struct srv_identity *who, int64_t ckpt,
                             enum srv_use_access *access);
 
+/* What a job or sweep spec names besides checkpoints, checked before it is stored: its code
+ * package (NULL: none; srv_auth_package_use into *code) and its project (NULL: the shared
+ * default; *no_project set when `who` may see no project of that name). Returns a db_qs: 0 when
+ * one was refused (*code is not ALLOWED, or *no_project), 1 when both may be used. */
+int srv_auth_spec_refs(struct db_conn *c, const struct srv_identity *who, const char *code_package,
+                       enum srv_use_access *code, const char *project, bool *no_project);
+
 /* On the first start (no admin token in the database), issues an admin token and writes it to
  * <data_dir>/admin.token with mode 0600. Returns 0 or -1. */
 int srv_auth_bootstrap(struct srv *srv);

@@ -86,7 +86,7 @@ export function badge(status, tone = TONES.get(status)) {
   return h('span', { class: tone ? `badge tone-${tone}` : 'badge' }, status || '—');
 }
 
-// A worker's badge: an EXITED worker is green only when it exited with code 0; killed by a signal
+// A worker's badge: a worker that exited is green only when it exited with code 0; killed by a signal
 // (SIGKILL after a stop's grace period, the OOM killer) or with another code it is red.
 export function workerBadge(w) {
   if (w.status !== V.WORKER_EXITED) return badge(w.status);
