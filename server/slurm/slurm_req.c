@@ -91,19 +91,29 @@ void slurm_answer_error(long http, const char *body, char *err, size_t errlen)
     json_decref(root);
 }
 
-int slurm_parse_submit(long http, const char *body, int64_t *job_id, char *err, size_t errlen)
+/* The JSON object of an answer, or NULL (err says why: the token refused, no JSON), which
+ * leaves the job as it was: slurmrestd or its credentials are at fault, not the job. */
+static json_t *answer_object(long http, const char *body, char *err, size_t errlen)
 {
-    *job_id = -1;
     if (http == 401 || http == 403) {
         slurm_answer_error(http, body, err, errlen);
-        return SLURM_UNAVAILABLE;
+        return NULL;
     }
     json_t *root = body ? json_loads(body, 0, NULL) : NULL;
     if (!json_is_object(root)) {
         json_decref(root);
         snprintf(err, errlen, "slurmrestd answered HTTP %ld with no JSON", http);
-        return SLURM_UNAVAILABLE;
+        return NULL;
     }
+    return root;
+}
+
+int slurm_parse_submit(long http, const char *body, int64_t *job_id, char *err, size_t errlen)
+{
+    *job_id = -1;
+    json_t *root = answer_object(http, body, err, errlen);
+    if (root == NULL)
+        return SLURM_UNAVAILABLE;
     json_t *id = json_object_get(root, "job_id");
     if (json_is_integer(id) && json_integer_value(id) > 0)
         *job_id = json_integer_value(id);
@@ -130,16 +140,9 @@ int slurm_parse_job(long http, const char *body, int64_t job_id, struct slurm_jo
                     char *err, size_t errlen)
 {
     memset(info, 0, sizeof(*info));
-    if (http == 401 || http == 403) {
-        slurm_answer_error(http, body, err, errlen);
+    json_t *root = answer_object(http, body, err, errlen);
+    if (root == NULL)
         return SLURM_UNAVAILABLE;
-    }
-    json_t *root = body ? json_loads(body, 0, NULL) : NULL;
-    if (!json_is_object(root)) {
-        json_decref(root);
-        snprintf(err, errlen, "slurmrestd answered HTTP %ld with no JSON", http);
-        return SLURM_UNAVAILABLE;
-    }
     int rc = SLURM_REJECTED;
     json_t *jobs = json_object_get(root, "jobs");
     size_t i;
