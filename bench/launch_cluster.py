@@ -179,3 +179,15 @@ def machine_caveats():
 
 def dumps(obj):
     return json.dumps(obj, indent=1, sort_keys=True)
+
+
+def print_phases(samples, phases, json_path=None):
+    """A table of p50, p90, max and mean per phase over samples (dicts of seconds), printed in
+    milliseconds; the samples also go to json_path when given."""
+    print(f"{'phase':8} {'p50':>7} {'p90':>7} {'max':>7} {'mean':>7}")
+    for p in phases:
+        s = summary([x[p] * 1e3 for x in samples])
+        print(f"{p:8} {s['p50']:7.0f} {s['p90']:7.0f} {s['max']:7.0f} {s['mean']:7.0f}")
+    if json_path:
+        with open(json_path, "w") as f:
+            f.write(dumps(samples))

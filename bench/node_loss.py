@@ -20,9 +20,7 @@ B's agent is started again between rounds. Prints the figures in milliseconds; n
     /usr/bin/python3 bench/node_loss.py --build build --rounds 5
 """
 import argparse
-import json
 import os
-import signal
 import sys
 import time
 
@@ -49,27 +47,6 @@ def wait(what, fn, timeout=60):
     raise RuntimeError(f"{what}: not within {timeout} s")
 
 
-def kill_node(agent, pids):
-    agent.proc.kill()
-    agent.proc.wait()
-    d = os.path.join(agent.data_dir, "workers")
-    sups = []
-    for name in os.listdir(d) if os.path.isdir(d) else []:
-        if name.endswith(".json"):
-            with open(os.path.join(d, name)) as f:
-                sups.append(json.load(f)["supervisor_pid"])
-    for pid in pids:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    for pid in sups:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
 def one_round(server, a, b, loop):
     job = server.submit({"name": "node-loss", "entrypoint": [loop, "1000000", "20"],
                          "backend": "native",
@@ -85,7 +62,7 @@ def one_round(server, a, b, loop):
     first = wait("attempt 1 running on both nodes", running_on_both)
     time.sleep(0.5)  # a few allreduces
     killed_at = time.time()
-    kill_node(b, [w["pid"] for w in first if w["node_id"] == b.node_id])
+    b.kill_node([w["pid"] for w in first if w["node_id"] == b.node_id])
     marks = {}
 
     def scan():
@@ -142,13 +119,7 @@ def main():
     print(f"# {lc.machine_caveats()}")
     print(f"# {len(samples)} node losses, --heartbeat-timeout-s 60, milliseconds "
           "(server event clock)")
-    print(f"{'phase':8} {'p50':>7} {'p90':>7} {'max':>7} {'mean':>7}")
-    for p in PHASES:
-        s = lc.summary([x[p] * 1e3 for x in samples])
-        print(f"{p:8} {s['p50']:7.0f} {s['p90']:7.0f} {s['max']:7.0f} {s['mean']:7.0f}")
-    if args.json:
-        with open(args.json, "w") as f:
-            f.write(lc.dumps(samples))
+    lc.print_phases(samples, PHASES, args.json)
 
 
 if __name__ == "__main__":

@@ -123,13 +123,7 @@ def main():
         c.server.wait_job(job, {"STOPPED", "FAILED"}, timeout=60)
     print(f"# {lc.machine_caveats()}")
     print(f"# {args.workers} workers, {len(samples)} restarts, milliseconds (server event clock)")
-    print(f"{'phase':8} {'p50':>7} {'p90':>7} {'max':>7} {'mean':>7}")
-    for p in PHASES:
-        s = lc.summary([x[p] * 1e3 for x in samples])
-        print(f"{p:8} {s['p50']:7.0f} {s['p90']:7.0f} {s['max']:7.0f} {s['mean']:7.0f}")
-    if args.json:
-        with open(args.json, "w") as f:
-            f.write(lc.dumps(samples))
+    lc.print_phases(samples, PHASES, args.json)
 
 
 if __name__ == "__main__":

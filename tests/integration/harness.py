@@ -715,6 +715,27 @@ class Agent:
         """Stops the agent and returns its exit code (0 after a clean shutdown)."""
         return stop_process(self, sig, timeout, "agent")
 
+    def kill_node(self, worker_pids):
+        """A node gone: SIGKILL to the agent, then to each of worker_pids' process groups and
+        to every worker supervisor the agent recorded."""
+        self.kill()
+        d = os.path.join(self.data_dir, "workers")
+        sups = []
+        for name in os.listdir(d) if os.path.isdir(d) else []:
+            if name.endswith(".json"):
+                with open(os.path.join(d, name)) as f:
+                    sups.append(json.load(f)["supervisor_pid"])
+        for pid in worker_pids:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in sups:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
 
 def _ip(*args, check=True):
     return subprocess.run(["ip", *args], check=check, stdout=subprocess.PIPE,

@@ -5,9 +5,7 @@ once, and the next attempt runs on the remaining capacity without waiting for th
 timeout's LOST mark. Real server, two agents and C SDK workers (tests/integration/progs/
 collective_loop.c) in allreduces; the heartbeat timeout is long (60 s), so the killed node is
 still ALIVE when the next attempt runs."""
-import json
 import os
-import signal
 
 import harness
 
@@ -16,27 +14,6 @@ LOOP = os.path.join(harness.BUILD_DIR, "tests", "progs", "ty_collective_loop")
 
 def workers(srv, job):
     return srv.request("GET", f"/api/v1/jobs/{job}/workers").json["workers"]
-
-
-def kill_node(agent, pids):
-    """SIGKILL to the agent, then to each worker's process group and supervisor: a node gone."""
-    agent.kill()
-    d = os.path.join(agent.data_dir, "workers")
-    sups = []
-    for name in os.listdir(d) if os.path.isdir(d) else []:
-        if name.endswith(".json"):
-            with open(os.path.join(d, name)) as f:
-                sups.append(json.load(f)["supervisor_pid"])
-    for pid in pids:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    for pid in sups:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def test_node_killed_mid_allreduce_restarts_at_once_on_the_remaining_capacity(server_factory,
@@ -52,7 +29,7 @@ def test_node_killed_mid_allreduce_restarts_at_once_on_the_remaining_capacity(se
     first = workers(srv, job)
     assert {w["node_id"] for w in first} == {a.node_id, b.node_id}, first
 
-    kill_node(b, [w["pid"] for w in first if w["node_id"] == b.node_id])
+    b.kill_node([w["pid"] for w in first if w["node_id"] == b.node_id])
 
     def second_running():
         j = srv.request("GET", f"/api/v1/jobs/{job}").json
