@@ -200,7 +200,9 @@ int store_stream_unlisten(struct db_conn *c)
 
 int store_stream_notify_peers(struct db_conn *c)
 {
-    return db_exec_simple(c, "NOTIFY ty_stream");
+    /* The notification holds no data: its commit need not wait for the WAL flush. */
+    return db_exec_simple(c, "SELECT set_config('synchronous_commit', 'off', true), "
+                             "pg_notify('ty_stream', '')");
 }
 
 int store_stream_socket(struct db_conn *c)

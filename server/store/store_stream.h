@@ -62,7 +62,8 @@ int store_stream_listen(struct db_conn *c);
 /* Stops listening (before `c` goes back to the pool). */
 int store_stream_unlisten(struct db_conn *c);
 /* Tells the other servers on this database that streams may have grown: NOTIFY ty_stream, in a
- * transaction of its own that writes nothing else. Returns a db_qs. */
+ * transaction of its own that writes nothing else and commits without waiting for the WAL
+ * flush. Returns a db_qs. */
 int store_stream_notify_peers(struct db_conn *c);
 /* The socket to poll for notifications, or -1 when `c` is not connected. */
 int store_stream_socket(struct db_conn *c);
