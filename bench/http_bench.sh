@@ -4,6 +4,8 @@
 #     of the same size on this machine: requests/s of both and the ratio (goal >= 0.5).
 #  2. Durable submissions: POST /api/v1/jobs with 32 connections, every 201 a committed row
 #     (goal >= 2,000/s); the run counts the 201s and checks the rows in PostgreSQL.
+#  3. PostgreSQL's own durable single-row INSERT rate on the same embedded cluster (pgbench, 32
+#     clients, a one-column table) and the ratio of submissions to it.
 # Usage: bench/http_bench.sh [seconds per run, default 10]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -68,3 +70,13 @@ after=$(psql -h "$work/data/run" -U trainyard -d trainyard -XAtc "SELECT count(*
 printf "POST job    %10.0f submissions/s (goal >= 2000); 201s seen: %s, rows added: %s: %s\n" \
   "$post" "$created" "$((after - before))" \
   "$( ((after - before >= created)) && echo 'every 201 committed' || echo 'LOST SUBMISSIONS')"
+
+# PostgreSQL's own rate: the same cluster, durable, 32 clients each committing one-row INSERTs.
+pg() { psql -h "$work/data/run" -U trainyard -d trainyard -XAtqc "$1"; }
+pg "CREATE TABLE bench_insert (v text)"
+echo "INSERT INTO bench_insert (v) VALUES ('x');" >"$work/insert.sql"
+pg_tps=$(pgbench -h "$work/data/run" -U trainyard -n -c 32 -j 2 -T "$secs" -f "$work/insert.sql" \
+  trainyard 2>/dev/null | sed -n 's/^tps = \([0-9.]*\).*/\1/p' | head -1)
+pg "DROP TABLE bench_insert"
+printf "PostgreSQL  %10.0f single-row INSERTs/s (pgbench -c 32, same cluster)   ratio %.2f\n" \
+  "$pg_tps" "$(echo "$post / $pg_tps" | bc -l)"

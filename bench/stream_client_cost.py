@@ -55,7 +55,8 @@ def main():
             "SELECT ty_stream_append_batch((SELECT jsonb_agg(jsonb_build_object('job_id', "
             f"{job}, 'kind', 'report', 'attempt', 1, 'rank', 0, 'body', jsonb_build_object("
             "'k', g, 'step', g, 'metrics', (SELECT jsonb_object_agg('m' || m, m * 1.5) "
-            f"FROM generate_series(1, 20) m))) ORDER BY g) FROM generate_series(1, {a.rows}) g))",
+            f"FROM generate_series(1, 20) m))) ORDER BY g) FROM generate_series(1, {a.rows}) g)); "
+            "NOTIFY ty_stream",  # a writer other than the server tells it, as a peer server does
             db=db)
         last = int(cluster.pg.psql(f"SELECT stream_seq FROM jobs WHERE id = {job}", db=db))
         print(f"# {lc.machine_caveats()}")

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,6 +32,8 @@ struct db {
     int size;
     struct db_conn *conns;
     uint64_t generation;    /* atomic */
+    int writes_fd;          /* eventfd: signalled after a committed write (db_writes_fd) */
+    bool writes_pending;    /* atomic: a write committed since the last db_writes_take */
     uint64_t waits;         /* atomic: db_acquire calls that found every connection in use */
     uint64_t wait_us;       /* atomic: microseconds they waited, in all */
     uint64_t timeouts;      /* atomic: db_acquire calls that gave up waiting */
@@ -50,6 +53,13 @@ struct db *db_create(const char *conninfo, int size)
     db->conninfo = strdup(conninfo);
     db->conns = calloc((size_t)size, sizeof(*db->conns));
     if (db->conninfo == NULL || db->conns == NULL) {
+        free(db->conninfo);
+        free(db->conns);
+        free(db);
+        return NULL;
+    }
+    db->writes_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (db->writes_fd < 0) {
         free(db->conninfo);
         free(db->conns);
         free(db);
@@ -90,6 +100,7 @@ void db_destroy(struct db *db)
     }
     pthread_mutex_destroy(&db->lock);
     pthread_cond_destroy(&db->freed);
+    close(db->writes_fd);
     free(db->conns);
     free(db->conninfo);
     free(db);
@@ -308,6 +319,30 @@ static void bump_generation(struct db *db)
     __atomic_add_fetch(&db->generation, 1, __ATOMIC_RELEASE);
 }
 
+/* A write committed: one eventfd signal until the reader takes it (db_writes_take). */
+static void signal_write(struct db *db)
+{
+    if (__atomic_exchange_n(&db->writes_pending, true, __ATOMIC_ACQ_REL))
+        return;
+    uint64_t one = 1;
+    while (write(db->writes_fd, &one, sizeof(one)) < 0 && errno == EINTR)
+        ;
+}
+
+int db_writes_fd(struct db *db)
+{
+    return db->writes_fd;
+}
+
+bool db_writes_take(struct db *db)
+{
+    /* Drained first: a write signalled after the exchange below wakes the next poll. */
+    uint64_t count;
+    while (read(db->writes_fd, &count, sizeof(count)) < 0 && errno == EINTR)
+        ;
+    return __atomic_exchange_n(&db->writes_pending, false, __ATOMIC_ACQ_REL);
+}
+
 int db_exec(struct db_conn *c, const struct db_stmt *stmt, const char *const *params,
             PGresult **res)
 {
@@ -318,6 +353,9 @@ int db_exec(struct db_conn *c, const struct db_stmt *stmt, const char *const *pa
     qs = finish_result(c, r, res, stmt->name);
     if (qs > 0 && !stmt->readonly)
         bump_generation(c->db);
+    /* Outside a transaction the statement has committed; inside one, db_run_txn signals. */
+    if (qs >= 0 && !stmt->readonly && PQtransactionStatus(c->pg) == PQTRANS_IDLE)
+        signal_write(c->db);
     return qs;
 }
 
@@ -362,6 +400,7 @@ int db_run_txn(struct db_conn *c, db_txn_fn fn, void *arg)
         if (cq >= 0) {
             /* Again after the commit: a reader that raced the body must not cache old rows. */
             bump_generation(c->db);
+            signal_write(c->db);
             return qs;
         }
         qs = cq;

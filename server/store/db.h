@@ -52,6 +52,14 @@ int db_ensure(struct db_conn *c);
  * (cache.h) can tell that what they hold may be stale. */
 uint64_t db_generation(struct db *db);
 
+/* Committed writes, for the one thread that follows them (the stream thread, stream.c): after
+ * every write committed through this pool (a non-readonly statement outside a transaction, a
+ * db_run_txn's COMMIT), the eventfd db_writes_fd becomes readable until db_writes_take, which
+ * says whether a write committed since its previous call. A write committing during or after
+ * db_writes_take signals the eventfd again. */
+int db_writes_fd(struct db *db);
+bool db_writes_take(struct db *db);
+
 /* Pool contention, for GET /metrics: how many db_acquire calls had to wait for a free
  * connection, and for how many microseconds in all (both only grow). */
 void db_pool_waits(struct db *db, uint64_t *waits, uint64_t *wait_us);

@@ -147,14 +147,62 @@ int store_snapshot_running(struct db_conn *c, const char *snapshot, int64_t *run
     return qs;
 }
 
+int store_job_streams_grown(struct db_conn *c, const int64_t *jobs, const int64_t *cursors,
+                            size_t n, bool *grown)
+{
+    static const struct db_stmt st = {
+        "job_streams_grown",
+        "SELECT t.i FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS t(job, cursor, i) "
+        "JOIN jobs j ON j.id = t.job WHERE j.stream_seq > t.cursor",
+        2, true};
+    memset(grown, 0, n * sizeof(*grown));
+    if (n == 0)
+        return 0;
+    /* "{" + n * (20 digits + sign + comma) + "}" */
+    size_t cap = 2 + n * 22;
+    char *a = malloc(cap), *b = malloc(cap);
+    if (a == NULL || b == NULL) {
+        free(a);
+        free(b);
+        return DB_SOFT_ERROR;
+    }
+    size_t la = 0, lb = 0;
+    for (size_t i = 0; i < n; i++) {
+        la += (size_t)snprintf(a + la, cap - la, "%s%lld", i ? "," : "{", (long long)jobs[i]);
+        lb += (size_t)snprintf(b + lb, cap - lb, "%s%lld", i ? "," : "{", (long long)cursors[i]);
+    }
+    snprintf(a + la, cap - la, "}");
+    snprintf(b + lb, cap - lb, "}");
+    const char *params[] = {a, b};
+    PGresult *res = NULL;
+    int qs = db_exec(c, &st, params, &res);
+    free(a);
+    free(b);
+    for (int r = 0; qs > 0 && r < PQntuples(res); r++) {
+        int64_t i = 0;
+        if (db_col_int64(res, r, "i", &i) == 0 && i >= 1 && (size_t)i <= n)
+            grown[i - 1] = true;
+    }
+    if (res)
+        PQclear(res);
+    return qs;
+}
+
 int store_stream_listen(struct db_conn *c)
 {
-    return db_exec_simple(c, "LISTEN ty_stream; LISTEN ty_cluster");
+    return db_exec_simple(c, "LISTEN ty_stream");
 }
 
 int store_stream_unlisten(struct db_conn *c)
 {
     return db_exec_simple(c, "UNLISTEN *");
+}
+
+int store_stream_notify_peers(struct db_conn *c)
+{
+    /* The notification holds no data: its commit need not wait for the WAL flush. */
+    return db_exec_simple(c, "SELECT set_config('synchronous_commit', 'off', true), "
+                             "pg_notify('ty_stream', '')");
 }
 
 int store_stream_socket(struct db_conn *c)
@@ -169,21 +217,17 @@ bool store_stream_connected(struct db_conn *c)
     return pg && PQstatus(pg) == CONNECTION_OK;
 }
 
-int store_stream_notifications(struct db_conn *c, void (*fn)(void *arg, int64_t job), void *arg)
+int store_stream_notifications(struct db_conn *c)
 {
     PGconn *pg = db_pg(c);
     if (pg == NULL || PQstatus(pg) != CONNECTION_OK || PQconsumeInput(pg) == 0)
         return DB_SOFT_ERROR;
+    int self = PQbackendPID(pg);
     int n = 0;
     PGnotify *note;
     while ((note = PQnotifies(pg)) != NULL) {
-        int64_t job = 0;
-        if (strcmp(note->relname, "ty_stream") == 0)
-            job = strtoll(note->extra, NULL, 10);
-        if (job > 0 || strcmp(note->relname, "ty_cluster") == 0) {
-            fn(arg, job);
+        if (note->be_pid != self && strcmp(note->relname, "ty_stream") == 0)
             n++;
-        }
         PQfreemem(note);
     }
     return n;

@@ -50,18 +50,28 @@ int store_cluster_stream_head(struct db_conn *c, int64_t *head, char **snapshot)
  * still in progress. */
 int store_snapshot_running(struct db_conn *c, const char *snapshot, int64_t *running);
 
-/* LISTENs on ty_stream and ty_cluster on connection `c`, which must then not be handed to
- * db_ensure while healthy (a pending notification looks like a closing server to it). */
+/* Which of the n job topics (jobs[i], followed up to cursors[i]) have committed rows after their
+ * cursor: grown[i] set to true for each (false for the others, and for jobs that no longer
+ * exist). One statement for all. Returns a db_qs. */
+int store_job_streams_grown(struct db_conn *c, const int64_t *jobs, const int64_t *cursors,
+                            size_t n, bool *grown);
+
+/* LISTENs on ty_stream on connection `c`, which must then not be handed to db_ensure while
+ * healthy (a pending notification looks like a closing server to it). */
 int store_stream_listen(struct db_conn *c);
 /* Stops listening (before `c` goes back to the pool). */
 int store_stream_unlisten(struct db_conn *c);
+/* Tells the other servers on this database that streams may have grown: NOTIFY ty_stream, in a
+ * transaction of its own that writes nothing else and commits without waiting for the WAL
+ * flush. Returns a db_qs. */
+int store_stream_notify_peers(struct db_conn *c);
 /* The socket to poll for notifications, or -1 when `c` is not connected. */
 int store_stream_socket(struct db_conn *c);
 /* Whether `c` is connected (false after the server went away: reconnect with db_ensure). */
 bool store_stream_connected(struct db_conn *c);
-/* Reads what the server sent and calls fn(arg, job) for each notification received: job > 0 for
- * ty_stream (the job whose stream grew), 0 for ty_cluster. Returns the number of notifications,
- * or DB_SOFT_ERROR when the connection broke. */
-int store_stream_notifications(struct db_conn *c, void (*fn)(void *arg, int64_t job), void *arg);
+/* Reads what the server sent and counts the ty_stream notifications sent by other connections
+ * (other servers' store_stream_notify_peers). Returns that count, or DB_SOFT_ERROR when the
+ * connection broke. */
+int store_stream_notifications(struct db_conn *c);
 
 #endif

@@ -19,6 +19,7 @@
 #define STREAM_BACKOFF_S 0.5
 #define STREAM_IDLE_MS 1000
 #define STREAM_GOODBYE_WAIT_MS 1000
+#define STREAM_PEER_NOTIFY_S 0.005 /* at most one NOTIFY to the other servers this often */
 
 void stream__db_failed(struct stream *st)
 {
@@ -34,12 +35,37 @@ static void wake(void *arg)
         ;
 }
 
-static void mark_dirty(void *arg, int64_t job)
+/* Streams may have grown (a write committed here, or another server said so): the cluster
+ * topic is read again, and the job topics whose jobs have rows after their cursors (one
+ * query for all; when it fails, every one). */
+static void streams_grew(struct stream *st)
 {
-    struct stream *st = arg;
-    struct stream_topic *t = stream__topic(st, job);
-    if (t)
-        t->dirty = true;
+    st->cluster.dirty = true;
+    size_t n = 0;
+    for (struct stream_topic *t = st->topics; t; t = t->next)
+        n += !t->dirty;
+    if (n == 0)
+        return;
+    int64_t *jobs = malloc(n * sizeof(*jobs));
+    int64_t *cursors = malloc(n * sizeof(*cursors));
+    bool *grown = malloc(n * sizeof(*grown));
+    int qs = DB_SOFT_ERROR;
+    if (jobs && cursors && grown) {
+        size_t i = 0;
+        for (struct stream_topic *t = st->topics; t; t = t->next)
+            if (!t->dirty) {
+                jobs[i] = t->job;
+                cursors[i++] = t->cursor;
+            }
+        qs = store_job_streams_grown(st->db, jobs, cursors, n, grown);
+    }
+    size_t i = 0;
+    for (struct stream_topic *t = st->topics; t; t = t->next)
+        if (!t->dirty)
+            t->dirty = qs < 0 || grown[i++];
+    free(jobs);
+    free(cursors);
+    free(grown);
 }
 
 /* Reconnects (at most every STREAM_RECONNECT_S) and listens again; whatever was notified
@@ -64,10 +90,34 @@ static bool ensure_connected(struct stream *st)
 /* Takes the notifications received so far. Returns true when there were any. */
 static bool take_notifications(struct stream *st)
 {
-    int n = store_stream_notifications(st->db, mark_dirty, st);
+    int n = store_stream_notifications(st->db);
     if (n < 0)
         TY_WARN("stream", "lost the database connection; reconnecting");
+    if (n > 0)
+        streams_grew(st);
     return n > 0;
+}
+
+/* Writes committed through this server's pool since the last look: its own topics are read
+ * again at once, and the other servers get one NOTIFY (no notification is sent inside the
+ * writing transactions: PostgreSQL serialises the commits of notifying transactions), at most
+ * every STREAM_PEER_NOTIFY_S. Returns the milliseconds until a NOTIFY is due, or -1. */
+static int take_local_writes(struct stream *st, bool connected)
+{
+    if (db_writes_take(st->srv->db)) {
+        st->peers_pending = true;
+        if (connected)
+            streams_grew(st);
+    }
+    if (!st->peers_pending || !connected)
+        return -1;
+    double now = util_mono_s();
+    if (now < st->next_peer_notify)
+        return (int)((st->next_peer_notify - now) * 1000) + 1;
+    st->next_peer_notify = now + STREAM_PEER_NOTIFY_S;
+    if (store_stream_notify_peers(st->db) >= 0)
+        st->peers_pending = false;
+    return -1;
 }
 
 static void say_goodbye(struct stream *st)
@@ -85,6 +135,7 @@ static void *stream_thread(void *arg)
         bool connected = ensure_connected(st);
         if (connected)
             take_notifications(st);
+        int peer_due_ms = take_local_writes(st, connected);
         struct hub_event ev;
         while (hub_next_stream_event(st->hub, &ev))
             stream__on_event(st, &ev);
@@ -106,11 +157,14 @@ static void *stream_thread(void *arg)
             timeout = 20;
         if (!store_stream_connected(st->db) || util_mono_s() < st->backoff_until)
             timeout = 100;
+        if (peer_due_ms >= 0 && peer_due_ms < timeout)
+            timeout = peer_due_ms;
         if (busy)
             timeout = 0;
-        struct pollfd pfd[2] = {{.fd = st->wake_fd, .events = POLLIN},
+        struct pollfd pfd[3] = {{.fd = st->wake_fd, .events = POLLIN},
+                                {.fd = db_writes_fd(st->srv->db), .events = POLLIN},
                                 {.fd = store_stream_socket(st->db), .events = POLLIN}};
-        if (poll(pfd, pfd[1].fd >= 0 ? 2 : 1, timeout) > 0 && (pfd[0].revents & POLLIN)) {
+        if (poll(pfd, pfd[2].fd >= 0 ? 3 : 2, timeout) > 0 && (pfd[0].revents & POLLIN)) {
             uint64_t count;
             if (read(st->wake_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
                 TY_WARN("stream", "reading the wake-up counter: %s", strerror(errno));

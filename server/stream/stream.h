@@ -1,7 +1,11 @@
 /* The stream thread: serves the subscribers of /stream (docs/streams.md).
  *
- * It owns one database connection that LISTENs on ty_stream and ty_cluster. When a job's stream
- * grows it reads the new rows once (one query per notified job, however many subscribers) and
+ * It owns one database connection that LISTENs on ty_stream. It learns that streams may have
+ * grown from this server's own committed writes (db_writes_fd) and from the other servers of an
+ * HA group (a coalesced NOTIFY ty_stream, which this thread sends for its own server's writes,
+ * at most every 5 ms: none is sent inside a writing transaction, since PostgreSQL serialises the
+ * commits of notifying transactions); then one query tells which followed jobs grew. For each
+ * it reads the new rows once (one query per grown job, however many subscribers) and
  * queues each row's message to every subscriber of that job; the cluster stream likewise. A new
  * subscription first gets the rows after its `after` from the table (catch-up, paced by how fast
  * the subscriber reads), then the live rows: both are done by this one thread, in order, so a

@@ -40,7 +40,7 @@ struct stream_topic {
     struct stream_topic *next; /* job topics: the list in struct stream */
     int64_t job;               /* 0: the cluster */
     int64_t cursor;
-    bool dirty; /* notified: rows after the cursor may exist */
+    bool dirty; /* rows after the cursor may exist (a write committed, or a peer said so) */
     struct stream_sub **subs;
     size_t nsubs, cap;
     /* cluster only */
@@ -76,9 +76,11 @@ struct stream {
     struct stream_client *clients;
     struct stream_topic *topics; /* jobs with subscribers */
     struct stream_topic cluster;
-    double next_connect;  /* monotonic seconds: next reconnection attempt */
-    double backoff_until; /* after a failed query: no reads before this */
-    bool flush;           /* messages were queued since the last hub_flush */
+    double next_connect;     /* monotonic seconds: next reconnection attempt */
+    double backoff_until;    /* after a failed query: no reads before this */
+    bool flush;              /* messages were queued since the last hub_flush */
+    bool peers_pending;      /* writes committed here that the other servers were not told of */
+    double next_peer_notify; /* monotonic seconds: the earliest next NOTIFY to them */
 };
 
 /* A query failed: reads pause for a moment (no busy loop on a broken database). */

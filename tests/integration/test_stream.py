@@ -17,8 +17,10 @@ def db_name(server):
 
 @pytest.fixture
 def sql(pg, server):
-    """Runs a statement on the test server's database (a session of its own)."""
-    return lambda text: pg.psql(text, db=db_name(server))
+    """Runs a statement on the test server's database (a session of its own), as another server
+    of an HA group would write: with a NOTIFY ty_stream at its commit (a server wakes its own
+    stream thread after its own commits and tells the others so; docs/streams.md)."""
+    return lambda text: pg.psql(text + "; NOTIFY ty_stream", db=db_name(server))
 
 
 class Sub:
@@ -306,7 +308,7 @@ def test_cluster_rows_committed_out_of_seq_order_arrive_in_seq_order(server, pg,
     sql(node_sql.format("quick"))
     high = int(sql("SELECT max(seq) FROM cluster_stream"))
     assert high > low
-    slow.stdin.write("COMMIT;\n")
+    slow.stdin.write("NOTIFY ty_stream; COMMIT;\n")
     slow.stdin.close()
     assert slow.wait(timeout=30) == 0
     c.read_until(lambda m: m["type"] == "event" and m["seq"] >= high)
