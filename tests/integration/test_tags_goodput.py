@@ -60,6 +60,10 @@ def spec_for(script, **extra):
     return spec
 
 
+def fields(reply):
+    return [e["field"] for e in reply.json.get("errors", [])]
+
+
 def check_breakdown(srv, job_id, done):
     attempts = srv.request("GET", f"/api/v1/jobs/{job_id}/attempts").json["attempts"]
     goodput = done["goodput"]
@@ -96,7 +100,7 @@ def test_tags_notes_owner_only_filter_and_a_quick_jobs_startup(cluster):
     for body, field in (({"tags": ["bad tag"]}, "tags"), ({"notes": 3}, "notes"),
                         ({"tags": ["a"], "owner": "bob"}, None), ({}, None)):
         r = srv.request("PATCH", path, body, token=tok["alice"])
-        assert r.status == 400 and r.json.get("field") == field, (body, r)
+        assert r.status == 400 and fields(r) == ([field] if field else []), (body, r)
     assert srv.request("PATCH", "/api/v1/jobs/999999", {"notes": ""}).status == 404
     cli = harness.run_cli(srv, "tag", str(jid), "exp-26", "best", "--notes", "keep this one",
                           token=tok["alice"])
@@ -114,7 +118,7 @@ def test_tags_notes_owner_only_filter_and_a_quick_jobs_startup(cluster):
     listed = srv.request("GET", "/api/v1/jobs?tag=exp-other").json["jobs"]
     assert [j["id"] for j in listed] == [other], listed
     r = srv.request("GET", "/api/v1/jobs?tag=a%20b")
-    assert r.status == 400 and r.json["field"] == "tag", r
+    assert r.status == 400 and fields(r) == ["tag"], r
     cli = harness.run_cli(srv, "list", "--tag", "best", "-o", "json")
     listed = json.loads(cli.stdout)
     listed = listed["jobs"] if isinstance(listed, dict) else listed
@@ -129,7 +133,7 @@ def test_tags_notes_owner_only_filter_and_a_quick_jobs_startup(cluster):
     g = srv.request("GET", "/api/v1/goodput", token=tok["val"]).json
     owners = {o["owner"]: o for o in g["owners"]}
     assert owners["alice"]["useful_s"] > 0 and 0 < g["cluster"]["ratio"] <= 1, g
-    prom = srv.request("GET", "/metrics").body.decode()
+    prom = srv.request("GET", "/metrics").text
     assert 'trainyard_goodput_useful_seconds{owner="alice"}' in prom, prom
     assert "trainyard_goodput_ratio " in prom
 

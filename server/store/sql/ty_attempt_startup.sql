@@ -1,6 +1,7 @@
 -- The startup breakdown and the useful training time of one attempt of job j (README, "Goodput
 -- and the startup breakdown"). The phases are consecutive, each starting where the one before
--- ended (never earlier, so that their sum is the time from queue entry to the first report):
+-- ended (never earlier, so that their sum is the time from queue entry to the first report;
+-- greatest and least skip nulls, hence the CASEs):
 --   queue_s           queue entry (the submission, or the end of the attempt before) -> placement
 --   placement_s       placement -> every worker running (launch order, fetches, process starts)
 --   framework_init_s  -> the first SDK contact (first progress heartbeat, or first report)
@@ -22,19 +23,23 @@ LANGUAGE sql STABLE AS $$
                   FROM workers w WHERE w.job_id = a.job_id AND w.attempt = a.attempt) AS running,
                (SELECT min(w.sdk_init_at) FROM workers w
                  WHERE w.job_id = a.job_id AND w.attempt = a.attempt) AS sdk,
-               (SELECT min(m.reported_at) FROM metrics m
-                 WHERE m.job_id = a.job_id AND m.attempt = a.attempt) AS first_report,
+               (SELECT min(r.reported_at) FROM reports r
+                 WHERE r.job_id = a.job_id AND r.attempt = a.attempt) AS first_report,
                (SELECT max(c.created_at) FROM checkpoints c
                  WHERE c.job_id = a.job_id AND c.attempt = a.attempt
                    AND c.status IN ('COMMITTED', 'DELETED')) AS last_checkpoint
     ), c1 AS (
         SELECT t.*, greatest(t.queued, t.placed) AS t1 FROM t
     ), c2 AS (
-        SELECT c1.*, greatest(c1.t1, c1.running) AS t2 FROM c1
+        SELECT c1.*, CASE WHEN c1.running IS NOT NULL THEN greatest(c1.t1, c1.running) END AS t2
+          FROM c1
     ), c3 AS (
-        SELECT c2.*, greatest(c2.t2, least(c2.sdk, c2.first_report)) AS t3 FROM c2
+        SELECT c2.*, CASE WHEN c2.t2 IS NOT NULL AND coalesce(c2.sdk, c2.first_report) IS NOT NULL
+                          THEN greatest(c2.t2, least(c2.sdk, c2.first_report)) END AS t3
+          FROM c2
     ), c4 AS (
-        SELECT c3.*, greatest(c3.t3, c3.first_report) AS t4,
+        SELECT c3.*, CASE WHEN c3.t3 IS NOT NULL AND c3.first_report IS NOT NULL
+                          THEN greatest(c3.t3, c3.first_report) END AS t4,
                coalesce(a.finished_at, j.finished_at, now()) AS ended,
                (j.attempt = a.attempt AND j.status NOT IN ('FAILED', 'RESTARTING')) AS kept
           FROM c3
