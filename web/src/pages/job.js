@@ -23,7 +23,11 @@ function startupBar(a) {
   const words = parts.map(([k, name]) => `${name} ${fmt.seconds(s[k])}`).join(' · ');
   return h('div', { class: 'startup', title: words },
     h('div', { class: 'startup-bar', role: 'img', 'aria-label': `startup: ${words}` },
-      parts.map(([k, name]) => h('span', { class: `seg seg-${k.replace('_s', '')}`, style: `flex-grow:${total > 0 ? s[k] / total : 0}`, title: `${name} ${fmt.seconds(s[k])}` }))),
+      parts.map(([k, name]) => {
+        const seg = h('span', { class: `seg seg-${k.replace('_s', '')}`, title: `${name} ${fmt.seconds(s[k])}` });
+        seg.style.flexGrow = String(total > 0 ? s[k] / total : 0); // CSSOM: the CSP forbids style attributes
+        return seg;
+      })),
     h('span', { class: 'startup-total' }, fmt.seconds(total)));
 }
 
