@@ -67,6 +67,7 @@ int cmd_submit(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_list(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_get(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_stop(struct cli_ctx *ctx, const struct cli_args *args);
+int cmd_tag(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_delete(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_wait(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_workers(struct cli_ctx *ctx, const struct cli_args *args);

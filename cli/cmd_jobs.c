@@ -285,6 +285,7 @@ int cmd_list(struct cli_ctx *ctx, const struct cli_args *args)
         sb_puts(&path, "/api/v1/jobs");
         api_query(ctx, &path, "status", status);
         api_query(ctx, &path, "project", args_flag(args, "project"));
+        api_query(ctx, &path, "tag", args_flag(args, "tag"));
         api_query(ctx, &path, "limit", limit ? limit_text : NULL);
         api_query(ctx, &path, "cursor", cursor);
         json_t *page = NULL;
@@ -352,6 +353,8 @@ static void print_job(const json_t *job)
     kv_json(&t, "status_message", json_object_get(job, "status_message"));
     kv_json(&t, "owner", json_object_get(job, "owner"));
     kv_json(&t, "priority", json_object_get(job, "priority"));
+    kv_json(&t, "tags", json_object_get(job, "tags"));
+    kv_json(&t, "notes", json_object_get(job, "notes"));
     job_workers_text(&sb, job);
     kv_text(&t, "workers", sb_str(&sb));
     sb_free(&sb);
@@ -366,6 +369,7 @@ static void print_job(const json_t *job)
     kv_json(&t, "latest_checkpoint", json_object_get(result, "latest_checkpoint"));
     kv_json(&t, "best_checkpoint", json_object_get(result, "best_checkpoint"));
     kv_json(&t, "error", json_object_get(result, "error"));
+    kv_json(&t, "goodput", json_object_get(json_object_get(job, "goodput"), "ratio"));
     table_print(&t, stdout);
     table_free(&t);
 }
@@ -415,6 +419,55 @@ int cmd_stop(struct cli_ctx *ctx, const struct cli_args *args)
             struct strbuf sb = STRBUF_INIT;
             out_value(&sb, json_object_get(job, "status"));
             printf("job %ld %s\n", id, sb_str(&sb));
+            sb_free(&sb);
+        }
+    }
+    json_decref(job);
+    return rc;
+}
+
+/* trainyard tag ID [TAG...] [--notes TEXT]: PATCH /api/v1/jobs/ID. Tags given replace the job's
+ * tags (--clear: none); --notes sets its notes. */
+int cmd_tag(struct cli_ctx *ctx, const struct cli_args *args)
+{
+    long id;
+    int rc = cli_parse_id(ctx, args->pos[0], "job id", &id);
+    if (rc != 0)
+        return rc;
+    const char *notes = args_flag(args, "notes");
+    bool clear = args_flag(args, "clear") != NULL;
+    if (clear && args->npos > 1)
+        return cli_usage_error(ctx, "give tags or --clear, not both");
+    if (args->npos == 1 && !clear && !notes)
+        return cli_usage_error(ctx, "give tags, --clear or --notes TEXT");
+    json_t *body = json_object();
+    if (args->npos > 1 || clear) {
+        json_t *tags = json_array();
+        for (int i = 1; i < args->npos; i++)
+            json_array_append_new(tags, json_string(args->pos[i]));
+        json_object_set_new(body, "tags", tags);
+    }
+    if (notes)
+        json_object_set_new(body, "notes", json_string(notes));
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    if (text == NULL) {
+        fputs("error: a tag or the notes are not valid UTF-8\n", stderr);
+        return CLI_EXIT_USAGE;
+    }
+    struct strbuf path = STRBUF_INIT;
+    job_path(&path, id, "");
+    json_t *job = NULL;
+    rc = api_json(ctx, "PATCH", sb_str(&path), text, strlen(text), &job);
+    sb_free(&path);
+    free(text);
+    if (rc == CLI_EXIT_OK) {
+        if (ctx->cfg.output == CLI_OUTPUT_JSON) {
+            api_print_json(job);
+        } else {
+            struct strbuf sb = STRBUF_INIT;
+            out_value(&sb, json_object_get(job, "tags"));
+            printf("job %ld tags %s\n", id, sb_str(&sb));
             sb_free(&sb);
         }
     }

@@ -48,6 +48,13 @@ static const struct cli_flag list_flags[] = {
     {"cursor", "C", "start from this page cursor (printed when more jobs exist)", false},
     {"all", NULL, "follow next_cursor and list every matching job", false},
     {"project", "P", "only jobs of project P", false},
+    {"tag", "T", "only jobs tagged T", false},
+    {NULL, NULL, NULL, false},
+};
+
+static const struct cli_flag tag_flags[] = {
+    {"notes", "TEXT", "set the job's notes", false},
+    {"clear", NULL, "remove every tag", false},
     {NULL, NULL, NULL, false},
 };
 
@@ -133,6 +140,10 @@ static const struct cli_command commands[] = {
     {NULL, "list", "", "list jobs, newest first", NULL, 0, 0, list_flags, cmd_list},
     {NULL, "get", "ID", "show one job: status, times, result", NULL, 1, 1, no_flags, cmd_get},
     {NULL, "stop", "ID", "stop a job", NULL, 1, 1, no_flags, cmd_stop},
+    {NULL, "tag", "ID [TAG...]", "set a job's tags (replacing them) and notes",
+     "Tags are 1 to 64 letters, digits or -_.:/=+@, at most 32; `trainyard list --tag T` finds\n"
+     "the jobs tagged T. The job's owner and admins may change them.",
+     1, CLI_MAX_POSITIONAL, tag_flags, cmd_tag},
     {NULL, "delete", "ID", "delete a finished job and its records", NULL, 1, 1, no_flags,
      cmd_delete},
     {NULL, "wait", "ID", "wait until a job finishes; exit 0 only if it SUCCEEDED",

@@ -17,6 +17,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,11 +25,24 @@
 #define KEY_SHOWN 256
 #define MILLI_TOLERANCE 1e-3
 
-static const char *const top_fields[] = {
-    "name",     "entrypoint",        "working_dir",    "env",          "secret_env",
-    "backend",  "train_loop_config", "scaling_config", "run_config",   "resume_from_checkpoint",
-    "priority", "timeout_s",         "metadata",       "code_package", "resume_from_package",
-    "project"};
+static const char *const top_fields[] = {"name",
+                                         "entrypoint",
+                                         "working_dir",
+                                         "env",
+                                         "secret_env",
+                                         "backend",
+                                         "train_loop_config",
+                                         "scaling_config",
+                                         "run_config",
+                                         "resume_from_checkpoint",
+                                         "priority",
+                                         "timeout_s",
+                                         "metadata",
+                                         "code_package",
+                                         "resume_from_package",
+                                         "project",
+                                         "tags",
+                                         "notes"};
 static const char *const reserved_env[] = {
     "RANK",        "WORLD_SIZE",  "LOCAL_RANK",           "LOCAL_WORLD_SIZE", "NODE_RANK",
     "MASTER_ADDR", "MASTER_PORT", "CUDA_VISIBLE_DEVICES", "TF_CONFIG"};
@@ -507,6 +521,52 @@ static json_t *norm_metadata(struct jobspec__vctx *c, const json_t *v)
     return md;
 }
 
+const char *jobspec_tags_problem(const json_t *v)
+{
+    static const char words[] = "must be an array of at most 32 tags, each 1 to 64 letters, "
+                                "digits or -_.:/=+@";
+    _Static_assert(JOBSPEC_TAGS_MAX == 32 && JOBSPEC_TAG_MAX == 64, "words above");
+    if (!json_is_array(v) || json_array_size(v) > JOBSPEC_TAGS_MAX)
+        return words;
+    size_t i;
+    const json_t *t;
+    json_array_foreach(v, i, t)
+    {
+        const char *s = json_string_value(t);
+        size_t n = s ? json_string_length(t) : 0;
+        if (n < 1 || n > JOBSPEC_TAG_MAX)
+            return words;
+        for (size_t k = 0; k < n; k++)
+            if (!isalnum((unsigned char)s[k]) && !strchr("-_.:/=+@", s[k]))
+                return words;
+    }
+    return NULL;
+}
+
+const char *jobspec_notes_problem(const json_t *v)
+{
+    if (!json_is_string(v) || json_string_length(v) > JOBSPEC_NOTES_MAX ||
+        strlen(json_string_value(v)) != json_string_length(v))
+        return "must be a string of at most 16384 bytes without NUL";
+    return NULL;
+}
+
+/* tags and notes: copied when valid (only when given, so that other specs normalise as before). */
+static void norm_tags_notes(struct jobspec__vctx *c, json_t *o, const json_t *in)
+{
+    static const char *const names[] = {"tags", "notes"};
+    for (size_t i = 0; i < NELEM(names); i++) {
+        const json_t *v = jobspec__member(in, names[i]);
+        if (!v)
+            continue;
+        const char *problem = i == 0 ? jobspec_tags_problem(v) : jobspec_notes_problem(v);
+        if (problem)
+            jobspec__fail(c, names[i], "%s", problem);
+        else
+            jobspec__put(c, o, names[i], jobspec__chk(c, json_deep_copy(v)));
+    }
+}
+
 static json_t *norm_spec(struct jobspec__vctx *c, const json_t *in)
 {
     json_t *o = jobspec__chk(c, json_object());
@@ -548,6 +608,7 @@ static json_t *norm_spec(struct jobspec__vctx *c, const json_t *in)
     jobspec__put(c, o, "metadata", norm_metadata(c, jobspec__member(in, "metadata")));
     if (jobspec__member(in, "project")) /* only when given: "default" otherwise */
         jobspec__put(c, o, "project", norm_project(c, jobspec__member(in, "project")));
+    norm_tags_notes(c, o, in);
     return o;
 }
 

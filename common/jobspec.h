@@ -55,6 +55,9 @@
 #define JOBSPEC_METADATA_MAX 64 /* entries */
 #define JOBSPEC_METADATA_KEY_MAX 128
 #define JOBSPEC_METADATA_VALUE_MAX 4096
+#define JOBSPEC_TAGS_MAX 32     /* tags of a job */
+#define JOBSPEC_TAG_MAX 64      /* bytes of a tag */
+#define JOBSPEC_NOTES_MAX 16384 /* bytes of a job's notes */
 
 /* The spec's enumerations, from the X-macros of vocab.h: JOBSPEC_BACKEND_TORCH, ...,
  * JOBSPEC_STRATEGY_PACK, ..., JOBSPEC_SCORE_MAX, JOBSPEC_SCORE_MIN. */
@@ -134,6 +137,14 @@ int jobspec_validate(const json_t *in, json_t **out, json_t **errors);
  * JOBSPEC_PROJECT_MAX characters of a-z, 0-9, '.', '_' and '-', the first a letter or digit.
  * Returns NULL when it is, else a static text saying what is wrong ("must ..."). */
 const char *jobspec_project_name_problem(const char *name);
+
+/* Why `v` is no valid list of tags (spec.tags, PATCH /api/v1/jobs/{id}): an array of at most
+ * JOBSPEC_TAGS_MAX strings of 1 to JOBSPEC_TAG_MAX bytes of letters, digits and `-_.:/=+@`;
+ * NULL when it is one. Static text. */
+const char *jobspec_tags_problem(const json_t *v);
+/* Why `v` is no valid notes (spec.notes, PATCH): a string of at most JOBSPEC_NOTES_MAX bytes
+ * without NUL; NULL when it is. Static text. */
+const char *jobspec_notes_problem(const json_t *v);
 
 /* Fills *spec from `json` (normally a normalized spec; any submission is accepted and validated
  * first). Returns JOBSPEC_OK; on failure returns JOBSPEC_EINVAL or JOBSPEC_ENOMEM, leaves *spec

@@ -1,4 +1,4 @@
-/* GET /api/v1/jobs?status=A,B&owner=O&name=N&project=P&limit=N&cursor=C: newest first, cursor
+/* GET /api/v1/jobs?status=A,B&owner=O&name=N&project=P&tag=T&limit=N&cursor=C: newest first, cursor
  * paging; only the jobs of projects the caller may see (ty_project_visible). */
 #include "db.h"
 #include "handlers.h"
@@ -35,12 +35,21 @@ enum MHD_Result h_jobs_list(struct srv_request *req)
     const char *owner = srv_query(req, "owner");
     const char *name = srv_query(req, "name");
     const char *project = srv_query(req, "project");
+    const char *tag = srv_query(req, "tag");
     const char *bad_project = project ? jobspec_project_name_problem(project) : NULL;
     if (bad_project)
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "project", bad_project);
     if (owner && (owner[0] == '\0' || strlen(owner) > 128))
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "owner",
                                        "must be a token name of 1 to 128 characters");
+    if (tag) {
+        json_t *one = json_pack("[s]", tag);
+        const char *bad_tag = one ? jobspec_tags_problem(one) : "cannot be read";
+        json_decref(one);
+        if (bad_tag)
+            return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "tag",
+                                           "must be one tag: 1 to 64 letters, digits or -_.:/=+@");
+    }
     if (name && strlen(name) > 128)
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "name",
                                        "must be at most 128 characters");
@@ -61,7 +70,7 @@ enum MHD_Result h_jobs_list(struct srv_request *req)
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "cursor",
                                        "is not a cursor returned by this endpoint");
     struct job_list a = {
-        {status ? statuses : NULL, owner, name && name[0] ? name : NULL, project, &req->who},
+        {status ? statuses : NULL, owner, name && name[0] ? name : NULL, project, &req->who, tag},
         cursor,
         (int)limit,
         NULL,

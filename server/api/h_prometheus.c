@@ -4,7 +4,7 @@
  * anyone on that host. Prometheus sends the token with `authorization: {credentials: ...}` in
  * its scrape config.
  *
- * The cluster figures (jobs, queue, nodes, CPUs, GPUs, running workers' use) come from
+ * The cluster figures (jobs, queue, nodes, CPUs, GPUs, running workers' use, goodput) come from
  * read-only queries; when the database does not answer, they are left out,
  * trainyard_database_up is 0, and the in-process counters are still served. A running worker's
  * use is shown only when its job is one the scraper may see (a private project's: members and
@@ -26,8 +26,9 @@
 struct cluster_read {
     const struct srv_identity *who;
     struct store_cluster_stats stats;
-    char *gpus;  /* JSON array of store_node_gpus */
-    char *usage; /* JSON array of store_running_usage */
+    char *gpus;    /* JSON array of store_node_gpus */
+    char *usage;   /* JSON array of store_running_usage */
+    char *goodput; /* JSON array of store_goodput_by_owner */
 };
 
 static int read_stats(struct db_conn *c, void *arg)
@@ -36,7 +37,46 @@ static int read_stats(struct db_conn *c, void *arg)
     int rc = store_cluster_stats(c, &r->stats);
     if (rc >= 0)
         rc = store_node_gpus(c, &r->gpus);
-    return rc < 0 ? rc : store_running_usage(c, r->who, &r->usage);
+    if (rc >= 0)
+        rc = store_running_usage(c, r->who, &r->usage);
+    return rc < 0 ? rc : store_goodput_by_owner(c, r->who, &r->goodput);
+}
+
+/* Goodput (README, "Goodput and the startup breakdown") per owner and for the whole cluster, over
+ * the jobs the scraper may see that run or ended in the last day. */
+static void goodput_figures(struct textbuf *b, const char *text)
+{
+    json_t *rows = text ? json_loads(text, 0, NULL) : NULL;
+    static const struct {
+        const char *name, *help;
+        size_t col;
+    } fam[] = {
+        {"trainyard_goodput_useful_seconds",
+         "Useful training time of an owner's jobs that ran in the last day.", 1},
+        {"trainyard_goodput_lost_seconds",
+         "Training time lost to failures (after the last checkpoint), same jobs.", 2},
+        {"trainyard_goodput_wall_seconds", "Wall time from submission to end (or now), same jobs.",
+         3},
+    };
+    double total[4] = {0};
+    size_t i;
+    json_t *r;
+    for (size_t f = 0; json_is_array(rows) && f < sizeof(fam) / sizeof(fam[0]); f++) {
+        prom_family(b, fam[f].name, "gauge", fam[f].help);
+        json_array_foreach(rows, i, r)
+        {
+            const char *l[] = {"owner", json_string_value(json_array_get(r, 0)), NULL};
+            double v = json_number_value(json_array_get(r, fam[f].col));
+            prom_sample(b, fam[f].name, l, v);
+            total[fam[f].col] += v;
+        }
+    }
+    if (json_is_array(rows)) {
+        prom_family(b, "trainyard_goodput_ratio", "gauge",
+                    "Useful over wall time of all jobs that ran in the last day (0 when none).");
+        prom_sample(b, "trainyard_goodput_ratio", NULL, total[3] > 0 ? total[1] / total[3] : 0);
+    }
+    json_decref(rows);
 }
 
 /* The running workers' CPU time and memory, from their cgroups (labels job, rank, node); only
@@ -219,9 +259,11 @@ enum MHD_Result h_prometheus(struct srv_request *req)
         cluster_figures(&b, &cr.stats);
         gpu_figures(&b, cr.gpus);
         usage_figures(&b, cr.usage);
+        goodput_figures(&b, cr.goodput);
     }
     free(cr.gpus);
     free(cr.usage);
+    free(cr.goodput);
     ingest_figures(&b, &srv->telemetry);
     http_figures(&b, &srv->telemetry);
     uint64_t waits, wait_us;

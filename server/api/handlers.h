@@ -11,6 +11,8 @@ enum MHD_Result h_jobs_submit(struct srv_request *req);
 enum MHD_Result h_jobs_list(struct srv_request *req);
 enum MHD_Result h_jobs_get(struct srv_request *req);
 enum MHD_Result h_jobs_stop(struct srv_request *req);
+enum MHD_Result h_jobs_patch(struct srv_request *req);
+enum MHD_Result h_goodput(struct srv_request *req);
 enum MHD_Result h_jobs_delete(struct srv_request *req);
 enum MHD_Result h_jobs_workers(struct srv_request *req);
 enum MHD_Result h_jobs_events(struct srv_request *req);

@@ -39,6 +39,10 @@ int store_node_gpus(struct db_conn *c, char **json);
  * array (malloc'd in *json) of [job, rank, node, cpu_usec, memory_bytes]. Returns 1 or an
  * error. */
 int store_running_usage(struct db_conn *c, const struct srv_identity *who, char **json);
+/* Goodput summed per owner (ty_job_goodput) over the placed jobs `who` may see that run or ended
+ * in the last day, as a JSON array (malloc'd in *json) of [owner, useful_s, lost_s, wall_s].
+ * Returns 1 or an error. */
+int store_goodput_by_owner(struct db_conn *c, const struct srv_identity *who, char **json);
 
 /* ---- tokens (store_tokens.c) ---- */
 int store_token_lookup(struct db_conn *c, const char *hash, struct srv_identity *who);
@@ -69,6 +73,7 @@ struct store_job_filter {
     const char *name;               /* names containing this text, case-insensitively */
     const char *project;            /* exactly this project */
     const struct srv_identity *who; /* only jobs it may see (ty_project_visible); required */
+    const char *tag;                /* only jobs with this tag; NULL: any */
 };
 /* Lists jobs newest first, filtered by f. before_id: 0 or the cursor. *json_out = JSON array
  * text; *min_id_out = smallest id listed. */
@@ -99,6 +104,11 @@ enum store_stop_outcome {
     STORE_STOP_STOPPED,  /* was PENDING: now STOPPED */
     STORE_STOP_STOPPING, /* workers are being stopped */
 };
+/* Sets job `id`'s tags (tags: a JSON array of valid tags, jobspec_tags_problem; NULL: kept) and
+ * notes (NULL: kept). *json_out = the job afterwards (malloc'd). Returns a db_qs: 0 when there is
+ * no such job. */
+int store_job_set_labels(struct db_conn *c, int64_t id, const char *tags, const char *notes,
+                         char **json_out);
 /* Applies the event `stop` to job `id` when its status allows it (docs/lifecycle.md), recorded
  * as "stopped by <requested_by>". *json_out = the job afterwards (malloc'd), unless
  * STORE_STOP_NOT_FOUND. Returns a db_qs. */

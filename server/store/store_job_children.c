@@ -57,9 +57,10 @@ int store_job_attempts(struct db_conn *c, int64_t job, char **json_out)
         "  'world_size', a.world_size, 'master_addr', a.master_addr, "
         "  'master_port', a.master_port, 'error', a.error, 'created_at', ty_ts(a.created_at), "
         "  'finished_at', ty_ts(a.finished_at), 'resumed_from_checkpoint', a.resumed_from, "
-        "  'end_reason', a.end_reason, 'slurm_job_id', a.slurm_job_id) ORDER BY a.attempt), "
+        "  'end_reason', a.end_reason, 'slurm_job_id', a.slurm_job_id) "
+        "  || ty_attempt_startup(j, a) ORDER BY a.attempt), "
         "  '[]') END::text "
-        "FROM attempts a WHERE a.job_id = $1::bigint",
+        "FROM attempts a JOIN jobs j ON j.id = a.job_id WHERE a.job_id = $1::bigint",
         1, true};
     char j[32];
     STORE_NUM(j, job);

@@ -76,6 +76,22 @@ int store_job_get(struct db_conn *c, int64_t id, char **json_out)
     return db_exec_text(c, &st, params, json_out);
 }
 
+int store_job_set_labels(struct db_conn *c, int64_t id, const char *tags, const char *notes,
+                         char **json_out)
+{
+    static const struct db_stmt st = {
+        "job_set_labels",
+        "UPDATE jobs j SET tags = CASE WHEN $2::jsonb IS NULL THEN j.tags ELSE "
+        "  ARRAY(SELECT DISTINCT x FROM jsonb_array_elements_text($2::jsonb) x ORDER BY x) END, "
+        "  notes = coalesce($3::text, j.notes) "
+        "WHERE id = $1::bigint RETURNING ty_job_json(j)::text",
+        3, true};
+    char ids[32];
+    STORE_NUM(ids, id);
+    const char *params[] = {ids, tags, notes};
+    return db_exec_text(c, &st, params, json_out);
+}
+
 int store_job_list(struct db_conn *c, const struct store_job_filter *f, int64_t before_id,
                    int limit, char **json_out, int64_t *min_id_out)
 {
@@ -89,14 +105,16 @@ int store_job_list(struct db_conn *c, const struct store_job_filter *f, int64_t 
         "        AND ($5::text IS NULL OR strpos(lower(name), lower($5::text)) > 0) "
         "        AND ($6::text IS NULL OR project = $6::text) "
         "        AND ty_project_visible(project, $7::text, $8::boolean) "
+        "        AND ($9::text IS NULL OR tags @> ARRAY[$9::text]) "
         "      ORDER BY id DESC LIMIT $3::int) j",
-        8, true};
+        9, true};
     char before[32], lim[32];
     STORE_NUM(before, before_id);
     STORE_NUM(lim, limit);
     const char *params[] = {
         f->statuses, before,     lim,          f->owner,
-        f->name,     f->project, f->who->name, f->who->role == SRV_ROLE_ADMIN ? "t" : "f"};
+        f->name,     f->project, f->who->name, f->who->role == SRV_ROLE_ADMIN ? "t" : "f",
+        f->tag};
     PGresult *res = NULL;
     int qs = db_exec(c, &st, params, &res);
     if (qs <= 0)

@@ -98,3 +98,22 @@ int store_running_usage(struct db_conn *c, const struct srv_identity *who, char 
     int qs = db_exec_text(c, &st, p, json);
     return qs < 0 ? qs : 1;
 }
+
+int store_goodput_by_owner(struct db_conn *c, const struct srv_identity *who, char **json)
+{
+    static const struct db_stmt st = {
+        "goodput_by_owner",
+        "SELECT coalesce(jsonb_agg(jsonb_build_array(o.owner, o.useful, o.lost, o.wall) "
+        "ORDER BY o.owner), '[]')::text "
+        "FROM (SELECT j.owner, sum((g ->> 'useful_s')::float8) AS useful, "
+        "             sum((g ->> 'lost_s')::float8) AS lost, sum((g ->> 'wall_s')::float8) AS wall "
+        "        FROM jobs j, LATERAL ty_job_goodput(j) g "
+        "       WHERE (j.finished_at IS NULL OR j.finished_at > now() - interval '1 day') "
+        "         AND j.attempt > 0 AND ty_project_visible(j.project, $1, $2::boolean) "
+        "       GROUP BY j.owner) o",
+        2, true};
+    const char *p[] = {who->name, who->role == SRV_ROLE_ADMIN ? "t" : "f"};
+    *json = NULL;
+    int qs = db_exec_text(c, &st, p, json);
+    return qs < 0 ? qs : 1;
+}

@@ -160,6 +160,16 @@ const scenarios = {
       await page.locator(`#panel-${t} table, #panel-${t} .empty, #panel-${t} pre, #panel-${t} ol`).first().waitFor({ timeout: LONG });
       await shot(`job-${t}`);
     }
+    // Tags and notes, edited on the job page; the attempt's startup bar in the timeline.
+    await page.locator('#tab-timeline').click();
+    await page.locator('#panel-timeline .startup-bar').first().waitFor({ timeout: LONG });
+    await page.locator('#edit-labels').click();
+    await page.locator('#tags-input').fill('browser exp-b');
+    await page.locator('#notes-input').fill('edited in the browser');
+    await page.locator('#save-labels').click();
+    await page.locator('#job-tags .tag', { hasText: 'exp-b' }).waitFor({ timeout: LONG });
+    const tags = await page.locator('#job-tags .tag').allTextContents();
+    await shot('job-tags');
     // Stop, with confirmation.
     await page.locator('#stop').click();
     await page.locator('dialog.confirm').waitFor();
@@ -169,7 +179,7 @@ const scenarios = {
     await page.locator('#tab-timeline').click();
     await page.locator('#panel-timeline .timeline .badge', { hasText: 'STOPPED' }).waitFor({ timeout: LONG });
     await shot('job-stopped');
-    return { job, points, logLines, errorFound: /ERROR/.test(current), matchInfo, zoomKept };
+    return { job, points, logLines, errorFound: /ERROR/.test(current), matchInfo, zoomKept, tags };
   },
 
   // A job that failed once and restarted: attempt and checkpoint markers on the chart (step and
@@ -281,6 +291,7 @@ const scenarios = {
     await page.locator('figure.chart[data-metric="loss"] .rank-toggle').nth(1).waitFor({ timeout: LONG });
     const submitHidden = await page.locator('#nav a[href="#/submit"]').isHidden();
     check(resubmitDisabled, 'Resubmit is disabled for a viewer');
+    check(await page.locator('#edit-labels').isDisabled(), 'Editing tags is disabled for a viewer');
     await shot('job-as-viewer');
     await go('#/nodes');
     await page.locator('article.node').first().waitFor({ timeout: LONG });

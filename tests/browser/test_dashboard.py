@@ -118,6 +118,9 @@ def test_submitted_job_runs_charts_points_streams_logs_and_stops(cluster):
     assert r["points"] > 0 and r["logLines"] > 0 and r["errorFound"]
     assert r["matchInfo"] == "1 matching line", r["matchInfo"]
     assert r["zoomKept"], r  # the drag's zoom is still there after live redraws
+    assert r["tags"] == ["browser", "exp-b"], r  # edited on the job page (issue 26)
+    got = cluster["server"].request("GET", f"/api/v1/jobs/{job}").json
+    assert got["tags"] == ["browser", "exp-b"] and got["notes"] == "edited in the browser", got
 
 
 # Reports a few points and a checkpoint, then fails (exit 1) in attempt 1; attempt 2 resumes from

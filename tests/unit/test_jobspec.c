@@ -440,6 +440,24 @@ static void code_package_kept_when_given(void **state)
     json_decref(out);
 }
 
+static void tags_and_notes_are_checked_and_kept_only_when_given(void **state)
+{
+    (void)state;
+    expect_error("{'entrypoint':'x','tags':'a'}", "tags", "array");
+    expect_error("{'entrypoint':'x','tags':['a b']}", "tags", "letters");
+    expect_error("{'entrypoint':'x','tags':['']}", "tags", "1 to 64");
+    expect_error("{'entrypoint':'x','tags':[7]}", "tags", "array");
+    expect_error("{'entrypoint':'x','notes':7}", "notes", "string");
+    json_t *out = accept("{'entrypoint':'x','tags':['exp-1','lr:0.1'],'notes':'first try'}");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(out, "tags"), 1)),
+                        "lr:0.1");
+    assert_string_equal(json_string_value(json_object_get(out, "notes")), "first try");
+    json_decref(out);
+    out = accept("{'entrypoint':'x'}");
+    assert_null(json_object_get(out, "tags"));
+    json_decref(out);
+}
+
 static void project_is_a_valid_name_kept_only_when_given(void **state)
 {
     (void)state;
@@ -1088,6 +1106,7 @@ static void allocation_failure_while_reporting_is_nomem(void **state)
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(defaults_filled_for_minimal_spec),
+    cmocka_unit_test(tags_and_notes_are_checked_and_kept_only_when_given),
     cmocka_unit_test(secret_env_kept_apart_and_checked_like_env),
     cmocka_unit_test(entrypoint_array_kept_as_given),
     cmocka_unit_test(null_fields_take_defaults),

@@ -50,6 +50,12 @@ export const fmt = {
     if (!Number.isFinite(s)) return '—';
     return s < 120 ? `${s} s` : s < 7200 ? `${Math.round(s / 60)} min` : `${(s / 3600).toFixed(1)} h`;
   },
+  // A number of seconds, e.g. "0.42 s", "42 s", "7 min", "2.5 h".
+  seconds(v) {
+    if (typeof v !== 'number' || !Number.isFinite(v)) return '—';
+    if (v < 10) return `${v.toFixed(2)} s`;
+    return v < 120 ? `${Math.round(v)} s` : v < 7200 ? `${Math.round(v / 60)} min` : `${(v / 3600).toFixed(1)} h`;
+  },
   bytes(n) {
     if (n === null || n === undefined) return '—';
     const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];

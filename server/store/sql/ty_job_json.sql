@@ -4,13 +4,16 @@
 -- run_config.checkpoint_config.checkpoint_score_attribute (a number among rank 0's metrics) in
 -- checkpoint_score_order (max by default), the newer on a tie; null without an attribute or when
 -- no checkpoint has it. failures and preemptions count the job's restarts (docs/fault-tolerance.md).
+-- tags and notes are the columns (PATCH changes them); goodput is ty_job_goodput, null before the
+-- first placement (a pending job's reply stays the same from one read to the next).
 CREATE OR REPLACE FUNCTION ty_job_json(j jobs) RETURNS jsonb LANGUAGE sql STABLE AS $$
     SELECT jsonb_build_object(
         'id', j.id, 'name', j.name, 'owner', j.owner, 'project', j.project, 'status', j.status,
         'status_message', j.status_message, 'priority', j.priority, 'attempt', j.attempt,
         'spec', ty_spec_public(j.spec), 'created_at', ty_ts(j.created_at),
         'started_at', ty_ts(j.started_at), 'finished_at', ty_ts(j.finished_at),
-        'failures', j.failures, 'preemptions', j.preemptions,
+        'failures', j.failures, 'preemptions', j.preemptions, 'tags', to_jsonb(j.tags),
+        'notes', j.notes, 'goodput', CASE WHEN j.attempt > 0 THEN ty_job_goodput(j) END,
         'result', jsonb_build_object('metrics', j.last_metrics, 'error', j.error,
             'latest_checkpoint', (SELECT jsonb_build_object('id', c.id, 'step', c.step, 'metrics', c.metrics)
                                     FROM checkpoints c WHERE c.job_id = j.id AND c.status = 'COMMITTED'
@@ -26,4 +29,4 @@ CREATE OR REPLACE FUNCTION ty_job_json(j jobs) RETURNS jsonb LANGUAGE sql STABLE
                                           c.attempt DESC, c.idx DESC
                                  LIMIT 1)))
 $$;
-COMMENT ON FUNCTION ty_job_json(jobs) IS 'The job object of the REST API (GET /api/v1/jobs/{id}); secret_env values redacted; result.best_checkpoint by checkpoint_config; failures and preemptions; the project.';
+COMMENT ON FUNCTION ty_job_json(jobs) IS 'The job object of the REST API (GET /api/v1/jobs/{id}); secret_env values redacted; result.best_checkpoint by checkpoint_config; failures and preemptions; the project; tags, notes and goodput.';

@@ -2,7 +2,8 @@
 -- rank, op, coll_seq, in_collective, report_seq, heartbeat_age_ms, progress_age_ms}. Rows of
 -- workers that are not placed on that node in that attempt are ignored (a node speaks only for
 -- its own workers); so is a second row for the same worker. progress_at moves only when the
--- worker's place changed. One statement per message. Returns the rows stored.
+-- worker's place changed; a worker's first row stamps workers.sdk_init_at (its SDK's first contact,
+-- the end of framework init: ty_attempt_startup). One statement per message. Returns the rows stored.
 CREATE OR REPLACE FUNCTION ty_progress_ingest(p_node text, p_rows jsonb) RETURNS integer
 LANGUAGE sql AS $$
     WITH inp AS (
@@ -14,6 +15,11 @@ LANGUAGE sql AS $$
           JOIN workers w ON w.job_id = x.job_id AND w.attempt = x.attempt AND w.rank = x.rank
                         AND w.node_id = p_node
          ORDER BY x.job_id, x.attempt, x.rank
+    ), first_contact AS (
+        UPDATE workers w SET sdk_init_at = now() - make_interval(secs => inp.heartbeat_age_ms / 1000.0)
+          FROM inp
+         WHERE w.job_id = inp.job_id AND w.attempt = inp.attempt AND w.rank = inp.rank
+           AND w.sdk_init_at IS NULL
     ), up AS (
         INSERT INTO worker_progress AS p (job_id, attempt, rank, op, coll_seq, in_collective,
                                           report_seq, progress_at, heartbeat_at, updated_at)

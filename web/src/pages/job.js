@@ -10,6 +10,27 @@ import { h, clear, fmt, badge, workerBadge, loading, errorBox, empty, table, con
 
 const TABS = ['metrics', 'logs', 'workers', 'timeline', 'checkpoints', 'spec'];
 
+// Where an attempt's startup went (GET /jobs/{id}/attempts `startup`): one segment per phase,
+// widths in proportion, the seconds on hover and in the text after it.
+const PHASES = [['queue_s', 'queue'], ['placement_s', 'placement'], ['code_fetch_s', 'code fetch'], ['checkpoint_fetch_s', 'checkpoint fetch'],
+  ['process_start_s', 'process start'], ['framework_init_s', 'framework init'], ['first_report_s', 'first report']];
+
+function startupBar(a) {
+  const s = a.startup || {};
+  const parts = PHASES.filter(([k]) => typeof s[k] === 'number');
+  const total = parts.reduce((n, [k]) => n + s[k], 0);
+  if (!parts.length) return '—';
+  const words = parts.map(([k, name]) => `${name} ${fmt.seconds(s[k])}`).join(' · ');
+  return h('div', { class: 'startup', title: words },
+    h('div', { class: 'startup-bar', role: 'img', 'aria-label': `startup: ${words}` },
+      parts.map(([k, name]) => {
+        const seg = h('span', { class: `seg seg-${k.replace('_s', '')}`, title: `${name} ${fmt.seconds(s[k])}` });
+        seg.style.flexGrow = String(total > 0 ? s[k] / total : 0); // CSSOM: the CSP forbids style attributes
+        return seg;
+      })),
+    h('span', { class: 'startup-total' }, fmt.seconds(total)));
+}
+
 export function render(main, { id, params }) {
   let alive = true;
   let job = null;
@@ -76,7 +97,44 @@ export function render(main, { id, params }) {
         job.finished_at ? ` · finished ${fmt.time(job.finished_at)}` : ''),
       // A failed job's status message is its error: said once, as the error.
       job.status_message && job.status_message !== error ? h('p', { class: 'status-message' }, job.status_message) : null,
-      error ? h('p', { class: 'state error', id: 'job-error' }, error) : null);
+      error ? h('p', { class: 'state error', id: 'job-error' }, error) : null,
+      renderLabels(),
+      renderGoodput());
+  }
+
+  // Tags and notes (PATCH /jobs/{id}); the owner and admins may edit them, the server decides.
+  function renderLabels() {
+    const box = h('div', { class: 'job-labels', id: 'job-labels' });
+    const show = () => clear(box,
+      h('span', { class: 'tags', id: 'job-tags' }, (job.tags || []).map((t) => h('a', { class: 'tag', href: `#/jobs?tag=${encodeURIComponent(t)}` }, t))),
+      job.notes ? h('p', { class: 'notes', id: 'job-notes' }, job.notes) : null,
+      h('button', { type: 'button', id: 'edit-labels', disabled: !can.stop(), title: can.stop() ? '' : 'viewers cannot change jobs', onclick: edit }, 'Edit tags and notes'));
+    function edit() {
+      const tagsIn = h('input', { id: 'tags-input', value: (job.tags || []).join(' '), 'aria-label': 'Tags, separated by spaces' });
+      const notesIn = h('textarea', { id: 'notes-input', rows: '3', 'aria-label': 'Notes' }, job.notes || '');
+      const save = async (ev) => {
+        ev.preventDefault();
+        try {
+          job = await api('PATCH', `/jobs/${id}`, { tags: tagsIn.value.split(/[\s,]+/).filter(Boolean), notes: notesIn.value });
+          renderHead();
+        } catch (e) {
+          toast(e.message, 'error');
+        }
+      };
+      clear(box, h('form', { class: 'label-form', onsubmit: save }, tagsIn, notesIn,
+        h('button', { type: 'submit', id: 'save-labels' }, 'Save'), h('button', { type: 'button', onclick: show }, 'Cancel')));
+      tagsIn.focus();
+    }
+    show();
+    return box;
+  }
+
+  function renderGoodput() {
+    const g = job.goodput;
+    if (!g || g.ratio === null || g.ratio === undefined) return null;
+    return h('p', { class: 'meta', id: 'job-goodput', title: 'useful training time / wall time over all attempts; work after the last checkpoint of a failed attempt is lost' },
+      `goodput ${Math.round(g.ratio * 1000) / 10}% · useful ${fmt.seconds(g.useful_s)} of ${fmt.seconds(g.wall_s)}`,
+      g.lost_s > 0 ? ` · lost to restarts ${fmt.seconds(g.lost_s)}` : '');
   }
 
   async function onStop() {
@@ -131,6 +189,7 @@ export function render(main, { id, params }) {
           { title: 'Workers', cell: (a) => a.world_size },
           { title: 'Started', cell: (a) => fmt.time(a.created_at) },
           { title: 'Finished', cell: (a) => fmt.time(a.finished_at) },
+          { title: 'Startup', cell: startupBar },
           { title: 'Error', cell: (a) => a.error || '—' },
         ], attempts) : empty('Not placed yet.'),
         h('h2', {}, 'Status timeline'),

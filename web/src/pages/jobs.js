@@ -1,4 +1,4 @@
-// Jobs: filter by status, project, owner and name (the list endpoint's own filters), newest first,
+// Jobs: filter by status, project, owner, name and tag (the list endpoint's own filters), newest first,
 // cursor paging; statuses change live from the cluster stream without a reload. The project
 // select offers the projects the caller may see (GET /projects). Ticking two or more jobs and
 // Compare opens the comparison page (#/compare?jobs=…). "Metric" adds a column with each job's
@@ -17,6 +17,7 @@ export function render(main, { params }) {
     project: params.get('project') || '',
     owner: params.get('owner') || '',
     name: params.get('name') || '',
+    tag: params.get('tag') || '',
   };
   const cursors = [null]; // cursor of each page shown so far
   let page = 0;
@@ -31,6 +32,7 @@ export function render(main, { params }) {
   project.value = filters.project;
   const owner = h('input', { id: 'f-owner', name: 'owner', value: filters.owner, placeholder: 'owner', autocomplete: 'off' });
   const name = h('input', { id: 'f-name', name: 'name', value: filters.name, placeholder: 'name contains', autocomplete: 'off' });
+  const tag = h('input', { id: 'f-tag', name: 'tag', value: filters.tag, placeholder: 'tag', autocomplete: 'off' });
   const form = h(
     'form',
     { class: 'filters', role: 'search', onsubmit: (e) => { e.preventDefault(); apply(); } },
@@ -38,6 +40,7 @@ export function render(main, { params }) {
     h('span', { class: 'filter' }, h('label', { for: 'f-project' }, 'Project'), project),
     h('span', { class: 'filter' }, h('label', { for: 'f-owner' }, 'Owner'), owner),
     h('span', { class: 'filter' }, h('label', { for: 'f-name' }, 'Name'), name),
+    h('span', { class: 'filter' }, h('label', { for: 'f-tag' }, 'Tag'), tag),
     h('span', { class: 'filter' }, h('label', { for: 'f-metric' }, 'Metric'), metric),
     h('button', { type: 'submit' }, 'Filter'),
   );
@@ -66,6 +69,7 @@ export function render(main, { params }) {
     filters.project = project.value;
     filters.owner = owner.value.trim();
     filters.name = name.value.trim();
+    filters.tag = tag.value.trim();
     keepUrl();
     cursors.length = 1;
     go(0);
@@ -117,7 +121,8 @@ export function render(main, { params }) {
         { dataset: { id: j.id } },
         h('td', { 'data-label': 'Compare' }, pick),
         h('td', { 'data-label': 'Id' }, h('a', { href: `#/jobs/${j.id}` }, `#${j.id}`)),
-        h('td', { 'data-label': 'Name' }, h('a', { href: `#/jobs/${j.id}` }, j.name || '(unnamed)')),
+        h('td', { 'data-label': 'Name' }, h('a', { href: `#/jobs/${j.id}` }, j.name || '(unnamed)'),
+          (j.tags || []).map((t) => h('span', { class: 'tag' }, t))),
         h('td', { 'data-label': 'Status', class: 'status-cell' }, badge(j.status)),
         h('td', { 'data-label': 'Owner' }, j.owner),
         h('td', { 'data-label': 'Attempt' }, j.attempt),
@@ -145,7 +150,7 @@ export function render(main, { params }) {
       }
       clear(tr.querySelector('.status-cell'), badge(d.status));
       if (d.message !== undefined) tr.querySelector('.msg').textContent = d.message || '';
-    } else if (page === 0 && !d.deleted && d.status === JOB_PENDING && !filters.owner && !filters.name && !filters.project && (!filters.status || filters.status === JOB_PENDING)) {
+    } else if (page === 0 && !d.deleted && d.status === JOB_PENDING && !filters.owner && !filters.name && !filters.project && !filters.tag && (!filters.status || filters.status === JOB_PENDING)) {
       go(0); // a new job: it belongs at the top of the first page
     }
   }

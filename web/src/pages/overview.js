@@ -1,6 +1,7 @@
 // Overview: nodes (alive, lost, drained), CPUs and GPUs in use / total (the server's figures: each
 // node's `allocated`), jobs by status, the queue in order with each pending job's reason, recent
-// jobs and failures. Refreshed from the cluster stream.
+// jobs and failures, goodput over the last day (cluster and per user). Refreshed from the cluster
+// stream.
 import { JOB_STATUSES, TERMINAL_JOB_STATUSES, JOB_PENDING, JOB_RUNNING, JOB_FAILED, NODE_ALIVE, NODE_LOST } from 'vocab';
 import { api } from '../api.js';
 import { stream } from '../stream.js';
@@ -28,6 +29,11 @@ function stat(label, value, sub) {
   return h('div', { class: 'stat card' }, h('div', { class: 'stat-label' }, label), h('div', { class: 'stat-value' }, value), sub ? h('div', { class: 'stat-sub' }, sub) : null);
 }
 
+// Goodput (GET /goodput: the server's sums) as a percentage.
+function pct(r) {
+  return typeof r === 'number' ? `${Math.round(r * 1000) / 10}%` : '—';
+}
+
 function jobLink(j) {
   return h('a', { href: `#/jobs/${j.id}` }, `#${j.id} ${j.name || ''}`);
 }
@@ -40,11 +46,12 @@ export function render(main) {
 
   async function load() {
     try {
-      const [nodesR, activeR, recentR, failedR] = await Promise.all([
+      const [nodesR, activeR, recentR, failedR, goodR] = await Promise.all([
         api('GET', '/nodes'),
         api('GET', `/jobs?status=${ACTIVE.join(',')}&limit=1000`),
         api('GET', '/jobs?limit=10'),
         api('GET', `/jobs?status=${JOB_FAILED}&limit=5`),
+        api('GET', '/goodput'),
       ]);
       if (!alive) return;
       const nodes = nodesR.nodes || nodesR;
@@ -64,6 +71,7 @@ export function render(main) {
           stat('Nodes', `${nAlive} alive`, `${nLost} lost · ${nDrained} drained`),
           stat('CPUs in use', `${Math.round(u.cpu * 1000) / 1000} / ${u.cpuTotal}`),
           stat('GPUs in use', `${u.gpu} / ${u.gpuTotal}`),
+          stat('Goodput (last day)', pct(goodR.cluster.ratio), `useful ${fmt.seconds(goodR.cluster.useful_s)} of ${fmt.seconds(goodR.cluster.wall_s)}`),
           stat('Jobs', `${counts[JOB_RUNNING] || 0} running`, ACTIVE.filter((s) => counts[s]).map((s) => `${counts[s]} ${s.toLowerCase()}`).join(' · ') || 'no active jobs'),
         ),
         h('section', {}, h('h2', {}, 'Queue'),
@@ -85,6 +93,16 @@ export function render(main) {
                 { title: 'Created', cell: (j) => fmt.ago(j.created_at) },
               ], recentR.jobs)
             : empty('No jobs yet. Submit one.')),
+        h('section', { id: 'goodput-owners' }, h('h2', {}, 'Goodput by user (last day)'),
+          goodR.owners.length
+            ? table([
+                { title: 'User', cell: (o) => o.owner },
+                { title: 'Goodput', cell: (o) => pct(o.ratio) },
+                { title: 'Useful', cell: (o) => fmt.seconds(o.useful_s) },
+                { title: 'Lost to restarts', cell: (o) => fmt.seconds(o.lost_s) },
+                { title: 'Wall', cell: (o) => fmt.seconds(o.wall_s) },
+              ], goodR.owners)
+            : empty('No job ran in the last day.')),
         h('section', {}, h('h2', {}, 'Recent failures'),
           failedR.jobs.length
             ? table([
