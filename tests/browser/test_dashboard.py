@@ -118,6 +118,11 @@ def test_submitted_job_runs_charts_points_streams_logs_and_stops(cluster):
     assert r["points"] > 0 and r["logLines"] > 0 and r["errorFound"]
     assert r["matchInfo"] == "1 matching line", r["matchInfo"]
     assert r["zoomKept"], r  # the drag's zoom is still there after live redraws
+    # The System tab charts both ranks' CPU and memory where the agent samples cgroups.
+    if "NO CGROUPS" in cluster["agent"].log_text():
+        assert r["system"] == {"empty": True}, r
+    else:
+        assert r["system"] == {"ranks": 2}, r
 
 
 # Reports a few points and a checkpoint, then fails (exit 1) in attempt 1; attempt 2 resumes from

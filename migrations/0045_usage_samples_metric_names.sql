@@ -24,3 +24,18 @@ COMMENT ON COLUMN worker_usage_samples.sampled_at IS 'When the sample reached th
 COMMENT ON COLUMN worker_usage_samples.node_id IS 'The node the worker ran on.';
 COMMENT ON COLUMN worker_usage_samples.cpu_usec IS 'CPU time of all the worker''s processes since it started (microseconds).';
 COMMENT ON COLUMN worker_usage_samples.memory_bytes IS 'Memory its cgroup charged at the sample (bytes).';
+
+-- Issue 26 (dashboard benchmark): the names each job reported, so that reading a job's series
+-- looks each name up in its reports (reports.metrics -> name) instead of expanding every report
+-- with jsonb_each, the most of a chart's read. Kept by the statement trigger report_names on
+-- reports (server/store/sql/ty_report_names_add.sql), whatever writes the rows.
+CREATE TABLE report_names (
+    job_id bigint NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+    name   text NOT NULL,
+    PRIMARY KEY (job_id, name)
+);
+COMMENT ON TABLE report_names IS 'Every key any report of the job carried (reports.metrics), once.';
+COMMENT ON COLUMN report_names.job_id IS 'The job.';
+COMMENT ON COLUMN report_names.name IS 'A reported name (a key of reports.metrics).';
+INSERT INTO report_names (job_id, name)
+SELECT DISTINCT r.job_id, k FROM reports r CROSS JOIN LATERAL jsonb_object_keys(r.metrics) k;
