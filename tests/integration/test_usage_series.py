@@ -35,7 +35,7 @@ def usage(server, path):
 def test_a_workers_usage_series_and_its_nodes_totals(server, agent_factory):
     agent = agent_factory()
     require_cgroups(agent)
-    node = agent.node_id()
+    node = agent.node_id
     gate = tempfile.mkdtemp(prefix="ty-usage-series-")
     os.chmod(gate, 0o755)
     go = os.path.join(gate, "go")
