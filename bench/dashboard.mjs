@@ -1,5 +1,5 @@
-// The browser half of bench/dashboard.py (TY_URL, TY_TOKEN, TY_PLAYWRIGHT, TY_ARGS: {big, live,
-// runs, seconds, every}). Prints the figures.
+// The browser half of bench/dashboard.py (TY_URL, TY_TOKEN, TY_PLAYWRIGHT, TY_ARGS: {phase, big,
+// live, jobs, runs, seconds, every, steps}). Prints the figures.
 const { chromium } = await import(process.env.TY_PLAYWRIGHT);
 const URL_ = process.env.TY_URL;
 const A = JSON.parse(process.env.TY_ARGS);
@@ -39,6 +39,20 @@ console.log(`time to first chart (${A.points} points over 8 ranks; rank 0 drawn 
   `runs ${firsts.map((x) => x.toFixed(0)).join(', ')} ms; rank 0's metrics request alone: median ${median(fetches).toFixed(0)} ms`);
 console.log(`all 8 ranks drawn (${points} buckets): median ${median(alls).toFixed(0)} ms, runs ${alls.map((x) => x.toFixed(0)).join(', ')} ms`);
 
+}
+
+// 4. the compare page: a fresh load each run, until every chart, the summary and the diff are drawn.
+if (A.phase === 'compare') {
+const times = [];
+for (let i = 0; i < A.runs; i++) {
+  await page.goto('about:blank');
+  await page.goto(`${URL_}/#/compare?jobs=${A.jobs.join(',')}`, { waitUntil: 'commit' });
+  await page.waitForFunction(() => document.querySelectorAll('.compare figure.chart canvas').length >= 3 && document.querySelector('#config-diff'), null, { timeout: 60000, polling: 'raf' });
+  times.push(await page.evaluate(() => performance.now()));
+}
+const charts = await page.locator('.compare figure.chart').count();
+console.log(`compare page (${A.jobs.length} runs x 8 ranks x 3 metrics, ${A.steps} reports per rank; ${charts} charts): median ${median(times).toFixed(0)} ms, ` +
+  `runs ${times.map((x) => x.toFixed(0)).join(', ')} ms`);
 }
 
 // 2 + 3. the live job: frame intervals, script time, heap.

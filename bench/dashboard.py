@@ -11,11 +11,14 @@ a real server, PostgreSQL and agent:
      (and printing a log line each) through the Python SDK; the job page follows it live for
      --seconds (default 60; --minutes 10 for the long run) while requestAnimationFrame intervals
      and the page's script time are recorded;
-  3. JS heap over that live run: the heap after a forced GC, sampled every --every seconds.
+  3. JS heap over that live run: the heap after a forced GC, sampled every --every seconds;
+  4. the compare page: 4 runs x 8 ranks x 3 metrics (--compare-steps reports per rank, each
+     with the 3 numbers, written like 1.), from navigation start to every chart, the summary and
+     the config diff drawn, --runs times.
 
 Not a test: nothing is asserted.
 
-    /usr/bin/python3 bench/dashboard.py --build build            # about 2 minutes
+    /usr/bin/python3 bench/dashboard.py --build build            # about 3 minutes
     /usr/bin/python3 bench/dashboard.py --build build --minutes 10
 """
 import argparse
@@ -50,6 +53,8 @@ def main():
     ap.add_argument("--seconds", type=int, default=60)
     ap.add_argument("--minutes", type=float, default=0, help="live run length (overrides --seconds)")
     ap.add_argument("--every", type=int, default=10, help="seconds between heap samples")
+    ap.add_argument("--compare-steps", type=int, default=25_000,
+                    help="reports per rank of each compared run")
     args = ap.parse_args()
     live_s = int(args.minutes * 60) if args.minutes else args.seconds
     os.environ["TY_BUILD_DIR"] = os.path.abspath(args.build)
@@ -92,6 +97,24 @@ def main():
                 sys.exit(1)
 
         browser("first", big=big, runs=args.runs, points=per_rank * 8)
+        runs = []
+        t = time.time()
+        for k in range(4):
+            job = server.submit({"name": f"bench-compare-{k}", "entrypoint": ["/bin/true"],
+                                 "train_loop_config": {"lr": 10 ** -(k + 2), "batch": 32 << k},
+                                 "scaling_config": {"num_workers": 8, "resources_per_worker":
+                                                    {"CPU": 100}}})["id"]
+            pg.psql(f"INSERT INTO reports (job_id, attempt, rank, seq, step, reported_at, metrics) "
+                    f"SELECT {job}, 1, r, s, s, now() - interval '1 hour' + s * interval '10 ms', "
+                    f"jsonb_build_object('loss', 1.0 / s + {k} * 0.01 + random() * 0.05, "
+                    f"'accuracy', 1 - 1.0 / s, 'lr', {10 ** -(k + 2)}) "
+                    f"FROM generate_series(0, 7) r, generate_series(1, {args.compare_steps}) s",
+                    db=db)
+            runs.append(job)
+        pg.psql("ANALYZE reports", db=db)
+        print(f"inserted 4 runs x 8 ranks x {args.compare_steps} reports x 3 metrics in "
+              f"{time.time() - t:.1f} s", flush=True)
+        browser("compare", jobs=runs, runs=args.runs, steps=args.compare_steps)
         work = harness.make_tmpdir("ty-bench-web-")
         with open(os.path.join(work, "train.py"), "w") as f:
             f.write(WORKER)

@@ -3,8 +3,8 @@
  * Reported metrics as points {name, rank, attempt, step, value, time}, ordered by name, rank,
  * time; each (name, rank) series cut to at most max_points (default 1000) by downsample.c. With
  * mode=band, each series is cut into at most max_points buckets of first, last, min and max
- * (downsample_band.c) instead. Points of attempts older than the job's current one are marked
- * "superseded": true. step_min/step_max keep only points whose step is in that range, and
+ * (cut in SQL, store_metrics.c) instead. Points of attempts older than the job's current one are
+ * marked "superseded": true. step_min/step_max keep only points whose step is in that range, and
  * time_min/time_max (epoch seconds, fractions to the microsecond) those reported in that time
  * range: a chart's zoom on its step or wall-time axis. */
 #include "db.h"

@@ -15,6 +15,8 @@ enum MHD_Result h_jobs_patch(struct srv_request *req);
 enum MHD_Result h_goodput(struct srv_request *req);
 enum MHD_Result h_jobs_delete(struct srv_request *req);
 enum MHD_Result h_jobs_workers(struct srv_request *req);
+enum MHD_Result h_jobs_usage(struct srv_request *req);
+enum MHD_Result h_nodes_usage(struct srv_request *req);
 enum MHD_Result h_jobs_events(struct srv_request *req);
 enum MHD_Result h_jobs_attempts(struct srv_request *req);
 enum MHD_Result h_jobs_metrics(struct srv_request *req);

@@ -27,19 +27,4 @@
 size_t srv_downsample_lttb(const double *x, const double *y, size_t n, size_t max_points,
                            size_t *out_idx);
 
-/* One bucket of a min/max band: indices into the series of its first, last, smallest and
- * largest point, and how many points it holds. */
-struct srv_band {
-    size_t first, last, min, max, count;
-};
-
-/* Min/max band downsampling, for charts that draw a series as a band (min..max per bucket) with
- * its first and last values: cuts the `n` points of one series (in order) into
- * min(n, buckets) buckets of (almost) equal count, consecutive and covering every point, and
- * writes each to out[b] (room for min(n, buckets) entries). Returns how many buckets it wrote:
- * n <= buckets gives one bucket per point; buckets == 0 or n == 0 gives none. min and max ignore
- * non-finite values (NaN, infinities); a bucket with no finite value has min = max = first.
- * Pure: no allocation, no I/O. y may be NULL only when n == 0. */
-size_t srv_downsample_band(const double *y, size_t n, size_t buckets, struct srv_band *out);
-
 #endif

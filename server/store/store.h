@@ -369,6 +369,13 @@ int store_job_workers(struct db_conn *c, int64_t job, char **json_out);
 int store_job_events(struct db_conn *c, int64_t job, char **json_out);
 int store_job_attempts(struct db_conn *c, int64_t job, char **json_out);
 
+/* ---- workers' resource use over time as JSON arrays (store_usage.c); NULL: no such job/node ----
+ */
+/* attempt 0: every attempt; each (attempt, rank) series thinned to about max_points samples. */
+int store_job_usage(struct db_conn *c, int64_t job, int attempt, int max_points, char **json_out);
+/* The node's workers summed per bucket over the last `minutes`. */
+int store_node_usage(struct db_conn *c, const char *node, int minutes, char **json_out);
+
 /* ---- metrics: reports and series (store_metrics.c) ---- */
 /* A validated report (agent message `report`); strings and values borrowed. values: an object
  * of the reported values (any JSON); step NULL when absent; checkpoint_dir NULL when none; time RFC

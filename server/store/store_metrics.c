@@ -170,43 +170,6 @@ static void append_point(struct textbuf *b, const PGresult *res, int i, const ch
     textbuf_puts(b, "}");
 }
 
-/* Appends ,"<key>":<value of row i> (put_value). */
-static void append_value(struct textbuf *b, const char *key, const PGresult *res, int i, bool other)
-{
-    textbuf_puts(b, ",\"");
-    textbuf_puts(b, key);
-    textbuf_puts(b, "\":");
-    put_value(b, res, i, other);
-}
-
-/* Appends one bucket of a band, rows first..last of the result (`base` + the band's indices):
- * {"name","rank","attempt" (of its last point),"count","start","end" (times of its first and last
- * points),"step_first","step_last","first","last","min","max"[,"superseded"]}. */
-static void append_band(struct textbuf *b, const PGresult *res, int base,
-                        const struct srv_band *band, const char *name_json, long current_attempt)
-{
-    int first = base + (int)band->first, last = base + (int)band->last;
-    char head[200], start[48], end[48];
-    format_time(strtoll(PQgetvalue(res, first, COL_TIME_US), NULL, 10), start, sizeof(start));
-    format_time(strtoll(PQgetvalue(res, last, COL_TIME_US), NULL, 10), end, sizeof(end));
-    textbuf_puts(b, "{\"name\":");
-    textbuf_puts(b, name_json);
-    snprintf(head, sizeof(head),
-             ",\"rank\":%s,\"attempt\":%s,\"count\":%zu,\"start\":\"%s\",\"end\":\"%s\","
-             "\"step_first\":%s,\"step_last\":%s",
-             PQgetvalue(res, last, COL_RANK), PQgetvalue(res, last, COL_ATTEMPT), band->count,
-             start, end,
-             PQgetisnull(res, first, COL_STEP) ? "null" : PQgetvalue(res, first, COL_STEP),
-             PQgetisnull(res, last, COL_STEP) ? "null" : PQgetvalue(res, last, COL_STEP));
-    textbuf_puts(b, head);
-    append_value(b, "first", res, first, true);
-    append_value(b, "last", res, last, true);
-    append_value(b, "min", res, base + (int)band->min, false);
-    append_value(b, "max", res, base + (int)band->max, false);
-    append_superseded(b, res, last, current_attempt);
-    textbuf_puts(b, "}");
-}
-
 /* True when rows a and b belong to the same (name, rank) series. */
 static bool same_series(const PGresult *res, int a, int b)
 {
@@ -214,19 +177,18 @@ static bool same_series(const PGresult *res, int a, int b)
            strcmp(PQgetvalue(res, a, COL_NAME), PQgetvalue(res, b, COL_NAME)) == 0;
 }
 
-/* Downsamples each series of `res` to max_points (points by LTTB, or buckets of a band) and
- * returns the JSON array of what is kept (malloc'd), or NULL on OOM. */
-static char *points_json(const PGresult *res, size_t max_points, bool band, long current_attempt)
+/* Downsamples each series of `res` to max_points points by LTTB and returns the JSON array of
+ * what is kept (malloc'd), or NULL on OOM. */
+static char *points_json(const PGresult *res, size_t max_points, long current_attempt)
 {
     int nrows = PQntuples(res);
     size_t cap = (size_t)nrows + 1;
     double *x = malloc(cap * sizeof(double));
     double *y = malloc(cap * sizeof(double));
     size_t *idx = malloc(cap * sizeof(size_t));
-    struct srv_band *bands = band ? malloc(cap * sizeof(*bands)) : NULL;
     struct textbuf b;
     textbuf_init(&b, 4096);
-    if (x == NULL || y == NULL || idx == NULL || b.text == NULL || (band && bands == NULL))
+    if (x == NULL || y == NULL || idx == NULL || b.text == NULL)
         goto fail;
     for (int i = 0; i < nrows; i++) {
         x[i] = (double)strtoll(PQgetvalue(res, i, COL_TIME_US), NULL, 10) / 1e6;
@@ -242,17 +204,13 @@ static char *points_json(const PGresult *res, size_t max_points, bool band, long
         json_decref(name);
         if (name_json == NULL)
             goto fail;
-        size_t n = band ? srv_downsample_band(y + start, (size_t)(end - start), max_points, bands)
-                        : srv_downsample_lttb(x + start, y + start, (size_t)(end - start),
-                                              max_points, idx);
+        size_t n =
+            srv_downsample_lttb(x + start, y + start, (size_t)(end - start), max_points, idx);
         for (size_t k = 0; k < n; k++) {
             if (!first)
                 textbuf_puts(&b, ",");
             first = false;
-            if (band)
-                append_band(&b, res, start, &bands[k], name_json, current_attempt);
-            else
-                append_point(&b, res, start + (int)idx[k], name_json, current_attempt);
+            append_point(&b, res, start + (int)idx[k], name_json, current_attempt);
         }
         free(name_json);
     }
@@ -260,15 +218,117 @@ static char *points_json(const PGresult *res, size_t max_points, bool band, long
     free(x);
     free(y);
     free(idx);
-    free(bands);
     return b.text;
 fail:
     free(x);
     free(y);
     free(idx);
-    free(bands);
     free(b.text);
     return NULL;
+}
+
+/* The rows of the series query, shared by both modes: each (name, rank) of the job's reports
+ * that carry that name, looked up by the names the job reported (report_names, migration 0045)
+ * rather than by expanding every report (jsonb_each was most of a chart's read). $1 job, $2
+ * names (comma separated) or NULL, $3 rank, $4 attempt, $6..$9 the step and time ranges. */
+#define SERIES_ROWS                                                                                \
+    "SELECT n.name, r.rank, r.attempt, r.seq, r.step, r.reported_at, r.metrics -> n.name AS jv "   \
+    "  FROM report_names n JOIN reports r ON r.job_id = n.job_id AND r.metrics ? n.name "          \
+    " WHERE n.job_id = $1::bigint AND r.job_id = $1::bigint "                                      \
+    "   AND ($2::text IS NULL OR n.name = ANY (string_to_array($2::text, ','))) "                  \
+    "   AND ($3::int IS NULL OR r.rank = $3::int) "                                                \
+    "   AND ($4::int IS NULL OR r.attempt = $4::int) "                                             \
+    "   AND ($6::bigint IS NULL OR r.step >= $6::bigint) "                                         \
+    "   AND ($7::bigint IS NULL OR r.step <= $7::bigint) "                                         \
+    "   AND ($8::bigint IS NULL OR r.reported_at >= "                                              \
+    "        'epoch'::timestamptz + $8::bigint * interval '1 microsecond') "                       \
+    "   AND ($9::bigint IS NULL OR r.reported_at <= "                                              \
+    "        'epoch'::timestamptz + $9::bigint * interval '1 microsecond') "
+
+/* A value's JSON text as put_value writes it: the number (null when not finite), or the JSON
+ * text of a value that is not a number. */
+#define BAND_TEXT                                                                                  \
+    "CASE WHEN jsonb_typeof(jv) <> 'number' THEN jv::text "                                        \
+    "     WHEN v IN ('NaN', 'Infinity', '-Infinity') THEN 'null' ELSE v::text END"
+
+/* Band columns: one row per bucket, ordered by name, rank, bucket. */
+enum {
+    BCOL_NAME,
+    BCOL_RANK,
+    BCOL_ATTEMPT,
+    BCOL_COUNT,
+    BCOL_START_US,
+    BCOL_END_US,
+    BCOL_STEP_FIRST,
+    BCOL_STEP_LAST,
+    BCOL_FIRST,
+    BCOL_LAST,
+    BCOL_MIN,
+    BCOL_MAX,
+    BCOL_TOTAL
+};
+
+/* Appends column col of row i: its text, or null when NULL. */
+static void put_col(struct textbuf *b, const PGresult *res, int i, int col)
+{
+    textbuf_puts(b, PQgetisnull(res, i, col) ? "null" : PQgetvalue(res, i, col));
+}
+
+/* The JSON array of the buckets the band query made (malloc'd): {"name","rank","attempt" (of its
+ * last point),"count","start","end" (times of its first and last points),"step_first",
+ * "step_last","first","last","min","max"[,"superseded"]}, or NULL on OOM. *rows: the points they
+ * hold together. */
+static char *bands_json(const PGresult *res, long current_attempt, int64_t *rows)
+{
+    struct textbuf b;
+    textbuf_init(&b, 4096);
+    if (b.text == NULL)
+        return NULL;
+    textbuf_puts(&b, "[");
+    char *name_json = NULL;
+    *rows = 0;
+    for (int i = 0; i < PQntuples(res); i++) {
+        if (i == 0 || strcmp(PQgetvalue(res, i, BCOL_NAME), PQgetvalue(res, i - 1, BCOL_NAME))) {
+            free(name_json);
+            json_t *name = json_string(PQgetvalue(res, i, BCOL_NAME));
+            name_json = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
+            json_decref(name);
+            if (name_json == NULL) {
+                free(b.text);
+                return NULL;
+            }
+        }
+        char head[240], start[48], end[48];
+        format_time(strtoll(PQgetvalue(res, i, BCOL_START_US), NULL, 10), start, sizeof(start));
+        format_time(strtoll(PQgetvalue(res, i, BCOL_END_US), NULL, 10), end, sizeof(end));
+        long attempt = strtol(PQgetvalue(res, i, BCOL_ATTEMPT), NULL, 10);
+        *rows += strtoll(PQgetvalue(res, i, BCOL_COUNT), NULL, 10);
+        textbuf_puts(&b, i ? ",{\"name\":" : "{\"name\":");
+        textbuf_puts(&b, name_json);
+        snprintf(head, sizeof(head),
+                 ",\"rank\":%s,\"attempt\":%ld,\"count\":%s,\"start\":\"%s\",\"end\":\"%s\","
+                 "\"step_first\":",
+                 PQgetvalue(res, i, BCOL_RANK), attempt, PQgetvalue(res, i, BCOL_COUNT), start,
+                 end);
+        textbuf_puts(&b, head);
+        put_col(&b, res, i, BCOL_STEP_FIRST);
+        textbuf_puts(&b, ",\"step_last\":");
+        put_col(&b, res, i, BCOL_STEP_LAST);
+        textbuf_puts(&b, ",\"first\":");
+        put_col(&b, res, i, BCOL_FIRST);
+        textbuf_puts(&b, ",\"last\":");
+        put_col(&b, res, i, BCOL_LAST);
+        textbuf_puts(&b, ",\"min\":");
+        put_col(&b, res, i, BCOL_MIN);
+        textbuf_puts(&b, ",\"max\":");
+        put_col(&b, res, i, BCOL_MAX);
+        if (attempt < current_attempt)
+            textbuf_puts(&b, ",\"superseded\":true");
+        textbuf_puts(&b, "}");
+    }
+    free(name_json);
+    textbuf_puts(&b, "]");
+    return b.text;
 }
 
 int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metrics_query *q,
@@ -277,37 +337,51 @@ int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metr
     static const struct db_stmt exists = {
         "metrics_job_attempt", "SELECT attempt FROM jobs WHERE id = $1::bigint", 1, true};
     /* Raw rows, each series' points together, oldest first; the time as integer microseconds
-     * (exact, and cheaper than formatting every row in SQL when most are downsampled away).
-     * A report holds all of its numbers (reports.metrics, migration 0022): with name= only
-     * those keys are looked up in each report of the job (reports_series_idx with rank=). */
+     * (exact, and cheaper than formatting every row in SQL when most are downsampled away). */
     static const struct db_stmt series = {
         "metrics_series",
-        "SELECT e.name, r.rank, r.attempt, r.step, ty_metric_value(e.value), "
-        "       (extract(epoch FROM r.reported_at) * 1000000)::bigint, "
-        "       CASE WHEN jsonb_typeof(e.value) <> 'number' THEN e.value::text END "
-        "  FROM reports r "
-        "  CROSS JOIN LATERAL ( "
-        "        SELECT key AS name, value FROM jsonb_each(r.metrics) WHERE $2::text IS NULL "
-        "        UNION ALL "
-        "        SELECT n, r.metrics -> n FROM unnest(string_to_array($2::text, ',')) n "
-        "         WHERE r.metrics ? n) e "
-        " WHERE r.job_id = $1::bigint "
-        "   AND ($3::int IS NULL OR r.rank = $3::int) "
-        "   AND ($4::int IS NULL OR r.attempt = $4::int) "
-        "   AND ($6::bigint IS NULL OR r.step >= $6::bigint) "
-        "   AND ($7::bigint IS NULL OR r.step <= $7::bigint) "
-        "   AND ($8::bigint IS NULL OR r.reported_at >= "
-        "        'epoch'::timestamptz + $8::bigint * interval '1 microsecond') "
-        "   AND ($9::bigint IS NULL OR r.reported_at <= "
-        "        'epoch'::timestamptz + $9::bigint * interval '1 microsecond') "
-        " ORDER BY e.name, r.rank, r.reported_at, r.attempt, r.seq"
+        "SELECT name, rank, attempt, step, ty_metric_value(jv), "
+        "       (extract(epoch FROM reported_at) * 1000000)::bigint, "
+        "       CASE WHEN jsonb_typeof(jv) <> 'number' THEN jv::text END "
+        "  FROM (" SERIES_ROWS ") e "
+        " ORDER BY name, rank, reported_at, attempt, seq"
         " LIMIT $5::bigint",
+        9, true};
+    /* A band is cut in PostgreSQL: only its buckets travel (a million points are 600 rows per
+     * series, not a million). Bucket k of a series of `total` points (nb = least(total, $5)
+     * buckets) holds its points i (0-based, oldest first) with floor(k * total / nb) <= i <
+     * floor((k + 1) * total / nb), consecutive, of (almost) equal count; min and max ignore values
+     * that are not finite. */
+    static const struct db_stmt band = {
+        "metrics_band",
+        "WITH n AS ("
+        "  SELECT e.*, ty_metric_value(jv) AS v,"
+        "         row_number() OVER (PARTITION BY name, rank"
+        "                            ORDER BY reported_at, attempt, seq) - 1 AS i,"
+        "         count(*) OVER (PARTITION BY name, rank) AS total"
+        "    FROM (" SERIES_ROWS ") e"
+        "), b AS ("
+        "  SELECT n.*, ((i + 1) * least(total, $5::bigint) - 1) / total AS k,"
+        "         least(total, $5::bigint) AS nb FROM n"
+        "), f AS ("
+        "  SELECT b.*, i = k * total / nb AS is_first, i = (k + 1) * total / nb - 1 AS is_last"
+        "    FROM b"
+        ") "
+        "SELECT name, rank, max(attempt) FILTER (WHERE is_last), count(*),"
+        "       min((extract(epoch FROM reported_at) * 1000000)::bigint) FILTER (WHERE is_first),"
+        "       max((extract(epoch FROM reported_at) * 1000000)::bigint) FILTER (WHERE is_last),"
+        "       min(step) FILTER (WHERE is_first), max(step) FILTER (WHERE is_last),"
+        "       min(" BAND_TEXT ") FILTER (WHERE is_first),"
+        "       min(" BAND_TEXT ") FILTER (WHERE is_last),"
+        "       min(v) FILTER (WHERE v NOT IN ('NaN', 'Infinity', '-Infinity')),"
+        "       max(v) FILTER (WHERE v NOT IN ('NaN', 'Infinity', '-Infinity'))"
+        "  FROM f GROUP BY name, rank, k ORDER BY name, rank, k",
         9, true};
     *json_out = NULL;
     char j[32], rank[32], attempt[32], limit[32], step_min[32], step_max[32], time_min[32],
         time_max[32];
     STORE_NUM(j, job);
-    STORE_NUM(limit, q->max_rows + 1);
+    STORE_NUM(limit, q->band ? (int64_t)q->max_points : q->max_rows + 1);
     STORE_NUM(rank, q->rank);
     STORE_NUM(attempt, q->attempt);
     STORE_NUM(step_min, q->step_min);
@@ -325,15 +399,27 @@ int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metr
                         q->names,
                         q->rank >= 0 ? rank : NULL,
                         q->attempt > 0 ? attempt : NULL,
-                        q->max_rows > 0 ? limit : NULL,
+                        q->band || q->max_rows > 0 ? limit : NULL,
                         q->step_range ? step_min : NULL,
                         q->step_range ? step_max : NULL,
                         q->time_range && q->time_min_us != INT64_MIN ? time_min : NULL,
                         q->time_range && q->time_max_us != INT64_MAX ? time_max : NULL};
     PGresult *res = NULL;
-    qs = db_exec(c, &series, p2, &res);
+    qs = db_exec(c, q->band ? &band : &series, p2, &res);
     if (qs < 0)
         return qs;
+    if (q->band) {
+        int64_t rows = 0;
+        *json_out = bands_json(res, current_attempt, &rows); /* PQntuples(NULL) is 0 */
+        PQclear(res);
+        if (*json_out && q->max_rows > 0 && rows > q->max_rows) {
+            free(*json_out);
+            if (q->too_many)
+                *q->too_many = true;
+            *json_out = strdup("[]");
+        }
+        return *json_out ? DB_ONE_RESULT : DB_HARD_ERROR;
+    }
     if (q->max_rows > 0 && res != NULL && PQntuples(res) > q->max_rows) {
         PQclear(res);
         if (q->too_many)
@@ -341,8 +427,7 @@ int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metr
         *json_out = strdup("[]");
         return *json_out ? DB_ONE_RESULT : DB_HARD_ERROR;
     }
-    *json_out =
-        points_json(res, q->max_points, q->band, current_attempt); /* PQntuples(NULL) is 0 */
+    *json_out = points_json(res, q->max_points, current_attempt);
     PQclear(res);
     return *json_out ? DB_ONE_RESULT : DB_HARD_ERROR;
 }

@@ -155,6 +155,13 @@ const scenarios = {
     await shot('job-logs-search');
     await page.locator('#log-search').fill('rank 0 step 3 ');
     const matchInfo = (await page.locator('.log-info').textContent()).trim();
+    // System: each rank's CPU % and memory from the usage samples (or, on a host where the agent
+    // gets no cgroups, the empty state that says why).
+    await page.locator('#tab-system').click();
+    await page.locator('#usage-memory, #panel-system .empty').first().waitFor({ timeout: LONG });
+    const system = (await page.locator('#usage-memory').count())
+      ? { ranks: await page.locator('#usage-memory .u-legend .u-series').count() - 1 } : { empty: true };
+    await shot('job-system');
     for (const t of ['workers', 'timeline', 'checkpoints', 'spec']) {
       await page.locator(`#tab-${t}`).click();
       await page.locator(`#panel-${t} table, #panel-${t} .empty, #panel-${t} pre, #panel-${t} ol`).first().waitFor({ timeout: LONG });
@@ -179,7 +186,7 @@ const scenarios = {
     await page.locator('#tab-timeline').click();
     await page.locator('#panel-timeline .timeline .badge', { hasText: 'STOPPED' }).waitFor({ timeout: LONG });
     await shot('job-stopped');
-    return { job, points, logLines, errorFound: /ERROR/.test(current), matchInfo, zoomKept, tags };
+    return { job, points, logLines, errorFound: /ERROR/.test(current), matchInfo, zoomKept, tags, system };
   },
 
   // A job that failed once and restarted: attempt and checkpoint markers on the chart (step and

@@ -122,6 +122,12 @@ def test_submitted_job_runs_charts_points_streams_logs_and_stops(cluster):
     got = cluster["server"].request("GET", f"/api/v1/jobs/{job}").json
     assert got["tags"] == ["browser", "exp-b"] and got["notes"] == "edited in the browser", got
 
+    # The System tab charts both ranks' CPU and memory where the agent samples cgroups.
+    if "NO CGROUPS" in cluster["agent"].log_text():
+        assert r["system"] == {"empty": True}, r
+    else:
+        assert r["system"] == {"ranks": 2}, r
+
 
 # Reports a few points and a checkpoint, then fails (exit 1) in attempt 1; attempt 2 resumes from
 # the checkpoint's step (steps 4..9: it overlaps attempt 1's 4..6) and succeeds. TRAINYARD_ATTEMPT

@@ -5,9 +5,3 @@ ty_add_unit_tests(test_downsample
   LIBS m)
 target_include_directories(test_downsample PRIVATE ${CMAKE_SOURCE_DIR}/server ${CMAKE_SOURCE_DIR}/server/control
   ${CMAKE_SOURCE_DIR}/server/store)
-# Min/max band downsampling (server/store/downsample_band.c), pure like LTTB beside it.
-ty_add_unit_tests(test_downsample_band
-  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_downsample_band.c
-          ${CMAKE_SOURCE_DIR}/server/store/downsample_band.c
-  LIBS m)
-target_include_directories(test_downsample_band PRIVATE ${CMAKE_SOURCE_DIR}/server/store)

@@ -2,7 +2,9 @@
 -- cpu_usec, memory_bytes, memory_peak_bytes, final}. Rows of workers that are not placed on that
 -- node in that attempt are ignored (a node speaks only for its own workers); so is a second row
 -- for the same worker, and any sample after a worker's final one. CPU time and the peak never go
--- down. One statement per message. Returns the rows stored.
+-- down. Each stored row is also kept in worker_usage_samples (migration 0045) when its worker's
+-- last kept sample is 10 s old or more, or it is the final one: the series the dashboard draws.
+-- One statement per message. Returns the rows stored.
 CREATE OR REPLACE FUNCTION ty_usage_ingest(p_node text, p_rows jsonb) RETURNS integer
 LANGUAGE sql AS $$
     WITH inp AS (
@@ -25,7 +27,17 @@ LANGUAGE sql AS $$
                memory_peak_bytes = greatest(u.memory_peak_bytes, EXCLUDED.memory_peak_bytes),
                final = EXCLUDED.final, sampled_at = EXCLUDED.sampled_at
          WHERE NOT u.final
-        RETURNING 1
+        RETURNING u.job_id, u.attempt, u.rank, u.cpu_usec, u.memory_bytes, u.final
+    ), kept AS (
+        INSERT INTO worker_usage_samples (job_id, attempt, rank, sampled_at, node_id, cpu_usec,
+                                          memory_bytes)
+        SELECT up.job_id, up.attempt, up.rank, now(), p_node, up.cpu_usec, up.memory_bytes
+          FROM up
+         WHERE up.final OR NOT EXISTS (
+               SELECT 1 FROM worker_usage_samples s
+                WHERE s.job_id = up.job_id AND s.attempt = up.attempt AND s.rank = up.rank
+                  AND s.sampled_at > now() - interval '10 seconds')
+        ON CONFLICT DO NOTHING
     )
     SELECT count(*)::integer FROM up
 $$;

@@ -6,9 +6,10 @@ import { api, can, session } from '../api.js';
 import { stream } from '../stream.js';
 import { MetricCharts } from '../chart.js';
 import { LogViewer } from '../logs.js';
+import { renderJobUsage, dropUsage, USAGE_REFRESH_MS } from '../usage.js';
 import { h, clear, fmt, badge, workerBadge, loading, errorBox, empty, table, confirmDialog, toast } from '../ui.js';
 
-const TABS = ['metrics', 'logs', 'workers', 'timeline', 'checkpoints', 'spec'];
+const TABS = ['metrics', 'system', 'logs', 'workers', 'timeline', 'checkpoints', 'spec'];
 
 // Where an attempt's startup went (GET /jobs/{id}/attempts `startup`): one segment per phase,
 // widths in proportion, the seconds on hover and in the text after it.
@@ -70,6 +71,7 @@ export function render(main, { id, params }) {
     }
     history.replaceState(null, '', `#/jobs/${id}${t === 'metrics' ? '' : `?tab=${t}`}`);
     if (t === 'metrics') charts.resize();
+    if (t === 'system') loadSystem();
   }
   function tabKeys(ev) {
     const i = TABS.indexOf(current);
@@ -278,6 +280,12 @@ export function render(main, { id, params }) {
     timers[name] = setTimeout(fn, ms);
   }
 
+  // The System tab: each rank's CPU and memory (usage.js), re-read every 10 s while it is shown.
+  function loadSystem() {
+    if (!alive || current !== 'system') return;
+    renderJobUsage(panels.system, id).then(() => soon('system', loadSystem, USAGE_REFRESH_MS));
+  }
+
   function onEvent(m) {
     const d = m.data || {};
     if (m.kind === 'report') charts.addReport(d);
@@ -324,5 +332,6 @@ export function render(main, { id, params }) {
     Object.values(timers).forEach(clearTimeout);
     unsub();
     charts.destroy();
+    dropUsage(panels.system);
   };
 }

@@ -5,6 +5,7 @@ import { JOB_STATUSES, TERMINAL_JOB_STATUSES, JOB_PENDING, LIVE_WORKER_STATUSES 
 import { api, can } from '../api.js';
 import { stream } from '../stream.js';
 import { h, clear, fmt, badge, loading, errorBox, empty, confirmDialog, toast } from '../ui.js';
+import { renderNodeUsage, dropUsage, USAGE_REFRESH_MS } from '../usage.js';
 
 // The statuses of a job whose current attempt may have live workers: placed, not yet finished.
 const PLACED_JOB_STATUSES = JOB_STATUSES.filter((s) => s !== JOB_PENDING && !TERMINAL_JOB_STATUSES.includes(s));
@@ -39,7 +40,9 @@ export function render(main) {
         }
       }));
       if (!alive) return;
+      usageBoxes.forEach(dropUsage);
       clear(body, nodes.map((n) => nodeCard(n, byNode.get(n.id) || [])));
+      drawUsage();
     } catch (e) {
       if (alive) clear(body, errorBox(e, load));
     }
@@ -88,6 +91,7 @@ export function render(main) {
         n.disk ? [h('dt', {}, 'Disk free'), h('dd', { class: n.disk.pressure ? 'disk-pressure' : '', title: n.disk.path },
           `${fmt.bytes(n.disk.free_mb * 1048576)} of ${fmt.bytes(n.disk.total_mb * 1048576)}`, n.disk.pressure ? ' ' : null, n.disk.pressure ? badge('DISK PRESSURE', 'warn') : null)] : null),
       gpuTable(n.gpus || []),
+      usageBox(n.id),
       workers.length ? h('ul', { class: 'node-workers' }, workers.map(({ job, w }) => h('li', {}, h('a', { href: `#/jobs/${job.id}` }, `#${job.id} ${job.name || ''}`), ` rank ${w.rank} · pid ${w.pid ?? '—'} · ${w.status}`))) : h('p', { class: 'meta' }, 'No workers running.'));
   }
 
@@ -114,6 +118,22 @@ export function render(main) {
         h('td', {}, g.power_mw === null || g.power_mw === undefined ? '—' : `${Math.round(g.power_mw / 1000)} W`)))));
   }
 
+  // Each card's chart of its workers' CPU and memory (usage.js), re-read every 10 s.
+  let usageBoxes = [];
+  let usageTimer = null;
+  function usageBox(id) {
+    const box = h('div', { class: 'node-usage-box', dataset: { node: id } });
+    usageBoxes.push(box);
+    return box;
+  }
+  function drawUsage() {
+    clearTimeout(usageTimer);
+    usageBoxes = usageBoxes.filter((b) => b.isConnected);
+    Promise.all(usageBoxes.map((b) => renderNodeUsage(b, b.dataset.node))).then(() => {
+      if (alive) usageTimer = setTimeout(drawUsage, USAGE_REFRESH_MS);
+    });
+  }
+
   function soon() {
     clearTimeout(timer);
     timer = setTimeout(load, 300);
@@ -123,6 +143,8 @@ export function render(main) {
   return () => {
     alive = false;
     clearTimeout(timer);
+    clearTimeout(usageTimer);
+    usageBoxes.forEach(dropUsage);
     unsub();
   };
 }

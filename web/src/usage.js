@@ -1,0 +1,98 @@
+// Resource-use charts (uPlot) from GET /jobs/{id}/usage and /nodes/{id}/usage: the samples the
+// agents take of each worker's cgroup, about one per worker every 10 s. A job gets a CPU % chart
+// and a memory chart with one line per rank (its current attempt); a node one small chart of its
+// workers together. Re-read every 10 s while shown (the samples are 10 s apart).
+import uPlot from 'uplot';
+import { api } from './api.js';
+import { h, clear, fmt, errorBox, empty } from './ui.js';
+import { COLORS } from './chart.js';
+
+export const USAGE_REFRESH_MS = 10000;
+const AXES = [{ stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.15)' } }, { stroke: 'currentColor', size: 70, grid: { stroke: 'rgba(128,128,128,0.15)' } }];
+
+function plot(fig, title, ranks, xs, ys, value, height) {
+  const width = Math.max(280, fig.parentElement ? fig.parentElement.clientWidth - 24 : 600);
+  clear(fig, h('figcaption', {}, title));
+  return new uPlot({
+    width, height, legend: { show: true }, scales: { x: { time: true } }, axes: AXES,
+    series: [{ label: 'time' }, ...ranks.map((r, i) => ({ label: typeof r === 'number' ? `rank ${r}` : r, stroke: COLORS[i % COLORS.length], width: i === 0 ? 2 : 1, spanGaps: true, points: { show: false }, value: (u, v) => (v == null ? '—' : value(v)) }))],
+  }, [xs, ...ys], fig);
+}
+
+// uPlot keeps window listeners until destroyed: each redraw of a box destroys its old plots.
+const plots = new WeakMap();
+function reset(box, ...children) {
+  for (const u of plots.get(box) || []) u.destroy();
+  plots.set(box, []);
+  clear(box, ...children);
+}
+function keep(box, u) {
+  plots.get(box).push(u);
+}
+
+// Aligns per-series samples on one x array (uPlot's format): null where a series has no sample.
+function align(series) {
+  const xs = [...new Set(series.flatMap((s) => s.map((p) => p.t)))].sort((a, b) => a - b);
+  const at = new Map(xs.map((x, i) => [x, i]));
+  return [xs, (key) => series.map((s) => {
+    const ys = new Array(xs.length).fill(null);
+    for (const p of s) ys[at.get(p.t)] = p[key];
+    return ys;
+  })];
+}
+
+// The system charts of job `job` in `box`: per rank of its latest attempt, CPU % and memory.
+export async function renderJobUsage(box, job) {
+  let r;
+  try {
+    r = await api('GET', `/jobs/${job}/usage`);
+  } catch (e) {
+    reset(box, errorBox(e, () => renderJobUsage(box, job)));
+    return;
+  }
+  const rows = r.usage || [];
+  if (!rows.length) {
+    reset(box, empty('No resource samples yet: the agent samples workers that run in a cgroup of their own, about every 10 s.'));
+    return;
+  }
+  const attempt = Math.max(...rows.map((u) => u.attempt));
+  const byRank = new Map();
+  for (const u of rows) {
+    if (u.attempt !== attempt) continue;
+    if (!byRank.has(u.rank)) byRank.set(u.rank, []);
+    byRank.get(u.rank).push({ t: Date.parse(u.time) / 1000, cpu: u.cpu_percent, mem: u.memory_bytes / 1048576 });
+  }
+  const ranks = [...byRank.keys()].sort((a, b) => a - b);
+  const [xs, ys] = align(ranks.map((k) => byRank.get(k)));
+  const cpu = h('figure', { class: 'chart usage-chart', id: 'usage-cpu', dataset: { points: String(xs.length) } });
+  const mem = h('figure', { class: 'chart usage-chart', id: 'usage-memory', dataset: { points: String(xs.length) } });
+  reset(box, h('p', { class: 'meta' }, `attempt ${attempt}: CPU in % of one CPU, memory its cgroup holds (page cache included)`), cpu, mem);
+  keep(box, plot(cpu, 'CPU %', ranks, xs, ys('cpu'), (v) => `${v.toFixed(1)} %`, 200));
+  keep(box, plot(mem, 'Memory (MiB)', ranks, xs, ys('mem'), (v) => fmt.bytes(v * 1048576), 200));
+}
+
+// Destroys the plots drawn in box (the page is leaving).
+export function dropUsage(box) {
+  for (const u of plots.get(box) || []) u.destroy();
+  plots.delete(box);
+}
+
+// A node card's chart: the node's workers together over the last hour.
+export async function renderNodeUsage(box, node) {
+  let r;
+  try {
+    r = await api('GET', `/nodes/${encodeURIComponent(node)}/usage`);
+  } catch (e) {
+    reset(box, errorBox(e, () => renderNodeUsage(box, node)));
+    return;
+  }
+  const rows = r.usage || [];
+  if (!rows.length) {
+    reset(box, h('p', { class: 'meta' }, 'No worker resource samples in the last hour.'));
+    return;
+  }
+  const pts = rows.map((u) => ({ t: Date.parse(u.time) / 1000, cpu: u.cpu_percent, mem: u.memory_bytes / 1048576 }));
+  const fig = h('figure', { class: 'chart usage-chart node-usage', dataset: { points: String(pts.length), node } });
+  reset(box, fig);
+  keep(box, plot(fig, 'Workers\' CPU % and memory (MiB), last hour', ['CPU %', 'memory MiB'], pts.map((p) => p.t), [pts.map((p) => p.cpu), pts.map((p) => p.mem)], (v) => v.toFixed(1), 140));
+}
