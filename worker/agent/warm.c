@@ -201,6 +201,17 @@ bool agent__warm_uses_uid(const struct agent *a, uid_t uid)
     return false;
 }
 
+/* <dir>/<n>.log, malloc'd, or NULL. */
+static char *log_name(const char *dir, int64_t n)
+{
+    char path[PATH_MAX];
+    if ((size_t)snprintf(path, sizeof(path), "%s/%lld.log", dir, (long long)n) >= sizeof(path)) {
+        errno = ENAMETOOLONG;
+        return NULL;
+    }
+    return strdup(path);
+}
+
 /* Starts one interpreter importing fw into the pool. 0, or -1 (logged). */
 static int fill_one(struct agent *a, const char *fw, const char *exe)
 {
@@ -234,8 +245,7 @@ static int fill_one(struct agent *a, const char *fw, const char *exe)
     if (agent__cgroup_create(a, w, 0, 0) != 0)
         goto fail_errno;
     what = "its log file";
-    if ((mkdir(dir, 0700) != 0 && errno != EEXIST) ||
-        asprintf(&e->log_path, "%s/%lld.log", dir, (long long)w->rank) < 0 ||
+    if ((mkdir(dir, 0700) != 0 && errno != EEXIST) || !(e->log_path = log_name(dir, w->rank)) ||
         (logfd = open(e->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
         goto fail_errno;
     struct aproto_launch l;
