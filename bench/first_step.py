@@ -66,7 +66,7 @@ def by_hand(script):
         env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                    WORLD_SIZE="2", LOCAL_RANK=str(rank))
         procs.append(subprocess.Popen([PY, script], env=env, stdout=subprocess.PIPE, text=True))
-    out = [p.communicate(timeout=120)[0] for p in procs]
+    out = [p.communicate(timeout=600)[0] for p in procs]
     if any(p.returncode != 0 for p in procs):
         raise RuntimeError(f"by hand: exit codes {[p.returncode for p in procs]}")
     return first_step_in(out[0]) - t0
@@ -78,7 +78,7 @@ def by_trainyard(c, script, workdir):
     t0 = time.time()
     job = c.server.submit(spec)["id"]
     log = os.path.join(c.agent.data_dir, "logs", str(job), "1", "rank-0.log")
-    deadline = t0 + 120
+    deadline = t0 + 600
     while time.time() < deadline:
         try:
             with open(log) as f:
@@ -89,8 +89,8 @@ def by_trainyard(c, script, workdir):
             break
         time.sleep(0.002)
     else:
-        raise RuntimeError(f"job {job}: no first step in 120 s")
-    done = c.server.wait_job(job, {"SUCCEEDED", "FAILED"}, timeout=120)
+        raise RuntimeError(f"job {job}: no first step in 600 s")
+    done = c.server.wait_job(job, {"SUCCEEDED", "FAILED"}, timeout=600)
     if done["status"] != "SUCCEEDED":
         raise RuntimeError(f"job {job}: {done['status']}")
     return at - t0
