@@ -79,8 +79,7 @@ int agent__lease_open(struct agent *a)
 /* Per-worker records                                                                           */
 /* ------------------------------------------------------------------------------------------ */
 
-/* <workers>/<job>.<attempt>.<rank><suffix> (malloc'd), or NULL. */
-static char *record_path(const struct agent *a, const char *job_id, int64_t attempt, int64_t rank,
+char *agent__record_path(const struct agent *a, const char *job_id, int64_t attempt, int64_t rank,
                          const char *suffix)
 {
     size_t n = strlen(a->workers_dir) + strlen(job_id) + strlen(suffix) + 64;
@@ -93,7 +92,7 @@ static char *record_path(const struct agent *a, const char *job_id, int64_t atte
 
 int agent__worker_status_open(struct agent *a, const struct agent_worker *w)
 {
-    char *path = record_path(a, w->job_id, w->attempt, w->rank, ".status");
+    char *path = agent__record_path(a, w->job_id, w->attempt, w->rank, ".status");
     if (!path) {
         errno = ENOMEM;
         return -1;
@@ -112,7 +111,7 @@ int agent__worker_status_open(struct agent *a, const struct agent_worker *w)
 int agent__worker_status_read(struct agent *a, const struct agent_worker *w, int *exit_code,
                               int *sig, char *error, size_t errlen)
 {
-    char *path = record_path(a, w->job_id, w->attempt, w->rank, ".status");
+    char *path = agent__record_path(a, w->job_id, w->attempt, w->rank, ".status");
     char *text = path ? util_read_file(path, NULL) : NULL;
     free(path);
     if (!text)
@@ -168,7 +167,7 @@ static int write_atomic(const char *path, const char *text)
 
 int agent__worker_record_write(struct agent *a, const struct agent_worker *w)
 {
-    char *path = record_path(a, w->job_id, w->attempt, w->rank, ".json");
+    char *path = agent__record_path(a, w->job_id, w->attempt, w->rank, ".json");
     char start[32]; /* as text: a JSON integer is signed */
     snprintf(start, sizeof(start), "%llu", w->sup_start);
     long long uid = w->uid == AGENT_NO_UID ? -1 : (long long)w->uid;
@@ -207,7 +206,7 @@ void agent__worker_record_remove(struct agent *a, const struct agent_worker *w)
 {
     static const char *const suffixes[] = {".json", ".status"};
     for (size_t i = 0; i < 2; i++) {
-        char *path = record_path(a, w->job_id, w->attempt, w->rank, suffixes[i]);
+        char *path = agent__record_path(a, w->job_id, w->attempt, w->rank, suffixes[i]);
         if (path && unlink(path) != 0 && errno != ENOENT)
             TY_WARN("proc", "cannot remove %s: %s", path, strerror(errno));
         free(path);

@@ -30,6 +30,8 @@
  *                 loop, in one thread; the launch goes on when they are in the node's cache
  *   code.c        code packages: the node's cache, each attempt's private copy
  *   unpack.c      unpacking a job's archive with libarchive, as the job's uid, within caps
+ *   warm.c        warm starts: interpreters started (framework imported) as the next worker's
+ *                 uid and cgroup, handed a Python worker at launch (docs/decisions.md)
  *   report.c      the unix report socket (<data>/report.sock), adopted into the lws loop
  *   ws.c          the libwebsockets client: connect, reconnect, rx/tx, heartbeats
  *   main.c        start-up, signals, the event loop, shutdown
@@ -88,6 +90,9 @@ struct agent_config {
     char *port_range;
     int64_t stop_grace_s;
     char *python_path;
+    int64_t warm_python;          /* warm interpreters per framework (warm.c); 0: off */
+    char *warm_frameworks;        /* "torch,none": the modules they import, one pool each */
+    char *warm_python_exe;        /* the Python they run */
     int64_t heartbeat_interval_s; /* 0: the server's */
     int64_t orphan_timeout_s;     /* 0: four heartbeat intervals of the server */
     char *log_level;
@@ -407,6 +412,8 @@ struct agent {
     int64_t orphan_timeout_s; /* a supervisor kills its worker after this long without an agent */
     struct agent_cgroups cg;  /* cgroup.c */
     struct agent_uid_hold *uid_holds; /* isolate.c: uids this agent holds on the host */
+    struct agent_warm *warm;          /* warm.c: started interpreters waiting for a worker */
+    int64_t warm_retry_ms;            /* warm.c: no refill before this (a fill failed) */
 
     /* websocket */
     struct lws *wsi;
@@ -589,6 +596,10 @@ void agent__cgroup_fini(struct agent *a);
  * errno (what was created is in w->cg_dirs, removed by agent__cgroup_remove). */
 int agent__cgroup_create(struct agent *a, struct agent_worker *w, int64_t cpu_milli,
                          int64_t memory_mb);
+/* Writes the limits (0: none) and pids.max into w's existing cgroups (a warm interpreter's, at
+ * hand-off). 0, or -1 with errno. */
+int agent__cgroup_limit(struct agent *a, struct agent_worker *w, int64_t cpu_milli,
+                        int64_t memory_mb);
 /* Opens w's cgroup.procs files for writing (fds, w->cg_n of them, numbered 10 or above,
  * close-on-exec): the child writes "0" to each to join. Their count, or -1 with errno. */
 int agent__cgroup_join_fds(const struct agent_worker *w, int *fds);
@@ -730,6 +741,54 @@ void agent__tar_free(struct agent_tar *t);
 
 /* isolate.c: removes a tree without following symbolic links (best effort, missing is fine). */
 void agent__remove_tree(const char *path);
+
+/* warm.c: warm starts (issue 27). A warm interpreter is a worker started ahead of its job
+ * through the cold path's own spawn (supervisor, uid, cgroup, TMPDIR, log and status files), as
+ * the placeholder job AGENT_WARM_JOB, running `python -c STUB FRAMEWORK`: it imports the
+ * framework and then reads its launch (working directory, argv, environment) from its stdin, a
+ * socket pair whose other end only the agent holds. */
+#define AGENT_WARM_JOB "~warm"
+struct agent_warm {
+    struct agent_warm *next;
+    struct agent_worker *w; /* the placeholder: uid, tmp_dir, cgroups, sup_pid, pid, sup_start */
+    char framework[64];     /* the module it imports, or "none" */
+    char *log_path;         /* its log file, renamed to the worker's at hand-off */
+    char **env;             /* the environment it started with */
+    int ctl;                /* the agent's end of its stdin; -1 once handed off or discarded */
+};
+/* From the poll timer: discards dead interpreters and those whose uid went to a job, removes the
+ * cgroups of discarded ones once empty, and starts new ones up to --warm-python per framework. */
+void agent__warm_poll(struct agent *a);
+/* A warm interpreter for worker lw of launch l, taken out of the pool, or NULL when none fits
+ * (the cold path then runs): `program` is the real path of the Python its entrypoint runs and
+ * env the worker's environment without its private part. Under --run-as uids a job without a
+ * uid on this node takes the pool's uid with it. */
+struct agent_warm *agent__warm_take(struct agent *a, const struct aproto_launch *l,
+                                    const char *program, char *const *env);
+/* Hands w's launch (working_dir, argv, env) to e and closes e's stdin: its user code runs from
+ * now on. Renames e's status file to w's. 0, or -1 (e then exits without running anything). */
+int agent__warm_send(struct agent *a, struct agent_warm *e, const struct agent_worker *w,
+                     const char *working_dir, const char *const *argv, char *const *env);
+/* Frees e (after a hand-off or a discard). */
+void agent__warm_free(struct agent_warm *e);
+/* Kills e's processes and keeps it for agent__warm_poll to remove its cgroups and files. */
+void agent__warm_discard(struct agent *a, struct agent_warm *e);
+/* Whether a warm interpreter (or one discarded, not yet gone) runs as uid. */
+bool agent__warm_uses_uid(const struct agent *a, uid_t uid);
+/* Shutdown: kills every warm interpreter and removes what it had. */
+void agent__warm_fini(struct agent *a);
+/* supervise.c: starts program (argv) for the placeholder w under a trainyard-supervisor as the
+ * cold path starts a worker, with stdin on in_fd; waits for its exec. 0, or an errno. */
+int agent__spawn_warm(struct agent *a, struct agent_worker *w, const char *program,
+                      const char *const *argv, char *const *env, int logfd, int in_fd);
+/* isolate.c: the job holding uid on this node ("" pool's or NULL: none) and moving a hold. */
+const char *agent__uid_holder(const struct agent *a, uid_t uid);
+/* The uid job_id holds on this node, or AGENT_NO_UID. */
+uid_t agent__uid_of_job(const struct agent *a, const char *job_id);
+void agent__uid_give(struct agent *a, uid_t uid, const char *job_id);
+/* adopt.c: <workers>/<job>.<attempt>.<rank><suffix> (malloc'd), or NULL. */
+char *agent__record_path(const struct agent *a, const char *job_id, int64_t attempt, int64_t rank,
+                         const char *suffix);
 
 /* prepare.c: downloads a launch needs, off the event loop */
 /* Starts the preparation thread. 0 or -1. */

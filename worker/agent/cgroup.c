@@ -368,9 +368,8 @@ int agent__cgroup_create(struct agent *a, struct agent_worker *w, int64_t cpu_mi
                          int64_t memory_mb)
 {
     w->cg_n = 0;
-    w->memory_mb = memory_mb;
     for (size_t i = 0; i < a->cg.n; i++) {
-        char dir[PATH_MAX], v[64];
+        char dir[PATH_MAX];
         if ((size_t)snprintf(dir, sizeof(dir), "%s/%s.%lld.%lld", a->cg.parent[i], w->job_id,
                              (long long)w->attempt, (long long)w->rank) >= sizeof(dir)) {
             errno = ENAMETOOLONG;
@@ -379,6 +378,17 @@ int agent__cgroup_create(struct agent *a, struct agent_worker *w, int64_t cpu_mi
         if (make_dir(dir) != 0 || !(w->cg_dirs[i] = strdup(dir)))
             return -1;
         w->cg_n = i + 1;
+    }
+    return agent__cgroup_limit(a, w, cpu_milli, memory_mb);
+}
+
+int agent__cgroup_limit(struct agent *a, struct agent_worker *w, int64_t cpu_milli,
+                        int64_t memory_mb)
+{
+    w->memory_mb = memory_mb;
+    for (size_t i = 0; i < w->cg_n; i++) {
+        const char *dir = w->cg_dirs[i];
+        char v[64];
         int ctl = a->cg.ctl[i], rc = 0;
         if ((ctl & CG_MEMORY) && memory_mb > 0) {
             snprintf(v, sizeof(v), "%lld", (long long)memory_mb * 1024 * 1024);

@@ -77,6 +77,17 @@ static const struct option_def options[] = {
      "ports the server may hand out as MASTER_PORT on this node"},
     {"stop-grace-s", "TRAINYARD_AGENT_STOP_GRACE_S", I(stop_grace_s), "10", 0, 86400,
      "seconds between SIGTERM and SIGKILL when stopping workers at agent shutdown"},
+    {"warm-python", "TRAINYARD_AGENT_WARM_PYTHON", I(warm_python), "0", 0, 64,
+     "Python interpreters kept started per --warm-frameworks entry, each with that framework "
+     "imported, as the uid and in the cgroup of the next worker; a Python worker that fits "
+     "(docs/decisions.md) takes one at launch and restart instead of starting cold (0: off)"},
+    {"warm-frameworks", "TRAINYARD_AGENT_WARM_FRAMEWORKS", S(warm_frameworks), "torch", 0, 0,
+     "comma-separated modules the warm interpreters import, one pool each (a job takes one whose "
+     "module is its backend); none: a bare interpreter, which fits any backend"},
+    {"warm-python-exe", "TRAINYARD_AGENT_WARM_PYTHON_EXE", S(warm_python_exe), "/usr/bin/python3",
+     0, 0,
+     "the Python the warm interpreters run; a job takes one only when its entrypoint runs "
+     "this same Python (after links)"},
     {"python-path", "TRAINYARD_AGENT_PYTHON_PATH", S(python_path), AGENT_DEFAULT_PYTHON_PATH, 0, 0,
      "directory holding trainyard.py, put first on every worker's PYTHONPATH"},
     {"heartbeat-interval", "TRAINYARD_AGENT_HEARTBEAT_INTERVAL", I(heartbeat_interval_s), "0", 0,
@@ -214,6 +225,17 @@ static int derive(struct agent_config *cfg)
     if (!cfg->data_dir || !*cfg->data_dir) {
         fprintf(stderr, "trainyard-agent: --data-dir must not be empty\n");
         return -1;
+    }
+    for (const char *f = cfg->warm_frameworks; f && *f;) {
+        size_t n = strcspn(f, ",");
+        if (n == 0 || n >= 64 ||
+            strspn(f, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                      "0123456789_.") < n) {
+            fprintf(stderr, "trainyard-agent: --warm-frameworks: a comma-separated list of Python "
+                            "module names (or none)\n");
+            return -1;
+        }
+        f += n + (f[n] == ',');
     }
     enum log_level lvl;
     if (log_level_from_string(cfg->log_level, &lvl) != 0) {

@@ -349,6 +349,27 @@ int agent__worker_credentials(struct agent *a, struct agent_worker *w)
     return -1;
 }
 
+const char *agent__uid_holder(const struct agent *a, uid_t uid)
+{
+    const struct agent_uid_hold *h = hold_of_uid(a, uid);
+    return h ? h->job_id : NULL;
+}
+
+uid_t agent__uid_of_job(const struct agent *a, const char *job_id)
+{
+    for (const struct agent_uid_hold *h = a->uid_holds; h; h = h->next)
+        if (strcmp(h->job_id, job_id) == 0)
+            return h->uid;
+    return AGENT_NO_UID;
+}
+
+void agent__uid_give(struct agent *a, uid_t uid, const char *job_id)
+{
+    struct agent_uid_hold *h = hold_of_uid(a, uid);
+    if (h)
+        snprintf(h->job_id, sizeof(h->job_id), "%s", job_id);
+}
+
 const char *agent__worker_user(const struct agent *a, const struct agent_worker *w, char *buf,
                                size_t len)
 {
@@ -616,6 +637,8 @@ void agent__remove_owned(const char *dir, uid_t uid)
 /* Whether a worker still needs uid: one runs under it, or one's cgroups are not yet removed. */
 static bool uid_needed(const struct agent *a, uid_t uid)
 {
+    if (agent__warm_uses_uid(a, uid))
+        return true;
     for (const struct agent_worker *w = a->workers; w; w = w->next)
         if (w->uid == uid && (w->status == AGENT_WORKER_RUNNING || w->cg_n > 0))
             return true;

@@ -43,6 +43,7 @@ static void poll_tick(lws_sorted_usec_list_t *sul)
     struct agent *a = pt->a;
     agent__supervise_poll(a);
     agent__prepare_poll(a);
+    agent__warm_poll(a);
     agent__tails_poll(a);
     agent__progress_tick(a);
     agent__usage_tick(a);
@@ -204,6 +205,7 @@ static int agent_setup(struct agent *a)
 static void agent_free(struct agent *a)
 {
     agent__events_free_all(a);
+    agent__warm_fini(a);
     agent__uid_release_all(a);
     agent__workers_free_all(a);
     agent__cgroup_fini(a);

@@ -104,6 +104,7 @@ struct sup_fds {
     int fd[3];
     int cg[AGENT_CG_MAX];
     int n_cg;
+    int in; /* stdin (10 or above; a warm interpreter's socket pair), or -1: /dev/null */
 };
 
 /* The child half of spawn_as: only async-signal-safe calls (the agent may have other threads).
@@ -127,7 +128,7 @@ static int child_exec(const char *program, char *const *argv, const struct aprot
             return errno;
     if (setpgid(0, 0) != 0 || dup2(logfd, STDOUT_FILENO) < 0 || dup2(logfd, STDERR_FILENO) < 0)
         return errno;
-    int nul = open("/dev/null", O_RDONLY);
+    int nul = keep->in >= 0 ? keep->in : open("/dev/null", O_RDONLY);
     if (nul < 0 || (nul != STDIN_FILENO && dup2(nul, STDIN_FILENO) < 0))
         return errno;
     /* errfd and the supervisor's descriptors are 10 or above (spawn_as): move these to 3-5. */
@@ -245,7 +246,9 @@ static int spawn_worker(pid_t *pid, const char *program, char *const *argv,
         rc = posix_spawn_file_actions_adddup2(&fa, logfd, STDOUT_FILENO);
     if (rc == 0)
         rc = posix_spawn_file_actions_adddup2(&fa, logfd, STDERR_FILENO);
-    if (rc == 0)
+    if (rc == 0 && keep->in >= 0)
+        rc = posix_spawn_file_actions_adddup2(&fa, keep->in, STDIN_FILENO);
+    else if (rc == 0)
         rc = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
     if (rc == 0 && l->working_dir)
         rc = posix_spawn_file_actions_addchdir_np(&fa, l->working_dir);
@@ -334,7 +337,7 @@ static void start_failed(struct agent *a, struct agent_worker *w, int logfd, con
  * checkpoint it resumes from) and its environment. Returns the environment (agent_env_free),
  * or NULL after queuing w's worker_exited. */
 static char **worker_env(struct agent *a, struct agent_worker *w, const struct aproto_launch *l,
-                         const struct aproto_launch_worker *lw, int logfd)
+                         const struct aproto_launch_worker *lw, int logfd, struct agent_warm *e)
 {
     unsigned char raw[24];
     if (util_random_bytes(raw, sizeof(raw)) != 0) {
@@ -348,11 +351,27 @@ static char **worker_env(struct agent *a, struct agent_worker *w, const struct a
                      errno);
         return NULL;
     }
-    if (agent__worker_tmp_dir(w) != 0) {
+    if (e) { /* a warm interpreter's TMPDIR and cgroups become w's, with w's limits */
+        if (w->uid != e->w->uid) {
+            start_failed(a, w, logfd, "cannot take", "a warm interpreter (another uid)", EPERM);
+            return NULL;
+        }
+        w->tmp_dir = e->w->tmp_dir;
+        e->w->tmp_dir = NULL;
+        for (size_t i = 0; i < e->w->cg_n; i++) {
+            w->cg_dirs[i] = e->w->cg_dirs[i];
+            e->w->cg_dirs[i] = NULL;
+        }
+        w->cg_n = e->w->cg_n;
+        e->w->cg_n = 0;
+        if (agent__cgroup_limit(a, w, l->cpu_milli, l->memory_mb) != 0) {
+            start_failed(a, w, logfd, "cannot set", "the limits of the worker's cgroup", errno);
+            return NULL;
+        }
+    } else if (agent__worker_tmp_dir(w) != 0) {
         start_failed(a, w, logfd, "cannot create", "the worker's temporary directory", errno);
         return NULL;
-    }
-    if (agent__cgroup_create(a, w, l->cpu_milli, l->memory_mb) != 0) {
+    } else if (agent__cgroup_create(a, w, l->cpu_milli, l->memory_mb) != 0) {
         start_failed(a, w, logfd, "cannot create", "the worker's cgroup", errno);
         return NULL;
     }
@@ -386,7 +405,7 @@ static char **worker_env(struct agent *a, struct agent_worker *w, const struct a
  * supervised_started). Returns 0, or the errno of the failed step (*start_fd is then -1). */
 static int spawn_supervised(struct agent *a, struct agent_worker *w, const char *program,
                             const struct aproto_launch *l, char *const *env, int logfd,
-                            int *start_fd)
+                            int *start_fd, int in_fd)
 {
     size_t argc = 0;
     while (l->argv[argc])
@@ -396,14 +415,15 @@ static int spawn_supervised(struct agent *a, struct agent_worker *w, const char 
              (long long)(a->orphan_timeout_s > 0 ? a->orphan_timeout_s : 60));
     const char **argv = calloc(argc + 4, sizeof(*argv));
     int pfd[2] = {-1, -1};
-    struct sup_fds keep = {{agent__worker_status_open(a, w), a->lease_read_fd, -1}, {-1}, 0};
+    struct sup_fds keep = {{agent__worker_status_open(a, w), a->lease_read_fd, -1}, {-1}, 0, -1};
     int err = 0;
     if (!argv)
         err = ENOMEM;
     else if ((keep.n_cg = agent__cgroup_join_fds(w, keep.cg)) < 0)
         err = errno;
     else if (keep.fd[0] < 0 || pipe2(pfd, O_CLOEXEC) != 0 ||
-             (keep.fd[2] = fcntl(pfd[1], F_DUPFD_CLOEXEC, 10)) < 0)
+             (keep.fd[2] = fcntl(pfd[1], F_DUPFD_CLOEXEC, 10)) < 0 ||
+             (in_fd >= 0 && (keep.in = fcntl(in_fd, F_DUPFD_CLOEXEC, 10)) < 0))
         err = errno;
     pid_t sup = -1;
     if (err == 0) {
@@ -420,6 +440,8 @@ static int spawn_supervised(struct agent *a, struct agent_worker *w, const char 
         close(keep.fd[2]);
     if (keep.fd[0] >= 0)
         close(keep.fd[0]);
+    if (keep.in >= 0)
+        close(keep.in);
     for (int i = 0; i < keep.n_cg; i++)
         close(keep.cg[i]);
     free(argv);
@@ -458,6 +480,52 @@ static int supervised_started(struct agent_worker *w, int start_fd, int *sup_sta
     return n == (ssize_t)sizeof(msg) && msg[0] == 1 && msg[1] > 0 ? msg[1] : -1;
 }
 
+/* A warm interpreter that fits worker lw of launch l (agent__warm_take), or NULL. */
+static struct agent_warm *warm_pick(struct agent *a, const struct aproto_launch *l,
+                                    const struct aproto_launch_worker *lw)
+{
+    if (!a->warm)
+        return NULL;
+    char **env = agent_env_build(environ, l, lw, a->cfg->python_path, a->report_socket,
+                                 a->socket_ifname[0] ? a->socket_ifname : NULL, NULL);
+    char *program = env ? resolve_program(l->argv[0], env, l->working_dir) : NULL;
+    char *real = program ? realpath(program, NULL) : NULL;
+    struct agent_warm *e = real ? agent__warm_take(a, l, real, env) : NULL;
+    free(real);
+    free(program);
+    agent_env_free(env);
+    return e;
+}
+
+/* start_one with warm interpreter e (its log file already moved to log_path): makes w private
+ * exactly as the cold path does (worker_env, given e's TMPDIR and cgroups, which get w's limits),
+ * then hands e the launch. Returns w (started: no start pipe to read), or NULL after queuing its
+ * worker_exited. */
+static struct agent_worker *start_warm(struct agent *a, const struct aproto_launch *l,
+                                       const struct aproto_launch_worker *lw,
+                                       struct agent_worker *w, struct agent_warm *e,
+                                       const char *log_path)
+{
+    int logfd = open(log_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    agent__tail_start(a, l->job_id, l->attempt, lw->rank);
+    char **env = worker_env(a, w, l, lw, logfd, e);
+    if (env) {
+        w->sup_pid = e->w->sup_pid;
+        w->pid = e->w->pid;
+        w->sup_start = e->w->sup_start;
+        e->w->sup_pid = e->w->pid = 0; /* w's now: its supervisor's exit is w's end */
+        if (agent__warm_send(a, e, w, l->working_dir, l->argv, env) == 0)
+            TY_DEBUG("proc", "job %s attempt %lld rank %lld: warm start (%s)", l->job_id,
+                     (long long)l->attempt, (long long)lw->rank, e->framework);
+        /* else the interpreter exits without running anything: reaped as w's end */
+    }
+    agent_env_free(env);
+    agent__warm_discard(a, e); /* what is left of it: the placeholder, nothing running */
+    if (logfd >= 0)
+        close(logfd);
+    return env ? w : NULL;
+}
+
 /* Starts one worker's supervisor. Returns the worker, with *start_fd to pass to
  * supervised_started; NULL when it was already launched or could not start (then its
  * worker_exited is queued). */
@@ -489,6 +557,18 @@ static struct agent_worker *start_one(struct agent *a, const struct aproto_launc
         start_failed(a, w, -1, "cannot create", "the log directory", errno);
         return NULL;
     }
+    struct agent_warm *e = warm_pick(a, l, lw);
+    if (e && rename(e->log_path, log_path) != 0) {
+        TY_WARN("proc", "cannot move %s to %s: %s; starting cold", e->log_path, log_path,
+                strerror(errno));
+        agent__warm_discard(a, e);
+        e = NULL;
+    }
+    if (e) {
+        struct agent_worker *started = start_warm(a, l, lw, w, e, log_path);
+        free(log_path);
+        return started;
+    }
     /* Private: only the agent reads it (the worker writes to the descriptor it inherits). */
     int logfd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (logfd < 0) {
@@ -498,13 +578,13 @@ static struct agent_worker *start_one(struct agent *a, const struct aproto_launc
     }
     free(log_path);
     agent__tail_start(a, l->job_id, l->attempt, lw->rank);
-    char **env = worker_env(a, w, l, lw, logfd);
+    char **env = worker_env(a, w, l, lw, logfd, NULL);
     if (!env) {
         close(logfd);
         return NULL;
     }
     char *program = resolve_program(l->argv[0], env, l->working_dir);
-    int err = program ? spawn_supervised(a, w, program, l, env, logfd, start_fd) : errno;
+    int err = program ? spawn_supervised(a, w, program, l, env, logfd, start_fd, -1) : errno;
     free(program);
     agent_env_free(env);
     if (err != 0) {
@@ -528,7 +608,8 @@ static struct agent_worker *start_finish(struct agent *a, const struct aproto_la
                                          struct agent_worker *w, int start_fd)
 {
     int sup_status = -1;
-    int err = supervised_started(w, start_fd, &sup_status);
+    /* A warm start has no start pipe: its supervisor reported the exec long ago. */
+    int err = start_fd < 0 ? 0 : supervised_started(w, start_fd, &sup_status);
     if (err > 0) {
         /* The supervisor wrote the reason to the log. */
         start_failed(a, w, -1, "cannot execute", l->argv[0], err);
@@ -639,6 +720,8 @@ void agent__launch(struct agent *a, const struct aproto_launch *l, bool may_fetc
             started[i] = start_finish(a, &local, started[i], start_fds[i]);
     if (code || ckpkg)
         agent__code_trim(a);
+    if (a->warm)
+        agent__warm_poll(a); /* what is left of a pool whose uid went with this job goes */
     free(start_fds);
     free(fetched);
     free(code);
@@ -654,4 +737,18 @@ void agent__launch(struct agent *a, const struct aproto_launch *l, bool may_fetc
             NULL);
     }
     free(started);
+}
+
+int agent__spawn_warm(struct agent *a, struct agent_worker *w, const char *program,
+                      const char *const *argv, char *const *env, int logfd, int in_fd)
+{
+    struct aproto_launch l;
+    memset(&l, 0, sizeof(l));
+    l.argv = (const char **)argv;
+    int start_fd = -1, sup_status = -1;
+    int err = spawn_supervised(a, w, program, &l, env, logfd, &start_fd, in_fd);
+    if (err != 0)
+        return err;
+    err = supervised_started(w, start_fd, &sup_status);
+    return err == 0 ? 0 : err > 0 ? err : ECHILD;
 }
