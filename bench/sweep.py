@@ -37,16 +37,18 @@ TRIAL = textwrap.dedent("""
         time.sleep(float(sys.argv[1]))
 """)
 
-# Per trial ASHA stopped at a rung: the stop event's time minus the time the report it decided
-# on was committed (the trial's cursor stays on that report: a stopped trial is read no more).
+# Per trial ASHA stopped at a rung: the stop's first event (STOPPING; STOPPED, with the same
+# message, follows once the worker exited) minus the time the report it decided on was committed
+# (the trial's cursor stays on that report: a stopped trial is read no more).
 DECISIONS = """
 SELECT st.trial_index, st.stopped_by,
-       extract(epoch FROM e.at - r.received_at) * 1000
+       extract(epoch FROM min(e.at) - r.received_at) * 1000
   FROM sweep_trials st
   JOIN job_events e ON e.job_id = st.job_id AND e.message = st.stopped_by
   JOIN reports r ON r.job_id = st.job_id AND r.rank = 0 AND r.attempt = st.seen_attempt
                 AND r.seq = st.seen_seq
  WHERE st.sweep_id = {sid} AND st.stopped_by LIKE 'ASHA rung %'
+ GROUP BY st.trial_index, st.stopped_by, r.received_at
 """
 
 RATES = """

@@ -285,7 +285,8 @@ static void *control_thread(void *arg)
             ctl->dirty = false;
             ctl->last_pass = util_mono_s();
             /* A trial that just ended makes room for the next one in this very pass. */
-            ctl__tune_tick(ctl);
+            if (ctl->sweeps)
+                ctl__tune_tick(ctl);
             ctl__schedule(ctl);
             ctl->last_pass_cost = util_mono_s() - ctl->last_pass;
             srv_histogram_observe(&ctl->srv->telemetry.sched_pass, ctl->last_pass_cost);

@@ -117,6 +117,7 @@ struct control {
     bool woken;    /* guarded by lock: the hub queued events */
     bool dirty;    /* a scheduling pass is due */
     bool tune_due; /* reports were committed since the trial schedulers last read them */
+    bool sweeps;   /* a sweep was RUNNING at the last tick (control_tune.c) */
     double last_pass;
     double last_pass_cost; /* seconds the last scheduling pass took */
     double last_tick;

@@ -158,7 +158,8 @@ static int read_results(struct control *ctl)
 
 void ctl__tune_results(struct control *ctl)
 {
-    read_results(ctl);
+    if (ctl->sweeps)
+        read_results(ctl);
 }
 
 void ctl__tune_tick(struct control *ctl)
@@ -168,4 +169,7 @@ void ctl__tune_tick(struct control *ctl)
     int n = read_results(ctl);
     if (n >= 0 && n < CTL_TUNE_BATCH && store_sweeps_advance(ctl->db) > 0)
         ctl->dirty = true;
+    /* Reports are read as they are committed only while a sweep runs: no query per report
+     * batch on a cluster without sweeps. */
+    ctl->sweeps = store_sweeps_running(ctl->db) > 0;
 }

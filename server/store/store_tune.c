@@ -112,6 +112,18 @@ int store_sweeps_advance(struct db_conn *c)
     return qs < 0 ? qs : (int)n;
 }
 
+int store_sweeps_running(struct db_conn *c)
+{
+    static const struct db_stmt st = {
+        "sweeps_running", "SELECT EXISTS (SELECT 1 FROM sweeps WHERE status = 'RUNNING')::int", 0,
+        false};
+    char *text = NULL;
+    int qs = db_exec_text(c, &st, NULL, &text);
+    int running = qs > 0 && text != NULL && strcmp(text, "1") == 0;
+    free(text);
+    return qs < 0 ? qs : running;
+}
+
 int store_sweep_new_results(struct db_conn *c, int limit, struct store_sweep_result **out)
 {
     static const struct db_stmt st = {

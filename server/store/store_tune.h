@@ -38,6 +38,8 @@ int store_sweep_stop(struct db_conn *c, int64_t id, const char *by, char from[16
 /* The leader's driver: submits trials, finishes sweeps (ty_sweeps_advance). Returns the number
  * of changes or an error. */
 int store_sweeps_advance(struct db_conn *c);
+/* Whether any sweep is RUNNING: 1 or 0, or a negative DB_* code. */
+int store_sweeps_running(struct db_conn *c);
 
 /* A result not yet read by its sweep's trial scheduler (ty_sweep_new_results). */
 struct store_sweep_result {

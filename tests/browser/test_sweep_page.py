@@ -5,8 +5,7 @@ hyperparameter plus the metric; the curves' chart draws every trial and ASHA's r
 import os
 import textwrap
 
-import harness
-from test_dashboard import PY, cluster, run  # noqa: F401 (cluster is the fixture)
+from test_dashboard import PY, cluster, harness, run  # noqa: F401 (cluster is the fixture)
 
 TRIAL = textwrap.dedent("""
     import trainyard

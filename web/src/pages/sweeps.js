@@ -75,7 +75,7 @@ function one(main, id) {
   let timer = null;
   let plot = null;
   let sortKey = 'best_metric';
-  let sortDir = 0; // 0: best first; 1 / -1: ascending / descending
+  let sortDir = null; // 1 / -1: ascending / descending; null: the metric's best first
   const head = h('div', { id: 'sweep-head' }, loading());
   const trialsBox = h('div', { id: 'sweep-trials' });
   const parBox = h('div', { id: 'sweep-parallel' });
@@ -124,14 +124,14 @@ function one(main, id) {
       if (va === vb) return a.index - b.index;
       if (va === null || va === undefined) return 1;
       if (vb === null || vb === undefined) return -1;
-      if (sortDir === 0 && (key === 'best_metric' || key === 'last_metric')) return better(va, vb) ? -1 : 1;
       const c = typeof va === 'number' && typeof vb === 'number' ? va - vb : String(va).localeCompare(String(vb));
-      return (sortDir || 1) * c;
+      return sortDir * c;
     });
     return t;
   }
 
   function showTrials(s) {
+    if (sortDir === null) sortDir = s.mode === 'min' ? 1 : -1;
     const keys = [...new Set(s.trials.flatMap((t) => Object.keys(flatten(t.config, '', {}))))].sort();
     const bestIdx = s.best_trial ? s.best_trial.index : -1;
     const cols = [
@@ -151,7 +151,7 @@ function one(main, id) {
           if (sortKey === key) sortDir = sortDir === 1 ? -1 : 1;
           else {
             sortKey = key;
-            sortDir = key.endsWith('_metric') ? 0 : 1;
+            sortDir = key.endsWith('_metric') && s.mode !== 'min' ? -1 : 1;
           }
           showTrials(sweep);
         } }, title, on ? (sortDir === -1 ? ' ↓' : ' ↑') : ''));
@@ -241,7 +241,7 @@ function one(main, id) {
       api('GET', `/jobs/${t.job_id}/metrics?mode=points&rank=0&max_points=1000&name=${encodeURIComponent(s.metric)}`)));
     if (!alive) return;
     const series = replies.map((r) => {
-      const pts = (r.points || r.metrics || []).filter((p) => !p.superseded && typeof p.value === 'number');
+      const pts = (r.metrics || []).filter((p) => !p.superseded && typeof p.value === 'number');
       return [pts.map((p, i) => (byIter || p.step === null || p.step === undefined ? i + 1 : p.step)), pts.map((p) => p.value)];
     });
     const marks = rungs(s.tune_config);
