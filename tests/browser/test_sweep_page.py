@@ -33,7 +33,7 @@ def test_sweep_page_sorts_trials_plots_hyperparameters_and_curves_with_rungs(clu
     best = sweep["best_trial"]["index"]
     assert best == 1, sweep
     by_metric = sorted(sweep["trials"], key=lambda t: (t["best_metric"], t["index"]))
-    got = run("sweep_page", cluster, cluster["viewer"], extra={"sweep": sid})
+    got = run("sweep_page", cluster, cluster["viewer"], extra={"sweep": sid}, timeout=120)
     assert got["bestFirst"][0] == best and got["bestRow"] == best, got
     assert got["bestFirst"] == [t["index"] for t in reversed(by_metric)], (got, by_metric)
     assert got["ascending"] == [t["index"] for t in by_metric], (got, by_metric)
