@@ -62,11 +62,13 @@ struct store_sweep_state {
     char *metric; /* may be NULL */
     bool mode_max;
     int64_t seed;
-    /* Every result read so far, in order: trial, t, value, and the ASHA rung (NaN: none). */
+    /* Every result read so far, in order: trial, t, value, and the ASHA rung (NaN: none); for
+     * ASHA only those recorded at a rung. */
     size_t n;
     int *trial;
     double *t, *value, *rung;
-    /* Every trial: its latest value (NaN: none), PBT's last perturbation time, its config. */
+    /* PBT only (else ntrials 0, configs empty): every trial's latest value (NaN: none), its
+     * last perturbation time, its config. */
     size_t ntrials;
     double *last_value, *perturbed_t;
     json_t *configs; /* array by trial index */
