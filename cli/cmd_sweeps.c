@@ -15,7 +15,7 @@
 
 #define SWEEP_POLL_MS 500
 
-/* Prints one sweep: a summary line, its best trial, and a table of its trials. */
+/* Prints one sweep: a summary line, its best trial, its events and a table of its trials. */
 static void print_sweep(const json_t *s)
 {
     struct strbuf sb = STRBUF_INIT;
@@ -36,6 +36,13 @@ static void print_sweep(const json_t *s)
     }
     printf("%s\n", sb_str(&sb));
     sb_free(&sb);
+    size_t i;
+    json_t *ev;
+    json_array_foreach(json_object_get(s, "events"), i, ev)
+    {
+        const char *msg = json_string_value(json_object_get(ev, "message"));
+        printf("%s\n", msg ? msg : "");
+    }
     const json_t *trials = json_object_get(s, "trials");
     if (!json_is_array(trials))
         return;
@@ -43,7 +50,6 @@ static void print_sweep(const json_t *s)
                                           "LAST",  "BEST", "CONFIG", "STOPPED BY"};
     struct out_table t;
     table_init(&t, headers, sizeof headers / sizeof headers[0]);
-    size_t i;
     json_t *tr;
     json_array_foreach(trials, i, tr)
     {

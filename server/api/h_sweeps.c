@@ -3,6 +3,7 @@
  * leader's control thread submits (control/control_tune.c). Who may do what follows the jobs:
  * any user submits, a sweep is seen by whoever sees its project, stopped by its owner or an
  * admin. */
+#include "agent_proto.h"
 #include "auth.h"
 #include "control.h"
 #include "db.h"
@@ -238,6 +239,11 @@ static int validate(const json_t *body, struct sweep_in *in, json_t **job_errors
         return refuse(b, "tune_config.mode", "must be min or max");
     if (in->metric && in->mode == NULL)
         return refuse(b, "tune_config.mode", "must be min or max when a metric is set");
+    /* The one unknown metric knowable here: a name no report can carry. The others are a
+     * sweep event once trials report without it (ty_sweep_check_metric). */
+    if (in->metric && strlen(in->metric) > APROTO_MAX_METRIC_NAME)
+        return refuse(b, "tune_config.metric",
+                      "no report can carry it: metric names have at most 256 characters");
     if (strcmp(type, "fifo") != 0 && in->metric == NULL)
         return refuse(b, "tune_config.metric", "a trial scheduler needs the metric it compares");
     const json_t *stop = json_object_get(tc, "stop");

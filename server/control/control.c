@@ -252,6 +252,11 @@ static void *control_thread(void *arg)
         ctl__flush_started(ctl);
         ctl__flush_reports(ctl);
         ctl__flush_logs(ctl);
+        /* A trial's result is decided on as soon as its report is committed, not at the next
+         * tick: ASHA's stop follows the report that completes a rung within milliseconds. */
+        if (ctl->leading && ctl->tune_due)
+            ctl__tune_results(ctl);
+        ctl->tune_due = false;
         if (util_mono_s() - ctl->last_tick >= CTL_TICK_MS / 1000.0) {
             ctl->last_tick = util_mono_s();
             ctl__ha_tick(ctl);
@@ -279,6 +284,9 @@ static void *control_thread(void *arg)
         if ((ctl->dirty && since >= ctl->last_pass_cost) || since > CTL_PASS_INTERVAL_S) {
             ctl->dirty = false;
             ctl->last_pass = util_mono_s();
+            /* A trial that just ended makes room for the next one in this very pass. */
+            if (ctl->sweeps)
+                ctl__tune_tick(ctl);
             ctl__schedule(ctl);
             ctl->last_pass_cost = util_mono_s() - ctl->last_pass;
             srv_histogram_observe(&ctl->srv->telemetry.sched_pass, ctl->last_pass_cost);

@@ -116,6 +116,8 @@ struct control {
     bool stopping; /* guarded by lock */
     bool woken;    /* guarded by lock: the hub queued events */
     bool dirty;    /* a scheduling pass is due */
+    bool tune_due; /* reports were committed since the trial schedulers last read them */
+    bool sweeps;   /* a sweep was RUNNING at the last tick (control_tune.c) */
     double last_pass;
     double last_pass_cost; /* seconds the last scheduling pass took */
     double last_tick;
@@ -156,8 +158,11 @@ struct ctl_node *ctl__node_by_id(struct control *ctl, const char *id);
  * on their nodes (migration 0021), and drops those rows. Control thread. */
 void ctl__send_ckpt_deletes(struct control *ctl);
 
-/* control_tune.c: sweeps on the leader (submits trials, runs the trial schedulers). */
+/* control_tune.c: sweeps on the leader (submits trials, runs the trial schedulers). The tick
+ * reads the new results and then submits the next trials; ctl__tune_results only reads the
+ * results, as soon as reports were committed (a rung's decision follows its report). */
 void ctl__tune_tick(struct control *ctl);
+void ctl__tune_results(struct control *ctl);
 
 /* control_enrol.c */
 #define CTL_CREDENTIAL_MAX 48 /* a minted node credential ("tyn_" + 40 hex) and its NUL */

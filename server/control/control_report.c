@@ -231,6 +231,7 @@ void ctl__flush_reports(struct control *ctl)
         one_by_one(ctl, b);
     }
     send_acks(ctl, b);
+    ctl->tune_due = true;
     for (size_t i = 0; i < b->n; i++) {
         json_decref(b->items[i].r.values);
         json_decref(b->items[i].root);

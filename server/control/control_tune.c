@@ -141,10 +141,10 @@ static void decide(struct control *ctl, const struct store_sweep_result *r)
     store_sweep_state_free(&s);
 }
 
-void ctl__tune_tick(struct control *ctl)
+/* Reads and decides on the new results; returns the size of the last batch read (below
+ * CTL_TUNE_BATCH: every result was read), or -1. */
+static int read_results(struct control *ctl)
 {
-    /* Results first: a sweep whose last trial just finished is finished by the advance only
-     * once that trial's last results were read (ty_sweep_new_results reads RUNNING sweeps). */
     int n = CTL_TUNE_BATCH;
     for (int round = 0; n == CTL_TUNE_BATCH && round < CTL_TUNE_ROUNDS; round++) {
         struct store_sweep_result *rs = NULL;
@@ -153,6 +153,23 @@ void ctl__tune_tick(struct control *ctl)
             decide(ctl, &rs[i]);
         store_sweep_results_free(rs, n);
     }
+    return n;
+}
+
+void ctl__tune_results(struct control *ctl)
+{
+    if (ctl->sweeps)
+        read_results(ctl);
+}
+
+void ctl__tune_tick(struct control *ctl)
+{
+    /* Results first: a sweep whose last trial just finished is finished by the advance only
+     * once that trial's last results were read (ty_sweep_new_results reads RUNNING sweeps). */
+    int n = read_results(ctl);
     if (n >= 0 && n < CTL_TUNE_BATCH && store_sweeps_advance(ctl->db) > 0)
         ctl->dirty = true;
+    /* Reports are read as they are committed only while a sweep runs: no query per report
+     * batch on a cluster without sweeps. */
+    ctl->sweeps = store_sweeps_running(ctl->db) > 0;
 }

@@ -112,6 +112,18 @@ int store_sweeps_advance(struct db_conn *c)
     return qs < 0 ? qs : (int)n;
 }
 
+int store_sweeps_running(struct db_conn *c)
+{
+    static const struct db_stmt st = {
+        "sweeps_running", "SELECT EXISTS (SELECT 1 FROM sweeps WHERE status = 'RUNNING')::int", 0,
+        false};
+    char *text = NULL;
+    int qs = db_exec_text(c, &st, NULL, &text);
+    int running = qs > 0 && text != NULL && strcmp(text, "1") == 0;
+    free(text);
+    return qs < 0 ? qs : running;
+}
+
 int store_sweep_new_results(struct db_conn *c, int limit, struct store_sweep_result **out)
 {
     static const struct db_stmt st = {
@@ -204,15 +216,16 @@ static int read_sweep(struct db_conn *c, const char *ids, struct store_sweep_sta
     return qs;
 }
 
-/* Every result read so far into s. */
-static int read_results(struct db_conn *c, const char *ids, struct store_sweep_state *s)
+/* Every result read so far into s; with `rungs_only`, those recorded at an ASHA rung. */
+static int read_results(struct db_conn *c, const char *ids, bool rungs_only,
+                        struct store_sweep_state *s)
 {
     static const struct db_stmt st = {
         "sweep_state_results",
         "SELECT trial_index, t, value, coalesce(rung, 'NaN') AS rung FROM sweep_results "
-        "WHERE sweep_id = $1 ORDER BY id",
-        1, true};
-    const char *p[] = {ids};
+        "WHERE sweep_id = $1 AND (NOT $2::bool OR rung IS NOT NULL) ORDER BY id",
+        2, true};
+    const char *p[] = {ids, rungs_only ? "t" : "f"};
     PGresult *res = NULL;
     int qs = db_exec(c, &st, p, &res);
     if (qs <= 0)
@@ -279,9 +292,14 @@ int store_sweep_state(struct db_conn *c, int64_t sweep, struct store_sweep_state
     char ids[32];
     STORE_NUM(ids, sweep);
     int qs = read_sweep(c, ids, out);
-    if (qs > 0 && read_results(c, ids, out) < 0)
+    /* Only what the sweep's scheduler decides from: reading every trial's config for each
+     * result made a decision cost O(trials) JSON parses. */
+    const char *type = json_string_value(json_object_get(
+        json_object_get(json_object_get(out->spec, "tune_config"), "scheduler"), "type"));
+    bool asha = type && strcmp(type, "asha") == 0, pbt = type && strcmp(type, "pbt") == 0;
+    if (qs > 0 && read_results(c, ids, asha, out) < 0)
         qs = DB_HARD_ERROR;
-    if (qs > 0 && read_trials(c, ids, out) < 0)
+    if (qs > 0 && (pbt ? read_trials(c, ids, out) < 0 : (out->configs = json_array()) == NULL))
         qs = DB_HARD_ERROR;
     if (qs <= 0)
         store_sweep_state_free(out);

@@ -38,6 +38,8 @@ int store_sweep_stop(struct db_conn *c, int64_t id, const char *by, char from[16
 /* The leader's driver: submits trials, finishes sweeps (ty_sweeps_advance). Returns the number
  * of changes or an error. */
 int store_sweeps_advance(struct db_conn *c);
+/* Whether any sweep is RUNNING: 1 or 0, or a negative DB_* code. */
+int store_sweeps_running(struct db_conn *c);
 
 /* A result not yet read by its sweep's trial scheduler (ty_sweep_new_results). */
 struct store_sweep_result {
@@ -60,11 +62,13 @@ struct store_sweep_state {
     char *metric; /* may be NULL */
     bool mode_max;
     int64_t seed;
-    /* Every result read so far, in order: trial, t, value, and the ASHA rung (NaN: none). */
+    /* Every result read so far, in order: trial, t, value, and the ASHA rung (NaN: none); for
+     * ASHA only those recorded at a rung. */
     size_t n;
     int *trial;
     double *t, *value, *rung;
-    /* Every trial: its latest value (NaN: none), PBT's last perturbation time, its config. */
+    /* PBT only (else ntrials 0, configs empty): every trial's latest value (NaN: none), its
+     * last perturbation time, its config. */
     size_t ntrials;
     double *last_value, *perturbed_t;
     json_t *configs; /* array by trial index */

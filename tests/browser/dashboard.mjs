@@ -395,6 +395,34 @@ const scenarios = {
     };
   },
 
+  // The sweeps list, then sweep ARGS.sweep's page: the trials table (best first, then sorted
+  // by the metric ascending with a click), the parallel-coordinates lines, the curves' chart.
+  async sweep_page() {
+    await signIn();
+    await go('#/sweeps');
+    await page.locator(`#sweeps-list tr[data-id="${ARGS.sweep}"] a`).click();
+    await page.waitForURL(new RegExp(`#/sweeps/${ARGS.sweep}$`), { timeout: LONG });
+    await page.locator('#trials-table tbody tr').first().waitFor({ timeout: LONG });
+    await page.locator('#parallel polyline').first().waitFor({ timeout: LONG });
+    const chart = page.locator('#sweep-chart');
+    await chart.locator('canvas').waitFor({ timeout: LONG });
+    await shot('sweep', { full: true });
+    const order = () => page.locator('#trials-table tbody tr').evaluateAll((trs) => trs.map((tr) => Number(tr.dataset.index)));
+    const bestFirst = await order();
+    const bestRow = await page.locator('#trials-table tbody tr.best').getAttribute('data-index');
+    await page.locator('#trials-table th[data-key="best_metric"] button').click();
+    const ascending = await order();
+    return {
+      bestFirst,
+      ascending,
+      bestRow: Number(bestRow),
+      lines: await page.locator('#parallel polyline').count(),
+      bestLine: Number(await page.locator('#parallel polyline.best').getAttribute('data-trial')),
+      axes: await page.locator('#parallel .axis-name').allTextContents(),
+      chart: await chart.evaluate((f) => ({ ...f.dataset })),
+    };
+  },
+
   async auth_none() {
     await page.goto(URL_ + '/');
     await page.locator('.stats').waitFor({ timeout: LONG });

@@ -11,6 +11,7 @@ import * as job from './pages/job.js';
 import * as nodes from './pages/nodes.js';
 import * as submit from './pages/submit.js';
 import * as compare from './pages/compare.js';
+import * as sweeps from './pages/sweeps.js';
 
 const main = document.getElementById('main');
 let cleanup = null;
@@ -28,6 +29,8 @@ function parseRoute() {
   if (parts[0] === 'nodes') return { page: nodes, params, name: 'nodes' };
   if (parts[0] === 'submit') return { page: submit, params, name: 'submit' };
   if (parts[0] === 'compare') return { page: compare, params, name: 'compare' };
+  if (parts[0] === 'sweeps' && parts[1]) return { page: sweeps, params, id: parts[1], name: 'sweep' };
+  if (parts[0] === 'sweeps') return { page: sweeps, params, name: 'sweeps' };
   return null;
 }
 

@@ -1,7 +1,8 @@
 -- The leader's sweep driver (control thread, every tick): for each RUNNING sweep, submits the
 -- next trials in index order as ordinary jobs (ty_sweep_trial_submit) while fewer than
 -- max_concurrent_trials of its trials are unfinished; a sweep whose trials have all run and
--- finished becomes SUCCEEDED. Returns how many jobs were submitted plus sweeps finished.
+-- finished becomes SUCCEEDED. A sweep whose metric is in no report gets an event saying so
+-- (ty_sweep_check_metric). Returns how many jobs were submitted plus sweeps finished.
 CREATE OR REPLACE FUNCTION ty_sweeps_advance() RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
     s sweeps;
@@ -10,6 +11,7 @@ DECLARE
     changed integer := 0;
 BEGIN
     FOR s IN SELECT * FROM sweeps WHERE status = 'RUNNING' ORDER BY id FOR UPDATE SKIP LOCKED LOOP
+        PERFORM ty_sweep_check_metric(s);
         SELECT count(*) INTO unfinished
           FROM sweep_trials st JOIN jobs jj ON jj.id = st.job_id
           JOIN job_statuses js ON js.name = jj.status
@@ -26,6 +28,8 @@ BEGIN
             UPDATE sweeps SET status = 'SUCCEEDED', finished_at = now(),
                    status_message = 'every trial finished'
              WHERE id = s.id;
+            s.status := 'SUCCEEDED';
+            PERFORM ty_sweep_check_metric(s);
             changed := changed + 1;
         END IF;
     END LOOP;
