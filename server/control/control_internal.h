@@ -158,6 +158,8 @@ void ctl__send_ckpt_deletes(struct control *ctl);
 
 /* control_tune.c: sweeps on the leader (submits trials, runs the trial schedulers). */
 void ctl__tune_tick(struct control *ctl);
+/* control_job_stop.c: plain jobs' stopping criteria (run_config.stop) on the leader. */
+void ctl__job_stop_tick(struct control *ctl);
 
 /* control_enrol.c */
 #define CTL_CREDENTIAL_MAX 48 /* a minted node credential ("tyn_" + 40 hex) and its NUL */
