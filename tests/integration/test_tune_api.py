@@ -2,7 +2,7 @@
 server's /stream websocket for a sweep's trials and for a plain fit() (RunConfig(callbacks=)),
 RunConfig(stop={...}) on a plain fit() decided on the server (run_config.stop, the job ends
 STOPPED with the reason as its event), a callable stop decided on the driver, OptunaSearch on
-the driver, and ResultGrid's errors and get_dataframe. One cluster, one driver script per test,
+the driver, a searched scaling_config, and ResultGrid's errors and get_dataframe. One cluster, one driver script per test,
 plain-Python trainables (no torch)."""
 import json
 import os
@@ -87,6 +87,15 @@ DRIVER = textwrap.dedent("""
                              "k": [r.config["n"]["k"] for r in grid],
                              "best": grid.get_best_result().config["q"],
                              "calls": sorted(c[0] for c in rec.calls)}
+            # scaling_config searched as in Ray: each trial's job gets its own.
+            t = DataParallelTrainer(climb, scaling_config=ScalingConfig(num_workers=1))
+            grid = tune.Tuner(t, param_space={
+                "train_loop_config": {"q": 2},
+                "scaling_config": ScalingConfig(num_workers=tune.grid_search([2, 1]))},
+                tune_config=tune.TuneConfig(metric="acc", mode="max"),
+                run_config=RunConfig(name="sc", verbose=0)).fit()
+            out["scaling"] = [[r.config["scaling_config"]["num_workers"], r.job_id,
+                               r.metrics["acc"]] for r in grid]
         print(json.dumps(out))
 """)
 
@@ -134,6 +143,12 @@ def test_fit_stops_on_run_config_stop_on_the_server_or_the_driver_and_feeds_call
 
 def test_tuner_callbacks_from_the_stream_result_grid_errors_and_optuna_search(
         server, agent_factory, tmp_path):
+    # A searched scaling_config is validated as a job's: a 400 naming the field.
+    r = server.request("POST", "/api/v1/sweeps", {
+        "job": {"entrypoint": ["true"]},
+        "param_space": {"scaling_config": {"num_workers": {"grid_search": [1, 0]}}}})
+    assert r.status == 400, r.json
+    assert r.json["errors"][0]["field"] == "param_space.scaling_config.num_workers", r.json
     agent_factory()
     out = _drive(server, tmp_path, "tune")
     s = out["sweep"]
@@ -150,3 +165,10 @@ def test_tuner_callbacks_from_the_stream_result_grid_errors_and_optuna_search(
     assert o["best"] == max(o["q"]), o
     assert o["calls"] == sorted(["setup", "end"] + ["start", "complete"] * 3 +
                                 ["result"] * 9), o
+    for n, job_id, acc in out["scaling"]:
+        job = server.request("GET", f"/api/v1/jobs/{job_id}").json
+        assert job["spec"]["scaling_config"]["num_workers"] == n and acc == 6.0, job
+        assert "scaling_config" not in job["spec"]["train_loop_config"], job
+        workers = server.request("GET", f"/api/v1/jobs/{job_id}/workers").json["workers"]
+        assert sorted(w["rank"] for w in workers) == list(range(n)), workers
+    assert [n for n, _, _ in out["scaling"]] == [2, 1], out
