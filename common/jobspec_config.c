@@ -14,7 +14,8 @@ static const char *const scaling_fields[] = {"num_workers",          "use_gpu",
                                              "resources_per_worker", "placement_strategy",
                                              "accelerator_type",     "elastic_resize_interval_s"};
 static const char *const num_workers_fields[] = {"min", "max"};
-static const char *const run_fields[] = {"storage_path", "checkpoint_config", "failure_config"};
+static const char *const run_fields[] = {"storage_path", "checkpoint_config", "failure_config",
+                                         "stop"};
 static const char *const checkpoint_fields[] = {"num_to_keep", "checkpoint_score_attribute",
                                                 "checkpoint_score_order"};
 static const char *const failure_fields[] = {"max_failures", "preemption_grace_s", "hang_warn_s",
@@ -307,6 +308,33 @@ static json_t *norm_failure_config(struct jobspec__vctx *c, const json_t *v)
     return fc;
 }
 
+/* stop (Ray's RunConfig(stop={"acc": 0.9})): a non-empty object of reported names to numbers;
+ * the job stops once a rank-0 report has a number at or above one (the server's control thread,
+ * tune_stop_check). Absent stays absent. */
+static json_t *norm_stop(struct jobspec__vctx *c, const json_t *v)
+{
+    if (v == NULL)
+        return NULL;
+    if (!json_is_object(v) || json_object_size(v) == 0) {
+        jobspec__fail(c, RC ".stop",
+                      "must be an object of reported numbers' names to the values that stop "
+                      "the job");
+        return NULL;
+    }
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)v, key, val)
+    {
+        if (!json_is_number(val) || !isfinite(json_number_value(val))) {
+            char path[JOBSPEC__PATH_LEN];
+            jobspec__path_key(path, sizeof path, RC ".stop", key);
+            jobspec__fail(c, path, "must be a number: the job stops once it reports at least it");
+            return NULL;
+        }
+    }
+    return jobspec__chk(c, json_deep_copy(v));
+}
+
 json_t *jobspec__norm_run_config(struct jobspec__vctx *c, const json_t *v)
 {
     if (v && !json_is_object(v)) {
@@ -321,6 +349,7 @@ json_t *jobspec__norm_run_config(struct jobspec__vctx *c, const json_t *v)
                  norm_checkpoint_config(c, jobspec__member(v, "checkpoint_config")));
     jobspec__put(c, rc, "failure_config",
                  norm_failure_config(c, jobspec__member(v, "failure_config")));
+    jobspec__put(c, rc, "stop", norm_stop(c, jobspec__member(v, "stop")));
     return rc;
 }
 

@@ -12,6 +12,7 @@ packages=(
   python3 python3-pytest python3-prometheus-client python3-torch dataset-fashion-mnist
   python3-pandas            # Result.metrics_dataframe (docs/python-api.md)
   python3-cloudpickle       # functions that travel by value: notebooks, python3 - (docs/python-api.md)
+  python3-optuna            # tune.OptunaSearch (docs/python-api.md)
   python3-nbclient python3-ipykernel python3-nbformat  # the notebook test (test_ray_notebook.py)
   iproute2 procps curl ca-certificates sudo openssl
   valgrind                  # the CLI's leak check (tests/integration/test_cli.py)

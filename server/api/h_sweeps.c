@@ -208,6 +208,52 @@ static int tc_int(const json_t *tc, const char *key, json_int_t def, json_int_t 
     return 0;
 }
 
+/* Searchable scaling_config (Ray's param_space={"scaling_config": ...}): a trial config's
+ * "scaling_config" (an object) goes over the job's own, and the job spec that makes is
+ * validated as POST /api/v1/jobs would; the trial's config then holds the whole normalized
+ * scaling_config, which ty_sweep_trial_submit puts in the trial's job spec instead of its
+ * train_loop_config. Errors name param_space.scaling_config.<field>. */
+static int trial_scaling(const json_t *job, json_t *configs, struct bad *b)
+{
+    size_t i;
+    json_t *cfg;
+    json_array_foreach(configs, i, cfg)
+    {
+        const json_t *sc = json_object_get(cfg, "scaling_config");
+        if (sc == NULL)
+            continue;
+        if (!json_is_object(sc))
+            return refuse(b, "param_space.scaling_config",
+                          "must be an object of scaling_config fields (searchable)");
+        json_t *j = json_deep_copy(job);
+        json_t *merged = json_deep_copy(json_object_get(job, "scaling_config"));
+        if (merged == NULL || !json_is_object(merged)) {
+            json_decref(merged);
+            merged = json_object();
+        }
+        json_t *valid = NULL, *errors = NULL;
+        int rc = JOBSPEC_ENOMEM;
+        if (j && merged && json_object_update(merged, (json_t *)sc) == 0 &&
+            json_object_set(j, "scaling_config", merged) == 0)
+            rc = jobspec_validate(j, &valid, &errors);
+        json_decref(j);
+        json_decref(merged);
+        if (rc != 0) {
+            const json_t *e = json_array_get(errors, 0);
+            const char *f = json_string_value(json_object_get(e, "field"));
+            char field[160];
+            snprintf(field, sizeof(field), "param_space.%s", f ? f : "scaling_config");
+            const char *d = json_string_value(json_object_get(e, "detail"));
+            int r = refuse(b, field, rc == JOBSPEC_ENOMEM ? "out of memory" : d ? d : "invalid");
+            json_decref(errors);
+            return r;
+        }
+        json_object_set(cfg, "scaling_config", json_object_get(valid, "scaling_config"));
+        json_decref(valid);
+    }
+    return 0;
+}
+
 /* Validates the body into *in (in->spec and in->configs to be released by the caller). For the
  * job spec's own errors, *job_errors gets jobspec_validate's array with fields under "job.". */
 static int validate(const json_t *body, struct sweep_in *in, json_t **job_errors, struct bad *b)
@@ -294,6 +340,11 @@ static int validate(const json_t *body, struct sweep_in *in, json_t **job_errors
         json_object_set_new(j, "name", json_string(in->name));
     json_t *valid = NULL, *errors = NULL;
     int rc = j ? jobspec_validate(j, &valid, &errors) : JOBSPEC_ENOMEM;
+    if (rc == 0 && trial_scaling(j, in->configs, b) != 0) {
+        json_decref(j);
+        json_decref(valid);
+        return -1;
+    }
     json_decref(j);
     if (rc != 0) {
         size_t i;

@@ -264,6 +264,7 @@ static void *control_thread(void *arg)
             if (ctl->leading) {
                 ctl__check_hangs(ctl);
                 ctl__tune_tick(ctl);
+                ctl__job_stop_tick(ctl);
             }
             drive_stopping_jobs(ctl);
             if (ctl->leading)

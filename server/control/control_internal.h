@@ -163,6 +163,8 @@ void ctl__send_ckpt_deletes(struct control *ctl);
  * results, as soon as reports were committed (a rung's decision follows its report). */
 void ctl__tune_tick(struct control *ctl);
 void ctl__tune_results(struct control *ctl);
+/* control_job_stop.c: plain jobs' stopping criteria (run_config.stop) on the leader. */
+void ctl__job_stop_tick(struct control *ctl);
 
 /* control_enrol.c */
 #define CTL_CREDENTIAL_MAX 48 /* a minted node credential ("tyn_" + 40 hex) and its NUL */

@@ -1,5 +1,6 @@
 -- Submits trial p_trial of sweep s as an ordinary job: the sweep's base job spec named
--- <sweep>/trial-<index>, its train_loop_config merged with p_config, resuming from checkpoint
+-- <sweep>/trial-<index>, its train_loop_config merged with p_config (but for a searched
+-- "scaling_config", which replaces the spec's own), resuming from checkpoint
 -- p_resume when set (PBT), in the sweep owner's name; the trial then points at the new job.
 -- Returns the job's id.
 CREATE OR REPLACE FUNCTION ty_sweep_trial_submit(s sweeps, p_trial integer, p_config jsonb,
@@ -12,7 +13,11 @@ DECLARE
 BEGIN
     v_spec := (s.spec -> 'job')
               || jsonb_build_object('name', v_name, 'train_loop_config',
-                     coalesce(s.spec #> '{job,train_loop_config}', '{}'::jsonb) || p_config);
+                     coalesce(s.spec #> '{job,train_loop_config}', '{}'::jsonb)
+                     || (p_config - 'scaling_config'));
+    IF p_config ? 'scaling_config' THEN  -- searched: validated whole at submission (h_sweeps.c)
+        v_spec := v_spec || jsonb_build_object('scaling_config', p_config -> 'scaling_config');
+    END IF;
     IF p_resume IS NOT NULL THEN
         v_spec := v_spec || jsonb_build_object('resume_from_checkpoint', p_resume);
     END IF;

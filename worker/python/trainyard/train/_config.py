@@ -2,7 +2,7 @@
 spec (DESIGN.md section 3)."""
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from ._vocab import CHECKPOINT_SCORE_ORDERS, PLACEMENT_STRATEGIES, SCORE_MAX
 
@@ -65,15 +65,18 @@ class RunConfig:
     """The run (ray.train.RunConfig): its name, where checkpoints go (storage_path: a shared
     path every node sees; None: the server's artifact store), retention and restarts.
     verbose: 0 silent, 1 progress lines, 2 also the workers' log lines (default).
-    stop: {"reported name": value}, a trial stops once it reports at least that value
-    (trainyard.tune.Tuner only, decided on the server; docs/sweeps.md)."""
+    stop: {"reported name": value}: the run (a trial) stops once it reports at least that
+    value, decided on the server; or a callable (trial_id, result) -> bool, or a tune.Stopper,
+    evaluated on the driver, which then stops the job. callbacks: tune.Callback objects, fed
+    from the server's stream as reports arrive (docs/python-api.md)."""
     name: Optional[str] = None
     storage_path: Optional[str] = None
     checkpoint_config: Optional[CheckpointConfig] = None
     failure_config: Optional[FailureConfig] = None
     verbose: int = 2
     metadata: Dict[str, Any] = field(default_factory=dict)
-    stop: Optional[Dict[str, float]] = None
+    stop: Any = None
+    callbacks: Optional[List[Any]] = None
 
     def to_spec(self):
         out = {}
@@ -83,4 +86,10 @@ class RunConfig:
             out["checkpoint_config"] = self.checkpoint_config.to_spec()
         if self.failure_config:
             out["failure_config"] = self.failure_config.to_spec()
+        if self.stop is not None and not callable(self.stop):
+            if not isinstance(self.stop, dict) or not self.stop:
+                raise ValueError("RunConfig(stop=) must be a dict of reported names to values "
+                                 "(decided on the server), a function (trial_id, result) -> "
+                                 "bool or a tune.Stopper (both run on the driver)")
+            out["stop"] = dict(self.stop)
         return out

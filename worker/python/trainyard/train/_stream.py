@@ -13,7 +13,7 @@ import struct
 import time
 import urllib.parse
 
-__all__ = ["StreamUnavailable", "WebSocket", "follow_job"]
+__all__ = ["StreamUnavailable", "WebSocket", "follow_job", "follow_jobs"]
 
 _GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 OP_CONT, OP_TEXT, OP_BIN, OP_CLOSE, OP_PING, OP_PONG = 0, 1, 2, 8, 9, 10
@@ -153,13 +153,15 @@ def _connect(client, info):
     return ws
 
 
-def follow_job(client, job_id, terminal, on_log, on_report, drop_after=None, on_resume=None):
+def follow_job(client, job_id, terminal, on_log, on_report, drop_after=None, on_resume=None,
+               on_event=None):
     """Follows job `job_id` over the stream until an `event` row says it reached a status in
     `terminal`; calls on_log(attempt, rank, line) for each log line and on_report(data) for each
     report row, each once, in seq order. A connection that drops (or a `closing`) is made again,
     subscribing after the last seq seen. Returns the job (REST). Raises StreamUnavailable when
     the stream cannot be used at all or fails RECONNECT_TRIES times in a row. on_resume(after):
-    called before each subscription but the first. drop_after (tests): close the connection
+    called before each subscription but the first; on_event(data): each status change that is
+    not terminal. drop_after (tests): close the connection
     after that many rows, to exercise the resume."""
     info = (client.request("GET", "/api/v1/version") or {}).get("stream")
     if not info or not info.get("port"):
@@ -208,8 +210,102 @@ def follow_job(client, job_id, terminal, on_log, on_report, drop_after=None, on_
                     on_report(data)
                 elif kind == "event" and data.get("status") in terminal:
                     return client.get_job(job_id)
+                elif kind == "event" and on_event is not None:
+                    on_event(data)
                 if drop_after and rows % drop_after == 0:
                     break
+        except (OSError, Closed):
+            fails += 1
+            if fails >= RECONNECT_TRIES:
+                raise StreamUnavailable("the stream keeps dropping") from None
+            time.sleep(0.1 * fails)
+        finally:
+            ws.close()
+
+
+def follow_jobs(client, on_row, check, new_jobs=None, prefix=None):
+    """Follows several jobs over one stream connection until check() says they are done (it
+    returns a collection of job ids to follow, or None when done): each job's rows reach
+    on_row(job_id, kind, data) once, in seq order per job. With `prefix`, the cluster stream is
+    followed too, and a job row whose name starts with it (a sweep's next trial) calls check()
+    again, which names the new jobs. check() is also called after each job's terminal event
+    and when the stream stays quiet for IDLE_CHECK_S. Raises StreamUnavailable as follow_job."""
+    from ._vocab import TERMINAL_JOB_STATUSES
+    info = (client.request("GET", "/api/v1/version") or {}).get("stream")
+    if not info or not info.get("port"):
+        raise StreamUnavailable("the server names no stream")
+    after, subscribed, fails, head = {}, set(), 0, None
+    cluster_after = None
+    while True:
+        try:
+            ws = _connect(client, info)
+        except (OSError, Closed) as e:
+            fails += 1
+            if fails >= RECONNECT_TRIES:
+                raise StreamUnavailable(f"cannot connect to the stream: {e}") from None
+            time.sleep(0.2 * fails)
+            continue
+        subscribed.clear()
+        try:
+            if prefix is not None:
+                if cluster_after is None:  # learn the head, then follow only what comes after
+                    ws.send_json({"type": "subscribe", "cluster": True, "after": 0})
+                    while head is None:
+                        m = ws.recv_json(client.timeout)
+                        if m.get("type") == "subscribed" and m.get("cluster"):
+                            head = int(m.get("head") or 0)
+                        elif m.get("type") == "error" and m.get("code") in FATAL:
+                            raise StreamUnavailable(f"stream: {m.get('code')}")
+                    ws.send_json({"type": "unsubscribe", "cluster": True})
+                    cluster_after = head
+                ws.send_json({"type": "subscribe", "cluster": True, "after": cluster_after,
+                              "batch": True})
+            want = check()
+            while want is not None:
+                for j in subscribed - set(want):  # ended: under the 64 subscriptions' limit
+                    subscribed.discard(j)
+                    ws.send_json({"type": "unsubscribe", "job": int(j)})
+                for j in set(want) - subscribed:
+                    subscribed.add(j)
+                    ws.send_json({"type": "subscribe", "job": int(j), "after": after.get(j, 0),
+                                  "batch": True})
+                try:
+                    m = ws.recv_json(IDLE_CHECK_S)
+                except socket.timeout:
+                    want = check()
+                    continue
+                t = m.get("type")
+                if t == "error":
+                    if m.get("code") in FATAL:
+                        raise StreamUnavailable(f"stream: {m.get('code')}: {m.get('detail')}")
+                    continue
+                if t == "closing":
+                    break
+                if t == "subscribed":
+                    fails = 0
+                msgs = m.get("events") if t == "events" else [m] if t == "event" else []
+                recheck = False
+                for e in msgs:
+                    if e.get("cluster"):
+                        if e.get("seq", 0) <= cluster_after:
+                            continue
+                        cluster_after = e["seq"]
+                        name = (e.get("data") or {}).get("name") or ""
+                        if e.get("kind") == "job" and name.startswith(prefix):
+                            recheck = True
+                        continue
+                    j = e.get("job")
+                    if j not in subscribed or e.get("seq", 0) <= after.get(j, 0):
+                        continue
+                    after[j] = e["seq"]
+                    data = e.get("data") or {}
+                    on_row(j, e.get("kind"), data)
+                    if e.get("kind") == "event" and data.get("status") in TERMINAL_JOB_STATUSES:
+                        recheck = True
+                if recheck:
+                    want = check()
+            if want is None:
+                return
         except (OSError, Closed):
             fails += 1
             if fails >= RECONNECT_TRIES:

@@ -14,7 +14,7 @@ from ._checkpoint import Checkpoint, Result, TrainingFailedError, check_assertio
 from ._config import RunConfig, ScalingConfig
 from ._pack import (DEFAULT_MAX_BYTES, directory_signature, pack_directory, remember_package,
                     remembered_package)
-from ._vocab import BACKEND_NONE, JOB_SUCCEEDED, SCORE_MAX, TERMINAL_JOB_STATUSES
+from ._vocab import BACKEND_NONE, JOB_STOPPED, JOB_SUCCEEDED, SCORE_MAX, TERMINAL_JOB_STATUSES
 
 __all__ = ["DataParallelTrainer", "function_reference", "build_spec"]
 
@@ -24,6 +24,7 @@ FUNCTION_FILE = "__trainyard_function__.pkl"  # a function that travels by value
 MAIN_ALIAS = "__trainyard_main__"  # the user's script, imported on a worker
 RETURN_MARK = "__trainyard_return__"  # the log lines that carry a worker's return value (run())
 POLL_MIN_S, POLL_MAX_S = 0.1, 1.0  # polling backs off while nothing changes
+STOP_REASON = "stop: "  # how the server's reason begins when run_config.stop stopped a job
 
 
 class WorkerImportStop(BaseException):
@@ -324,9 +325,6 @@ class DataParallelTrainer:
         """fit(), returning (Result, the final job) when the job succeeded."""
         if in_worker_import:
             raise WorkerImportStop()
-        if self.run_config.stop:
-            raise NotImplementedError("RunConfig(stop=) is decided by the server for sweeps: run "
-                                      "this trainer through trainyard.tune.Tuner")
         from ._client import Client  # not on the workers' import path
         client = self.client or Client()
         local_ck = self._local_checkpoint()
@@ -351,15 +349,31 @@ class DataParallelTrainer:
             print(f"trainyard: job {job_id} submitted ({spec['name']}, "
                   f"{self.scaling_config.num_workers} workers, code {sha[:12]} {how})",
                   file=sys.stderr, flush=True)
+        from ..tune._callback import Dispatch, Trial
+        stopped = []  # a driver-side stop stopped the job
+        rc = self.run_config
+
+        def stop_job(trial):
+            stopped.append(trial.trial_id)
+            client.stop_job(job_id)
+
+        dispatch = Dispatch(rc.callbacks, rc.stop, stop_job, lambda: stop_job(None))
+        trial = dispatch.trials[job_id] = Trial(job_id, self.train_loop_config, job_id)
+        dispatch.setup(stop=rc.stop, num_samples=1, total_num_samples=1)
         try:
-            job = _follow_stream(client, job_id, verbose)
+            job = _follow_stream(client, job_id, verbose, dispatch, trial)
         except KeyboardInterrupt:
             print(f"\ntrainyard: stopping job {job_id}", file=sys.stderr, flush=True)
             try:
                 client.stop_job(job_id)
             finally:
                 raise
+        dispatch.end(trial, job["status"])
+        dispatch.experiment_end()
         result = _result(client, job, self.run_config)
+        if job["status"] == JOB_STOPPED and rc.stop is not None and \
+                (stopped or (job.get("status_message") or "").startswith(STOP_REASON)):
+            result.error = None  # stopped by RunConfig(stop=): the run's end, as in Ray
         self._latest = result.checkpoint
         if result.error is not None:
             raise result.error
@@ -479,11 +493,12 @@ def _code_package(client, workdir, max_bytes, extra=None):
     return sha, uploaded
 
 
-def _follow_stream(client, job_id, verbose):
+def _follow_stream(client, job_id, verbose, dispatch=None, trial=None):
     """Follows the job over the /stream websocket until it ends, printing each log line once as
-    it commits (verbose 2) and one progress line per rank-0 report (verbose >= 1); falls back to
-    polling REST (_follow) when the stream cannot be used, going on from the lines already
-    printed. Returns the final job."""
+    it commits (verbose 2) and one progress line per rank-0 report (verbose >= 1), handing its
+    status changes and rank-0 reports to `dispatch` (tune/_callback.py: RunConfig's callbacks
+    and driver-side stop) for `trial`; falls back to polling REST (_follow) when the stream
+    cannot be used, going on from the lines already printed. Returns the final job."""
     from ._stream import StreamUnavailable, follow_job
     printed = {}  # (attempt, rank) -> lines printed
 
@@ -496,6 +511,12 @@ def _follow_stream(client, job_id, verbose):
     def on_report(data):
         if verbose >= 1 and data.get("rank") == 0:
             _print_report(data.get("step"), data.get("metrics") or {})
+        if dispatch is not None and data.get("rank") == 0:
+            dispatch.result(trial, data)
+
+    def on_event(data):
+        if dispatch is not None:
+            dispatch.status(trial, data.get("status"))
 
     def on_resume(after):
         if verbose >= 2:
@@ -505,7 +526,7 @@ def _follow_stream(client, job_id, verbose):
     drop = os.environ.get("TRAINYARD_STREAM_DROP_AFTER")  # tests: drop every N rows
     try:
         job = follow_job(client, job_id, TERMINAL, on_log, on_report,
-                         int(drop) if drop and drop.isdigit() else None, on_resume)
+                         int(drop) if drop and drop.isdigit() else None, on_resume, on_event)
     except StreamUnavailable as e:
         if verbose:
             print(f"trainyard: {e}; polling instead", file=sys.stderr, flush=True)

@@ -21,6 +21,8 @@ from ._search import (choice, grid_search, loguniform, qloguniform, quniform, ra
                       sample_from, uniform)
 from ._schedulers import (ASHAScheduler, AsyncHyperBandScheduler, FIFOScheduler,
                           MedianStoppingRule, PopulationBasedTraining)
+from ._callback import Callback, Stopper, Trial
+from ._optuna import OptunaSearch
 from ._tuner import ResultGrid, TuneConfig, Tuner
 from ..train import _session
 from ..train._session import get_checkpoint, get_context
@@ -33,7 +35,8 @@ def report(metrics=None, *, checkpoint=None, **kwargs):
 
 
 __all__ = [
-    "ASHAScheduler", "AsyncHyperBandScheduler", "FIFOScheduler", "MedianStoppingRule",
+    "ASHAScheduler", "AsyncHyperBandScheduler", "Callback", "FIFOScheduler",
+    "MedianStoppingRule", "OptunaSearch", "Stopper", "Trial",
     "PopulationBasedTraining", "ResultGrid", "TuneConfig", "Tuner", "choice", "get_checkpoint",
     "get_context", "grid_search", "loguniform", "qloguniform", "quniform", "randint", "randn",
     "report", "sample_from", "uniform",

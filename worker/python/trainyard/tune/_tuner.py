@@ -3,13 +3,14 @@ its end on the server and return a ResultGrid (docs/sweeps.md)."""
 
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Optional
 
 from ..train._config import RunConfig, ScalingConfig
 from ..train._pack import DEFAULT_MAX_BYTES
 from ..train._trainer import DataParallelTrainer, _code_package, _result
 from ..train._vocab import JOB_FAILED, TERMINAL_JOB_STATUSES
+from ._callback import Dispatch, Trial
 
 POLL_MIN_S, POLL_MAX_S = 0.2, 2.0
 SWEEP_RUNNING = "RUNNING"
@@ -116,6 +117,35 @@ class ResultGrid:
         return pandas.DataFrame(rows)
 
 
+def _scaling_space(scaling):
+    """param_space["scaling_config"] (a ScalingConfig whose fields may be search domains, or
+    a dict) as the JSON the server resolves: the fields given, Ray's names."""
+    if isinstance(scaling, dict):
+        return dict(scaling)
+    if not isinstance(scaling, ScalingConfig):
+        raise TypeError("param_space['scaling_config'] must be a ScalingConfig or a dict")
+    default = ScalingConfig()
+    out = {}
+    for f in fields(ScalingConfig):
+        v = getattr(scaling, f.name)
+        if v != getattr(default, f.name):
+            out[f.name] = v
+    return out
+
+
+def _progress(sweep, state):
+    """One progress line when the trials' statuses or times changed since state["last"]."""
+    now = [(t["status"], t.get("last_t")) for t in sweep["trials"]]
+    if now == state.get("shown"):
+        return
+    state["shown"] = now
+    done = sum(1 for t in sweep["trials"] if t["status"] in TERMINAL_JOB_STATUSES)
+    best = (sweep.get("best_trial") or {}).get("best_metric")
+    print(f"trainyard: sweep {sweep['id']}: {done}/{len(now)} trials done"
+          + (f", best {sweep['metric']} {best}" if best is not None else ""),
+          file=sys.stderr, flush=True)
+
+
 class Tuner:
     """ray.tune.Tuner: trainable is a Trainer (DataParallelTrainer, TorchTrainer, ...; its
     train_loop_config is searched through param_space["train_loop_config"]) or a function of
@@ -154,10 +184,13 @@ class Tuner:
         t = self.trainable
         if isinstance(t, DataParallelTrainer):
             space = dict(self.param_space)
-            config = space.pop("train_loop_config", {})
+            config = dict(space.pop("train_loop_config", {}))
+            scaling = space.pop("scaling_config", None)
             if space:
-                raise ValueError(f"param_space keys {sorted(space)}: only train_loop_config is "
-                                 "searched on Trainyard")
+                raise ValueError(f"param_space keys {sorted(space)}: train_loop_config and "
+                                 "scaling_config are searched on Trainyard")
+            if scaling is not None:  # the server puts it in each trial's job spec
+                config["scaling_config"] = _scaling_space(scaling)
             return t, config
         if not callable(t):
             raise TypeError("trainable must be a Trainer or a function of config")
@@ -173,19 +206,20 @@ class Tuner:
         spec["code_package"] = sha
         body = {"name": self.run_config.name or spec["name"], "job": spec, "param_space": space,
                 "tune_config": self.tune_config.to_spec()}
+        spec.get("run_config", {}).pop("stop", None)  # the sweep's, below
         stop = self.run_config.stop
-        if stop:
-            if not isinstance(stop, dict):
-                raise ValueError("RunConfig(stop=) must be a dict of reported names to values "
-                                 "(decided on the server); a callable would run on the driver")
+        if isinstance(stop, dict) and stop:  # decided on the server; a callable: here
             body["tune_config"]["stop"] = dict(stop)
         return body, trainer
 
     def fit(self):
-        """Submits the sweep (unless restored) and follows it to its end; returns a ResultGrid.
+        """Submits the sweep (unless restored) and follows it to its end over the /stream
+        websocket, feeding RunConfig(callbacks=) and a callable stop; returns a ResultGrid.
         Ctrl-C stops the sweep before re-raising KeyboardInterrupt."""
         from ..train._client import Client
         client = self.client or Client()
+        if self.search_alg_driver() is not None:
+            return self.search_alg_driver().run(self, client)
         verbose = self.run_config.verbose
         if self.sweep_id is None:
             body, _ = self._body(client)
@@ -195,28 +229,95 @@ class Tuner:
                 print(f"trainyard: sweep {self.sweep_id} submitted ({sweep['num_trials']} trials)",
                       file=sys.stderr, flush=True)
         try:
-            sweep = self._follow(client, verbose)
+            sweep = self._follow_stream(client, verbose)
         except KeyboardInterrupt:
             print(f"\ntrainyard: stopping sweep {self.sweep_id}", file=sys.stderr, flush=True)
             client.request("POST", f"/api/v1/sweeps/{self.sweep_id}/stop")
             raise
         return self._grid(client, sweep)
 
+    def search_alg_driver(self):
+        """The search algorithm when it runs on this driver (OptunaSearch), else None."""
+        alg = self.tune_config.search_alg
+        return alg if hasattr(alg, "run") and hasattr(alg, "suggest") else None
+
+    def _dispatch(self, client):
+        stop = self.run_config.stop
+        return Dispatch(self.run_config.callbacks, stop,
+                        lambda trial: client.stop_job(trial.job_id),
+                        lambda: client.request("POST", f"/api/v1/sweeps/{self.sweep_id}/stop"))
+
+    def _follow_stream(self, client, verbose):
+        """Follows the sweep's trials' jobs over the stream (new trials seen on the cluster
+        stream by their names), feeding the callbacks; polls REST when there is no stream.
+        Returns the sweep as it ended."""
+        from ..train._stream import StreamUnavailable, follow_jobs
+        d = self._dispatch(client)
+        sweep = client.request("GET", f"/api/v1/sweeps/{self.sweep_id}")
+        tc = (sweep.get("spec") or {}).get("tune_config") or {}
+        d.setup(stop=self.run_config.stop, num_samples=tc.get("num_samples"),
+                total_num_samples=sweep.get("num_trials", len(sweep.get("trials") or [])))
+        state = {"sweep": sweep, "last": None}
+        jobs, ended = {}, {}
+
+        def check():
+            sw = client.request("GET", f"/api/v1/sweeps/{self.sweep_id}")
+            state["sweep"] = sw
+            want, started = set(), True
+            for t in sw["trials"]:
+                tr = d.trials.get(t["index"])
+                if tr is None:
+                    tr = d.trials[t["index"]] = Trial(t["index"], t["config"])
+                tr.config, tr.stopped_by = dict(t["config"] or {}), t.get("stopped_by")
+                j = t.get("job_id")
+                if j is None:
+                    started = False
+                    continue
+                if tr.job_id != j:
+                    tr.job_id = j
+                jobs[j] = tr
+                if j in ended:
+                    d.end(tr, ended[j])
+                else:
+                    want.add(j)
+            if verbose:
+                _progress(sw, state)
+            if not want and (started or sw["status"] != SWEEP_RUNNING):
+                return None
+            return want
+
+        def on_row(j, kind, data):
+            tr = jobs.get(j)
+            if tr is None:
+                return
+            if kind == "report" and data.get("rank") == 0:
+                d.result(tr, data)
+            elif kind == "event":
+                if data.get("status") in TERMINAL_JOB_STATUSES:
+                    ended[j] = data["status"]
+                else:
+                    d.status(tr, data.get("status"))
+
+        try:
+            follow_jobs(client, on_row, check, prefix=f"{sweep['name']}/trial-")
+        except StreamUnavailable as e:
+            if verbose:
+                print(f"trainyard: {e}; polling instead", file=sys.stderr, flush=True)
+            self._follow(client, verbose)
+        d.experiment_end()
+        return client.request("GET", f"/api/v1/sweeps/{self.sweep_id}")
+
     def _follow(self, client, verbose):
-        delay, last = POLL_MIN_S, None
+        delay, state = POLL_MIN_S, {"last": None}
         while True:
             sweep = client.request("GET", f"/api/v1/sweeps/{self.sweep_id}")
-            now = [(t["status"], t.get("last_t")) for t in sweep["trials"]]
-            if verbose and now != last:
-                done = sum(1 for t in sweep["trials"] if t["status"] in TERMINAL_JOB_STATUSES)
-                best = (sweep.get("best_trial") or {}).get("best_metric")
-                print(f"trainyard: sweep {self.sweep_id}: {done}/{len(now)} trials done"
-                      + (f", best {sweep['metric']} {best}" if best is not None else ""),
-                      file=sys.stderr, flush=True)
+            before = state["last"]
+            if verbose:
+                _progress(sweep, state)
+            now = state["last"] = [(t["status"], t.get("last_t")) for t in sweep["trials"]]
             if sweep["status"] != SWEEP_RUNNING:
                 return sweep
-            delay = POLL_MIN_S if now != last else min(POLL_MAX_S, delay * 1.5)
-            last = now
+            delay = POLL_MIN_S if now != before else min(POLL_MAX_S, delay * 1.5)
             time.sleep(delay)
 
     def _grid(self, client, sweep):
