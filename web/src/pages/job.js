@@ -131,6 +131,8 @@ export function render(main, { id, params }) {
           { title: 'Workers', cell: (a) => a.world_size },
           { title: 'Started', cell: (a) => fmt.time(a.created_at) },
           { title: 'Finished', cell: (a) => fmt.time(a.finished_at) },
+          // --slurm: the Slurm job the attempt ran in (a column only when one did)
+          ...(attempts.some((a) => a.slurm_job_id) ? [{ title: 'Slurm job', cell: (a) => a.slurm_job_id ?? '—' }] : []),
           { title: 'Error', cell: (a) => a.error || '—' },
         ], attempts) : empty('Not placed yet.'),
         h('h2', {}, 'Status timeline'),
