@@ -289,6 +289,8 @@ static int drive_waiting(struct control *ctl, const struct store_slurm_job *row)
                     err);
             store_slurm_fail(ctl->db, row->job, err); /* pending or restarting: FAILED */
         } else {
+            if (id > 0) /* created all the same: the next look submits anew */
+                slurm_client_cancel(ctl->slurm, id, msg, sizeof(msg));
             snprintf(msg, sizeof(msg), "waiting: %s", err);
             store_slurm_event(ctl->db, row->job, msg);
         }

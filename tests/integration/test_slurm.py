@@ -188,11 +188,19 @@ def submit_waiter(srv, name, **more):
     return srv.submit(spec, token=None)["id"], work
 
 
-def running_with_checkpoint(srv, job):
-    harness.wait_for(lambda: srv.request("GET", f"/api/v1/jobs/{job}", token=None).json[
-        "status"] == "RUNNING" and srv.request("GET", f"/api/v1/jobs/{job}/checkpoints",
-                                               token=None).json["checkpoints"], 60,
-        "the job running with a checkpoint")
+def running_with_checkpoint(srv, job, env):
+    try:
+        harness.wait_for(lambda: srv.request("GET", f"/api/v1/jobs/{job}", token=None).json[
+            "status"] == "RUNNING" and srv.request("GET", f"/api/v1/jobs/{job}/checkpoints",
+                                                   token=None).json["checkpoints"], 60,
+            "the job running with a checkpoint")
+    except AssertionError as e:
+        squeue = subprocess.run(["squeue", "-a", "-o", "%i %T %r %N"], env=env,
+                                capture_output=True, text=True, timeout=30).stdout
+        sinfo = subprocess.run(["sinfo", "-N", "-o", "%N %T %E"], env=env, capture_output=True,
+                               text=True, timeout=30).stdout
+        job_now = srv.request("GET", f"/api/v1/jobs/{job}", token=None).json
+        raise AssertionError(f"{e}\njob: {job_now}\nsqueue:\n{squeue}\nsinfo:\n{sinfo}")
     return attempts_of(srv, job)[-1]["slurm_job_id"]
 
 
@@ -200,7 +208,7 @@ def test_slurms_warning_signal_preempts_and_requeues_on_a_new_allocation(server_
     root, env = slurm
     srv = slurm_server(server_factory, root)
     job, _ = submit_waiter(srv, "slurm-preempt")
-    first = running_with_checkpoint(srv, job)
+    first = running_with_checkpoint(srv, job, env)
     # What Slurm sends before the time limit or at a preemption (--signal=USR1@60): the agents
     # ask the server to preempt; the workers (which ignore SIGUSR1) are stopped, the job restarts.
     r = subprocess.run(["scancel", "--signal=USR1", str(first)], env=env, capture_output=True,
@@ -225,7 +233,7 @@ def test_slurmctld_restarted_mid_job_and_the_server_gone_leave_no_agent(server_f
     root, env = slurm
     srv = slurm_server(server_factory, root)
     job, work = submit_waiter(srv, "slurm-ctld")
-    sid = running_with_checkpoint(srv, job)
+    sid = running_with_checkpoint(srv, job, env)
     # slurmctld restarts (state recovered from its state directory); the job runs on.
     pidfile = os.path.join(root, "run", "slurmctld.pid")
     with open(pidfile) as f:
@@ -245,7 +253,7 @@ def test_slurmctld_restarted_mid_job_and_the_server_gone_leave_no_agent(server_f
     # A server that goes away (stopped here, never to return) leaves agents that exit by
     # themselves (--ephemeral 3 s), their allocation ending with them.
     job2, _ = submit_waiter(srv, "slurm-orphan")
-    sid2 = running_with_checkpoint(srv, job2)
+    sid2 = running_with_checkpoint(srv, job2, env)
     assert agents_of(sid2)
     assert srv.stop() == 0
     harness.wait_for(lambda: not agents_of(sid2), 30, "the orphaned agents exiting")
