@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #define CTL_SLURM_EVERY_S 0.2 /* how often waiting allocations are asked about */
+#define CTL_SLURM_KICK_EVERY_S 0.02
 #define CTL_SLURM_ENV_MAX 64
 #define CTL_SLURM_SIGNAL_S 60 /* --signal=USR1@this */
 /* The agents' --ephemeral, unless the server's environment sets TRAINYARD_AGENT_EPHEMERAL: they
@@ -326,7 +327,9 @@ static int drive_waiting(struct control *ctl, const struct store_slurm_job *row)
 
 void ctl__slurm_tick(struct control *ctl, bool now)
 {
-    if (ctl->slurm == NULL || (!now && util_mono_s() - ctl->slurm_last < CTL_SLURM_EVERY_S))
+    /* A kick's look, at most every 20 ms: a flood of kicks does not become a flood of calls. */
+    if (ctl->slurm == NULL ||
+        util_mono_s() - ctl->slurm_last < (now ? CTL_SLURM_KICK_EVERY_S : CTL_SLURM_EVERY_S))
         return;
     double start = ctl->slurm_last = util_mono_s();
     struct store_slurm_job *rows = NULL;
