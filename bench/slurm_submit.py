@@ -12,8 +12,10 @@ trainyard-server --slurm (tests/integration/harness.py, build in ./build), then 
              allocation, forked it and the server recorded it).
 
 Both are polled every --poll-ms. Prints the median and each sample (seconds). Not a test.
+--steps also prints the server's log lines that time each Trainyard round's steps ("Slurm job N
+submitted", "node ... registered", "workers placed"), to see where the time goes.
 
-    /usr/bin/python3 bench/slurm_submit.py --rounds 5
+    /usr/bin/python3 bench/slurm_submit.py --rounds 5 [--steps]
 """
 import argparse
 import os
@@ -42,6 +44,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--poll-ms", type=float, default=20)
+    ap.add_argument("--steps", action="store_true", help="print the server's step log lines")
     args = ap.parse_args()
     poll = args.poll_ms / 1000
     root = harness.make_tmpdir("ty-bench-slurm-")
@@ -71,6 +74,9 @@ def main():
                                         capture_output=True, text=True).stdout.strip() == "",
                  0.05)
             t0 = time.time()
+            if args.steps:
+                print(f"POST at {time.strftime('%H:%M:%S', time.gmtime(t0))}"
+                      f".{int(t0 * 1000) % 1000:03d}Z")
             job = srv.submit({"name": "bench", "entrypoint": ["sleep", "5"],
                               "scaling_config": {"num_workers": 2}}, token=None)["id"]
             wait(lambda: srv.request("GET", f"/api/v1/jobs/{job}", token=None).json["status"]
@@ -85,6 +91,11 @@ def main():
         print(f"sbatch -> RUNNING          median {mp:.3f} s  {[round(x, 3) for x in plain]}")
         print(f"trainyard -> all running   median {mo:.3f} s  {[round(x, 3) for x in ours]}")
         print(f"added by Trainyard         {mo - mp:+.3f} s (goal <= 0.3 s)")
+        if args.steps:
+            with open(srv.log_path) as f:
+                for line in f:
+                    if any(w in line for w in ("submitted", "registered", "placed", "POST")):
+                        print(line.rstrip())
     finally:
         if srv:
             srv.stop()

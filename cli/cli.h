@@ -72,6 +72,7 @@ int cmd_delete(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_wait(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_workers(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_checkpoints(struct cli_ctx *ctx, const struct cli_args *args);
+int cmd_attempts(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_checkpoint_download(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_metrics(struct cli_ctx *ctx, const struct cli_args *args);
 int cmd_logs(struct cli_ctx *ctx, const struct cli_args *args);

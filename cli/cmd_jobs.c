@@ -407,6 +407,47 @@ int cmd_get(struct cli_ctx *ctx, const struct cli_args *args)
     return rc;
 }
 
+int cmd_attempts(struct cli_ctx *ctx, const struct cli_args *args)
+{
+    long id;
+    int rc;
+    if ((rc = cli_parse_id(ctx, args->pos[0], "job id", &id)) != 0)
+        return rc;
+    struct strbuf path = STRBUF_INIT;
+    job_path(&path, id, "/attempts");
+    json_t *reply;
+    const json_t *items;
+    rc = api_get_list(ctx, sb_str(&path), "attempts", &reply, &items);
+    sb_free(&path);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (ctx->cfg.output == CLI_OUTPUT_JSON) {
+        api_print_json(reply);
+        json_decref(reply);
+        return CLI_EXIT_OK;
+    }
+    static const char *const headers[] = {"ATTEMPT",  "STATUS",    "WORKERS", "STARTED",
+                                          "FINISHED", "SLURM JOB", "ERROR"};
+    struct out_table t;
+    size_t i;
+    json_t *a;
+    table_init(&t, headers, sizeof headers / sizeof headers[0]);
+    json_array_foreach(items, i, a)
+    {
+        table_cell_json(&t, json_object_get(a, "attempt"));
+        table_cell_json(&t, json_object_get(a, "status"));
+        table_cell_json(&t, json_object_get(a, "world_size"));
+        table_cell_time(&t, json_object_get(a, "created_at"));
+        table_cell_time(&t, json_object_get(a, "finished_at"));
+        table_cell_json(&t, json_object_get(a, "slurm_job_id"));
+        table_cell_json(&t, json_object_get(a, "error"));
+    }
+    table_print(&t, stdout);
+    table_free(&t);
+    json_decref(reply);
+    return CLI_EXIT_OK;
+}
+
 int cmd_stop(struct cli_ctx *ctx, const struct cli_args *args)
 {
     long id;

@@ -167,6 +167,8 @@ static const struct cli_command commands[] = {
      "Lines as the server stored them, one rank's as they are, several ranks' prefixed by\n"
      "'[rank R] '; -o json prints JSON lines {rank, attempt, offset, line}.",
      1, 1, logs_flags, cmd_logs},
+    {NULL, "attempts", "ID", "list a job's attempts: status, workers, times, Slurm job id, error",
+     NULL, 1, 1, no_flags, cmd_attempts},
     {NULL, "checkpoints", "ID", "list a job's checkpoints and whether the server stores them", NULL,
      1, 1, no_flags, cmd_checkpoints},
     {"checkpoint", "download", "CID DIR",

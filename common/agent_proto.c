@@ -226,6 +226,11 @@ char *aproto_msg_forget(const char *job_id)
     return dump_steal(json_pack("{s:s, s:s}", "type", "forget", "job_id", job_id));
 }
 
+char *aproto_msg_preempt_notice(const char *reason)
+{
+    return dump_steal(json_pack("{s:s, s:s}", "type", "preempt_notice", "reason", reason));
+}
+
 char *aproto_msg_checkpoint_delete(const char *job_id, int64_t attempt, int64_t index)
 {
     return dump_steal(json_pack("{s:s, s:s, s:I, s:I}", "type", "checkpoint_delete", "job_id",

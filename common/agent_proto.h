@@ -71,6 +71,7 @@ enum aproto_msg_type {
 
     APROTO_MSG_ARTIFACT_STORE,
     APROTO_MSG_DISK_FULL,
+    APROTO_MSG_PREEMPT_NOTICE,
 };
 
 /* Checks a job id that will become a path component. 0 or -1. */
@@ -354,6 +355,13 @@ struct aproto_disk_full {
 };
 char *aproto_msg_disk_full(const struct aproto_disk_full *d);
 
+/* A `preempt_notice` (agent -> server, issue 28): the node is about to be taken away (an ephemeral
+ * agent in a Slurm allocation got Slurm's warning signal before preemption or the time limit);
+ * the server preempts the node's jobs (checkpoint, restart elsewhere, not a failure). Not an
+ * event: no seq, no ack. reason: 1 to APROTO_MAX_PREEMPT_REASON bytes. */
+#define APROTO_MAX_PREEMPT_REASON 256
+char *aproto_msg_preempt_notice(const char *reason);
+
 /* The free space of the agent's data directory (heartbeat `disk`): its file system's size and what
  * is free for unprivileged writers (statvfs f_bavail), in MiB. */
 struct aproto_disk {
@@ -397,6 +405,8 @@ struct aproto_node_msg {
     /* heartbeat: its `disk`, when has_disk (absent: an older agent, or statvfs failed) */
     bool has_disk;
     struct aproto_disk disk;
+    /* preempt_notice: its reason, borrowed */
+    const char *preempt_reason;
     int64_t seq; /* -1 when absent or not an integer */
 };
 

@@ -608,6 +608,17 @@ static int parse_worker_event(struct aproto_node_msg *m, char *err, size_t errle
 
 /* log: seq, job_id, attempt, rank, offset >= 0, bytes >= 1, dropped >= 0 (optional), lines: an
  * array of strings without NUL bytes. */
+static int parse_preempt_notice(struct aproto_node_msg *m, char *err, size_t errlen)
+{
+    json_t *r = json_object_get(m->root, "reason");
+    const char *s = json_is_string(r) ? json_string_value(r) : NULL;
+    if (s == NULL || s[0] == '\0' || strlen(s) != json_string_length(r) ||
+        strlen(s) > APROTO_MAX_PREEMPT_REASON)
+        return ERR("'reason' must be a string of 1 to %d bytes", APROTO_MAX_PREEMPT_REASON);
+    m->preempt_reason = s;
+    return 0;
+}
+
 static int parse_log(struct aproto_node_msg *m, char *err, size_t errlen)
 {
     struct aproto_log_chunk *c = &m->log;
@@ -689,6 +700,7 @@ int aproto_node_msg_parse(const char *text, size_t len, struct aproto_node_msg *
 
         {"artifact_store", APROTO_MSG_ARTIFACT_STORE},
         {"disk_full", APROTO_MSG_DISK_FULL},
+        {"preempt_notice", APROTO_MSG_PREEMPT_NOTICE},
     };
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
         if (strcmp(out->type_name, types[i].name) == 0)
@@ -715,6 +727,8 @@ int aproto_node_msg_parse(const char *text, size_t len, struct aproto_node_msg *
         rc = aproto__parse_store_status(out->root, &out->store, err, errlen);
     else if (out->type == APROTO_MSG_DISK_FULL)
         rc = aproto__parse_disk_full(out->root, &out->disk_full, err, errlen);
+    else if (out->type == APROTO_MSG_PREEMPT_NOTICE)
+        rc = parse_preempt_notice(out, err, errlen);
     if (rc == 0)
         return 0;
 fail:;

@@ -36,6 +36,16 @@ stop_pid() { # name pidfile
 do_stop() {
   [[ -d "$dir/run" ]] || return 0
   local f
+  # Every job first, while slurmd is there to end its steps (the agents in them, their workers):
+  # a step whose slurmd is gone would run on, orphaned.
+  if [[ -f "$dir/slurm.conf" && -f "$dir/run/slurmctld.pid" ]]; then
+    SLURM_CONF="$dir/slurm.conf" timeout 10 scancel --quiet --full --state=RUNNING,PENDING \
+      --user="$(id -un)" >/dev/null 2>&1 || true
+    for _ in $(seq 100); do
+      [[ -z $(SLURM_CONF="$dir/slurm.conf" timeout 2 squeue -h -o %i 2>/dev/null) ]] && break
+      sleep 0.05
+    done
+  fi
   stop_pid slurmrestd "$dir/run/slurmrestd.pid"
   for f in "$dir"/run/slurmd-*.pid; do
     [[ -e "$f" ]] && stop_pid slurmd "$f"

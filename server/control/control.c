@@ -252,6 +252,9 @@ static void *control_thread(void *arg)
         ctl__flush_started(ctl);
         ctl__flush_reports(ctl);
         ctl__flush_logs(ctl);
+        /* A submission or stop (a kick) is taken to Slurm at once, not at the next tick. */
+        if (kicked && ctl->leading)
+            ctl__slurm_tick(ctl, true);
         /* A trial's result is decided on as soon as its report is committed, not at the next
          * tick: ASHA's stop follows the report that completes a rung within milliseconds. */
         if (ctl->leading && ctl->tune_due)
@@ -268,7 +271,7 @@ static void *control_thread(void *arg)
             }
             drive_stopping_jobs(ctl);
             if (ctl->leading)
-                ctl__slurm_tick(ctl);
+                ctl__slurm_tick(ctl, false);
             if (util_mono_s() - ctl->last_ckpt_deletes >= CTL_CKPT_DELETES_S) {
                 ctl->last_ckpt_deletes = util_mono_s();
                 ctl__send_ckpt_deletes(ctl);

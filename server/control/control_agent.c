@@ -521,6 +521,8 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
             ctl__on_artifact_store(ctl, node, &m);
         else if (m.type == APROTO_MSG_DISK_FULL)
             ctl__on_disk_full(ctl, node, &m);
+        else if (m.type == APROTO_MSG_PREEMPT_NOTICE)
+            ctl__slurm_preempt_notice(ctl, node, m.preempt_reason);
         else if (m.type == APROTO_MSG_HEARTBEAT && m.has_disk) /* last_seen updated above */
             on_disk(ctl, node, &m.disk);
         else if (m.type != APROTO_MSG_HEARTBEAT)

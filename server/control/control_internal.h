@@ -263,14 +263,18 @@ int ctl__slurm_start(struct control *ctl);
 void ctl__slurm_stop(struct control *ctl);
 /* Periodic tick: submits the allocations of waiting jobs, says what Slurm says of them in their
  * status messages and events, fails the jobs whose allocation Slurm rejects, cancels the
- * allocations of finished jobs and ended attempts. */
-void ctl__slurm_tick(struct control *ctl);
+ * allocations of finished jobs and ended attempts. At most every 0.2 s, unless `now` (a job was
+ * submitted or changed: no wait for the next look). */
+void ctl__slurm_tick(struct control *ctl, bool now);
 /* Before a pass: leaves out (specs[i] = NULL) the jobs with no unused allocation, and binds
  * the others to theirs, so that their workers go to that allocation's agents only. */
 void ctl__slurm_filter(struct control *ctl, const int64_t *ids, size_t n,
                        const struct jobspec **specs);
 /* After a placement: the attempt records the job's allocation. */
 void ctl__slurm_placed(struct control *ctl, int64_t job, int attempt);
+/* A `preempt_notice` from an agent (an ephemeral agent that got Slurm's warning signal): the
+ * node is drained with preemption, its jobs checkpoint and restart on a new allocation. */
+void ctl__slurm_preempt_notice(struct control *ctl, struct ctl_node *node, const char *reason);
 
 /* control_ha.c */
 /* Starts the leadership thread (leader.h) with this control's hooks. 0 or -1. */

@@ -25,7 +25,14 @@
 #include <unistd.h>
 
 #define CTL_SLURM_EVERY_S 0.2 /* how often waiting allocations are asked about */
+#define CTL_SLURM_KICK_EVERY_S 0.02
 #define CTL_SLURM_ENV_MAX 64
+#define CTL_SLURM_SIGNAL_S 60 /* --signal=USR1@this */
+/* The agents' --ephemeral, unless the server's environment sets TRAINYARD_AGENT_EPHEMERAL: they
+ * exit after this long without a server (it is gone). */
+#define CTL_SLURM_AGENT_ORPHAN "TRAINYARD_AGENT_EPHEMERAL=30"
+/* A tick stops asking slurmrestd once it has spent this long (each call: at most 2 s). */
+#define CTL_SLURM_TICK_BUDGET_S 1.0
 
 extern char **environ;
 
@@ -167,8 +174,9 @@ static int submit(struct control *ctl, const struct store_slurm_job *row, int64_
         .mem_per_node_mb = js.memory_mb * per_node,
         /* Slurm's limit a minute past timeout_s: Trainyard's own timeout fires first. */
         .time_limit_min = js.timeout_s > 0 ? (int)(js.timeout_s / 60) + 2 : 0,
-        /* SIGUSR1 a minute before the end: the agents' workers checkpoint. */
-        .signal_s = js.timeout_s > 0 ? 60 : 0,
+        /* SIGUSR1 a minute before the time limit, or at a preemption's GraceTime: the agents
+         * ask the server to preempt the job (checkpoint, restart on a new allocation). */
+        .signal_s = CTL_SLURM_SIGNAL_S,
         .partition = cfg->slurm_partition,
         .account = cfg->slurm_account,
         .cwd = "/tmp",
@@ -204,6 +212,8 @@ static int submit(struct control *ctl, const struct store_slurm_job *row, int64_
         snprintf(e_tok, sizeof(e_tok), "TRAINYARD_CLUSTER_TOKEN=%s", ctl->slurm_cluster_token);
         env[ne++] = e_tok;
     }
+    if (getenv("TRAINYARD_AGENT_EPHEMERAL") == NULL)
+        env[ne++] = CTL_SLURM_AGENT_ORPHAN;
     if (js.gpu == 0)
         env[ne++] = "TRAINYARD_AGENT_GPUS=none";
     /* The server's own TRAINYARD_AGENT_* settings travel to its agents (run-as, uid lock
@@ -223,14 +233,15 @@ static int submit(struct control *ctl, const struct store_slurm_job *row, int64_
     return rc;
 }
 
-static void cancel(struct control *ctl, const struct store_slurm_job *row)
+/* Returns the enum slurm_rc of the call. */
+static int cancel(struct control *ctl, const struct store_slurm_job *row)
 {
     char err[256];
     int rc = slurm_client_cancel(ctl->slurm, row->slurm_job_id, err, sizeof(err));
     if (rc == SLURM_UNAVAILABLE) {
         TY_WARN("control", "job %lld: cannot cancel Slurm job %lld yet: %s", (long long)row->job,
                 (long long)row->slurm_job_id, err);
-        return;
+        return rc;
     }
     if (rc != SLURM_OK)
         TY_WARN("control", "job %lld: Slurm job %lld: %s", (long long)row->job,
@@ -238,24 +249,38 @@ static void cancel(struct control *ctl, const struct store_slurm_job *row)
     TY_INFO("control", "job %lld: Slurm job %lld cancelled", (long long)row->job,
             (long long)row->slurm_job_id);
     store_slurm_set(ctl->db, row->job, -1);
+    return rc;
 }
 
-/* A waiting job: submits its allocation, or says what Slurm says of it. */
-static void drive_waiting(struct control *ctl, const struct store_slurm_job *row)
+/* Job `job` may be placed on the agents of allocation slurm_id (ctl__slurm_filter). */
+static void mark_ready(struct control *ctl, int64_t job, int64_t slurm_id)
+{
+    struct ctl_slurm_ready *r = realloc(ctl->slurm_ready, (ctl->nslurm_ready + 1) * sizeof(*r));
+    if (r) {
+        ctl->slurm_ready = r;
+        r[ctl->nslurm_ready++] = (struct ctl_slurm_ready){job, slurm_id};
+    }
+}
+
+/* A waiting job: submits its allocation, or says what Slurm says of it. Returns the enum slurm_rc
+ * of its slurmrestd call (SLURM_UNAVAILABLE: the rest of the tick does without Slurm). */
+static int drive_waiting(struct control *ctl, const struct store_slurm_job *row)
 {
     char err[400], msg[512];
-    if (row->slurm_job_id > 0 && row->used) {
-        cancel(ctl, row); /* the allocation of an attempt that ended */
-        return;
-    }
+    if (row->slurm_job_id > 0 && row->used)
+        return cancel(ctl, row); /* the allocation of an attempt that ended */
     if (row->slurm_job_id <= 0) {
         int64_t id = -1;
         int rc = submit(ctl, row, &id, err, sizeof(err));
         if (rc == SLURM_OK) {
             TY_INFO("control", "job %lld: Slurm job %lld submitted", (long long)row->job,
                     (long long)id);
-            if (store_slurm_set(ctl->db, row->job, id) < 0)
+            if (store_slurm_set(ctl->db, row->job, id) < 0) {
                 slurm_client_cancel(ctl->slurm, id, err, sizeof(err)); /* not recorded */
+                return rc;
+            }
+            /* Bound at once: the agents may register before the next look. */
+            mark_ready(ctl, row->job, id);
             snprintf(msg, sizeof(msg), "waiting: Slurm job %lld submitted", (long long)id);
             store_slurm_event(ctl->db, row->job, msg);
         } else if (rc == SLURM_REJECTED) {
@@ -263,24 +288,21 @@ static void drive_waiting(struct control *ctl, const struct store_slurm_job *row
                 slurm_client_cancel(ctl->slurm, id, msg, sizeof(msg));
             TY_WARN("control", "job %lld: Slurm rejected the allocation: %s", (long long)row->job,
                     err);
-            if (strcmp(row->status, "PENDING") == 0)
-                store_slurm_fail(ctl->db, row->job, err);
-            else {
-                snprintf(msg, sizeof(msg), "waiting: Slurm rejected the allocation: %s", err);
-                store_slurm_event(ctl->db, row->job, msg);
-            }
+            store_slurm_fail(ctl->db, row->job, err); /* pending or restarting: FAILED */
         } else {
+            if (id > 0) /* created all the same: the next look submits anew */
+                slurm_client_cancel(ctl->slurm, id, msg, sizeof(msg));
             snprintf(msg, sizeof(msg), "waiting: %s", err);
             store_slurm_event(ctl->db, row->job, msg);
         }
-        return;
+        return rc;
     }
     struct slurm_job_info info;
     int rc = slurm_client_job(ctl->slurm, row->slurm_job_id, &info, err, sizeof(err));
     if (rc == SLURM_UNAVAILABLE) {
         snprintf(msg, sizeof(msg), "waiting: %s", err);
         store_slurm_event(ctl->db, row->job, msg);
-        return;
+        return rc;
     }
     if (rc == SLURM_REJECTED || slurm_state_is_final(info.state)) {
         /* Gone or ended before an attempt ran in it: submit another at the next look. */
@@ -288,15 +310,11 @@ static void drive_waiting(struct control *ctl, const struct store_slurm_job *row
                 (long long)row->job, (long long)row->slurm_job_id,
                 rc == SLURM_REJECTED ? err : info.state);
         store_slurm_set(ctl->db, row->job, -1);
-        return;
+        return SLURM_OK;
     }
     /* Bound at once: the job is placed as soon as the allocation's agents have registered (a
      * registration runs a pass), with no wait for this loop to see the allocation RUNNING. */
-    struct ctl_slurm_ready *r = realloc(ctl->slurm_ready, (ctl->nslurm_ready + 1) * sizeof(*r));
-    if (r) {
-        ctl->slurm_ready = r;
-        r[ctl->nslurm_ready++] = (struct ctl_slurm_ready){row->job, row->slurm_job_id};
-    }
+    mark_ready(ctl, row->job, row->slurm_job_id);
     if (strcmp(info.state, "PENDING") == 0)
         snprintf(msg, sizeof(msg), "waiting: Slurm job %lld is pending (%s)",
                  (long long)row->slurm_job_id, info.reason);
@@ -304,27 +322,35 @@ static void drive_waiting(struct control *ctl, const struct store_slurm_job *row
         snprintf(msg, sizeof(msg), "waiting: Slurm job %lld is %s on %s; its agents are starting",
                  (long long)row->slurm_job_id, info.state, info.nodes);
     store_slurm_event(ctl->db, row->job, msg);
+    return SLURM_OK;
 }
 
-void ctl__slurm_tick(struct control *ctl)
+void ctl__slurm_tick(struct control *ctl, bool now)
 {
-    if (ctl->slurm == NULL || util_mono_s() - ctl->slurm_last < CTL_SLURM_EVERY_S)
+    /* A kick's look, at most every 20 ms: a flood of kicks does not become a flood of calls. */
+    if (ctl->slurm == NULL ||
+        util_mono_s() - ctl->slurm_last < (now ? CTL_SLURM_KICK_EVERY_S : CTL_SLURM_EVERY_S))
         return;
-    ctl->slurm_last = util_mono_s();
+    double start = ctl->slurm_last = util_mono_s();
     struct store_slurm_job *rows = NULL;
     size_t n = 0;
     if (store_slurm_jobs(ctl->db, &rows, &n) < 0)
         return;
     ctl->nslurm_ready = 0;
-    for (size_t i = 0; i < n; i++) {
+    /* slurmrestd calls block this thread: after one that could not reach Slurm, or once the
+     * tick has spent its budget, the rest wait for the next tick. */
+    for (size_t i = 0; i < n && util_mono_s() - start < CTL_SLURM_TICK_BUDGET_S; i++) {
         const struct store_slurm_job *r = &rows[i];
         bool waiting = strcmp(r->status, "PENDING") == 0 || strcmp(r->status, "RESTARTING") == 0;
         bool live = strcmp(r->status, "STARTING") == 0 || strcmp(r->status, "RUNNING") == 0 ||
                     strcmp(r->status, "STOPPING") == 0;
+        int rc = SLURM_OK;
         if (waiting)
-            drive_waiting(ctl, r);
+            rc = drive_waiting(ctl, r);
         else if (!live && r->slurm_job_id > 0)
-            cancel(ctl, r); /* finished: the agents go with the allocation */
+            rc = cancel(ctl, r); /* finished: the agents go with the allocation */
+        if (rc == SLURM_UNAVAILABLE)
+            break;
     }
     store_slurm_jobs_free(rows, n);
 }
@@ -333,4 +359,18 @@ void ctl__slurm_placed(struct control *ctl, int64_t job, int attempt)
 {
     if (ctl->slurm)
         store_slurm_attempt(ctl->db, job, attempt);
+}
+
+void ctl__slurm_preempt_notice(struct control *ctl, struct ctl_node *node, const char *reason)
+{
+    TY_WARN("control", "node %s: %s; preempting its jobs", node->id, reason);
+    char *json = NULL, *preempted = NULL;
+    if (store_node_set_draining(ctl->db, node->id, true, true, &json, &preempted) > 0)
+        TY_INFO("control", "node %s drained; jobs preempted: %s", node->id,
+                preempted ? preempted : "[]");
+    else
+        TY_WARN("control", "node %s: the preemption was not stored", node->id);
+    free(json);
+    free(preempted);
+    ctl->dirty = true;
 }

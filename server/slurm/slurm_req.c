@@ -3,6 +3,7 @@
 
 #include <jansson.h>
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +109,23 @@ static json_t *answer_object(long http, const char *body, char *err, size_t errl
     return root;
 }
 
+/* Whether a Slurm error is the cluster's passing state, not the request's fault: slurmctld
+ * unreachable (codes 1800-1899, SLURMCTLD_COMMUNICATIONS_*, the "Unable to contact slurm
+ * controller" family), or the nodes not back yet (just after slurmctld restarted, nodes down). */
+static bool transient(json_t *e, const char *text)
+{
+    json_int_t code = json_integer_value(json_object_get(e, "error_code"));
+    static const char *const words[] = {
+        "Unable to contact slurm controller", "Required node not available", "Socket timed out",
+        "Zero Bytes were transmitted", "backup controller in standby mode"};
+    if (code >= 1800 && code <= 1899)
+        return true;
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        if (strstr(text, words[i]))
+            return true;
+    return false;
+}
+
 int slurm_parse_submit(long http, const char *body, int64_t *job_id, char *err, size_t errlen)
 {
     *job_id = -1;
@@ -121,7 +139,7 @@ int slurm_parse_submit(long http, const char *body, int64_t *job_id, char *err, 
     int rc = SLURM_OK;
     if (e != NULL) {
         error_text(e, http, err, errlen);
-        rc = SLURM_REJECTED;
+        rc = transient(e, err) ? SLURM_UNAVAILABLE : SLURM_REJECTED;
     } else if (*job_id <= 0) {
         snprintf(err, errlen, "slurmrestd answered HTTP %ld without a job id", http);
         rc = http >= 500 ? SLURM_UNAVAILABLE : SLURM_REJECTED;

@@ -50,7 +50,8 @@ struct slurm_job_info {
 char *slurm_submit_body(const struct slurm_alloc *a);
 /* Parses a submit answer (HTTP status http). Returns SLURM_OK with *job_id; SLURM_REJECTED with
  * Slurm's message in err (Slurm may have created a job even so: *job_id is then set, else -1,
- * and the caller cancels it); SLURM_UNAVAILABLE when the answer is not slurmrestd's. */
+ * and the caller cancels it); SLURM_UNAVAILABLE when the answer is not slurmrestd's, or Slurm's
+ * error is the cluster's passing state (slurmctld unreachable, the nodes not available yet). */
 int slurm_parse_submit(long http, const char *body, int64_t *job_id, char *err, size_t errlen);
 /* Parses the answer of GET /slurm/<version>/job/<id>. SLURM_OK with *info; SLURM_REJECTED when
  * Slurm no longer knows the job (it ended more than MinJobAge ago); SLURM_UNAVAILABLE with err. */

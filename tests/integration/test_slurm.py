@@ -4,6 +4,7 @@ jobs each run in a Slurm allocation of ephemeral agents. Where Slurm cannot star
 not root) these tests are skipped: CTest reports them Not Run. The one that needs no Slurm (a
 slurmrestd that is not there) runs everywhere."""
 import os
+import signal
 import subprocess
 import textwrap
 
@@ -46,10 +47,31 @@ def slurm_state(env, slurm_job_id):
     return r.stdout.strip()
 
 
+def agents_of(slurm_job_id):
+    """The pids of the processes started for Slurm job slurm_job_id's agents (the agents and
+    their workers, which inherit TRAINYARD_NODE_ID)."""
+    mark = f"TRAINYARD_NODE_ID=slurm-{slurm_job_id}-".encode()
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if mark in f.read():
+                    pids.append(int(pid))
+        except OSError:
+            pass
+    return pids
+
+
+def attempts_of(srv, job):
+    r = srv.request("GET", f"/api/v1/jobs/{job}/attempts", token=None).json
+    return r["attempts"] if isinstance(r, dict) else r
+
+
 def slurm_server(server_factory, root, **kw):
+    # The agents give up 3 s after losing the server (the allocations' default: 30 s).
     env = {"TRAINYARD_AGENT_RUN_AS": os.environ.get("TY_TEST_RUN_AS", "none"),
            "TRAINYARD_AGENT_PORT_RANGE": harness.port_range(),
-           "TRAINYARD_AGENT_STOP_GRACE_S": "3"}
+           "TRAINYARD_AGENT_STOP_GRACE_S": "3", "TRAINYARD_AGENT_EPHEMERAL": "3"}
     return server_factory(auth="none", env=env,
                           extra_args=["--slurm", f"unix:{root}/slurmrestd.sock", *kw.get("args", [])])
 
@@ -138,3 +160,102 @@ def test_slurmrestd_unreachable_keeps_the_job_pending_with_the_reason(server_fac
         "the reason as the status message")
     assert srv.request("GET", f"/api/v1/jobs/{job}", token=None).json["status"] == "PENDING"
     assert any("slurmrestd unreachable" in m for m in events(srv, job)), events(srv, job)
+
+
+WAITER = textwrap.dedent("""
+    import os, shutil, sys, tempfile, time
+    import trainyard
+    ctx = trainyard.get_context()
+    rank, attempt = ctx.get_world_rank(), ctx.get_attempt()
+    d = tempfile.mkdtemp(prefix=f"ty-slurm-{rank}-")
+    with open(os.path.join(d, f"rank-{rank}.txt"), "w") as f:
+        f.write(str(attempt))
+    trainyard.report({"loss": 1.0 / attempt, "step": attempt}, checkpoint=d)
+    shutil.rmtree(d)
+    # The first attempt waits for the test's go (a file); later ones end at once.
+    while attempt == 1 and not os.path.exists("go"):
+        time.sleep(0.05)
+""")
+
+
+def submit_waiter(srv, name, **more):
+    work = harness.make_tmpdir("ty-slurm-job-")
+    os.chmod(work, 0o777)
+    with open(os.path.join(work, "train.py"), "w") as f:
+        f.write(WAITER)
+    spec = {"name": name, "entrypoint": [PY, "train.py"], "working_dir": work,
+            "scaling_config": {"num_workers": 2}, **more}
+    return srv.submit(spec, token=None)["id"], work
+
+
+def running_with_checkpoint(srv, job, env):
+    try:
+        harness.wait_for(lambda: srv.request("GET", f"/api/v1/jobs/{job}", token=None).json[
+            "status"] == "RUNNING" and srv.request("GET", f"/api/v1/jobs/{job}/checkpoints",
+                                                   token=None).json["checkpoints"], 60,
+            "the job running with a checkpoint")
+    except AssertionError as e:
+        squeue = subprocess.run(["squeue", "-a", "-o", "%i %T %r %N"], env=env,
+                                capture_output=True, text=True, timeout=30).stdout
+        sinfo = subprocess.run(["sinfo", "-N", "-o", "%N %T %E"], env=env, capture_output=True,
+                               text=True, timeout=30).stdout
+        job_now = srv.request("GET", f"/api/v1/jobs/{job}", token=None).json
+        raise AssertionError(f"{e}\njob: {job_now}\nsqueue:\n{squeue}\nsinfo:\n{sinfo}")
+    return attempts_of(srv, job)[-1]["slurm_job_id"]
+
+
+def test_slurms_warning_signal_preempts_and_requeues_on_a_new_allocation(server_factory, slurm):
+    root, env = slurm
+    srv = slurm_server(server_factory, root)
+    job, _ = submit_waiter(srv, "slurm-preempt")
+    first = running_with_checkpoint(srv, job, env)
+    # What Slurm sends before the time limit or at a preemption (--signal=USR1@60): the agents
+    # ask the server to preempt; the workers (which ignore SIGUSR1) are stopped, the job restarts.
+    r = subprocess.run(["scancel", "--signal=USR1", str(first)], env=env, capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    done = srv.wait_job(job, {"SUCCEEDED", "FAILED", "STOPPED"}, timeout=90)
+    assert done["status"] == "SUCCEEDED", done
+    assert done.get("preemptions") == 1, done
+    a = attempts_of(srv, job)
+    assert [x["status"] for x in a] == ["STOPPED", "SUCCEEDED"], a
+    assert a[0]["end_reason"]["event"] == "preempted", a
+    assert a[1]["slurm_job_id"] not in (None, first), a
+    assert a[1]["resumed_from_checkpoint"] is not None, a
+    # Both allocations end, and no agent outlives them.
+    for sid in (first, a[1]["slurm_job_id"]):
+        harness.wait_for(lambda: slurm_state(env, sid) in ("", "COMPLETED", "CANCELLED"), 30,
+                         f"Slurm job {sid} ending")
+        harness.wait_for(lambda: not agents_of(sid), 30, f"the agents of Slurm job {sid} exiting")
+
+
+def test_slurmctld_restarted_mid_job_and_the_server_gone_leave_no_agent(server_factory, slurm):
+    root, env = slurm
+    srv = slurm_server(server_factory, root)
+    job, work = submit_waiter(srv, "slurm-ctld")
+    sid = running_with_checkpoint(srv, job, env)
+    # slurmctld restarts (state recovered from its state directory); the job runs on.
+    pidfile = os.path.join(root, "run", "slurmctld.pid")
+    with open(pidfile) as f:
+        os.kill(int(f.read()), signal.SIGTERM)
+    harness.wait_for(lambda: subprocess.run(["scontrol", "ping"], env=env, capture_output=True,
+                                            timeout=10).returncode != 0, 30, "slurmctld down")
+    subprocess.run(["slurmctld", "-f", env["SLURM_CONF"]], env=env, stdin=subprocess.DEVNULL,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30, check=True)
+    harness.wait_for(lambda: slurm_state(env, sid) == "RUNNING", 30, "slurmctld back")
+    open(os.path.join(work, "go"), "w").close()
+    done = srv.wait_job(job, {"SUCCEEDED", "FAILED", "STOPPED"}, timeout=60)
+    assert done["status"] == "SUCCEEDED", done
+    assert len(attempts_of(srv, job)) == 1
+    # The CLI lists the attempt with its Slurm job id.
+    out = harness.run_cli(srv, "attempts", str(job), token=None)
+    assert out.returncode == 0 and str(sid) in out.stdout, out
+    # A server that goes away (stopped here, never to return) leaves agents that exit by
+    # themselves (--ephemeral 3 s), their allocation ending with them.
+    job2, _ = submit_waiter(srv, "slurm-orphan")
+    sid2 = running_with_checkpoint(srv, job2, env)
+    assert agents_of(sid2)
+    assert srv.stop() == 0
+    harness.wait_for(lambda: not agents_of(sid2), 30, "the orphaned agents exiting")
+    harness.wait_for(lambda: slurm_state(env, sid2) in ("", "COMPLETED", "FAILED"), 30,
+                     "the allocation ending with its agents")

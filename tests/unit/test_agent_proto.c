@@ -689,6 +689,30 @@ static void agent_proto_disk_full(void **state)
     }
 }
 
+/* Issue 28: the preempt_notice message, built and parsed; a missing, empty or too long reason
+ * is refused. */
+static void agent_proto_preempt_notice(void **state)
+{
+    (void)state;
+    struct aproto_node_msg m = node_parse_ok(aproto_msg_preempt_notice("Slurm signalled"));
+    assert_int_equal(m.type, APROTO_MSG_PREEMPT_NOTICE);
+    assert_string_equal(m.preempt_reason, "Slurm signalled");
+    aproto_node_msg_free(&m);
+    char long_reason[APROTO_MAX_PREEMPT_REASON + 64];
+    snprintf(long_reason, sizeof(long_reason), "{\"type\":\"preempt_notice\",\"reason\":\"%0*d\"}",
+             APROTO_MAX_PREEMPT_REASON + 1, 0);
+    const char *const bad[] = {"{\"type\":\"preempt_notice\"}",
+                               "{\"type\":\"preempt_notice\",\"reason\":\"\"}",
+                               "{\"type\":\"preempt_notice\",\"reason\":7}", long_reason};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char err[256] = "";
+        assert_int_equal(aproto_node_msg_parse(bad[i], strlen(bad[i]), &m, err, sizeof(err)), -1);
+        if (strstr(err, "reason") == NULL)
+            fail_msg("%s: '%s' does not name reason", bad[i], err);
+        aproto_node_msg_free(&m);
+    }
+}
+
 static void expect_same_worker(const struct aproto_worker_event *got,
                                const struct aproto_worker_event *want)
 {
@@ -1120,6 +1144,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(agent_proto_server_control_messages_round_trip),
     cmocka_unit_test(agent_proto_api_urls_and_artifact_store),
     cmocka_unit_test(agent_proto_disk_full),
+    cmocka_unit_test(agent_proto_preempt_notice),
     cmocka_unit_test(agent_proto_launch_round_trips),
     cmocka_unit_test(agent_proto_launch_refuses_bad_rank_addresses),
     cmocka_unit_test(agent_proto_register_round_trips),

@@ -94,6 +94,18 @@ static void submit_answers_say_accepted_or_rejected_or_unavailable(void **state)
                      SLURM_REJECTED);
     assert_int_equal(id, 2);
     assert_string_equal(err, "Requested partition configuration not available now");
+    /* slurmctld unreachable, or the nodes not back after its restart: the cluster's fault. */
+    assert_int_equal(slurm_parse_submit(500,
+                                        "{\"errors\":[{\"error_code\":1800,\"error\":\"Unable to "
+                                        "contact slurm controller (connect failure)\"}]}",
+                                        &id, err, sizeof(err)),
+                     SLURM_UNAVAILABLE);
+    assert_int_equal(slurm_parse_submit(500,
+                                        "{\"errors\":[{\"error_code\":2049,\"error\":\"Required "
+                                        "node not available (down, drained or reserved)\"}]}",
+                                        &id, err, sizeof(err)),
+                     SLURM_UNAVAILABLE);
+    assert_non_null(strstr(err, "Required node not available"));
     /* A refused token, a proxy's page: the cluster's fault. */
     assert_int_equal(slurm_parse_submit(401, "Authentication failure", &id, err, sizeof(err)),
                      SLURM_UNAVAILABLE);

@@ -95,6 +95,7 @@ struct agent_config {
     char *warm_python_exe;        /* the Python they run */
     int64_t heartbeat_interval_s; /* 0: the server's */
     int64_t orphan_timeout_s;     /* 0: four heartbeat intervals of the server */
+    int64_t ephemeral_s;          /* > 0: ephemeral (main.c), the longest wait for a server */
     char *log_level;
     char *debug;
     int64_t log_line_max;     /* longer output lines are split (bytes) */
@@ -449,6 +450,9 @@ struct agent {
     volatile int stop_signal;
     bool shutting_down;
     bool done;
+    /* --ephemeral (main.c): a worker ran here; when the server was last lost (0: connected) */
+    bool ephemeral_ran;
+    int64_t ephemeral_lost_ms;
     int64_t shutdown_deadline_ms;
 
     void *timers;                    /* ws.c / main.c timers (struct agent__timers) */
@@ -664,6 +668,9 @@ void agent__uploader_fetch_failed(struct agent *a, const char *job_id, int64_t a
  * event of the job naming the node, the path and ENOSPC) with the next poll. Any thread. */
 void agent__disk_full(struct agent *a, const char *job_id, int64_t attempt, const char *path,
                       const char *what);
+/* Asks the server to preempt this node's jobs (`preempt_notice`, an ephemeral agent that got
+ * Slurm's warning signal) with the next poll. Any thread. */
+void agent__preempt_notice(struct agent *a, const char *reason);
 /* Counts report k of (job, attempt) on this node (lws thread, after it was spooled); once every
  * local worker of that attempt made it, queues <data>/checkpoints/<job>/<attempt>/<k> (if it
  * exists) for upload and returns at once. */

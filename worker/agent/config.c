@@ -96,6 +96,10 @@ static const struct option_def options[] = {
      INT64_C(31536000),
      "seconds workers outlive a crashed agent before their supervisors kill them (0: four "
      "heartbeat intervals of the server, about its node-lost timeout)"},
+    {"ephemeral", "TRAINYARD_AGENT_EPHEMERAL", I(ephemeral_s), "0", 0, 86400,
+     "ephemeral (issue 28, started in a Slurm allocation): exit once the workers that ran here "
+     "have ended, or after this many seconds without a server; SIGUSR1 asks the server to "
+     "preempt this node's jobs (0: a daemon)"},
     {"log-line-max", "TRAINYARD_AGENT_LOG_LINE_MAX", I(log_line_max), "16384", 64, 1048576,
      "workers' output lines longer than this many bytes are split"},
     {"log-backlog-max-bytes", "TRAINYARD_AGENT_LOG_BACKLOG_MAX_BYTES", I(log_backlog_max),

@@ -25,9 +25,50 @@
 
 static volatile sig_atomic_t stop_requested;
 
+static volatile sig_atomic_t usr1_received;
+
 static void on_signal(int sig)
 {
     stop_requested = sig;
+}
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    usr1_received = 1;
+}
+
+/* --ephemeral (an agent started in a Slurm allocation, bound to one attempt): SIGUSR1, Slurm's
+ * warning before preemption or the time limit, asks the server to preempt this node's jobs; the
+ * agent exits once the workers that ran here have all ended (the attempt is over on this node:
+ * a restart gets a new allocation), or when no server has been reachable for --ephemeral
+ * seconds (the server is gone: nobody would stop this agent). Sets a->shutting_down. */
+static void ephemeral_tick(struct agent *a)
+{
+    if (a->cfg->ephemeral_s <= 0 || a->shutting_down)
+        return;
+    if (usr1_received) {
+        usr1_received = 0;
+        TY_WARN("agent", "SIGUSR1 (Slurm's warning before preemption or the time limit): asking "
+                         "the server to preempt this node's jobs");
+        agent__preempt_notice(a, "Slurm signalled the end of the allocation (preemption or "
+                                 "time limit)");
+    }
+    size_t running = agent__workers_running(a);
+    if (running > 0)
+        a->ephemeral_ran = true;
+    int64_t now = util_mono_ms();
+    a->ephemeral_lost_ms = a->registered ? 0 : a->ephemeral_lost_ms ? a->ephemeral_lost_ms : now;
+    const char *why = NULL;
+    if (a->ephemeral_ran && running == 0)
+        why = "the workers that ran here have ended";
+    else if (a->ephemeral_lost_ms && now - a->ephemeral_lost_ms > a->cfg->ephemeral_s * 1000)
+        why = "no server reachable for the --ephemeral time";
+    if (why == NULL)
+        return;
+    TY_INFO("agent", "ephemeral: %s; stopping %zu worker(s), then exiting", why, running);
+    a->shutting_down = true;
+    agent__stop(a, NULL, -1, a->cfg->stop_grace_s, 0);
 }
 
 struct poll_timer {
@@ -50,6 +91,7 @@ static void poll_tick(lws_sorted_usec_list_t *sul)
     agent__gpus_tick(a);
     agent__uploader_poll(a);
     agent__report_poll(a);
+    ephemeral_tick(a);
     if (stop_requested && !a->shutting_down) {
         TY_INFO("agent", "signal %d: stopping %zu worker(s), then exiting", (int)stop_requested,
                 agent__workers_running(a));
@@ -246,6 +288,11 @@ int main(int argc, char **argv)
         return 0;
     if (rc < 0)
         return 2;
+
+    if (cfg.ephemeral_s > 0) {
+        sa.sa_handler = on_usr1;
+        sigaction(SIGUSR1, &sa, NULL);
+    }
 
     struct agent a;
     memset(&a, 0, sizeof(a));

@@ -121,6 +121,14 @@ static int child_exec(const char *program, char *const *argv, const struct aprot
     sa.sa_handler = SIG_DFL;
     for (size_t i = 0; i < sizeof(dfl) / sizeof(dfl[0]); i++)
         sigaction(dfl[i], &sa, NULL);
+    /* An ephemeral agent catches SIGUSR1, Slurm's warning before preemption or the time limit,
+     * which Slurm sends to every process of the step: the supervisor and the worker ignore it
+     * (an ignored signal stays ignored across exec) and checkpoint when the server asks. */
+    struct sigaction usr1;
+    if (sigaction(SIGUSR1, NULL, &usr1) == 0 && usr1.sa_handler != SIG_DFL) {
+        sa.sa_handler = SIG_IGN;
+        sigaction(SIGUSR1, &sa, NULL);
+    }
     sigprocmask(SIG_SETMASK, &none, NULL);
     /* Into the worker's cgroups first: all it starts from here on is counted and killed there. */
     for (int i = 0; i < keep->n_cg; i++)

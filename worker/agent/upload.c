@@ -318,6 +318,16 @@ void agent__disk_full(struct agent *a, const char *job_id, int64_t attempt, cons
     pthread_mutex_unlock(&u->mu);
 }
 
+void agent__preempt_notice(struct agent *a, const char *reason)
+{
+    struct agent_uploader *u = a->uploader;
+    if (u == NULL)
+        return;
+    pthread_mutex_lock(&u->mu);
+    notes_push_locked(u, aproto_msg_preempt_notice(reason));
+    pthread_mutex_unlock(&u->mu);
+}
+
 void agent__fetch_noted(struct agent *a, const char *url, const char *err)
 {
     struct agent_uploader *u = a->uploader;

@@ -192,6 +192,8 @@ export function render(main, { id, params }) {
           { title: 'Started', cell: (a) => fmt.time(a.created_at) },
           { title: 'Finished', cell: (a) => fmt.time(a.finished_at) },
           { title: 'Startup', cell: startupBar },
+          // --slurm: the Slurm job the attempt ran in (a column only when one did)
+          ...(attempts.some((a) => a.slurm_job_id) ? [{ title: 'Slurm job', cell: (a) => a.slurm_job_id ?? '—' }] : []),
           { title: 'Error', cell: (a) => a.error || '—' },
         ], attempts) : empty('Not placed yet.'),
         h('h2', {}, 'Status timeline'),
