@@ -1,4 +1,4 @@
-/* Stopping criteria of a plain job (RunConfig(stop=), spec run_config.stop, migration 0042):
+/* Stopping criteria of a plain job (RunConfig(stop=), spec run_config.stop, migration 0041):
  * the reports they have not been checked against, and the decisions. SQL:
  * store/sql/ty_job_stop_*.sql. */
 #ifndef TY_STORE_JOB_STOP_H

@@ -228,7 +228,7 @@ fail:
 }
 
 /* The rows of the series query, shared by both modes: each (name, rank) of the job's reports
- * that carry that name, looked up by the names the job reported (report_names, migration 0045)
+ * that carry that name, looked up by the names the job reported (report_names, migration 0043)
  * rather than by expanding every report (jsonb_each was most of a chart's read). $1 job, $2
  * names (comma separated) or NULL, $3 rank, $4 attempt, $6..$9 the step and time ranges. */
 #define SERIES_ROWS                                                                                \

@@ -1,4 +1,4 @@
--- The reports a plain job's stopping criteria (spec run_config.stop, migration 0042) have not
+-- The reports a plain job's stopping criteria (spec run_config.stop, migration 0041) have not
 -- been checked against, oldest first: every rank-0 report of a RUNNING job that is not a sweep's
 -- trial (a sweep checks tune_config.stop itself) after the job's cursor, with its values.
 CREATE OR REPLACE FUNCTION ty_job_stop_new_results(p_limit integer)

@@ -1,5 +1,5 @@
 -- Statement trigger on reports: the keys of the rows just inserted join report_names (migration
--- 0045), the names store_metrics_series looks up in each report of a job.
+-- 0043), the names store_metrics_series looks up in each report of a job.
 CREATE OR REPLACE FUNCTION ty_report_names_add() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO report_names (job_id, name)

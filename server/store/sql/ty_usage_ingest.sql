@@ -2,7 +2,7 @@
 -- cpu_usec, memory_bytes, memory_peak_bytes, final}. Rows of workers that are not placed on that
 -- node in that attempt are ignored (a node speaks only for its own workers); so is a second row
 -- for the same worker, and any sample after a worker's final one. CPU time and the peak never go
--- down. Each stored row is also kept in worker_usage_samples (migration 0045) when its worker's
+-- down. Each stored row is also kept in worker_usage_samples (migration 0043) when its worker's
 -- last kept sample is 10 s old or more, or it is the final one: the series the dashboard draws.
 -- One statement per message. Returns the rows stored.
 CREATE OR REPLACE FUNCTION ty_usage_ingest(p_node text, p_rows jsonb) RETURNS integer
