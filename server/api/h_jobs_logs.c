@@ -93,7 +93,6 @@ enum MHD_Result h_jobs_logs(struct srv_request *req)
     if (srv_arg_id(req, 0, &id) != 0)
         return srv_reply_bad_job_id(req);
     const char *rank_s = srv_query(req, "rank");
-    const char *attempt_s = srv_query(req, "attempt");
     const char *offset_s = srv_query(req, "offset");
     const char *tail_s = srv_query(req, "tail");
     const char *grep = srv_query(req, "grep");
@@ -105,9 +104,9 @@ enum MHD_Result h_jobs_logs(struct srv_request *req)
     if (rank_s && srv_query_ranks_array(rank_s, ranks, sizeof(ranks), &n_ranks) != 0)
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "rank",
                                        "must be a rank (0 or more) or ranks separated by commas");
-    if (attempt_s && util_parse_int64(attempt_s, 1, INT32_MAX, &q.attempt) != 0)
-        return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "attempt",
-                                       "must be an attempt number, 1 or more");
+    enum MHD_Result r;
+    if (srv_query_int(req, "attempt", 1, INT32_MAX, SRV_MUST_ATTEMPT, &q.attempt, &r) != 0)
+        return r;
     if (offset_s && util_parse_int64(offset_s, 0, INT64_MAX, &q.offset) != 0)
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "offset",
                                        "must be a byte offset, 0 or more");

@@ -50,23 +50,18 @@ enum MHD_Result h_jobs_metrics(struct srv_request *req)
     if (srv_arg_id(req, 0, &id) != 0)
         return srv_reply_bad_job_id(req);
     const char *names = srv_query(req, "name");
-    const char *rank_s = srv_query(req, "rank");
-    const char *attempt_s = srv_query(req, "attempt");
-    const char *max_s = srv_query(req, "max_points");
     const char *mode = srv_query(req, "mode");
     char detail[120];
     if (names && srv_query_names_valid(names, detail, sizeof(detail)) != 0)
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "name", detail);
     int64_t rank = -1, attempt = 0, max_points = 1000;
-    if (rank_s && util_parse_int64(rank_s, 0, INT32_MAX, &rank) != 0)
-        return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "rank",
-                                       "must be an integer rank, 0 or more");
-    if (attempt_s && util_parse_int64(attempt_s, 1, INT32_MAX, &attempt) != 0)
-        return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "attempt",
-                                       "must be an attempt number, 1 or more");
-    if (max_s && util_parse_int64(max_s, 1, 10000, &max_points) != 0)
-        return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "max_points",
-                                       "must be an integer from 1 to 10000");
+    enum MHD_Result r;
+    if (srv_query_int(req, "rank", 0, INT32_MAX, "must be an integer rank, 0 or more", &rank, &r) !=
+            0 ||
+        srv_query_int(req, "attempt", 1, INT32_MAX, SRV_MUST_ATTEMPT, &attempt, &r) != 0 ||
+        srv_query_int(req, "max_points", 1, SRV_MAX_POINTS, SRV_MUST_MAX_POINTS, &max_points, &r) !=
+            0)
+        return r;
     if (mode && strcmp(mode, "points") != 0 && strcmp(mode, "band") != 0)
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "mode",
                                        "must be points or band");

@@ -37,14 +37,11 @@ enum MHD_Result h_jobs_usage(struct srv_request *req)
     int64_t id, attempt = 0, max_points = 500;
     if (srv_arg_id(req, 0, &id) != 0)
         return srv_reply_bad_job_id(req);
-    const char *attempt_s = srv_query(req, "attempt");
-    const char *max_s = srv_query(req, "max_points");
-    if (attempt_s && util_parse_int64(attempt_s, 1, INT32_MAX, &attempt) != 0)
-        return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "attempt",
-                                       "must be an attempt number, 1 or more");
-    if (max_s && util_parse_int64(max_s, 1, 10000, &max_points) != 0)
-        return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "max_points",
-                                       "must be an integer from 1 to 10000");
+    enum MHD_Result r;
+    if (srv_query_int(req, "attempt", 1, INT32_MAX, SRV_MUST_ATTEMPT, &attempt, &r) != 0 ||
+        srv_query_int(req, "max_points", 1, SRV_MAX_POINTS, SRV_MUST_MAX_POINTS, &max_points, &r) !=
+            0)
+        return r;
     struct usage_query a = {.job = id, .attempt = (int)attempt, .n = (int)max_points};
     int qs = db_with_conn(req->srv->db, job_usage, &a);
     if (qs < 0)

@@ -168,6 +168,16 @@ const char *srv_query(struct srv_request *req, const char *key)
     return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key);
 }
 
+int srv_query_int(struct srv_request *req, const char *key, int64_t min, int64_t max,
+                  const char *must, int64_t *out, enum MHD_Result *result)
+{
+    const char *v = srv_query(req, key);
+    if (v == NULL || util_parse_int64(v, min, max, out) == 0)
+        return 0;
+    *result = srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, key, must);
+    return -1;
+}
+
 json_t *srv_body_json(struct srv_request *req, enum MHD_Result *result)
 {
     const char *ctype =

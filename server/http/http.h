@@ -108,6 +108,14 @@ enum MHD_Result srv_reply_field_problem(struct srv_request *req, enum srv_proble
 
 /* Query-string value or NULL. */
 const char *srv_query(struct srv_request *req, const char *key);
+/* Query parameter `key` as an integer from min to max into *out, left as it is when absent.
+ * Returns 0, or -1 after a 400 naming the parameter, saying it `must` ... (its MHD result in
+ * *result). SRV_MUST_ATTEMPT and SRV_MUST_MAX_POINTS are the words of the common ones. */
+int srv_query_int(struct srv_request *req, const char *key, int64_t min, int64_t max,
+                  const char *must, int64_t *out, enum MHD_Result *result);
+#define SRV_MUST_ATTEMPT "must be an attempt number, 1 or more"
+#define SRV_MAX_POINTS 10000
+#define SRV_MUST_MAX_POINTS "must be an integer from 1 to 10000"
 /* Parses the body as a JSON object. On failure replies (400/415) and returns NULL, storing the
  * MHD result in *result. */
 json_t *srv_body_json(struct srv_request *req, enum MHD_Result *result);

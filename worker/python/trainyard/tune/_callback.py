@@ -95,6 +95,21 @@ class Dispatch:
         trial.status = TRIAL_RUNNING
         self._call("on_trial_start", iteration=self.iteration, trials=self._list(), trial=trial)
 
+    def row(self, jobs, ended, job, kind, data):
+        """One stream row of a trial's job (jobs: job id -> Trial): rank 0's reports are results,
+        status events statuses; a job's terminal status goes to ended[job] instead (the caller
+        ends the trial once it has read the job)."""
+        trial = jobs.get(job)
+        if trial is None:
+            return
+        if kind == "report" and data.get("rank") == 0:
+            self.result(trial, data)
+        elif kind == "event":
+            if data.get("status") in TERMINAL_JOB_STATUSES:
+                ended[job] = data["status"]
+            else:
+                self.status(trial, data.get("status"))
+
     def status(self, trial, status):
         if status == JOB_RUNNING:
             self.start(trial)

@@ -6,7 +6,7 @@ over the /stream websocket and tells Optuna each trial's final metric. The serve
 
 import sys
 
-from ..train._vocab import JOB_FAILED, JOB_SUCCEEDED, TERMINAL_JOB_STATUSES
+from ..train._vocab import JOB_FAILED, JOB_SUCCEEDED
 
 __all__ = ["OptunaSearch"]
 
@@ -161,16 +161,7 @@ class OptunaSearch:
             return running or None
 
         def on_row(j, kind, data):
-            tr = jobs.get(j)
-            if tr is None:
-                return
-            if kind == "report" and data.get("rank") == 0:
-                d.result(tr, data)
-            elif kind == "event":
-                if data.get("status") in TERMINAL_JOB_STATUSES:
-                    ended[j] = data["status"]
-                else:
-                    d.status(tr, data.get("status"))
+            d.row(jobs, ended, j, kind, data)
 
         try:
             follow_jobs(client, on_row, check)

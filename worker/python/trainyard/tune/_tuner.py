@@ -287,16 +287,7 @@ class Tuner:
             return want
 
         def on_row(j, kind, data):
-            tr = jobs.get(j)
-            if tr is None:
-                return
-            if kind == "report" and data.get("rank") == 0:
-                d.result(tr, data)
-            elif kind == "event":
-                if data.get("status") in TERMINAL_JOB_STATUSES:
-                    ended[j] = data["status"]
-                else:
-                    d.status(tr, data.get("status"))
+            d.row(jobs, ended, j, kind, data)
 
         try:
             follow_jobs(client, on_row, check, prefix=f"{sweep['name']}/trial-")
