@@ -92,11 +92,21 @@ char *aproto_msg_heartbeat(const struct aproto_disk *disk)
 }
 
 char *aproto_msg_worker_started(int64_t seq, const char *job_id, int64_t attempt, int64_t rank,
-                                long pid)
+                                long pid, const struct aproto_startup *st)
 {
-    return dump_steal(json_pack("{s:s, s:I, s:s, s:I, s:I, s:I}", "type", "worker_started", "seq",
-                                (json_int_t)seq, "job_id", job_id, "attempt", (json_int_t)attempt,
-                                "rank", (json_int_t)rank, "pid", (json_int_t)pid));
+    json_t *startup = NULL;
+    if (st) {
+        startup = json_object();
+        const double v[] = {st->code_fetch_s, st->checkpoint_fetch_s, st->process_start_s};
+        const char *k[] = {"code_fetch_s", "checkpoint_fetch_s", "process_start_s"};
+        for (size_t i = 0; startup && i < 3; i++)
+            if (v[i] >= 0)
+                json_object_set_new(startup, k[i], json_real(v[i]));
+    }
+    return dump_steal(json_pack("{s:s, s:I, s:s, s:I, s:I, s:I, s:o*}", "type", "worker_started",
+                                "seq", (json_int_t)seq, "job_id", job_id, "attempt",
+                                (json_int_t)attempt, "rank", (json_int_t)rank, "pid",
+                                (json_int_t)pid, "startup", startup));
 }
 
 char *aproto_msg_worker_exited(int64_t seq, const char *job_id, int64_t attempt, int64_t rank,

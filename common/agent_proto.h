@@ -227,6 +227,15 @@ struct aproto_node_info {
  * this many bytes (valid UTF-8, as every JSON string). */
 #define APROTO_MAX_EXIT_REASON 512
 
+/* How long a launch's steps took on the agent (worker_started's optional `startup`), in
+ * seconds; < 0: not sent. Every worker of one launch on one node carries the same figures. */
+struct aproto_startup {
+    double code_fetch_s;       /* the job's code package made ready (fetched, unpacked) */
+    double checkpoint_fetch_s; /* the checkpoint to resume from fetched, or its package unpacked */
+    double process_start_s;    /* every worker of the launch forked, set up and exec'd */
+};
+#define APROTO_MAX_STARTUP_S 1e7
+
 /* A worker event (worker_started, worker_exited) or a worker's state in `register`. */
 struct aproto_worker_event {
     int64_t seq; /* events only; -1 in a worker state */
@@ -241,6 +250,7 @@ struct aproto_worker_event {
     const char *reason; /* NULL: null or absent; else the line of the worker's output that says
                          * why it failed (a Python exception, a failed C assertion...), at most
                          * APROTO_MAX_EXIT_REASON bytes */
+    struct aproto_startup startup; /* worker_started */
 };
 
 /* A worker exit in words, as the job's error says it after "worker rank R " (ty_worker_exited):
@@ -423,8 +433,9 @@ char *aproto_msg_register(const struct aproto_node_info *node, const char *token
                           const struct aproto_worker_event *workers, size_t n_workers);
 /* disk: the data directory's free space, or NULL: left out. */
 char *aproto_msg_heartbeat(const struct aproto_disk *disk);
+/* st: the launch's step times, or NULL (a worker re-announced after the agent restarted). */
 char *aproto_msg_worker_started(int64_t seq, const char *job_id, int64_t attempt, int64_t rank,
-                                long pid);
+                                long pid, const struct aproto_startup *st);
 /* exit_code/signal < 0 mean null; error, reason NULL mean null. */
 char *aproto_msg_worker_exited(int64_t seq, const char *job_id, int64_t attempt, int64_t rank,
                                int exit_code, int signal, const char *error, const char *reason);

@@ -594,15 +594,42 @@ static int parse_register(struct aproto_node_msg *m, char *err, size_t errlen)
     return 0;
 }
 
+/* worker_started's optional startup {code_fetch_s, checkpoint_fetch_s, process_start_s}: each
+ * optional, a number of seconds from 0 to APROTO_MAX_STARTUP_S. */
+static int parse_startup(const json_t *o, struct aproto_startup *st, char *err, size_t errlen)
+{
+    *st = (struct aproto_startup){-1, -1, -1};
+    const json_t *s = json_object_get(o, "startup");
+    if (s == NULL || json_is_null(s))
+        return 0;
+    if (!json_is_object(s))
+        return ERR("'startup' must be an object");
+    const char *k[] = {"code_fetch_s", "checkpoint_fetch_s", "process_start_s"};
+    double *v[] = {&st->code_fetch_s, &st->checkpoint_fetch_s, &st->process_start_s};
+    for (size_t i = 0; i < 3; i++) {
+        const json_t *x = json_object_get(s, k[i]);
+        if (x == NULL || json_is_null(x))
+            continue;
+        if (!json_is_number(x) || !(json_number_value(x) >= 0) ||
+            json_number_value(x) > APROTO_MAX_STARTUP_S)
+            return ERR("'startup.%s' must be a number of seconds, 0 or more", k[i]);
+        *v[i] = json_number_value(x);
+    }
+    return 0;
+}
+
 static int parse_worker_event(struct aproto_node_msg *m, char *err, size_t errlen)
 {
     struct aproto_worker_event *e = &m->event;
-    *e = (struct aproto_worker_event){.seq = m->seq, .pid = -1, .exit_code = -1, .signal = -1};
+    *e = (struct aproto_worker_event){
+        .seq = m->seq, .pid = -1, .exit_code = -1, .signal = -1, .startup = {-1, -1, -1}};
     if (util_json_int(m->root, "seq", false, 0, INT64_MAX, &e->seq, err, errlen) < 0 ||
         parse_worker_ids(m->root, e, err, errlen) != 0)
         return -1;
     if (m->type == APROTO_MSG_WORKER_STARTED)
-        return util_json_int(m->root, "pid", false, 1, INT32_MAX, &e->pid, err, errlen);
+        return util_json_int(m->root, "pid", false, 1, INT32_MAX, &e->pid, err, errlen) < 0
+                   ? -1
+                   : parse_startup(m->root, &e->startup, err, errlen);
     return parse_exit(m->root, e, err, errlen);
 }
 

@@ -53,6 +53,9 @@ static void queue_started(struct control *ctl, struct ctl_node *node, uint64_t c
         .attempt = (int)e->attempt,
         .rank = (int)e->rank,
         .pid = e->pid,
+        .code_fetch_s = e->startup.code_fetch_s,
+        .checkpoint_fetch_s = e->startup.checkpoint_fetch_s,
+        .process_start_s = e->startup.process_start_s,
     };
     b->conn[b->n] = conn;
     b->has_seq[b->n] = true;
@@ -76,8 +79,7 @@ void ctl__flush_started(struct control *ctl)
         if (node == NULL)
             continue;
         const struct store_worker_start *r = &b->rows[i];
-        if (!one_txn &&
-            store_worker_started(ctl->db, node->id, r->job, r->attempt, r->rank, r->pid) < 0) {
+        if (!one_txn && store_worker_started(ctl->db, r) < 0) {
             reconnect_to_resend(ctl, node, b->conn[i], "worker_started");
             continue;
         }

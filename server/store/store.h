@@ -234,17 +234,18 @@ void store_ckpt_deletes_free(struct store_ckpt_delete *rows, size_t n);
 int store_node_set_credential(struct db_conn *c, const char *id, const char *hash);
 
 /* ---- workers' events (store_worker_events.c) ---- */
-/* Records a worker start (ty_worker_started) sent by node `node`: applied only when the worker
- * is placed on that node (another node's event changes nothing). Returns a db_qs. */
-int store_worker_started(struct db_conn *c, const char *node, int64_t job, int attempt, int rank,
-                         int64_t pid);
-/* One worker_started event, sent by `node` (borrowed; [A-Za-z0-9._-]). */
+/* One worker_started event, sent by `node` (borrowed; [A-Za-z0-9._-]), with its launch's step
+ * times on the agent (seconds; < 0: not sent). */
 struct store_worker_start {
     const char *node;
     int64_t job;
     int attempt, rank;
     int64_t pid;
+    double code_fetch_s, checkpoint_fetch_s, process_start_s;
 };
+/* Records a worker start (ty_worker_started): applied only when the worker is placed on the
+ * node that sent it (another node's event changes nothing). Returns a db_qs. */
+int store_worker_started(struct db_conn *c, const struct store_worker_start *w);
 /* Records n worker_started events in one statement, so one transaction and one commit: all of
  * them or none. Each is applied like store_worker_started, in order. Returns n (0 for n == 0) or
  * an error. */

@@ -73,7 +73,9 @@ def check_breakdown(srv, job_id, done):
     for a in attempts:
         s = a["startup"]
         assert set(s) == set(PHASES), s
-        for phase in ("queue_s", "placement_s", "framework_init_s", "first_report_s"):
+        # process_start_s is the agent's (worker_started); these jobs fetch no code or checkpoint.
+        for phase in ("queue_s", "placement_s", "process_start_s", "framework_init_s",
+                      "first_report_s"):
             assert s[phase] is not None and s[phase] >= 0, (phase, a)
         startup_sum += sum(v for v in s.values() if v is not None)
         assert a["useful_s"] >= 0 and a["lost_s"] >= 0, a

@@ -269,7 +269,7 @@ static void agent_proto_register_carries_node_and_workers(void **state)
 static void agent_proto_worker_events(void **state)
 {
     (void)state;
-    char *s = aproto_msg_worker_started(7, "j", 1, 2, 4242);
+    char *s = aproto_msg_worker_started(7, "j", 1, 2, 4242, NULL);
     assert_string_equal(s, "{\"type\":\"worker_started\",\"seq\":7,\"job_id\":\"j\",\"attempt\":1,"
                            "\"rank\":2,\"pid\":4242}");
     free(s);
@@ -862,7 +862,7 @@ static void agent_proto_register_defaults_hostname_and_port_range(void **state)
 static void agent_proto_worker_events_round_trip(void **state)
 {
     (void)state;
-    struct aproto_node_msg m = node_parse_ok(aproto_msg_worker_started(7, "12", 1, 2, 4242));
+    struct aproto_node_msg m = node_parse_ok(aproto_msg_worker_started(7, "12", 1, 2, 4242, NULL));
     assert_int_equal(m.type, APROTO_MSG_WORKER_STARTED);
     expect_same_worker(&m.event, &(struct aproto_worker_event){.seq = 7,
                                                                .job_id = "12",
@@ -871,6 +871,20 @@ static void agent_proto_worker_events_round_trip(void **state)
                                                                .pid = 4242,
                                                                .exit_code = -1,
                                                                .signal = -1});
+    assert_true(m.event.startup.code_fetch_s < 0 && m.event.startup.process_start_s < 0);
+    aproto_node_msg_free(&m);
+
+    /* The launch's step times: a step the launch did not have stays out (< 0). */
+    m = node_parse_ok(
+        aproto_msg_worker_started(9, "12", 1, 0, 4243, &(struct aproto_startup){0.25, -1, 0.5}));
+    assert_true(m.event.startup.code_fetch_s == 0.25 && m.event.startup.checkpoint_fetch_s < 0 &&
+                m.event.startup.process_start_s == 0.5);
+    aproto_node_msg_free(&m);
+    char err[200];
+    const char *bad = "{\"type\":\"worker_started\",\"seq\":1,\"job_id\":\"1\",\"attempt\":1,"
+                      "\"rank\":0,\"pid\":5,\"startup\":{\"process_start_s\":-1}}";
+    assert_int_equal(aproto_node_msg_parse(bad, strlen(bad), &m, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "startup.process_start_s"));
     aproto_node_msg_free(&m);
 
     m = node_parse_ok(aproto_msg_worker_exited(8, "12", 1, 2, 3, -1, NULL, "OSError: x"));

@@ -330,9 +330,10 @@ static void adopt_one(struct agent *a, struct agent_worker *w)
     TY_INFO("proc", "re-adopted job %s attempt %lld rank %lld (pid %ld, supervisor %ld)", w->job_id,
             (long long)w->attempt, (long long)w->rank, (long)w->pid, (long)w->sup_pid);
     int64_t seq = agent__next_seq(a);
-    agent__event_push(a, AGENT_EV_STARTED,
-                      aproto_msg_worker_started(seq, w->job_id, w->attempt, w->rank, (long)w->pid),
-                      seq, NULL);
+    agent__event_push(
+        a, AGENT_EV_STARTED,
+        aproto_msg_worker_started(seq, w->job_id, w->attempt, w->rank, (long)w->pid, NULL), seq,
+        NULL);
 }
 
 void agent__workers_adopt(struct agent *a)

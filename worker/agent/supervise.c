@@ -676,6 +676,10 @@ void agent__launch(struct agent *a, const struct aproto_launch *l, bool may_fetc
         TY_ERROR("proc", "out of memory launching job %s", l->job_id);
         return;
     }
+    /* How long each step takes goes to the server with worker_started (the job's startup
+     * breakdown): < 0 for a step this launch has not. */
+    struct aproto_startup st = {-1, -1, -1};
+    double t0 = util_mono_s();
     /* A node without a copy of the checkpoint to resume from fetches it first (issue 11). */
     struct aproto_launch local = *l;
     char *fetched = NULL;
@@ -683,13 +687,16 @@ void agent__launch(struct agent *a, const struct aproto_launch *l, bool may_fetc
         fetched = agent__checkpoint_fetch(a, l->checkpoint_fetch_id, l->checkpoint_fetch_sha256,
                                           l->checkpoint_fetch_shared, may_fetch);
         local.checkpoint_dir = fetched;
+        st.checkpoint_fetch_s = util_mono_s() - t0;
     }
     /* A job with a code package runs in this node's private copy of it (issue 15). */
     char *code = NULL;
     const char *code_why = NULL;
     if (l->code_sha256) {
+        t0 = util_mono_s();
         code = agent__code_prepare(a, l->job_id, l->attempt, l->code_sha256, may_fetch, &code_why);
         local.working_dir = code;
+        st.code_fetch_s = util_mono_s() - t0;
     }
     /* One resuming from a checkpoint package (resume_from_package) gets a private copy of it,
      * unless it resumes from a checkpoint of its own (a restart). */
@@ -697,10 +704,12 @@ void agent__launch(struct agent *a, const struct aproto_launch *l, bool may_fetc
     const char *ckpkg_why = NULL;
     local.checkpoint_package = NULL;
     if (l->checkpoint_package && l->checkpoint_dir == NULL && l->checkpoint_fetch_id <= 0) {
+        t0 = util_mono_s();
         ckpkg = agent__code_checkpoint_prepare(a, l->job_id, l->attempt, l->checkpoint_package,
                                                may_fetch, &ckpkg_why);
         local.checkpoint_dir = ckpkg;
         local.checkpoint_package = l->checkpoint_package;
+        st.checkpoint_fetch_s = util_mono_s() - t0;
     }
     /* Start every worker first, then queue their worker_started events together, which the
      * server records in one transaction. */
@@ -713,6 +722,7 @@ void agent__launch(struct agent *a, const struct aproto_launch *l, bool may_fetc
         return;
     }
     /* Every supervisor first, then their answers: the workers' fork and exec overlap. */
+    t0 = util_mono_s();
     for (size_t i = 0; i < l->n_workers; i++)
         started[i] =
             l->code_sha256 && code == NULL
@@ -726,6 +736,7 @@ void agent__launch(struct agent *a, const struct aproto_launch *l, bool may_fetc
     for (size_t i = 0; i < l->n_workers; i++)
         if (started[i])
             started[i] = start_finish(a, &local, started[i], start_fds[i]);
+    st.process_start_s = util_mono_s() - t0;
     if (code || ckpkg)
         agent__code_trim(a);
     if (a->warm)
@@ -741,7 +752,7 @@ void agent__launch(struct agent *a, const struct aproto_launch *l, bool may_fetc
         int64_t seq = agent__next_seq(a);
         agent__event_push(
             a, AGENT_EV_STARTED,
-            aproto_msg_worker_started(seq, w->job_id, w->attempt, w->rank, (long)w->pid), seq,
+            aproto_msg_worker_started(seq, w->job_id, w->attempt, w->rank, (long)w->pid, &st), seq,
             NULL);
     }
     free(started);

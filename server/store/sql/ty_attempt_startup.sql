@@ -6,8 +6,12 @@
 --   placement_s       placement -> every worker running (launch order, fetches, process starts)
 --   framework_init_s  -> the first SDK contact (first progress heartbeat, or first report)
 --   first_report_s    -> the first report of the attempt
--- code_fetch_s, checkpoint_fetch_s and process_start_s stay null: the agent does not time them
--- yet, so placement_s holds them (docs/decisions.md). A phase whose end has not happened is null.
+--   code_fetch_s, checkpoint_fetch_s, process_start_s: the agent's steps of the launch, timed on
+--                     the node and sent with worker_started (the slowest node's figure each;
+--                     null: the launch had no such step, or an agent older than migration 0044)
+--   placement_s       is what is left of placement -> every worker running after those three
+--                     (the scheduler's decision, the launch message, the agent's own work)
+-- A phase whose end has not happened is null.
 -- useful_s is the training time that counts: from the first SDK contact to the attempt's end when
 -- the job kept its work (the job's current attempt, unless it failed); for an attempt that ended
 -- otherwise (failed, preempted, resized), up to its last checkpoint only (the next attempt resumes
@@ -21,6 +25,10 @@ LANGUAGE sql STABLE AS $$
                a.created_at AS placed,
                (SELECT CASE WHEN bool_and(w.started_at IS NOT NULL) THEN max(w.started_at) END
                   FROM workers w WHERE w.job_id = a.job_id AND w.attempt = a.attempt) AS running,
+               (SELECT jsonb_build_object('code', max(w.code_fetch_s),
+                                          'ckpt', max(w.checkpoint_fetch_s),
+                                          'proc', max(w.process_start_s))
+                  FROM workers w WHERE w.job_id = a.job_id AND w.attempt = a.attempt) AS agent,
                (SELECT min(w.sdk_init_at) FROM workers w
                  WHERE w.job_id = a.job_id AND w.attempt = a.attempt) AS sdk,
                (SELECT min(r.reported_at) FROM reports r
@@ -57,11 +65,18 @@ LANGUAGE sql STABLE AS $$
     SELECT jsonb_build_object(
         'startup', jsonb_build_object(
             'queue_s', extract(epoch FROM u.t1 - u.queued)::float8,
-            'placement_s', extract(epoch FROM u.t2 - u.t1)::float8,
-            'code_fetch_s', NULL, 'checkpoint_fetch_s', NULL, 'process_start_s', NULL,
+            'placement_s', CASE WHEN u.t2 IS NOT NULL THEN
+                               greatest(0, extract(epoch FROM u.t2 - u.t1)
+                                           - coalesce((u.agent ->> 'code')::float8, 0)
+                                           - coalesce((u.agent ->> 'ckpt')::float8, 0)
+                                           - coalesce((u.agent ->> 'proc')::float8, 0))::float8
+                           END,
+            'code_fetch_s', CASE WHEN u.t2 IS NOT NULL THEN (u.agent ->> 'code')::float8 END,
+            'checkpoint_fetch_s', CASE WHEN u.t2 IS NOT NULL THEN (u.agent ->> 'ckpt')::float8 END,
+            'process_start_s', CASE WHEN u.t2 IS NOT NULL THEN (u.agent ->> 'proc')::float8 END,
             'framework_init_s', extract(epoch FROM u.t3 - u.t2)::float8,
             'first_report_s', extract(epoch FROM u.t4 - u.t3)::float8),
         'useful_s', u.useful, 'lost_s', greatest(0, u.trained - u.useful))
       FROM u
 $$;
-COMMENT ON FUNCTION ty_attempt_startup(jobs, attempts) IS 'An attempt''s startup breakdown (queue, placement, framework init, first report) and its useful and lost training seconds.';
+COMMENT ON FUNCTION ty_attempt_startup(jobs, attempts) IS 'An attempt''s startup breakdown (queue, placement, code and checkpoint fetch, process start, framework init, first report) and its useful and lost training seconds.';
