@@ -1,6 +1,6 @@
 """High availability: two servers on one PostgreSQL database, one of them the leader (it schedules,
 times jobs out and marks nodes LOST; docs/high-availability.md). Real servers, a real agent and
-real worker processes; the leader is killed with SIGKILL."""
+real worker processes; the leader is killed with SIGKILL (a running job and a sweep carry on)."""
 import os
 import secrets
 import signal
@@ -83,6 +83,20 @@ def test_leader_killed_the_other_leads_and_the_running_job_finishes(pair):
         job = follower.submit(gated_job(gate))["id"]  # any server takes a submission
         follower.wait_job(job, {"RUNNING"})
         assert wait_log_lines(follower, job, 1) == ["before"]
+        # A sweep (issue 25) of two trials, one at a time: its first trial waits for the gate too,
+        # so the second is submitted by whichever server leads after the first trial's report.
+        trial = ("import os, time, trainyard\n"
+                 f"while not os.path.exists({gate!r}): time.sleep(0.05)\n"
+                 "trainyard.report({'acc': trainyard.get_context().config['q']})\n")
+        r = follower.request("POST", "/api/v1/sweeps", {
+            "name": "ha", "job": {"entrypoint": ["/usr/bin/python3", "-c", trial]},
+            "param_space": {"q": {"grid_search": [1, 2]}},
+            "tune_config": {"metric": "acc", "mode": "max", "max_concurrent_trials": 1}})
+        assert r.status == 201, r
+        sweep = r.json["id"]
+        harness.wait_for(lambda: [t["status"] for t in follower.request(
+            "GET", f"/api/v1/sweeps/{sweep}").json["trials"]][:1] == ["RUNNING"], timeout=60,
+            what="the sweep's first trial to run")
 
         leader.stop(signal.SIGKILL)
         wait_role(follower, "leader")
@@ -102,6 +116,12 @@ def test_leader_killed_the_other_leads_and_the_running_job_finishes(pair):
         assert done["status"] == "SUCCEEDED", done
         assert attempts_of(follower, later) == [(1, "SUCCEEDED")]
         assert f"registered with {follower.ws_url}" in agent.log_text()
+        # The sweep outlived its leader: the new one submitted its second trial and ended it.
+        harness.wait_for(lambda: follower.request("GET", f"/api/v1/sweeps/{sweep}").json[
+            "status"] != "RUNNING", timeout=60, what="the sweep to finish")
+        s = follower.request("GET", f"/api/v1/sweeps/{sweep}").json
+        assert s["status"] == "SUCCEEDED" and len(s["trials"]) == 2, s
+        assert s["best_trial"]["index"] == 1 and s["best_trial"]["best_metric"] == 2, s
     finally:
         assert agent.stop() == 0, agent.log_text()
 
