@@ -7,13 +7,13 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 
 jobs=$(nproc)
-# Tests run three per core: most of a test's time is waiting on its servers and agents. The 427
+# Tests run two per core: most of a test's time is waiting on its servers and agents. The 427
 # integration tests (then one CTest entry each) took 31 min at -j 2 and 15 min at -j 4 on the shared
 # 2-core development machine, other work running; all passed both times, and the sum of their
-# times was the same (3,690 s and 3,620 s). Sampled at -j 1, the processes of an integration test
-# use about a fifth of its wall time in CPU, so four at once left the two cores part idle
-# (docs/decisions.md, "The suite inside CI's 30 minutes").
-test_jobs=$((3 * jobs))
+# times was the same (3,690 s and 3,620 s). Three per core was slower: the normal pass took 918 s
+# at -j 6 against 699 s at -j 4, each entry nearly twice as long (docs/decisions.md, "The suite
+# inside CI's 30 minutes").
+test_jobs=$((2 * jobs))
 run_suite() {
   local dir=$1
   shift
