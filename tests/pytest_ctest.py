@@ -92,7 +92,9 @@ def pytest_sessionfinish(session, exitstatus):
 def run(args):
     # As `python3 -m pytest` does: the working directory first on sys.path.
     sys.path.insert(0, os.getcwd())
-    return pytest.main(["-p", "no:cacheprovider", "-rs", *args], plugins=[sys.modules[__name__]])
+    # The slowest steps are listed in CTest's output: where the suite's time goes, per file.
+    return pytest.main(["-p", "no:cacheprovider", "-rs", "--durations=10", "--durations-min=1",
+                        *args], plugins=[sys.modules[__name__]])
 
 
 # ---- collection (collect) ------------------------------------------------------------------

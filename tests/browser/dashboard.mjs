@@ -13,6 +13,8 @@ const TOKEN = process.env.TY_TOKEN || '';
 const ART = process.env.TY_ARTIFACTS;
 const ARGS = JSON.parse(process.env.TY_ARGS || '{}');
 const LONG = 45000;
+// A server restart while other tests load the machine: its steps get longer.
+const RESTART = 150000;
 
 const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
 async function waitFor(what) {
@@ -342,14 +344,14 @@ const scenarios = {
       new MutationObserver(() => window.__states.push(document.getElementById('conn').className)).observe(document.getElementById('conn'), { attributes: true });
     });
     await waitFor('restart');
-    await page.waitForFunction(() => window.__states.some((s) => /reconnecting|connecting/.test(s)), null, { timeout: LONG });
-    await page.locator('#conn.live').waitFor({ timeout: LONG });
+    await page.waitForFunction(() => window.__states.some((s) => /reconnecting|connecting/.test(s)), null, { timeout: RESTART });
+    await page.locator('#conn.live').waitFor({ timeout: RESTART });
     await shot('jobs-after-restart');
     await waitFor('job');
-    await page.locator('#jobs-list td', { hasText: 'after-restart' }).first().waitFor({ timeout: LONG });
+    await page.locator('#jobs-list td', { hasText: 'after-restart' }).first().waitFor({ timeout: RESTART });
     await go('#/');
     await page.locator('.stats').waitFor();
-    await page.locator('section', { hasText: 'Recent jobs' }).locator('table').waitFor({ timeout: LONG });
+    await page.locator('section', { hasText: 'Recent jobs' }).locator('table').waitFor({ timeout: RESTART });
     await shot('overview-with-jobs');
     return { sawReconnecting: true, liveAgain: true, newJobShown: true };
   },

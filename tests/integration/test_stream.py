@@ -197,12 +197,14 @@ def test_real_job_streams_status_and_worker_events_and_resumes(server, agent_fac
 # ---------------------------------------------------------------- slow subscribers
 
 
-# alone: it compares how fast two of its own processes go; with other tests running, the
-# "fast" one is not always fast.
-@pytest.mark.alone
+# The stalled client reads nothing, pongs included: --ws-ping-s keeps the server's ping
+# timeout (three times it) from closing it first when a loaded machine makes the test slow.
+STALL_ARGS = ["--stream-queue-max", "100", "--ws-ping-s", "600"]
+
+
 def test_stalled_subscriber_is_closed_with_resume_point_while_fast_one_gets_everything(
         server_factory, pg):
-    server = server_factory(extra_args=["--stream-queue-max", "100"])
+    server = server_factory(extra_args=STALL_ARGS)
     sql = lambda text: pg.psql(text, db=db_name(server))  # noqa: E731
     job = pending_job(server)
     stalled = Sub(server, rcvbuf=8192)
@@ -233,10 +235,9 @@ def test_stalled_subscriber_is_closed_with_resume_point_while_fast_one_gets_ever
     assert_exactly(seqs + again.seqs[job], first, last)
 
 
-@pytest.mark.alone
 def test_stalled_batched_subscriber_is_closed_while_a_fast_batched_one_keeps_up(
         server_factory, pg):
-    server = server_factory(extra_args=["--stream-queue-max", "100"])
+    server = server_factory(extra_args=STALL_ARGS)
     sql = lambda text: pg.psql(text, db=db_name(server))  # noqa: E731
     job = pending_job(server)
     stalled = Sub(server, rcvbuf=8192)
