@@ -188,15 +188,18 @@ static int submit(struct control *ctl, const struct store_slurm_job *row, int64_
     agent_path(cfg, exe, sizeof(exe));
     server_ws_url(cfg, url, sizeof(url));
     /* One agent per node, each with its own node id and data directory, offering the node's
-     * share of the allocation (its CPUs and memory as Slurm counts them). */
+     * share of the allocation (its CPUs and memory as Slurm counts them). The data directory is
+     * the cluster's and the allocation's, emptied first: Slurm job ids recur (another cluster
+     * on the host, slurmctld without its state), and an agent that found a former agent's
+     * spool there would replay its workers' exits to this attempt. */
     snprintf(script, sizeof(script),
              "#!/bin/sh\n"
              "exec srun --ntasks-per-node=1 --cpus-per-task=%d --kill-on-bad-exit=0 /bin/sh -c "
              "'export TRAINYARD_NODE_ID=slurm-$SLURM_JOB_ID-$SLURMD_NODENAME "
              "TRAINYARD_AGENT_RESOURCES=\"{\\\"slurm_$SLURM_JOB_ID\\\": %d}\" "
-             "TRAINYARD_AGENT_DATA_DIR=/tmp/trainyard-slurm/$SLURM_JOB_ID/$SLURMD_NODENAME "
-             "TRAINYARD_AGENT_CPUS=$SLURM_CPUS_ON_NODE; "
-             "exec \"$TRAINYARD_SLURM_AGENT\"'\n",
+             "TRAINYARD_AGENT_DATA_DIR=/tmp/trainyard-slurm/$SLURM_CLUSTER_NAME/$SLURM_JOB_ID/"
+             "$SLURMD_NODENAME TRAINYARD_AGENT_CPUS=$SLURM_CPUS_ON_NODE; "
+             "rm -rf \"$TRAINYARD_AGENT_DATA_DIR\"; exec \"$TRAINYARD_SLURM_AGENT\"'\n",
              a.cpus_per_task * per_node, per_node);
     a.script = script;
     const char *env[CTL_SLURM_ENV_MAX];
