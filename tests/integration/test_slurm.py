@@ -255,6 +255,11 @@ def test_slurmctld_restarted_mid_job_and_the_server_gone_leave_no_agent(server_f
     job2, _ = submit_waiter(srv, "slurm-orphan")
     sid2 = running_with_checkpoint(srv, job2, env)
     assert agents_of(sid2)
+    # Their data directory is this cluster's and this allocation's (Slurm job ids recur across
+    # clusters: an earlier agent's spool under the same id must not be replayed).
+    with open(env["SLURM_CONF"]) as f:
+        cluster = next(x.split("=", 1)[1].strip() for x in f if x.startswith("ClusterName="))
+    assert os.path.isdir(f"/tmp/trainyard-slurm/{cluster}/{sid2}/n1"), cluster
     assert srv.stop() == 0
     harness.wait_for(lambda: not agents_of(sid2), 30, "the orphaned agents exiting")
     harness.wait_for(lambda: slurm_state(env, sid2) in ("", "COMPLETED", "FAILED"), 30,
