@@ -54,10 +54,20 @@ def main():
     pg = harness.PostgresCluster().start()
     srv = None
     try:
+        extra = ["--slurm", f"unix:{root}/slurmrestd.sock"]
+        if args.steps:
+            # The agents through a wrapper that logs when Slurm started them, and their log.
+            wrap = os.path.join(root, "agent.sh")
+            with open(wrap, "w") as f:
+                f.write(f"#!/bin/sh\nexec 2>>{root}/log/agent-$SLURMD_NODENAME.log\n"
+                        "echo \"$(date -u +%H:%M:%S.%3N) Slurm job $SLURM_JOB_ID: agent "
+                        f"exec\" >&2\nexec {harness.AGENT_BIN}\n")
+            os.chmod(wrap, 0o755)
+            extra += ["--slurm-agent-path", wrap]
         srv = harness.Server(database_url=pg.url(pg.create_database()), auth="none",
                              env={"TRAINYARD_AGENT_RUN_AS": "none",
                                   "TRAINYARD_AGENT_PORT_RANGE": harness.port_range()},
-                             extra_args=["--slurm", f"unix:{root}/slurmrestd.sock"]).start()
+                             extra_args=extra).start()
         plain, ours = [], []
         for _ in range(args.rounds):
             t0 = time.time()
@@ -96,6 +106,15 @@ def main():
                 for line in f:
                     if any(w in line for w in ("submitted", "registered", "placed", "POST")):
                         print(line.rstrip())
+            # Slurm's side: allocation, batch launch, the srun step, its tasks; the agents'.
+            for name in sorted(os.listdir(os.path.join(root, "log"))):
+                with open(os.path.join(root, "log", name), errors="replace") as f:
+                    for line in f:
+                        if any(w in line for w in (
+                                "Allocate JobId", "batch_launch", "Launching batch",
+                                "step_create", "launch task", "agent exec", "trainyard-agent",
+                                "registered", "launch", "started")):
+                            print(f"{name}: {line.rstrip()}")
     finally:
         if srv:
             srv.stop()

@@ -150,7 +150,8 @@ munge_sock="$dir/munge/munge.socket.2"
   echo "MinJobAge=300"
   echo "KillWait=5"
   echo "InactiveLimit=0"
-  echo "SlurmdTimeout=30"
+  echo "SlurmdTimeout=3"
+  echo "MessageTimeout=2"
   echo "GresTypes=gpu"
   for i in $(seq 1 "$nodes"); do
     echo "NodeName=n$i NodeHostname=localhost NodeAddr=127.0.0.1 Port=${ports[$i]}" \

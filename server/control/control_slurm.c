@@ -182,20 +182,24 @@ static int submit(struct control *ctl, const struct store_slurm_job *row, int64_
         .cwd = "/tmp",
     };
     char name[64], exe[PATH_MAX], url[512], script[2048];
-    snprintf(name, sizeof(name), "trainyard-%lld", (long long)row->job);
+    /* The attempt the allocation is for: the job's next one. */
+    snprintf(name, sizeof(name), "trainyard-%lld-%d", (long long)row->job, row->attempt + 1);
     a.name = name;
     agent_path(cfg, exe, sizeof(exe));
     server_ws_url(cfg, url, sizeof(url));
     /* One agent per node, each with its own node id and data directory, offering the node's
-     * share of the allocation (its CPUs and memory as Slurm counts them). */
+     * share of the allocation (its CPUs and memory as Slurm counts them). The data directory is
+     * the cluster's and the allocation's, emptied first: Slurm job ids recur (another cluster
+     * on the host, slurmctld without its state), and an agent that found a former agent's
+     * spool there would replay its workers' exits to this attempt. */
     snprintf(script, sizeof(script),
              "#!/bin/sh\n"
              "exec srun --ntasks-per-node=1 --cpus-per-task=%d --kill-on-bad-exit=0 /bin/sh -c "
              "'export TRAINYARD_NODE_ID=slurm-$SLURM_JOB_ID-$SLURMD_NODENAME "
              "TRAINYARD_AGENT_RESOURCES=\"{\\\"slurm_$SLURM_JOB_ID\\\": %d}\" "
-             "TRAINYARD_AGENT_DATA_DIR=/tmp/trainyard-slurm/$SLURM_JOB_ID/$SLURMD_NODENAME "
-             "TRAINYARD_AGENT_CPUS=$SLURM_CPUS_ON_NODE; "
-             "exec \"$TRAINYARD_SLURM_AGENT\"'\n",
+             "TRAINYARD_AGENT_DATA_DIR=/tmp/trainyard-slurm/$SLURM_CLUSTER_NAME/$SLURM_JOB_ID/"
+             "$SLURMD_NODENAME TRAINYARD_AGENT_CPUS=$SLURM_CPUS_ON_NODE; "
+             "rm -rf \"$TRAINYARD_AGENT_DATA_DIR\"; exec \"$TRAINYARD_SLURM_AGENT\"'\n",
              a.cpus_per_task * per_node, per_node);
     a.script = script;
     const char *env[CTL_SLURM_ENV_MAX];
@@ -233,11 +237,39 @@ static int submit(struct control *ctl, const struct store_slurm_job *row, int64_
     return rc;
 }
 
+/* Whether the job Slurm knows as row->slurm_job_id is an allocation of row's job: named
+ * trainyard-<job>-<attempt> (submit). slurmctld restarted without its state (no slurmdbd, a
+ * lost StateSaveLocation) hands out ids again: a job with our id but another name is someone
+ * else's, not to be watched, bound to or cancelled as ours. */
+static bool ours(const struct store_slurm_job *row, const struct slurm_job_info *info)
+{
+    char prefix[48];
+    int n = snprintf(prefix, sizeof(prefix), "trainyard-%lld-", (long long)row->job);
+    if (strncmp(info->name, prefix, (size_t)n) == 0)
+        return true;
+    TY_WARN("control",
+            "job %lld: Slurm job %lld is now \"%s\", not its allocation (slurmctld reused the "
+            "id): forgetting it",
+            (long long)row->job, (long long)row->slurm_job_id, info->name);
+    return false;
+}
+
 /* Returns the enum slurm_rc of the call. */
 static int cancel(struct control *ctl, const struct store_slurm_job *row)
 {
     char err[256];
-    int rc = slurm_client_cancel(ctl->slurm, row->slurm_job_id, err, sizeof(err));
+    struct slurm_job_info info;
+    int rc = slurm_client_job(ctl->slurm, row->slurm_job_id, &info, err, sizeof(err));
+    if (rc == SLURM_UNAVAILABLE) {
+        TY_WARN("control", "job %lld: cannot cancel Slurm job %lld yet: %s", (long long)row->job,
+                (long long)row->slurm_job_id, err);
+        return rc;
+    }
+    if (rc == SLURM_REJECTED || !ours(row, &info) || slurm_state_is_final(info.state)) {
+        store_slurm_set(ctl->db, row->job, -1); /* gone, ended, or not ours: nothing to cancel */
+        return SLURM_OK;
+    }
+    rc = slurm_client_cancel(ctl->slurm, row->slurm_job_id, err, sizeof(err));
     if (rc == SLURM_UNAVAILABLE) {
         TY_WARN("control", "job %lld: cannot cancel Slurm job %lld yet: %s", (long long)row->job,
                 (long long)row->slurm_job_id, err);
@@ -304,8 +336,9 @@ static int drive_waiting(struct control *ctl, const struct store_slurm_job *row)
         store_slurm_event(ctl->db, row->job, msg);
         return rc;
     }
-    if (rc == SLURM_REJECTED || slurm_state_is_final(info.state)) {
-        /* Gone or ended before an attempt ran in it: submit another at the next look. */
+    if (rc == SLURM_REJECTED || !ours(row, &info) || slurm_state_is_final(info.state)) {
+        /* Gone or ended before an attempt ran in it (or its id now another job's): submit
+         * another at the next look. */
         TY_WARN("control", "job %lld: Slurm job %lld ended before its agents were used (%s)",
                 (long long)row->job, (long long)row->slurm_job_id,
                 rc == SLURM_REJECTED ? err : info.state);

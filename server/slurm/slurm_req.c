@@ -172,6 +172,7 @@ int slurm_parse_job(long http, const char *body, int64_t job_id, struct slurm_jo
         copy_str(j, "job_state", info->state, sizeof(info->state));
         copy_str(j, "state_reason", info->reason, sizeof(info->reason));
         copy_str(j, "nodes", info->nodes, sizeof(info->nodes));
+        copy_str(j, "name", info->name, sizeof(info->name));
         rc = info->state[0] ? SLURM_OK : SLURM_UNAVAILABLE;
         if (rc != SLURM_OK)
             snprintf(err, errlen, "slurmrestd's answer has no job_state for job %lld",

@@ -38,9 +38,11 @@ struct slurm_alloc {
 
 /* What slurmrestd says of a job. state: PENDING, RUNNING, COMPLETED, CANCELLED, FAILED,
  * NODE_FAIL, PREEMPTED, TIMEOUT, ...; reason: the pending reason ("Resources", "Priority",
- * "None"). */
+ * "None"); name: the job's name (--job-name), which tells an allocation of ours from a job that
+ * got its id again (slurmctld restarted without its state). */
 struct slurm_job_info {
     char state[32];
+    char name[128];
     char reason[160];
     char nodes[256];
 };

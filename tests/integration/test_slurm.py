@@ -255,7 +255,46 @@ def test_slurmctld_restarted_mid_job_and_the_server_gone_leave_no_agent(server_f
     job2, _ = submit_waiter(srv, "slurm-orphan")
     sid2 = running_with_checkpoint(srv, job2, env)
     assert agents_of(sid2)
+    # Their data directory is this cluster's and this allocation's (Slurm job ids recur across
+    # clusters: an earlier agent's spool under the same id must not be replayed).
+    with open(env["SLURM_CONF"]) as f:
+        cluster = next(x.split("=", 1)[1].strip() for x in f if x.startswith("ClusterName="))
+    assert os.path.isdir(f"/tmp/trainyard-slurm/{cluster}/{sid2}/n1"), cluster
     assert srv.stop() == 0
     harness.wait_for(lambda: not agents_of(sid2), 30, "the orphaned agents exiting")
     harness.wait_for(lambda: slurm_state(env, sid2) in ("", "COMPLETED", "FAILED"), 30,
                      "the allocation ending with its agents")
+
+
+def node_state(env, node):
+    r = subprocess.run(["sinfo", "-h", "-N", "-n", node, "-o", "%T"], env=env,
+                       capture_output=True, text=True, timeout=30)
+    return r.stdout.strip()
+
+
+def test_a_node_lost_restarts_the_job_on_a_new_allocation(server_factory, slurm):
+    root, env = slurm
+    srv = slurm_server(server_factory, root)
+    job, work = submit_waiter(srv, "slurm-node-lost",
+                              run_config={"failure_config": {"max_failures": 1}})
+    first = running_with_checkpoint(srv, job, env)
+    # n2's slurmd dies (kill -9): Slurm finds the node not responding (SlurmdTimeout, short in
+    # scripts/slurm-local.sh's cluster), sets it DOWN and ends the allocation (NODE_FAIL); its
+    # step on n1 is killed, the attempt fails, and the job restarts on a new allocation once
+    # n2 is back (ReturnToService=2: a restarted slurmd returns it to service).
+    with open(os.path.join(root, "run", "slurmd-n2.pid")) as f:
+        os.kill(int(f.read()), signal.SIGKILL)
+    try:
+        harness.wait_for(lambda: node_state(env, "n2").startswith("down"), 30, "n2 DOWN")
+    finally:
+        subprocess.run(["slurmd", "-f", env["SLURM_CONF"], "-N", "n2"], env=env,
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=30, check=True)
+    done = srv.wait_job(job, {"SUCCEEDED", "FAILED", "STOPPED"}, timeout=90)
+    assert done["status"] == "SUCCEEDED", done
+    a = attempts_of(srv, job)
+    assert [x["status"] for x in a] == ["FAILED", "SUCCEEDED"], a
+    assert a[1]["slurm_job_id"] not in (None, first), a
+    harness.wait_for(lambda: node_state(env, "n2") in ("idle", "mixed", "allocated"), 30,
+                     "n2 back in service")
+    harness.wait_for(lambda: not agents_of(first), 30, "the lost allocation's agents exiting")

@@ -121,11 +121,13 @@ static void job_answers_give_state_reason_or_gone(void **state)
     struct slurm_job_info info;
     assert_int_equal(slurm_parse_job(200,
                                      "{\"errors\":[],\"jobs\":[{\"job_id\":7,\"job_state\":"
-                                     "\"PENDING\",\"state_reason\":\"Resources\",\"nodes\":\"\"}]}",
+                                     "\"PENDING\",\"state_reason\":\"Resources\",\"nodes\":\"\","
+                                     "\"name\":\"trainyard-3-1\"}]}",
                                      7, &info, err, sizeof(err)),
                      SLURM_OK);
     assert_string_equal(info.state, "PENDING");
     assert_string_equal(info.reason, "Resources");
+    assert_string_equal(info.name, "trainyard-3-1");
     assert_int_equal(
         slurm_parse_job(
             500,
