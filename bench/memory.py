@@ -6,7 +6,7 @@
   server  one trainyard-server (embedded PostgreSQL, not counted) with 1,000,000 stored points
           (one simulated agent, a node of its own, runs one 4-worker job and sends 2,500
           reports of 100 numbers per rank through the agent protocol, as bench/metrics_ingest.py
-          does; then every rank's series is read back through GET /jobs/{id}/metrics), 100
+          does; then three of its series, every rank, are read back through GET /jobs/{id}/metrics), 100
           registered nodes (bench/memory_loadgen.py: 100 websocket connections, register +
           heartbeats) and 10,000 jobs: submitted through the REST API with an impossible
           resource (so they stay PENDING: the scheduler and its spec cache hold all of them),
@@ -252,7 +252,7 @@ class PointsAgent(threading.Thread):
 
 
 def store_points(srv, c, points):
-    """Starts a PointsAgent, waits until its points are stored, reads every rank's series back;
+    """Starts a PointsAgent, waits until its points are stored, reads three series back;
     returns the agent (stop it with .halt.set())."""
     agent = PointsAgent(srv, points)
     agent.start()
@@ -267,8 +267,6 @@ def store_points(srv, c, points):
     for name in ("layer000.grad_norm", "layer050.grad_norm", "layer099.grad_norm"):
         status, body = c.request("GET", f"/api/v1/jobs/{job}/metrics?name={name}")
         assert status == 200, body
-    status, body = c.request("GET", f"/api/v1/jobs/{job}/metrics")
-    assert status == 200, body
     return agent
 
 
