@@ -6,8 +6,8 @@
   server  one trainyard-server (embedded PostgreSQL, not counted) with 1,000,000 stored points
           (one simulated agent, a node of its own, runs one 4-worker job and sends 2,500
           reports of 100 numbers per rank through the agent protocol, as bench/metrics_ingest.py
-          does; then three of its series, every rank, are read back through GET /jobs/{id}/metrics), 100
-          registered nodes (bench/memory_loadgen.py: 100 websocket connections, register +
+          does; then three of its series, every rank, are read back through
+          GET /jobs/{id}/metrics), 100 registered nodes (bench/memory_loadgen.py: 100 websocket connections, register +
           heartbeats) and 10,000 jobs: submitted through the REST API with an impossible
           resource (so they stay PENDING: the scheduler and its spec cache hold all of them),
           then all stopped (STOPPED: 10,000 finished jobs in history), then read back (every
