@@ -7,8 +7,8 @@
           (one simulated agent, a node of its own, runs one 4-worker job and sends 2,500
           reports of 100 numbers per rank through the agent protocol, as bench/metrics_ingest.py
           does; then three of its series, every rank, are read back through
-          GET /jobs/{id}/metrics), 100 registered nodes (bench/memory_loadgen.py: 100 websocket connections, register +
-          heartbeats) and 10,000 jobs: submitted through the REST API with an impossible
+          GET /jobs/{id}/metrics), 100 registered nodes (bench/memory_loadgen.py: 100
+          websocket connections, register + heartbeats) and 10,000 jobs: submitted through the REST API with an impossible
           resource (so they stay PENDING: the scheduler and its spec cache hold all of them),
           then all stopped (STOPPED: 10,000 finished jobs in history), then read back (every
           page of GET /api/v1/jobs and GET of every job: the read caches filled). The goal
