@@ -8,8 +8,9 @@
           reports of 100 numbers per rank through the agent protocol, as bench/metrics_ingest.py
           does; then three of its series, every rank, are read back through
           GET /jobs/{id}/metrics), 100 registered nodes (bench/memory_loadgen.py: 100
-          websocket connections, register + heartbeats) and 10,000 jobs: submitted through the REST API with an impossible
-          resource (so they stay PENDING: the scheduler and its spec cache hold all of them),
+          websocket connections, register + heartbeats) and 10,000 jobs: submitted through the
+          REST API with an impossible resource (so they stay PENDING: the scheduler and its spec
+          cache hold all of them),
           then all stopped (STOPPED: 10,000 finished jobs in history), then read back (every
           page of GET /api/v1/jobs and GET of every job: the read caches filled). The goal
           (issue 27): server <= 100 MiB, agent <= 20 MiB, VmHWM (the peak) included.
