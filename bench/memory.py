@@ -3,15 +3,20 @@
 
   agent   one trainyard-agent (--cpus 16) supervising 16 workers of one job: idle, while the
           16 workers sleep, while the 16 workers each send trainyard.report() 200 times, after.
-  server  one trainyard-server (embedded PostgreSQL, not counted) with 1,000 registered nodes
-          (bench/memory_loadgen.py: 1,000 websocket connections, register + heartbeats) and
-          10,000 jobs: submitted through the REST API with an impossible resource (so they stay
-          PENDING: the scheduler and its spec cache hold all of them), then all stopped (STOPPED:
-          10,000 finished jobs in history), then read back (every page of GET /api/v1/jobs and
-          GET of every job: the read caches filled).
+  server  one trainyard-server (embedded PostgreSQL, not counted) with 1,000,000 stored points
+          (one simulated agent, a node of its own, runs one 4-worker job and sends 2,500
+          reports of 100 numbers per rank through the agent protocol, as bench/metrics_ingest.py
+          does; then three of its series, every rank, are read back through
+          GET /jobs/{id}/metrics), 100 registered nodes (bench/memory_loadgen.py: 100
+          websocket connections, register + heartbeats) and 10,000 jobs: submitted through the
+          REST API with an impossible resource (so they stay PENDING: the scheduler and its spec
+          cache hold all of them),
+          then all stopped (STOPPED: 10,000 finished jobs in history), then read back (every
+          page of GET /api/v1/jobs and GET of every job: the read caches filled). The goal
+          (issue 27): server <= 100 MiB, agent <= 20 MiB, VmHWM (the peak) included.
 
     /usr/bin/python3 bench/memory.py                 # both
-    /usr/bin/python3 bench/memory.py --only server --nodes 1000 --jobs 10000
+    /usr/bin/python3 bench/memory.py --only server --nodes 100 --jobs 10000 --points 1000000
 
 Prints a table (MiB). Not a test.
 """
@@ -27,6 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import launch_cluster as lc  # noqa: E402
 import launch_latency as ll  # noqa: E402
 import memory_loadgen  # noqa: E402
+import metrics_ingest as mi  # noqa: E402
 
 ROWS = []
 
@@ -178,8 +184,96 @@ def count_status(server, status):
             return n
 
 
+class PointsAgent(threading.Thread):
+    """A simulated agent on a node of its own: runs the job it is sent (4 ranks), sends its
+    reports of 100 numbers until `points` are acked, then heartbeats until stop() (its node stays
+    ALIVE, its job RUNNING)."""
+
+    RANKS, METRICS = 4, 100
+
+    def __init__(self, srv, points):
+        super().__init__(daemon=True)
+        self.srv, self.points = srv, points
+        self.done = threading.Event()
+        self.halt = threading.Event()
+        self.error = None
+
+    def run(self):
+        try:
+            self._run()
+        except Exception as e:  # reported by the main thread
+            self.error = e
+            self.done.set()
+
+    def _run(self):
+        token = open(os.path.join(self.srv.data_dir, "cluster.token")).read().strip()
+        ws = mi.WebSocket(self.srv.ws_url + "/agent")
+        ws.send_json({"type": "register", "token": token, "workers": [],
+                      "node": {"id": "mem-points", "hostname": "mem-points",
+                               "address": "127.0.0.1",
+                               "resources": {"CPU": self.RANKS, "memory_mb": 8192, "GPU": []},
+                               "gpu_type": None, "labels": {}, "version": "bench",
+                               "port_range": [29500, 29999]}})
+        ws.wait_for(lambda m: m["type"] == "registered", 30)
+        launch = ws.wait_for(lambda m: m["type"] == "launch", 60)
+        job, attempt = launch["job_id"], launch["attempt"]
+        seq = 0
+        for w in launch["workers"]:
+            seq += 1
+            ws.send_json({"type": "worker_started", "seq": seq, "job_id": str(job),
+                          "attempt": attempt, "rank": w["rank"], "pid": 1000 + w["rank"]})
+        names = [f"layer{i:03d}.grad_norm" for i in range(self.METRICS)]
+        rounds = -(-self.points // (self.RANKS * self.METRICS))
+        acked, k = 0, 0
+        while acked < seq or k < rounds:
+            while k < rounds and seq - acked < 1024:
+                k += 1
+                t = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
+                for rank in range(self.RANKS):
+                    seq += 1
+                    values = ",".join(f'"{n}":{(k * 7 + i + rank) % 1000 / 997.0}'
+                                      for i, n in enumerate(names))
+                    mi.send_raw(ws.sock, f'{{"type":"report","seq":{seq},"job_id":"{job}",'
+                                         f'"attempt":{attempt},"rank":{rank},"report_seq":{k},'
+                                         f'"metrics":{{{values}}},"step":{k},"time":"{t}",'
+                                         f'"checkpoint_dir":null}}')
+            m = ws.recv_json(timeout=60)
+            if m.get("type") == "ack":
+                acked = max(acked, m["seq"])
+        self.job, self.stored = job, rounds * self.RANKS * self.METRICS
+        self.done.set()
+        while not self.halt.wait(2):
+            ws.send_json({"type": "heartbeat"})
+            try:
+                while True:
+                    ws.recv_json(timeout=0.01)
+            except Exception:  # nothing more to read now
+                pass
+        ws.close()
+
+
+def store_points(srv, c, points):
+    """Starts a PointsAgent, waits until its points are stored, reads three series back;
+    returns the agent (stop it with .halt.set())."""
+    agent = PointsAgent(srv, points)
+    agent.start()
+    t0 = time.time()
+    job = srv.submit({"name": "mem-points", "entrypoint": ["true"], "backend": "none",
+                      "scaling_config": {"num_workers": PointsAgent.RANKS}})["id"]
+    if not agent.done.wait(900) or agent.error:
+        raise RuntimeError(f"points agent: {agent.error or 'timed out'}")
+    dt = time.time() - t0
+    print(f"  stored {agent.stored} points of job {job} in {dt:.1f} s "
+          f"({agent.stored / dt:,.0f} points/s)")
+    for name in ("layer000.grad_norm", "layer050.grad_norm", "layer099.grad_norm"):
+        status, body = c.request("GET", f"/api/v1/jobs/{job}/metrics?name={name}")
+        assert status == 200, body
+    return agent
+
+
 def bench_server(args):
-    print(f"\nserver: {args.nodes} registered nodes, {args.jobs} jobs")
+    print(f"\nserver: {args.points} stored points, {args.nodes} registered nodes, "
+          f"{args.jobs} jobs")
     soft, hard = memory_loadgen.raise_nofile(args.nodes + 512)
     print(f"  ulimit -n: {soft} (hard {hard}); the server inherits it")
     with lc.Cluster(db=args.db) as cl:
@@ -188,6 +282,9 @@ def bench_server(args):
         c = ll.Client(srv)
         time.sleep(1)
         sample("server", "started, idle, no nodes, no jobs", spid)
+        points = store_points(srv, c, args.points) if args.points else None
+        if points:
+            sample("server", f"+ {points.stored} points stored and read back", spid)
         gen = subprocess.Popen(
             [sys.executable, os.path.join(lc.HERE, "memory_loadgen.py"), "--url", srv.ws_url,
              "--token-file", os.path.join(srv.data_dir, "cluster.token"), "--nodes",
@@ -210,7 +307,7 @@ def bench_server(args):
         while True:
             _, body = c.request("GET", "/api/v1/nodes")
             alive = sum(1 for n in body["nodes"] if n["status"] == "ALIVE")
-            if alive >= args.nodes or time.time() - t0 > 600:
+            if alive >= args.nodes + (1 if points else 0) or time.time() - t0 > 600:
                 break
             time.sleep(0.5)
         print(f"  {alive} nodes ALIVE after {time.time() - t0:.1f} s; server fds "
@@ -252,6 +349,9 @@ def bench_server(args):
             gen.wait(timeout=60)
         except subprocess.TimeoutExpired:
             gen.kill()
+        if points:
+            points.halt.set()
+            points.join(10)
 
 
 def main():
@@ -260,7 +360,9 @@ def main():
     ap.add_argument("--build", default=lc.default_build())
     ap.add_argument("--db", choices=("embedded", "external"), default="embedded")
     ap.add_argument("--only", choices=("agent", "server"))
-    ap.add_argument("--nodes", type=int, default=1000)
+    ap.add_argument("--nodes", type=int, default=100)
+    ap.add_argument("--points", type=int, default=1000000,
+                    help="metric points stored through the agent protocol first")
     ap.add_argument("--jobs", type=int, default=10000)
     ap.add_argument("--threads", type=int, default=4, help="REST client connections")
     ap.add_argument("--soak", type=int, default=20, help="seconds of heartbeats at the end")

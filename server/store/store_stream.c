@@ -61,14 +61,23 @@ static int read_rows(struct db_conn *c, const struct db_stmt *st, const char *co
     return qs;
 }
 
+/* A `report` row stores no values since ty_report_ingest_batch stopped copying them (issue 27):
+ * they are read from its reports row here, so that subscribers see the same body as before. */
 int store_job_stream_read(struct db_conn *c, int64_t job, int64_t after, int64_t upto, int limit,
                           struct store_stream_rows *out)
 {
     static const struct db_stmt st = {
         "job_stream_read",
-        "SELECT seq, kind, attempt, rank, ty_ts(at), body::text FROM job_stream "
-        "WHERE job_id = $1 AND seq > $2 AND ($3::bigint < 0 OR seq <= $3::bigint) "
-        "ORDER BY seq LIMIT $4::int",
+        "SELECT s.seq, s.kind, s.attempt, s.rank, ty_ts(s.at), "
+        "       CASE WHEN s.kind = 'report' AND NOT s.body ? 'metrics' "
+        "            THEN coalesce((SELECT s.body || jsonb_build_object('metrics', r.metrics) "
+        "                             FROM reports r WHERE r.job_id = s.job_id "
+        "                              AND r.attempt = s.attempt AND r.rank = s.rank "
+        "                              AND r.seq = (s.body->>'k')::bigint), s.body) "
+        "            ELSE s.body END::text "
+        "FROM job_stream s "
+        "WHERE s.job_id = $1 AND s.seq > $2 AND ($3::bigint < 0 OR s.seq <= $3::bigint) "
+        "ORDER BY s.seq LIMIT $4::int",
         4, true};
     char j[24], a[24], u[24], l[16];
     STORE_NUM(j, job);

@@ -7,6 +7,7 @@ import signal
 import socket
 
 from test_metrics import FakeAgent, metrics, node, running_job, sql, srv  # noqa: F401 (fixtures)
+from test_stream import Sub
 from wsclient import Closed
 
 
@@ -75,9 +76,17 @@ def test_a_burst_is_stored_once_and_streamed_once(srv, node, sql):
     # Each rank's reports are streamed in the order they were sent.
     for rank in range(4):
         assert [k for _, r, k, _ in rows if r == rank] == list(range(1, 101))
-    _, rank, k, data = rows[0]
+    seq0, rank, k, data = rows[0]
+    # The values are stored once, in the reports row (issue 27): the stream row holds the rest,
+    # and a subscriber reads the values from the reports row, as before.
     assert data == {"rank": rank, "attempt": 1, "k": k, "step": 10 * k,
-                    "metrics": point(rank, k), "time": data["time"], "checkpoint": False}
+                    "time": data["time"], "checkpoint": False}
+    sub = Sub(srv)
+    sub.subscribe(job, after=seq0 - 1)
+    ev = sub.read_until(lambda m: m["type"] == "event" and m["seq"] == seq0)
+    sub.close()
+    assert ev["kind"] == "report"
+    assert ev["data"] == data | {"metrics": point(rank, k)}
     # The whole stream (worker rows, events and reports) stays contiguous: 1, 2, 3, ...
     seqs_all = [int(s) for s in sql(f"SELECT seq FROM job_stream WHERE job_id = {job} "
                                     "ORDER BY seq").split()]

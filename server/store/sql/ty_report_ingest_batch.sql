@@ -3,7 +3,8 @@
 -- max_bytes} (i: the caller's index; metrics: an object of any JSON values; max_bytes: the server's
 -- --max-report-bytes-per-job, 0 none). For each report of a worker that runs in that attempt on
 -- that node: one reports row holding its values, and one `report` row appended to the job's
--- stream (ty_stream_append_batch); a report already stored (a resend, or twice in the batch)
+-- stream (ty_stream_append_batch) without them: the stream's readers take the values from the
+-- reports row (store_job_stream_read), so that they are written once; a report already stored (a resend, or twice in the batch)
 -- changes nothing. jobs.report_bytes grows by each stored report's size; once it has reached
 -- max_bytes the job's later reports are refused (stored nothing, answered as not fresh), and the
 -- batch that reaches it records a job event saying so. jobs.last_metrics takes each job's newest
@@ -96,13 +97,14 @@ BEGIN
           AND report_bytes - bytes < max_bytes
     )
     SELECT jsonb_agg(jsonb_build_object('i', inp.i, 'known', inp.known,
-                                        'fresh', rw.i IS NOT NULL) ORDER BY inp.i),
+                                        'fresh', rw.i IS NOT NULL, 'job_id', inp.job_id,
+                                        'attempt', inp.attempt, 'seq', inp.seq) ORDER BY inp.i),
            coalesce(jsonb_agg(jsonb_build_object(
                         'job_id', rw.job_id, 'kind', 'report', 'attempt', rw.attempt,
                         'rank', rw.rank,
                         'body', jsonb_build_object('rank', rw.rank, 'attempt', rw.attempt,
                                                    'k', rw.seq, 'step', rw.step,
-                                                   'metrics', rw.metrics, 'time', rw."time",
+                                                   'time', rw."time",
                                                    'checkpoint', rw.checkpoint_dir IS NOT NULL)
                     ) ORDER BY inp.i) FILTER (WHERE rw.i IS NOT NULL), '[]'::jsonb)
     INTO res, stream
@@ -114,8 +116,8 @@ BEGIN
     END IF;
 
     RETURN QUERY
-    SELECT o.i, o.known, o.fresh,
-           o.fresh AND EXISTS (
+    SELECT s.i, s.known, s.fresh,
+           s.fresh AND EXISTS (
                SELECT 1 FROM reports x
                WHERE x.job_id = s.job_id AND x.attempt = s.attempt AND x.seq = s.seq
                  AND x.checkpoint_dir IS NOT NULL)
@@ -123,8 +125,7 @@ BEGIN
                 WHERE x.job_id = s.job_id AND x.attempt = s.attempt AND x.seq = s.seq)
                >= (SELECT a.world_size FROM attempts a
                    WHERE a.job_id = s.job_id AND a.attempt = s.attempt)
-    FROM jsonb_to_recordset(res) AS o(i integer, known boolean, fresh boolean)
-    JOIN jsonb_to_recordset(p_reports) AS s(i integer, job_id bigint, attempt integer,
-                                            seq bigint) ON s.i = o.i
-    ORDER BY o.i;
+    FROM jsonb_to_recordset(res) AS s(i integer, known boolean, fresh boolean, job_id bigint,
+                                      attempt integer, seq bigint)
+    ORDER BY s.i;
 END $$;
