@@ -91,4 +91,10 @@
     X(MAX, "max")                                                                                  \
     X(MIN, "min")
 
+/* X(NAME, "name"): the output stream of a worker's log line (docs/streams.md); the first is the
+ * default (log chunks of older agents, rows stored before migration 0046). */
+#define TY_LOG_STREAM_MAP(X)                                                                       \
+    X(STDOUT, "stdout")                                                                            \
+    X(STDERR, "stderr")
+
 #endif
