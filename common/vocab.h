@@ -97,4 +97,15 @@
     X(STDOUT, "stdout")                                                                            \
     X(STDERR, "stderr")
 
+/* X(NAME, "name"): the kinds of a job stream's rows (job_stream.kind, the `kind` of /stream's
+ * job events; docs/streams.md). */
+#define TY_STREAM_KIND_MAP(X)                                                                      \
+    X(EVENT, "event")                                                                              \
+    X(WORKER, "worker")                                                                            \
+    X(REPORT, "report")                                                                            \
+    X(LOG, "log")                                                                                  \
+    X(LOG_DROPPED, "log_dropped")                                                                  \
+    X(CHECKPOINT, "checkpoint")                                                                    \
+    X(USAGE, "usage")
+
 #endif

@@ -125,7 +125,7 @@ export class LogViewer {
       : null;
     const err = stream === 'stderr';
     const el = h('div', { class: 'log-line', dataset: { rank, stream: stream || 'stdout' } },
-      h('span', { class: 'log-stream', title: err ? 'written to stderr' : 'written to stdout', 'aria-label': err ? 'stderr' : 'stdout' }, err ? 'err' : ''),
+      h('span', { class: 'log-stream', title: err ? 'written to stderr' : 'written to stdout' }),
       time, time ? ' ' : null, h('span', { class: 'log-rank' }, `[${rank}]`), ' ', clean);
     if (err) el.classList.add('is-stderr');
     if (ERROR_RE.test(clean)) el.classList.add('is-error');
