@@ -213,11 +213,10 @@ static int spawn_as(pid_t *pid, const char *program, char *const *argv,
  * sched_autogroup a new session is a new scheduling group, and the ranks of a job then stall
  * each other; measured: 40 % slower DDP epochs on this kernel), every signal unblocked and the
  * usual ones at their default, stdin /dev/null, stdout appended to logfd[0] and stderr to
- * logfd[1], in
- * working_dir, with keep's descriptors as 3, 4 and 5 and no other fd of the agent (websocket,
- * report socket). glibc's posix_spawn is clone(CLONE_VM | CLONE_VFORK): no page-table copy, and
- * it returns once the child has exec'd. Returns 0 and *pid, or the errno of the failed step
- * (the chdir or the exec). */
+ * logfd[1], in working_dir, with keep's descriptors as 3, 4 and 5 and no other fd of the agent
+ * (websocket, report socket). glibc's posix_spawn is clone(CLONE_VM | CLONE_VFORK): no page-table
+ * copy, and it returns once the child has exec'd. Returns 0 and *pid, or the errno of the failed
+ * step (the chdir or the exec). */
 static int spawn_worker(pid_t *pid, const char *program, char *const *argv,
                         const struct aproto_launch *l, char *const *env, const int logfd[2],
                         const struct agent_worker *w, const struct sup_fds *keep)
