@@ -136,6 +136,13 @@ int cli_follow_metrics(struct cli_ctx *ctx, long id, const char *name, long rank
  * prints them). rank and attempt (-1: all) filter; grep (POSIX extended regex, or NULL) keeps
  * the matching lines. A bad regex is a usage error.
  */
-int cli_follow_logs(struct cli_ctx *ctx, long id, long rank, long attempt, const char *grep);
+/* stream: "stdout" or "stderr" (only its lines), or NULL (both). */
+int cli_follow_logs(struct cli_ctx *ctx, long id, long rank, long attempt, const char *grep,
+                    const char *stream);
+/* Prints one log line of rank `rank` from `stream` to stdout: "[rank R] " first when prefix_rank,
+ * "[stderr] " (or "[rank R stderr] ") when mark_stream and it is stderr's, the whole line red
+ * when stdout is a terminal (and NO_COLOR is unset). */
+void cli_print_log_line(long long rank, bool prefix_rank, const char *stream, bool mark_stream,
+                        const char *text, size_t len);
 
 #endif

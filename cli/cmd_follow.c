@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The exit code of a follow that did not end with the job (viewer commands). */
 static int outcome_exit(enum stream_outcome o)
@@ -65,29 +66,55 @@ static long long row_attempt(const struct stream_msg *m)
     return json_is_integer(a) ? json_integer_value(a) : m->attempt;
 }
 
-/* Prints the lines of a `log` row ("[rank R] line", or bare without prefix), keeping those
- * that match re (if any). */
-static void print_log_lines(const struct stream_msg *m, const regex_t *re, bool prefix)
+/* The output stream of a `log` row: its data's "stream" ("stdout" for rows stored before
+ * servers said). */
+static const char *row_stream(const struct stream_msg *m)
+{
+    const char *s = json_string_value(json_object_get(m->data, "stream"));
+    return s ? s : "stdout";
+}
+
+void cli_print_log_line(long long rank, bool prefix_rank, const char *stream, bool mark_stream,
+                        const char *text, size_t len)
+{
+    static int color = -1;
+    if (color < 0)
+        color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
+    bool err = mark_stream && strcmp(stream, "stderr") == 0;
+    if (err && color)
+        fputs("\x1b[31m", stdout);
+    if (prefix_rank && err)
+        printf("[rank %lld stderr] ", rank);
+    else if (prefix_rank)
+        printf("[rank %lld] ", rank);
+    else if (err)
+        fputs("[stderr] ", stdout);
+    fwrite(text, 1, len, stdout);
+    fputs(err && color ? "\x1b[0m\n" : "\n", stdout);
+}
+
+/* Prints the lines of a `log` row (cli_print_log_line), keeping those that match re (if any). */
+static void print_log_lines(const struct stream_msg *m, const regex_t *re, bool prefix,
+                            bool mark_stream)
 {
     const json_t *lines = json_object_get(m->data, "lines");
     size_t i;
     json_t *line;
     long long rank = row_rank(m);
+    const char *stream = row_stream(m);
     json_array_foreach(lines, i, line)
     {
         const char *text = json_string_value(line);
         if (!text || (re && regexec(re, text, 0, NULL, 0) != 0))
             continue;
-        if (prefix)
-            printf("[rank %lld] ", rank);
-        fwrite(text, 1, json_string_length(line), stdout);
-        fputc('\n', stdout);
+        cli_print_log_line(rank, prefix, stream, mark_stream, text, json_string_length(line));
     }
 }
 
 /*
- * Prints the lines of a `log` row as JSON lines {rank, attempt, offset, at, line}, as `logs -o
- * json` does (offset: the byte offset of the chunk that holds the line; at: when it was stored).
+ * Prints the lines of a `log` row as JSON lines {rank, attempt, stream, offset, at, line}, as
+ * `logs -o json` does (offset: the byte offset of the chunk that holds the line in its stream;
+ * at: when it was stored).
  */
 static void print_log_json(const struct stream_msg *m, const regex_t *re)
 {
@@ -101,8 +128,9 @@ static void print_log_json(const struct stream_msg *m, const regex_t *re)
         const char *text = json_string_value(line);
         if (!text || (re && regexec(re, text, 0, NULL, 0) != 0))
             continue;
-        json_t *o = json_pack("{s:I, s:I, s:I, s:O?, s:O}", "rank", row_rank(m), "attempt",
-                              row_attempt(m), "offset", offset, "at", m->at, "line", line);
+        json_t *o = json_pack("{s:I, s:I, s:s, s:I, s:O?, s:O}", "rank", row_rank(m), "attempt",
+                              row_attempt(m), "stream", row_stream(m), "offset", offset, "at",
+                              m->at, "line", line);
         print_raw(o);
         json_decref(o);
     }
@@ -190,6 +218,7 @@ struct logs_state {
     bool json;
     long rank, attempt;
     const regex_t *re;
+    const char *stream; /* only this stream's lines; NULL: both */
 };
 
 static enum stream_verdict logs_row(void *ud, const struct stream_msg *m, const json_t *raw)
@@ -198,20 +227,22 @@ static enum stream_verdict logs_row(void *ud, const struct stream_msg *m, const 
     bool is_log = m->kind && strcmp(m->kind, "log") == 0;
     bool dropped = m->kind && strcmp(m->kind, "log_dropped") == 0;
     if ((is_log || dropped) && (st->attempt < 0 || row_attempt(m) == st->attempt) &&
-        (st->rank < 0 || row_rank(m) == st->rank || (dropped && row_rank(m) < 0))) {
+        (st->rank < 0 || row_rank(m) == st->rank || (dropped && row_rank(m) < 0)) &&
+        (!is_log || !st->stream || strcmp(row_stream(m), st->stream) == 0)) {
         if (st->json && is_log)
             print_log_json(m, st->re);
         else if (st->json)
             print_raw(raw);
         else if (is_log)
-            print_log_lines(m, st->re, st->rank < 0);
+            print_log_lines(m, st->re, st->rank < 0, st->stream == NULL);
         else
             print_log_dropped(m);
     }
     return follow_is_terminal(m) ? STREAM_DRAIN : STREAM_GO_ON;
 }
 
-int cli_follow_logs(struct cli_ctx *ctx, long id, long rank, long attempt, const char *grep)
+int cli_follow_logs(struct cli_ctx *ctx, long id, long rank, long attempt, const char *grep,
+                    const char *stream)
 {
     regex_t re;
     if (grep) {
@@ -222,7 +253,8 @@ int cli_follow_logs(struct cli_ctx *ctx, long id, long rank, long attempt, const
             return cli_usage_error(ctx, "--grep: '%s': %s", grep, why);
         }
     }
-    struct logs_state st = {ctx->cfg.output == CLI_OUTPUT_JSON, rank, attempt, grep ? &re : NULL};
+    struct logs_state st = {ctx->cfg.output == CLI_OUTPUT_JSON, rank, attempt, grep ? &re : NULL,
+                            stream};
     struct stream_follow_opts o = {.job = id, .on_event = logs_row, .ud = &st};
     int rc = outcome_exit(stream_follow(ctx, &o));
     if (grep)
@@ -250,7 +282,7 @@ static enum stream_verdict wait_row(void *ud, const struct stream_msg *m, const 
         if ((m->kind && strcmp(m->kind, "log") == 0) || follow_format_rank0_report(&sb, m))
             print_raw(raw);
     } else if (m->kind && strcmp(m->kind, "log") == 0) {
-        print_log_lines(m, NULL, true);
+        print_log_lines(m, NULL, true, true);
     } else if (follow_format_rank0_report(&sb, m)) {
         print_line(&sb);
     } else if (m->kind && strcmp(m->kind, "log_dropped") == 0) {

@@ -84,6 +84,8 @@ static const struct cli_flag logs_flags[] = {
     {"attempt", "N", "this attempt (default: the job's current one)", false},
     {"tail", "N", "only the last N lines", false},
     {"grep", "RE", "only lines matching the regular expression RE (PostgreSQL syntax)", false},
+    {"stderr", NULL, "only what the workers wrote to stderr", false},
+    {"stdout", NULL, "only what the workers wrote to stdout", false},
     {"follow", NULL,
      "print lines as they arrive, from the first, until the job ends (not with --tail)", false},
     {NULL, NULL, NULL, false},
@@ -165,7 +167,9 @@ static const struct cli_command commands[] = {
      cmd_metrics},
     {NULL, "logs", "ID", "print what a job's workers wrote to stdout and stderr",
      "Lines as the server stored them, one rank's as they are, several ranks' prefixed by\n"
-     "'[rank R] '; -o json prints JSON lines {rank, attempt, offset, line}.",
+     "'[rank R] '; lines of stderr are marked '[stderr] ' ('[rank R stderr] '), and red on a\n"
+     "terminal, unless --stderr or --stdout picks one stream; -o json prints JSON lines\n"
+     "{rank, attempt, stream, offset, at, line}.",
      1, 1, logs_flags, cmd_logs},
     {NULL, "attempts", "ID", "list a job's attempts: status, workers, times, Slurm job id, error",
      NULL, 1, 1, no_flags, cmd_attempts},

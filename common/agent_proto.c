@@ -141,12 +141,29 @@ char *aproto_exit_words(int exit_code, int signal, const char *error, const char
     return out;
 }
 
+#define APROTO_LOG_STREAM_TEXT(name, text) text,
+static const char *const log_streams[] = {TY_LOG_STREAM_MAP(APROTO_LOG_STREAM_TEXT)};
+
+const char *aproto_log_stream_name(enum aproto_log_stream s)
+{
+    return (unsigned)s < APROTO_LOG_NSTREAMS ? log_streams[s] : log_streams[0];
+}
+
+int aproto_log_stream_from_string(const char *s)
+{
+    for (int i = 0; s && i < APROTO_LOG_NSTREAMS; i++)
+        if (strcmp(s, log_streams[i]) == 0)
+            return i;
+    return -1;
+}
+
 char *aproto_msg_log(int64_t seq, const struct aproto_log_chunk *c)
 {
-    json_t *o = json_pack("{s:s, s:I, s:s, s:I, s:I, s:I, s:I, s:O}", "type", "log", "seq",
+    json_t *o = json_pack("{s:s, s:I, s:s, s:I, s:I, s:s, s:I, s:I, s:O}", "type", "log", "seq",
                           (json_int_t)seq, "job_id", c->job_id, "attempt", (json_int_t)c->attempt,
-                          "rank", (json_int_t)c->rank, "offset", (json_int_t)c->offset, "bytes",
-                          (json_int_t)c->bytes, "lines", (json_t *)c->lines);
+                          "rank", (json_int_t)c->rank, "stream", aproto_log_stream_name(c->stream),
+                          "offset", (json_int_t)c->offset, "bytes", (json_int_t)c->bytes, "lines",
+                          (json_t *)c->lines);
     if (o && c->dropped > 0 && json_object_set_new(o, "dropped", json_integer(c->dropped)) != 0)
         DROP(o);
     return dump_steal(o);

@@ -22,6 +22,8 @@
 
 #include <jansson.h>
 
+#include "vocab.h"
+
 /* The websocket subprotocol of the agent endpoint: the only place the name is written. */
 #define APROTO_SUBPROTOCOL "trainyard-agent.v1"
 /* Largest message either end accepts (a launch of a big job is the largest). */
@@ -282,11 +284,22 @@ struct aproto_report {
  * server leaves them to PostgreSQL, which refuses them. */
 bool aproto_rfc3339_valid(const char *s);
 
-/* A `log` message: a chunk of one worker's output (stdout and stderr, as its log file holds
- * them), cut into lines by agent_log_cut. Parsed: strings and `lines` borrowed from the message. */
+/* The stream a worker's output came from (vocab.h TY_LOG_STREAM_MAP): APROTO_LOG_STDOUT, ... */
+#define APROTO_LOG_STREAM_ENUM(name, text) APROTO_LOG_##name,
+enum aproto_log_stream { TY_LOG_STREAM_MAP(APROTO_LOG_STREAM_ENUM) APROTO_LOG_NSTREAMS };
+/* "stdout", "stderr" (static). */
+const char *aproto_log_stream_name(enum aproto_log_stream s);
+/* The stream named `s`, or -1 when `s` names none. */
+int aproto_log_stream_from_string(const char *s);
+
+/* A `log` message: a chunk of one of a worker's two output streams (as its log file of that
+ * stream holds it), cut into lines by agent_log_cut. `offset` counts bytes of that stream only.
+ * Parsed: strings and `lines` borrowed from the message; `stream` absent means stdout (agents
+ * older than migration 0045, which sent both streams as one). */
 struct aproto_log_chunk {
     const char *job_id;
     int64_t attempt, rank;
+    enum aproto_log_stream stream;
     int64_t offset;      /* byte offset of the chunk in the rank's output of that attempt */
     int64_t bytes;       /* bytes of output the chunk covers (>= 1) */
     int64_t dropped;     /* bytes skipped just before `offset` (agent backlog over its cap) */

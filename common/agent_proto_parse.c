@@ -633,8 +633,8 @@ static int parse_worker_event(struct aproto_node_msg *m, char *err, size_t errle
     return parse_exit(m->root, e, err, errlen);
 }
 
-/* log: seq, job_id, attempt, rank, offset >= 0, bytes >= 1, dropped >= 0 (optional), lines: an
- * array of strings without NUL bytes. */
+/* log: seq, job_id, attempt, rank, stream (optional: stdout or stderr), offset >= 0, bytes >= 1,
+ * dropped >= 0 (optional), lines: an array of strings without NUL bytes. */
 static int parse_preempt_notice(struct aproto_node_msg *m, char *err, size_t errlen)
 {
     json_t *r = json_object_get(m->root, "reason");
@@ -660,6 +660,11 @@ static int parse_log(struct aproto_node_msg *m, char *err, size_t errlen)
     c->job_id = ids.job_id;
     c->attempt = ids.attempt;
     c->rank = ids.rank;
+    json_t *st = json_object_get(m->root, "stream");
+    int stream = st ? aproto_log_stream_from_string(json_string_value(st)) : APROTO_LOG_STDOUT;
+    if (stream < 0)
+        return ERR("'stream' must be \"stdout\" or \"stderr\"");
+    c->stream = (enum aproto_log_stream)stream;
     json_t *lines = json_object_get(m->root, "lines");
     if (!json_is_array(lines) || json_array_size(lines) > APROTO_MAX_LOG_LINES)
         return ERR("'lines' must be an array of at most %d strings", APROTO_MAX_LOG_LINES);

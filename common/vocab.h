@@ -91,4 +91,21 @@
     X(MAX, "max")                                                                                  \
     X(MIN, "min")
 
+/* X(NAME, "name"): the output stream of a worker's log line (docs/streams.md); the first is the
+ * default (log chunks of older agents, rows stored before migration 0045). */
+#define TY_LOG_STREAM_MAP(X)                                                                       \
+    X(STDOUT, "stdout")                                                                            \
+    X(STDERR, "stderr")
+
+/* X(NAME, "name"): the kinds of a job stream's rows (job_stream.kind, the `kind` of /stream's
+ * job events; docs/streams.md). */
+#define TY_STREAM_KIND_MAP(X)                                                                      \
+    X(EVENT, "event")                                                                              \
+    X(WORKER, "worker")                                                                            \
+    X(REPORT, "report")                                                                            \
+    X(LOG, "log")                                                                                  \
+    X(LOG_DROPPED, "log_dropped")                                                                  \
+    X(CHECKPOINT, "checkpoint")                                                                    \
+    X(USAGE, "usage")
+
 #endif

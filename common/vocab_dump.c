@@ -38,6 +38,8 @@ static const struct word job_events[] = {JOB_EVENT_MAP(ROW_TEXT)};
 static const struct word backends[] = {JOBSPEC_BACKEND_MAP(ROW_TEXT)};
 static const struct word strategies[] = {JOBSPEC_STRATEGY_MAP(ROW_NAME)};
 static const struct word score_orders[] = {JOBSPEC_SCORE_ORDER_MAP(ROW_TEXT)};
+static const struct word log_streams[] = {TY_LOG_STREAM_MAP(ROW_TEXT)};
+static const struct word stream_kinds[] = {TY_STREAM_KIND_MAP(ROW_TEXT)};
 
 #define LIST(key, prefix, flag, words)                                                             \
     {                                                                                              \
@@ -54,6 +56,8 @@ static const struct list lists[] = {
     LIST("backends", "", NULL, backends),
     LIST("placement_strategies", "", NULL, strategies),
     LIST("checkpoint_score_orders", "", NULL, score_orders),
+    LIST("log_streams", "", NULL, log_streams),
+    LIST("stream_kinds", "", NULL, stream_kinds),
 };
 
 /* Writes ["A", "B"] (all names, or only those whose flag is set) with the given quote. */

@@ -1,11 +1,14 @@
-/* GET /api/v1/jobs/{id}/logs?rank=R[,R...]&attempt=N&offset=B&tail=N&grep=RE&format=text|jsonl
+/* GET /api/v1/jobs/{id}/logs?rank=R[,R...]&attempt=N&offset=B&tail=N&grep=RE&stream=S
+ *     &format=text|jsonl
  * A job's worker output, line by line, as stored from its agents (docs/streams.md): of one attempt
- * (default: the current one), every rank or the ranks listed, from the chunks at or after byte
- * offset B, only lines matching RE (a PostgreSQL regular expression), only the last N.
- * text/plain by default: the lines as they are when one rank is asked, else each prefixed by
- * "[rank R] "; application/x-ndjson (Accept, or format=jsonl): one {rank, attempt, offset, at,
- * line} object per line, offset being the byte offset of the chunk that holds the line and at the
- * time that chunk was stored (the dashboard's timestamps). */
+ * (default: the current one), every rank or the ranks listed, of both output streams or only
+ * stream S (stdout or stderr), from the chunks at or after byte offset B (of their stream), only
+ * lines matching RE (a PostgreSQL regular expression), only the last N; in the order the chunks
+ * were stored. text/plain by default: the lines as they are when one rank is asked, else each
+ * prefixed by "[rank R] "; application/x-ndjson (Accept, or format=jsonl): one {rank, attempt,
+ * stream, offset, at, line} object per line, offset being the byte offset of the chunk that holds
+ * the line and at the time that chunk was stored (the dashboard's timestamps). */
+#include "agent_proto.h"
 #include "db.h"
 #include "handlers.h"
 #include "query.h"
@@ -63,8 +66,8 @@ static char *render(const struct logs_read *a, bool jsonl, bool prefix, size_t *
         const struct store_log_line *l = &a->lines[i];
         int rc = 0;
         if (jsonl) {
-            json_t *o = json_pack("{s:I, s:I, s:I, s:s, s:s}", "rank", (json_int_t)l->rank,
-                                  "attempt", (json_int_t)l->attempt, "offset",
+            json_t *o = json_pack("{s:I, s:I, s:s, s:I, s:s, s:s}", "rank", (json_int_t)l->rank,
+                                  "attempt", (json_int_t)l->attempt, "stream", l->stream, "offset",
                                   (json_int_t)l->offset, "at", l->at, "line", l->line);
             char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
             json_decref(o);
@@ -97,6 +100,7 @@ enum MHD_Result h_jobs_logs(struct srv_request *req)
     const char *tail_s = srv_query(req, "tail");
     const char *grep = srv_query(req, "grep");
     const char *format = srv_query(req, "format");
+    const char *stream = srv_query(req, "stream");
     const char *accept = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "Accept");
     struct store_logs_query q = {0};
     char ranks[SRV_QUERY_RANKS_LEN];
@@ -119,10 +123,14 @@ enum MHD_Result h_jobs_logs(struct srv_request *req)
     if (format && strcmp(format, "text") != 0 && strcmp(format, "jsonl") != 0)
         return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "format",
                                        "must be text or jsonl");
+    if (stream && aproto_log_stream_from_string(stream) < 0)
+        return srv_reply_field_problem(req, SRV_P_INVALID_PARAMETER, "stream",
+                                       "must be stdout or stderr");
     bool jsonl = format ? strcmp(format, "jsonl") == 0
                         : accept && strstr(accept, "application/x-ndjson") != NULL;
     q.ranks = rank_s ? ranks : NULL;
     q.grep = grep;
+    q.stream = stream;
     struct logs_read a = {.job = id, .q = &q};
     int qs = db_with_conn(req->srv->db, logs_read, &a);
     if (qs < 0 && strcmp(a.sqlstate, "2201B") == 0) {

@@ -31,14 +31,17 @@ void ctl__on_log(struct control *ctl, struct ctl_node *node, uint64_t conn,
         ctl__flush_logs(ctl);
     if (!b->rows && !(b->rows = json_array()))
         goto oom;
-    json_t *body = json_pack("{s:I, s:I, s:I, s:I, s:O}", "rank", (json_int_t)c->rank, "attempt",
-                             (json_int_t)c->attempt, "offset", (json_int_t)c->offset, "bytes",
-                             (json_int_t)c->bytes, "lines", (json_t *)c->lines);
+    const char *stream = aproto_log_stream_name(c->stream);
+    json_t *body =
+        json_pack("{s:I, s:I, s:s, s:I, s:I, s:O}", "rank", (json_int_t)c->rank, "attempt",
+                  (json_int_t)c->attempt, "stream", stream, "offset", (json_int_t)c->offset,
+                  "bytes", (json_int_t)c->bytes, "lines", (json_t *)c->lines);
     json_t *row =
-        body ? json_pack("{s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:o}", "job_id", (json_int_t)job,
+        body ? json_pack("{s:I, s:s, s:I, s:I, s:s, s:I, s:I, s:I, s:o}", "job_id", (json_int_t)job,
                          "node_id", node->id, "attempt", (json_int_t)c->attempt, "rank",
-                         (json_int_t)c->rank, "log_offset", (json_int_t)c->offset, "log_bytes",
-                         (json_int_t)c->bytes, "dropped", (json_int_t)c->dropped, "body", body)
+                         (json_int_t)c->rank, "stream", stream, "log_offset", (json_int_t)c->offset,
+                         "log_bytes", (json_int_t)c->bytes, "dropped", (json_int_t)c->dropped,
+                         "body", body)
              : NULL;
     if (!row || json_array_append_new(b->rows, row) != 0)
         goto oom;

@@ -592,14 +592,16 @@ int store_logs_append(struct db_conn *c, const char *rows_json, int64_t cap,
                       struct store_log_outcome *out);
 
 struct store_logs_query {
-    int64_t attempt;   /* 0: the job's current attempt */
-    const char *ranks; /* "{0,2}" (a PostgreSQL int array) or NULL: every rank */
-    int64_t offset;    /* chunks at or after this byte offset */
-    int64_t tail;      /* > 0: only the last `tail` lines */
-    const char *grep;  /* regular expression (PostgreSQL ~) or NULL */
+    int64_t attempt;    /* 0: the job's current attempt */
+    const char *ranks;  /* "{0,2}" (a PostgreSQL int array) or NULL: every rank */
+    int64_t offset;     /* chunks at or after this byte offset */
+    int64_t tail;       /* > 0: only the last `tail` lines */
+    const char *grep;   /* regular expression (PostgreSQL ~) or NULL */
+    const char *stream; /* "stdout" or "stderr": only that output stream; NULL: both */
 };
 struct store_log_line {
     int64_t rank, attempt, offset; /* offset: the byte offset of the chunk holding the line */
+    char stream[8];                /* the output stream: "stdout" or "stderr" */
     char *line;
     char *at; /* when the chunk holding the line was stored (RFC 3339, UTC) */
 };

@@ -52,17 +52,18 @@ int store_logs_read(struct db_conn *c, int64_t job, const struct store_logs_quer
     /* Lines of the attempt, oldest first; with a tail, the newest `tail` (read backwards). */
     static const struct db_stmt lines_st = {
         "logs_lines",
-        "SELECT rank, attempt, offs, line, ty_ts(at) FROM ("
-        "  SELECT s.rank, s.attempt, s.log_offset AS offs, l.line, s.seq, l.i, s.at "
+        "SELECT rank, attempt, offs, line, ty_ts(at), stream FROM ("
+        "  SELECT s.rank, s.attempt, s.log_offset AS offs, l.line, s.seq, l.i, s.at, s.stream "
         "  FROM job_stream s, jsonb_array_elements_text(s.body->'lines') WITH ORDINALITY "
         "       AS l(line, i) "
         "  WHERE s.job_id = $1::bigint AND s.kind = 'log' AND s.attempt = $2::int "
         "    AND ($3::int[] IS NULL OR s.rank = ANY($3::int[])) "
         "    AND s.log_offset >= $4::bigint "
         "    AND ($5::text IS NULL OR l.line ~ $5::text) "
+        "    AND ($7::text IS NULL OR s.stream = $7::text) "
         "  ORDER BY s.seq DESC, l.i DESC LIMIT $6::bigint) t "
         "ORDER BY seq, i",
-        6, true};
+        7, true};
     *lines = NULL;
     *n = 0;
     sqlstate[0] = '\0';
@@ -78,7 +79,7 @@ int store_logs_read(struct db_conn *c, int64_t job, const struct store_logs_quer
     STORE_NUM(attempt, a);
     STORE_NUM(offset, q->offset);
     STORE_NUM(limit, q->tail > 0 ? q->tail : INT64_MAX);
-    const char *p[] = {jobs, attempt, q->ranks, offset, q->grep, limit};
+    const char *p[] = {jobs, attempt, q->ranks, offset, q->grep, limit, q->stream};
     PGresult *res = NULL;
     qs = db_exec(c, &lines_st, p, &res);
     if (qs < 0) {
@@ -98,6 +99,7 @@ int store_logs_read(struct db_conn *c, int64_t job, const struct store_logs_quer
         l->rank = strtoll(PQgetvalue(res, (int)i, 0), NULL, 10);
         l->attempt = strtoll(PQgetvalue(res, (int)i, 1), NULL, 10);
         l->offset = strtoll(PQgetvalue(res, (int)i, 2), NULL, 10);
+        snprintf(l->stream, sizeof(l->stream), "%s", PQgetvalue(res, (int)i, 5));
         l->line = strdup(PQgetvalue(res, (int)i, 3));
         l->at = strdup(PQgetvalue(res, (int)i, 4));
         if (!l->line || !l->at) {

@@ -152,6 +152,9 @@ const scenarios = {
     await page.locator('.log-line.is-error').first().waitFor({ timeout: LONG });
     await page.getByRole('button', { name: 'First error' }).click();
     const current = await page.locator('.log-line.current').textContent();
+    // The error line was written to stderr: marked (class, "err" gutter); stdout's lines are not.
+    const errMark = await page.locator('.log-line.current').evaluate((e) => [e.dataset.stream, e.classList.contains('is-stderr'), getComputedStyle(e.querySelector('.log-stream'), '::before').content]);
+    const outMark = await page.locator('.log-line[data-stream="stdout"]').first().evaluate((e) => [e.classList.contains('is-stderr'), getComputedStyle(e.querySelector('.log-stream'), '::before').content]);
     await shot('job-logs');
     await page.locator('#log-search').fill('step 2');
     await shot('job-logs-search');
@@ -188,7 +191,7 @@ const scenarios = {
     await page.locator('#tab-timeline').click();
     await page.locator('#panel-timeline .timeline .badge', { hasText: 'STOPPED' }).waitFor({ timeout: LONG });
     await shot('job-stopped');
-    return { job, points, logLines, errorFound: /ERROR/.test(current), matchInfo, zoomKept, tags, system };
+    return { job, points, logLines, errorFound: /ERROR/.test(current), errMark, outMark, matchInfo, zoomKept, tags, system };
   },
 
   // A job that failed once and restarted: attempt and checkpoint markers on the chart (step and

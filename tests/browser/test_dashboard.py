@@ -116,6 +116,9 @@ def test_submitted_job_runs_charts_points_streams_logs_and_stops(cluster):
     job = r["job"]
     assert cluster["server"].request("GET", f"/api/v1/jobs/{job}").json["status"] == "STOPPED"
     assert r["points"] > 0 and r["logLines"] > 0 and r["errorFound"]
+    # The error line went to stderr and is marked so; the step lines (stdout) are not.
+    assert r["errMark"] == ["stderr", True, '"err"'], r["errMark"]
+    assert r["outMark"] == [False, "none"], r["outMark"]
     assert r["matchInfo"] == "1 matching line", r["matchInfo"]
     assert r["zoomKept"], r  # the drag's zoom is still there after live redraws
     assert r["tags"] == ["browser", "exp-b"], r  # edited on the job page (issue 26)

@@ -701,10 +701,16 @@ class Agent:
     def log_text(self):
         return log_tail(self.log_path)
 
-    def worker_log(self, job_id, rank, attempt=1):
-        with open(os.path.join(self.data_dir, "logs", str(job_id), str(attempt),
-                               f"rank-{rank}.log")) as f:
-            return f.read()
+    def worker_log(self, job_id, rank, attempt=1, stream=None):
+        """The rank's output as its agent keeps it: stdout's file (rank-R.log) then stderr's
+        (rank-R.err.log, when there is one), or only the one `stream` names."""
+        d = os.path.join(self.data_dir, "logs", str(job_id), str(attempt))
+        text = ""
+        for s, name in (("stdout", f"rank-{rank}.log"), ("stderr", f"rank-{rank}.err.log")):
+            if stream in (None, s) and (s == "stdout" or os.path.exists(os.path.join(d, name))):
+                with open(os.path.join(d, name)) as f:
+                    text += f.read()
+        return text
 
     def kill(self):
         """Kills the agent as a crash would (its workers are left behind)."""

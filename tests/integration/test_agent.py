@@ -246,8 +246,9 @@ def test_worker_gets_stdio_only_in_its_own_process_group(server, agent):
     for w in workers_of(server, job["id"]):
         pid = w["pid"]
         log = os.path.join(log_dir, f"rank-{w['rank']}.log")
+        err = os.path.join(log_dir, f"rank-{w['rank']}.err.log")
         fds = {fd: os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
-        assert fds == {"0": "/dev/null", "1": log, "2": log}, fds
+        assert fds == {"0": "/dev/null", "1": log, "2": err}, fds
         # Its own process group, but the agent's session (no scheduler autogroup per worker).
         assert os.getpgid(pid) == pid
         assert os.getsid(pid) == os.getsid(agent.proc.pid)

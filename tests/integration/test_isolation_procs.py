@@ -29,8 +29,7 @@ def isolated_agent(agent_factory, srv=None, extra_args=(), **kw):
 
 def log_of(agent, job, rank=0):
     try:
-        with open(os.path.join(agent.data_dir, "logs", str(job), "1", f"rank-{rank}.log")) as f:
-            return f.read()
+        return agent.worker_log(job, rank)
     except OSError:
         return ""
 

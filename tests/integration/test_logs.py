@@ -75,40 +75,70 @@ def one_agent(agent_factory):
     return agent_factory(cpus=4)
 
 
+def split_streams(lines, stderr_every):
+    """(stdout's lines, stderr's lines) of what printer(..., stderr_every) printed."""
+    return ([l for i, l in enumerate(lines) if i % stderr_every],
+            [l for i, l in enumerate(lines) if i % stderr_every == 0])
+
+
 def test_what_two_ranks_print_is_what_get_logs_returns(server, one_agent):
+    import json
     job = server.submit({"name": "logs", "entrypoint": printer(500, stderr_every=7),
                          "scaling_config": {"num_workers": 2}})["id"]
     assert server.wait_job(job, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
+    # stdout and stderr are kept apart from the worker on: each in order, each line marked.
     for rank in (0, 1):
         want = printed(500, rank)
-        assert wait_lines(server, job, rank, 500) == want
-        assert one_agent.worker_log(job, rank) == "".join(w + "\n" for w in want)
-    # Both ranks: each line prefixed by its rank, each rank's lines in order.
-    both = logs(server, job).text.split("\n")[:-1]
-    assert len(both) == 1000
+        out, err = split_streams(want, 7)
+        assert sorted(wait_lines(server, job, rank, 500)) == sorted(want)
+        assert rank_lines(server, job, rank, stream="stdout") == out
+        assert rank_lines(server, job, rank, stream="stderr") == err
+        assert one_agent.worker_log(job, rank, stream="stdout") == "".join(w + "\n" for w in out)
+        assert one_agent.worker_log(job, rank, stream="stderr") == "".join(w + "\n" for w in err)
+        rows = [json.loads(l) for l in logs(server, job, rank=rank, format="jsonl").text.splitlines()]
+        assert sorted(x["line"] for x in rows if x["stream"] == "stderr") == sorted(err)
+        assert sorted(x["line"] for x in rows if x["stream"] == "stdout") == sorted(out)
+    # Both ranks: each line prefixed by its rank, each rank's lines of each stream in order.
+    both = logs(server, job, stream="stdout").text.split("\n")[:-1]
+    assert len(both) == 2 * len(split_streams(range(500), 7)[0])
     for rank in (0, 1):
         mine = [l[len(f"[rank {rank}] "):] for l in both if l.startswith(f"[rank {rank}] ")]
-        assert mine == printed(500, rank)
+        assert mine == split_streams(printed(500, rank), 7)[0]
     # JSON lines, tail, grep.
-    r = logs(server, job, rank=1, format="jsonl", tail=3)
+    r = logs(server, job, rank=1, format="jsonl", tail=3, stream="stdout")
     assert r.headers["Content-Type"].startswith("application/x-ndjson")
-    import json
     rows = [json.loads(l) for l in r.text.splitlines()]
-    assert [x["line"] for x in rows] == printed(500, 1)[-3:]
-    assert all(x["rank"] == 1 and x["attempt"] == 1 for x in rows)
-    r = server.request("GET", f"/api/v1/jobs/{job}/logs?rank=0&tail=2",
+    assert [x["line"] for x in rows] == split_streams(printed(500, 1), 7)[0][-3:]
+    assert all(x["rank"] == 1 and x["attempt"] == 1 and x["stream"] == "stdout" for x in rows)
+    r = server.request("GET", f"/api/v1/jobs/{job}/logs?rank=0&tail=2&stream=stderr",
                        headers={"Accept": "application/x-ndjson"})
-    assert [json.loads(l)["line"] for l in r.text.splitlines()] == printed(500, 0)[-2:]
+    assert [json.loads(l)["line"] for l in r.text.splitlines()] == \
+        split_streams(printed(500, 0), 7)[1][-2:]
     assert rank_lines(server, job, 0, grep="line%200%2042%20") == [printed(500, 0)[42]]
     assert rank_lines(server, job, 0, attempt=2) == []
-    # The CLI prints the same.
-    r = harness.run_cli(server, "logs", str(job), "--rank", "1", "--tail", "2")
+    # The CLI prints the same, stderr's lines marked; --stderr prints only those.
+    r = harness.run_cli(server, "logs", str(job), "--rank", "1", "--tail", "2", "--stdout")
     assert r.returncode == 0, r.stderr
-    assert r.stdout == "".join(l + "\n" for l in printed(500, 1)[-2:])
-    r = harness.run_cli(server, "logs", str(job), "--grep", " 7 ")
+    assert r.stdout == "".join(l + "\n" for l in split_streams(printed(500, 1), 7)[0][-2:])
+    r = harness.run_cli(server, "logs", str(job), "--grep", " [78] ")
     assert r.returncode == 0, r.stderr
-    assert sorted(r.stdout.splitlines()) == [f"[rank 0] {printed(500, 0)[7]}",
-                                             f"[rank 1] {printed(500, 1)[7]}"]
+    assert sorted(r.stdout.splitlines()) == [f"[rank 0 stderr] {printed(500, 0)[7]}",
+                                             f"[rank 0] {printed(500, 0)[8]}",
+                                             f"[rank 1 stderr] {printed(500, 1)[7]}",
+                                             f"[rank 1] {printed(500, 1)[8]}"]
+    r = harness.run_cli(server, "logs", str(job), "--rank", "0", "--grep", " [78] ")
+    assert sorted(r.stdout.splitlines()) == [f"[stderr] {printed(500, 0)[7]}", printed(500, 0)[8]]
+    r = harness.run_cli(server, "logs", str(job), "--rank", "0", "--stderr")
+    assert r.stdout == "".join(l + "\n" for l in split_streams(printed(500, 0), 7)[1]), r.stderr
+    # /stream's log rows carry the stream too (logs --follow reads them).
+    r = harness.run_cli(server, "-o", "json", "logs", str(job), "--follow", "--rank", "1",
+                        "--stderr")
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(l) for l in r.stdout.splitlines()]
+    assert [x["line"] for x in rows] == split_streams(printed(500, 1), 7)[1]
+    assert {x["stream"] for x in rows} == {"stderr"}
+    r = harness.run_cli(server, "logs", str(job), "--stderr", "--stdout")
+    assert r.returncode == 2 and "--stderr" in r.stderr
     r = harness.run_cli(server, "logs", "999999")
     assert r.returncode == 1 and "999999" in r.stderr
     # Deleting the job deletes its logs.
@@ -120,7 +150,7 @@ def test_bad_log_parameters_are_named_and_unknown_jobs_are_404(server):
     job = server.submit({"name": "nolog", "entrypoint": ["true"]})["id"]
     for q, field in [("rank=x", "rank"), ("rank=1,", "rank"), ("attempt=0", "attempt"),
                      ("offset=-1", "offset"), ("tail=0", "tail"), ("grep=(", "grep"),
-                     ("format=xml", "format")]:
+                     ("format=xml", "format"), ("stream=stdin", "stream")]:
         r = server.request("GET", f"/api/v1/jobs/{job}/logs?{q}")
         assert r.status == 400, (q, r)
         assert r.headers["Content-Type"].startswith("application/problem+json")

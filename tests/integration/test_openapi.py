@@ -45,6 +45,7 @@ VOCAB_ENUMS = {
     ("JobSpec", "scaling_config", "placement_strategy"): "placement_strategies",
     ("JobSpec", "run_config", "checkpoint_config", "checkpoint_score_order"):
         "checkpoint_score_orders",
+    ("LogLine", "stream"): "log_streams",
 }
 
 

@@ -37,7 +37,8 @@ def test_job_statuses_table_is_the_c_list(server, pg):
 STATUS_COLUMNS = {("jobs", "status"): "job_statuses", ("attempts", "status"): "job_statuses",
                   ("workers", "status"): "worker_statuses", ("nodes", "status"): "node_statuses",
                   ("checkpoints", "status"): "checkpoint_statuses",
-                  ("sweeps", "status"): "sweep_statuses"}
+                  ("sweeps", "status"): "sweep_statuses",
+                  ("job_stream", "kind"): "stream_kinds", ("job_stream", "stream"): "log_streams"}
 
 
 def test_status_columns_allow_exactly_the_c_statuses(server, pg):

@@ -1076,7 +1076,7 @@ static void agent_proto_log_round_trip(void **state)
     json_t *lines = json_pack("[s, s, s]", "one", "",
                               "\x1b[32mgr\xc3\xa9"
                               "en\x1b[0m");
-    struct aproto_log_chunk c = {"17", 2, 3, 4096, 30, 0, lines};
+    struct aproto_log_chunk c = {"17", 2, 3, APROTO_LOG_STDOUT, 4096, 30, 0, lines};
     char *text = aproto_msg_log(9, &c);
     assert_non_null(text);
     assert_null(strstr(text, "dropped"));
@@ -1098,6 +1098,14 @@ static void agent_proto_log_round_trip(void **state)
     text = aproto_msg_log(10, &c);
     assert_int_equal(aproto_node_msg_parse(text, strlen(text), &m, err, sizeof(err)), 0);
     assert_int_equal(m.log.dropped, 12345);
+    assert_int_equal(m.log.stream, APROTO_LOG_STDOUT);
+    aproto_node_msg_free(&m);
+    free(text);
+    c.stream = APROTO_LOG_STDERR;
+    text = aproto_msg_log(11, &c);
+    assert_non_null(strstr(text, "\"stream\":\"stderr\""));
+    assert_int_equal(aproto_node_msg_parse(text, strlen(text), &m, err, sizeof(err)), 0);
+    assert_int_equal(m.log.stream, APROTO_LOG_STDERR);
     aproto_node_msg_free(&m);
     free(text);
     json_decref(lines);
@@ -1130,6 +1138,9 @@ static void agent_proto_refuses_malformed_log_messages(void **state)
         {"{\"type\":\"log\",\"seq\":1,\"job_id\":\"1\",\"attempt\":1,\"rank\":0,\"offset\":0,"
          "\"bytes\":1,\"dropped\":-5,\"lines\":[]}",
          "dropped"},
+        {"{\"type\":\"log\",\"seq\":1,\"job_id\":\"1\",\"attempt\":1,\"rank\":0,\"offset\":0,"
+         "\"bytes\":1,\"stream\":\"stdin\",\"lines\":[]}",
+         "stream"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct aproto_node_msg m;

@@ -3,7 +3,8 @@
 // (stick to the bottom), search (only matching lines, highlighted), a jump to the first error,
 // line wrapping on or off, and a download of the attempt's whole output. Lines come from
 // GET /jobs/{id}/logs (format=jsonl) and then from the job stream's `log` rows; the DOM keeps at
-// most MAX_LINES lines. stdout and stderr are one stream: the agent captures both into one file.
+// most MAX_LINES lines. Each line says its output stream (the agent keeps stdout and stderr apart):
+// stderr's carry an "err" gutter and a red rule, and a filter shows both streams or one.
 import { api } from './api.js';
 import { h, clear, loading, errorBox, toast } from './ui.js';
 
@@ -18,14 +19,17 @@ export class LogViewer {
     this.rank = 'all';
     this.attempt = null;
     this.search = '';
+    this.stream = ''; // '' both, or 'stdout' / 'stderr' only
     this.follow = true;
-    this.maxOffset = new Map(); // `${attempt}/${rank}` → highest chunk offset read
+    this.maxOffset = new Map(); // `${attempt}/${rank}/${stream}` → highest chunk offset read
     this.count = 0;
     this.pending = [];
     this.loaded = false;
 
     this.rankSel = h('select', { id: 'log-rank', onchange: () => { this.rank = this.rankSel.value; this.load(); } }, h('option', { value: 'all' }, 'all ranks'));
     this.attemptSel = h('select', { id: 'log-attempt', onchange: () => { this.attempt = Number(this.attemptSel.value) || null; this.load(); } }, h('option', { value: '' }, 'current attempt'));
+    this.streamSel = h('select', { id: 'log-stream', onchange: () => { this.stream = this.streamSel.value; this.load(); } },
+      h('option', { value: '' }, 'stdout + stderr'), h('option', { value: 'stdout' }, 'stdout only'), h('option', { value: 'stderr' }, 'stderr only'));
     this.wrapCb = h('input', { id: 'log-wrap', type: 'checkbox', checked: true, onchange: () => this.view.classList.toggle('nowrap', !this.wrapCb.checked) });
     this.dlBtn = h('button', { type: 'button', id: 'log-download', onclick: () => this.download() }, 'Download');
     this.searchIn = h('input', { id: 'log-search', type: 'search', placeholder: 'search', oninput: () => this.applySearch() });
@@ -37,6 +41,7 @@ export class LogViewer {
       h('div', { class: 'log-controls' },
         h('label', { for: 'log-attempt' }, 'Attempt'), this.attemptSel,
         h('label', { for: 'log-rank' }, 'Rank'), this.rankSel,
+        h('label', { for: 'log-stream' }, 'Stream'), this.streamSel,
         h('label', { for: 'log-search', class: 'sr-only' }, 'Search'), this.searchIn,
         h('label', { for: 'log-follow', class: 'check' }, this.followCb, 'Follow'),
         h('label', { for: 'log-wrap', class: 'check' }, this.wrapCb, 'Wrap'),
@@ -61,6 +66,7 @@ export class LogViewer {
     const q = new URLSearchParams();
     if (this.rank !== 'all') q.set('rank', this.rank);
     if (this.attempt) q.set('attempt', String(this.attempt));
+    if (this.stream) q.set('stream', this.stream);
     try {
       const text = await api('GET', `/jobs/${this.job}/logs?${q}`, undefined, { raw: true });
       const url = URL.createObjectURL(new Blob([text], { type: 'text/plain' }));
@@ -84,6 +90,7 @@ export class LogViewer {
     const q = new URLSearchParams({ format: 'jsonl', tail: '2000' });
     if (this.rank !== 'all') q.set('rank', this.rank);
     if (this.attempt) q.set('attempt', String(this.attempt));
+    if (this.stream) q.set('stream', this.stream);
     try {
       const text = await api('GET', `/jobs/${this.job}/logs?${q}`, undefined, { raw: true });
       clear(this.view);
@@ -92,9 +99,9 @@ export class LogViewer {
         if (!l) continue;
         let o;
         try { o = JSON.parse(l); } catch { continue; }
-        const key = `${o.attempt}/${o.rank}`;
+        const key = `${o.attempt}/${o.rank}/${o.stream || 'stdout'}`;
         this.maxOffset.set(key, Math.max(this.maxOffset.get(key) ?? -1, o.offset));
-        frag.append(this.lineEl(o.rank, o.line, o.at));
+        frag.append(this.lineEl(o.rank, o.line, o.at, o.stream));
       }
       this.view.append(frag);
       if (!this.view.childElementCount) this.view.append(h('p', { class: 'state empty log-empty' }, 'No output yet.'));
@@ -109,14 +116,18 @@ export class LogViewer {
     }
   }
 
-  lineEl(rank, text, at) {
+  lineEl(rank, text, at, stream) {
     this.count++;
     const clean = String(text).replace(ANSI, '');
     const t = at ? new Date(at) : null;
     const time = t && !Number.isNaN(t.getTime())
       ? h('time', { class: 'log-time', datetime: at, title: `stored ${t.toLocaleString()}` }, `${t.toLocaleTimeString([], { hour12: false })}.${String(t.getMilliseconds()).padStart(3, '0')}`)
       : null;
-    const el = h('div', { class: 'log-line', dataset: { rank } }, time, time ? ' ' : null, h('span', { class: 'log-rank' }, `[${rank}]`), ' ', clean);
+    const err = stream === 'stderr';
+    const el = h('div', { class: 'log-line', dataset: { rank, stream: stream || 'stdout' } },
+      h('span', { class: 'log-stream', title: err ? 'written to stderr' : 'written to stdout' }),
+      time, time ? ' ' : null, h('span', { class: 'log-rank' }, `[${rank}]`), ' ', clean);
+    if (err) el.classList.add('is-stderr');
     if (ERROR_RE.test(clean)) el.classList.add('is-error');
     return el;
   }
@@ -129,7 +140,9 @@ export class LogViewer {
     }
     if (this.rank !== 'all' && String(d.rank) !== this.rank) return;
     if (this.attempt && d.attempt !== this.attempt) return;
-    const key = `${d.attempt}/${d.rank}`;
+    const stream = d.stream || 'stdout';
+    if (this.stream && stream !== this.stream) return;
+    const key = `${d.attempt}/${d.rank}/${stream}`;
     if (d.offset <= (this.maxOffset.get(key) ?? -1)) return;
     this.maxOffset.set(key, d.offset);
     const emptyEl = this.view.querySelector('.log-empty');
@@ -137,7 +150,7 @@ export class LogViewer {
     const frag = document.createDocumentFragment();
     const needle = this.search.toLowerCase();
     for (const line of d.lines || []) {
-      const el = this.lineEl(d.rank, line, at);
+      const el = this.lineEl(d.rank, line, at, stream);
       if (needle && !el.textContent.toLowerCase().includes(needle)) el.hidden = true;
       frag.append(el);
     }

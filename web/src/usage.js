@@ -1,7 +1,8 @@
 // Resource-use charts (uPlot) from GET /jobs/{id}/usage and /nodes/{id}/usage: the samples the
 // agents take of each worker's cgroup, about one per worker every 10 s. A job gets a CPU % chart
-// and a memory chart with one line per rank (its current attempt); a node one small chart of its
-// workers together. Re-read every 10 s while shown (the samples are 10 s apart).
+// and a memory chart with one line per rank (its current attempt), read once and then grown by
+// the job stream's `usage` rows (each the same object the API returns); a node one small chart of
+// its workers together, re-read every 10 s while shown.
 import uPlot from 'uplot';
 import { api } from './api.js';
 import { h, clear, fmt, errorBox, empty } from './ui.js';
@@ -41,16 +42,67 @@ function align(series) {
   })];
 }
 
-// The system charts of job `job` in `box`: per rank of its latest attempt, CPU % and memory.
-export async function renderJobUsage(box, job) {
-  let r;
-  try {
-    r = await api('GET', `/jobs/${job}/usage`);
-  } catch (e) {
-    reset(box, errorBox(e, () => renderJobUsage(box, job)));
-    return;
+// The system charts of job `job` in `box`: per rank of its latest attempt, CPU % and memory. The
+// samples are read once (load) and then added as the stream brings them (add); rows arriving
+// before the read are merged in, each (attempt, rank, time) once.
+export class JobUsage {
+  constructor(box, job) {
+    this.box = box;
+    this.job = job;
+    this.rows = null; // null until read
+    this.pending = [];
+    this.seen = new Set();
+    this.stale = false;
   }
-  const rows = r.usage || [];
+
+  async load() {
+    let r;
+    try {
+      r = await api('GET', `/jobs/${this.job}/usage`);
+    } catch (e) {
+      reset(this.box, errorBox(e, () => this.load()));
+      return;
+    }
+    this.rows = [];
+    this.seen.clear();
+    for (const u of [...(r.usage || []), ...this.pending]) this.keep(u);
+    this.pending = [];
+    this.draw();
+  }
+
+  keep(u) {
+    const key = `${u.attempt}/${u.rank}/${u.time}`;
+    if (this.seen.has(key)) return false;
+    this.seen.add(key);
+    this.rows.push(u);
+    return true;
+  }
+
+  // A live `usage` row's data: drawn at once while the box is shown, else at the next show().
+  add(u) {
+    if (!this.rows) {
+      this.pending.push(u);
+      return;
+    }
+    if (!this.keep(u)) return;
+    this.rows.sort((a, b) => Date.parse(a.time) - Date.parse(b.time));
+    if (this.box.hidden) this.stale = true;
+    else this.draw();
+  }
+
+  // The tab is shown: the first time reads the samples, later ones draw what arrived meanwhile.
+  show() {
+    if (!this.rows) this.load();
+    else if (this.stale) this.draw();
+  }
+
+  draw() {
+    this.stale = false;
+    drawJobUsage(this.box, this.rows);
+  }
+}
+
+function drawJobUsage(box, rows) {
   if (!rows.length) {
     reset(box, empty('No resource samples yet: the agent samples workers that run in a cgroup of their own, about every 10 s.'));
     return;

@@ -621,17 +621,22 @@ int agent__cgroup_usage(const struct agent *a, const struct agent_worker *w, int
 int64_t agent__cgroup_oom_kills(const struct agent *a, const struct agent_worker *w);
 
 /* logs.c */
-/* The log path of a rank (malloc'd), creating its directory. NULL with errno on failure. */
+/* The log path of a rank's stream (malloc'd): rank-R.log for stdout, rank-R.err.log for stderr,
+ * creating its directory. NULL with errno on failure. */
 char *agent__log_path(const struct agent *a, const char *job_id, int64_t attempt, int64_t rank,
-                      bool create_dir);
-/* The failure line of w's output (agent_log_failure_line on the end of its log file; malloc'd,
- * at most APROTO_MAX_EXIT_REASON bytes), or NULL when its output has none. */
+                      enum aproto_log_stream stream, bool create_dir);
+/* Opens (creating) the rank's two log files for appending, stdout's as fd[0] and stderr's as
+ * fd[1], each 3 or above (moving them onto 1 and 2 clobbers neither). 0, or -1 with errno. */
+int agent__log_open(const struct agent *a, const char *job_id, int64_t attempt, int64_t rank,
+                    int fd[2]);
+/* The failure line of w's output (agent_log_failure_line on the end of its stderr log file, then
+ * of its stdout one; malloc'd, at most APROTO_MAX_EXIT_REASON bytes), or NULL when none has one. */
 char *agent__log_failure_reason(const struct agent *a, const struct agent_worker *w);
 
 /* tail.c: streaming log files as `log` events */
-/* Starts streaming the rank's log file (once; the file must exist). */
+/* Starts streaming the rank's two log files (once; the files must exist). */
 void agent__tail_start(struct agent *a, const char *job_id, int64_t attempt, int64_t rank);
-/* The worker exited: queues what its file holds now, a partial last line included. */
+/* The worker exited: queues what its files hold now, a partial last line included. */
 void agent__tail_finish(struct agent *a, const char *job_id, int64_t attempt, int64_t rank);
 /* Reads what is new in every file (poll timer) and frees finished tails. */
 void agent__tails_poll(struct agent *a);
@@ -759,9 +764,9 @@ struct agent_warm {
     struct agent_warm *next;
     struct agent_worker *w; /* the placeholder: uid, tmp_dir, cgroups, sup_pid, pid, sup_start */
     char framework[64];     /* the module it imports, or "none" */
-    char *log_path;         /* its log file, renamed to the worker's at hand-off */
-    char **env;             /* the environment it started with */
-    int ctl;                /* the agent's end of its stdin; -1 once handed off or discarded */
+    char *log_path[2]; /* its stdout and stderr log files, renamed to the worker's at hand-off */
+    char **env;        /* the environment it started with */
+    int ctl;           /* the agent's end of its stdin; -1 once handed off or discarded */
 };
 /* From the poll timer: discards dead interpreters and those whose uid went to a job, removes the
  * cgroups of discarded ones once empty, and starts new ones up to --warm-python per framework. */
@@ -785,9 +790,10 @@ bool agent__warm_uses_uid(const struct agent *a, uid_t uid);
 /* Shutdown: kills every warm interpreter and removes what it had. */
 void agent__warm_fini(struct agent *a);
 /* supervise.c: starts program (argv) for the placeholder w under a trainyard-supervisor as the
- * cold path starts a worker, with stdin on in_fd; waits for its exec. 0, or an errno. */
+ * cold path starts a worker (stdout to logfd[0], stderr to logfd[1]), with stdin on in_fd; waits
+ * for its exec. 0, or an errno. */
 int agent__spawn_warm(struct agent *a, struct agent_worker *w, const char *program,
-                      const char *const *argv, char *const *env, int logfd, int in_fd);
+                      const char *const *argv, char *const *env, const int logfd[2], int in_fd);
 /* isolate.c: the job holding uid on this node ("" pool's or NULL: none) and moving a hold. */
 const char *agent__uid_holder(const struct agent *a, uid_t uid);
 /* The uid job_id holds on this node, or AGENT_NO_UID. */

@@ -1,8 +1,10 @@
-/* Per-rank worker log files: <data>/logs/<job>/<attempt>/rank-<r>.log. */
+/* Per-rank worker log files: <data>/logs/<job>/<attempt>/rank-<r>.log (stdout) and
+ * rank-<r>.err.log (stderr). */
 #include "agent.h"
 
 #include "util.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +13,7 @@
 #include <unistd.h>
 
 char *agent__log_path(const struct agent *a, const char *job_id, int64_t attempt, int64_t rank,
-                      bool create_dir)
+                      enum aproto_log_stream stream, bool create_dir)
 {
     char dir[4096];
     int n = snprintf(dir, sizeof(dir), "%s/logs/%s/%lld", a->data_dir, job_id, (long long)attempt);
@@ -22,13 +24,43 @@ char *agent__log_path(const struct agent *a, const char *job_id, int64_t attempt
     size_t len = (size_t)n + 40;
     char *path = malloc(len);
     if (path)
-        snprintf(path, len, "%s/rank-%lld.log", dir, (long long)rank);
+        snprintf(path, len, "%s/rank-%lld%s.log", dir, (long long)rank,
+                 stream == APROTO_LOG_STDERR ? ".err" : "");
     return path;
 }
 
-char *agent__log_failure_reason(const struct agent *a, const struct agent_worker *w)
+int agent__log_open(const struct agent *a, const char *job_id, int64_t attempt, int64_t rank,
+                    int fd[2])
 {
-    char *path = agent__log_path(a, w->job_id, w->attempt, w->rank, false);
+    fd[0] = fd[1] = -1;
+    for (int i = 0; i < 2; i++) {
+        char *path = agent__log_path(a, job_id, attempt, rank, (enum aproto_log_stream)i, i == 0);
+        int f = path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600) : -1;
+        free(path);
+        if (f >= 0 && f < 3) {
+            int hi = fcntl(f, F_DUPFD_CLOEXEC, 3);
+            close(f);
+            f = hi;
+        }
+        if (f < 0) {
+            int e = errno;
+            if (fd[0] >= 0)
+                close(fd[0]);
+            fd[0] = -1;
+            errno = e;
+            return -1;
+        }
+        fd[i] = f;
+    }
+    return 0;
+}
+
+/* The failure line at the end of one of w's log files (malloc'd), or NULL. */
+static char *failure_in(const struct agent *a, const struct agent_worker *w,
+                        enum aproto_log_stream stream)
+
+{
+    char *path = agent__log_path(a, w->job_id, w->attempt, w->rank, stream, false);
     int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
     free(path);
     if (fd < 0)
@@ -46,4 +78,10 @@ char *agent__log_failure_reason(const struct agent *a, const struct agent_worker
     free(buf);
     close(fd);
     return reason;
+}
+
+char *agent__log_failure_reason(const struct agent *a, const struct agent_worker *w)
+{
+    char *r = failure_in(a, w, APROTO_LOG_STDERR);
+    return r ? r : failure_in(a, w, APROTO_LOG_STDOUT);
 }

@@ -110,7 +110,7 @@ struct sup_fds {
 /* The child half of spawn_as: only async-signal-safe calls (the agent may have other threads).
  * Returns the errno of the failed step; on success it does not return. */
 static int child_exec(const char *program, char *const *argv, const struct aproto_launch *l,
-                      char *const *env, int logfd, int errfd, uid_t uid, gid_t gid,
+                      char *const *env, const int logfd[2], int errfd, uid_t uid, gid_t gid,
                       const struct sup_fds *keep)
 {
     sigset_t none;
@@ -134,7 +134,8 @@ static int child_exec(const char *program, char *const *argv, const struct aprot
     for (int i = 0; i < keep->n_cg; i++)
         if (write(keep->cg[i], "0", 1) != 1)
             return errno;
-    if (setpgid(0, 0) != 0 || dup2(logfd, STDOUT_FILENO) < 0 || dup2(logfd, STDERR_FILENO) < 0)
+    if (setpgid(0, 0) != 0 || dup2(logfd[0], STDOUT_FILENO) < 0 ||
+        dup2(logfd[1], STDERR_FILENO) < 0)
         return errno;
     int nul = keep->in >= 0 ? keep->in : open("/dev/null", O_RDONLY);
     if (nul < 0 || (nul != STDIN_FILENO && dup2(nul, STDIN_FILENO) < 0))
@@ -164,7 +165,7 @@ static int child_exec(const char *program, char *const *argv, const struct aprot
  * once the child has exec'd (a close-on-exec pipe carries the errno of a failed step). Returns
  * 0 and *pid, or that errno. */
 static int spawn_as(pid_t *pid, const char *program, char *const *argv,
-                    const struct aproto_launch *l, char *const *env, int logfd, uid_t uid,
+                    const struct aproto_launch *l, char *const *env, const int logfd[2], uid_t uid,
                     gid_t gid, const struct sup_fds *keep)
 {
     int pfd[2];
@@ -211,13 +212,13 @@ static int spawn_as(pid_t *pid, const char *program, char *const *argv,
 /* Starts argv (a worker's supervisor) in its own process group (not its own session: with
  * sched_autogroup a new session is a new scheduling group, and the ranks of a job then stall
  * each other; measured: 40 % slower DDP epochs on this kernel), every signal unblocked and the
- * usual ones at their default, stdin /dev/null, stdout and stderr appended to logfd, in
- * working_dir, with keep's descriptors as 3, 4 and 5 and no other fd of the agent (websocket,
- * report socket). glibc's posix_spawn is clone(CLONE_VM | CLONE_VFORK): no page-table copy, and
- * it returns once the child has exec'd. Returns 0 and *pid, or the errno of the failed step
- * (the chdir or the exec). */
+ * usual ones at their default, stdin /dev/null, stdout appended to logfd[0] and stderr to
+ * logfd[1], in working_dir, with keep's descriptors as 3, 4 and 5 and no other fd of the agent
+ * (websocket, report socket). glibc's posix_spawn is clone(CLONE_VM | CLONE_VFORK): no page-table
+ * copy, and it returns once the child has exec'd. Returns 0 and *pid, or the errno of the failed
+ * step (the chdir or the exec). */
 static int spawn_worker(pid_t *pid, const char *program, char *const *argv,
-                        const struct aproto_launch *l, char *const *env, int logfd,
+                        const struct aproto_launch *l, char *const *env, const int logfd[2],
                         const struct agent_worker *w, const struct sup_fds *keep)
 {
     if (w->uid != AGENT_NO_UID || keep->n_cg > 0)
@@ -249,11 +250,11 @@ static int spawn_worker(pid_t *pid, const char *program, char *const *argv,
         rc = posix_spawnattr_setsigmask(&attr, &none);
     if (rc == 0)
         rc = posix_spawnattr_setsigdefault(&attr, &dfl);
-    /* The dup2s first: logfd may itself be 0 when the agent runs without stdin. */
+    /* The dup2s first: a logfd may itself be 0 when the agent runs without stdin. */
     if (rc == 0)
-        rc = posix_spawn_file_actions_adddup2(&fa, logfd, STDOUT_FILENO);
+        rc = posix_spawn_file_actions_adddup2(&fa, logfd[0], STDOUT_FILENO);
     if (rc == 0)
-        rc = posix_spawn_file_actions_adddup2(&fa, logfd, STDERR_FILENO);
+        rc = posix_spawn_file_actions_adddup2(&fa, logfd[1], STDERR_FILENO);
     if (rc == 0 && keep->in >= 0)
         rc = posix_spawn_file_actions_adddup2(&fa, keep->in, STDIN_FILENO);
     else if (rc == 0)
@@ -412,7 +413,7 @@ static char **worker_env(struct agent *a, struct agent_worker *w, const struct a
  * *start_fd, the pipe on which the supervisor says when the worker has exec'd (read it with
  * supervised_started). Returns 0, or the errno of the failed step (*start_fd is then -1). */
 static int spawn_supervised(struct agent *a, struct agent_worker *w, const char *program,
-                            const struct aproto_launch *l, char *const *env, int logfd,
+                            const struct aproto_launch *l, char *const *env, const int logfd[2],
                             int *start_fd, int in_fd)
 {
     size_t argc = 0;
@@ -505,18 +506,19 @@ static struct agent_warm *warm_pick(struct agent *a, const struct aproto_launch 
     return e;
 }
 
-/* start_one with warm interpreter e (its log file already moved to log_path): makes w private
+/* start_one with warm interpreter e (its log files already moved to the rank's): makes w private
  * exactly as the cold path does (worker_env, given e's TMPDIR and cgroups, which get w's limits),
  * then hands e the launch. Returns w (started: no start pipe to read), or NULL after queuing its
  * worker_exited. */
 static struct agent_worker *start_warm(struct agent *a, const struct aproto_launch *l,
                                        const struct aproto_launch_worker *lw,
-                                       struct agent_worker *w, struct agent_warm *e,
-                                       const char *log_path)
+                                       struct agent_worker *w, struct agent_warm *e)
 {
-    int logfd = open(log_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    int logfd[2];
+    if (agent__log_open(a, l->job_id, l->attempt, lw->rank, logfd) != 0)
+        logfd[0] = logfd[1] = -1;
     agent__tail_start(a, l->job_id, l->attempt, lw->rank);
-    char **env = worker_env(a, w, l, lw, logfd, e);
+    char **env = worker_env(a, w, l, lw, logfd[1], e);
     if (env) {
         w->sup_pid = e->w->sup_pid;
         w->pid = e->w->pid;
@@ -529,8 +531,9 @@ static struct agent_worker *start_warm(struct agent *a, const struct aproto_laun
     }
     agent_env_free(env);
     agent__warm_discard(a, e); /* what is left of it: the placeholder, nothing running */
-    if (logfd >= 0)
-        close(logfd);
+    for (int i = 0; i < 2; i++)
+        if (logfd[i] >= 0)
+            close(logfd[i]);
     return env ? w : NULL;
 }
 
@@ -559,36 +562,44 @@ static struct agent_worker *start_one(struct agent *a, const struct aproto_launc
         agent__worker_exited(a, w, 127, -1, "the agent is shutting down");
         return NULL;
     }
-    /* Opened here, not as a file action, so that a failure can be written into it. */
-    char *log_path = agent__log_path(a, l->job_id, l->attempt, lw->rank, true);
-    if (!log_path) {
+    /* Opened here, not as a file action, so that a failure can be written into them. */
+    char *log_path[2] = {
+        agent__log_path(a, l->job_id, l->attempt, lw->rank, APROTO_LOG_STDOUT, true),
+        agent__log_path(a, l->job_id, l->attempt, lw->rank, APROTO_LOG_STDERR, false)};
+    if (!log_path[0] || !log_path[1]) {
         start_failed(a, w, -1, "cannot create", "the log directory", errno);
+        free(log_path[0]);
+        free(log_path[1]);
         return NULL;
     }
     struct agent_warm *e = warm_pick(a, l, lw);
-    if (e && rename(e->log_path, log_path) != 0) {
-        TY_WARN("proc", "cannot move %s to %s: %s; starting cold", e->log_path, log_path,
-                strerror(errno));
-        agent__warm_discard(a, e);
-        e = NULL;
-    }
+    for (int i = 0; e && i < 2; i++)
+        if (rename(e->log_path[i], log_path[i]) != 0) {
+            TY_WARN("proc", "cannot move %s to %s: %s; starting cold", e->log_path[i], log_path[i],
+                    strerror(errno));
+            agent__warm_discard(a, e);
+            e = NULL;
+        }
     if (e) {
-        struct agent_worker *started = start_warm(a, l, lw, w, e, log_path);
-        free(log_path);
-        return started;
+        free(log_path[0]);
+        free(log_path[1]);
+        return start_warm(a, l, lw, w, e);
     }
-    /* Private: only the agent reads it (the worker writes to the descriptor it inherits). */
-    int logfd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (logfd < 0) {
-        start_failed(a, w, -1, "cannot open log file", log_path, errno);
-        free(log_path);
+    /* Private: only the agent reads them (the worker writes to the descriptors it inherits). */
+    int logfd[2];
+    if (agent__log_open(a, l->job_id, l->attempt, lw->rank, logfd) != 0) {
+        start_failed(a, w, -1, "cannot open log file", log_path[0], errno);
+        free(log_path[0]);
+        free(log_path[1]);
         return NULL;
     }
-    free(log_path);
+    free(log_path[0]);
+    free(log_path[1]);
     agent__tail_start(a, l->job_id, l->attempt, lw->rank);
-    char **env = worker_env(a, w, l, lw, logfd, NULL);
+    char **env = worker_env(a, w, l, lw, logfd[1], NULL);
     if (!env) {
-        close(logfd);
+        close(logfd[0]);
+        close(logfd[1]);
         return NULL;
     }
     char *program = resolve_program(l->argv[0], env, l->working_dir);
@@ -600,13 +611,15 @@ static struct agent_worker *start_one(struct agent *a, const struct aproto_launc
          * explains it first, as the chdir came before the exec. */
         int wd_err = l->working_dir ? dir_enter_error(l->working_dir) : 0;
         if (wd_err != 0)
-            start_failed(a, w, logfd, "cannot enter working_dir", l->working_dir, wd_err);
+            start_failed(a, w, logfd[1], "cannot enter working_dir", l->working_dir, wd_err);
         else
-            start_failed(a, w, logfd, "cannot execute", l->argv[0], err);
-        close(logfd);
+            start_failed(a, w, logfd[1], "cannot execute", l->argv[0], err);
+        close(logfd[0]);
+        close(logfd[1]);
         return NULL;
     }
-    close(logfd);
+    close(logfd[0]);
+    close(logfd[1]);
     return w;
 }
 
@@ -759,7 +772,7 @@ void agent__launch(struct agent *a, const struct aproto_launch *l, bool may_fetc
 }
 
 int agent__spawn_warm(struct agent *a, struct agent_worker *w, const char *program,
-                      const char *const *argv, char *const *env, int logfd, int in_fd)
+                      const char *const *argv, char *const *env, const int logfd[2], int in_fd)
 {
     struct aproto_launch l;
     memset(&l, 0, sizeof(l));

@@ -1,9 +1,13 @@
 /* Streaming workers' log files to the server (docs/agent-protocol.md, `log`).
  *
- * Workers write their stdout and stderr straight into <data>/logs/<job>/<attempt>/rank-<r>.log
- * (supervise.c) and are never slowed by the agent. A tail per file reads what is new, cuts it into
- * lines (agent_log_cut) and queues `log` events, at most AGENT_TAIL_WINDOW of them unacked per
- * file. The file is the spool: what is not acked is read again. Beside it, rank-<r>.cursor is a
+ * Workers write their stdout straight into <data>/logs/<job>/<attempt>/rank-<r>.log and their
+ * stderr into rank-<r>.err.log beside it (supervise.c) and are never slowed by the agent. A tail
+ * per file reads what is new, cuts it into lines (agent_log_cut) and queues `log` events marked
+ * with the file's stream, at most AGENT_TAIL_WINDOW of them unacked per file; the two files of a
+ * rank have offsets of their own, and their lines are ordered across them by the time they are
+ * read (a line written to stdout and one written to stderr within one read may swap; an
+ * interleaving finer than that cannot be kept without slowing the worker down through pipes).
+ * The file is the spool: what is not acked is read again. Beside it, rank-<r>[.err].cursor is a
  * journal of the chunks sent ("c START END DROPPED") and of the acked end ("a END"), so that an
  * agent restarted after SIGKILL resends the very same chunks (same offsets: the server ignores
  * those it has) and continues after them. Its writes are not fsync'ed: they survive the agent,
@@ -43,6 +47,7 @@ struct agent_tail {
     struct agent_tail *next;
     char *job_id;
     int64_t attempt, rank;
+    enum aproto_log_stream stream;
     char *path, *cursor_path;
     int fd, cursor_fd;
     int wd;                  /* inotify watch of the log file, or -1 */
@@ -120,17 +125,18 @@ static void tail_free(struct agent_tail *t)
 }
 
 static struct agent_tail *tail_find(struct agent *a, const char *job_id, int64_t attempt,
-                                    int64_t rank)
+                                    int64_t rank, enum aproto_log_stream stream)
 {
     for (struct agent_tail *t = a->tails; t; t = t->next)
-        if (t->attempt == attempt && t->rank == rank && strcmp(t->job_id, job_id) == 0)
+        if (t->attempt == attempt && t->rank == rank && t->stream == stream &&
+            strcmp(t->job_id, job_id) == 0)
             return t;
     return NULL;
 }
 
-/* A new tail of the rank's log file (opened for reading now), or NULL (logged). */
+/* A new tail of the rank's log file of `stream` (opened for reading now), or NULL (logged). */
 static struct agent_tail *tail_new(struct agent *a, const char *job_id, int64_t attempt,
-                                   int64_t rank)
+                                   int64_t rank, enum aproto_log_stream stream)
 {
     struct agent_tail *t = calloc(1, sizeof(*t));
     if (!t)
@@ -139,9 +145,10 @@ static struct agent_tail *tail_new(struct agent *a, const char *job_id, int64_t 
     t->inotify_fd = a->inotify_fd;
     t->attempt = attempt;
     t->rank = rank;
+    t->stream = stream;
     t->a = a;
     t->job_id = strdup(job_id);
-    t->path = agent__log_path(a, job_id, attempt, rank, false);
+    t->path = agent__log_path(a, job_id, attempt, rank, stream, false);
     size_t n = t->path ? strlen(t->path) : 0;
     t->cursor_path = t->path ? malloc(n + 8) : NULL;
     if (!t->job_id || !t->cursor_path) {
@@ -171,8 +178,8 @@ static int send_chunk(struct agent *a, struct agent_tail *t, json_t *lines, int6
         json_decref(lines);
         return -1;
     }
-    struct aproto_log_chunk lc = {t->job_id,    t->attempt, t->rank, offset,
-                                  end - offset, dropped,    lines};
+    struct aproto_log_chunk lc = {t->job_id, t->attempt,   t->rank, t->stream,
+                                  offset,    end - offset, dropped, lines};
     c->seq = agent__next_seq(a);
     c->offset = offset;
     c->end = end;
@@ -301,17 +308,20 @@ static void tails_reap(struct agent *a)
 
 void agent__tail_start(struct agent *a, const char *job_id, int64_t attempt, int64_t rank)
 {
-    if (!tail_find(a, job_id, attempt, rank))
-        tail_new(a, job_id, attempt, rank);
+    for (int s = 0; s < APROTO_LOG_NSTREAMS; s++)
+        if (!tail_find(a, job_id, attempt, rank, (enum aproto_log_stream)s))
+            tail_new(a, job_id, attempt, rank, (enum aproto_log_stream)s);
 }
 
 void agent__tail_finish(struct agent *a, const char *job_id, int64_t attempt, int64_t rank)
 {
-    struct agent_tail *t = tail_find(a, job_id, attempt, rank);
-    if (!t)
-        return;
-    t->done = true;
-    tail_pump(a, t);
+    for (int s = 0; s < APROTO_LOG_NSTREAMS; s++) {
+        struct agent_tail *t = tail_find(a, job_id, attempt, rank, (enum aproto_log_stream)s);
+        if (!t)
+            continue;
+        t->done = true;
+        tail_pump(a, t);
+    }
 }
 
 void agent__tails_poll(struct agent *a)
@@ -352,9 +362,10 @@ void agent__tail_acked(struct agent *a, int64_t seq)
 
 /* Replays a journal: acked end, then the chunks after it are queued again exactly as they were,
  * and reading goes on after the last. */
-static void tail_resume(struct agent *a, const char *job_id, int64_t attempt, int64_t rank)
+static void tail_resume(struct agent *a, const char *job_id, int64_t attempt, int64_t rank,
+                        enum aproto_log_stream stream)
 {
-    struct agent_tail *t = tail_new(a, job_id, attempt, rank);
+    struct agent_tail *t = tail_new(a, job_id, attempt, rank, stream);
     if (!t)
         return;
     /* A re-adopted worker still writes to it (its exit finishes the tail); else it has ended. */
@@ -427,10 +438,16 @@ void agent__tails_reload(struct agent *a)
                 if (len < 13 || len > 30 || strncmp(fe->d_name, "rank-", 5) != 0 ||
                     strcmp(fe->d_name + len - 7, ".cursor") != 0)
                     continue;
-                memcpy(num, fe->d_name + 5, len - 12);
-                num[len - 12] = '\0';
-                if (dir_number(num, &rank) == 0 && !tail_find(a, je->d_name, attempt, rank))
-                    tail_resume(a, je->d_name, attempt, rank);
+                size_t digits = len - 12; /* "rank-" N ".cursor", or N ".err" before it */
+                enum aproto_log_stream stream = APROTO_LOG_STDOUT;
+                if (digits > 4 && memcmp(fe->d_name + 5 + digits - 4, ".err", 4) == 0) {
+                    digits -= 4;
+                    stream = APROTO_LOG_STDERR;
+                }
+                memcpy(num, fe->d_name + 5, digits);
+                num[digits] = '\0';
+                if (dir_number(num, &rank) == 0 && !tail_find(a, je->d_name, attempt, rank, stream))
+                    tail_resume(a, je->d_name, attempt, rank, stream);
             }
             if (files)
                 closedir(files);

@@ -156,7 +156,8 @@ void agent__warm_free(struct agent_warm *e)
     if (e->ctl >= 0)
         close(e->ctl);
     agent__worker_free(e->w);
-    free(e->log_path);
+    free(e->log_path[0]);
+    free(e->log_path[1]);
     agent_env_free(e->env);
     free(e);
 }
@@ -179,8 +180,9 @@ void agent__warm_discard(struct agent *a, struct agent_warm *e)
     if (status)
         unlink(status);
     free(status);
-    if (e->log_path)
-        unlink(e->log_path);
+    for (int i = 0; i < 2; i++)
+        if (e->log_path[i])
+            unlink(e->log_path[i]);
     if (e->w->tmp_dir)
         agent__remove_tree(e->w->tmp_dir);
     UTIL_FREE(e->w->tmp_dir);
@@ -201,15 +203,30 @@ bool agent__warm_uses_uid(const struct agent *a, uid_t uid)
     return false;
 }
 
-/* <dir>/<n>.log, malloc'd, or NULL. */
-static char *log_name(const char *dir, int64_t n)
+/* <dir>/<n>.log (stdout) or <dir>/<n>.err.log (stderr), malloc'd, or NULL. */
+static char *log_name(const char *dir, int64_t n, int stream)
 {
     char path[PATH_MAX];
-    if ((size_t)snprintf(path, sizeof(path), "%s/%lld.log", dir, (long long)n) >= sizeof(path)) {
+    if ((size_t)snprintf(path, sizeof(path), "%s/%lld%s.log", dir, (long long)n,
+                         stream == APROTO_LOG_STDERR ? ".err" : "") >= sizeof(path)) {
         errno = ENAMETOOLONG;
         return NULL;
     }
     return strdup(path);
+}
+
+/* Creates e's log file of `stream` in dir: its descriptor (3 or above), or -1 with errno. */
+static int log_create(struct agent_warm *e, const char *dir, int stream)
+{
+    if (!(e->log_path[stream] = log_name(dir, e->w->rank, stream)))
+        return -1;
+    int fd = open(e->log_path[stream], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd >= 0 && fd < 3) {
+        int hi = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        close(fd);
+        fd = hi;
+    }
+    return fd;
 }
 
 /* Starts one interpreter importing fw into the pool. 0, or -1 (logged). */
@@ -229,7 +246,7 @@ static int fill_one(struct agent *a, const char *fw, const char *exe)
     w->uid = w->gid = AGENT_NO_UID;
     w->exit_code = w->signal = -1;
     const char *what = "memory";
-    int err = ENOMEM, logfd = -1, sp[2] = {-1, -1};
+    int err = ENOMEM, logfd[2] = {-1, -1}, sp[2] = {-1, -1};
     json_t *no_env = json_object();
     char dir[PATH_MAX];
     snprintf(dir, sizeof(dir), "%s/warm", a->data_dir);
@@ -245,8 +262,9 @@ static int fill_one(struct agent *a, const char *fw, const char *exe)
     if (agent__cgroup_create(a, w, 0, 0) != 0)
         goto fail_errno;
     what = "its log file";
-    if ((mkdir(dir, 0700) != 0 && errno != EEXIST) || !(e->log_path = log_name(dir, w->rank)) ||
-        (logfd = open(e->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
+    if ((mkdir(dir, 0700) != 0 && errno != EEXIST) ||
+        (logfd[0] = log_create(e, dir, APROTO_LOG_STDOUT)) < 0 ||
+        (logfd[1] = log_create(e, dir, APROTO_LOG_STDERR)) < 0)
         goto fail_errno;
     struct aproto_launch l;
     memset(&l, 0, sizeof(l));
@@ -271,8 +289,9 @@ static int fill_one(struct agent *a, const char *fw, const char *exe)
     what = "it";
     err = agent__spawn_warm(a, w, exe, argv, e->env, logfd, sp[1]);
     close(sp[1]);
-    close(logfd);
-    logfd = -1;
+    close(logfd[0]);
+    close(logfd[1]);
+    logfd[0] = logfd[1] = -1;
     e->ctl = sp[0];
     if (err != 0)
         goto fail;
@@ -287,8 +306,9 @@ fail_errno:
 fail:
     TY_WARN("proc", "cannot start a warm interpreter (%s): cannot make %s: %s", fw, what,
             strerror(err));
-    if (logfd >= 0)
-        close(logfd);
+    for (int i = 0; i < 2; i++)
+        if (logfd[i] >= 0)
+            close(logfd[i]);
     json_decref(no_env);
     agent__warm_discard(a, e);
     return -1;

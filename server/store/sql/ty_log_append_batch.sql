@@ -1,8 +1,8 @@
--- Appends a batch of log chunks. p_rows: a JSON array of {job_id, node_id, attempt, rank,
--- log_offset, log_bytes, dropped, body} (body: {rank, attempt, offset, bytes, lines}). A chunk of
--- a worker that node_id does not run (or of a deleted job), already stored, older than a chunk
--- of its rank already stored (a resend of one the cap removed: agents send each rank's chunks in
--- offset order), or repeated in the batch, is skipped; one announcing `dropped` > 0 bytes skipped by its
+-- Appends a batch of log chunks. p_rows: a JSON array of {job_id, node_id, attempt, rank, stream,
+-- log_offset, log_bytes, dropped, body} (body: {rank, attempt, stream, offset, bytes, lines}). A
+-- chunk of a worker that node_id does not run (or of a deleted job), already stored, older than a
+-- chunk of its rank's stream already stored (a resend of one the cap removed: agents send each
+-- stream's chunks in offset order), or repeated in the batch, is skipped; one announcing `dropped` > 0 bytes skipped by its
 -- agent is preceded by a log_dropped row. Then every job whose log passes p_cap bytes (p_cap > 0)
 -- loses its oldest chunks down to 90 % of the cap (its newest chunk always stays, even when it
 -- alone is over the cap), and a log_dropped row says how many bytes.
@@ -19,11 +19,12 @@ DECLARE
 BEGIN
     WITH r AS (
         SELECT e, ord, (e->>'job_id')::bigint AS job_id, (e->>'attempt')::integer AS attempt,
-               (e->>'rank')::integer AS rank, (e->>'log_offset')::bigint AS log_offset
+               (e->>'rank')::integer AS rank, coalesce(e->>'stream', 'stdout') AS stream,
+               (e->>'log_offset')::bigint AS log_offset
         FROM jsonb_array_elements(p_rows) WITH ORDINALITY AS t(e, ord)
     ), once AS (
-        SELECT DISTINCT ON (job_id, attempt, rank, log_offset) * FROM r
-        ORDER BY job_id, attempt, rank, log_offset, ord
+        SELECT DISTINCT ON (job_id, attempt, rank, stream, log_offset) * FROM r
+        ORDER BY job_id, attempt, rank, stream, log_offset, ord
     ), f AS (
         SELECT * FROM once o
         WHERE EXISTS (SELECT 1 FROM workers w
@@ -31,17 +32,18 @@ BEGIN
                         AND w.node_id = o.e->>'node_id')
           AND NOT EXISTS (SELECT 1 FROM job_stream s
                           WHERE s.job_id = o.job_id AND s.attempt = o.attempt AND s.rank = o.rank
-                            AND s.log_offset >= o.log_offset AND s.kind = 'log')
+                            AND s.stream = o.stream AND s.log_offset >= o.log_offset
+                            AND s.kind = 'log')
     ), x AS (
         SELECT ord, 0 AS k, jsonb_build_object(
                    'job_id', job_id, 'kind', 'log_dropped', 'attempt', attempt, 'rank', rank,
-                   'body', jsonb_build_object('rank', rank, 'attempt', attempt,
+                   'body', jsonb_build_object('rank', rank, 'attempt', attempt, 'stream', stream,
                                               'bytes', (e->>'dropped')::bigint,
                                               'reason', 'the agent''s backlog was over its cap')) AS r_json
         FROM f WHERE coalesce((e->>'dropped')::bigint, 0) > 0
         UNION ALL
         SELECT ord, 1, jsonb_build_object('job_id', job_id, 'kind', 'log', 'attempt', attempt,
-                                          'rank', rank, 'log_offset', log_offset,
+                                          'rank', rank, 'stream', stream, 'log_offset', log_offset,
                                           'log_bytes', (e->>'log_bytes')::integer,
                                           'body', e->'body')
         FROM f

@@ -6,7 +6,7 @@ import { api, can, session } from '../api.js';
 import { stream } from '../stream.js';
 import { MetricCharts } from '../chart.js';
 import { LogViewer } from '../logs.js';
-import { renderJobUsage, dropUsage, USAGE_REFRESH_MS } from '../usage.js';
+import { JobUsage, dropUsage } from '../usage.js';
 import { h, clear, fmt, badge, workerBadge, loading, errorBox, empty, table, confirmDialog, toast } from '../ui.js';
 
 const TABS = ['metrics', 'system', 'logs', 'workers', 'timeline', 'checkpoints', 'spec'];
@@ -58,6 +58,7 @@ export function render(main, { id, params }) {
   const logBox = h('div', { class: 'logs' });
   panels.logs.append(logBox);
   const logs = new LogViewer(logBox, id);
+  const usage = new JobUsage(panels.system, id);
   let attempts = [];
   let checkpoints = [];
 
@@ -282,16 +283,17 @@ export function render(main, { id, params }) {
     timers[name] = setTimeout(fn, ms);
   }
 
-  // The System tab: each rank's CPU and memory (usage.js), re-read every 10 s while it is shown.
+  // The System tab: each rank's CPU and memory (usage.js), read when first shown and then grown
+  // by the stream's `usage` rows.
   function loadSystem() {
-    if (!alive || current !== 'system') return;
-    renderJobUsage(panels.system, id).then(() => soon('system', loadSystem, USAGE_REFRESH_MS));
+    if (alive && current === 'system') usage.show();
   }
 
   function onEvent(m) {
     const d = m.data || {};
     if (m.kind === 'report') charts.addReport(d);
     else if (m.kind === 'log') logs.addChunk(d, m.at);
+    else if (m.kind === 'usage') usage.add(d);
     else if (m.kind === 'worker') soon('workers', loadWorkers);
     else if (m.kind === 'checkpoint') soon('checkpoints', loadCheckpoints);
     else if (m.kind === 'event') {
