@@ -52,12 +52,18 @@ console.log(`all 8 ranks drawn (${points} buckets): median ${median(alls).toFixe
 // 4. the compare page: a fresh load each run, until every chart, the summary and the diff are drawn.
 if (A.phase === 'compare') {
 const times = [];
+const waterfalls = [];
 for (let i = 0; i < A.runs; i++) {
   await page.goto('about:blank');
   await page.goto(`${URL_}/#/compare?jobs=${A.jobs.join(',')}`, { waitUntil: 'commit' });
   await page.waitForFunction(() => document.querySelectorAll('.compare figure.chart canvas').length >= 3 && document.querySelector('#config-diff'), null, { timeout: 60000, polling: 'raf' });
   times.push(await page.evaluate(() => performance.now()));
+  waterfalls.push(await page.evaluate(() => performance.getEntriesByType('resource')
+    .filter((e) => e.name.includes('/api/'))
+    .map((e) => [e.name.replace(/^.*\/api\/v1/, ''), e.startTime, e.responseStart, e.responseEnd, e.transferSize])));
 }
+console.log(`requests of the median run (ms from navigation start: start / first byte / end, bytes):`);
+for (const [n, s, b, e, z] of waterfalls[times.indexOf(median(times))]) console.log(`  ${n}: ${s.toFixed(0)} / ${b.toFixed(0)} / ${e.toFixed(0)}, ${z}`);
 const charts = await page.locator('.compare figure.chart').count();
 console.log(`compare page (${A.jobs.length} runs x 8 ranks x 3 metrics, ${A.steps} reports per rank; ${charts} charts): median ${median(times).toFixed(0)} ms, ` +
   `runs ${times.map((x) => x.toFixed(0)).join(', ')} ms`);

@@ -3,11 +3,11 @@
 -- band of a long series reads a block per 16 points instead of every report (a 125,000-point
 -- series is 7,813 rows, not 125,000). Kept by the statement trigger report_blocks on reports
 -- (server/store/sql/ty_report_blocks_add.sql), whatever writes the rows; store_metrics.c reads it
--- for a band without a step or time range when every series has at least max_points blocks.
+-- for a band without a step or time range when every series has at least 2 blocks per bucket.
 CREATE TABLE report_blocks (
     job_id     bigint NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
-    name       text NOT NULL,
     rank       integer NOT NULL,
+    name       text NOT NULL,
     attempt    integer NOT NULL,
     block      bigint NOT NULL,
     count      bigint NOT NULL,
@@ -21,7 +21,7 @@ CREATE TABLE report_blocks (
     v_last     text NOT NULL,
     v_min      double precision,
     v_max      double precision,
-    PRIMARY KEY (job_id, name, rank, attempt, block)
+    PRIMARY KEY (job_id, rank, name, attempt, block) -- a chart reads one rank (or all) in this order
 );
 COMMENT ON TABLE report_blocks IS 'Each series (job, name, rank, attempt) summed up per 16 consecutive reports (block = seq >> 4): what a chart''s band reads for a long series.';
 COMMENT ON COLUMN report_blocks.job_id IS 'The job.';
@@ -44,7 +44,7 @@ COMMENT ON COLUMN report_blocks.v_max IS 'Greatest finite number among its value
 -- The reports already stored, summed up as the trigger sums up new ones (functions are defined
 -- after the migrations, so the one-off fill spells the values out).
 INSERT INTO report_blocks
-SELECT job_id, name, rank, attempt, seq >> 4, count(*), min(seq), max(seq),
+SELECT job_id, rank, name, attempt, seq >> 4, count(*), min(seq), max(seq),
        (array_agg(reported_at ORDER BY seq))[1], (array_agg(reported_at ORDER BY seq DESC))[1],
        (array_agg(step ORDER BY seq))[1], (array_agg(step ORDER BY seq DESC))[1],
        (array_agg(t ORDER BY seq))[1], (array_agg(t ORDER BY seq DESC))[1],
@@ -56,4 +56,4 @@ SELECT job_id, name, rank, attempt, seq >> 4, count(*), min(seq), max(seq),
                CASE WHEN jsonb_typeof(k.value) <> 'number' THEN k.value::text
                     ELSE k.value::double precision::text END AS t
           FROM reports r CROSS JOIN LATERAL jsonb_each(r.metrics) k) e
- GROUP BY job_id, name, rank, attempt, seq >> 4;
+ GROUP BY job_id, rank, name, attempt, seq >> 4;

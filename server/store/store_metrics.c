@@ -259,7 +259,7 @@ enum {
     BCOL_LAST,
     BCOL_MIN,
     BCOL_MAX,
-    BCOL_NB /* the blocks query only: how many buckets its series has */
+    BCOL_BLOCKS /* the blocks query only: how many blocks its series has */
 };
 
 /* Appends column col of row i: its text, or null when NULL. */
@@ -325,12 +325,13 @@ static char *bands_json(const PGresult *res, long current_attempt, int64_t *rows
     return b.text;
 }
 
-/* True when every series of the blocks query's result has max_points buckets, so that its buckets
- * are as fine as those cut from the points. */
+/* True when every series of the blocks query's result has at least 2 blocks per bucket (so at
+ * least 32 points), where cutting at block boundaries keeps buckets of nearly equal count (within
+ * 16 points); a shorter series is cut from its points, exactly. */
 static bool blocks_enough(const PGresult *res, size_t max_points)
 {
     for (int i = 0; i < PQntuples(res); i++)
-        if (strtoull(PQgetvalue(res, i, BCOL_NB), NULL, 10) < max_points)
+        if (strtoull(PQgetvalue(res, i, BCOL_BLOCKS), NULL, 10) < 2 * max_points)
             return false;
     return true;
 }
@@ -383,14 +384,15 @@ int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metr
         9, true};
     /* The same buckets made of report_blocks (migration 0047): 16 reports per row, so a long
      * series reads a row per 16 points; the blocks of a (name, rank) are numbered and cut as the
-     * points are above, in (attempt, block) order. Used for a band without a step or time range
-     * when every series has at least $5 blocks (else the buckets would be coarser than asked). */
+     * points are above, in (attempt, block) order, so that a bucket holds whole blocks. Used for
+     * a band without a step or time range when every series has at least 2 blocks per bucket
+     * (blocks_enough); zooms and short series are cut from their points. */
     static const struct db_stmt blocks = {
         "metrics_band_blocks",
         "WITH n AS ("
-        "  SELECT b.*, row_number() OVER (PARTITION BY name, rank"
+        "  SELECT b.*, row_number() OVER (PARTITION BY rank, name"
         "                                 ORDER BY attempt, block) - 1 AS i,"
-        "         count(*) OVER (PARTITION BY name, rank) AS total"
+        "         count(*) OVER (PARTITION BY rank, name) AS total"
         "    FROM report_blocks b"
         "   WHERE job_id = $1::bigint"
         "     AND ($2::text IS NULL OR name = ANY (string_to_array($2::text, ',')))"
@@ -408,8 +410,8 @@ int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metr
         "       max((extract(epoch FROM end_at) * 1000000)::bigint) FILTER (WHERE is_last),"
         "       min(step_first) FILTER (WHERE is_first), max(step_last) FILTER (WHERE is_last),"
         "       min(v_first) FILTER (WHERE is_first), min(v_last) FILTER (WHERE is_last),"
-        "       min(v_min), max(v_max), min(nb)"
-        "  FROM f GROUP BY name, rank, k ORDER BY name, rank, k",
+        "       min(v_min), max(v_max), min(total)"
+        "  FROM f GROUP BY rank, name, k ORDER BY name, rank, k",
         5, true};
     *json_out = NULL;
     char j[32], rank[32], attempt[32], limit[32], step_min[32], step_max[32], time_min[32],

@@ -4,7 +4,7 @@
 CREATE OR REPLACE FUNCTION ty_report_blocks_add() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO report_blocks AS b
-    SELECT job_id, name, rank, attempt, seq >> 4, count(*), min(seq), max(seq),
+    SELECT job_id, rank, name, attempt, seq >> 4, count(*), min(seq), max(seq),
            (array_agg(reported_at ORDER BY seq))[1], (array_agg(reported_at ORDER BY seq DESC))[1],
            (array_agg(step ORDER BY seq))[1], (array_agg(step ORDER BY seq DESC))[1],
            (array_agg(t ORDER BY seq))[1], (array_agg(t ORDER BY seq DESC))[1],
@@ -13,9 +13,9 @@ BEGIN
       FROM (SELECT n.job_id, k.key AS name, n.rank, n.attempt, n.seq, n.step, n.reported_at,
                    ty_metric_value(k.value) AS v, ty_metric_text(k.value) AS t
               FROM new_reports n CROSS JOIN LATERAL jsonb_each(n.metrics) k) e
-     GROUP BY job_id, name, rank, attempt, seq >> 4
+     GROUP BY job_id, rank, name, attempt, seq >> 4
      ORDER BY 1, 2, 3, 4, 5 -- one order for every writer: two batches never wait in a cycle
-    ON CONFLICT (job_id, name, rank, attempt, block) DO UPDATE SET
+    ON CONFLICT (job_id, rank, name, attempt, block) DO UPDATE SET
         count = b.count + excluded.count,
         seq_first = least(b.seq_first, excluded.seq_first),
         seq_last = greatest(b.seq_last, excluded.seq_last),
