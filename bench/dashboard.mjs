@@ -24,6 +24,7 @@ if (A.phase === 'first') {
 const firsts = [];
 const fetches = [];
 const alls = [];
+const waterfalls = [];
 for (let i = 0; i < A.runs; i++) {
   await page.goto('about:blank');
   await page.goto(`${URL_}/#/jobs/${A.big}`, { waitUntil: 'commit' });
@@ -33,7 +34,14 @@ for (let i = 0; i < A.runs; i++) {
   alls.push(Number(await page.evaluate(() => document.body.dataset.allRanks)));
   const f = await page.evaluate(() => performance.getEntriesByType('resource').filter((e) => e.name.includes('/metrics?')).map((e) => e.duration));
   fetches.push(f[0]);
+  waterfalls.push(await page.evaluate(() => performance.getEntriesByType('resource')
+    .filter((e) => e.name.includes('/api/'))
+    .map((e) => [e.name.replace(/^.*\/api\/v1/, ''), e.startTime, e.responseStart, e.responseEnd, e.transferSize])));
 }
+// Where the time goes: each API request of the median run (start, first byte, end, bytes).
+const mid = firsts.indexOf(median(firsts));
+console.log(`requests of the median run (ms from navigation start: start / first byte / end, bytes):`);
+for (const [n, s, b, e, z] of waterfalls[mid]) console.log(`  ${n}: ${s.toFixed(0)} / ${b.toFixed(0)} / ${e.toFixed(0)}, ${z}`);
 const points = await page.locator('figure.chart').first().getAttribute('data-points');
 console.log(`time to first chart (${A.points} points over 8 ranks; rank 0 drawn first): median ${median(firsts).toFixed(0)} ms, ` +
   `runs ${firsts.map((x) => x.toFixed(0)).join(', ')} ms; rank 0's metrics request alone: median ${median(fetches).toFixed(0)} ms`);
@@ -44,12 +52,18 @@ console.log(`all 8 ranks drawn (${points} buckets): median ${median(alls).toFixe
 // 4. the compare page: a fresh load each run, until every chart, the summary and the diff are drawn.
 if (A.phase === 'compare') {
 const times = [];
+const waterfalls = [];
 for (let i = 0; i < A.runs; i++) {
   await page.goto('about:blank');
   await page.goto(`${URL_}/#/compare?jobs=${A.jobs.join(',')}`, { waitUntil: 'commit' });
   await page.waitForFunction(() => document.querySelectorAll('.compare figure.chart canvas').length >= 3 && document.querySelector('#config-diff'), null, { timeout: 60000, polling: 'raf' });
   times.push(await page.evaluate(() => performance.now()));
+  waterfalls.push(await page.evaluate(() => performance.getEntriesByType('resource')
+    .filter((e) => e.name.includes('/api/'))
+    .map((e) => [e.name.replace(/^.*\/api\/v1/, ''), e.startTime, e.responseStart, e.responseEnd, e.transferSize])));
 }
+console.log(`requests of the median run (ms from navigation start: start / first byte / end, bytes):`);
+for (const [n, s, b, e, z] of waterfalls[times.indexOf(median(times))]) console.log(`  ${n}: ${s.toFixed(0)} / ${b.toFixed(0)} / ${e.toFixed(0)}, ${z}`);
 const charts = await page.locator('.compare figure.chart').count();
 console.log(`compare page (${A.jobs.length} runs x 8 ranks x 3 metrics, ${A.steps} reports per rank; ${charts} charts): median ${median(times).toFixed(0)} ms, ` +
   `runs ${times.map((x) => x.toFixed(0)).join(', ')} ms`);
@@ -90,11 +104,13 @@ const wall = (Date.now() - t0) / 1000;
 const script = (await metric('ScriptDuration')) - script0;
 const task = (await metric('TaskDuration')) - task0;
 const frames = (await page.evaluate(() => window.__frames)).slice(1);
+const redraws = await page.evaluate(() => window.tyRedrawMs || []);
 const drawn = await page.locator('figure.chart').first().getAttribute('data-points');
 const lines = await page.evaluate(() => document.querySelectorAll('.log-line').length);
 console.log(`live (8 ranks x 10 points/s for ${wall.toFixed(0)} s; ${drawn} points held in the chart): frame interval median ` +
   `${median(frames).toFixed(1)} ms, p99 ${pct(frames, 0.99).toFixed(1)} ms, max ${Math.max(...frames).toFixed(1)} ms over ${frames.length} frames; ` +
   `main thread busy ${(100 * task / wall).toFixed(1)} % (script ${(100 * script / wall).toFixed(1)} %)`);
+if (redraws.length) console.log(`live redraws (points drawn, 4 a second at most): ${redraws.length}, median ${median(redraws).toFixed(1)} ms, p99 ${pct(redraws, 0.99).toFixed(1)} ms, max ${Math.max(...redraws).toFixed(1)} ms`);
 console.log(`JS heap after GC (MiB) at seconds: ${heaps.map(([s, m]) => `${s}: ${m.toFixed(1)}`).join(', ')}`);
 void lines;
 }

@@ -55,6 +55,9 @@ def main():
     ap.add_argument("--every", type=int, default=10, help="seconds between heap samples")
     ap.add_argument("--compare-steps", type=int, default=25_000,
                     help="reports per rank of each compared run")
+    ap.add_argument("--baseline", action="store_true",
+                    help="also time the first chart and the compare page without report_blocks")
+    ap.add_argument("--no-live", action="store_true", help="skip the live part")
     args = ap.parse_args()
     live_s = int(args.minutes * 60) if args.minutes else args.seconds
     os.environ["TY_BUILD_DIR"] = os.path.abspath(args.build)
@@ -77,7 +80,7 @@ def main():
                 f"FROM generate_series(0, 7) r, generate_series(1, {per_rank}) s", db=db)
         pg.psql("ANALYZE reports", db=db)
         print(f"inserted {per_rank * 8} points over 8 ranks in {time.time() - t:.1f} s", flush=True)
-        for q in ("mode=band&max_points=600", "max_points=600"):
+        for q in ("mode=band&max_points=600&rank=0", "mode=band&max_points=600", "max_points=600"):
             t = time.time()
             r = server.request("GET", f"/api/v1/jobs/{big}/metrics?{q}", timeout=120)
             print(f"GET /jobs/{{id}}/metrics?{q}: {r.status}, {len(r.text)} bytes in "
@@ -97,6 +100,12 @@ def main():
                 sys.exit(1)
 
         browser("first", big=big, runs=args.runs, points=per_rank * 8)
+        if args.baseline:
+            # The same page read without report_blocks (migration 0046): every band is then cut
+            # from the reports themselves, as before it. The blocks come back with a new job.
+            pg.psql("TRUNCATE report_blocks", db=db)
+            print("baseline (report_blocks emptied: bands cut from every report):", flush=True)
+            browser("first", big=big, runs=args.runs, points=per_rank * 8)
         runs = []
         t = time.time()
         for k in range(4):
@@ -115,6 +124,12 @@ def main():
         print(f"inserted 4 runs x 8 ranks x {args.compare_steps} reports x 3 metrics in "
               f"{time.time() - t:.1f} s", flush=True)
         browser("compare", jobs=runs, runs=args.runs, steps=args.compare_steps)
+        if args.baseline:
+            pg.psql("TRUNCATE report_blocks", db=db)
+            print("baseline (report_blocks emptied):", flush=True)
+            browser("compare", jobs=runs, runs=args.runs, steps=args.compare_steps)
+        if args.no_live:
+            return
         work = harness.make_tmpdir("ty-bench-web-")
         with open(os.path.join(work, "train.py"), "w") as f:
             f.write(WORKER)

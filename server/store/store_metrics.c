@@ -245,12 +245,6 @@ fail:
     "   AND ($9::bigint IS NULL OR r.reported_at <= "                                              \
     "        'epoch'::timestamptz + $9::bigint * interval '1 microsecond') "
 
-/* A value's JSON text as put_value writes it: the number (null when not finite), or the JSON
- * text of a value that is not a number. */
-#define BAND_TEXT                                                                                  \
-    "CASE WHEN jsonb_typeof(jv) <> 'number' THEN jv::text "                                        \
-    "     WHEN v IN ('NaN', 'Infinity', '-Infinity') THEN 'null' ELSE v::text END"
-
 /* Band columns: one row per bucket, ordered by name, rank, bucket. */
 enum {
     BCOL_NAME,
@@ -265,7 +259,7 @@ enum {
     BCOL_LAST,
     BCOL_MIN,
     BCOL_MAX,
-    BCOL_TOTAL
+    BCOL_BLOCKS /* the blocks query only: how many blocks its series has */
 };
 
 /* Appends column col of row i: its text, or null when NULL. */
@@ -331,6 +325,17 @@ static char *bands_json(const PGresult *res, long current_attempt, int64_t *rows
     return b.text;
 }
 
+/* True when every series of the blocks query's result has at least 2 blocks per bucket (so at
+ * least 32 points), where cutting at block boundaries keeps buckets of nearly equal count (within
+ * 16 points); a shorter series is cut from its points, exactly. */
+static bool blocks_enough(const PGresult *res, size_t max_points)
+{
+    for (int i = 0; i < PQntuples(res); i++)
+        if (strtoull(PQgetvalue(res, i, BCOL_BLOCKS), NULL, 10) < 2 * max_points)
+            return false;
+    return true;
+}
+
 int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metrics_query *q,
                          char **json_out)
 {
@@ -371,12 +376,43 @@ int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metr
         "       min((extract(epoch FROM reported_at) * 1000000)::bigint) FILTER (WHERE is_first),"
         "       max((extract(epoch FROM reported_at) * 1000000)::bigint) FILTER (WHERE is_last),"
         "       min(step) FILTER (WHERE is_first), max(step) FILTER (WHERE is_last),"
-        "       min(" BAND_TEXT ") FILTER (WHERE is_first),"
-        "       min(" BAND_TEXT ") FILTER (WHERE is_last),"
+        "       min(ty_metric_text(jv)) FILTER (WHERE is_first),"
+        "       min(ty_metric_text(jv)) FILTER (WHERE is_last),"
         "       min(v) FILTER (WHERE v NOT IN ('NaN', 'Infinity', '-Infinity')),"
         "       max(v) FILTER (WHERE v NOT IN ('NaN', 'Infinity', '-Infinity'))"
         "  FROM f GROUP BY name, rank, k ORDER BY name, rank, k",
         9, true};
+    /* The same buckets made of report_blocks (migration 0046): 16 reports per row, so a long
+     * series reads a row per 16 points; the blocks of a (name, rank) are numbered and cut as the
+     * points are above, in (attempt, block) order, so that a bucket holds whole blocks. Used for
+     * a band without a step or time range when every series has at least 2 blocks per bucket
+     * (blocks_enough); zooms and short series are cut from their points. */
+    static const struct db_stmt blocks = {
+        "metrics_band_blocks",
+        "WITH n AS ("
+        "  SELECT b.*, row_number() OVER (PARTITION BY rank, name"
+        "                                 ORDER BY attempt, block) - 1 AS i,"
+        "         count(*) OVER (PARTITION BY rank, name) AS total"
+        "    FROM report_blocks b"
+        "   WHERE job_id = $1::bigint"
+        "     AND ($2::text IS NULL OR name = ANY (string_to_array($2::text, ',')))"
+        "     AND ($3::int IS NULL OR rank = $3::int)"
+        "     AND ($4::int IS NULL OR attempt = $4::int)"
+        "), b AS ("
+        "  SELECT n.*, ((i + 1) * least(total, $5::bigint) - 1) / total AS k,"
+        "         least(total, $5::bigint) AS nb FROM n"
+        "), f AS ("
+        "  SELECT b.*, i = k * total / nb AS is_first, i = (k + 1) * total / nb - 1 AS is_last"
+        "    FROM b"
+        ") "
+        "SELECT name, rank, max(attempt) FILTER (WHERE is_last), sum(count),"
+        "       min((extract(epoch FROM start_at) * 1000000)::bigint) FILTER (WHERE is_first),"
+        "       max((extract(epoch FROM end_at) * 1000000)::bigint) FILTER (WHERE is_last),"
+        "       min(step_first) FILTER (WHERE is_first), max(step_last) FILTER (WHERE is_last),"
+        "       min(v_first) FILTER (WHERE is_first), min(v_last) FILTER (WHERE is_last),"
+        "       min(v_min), max(v_max), min(total)"
+        "  FROM f GROUP BY rank, name, k ORDER BY name, rank, k",
+        5, true};
     *json_out = NULL;
     char j[32], rank[32], attempt[32], limit[32], step_min[32], step_max[32], time_min[32],
         time_max[32];
@@ -405,9 +441,20 @@ int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metr
                         q->time_range && q->time_min_us != INT64_MIN ? time_min : NULL,
                         q->time_range && q->time_max_us != INT64_MAX ? time_max : NULL};
     PGresult *res = NULL;
-    qs = db_exec(c, q->band ? &band : &series, p2, &res);
-    if (qs < 0)
-        return qs;
+    if (q->band && !q->step_range && !q->time_range) {
+        qs = db_exec(c, &blocks, p2, &res);
+        if (qs < 0)
+            return qs;
+        if (qs == 0 || !blocks_enough(res, q->max_points)) {
+            PQclear(res);
+            res = NULL;
+        }
+    }
+    if (res == NULL) {
+        qs = db_exec(c, q->band ? &band : &series, p2, &res);
+        if (qs < 0)
+            return qs;
+    }
     if (q->band) {
         int64_t rows = 0;
         *json_out = bands_json(res, current_attempt, &rows); /* PQntuples(NULL) is 0 */

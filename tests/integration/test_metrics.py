@@ -508,3 +508,39 @@ def test_python_worker_reports_reach_the_metrics_api(server, agent_factory):
             break
         time.sleep(0.1)
     assert result == {"loss": 0.2, "accuracy": 0.5, "step": 50}
+
+
+def test_band_of_a_long_series_is_read_from_blocks_and_stays_true(srv, node, sql):
+    """Issue 26: reports are summed up per 16 (report_blocks, migration 0046) whatever writes them
+    and in whatever order (here two statements, the later seqs first: block 31 gets parts of
+    both); a band with 2 or more blocks per bucket is read from the blocks: buckets of whole
+    blocks that keep every point's min and max (the spikes), the first and the last; a zoom's
+    band is cut from the points, exactly."""
+    job = running_job(srv, node, num_workers=1)
+    n = 2000
+    value = {s: 100.0 if s == 777 else (-5.0 if s == 1500 else 1 / s) for s in range(1, n + 1)}
+    insert = ("INSERT INTO reports (job_id, attempt, rank, seq, step, reported_at, metrics) "
+              f"SELECT {job}, 1, 0, s, 10 * s, '{ts(0)}'::timestamptz + s * interval '1 ms', "
+              "jsonb_build_object('loss', CASE s WHEN 777 THEN 100 WHEN 1500 THEN -5 "
+              "ELSE 1.0 / s END, 'note', 'n' || s) FROM generate_series({a}, {b}) s")
+    sql(insert.format(a=500, b=n))
+    sql(insert.format(a=1, b=499))
+    assert sql(f"SELECT count(*), sum(count), min(seq_first), max(seq_last) FROM report_blocks "
+               f"WHERE job_id = {job} AND name = 'loss'") == f"{n // 16 + 1}|{n}|1|{n}"
+    band = metrics(srv, job, "?mode=band&max_points=10&name=loss")
+    assert len(band) == 10 and sum(b["count"] for b in band) == n
+    assert all(abs(b["count"] - n // 10) <= 16 for b in band)
+    assert (band[0]["step_first"], band[0]["first"], band[0]["start"]) == \
+        (10, 1, ts(1).replace("Z", "000Z"))
+    assert (band[-1]["step_last"], band[-1]["last"]) == (10 * n, 1 / n)
+    for b, c in zip(band, band[1:]):
+        assert c["step_first"] == b["step_last"] + 10
+    for b in band:
+        part = [value[s] for s in range(b["step_first"] // 10, b["step_last"] // 10 + 1)]
+        assert (b["min"], b["max"]) == (pytest.approx(min(part)), pytest.approx(max(part)))
+    assert max(b["max"] for b in band) == 100 and min(b["min"] for b in band) == -5
+    note = metrics(srv, job, "?mode=band&max_points=10&name=note")
+    assert (note[0]["first"], note[-1]["last"], note[-1]["min"]) == ("n1", f"n{n}", None)
+    zoom = metrics(srv, job, f"?mode=band&max_points=10&name=loss&step_min=10&step_max={10 * n}")
+    assert [b["count"] for b in zoom] == [n // 10] * 10
+    assert (max(b["max"] for b in zoom), min(b["min"] for b in zoom)) == (100, -5)

@@ -24,6 +24,8 @@ export class LogViewer {
     this.maxOffset = new Map(); // `${attempt}/${rank}/${stream}` → highest chunk offset read
     this.count = 0;
     this.pending = [];
+    this.queue = []; // live lines not yet appended (flush, once a frame)
+    this.raf = 0;
     this.loaded = false;
 
     this.rankSel = h('select', { id: 'log-rank', onchange: () => { this.rank = this.rankSel.value; this.load(); } }, h('option', { value: 'all' }, 'all ranks'));
@@ -84,6 +86,7 @@ export class LogViewer {
   async load() {
     this.loaded = false;
     this.pending = [];
+    this.queue = [];
     this.maxOffset.clear();
     this.count = 0;
     clear(this.view, loading('Loading logs…'));
@@ -145,12 +148,24 @@ export class LogViewer {
     const key = `${d.attempt}/${d.rank}/${stream}`;
     if (d.offset <= (this.maxOffset.get(key) ?? -1)) return;
     this.maxOffset.set(key, d.offset);
+    for (const line of d.lines || []) this.queue.push([d.rank, line, at, stream]);
+    if (this.queue.length > MAX_LINES) this.queue.splice(0, this.queue.length - MAX_LINES);
+    if (!this.raf) this.raf = requestAnimationFrame(() => this.flush());
+  }
+
+  // The live lines of a frame are appended together: one layout and one scroll a frame, not one
+  // per chunk (8 ranks printing 10 lines a second are 80 chunks).
+  flush() {
+    this.raf = 0;
+    const lines = this.queue;
+    this.queue = [];
+    if (!lines.length || !this.loaded) return;
     const emptyEl = this.view.querySelector('.log-empty');
     if (emptyEl) emptyEl.remove();
     const frag = document.createDocumentFragment();
     const needle = this.search.toLowerCase();
-    for (const line of d.lines || []) {
-      const el = this.lineEl(d.rank, line, at, stream);
+    for (const [rank, line, at, stream] of lines) {
+      const el = this.lineEl(rank, line, at, stream);
       if (needle && !el.textContent.toLowerCase().includes(needle)) el.hidden = true;
       frag.append(el);
     }

@@ -5,7 +5,7 @@
 // opens it with the jobs ticked there.
 import uPlot from 'uplot';
 import { api } from '../api.js';
-import { COLORS } from '../chart.js';
+import { COLORS, join } from '../chart.js';
 import { h, clear, fmt, badge, loading, errorBox, empty } from '../ui.js';
 
 const BUCKETS = 600; // buckets per job and metric, as on the job page
@@ -67,7 +67,7 @@ export function render(main, { params }) {
       const fig = h('figure', { class: 'chart card', dataset: { metric: name, series: jobs.filter((_, i) => per[i].x.length).map(label).join(',') } },
         h('figcaption', {}, h('span', { class: 'chart-title' }, name)));
       box.append(fig);
-      const data = uPlot.join(per.map((s) => [s.x, s.y]));
+      const data = join(per.map((s) => [s.x, s.y]));
       const opts = {
         width, height: 220, legend: { show: true }, cursor: { drag: { x: true, y: false } }, scales: { x: { time: false } },
         axes: [{ stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.15)' } }, { stroke: 'currentColor', size: 60, grid: { stroke: 'rgba(128,128,128,0.15)' } }],
