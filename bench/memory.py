@@ -276,7 +276,9 @@ def bench_server(args):
           f"{args.jobs} jobs")
     soft, hard = memory_loadgen.raise_nofile(args.nodes + 512)
     print(f"  ulimit -n: {soft} (hard {hard}); the server inherits it")
-    with lc.Cluster(db=args.db) as cl:
+    # Every simulated node connects from 127.0.0.1, up to 64 handshakes at a time: more than the
+    # 32 unauthenticated connections the server allows one address by default.
+    with lc.Cluster(db=args.db, server_args=("--ws-max-preauth-per-ip", "256")) as cl:
         srv = cl.server
         spid = srv.proc.pid
         c = ll.Client(srv)
