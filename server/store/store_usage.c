@@ -29,11 +29,8 @@ int store_job_usage(struct db_conn *c, int64_t job, int attempt, int max_points,
         "  WINDOW w AS (PARTITION BY attempt, rank ORDER BY sampled_at)"
         ") "
         "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM jobs WHERE id = $1::bigint) THEN NULL ELSE "
-        " coalesce(jsonb_agg(jsonb_build_object('attempt', attempt, 'rank', rank, 'node_id', "
-        "  node_id, 'time', ty_ts(sampled_at), 'cpu_seconds', (cpu_usec / 1e6)::float8, "
-        "  'cpu_percent', CASE WHEN sampled_at > prev_at THEN round((100.0 * (cpu_usec - "
-        "  prev_cpu) / (extract(epoch FROM sampled_at - prev_at) * 1e6))::numeric, 1)::float8 "
-        "  END, 'memory_bytes', memory_bytes) ORDER BY attempt, rank, sampled_at), '[]') "
+        " coalesce(jsonb_agg(ty_usage_sample_json(attempt, rank, node_id, sampled_at, cpu_usec,"
+        "  memory_bytes, prev_at, prev_cpu) ORDER BY attempt, rank, sampled_at), '[]') "
         "END::text FROM k",
         3, true};
     char j[32], a[32], m[32];

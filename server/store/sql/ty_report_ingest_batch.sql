@@ -4,8 +4,8 @@
 -- --max-report-bytes-per-job, 0 none). For each report of a worker that runs in that attempt on
 -- that node: one reports row holding its values, and one `report` row appended to the job's
 -- stream (ty_stream_append_batch) without them: the stream's readers take the values from the
--- reports row (store_job_stream_read), so that they are written once; a report already stored (a resend, or twice in the batch)
--- changes nothing. jobs.report_bytes grows by each stored report's size; once it has reached
+-- reports row (store_job_stream_read), so that they are written once; a report already stored
+-- (a resend, or twice in the batch) changes nothing. jobs.report_bytes grows by each stored report's size; once it has reached
 -- max_bytes the job's later reports are refused (stored nothing, answered as not fresh), and the
 -- batch that reaches it records a job event saying so. jobs.last_metrics takes each job's newest
 -- rank 0 report (by attempt, then seq) when it is newer than the one held. Returns one row per input element:

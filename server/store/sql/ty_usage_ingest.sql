@@ -47,15 +47,11 @@ LANGUAGE sql AS $$
     ), pushed AS (
         SELECT ty_stream_append_batch(coalesce(jsonb_agg(jsonb_build_object(
                    'job_id', k.job_id, 'kind', 'usage', 'attempt', k.attempt, 'rank', k.rank,
-                   'body', jsonb_build_object(
-                       'attempt', k.attempt, 'rank', k.rank, 'node_id', k.node_id,
-                       'time', ty_ts(k.sampled_at), 'cpu_seconds', (k.cpu_usec / 1e6)::float8,
-                       'cpu_percent', CASE WHEN k.sampled_at > coalesce(p.sampled_at, w.started_at)
-                           THEN round((100.0 * (k.cpu_usec - coalesce(p.cpu_usec, 0)) /
-                                (extract(epoch FROM k.sampled_at -
-                                         coalesce(p.sampled_at, w.started_at)) * 1e6))::numeric,
-                                1)::float8 END,
-                       'memory_bytes', k.memory_bytes)) ORDER BY k.job_id, k.rank), '[]')) AS n
+                   'body', ty_usage_sample_json(k.attempt, k.rank, k.node_id, k.sampled_at,
+                                                k.cpu_usec, k.memory_bytes,
+                                                coalesce(p.sampled_at, w.started_at),
+                                                coalesce(p.cpu_usec, 0)))
+                   ORDER BY k.job_id, k.rank), '[]')) AS n
           FROM kept k
           JOIN workers w ON w.job_id = k.job_id AND w.attempt = k.attempt AND w.rank = k.rank
           LEFT JOIN LATERAL (
