@@ -245,6 +245,18 @@ fail:
     "   AND ($9::bigint IS NULL OR r.reported_at <= "                                              \
     "        'epoch'::timestamptz + $9::bigint * interval '1 microsecond') "
 
+/* Cuts the rows of CTE n (i: 0-based index within its series, total: the series' count) into
+ * min(total, $5) buckets of consecutive rows, as even as integers allow: f adds each row's bucket
+ * k and whether it is its bucket's first or last. Used over points and over report_blocks. */
+#define BUCKET_CUT                                                                                 \
+    "), b AS ("                                                                                    \
+    "  SELECT n.*, ((i + 1) * least(total, $5::bigint) - 1) / total AS k,"                         \
+    "         least(total, $5::bigint) AS nb FROM n"                                               \
+    "), f AS ("                                                                                    \
+    "  SELECT b.*, i = k * total / nb AS is_first, i = (k + 1) * total / nb - 1 AS is_last"        \
+    "    FROM b"                                                                                   \
+    ") "
+
 /* Band columns: one row per bucket, ordered by name, rank, bucket. */
 enum {
     BCOL_NAME,
@@ -364,14 +376,7 @@ int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metr
         "         row_number() OVER (PARTITION BY name, rank"
         "                            ORDER BY reported_at, attempt, seq) - 1 AS i,"
         "         count(*) OVER (PARTITION BY name, rank) AS total"
-        "    FROM (" SERIES_ROWS ") e"
-        "), b AS ("
-        "  SELECT n.*, ((i + 1) * least(total, $5::bigint) - 1) / total AS k,"
-        "         least(total, $5::bigint) AS nb FROM n"
-        "), f AS ("
-        "  SELECT b.*, i = k * total / nb AS is_first, i = (k + 1) * total / nb - 1 AS is_last"
-        "    FROM b"
-        ") "
+        "    FROM (" SERIES_ROWS ") e" BUCKET_CUT
         "SELECT name, rank, max(attempt) FILTER (WHERE is_last), count(*),"
         "       min((extract(epoch FROM reported_at) * 1000000)::bigint) FILTER (WHERE is_first),"
         "       max((extract(epoch FROM reported_at) * 1000000)::bigint) FILTER (WHERE is_last),"
@@ -397,14 +402,7 @@ int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metr
         "   WHERE job_id = $1::bigint"
         "     AND ($2::text IS NULL OR name = ANY (string_to_array($2::text, ',')))"
         "     AND ($3::int IS NULL OR rank = $3::int)"
-        "     AND ($4::int IS NULL OR attempt = $4::int)"
-        "), b AS ("
-        "  SELECT n.*, ((i + 1) * least(total, $5::bigint) - 1) / total AS k,"
-        "         least(total, $5::bigint) AS nb FROM n"
-        "), f AS ("
-        "  SELECT b.*, i = k * total / nb AS is_first, i = (k + 1) * total / nb - 1 AS is_last"
-        "    FROM b"
-        ") "
+        "     AND ($4::int IS NULL OR attempt = $4::int)" BUCKET_CUT
         "SELECT name, rank, max(attempt) FILTER (WHERE is_last), sum(count),"
         "       min((extract(epoch FROM start_at) * 1000000)::bigint) FILTER (WHERE is_first),"
         "       max((extract(epoch FROM end_at) * 1000000)::bigint) FILTER (WHERE is_last),"
