@@ -32,21 +32,24 @@ except ImportError:
 DATA_DIR = "/usr/share/datasets/fashion-mnist"
 
 
-def load_idx(path):
+def load_idx(path, limit=0):
+    """An IDX file's array; with limit, only its first `limit` items are read and decompressed."""
     with gzip.open(path, "rb") as f:
-        data = f.read()
-    magic = int.from_bytes(data[0:4], "big")
-    ndim = magic & 0xFF
-    dims = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+        magic = int.from_bytes(f.read(4), "big")
+        ndim = magic & 0xFF
+        dims = [int.from_bytes(f.read(4), "big") for _ in range(ndim)]
+        if limit:
+            dims[0] = min(dims[0], limit)
+        data = f.read(int(np.prod(dims)))
+    return np.frombuffer(bytearray(data), dtype=np.uint8).reshape(dims)
 
 
-def load_split(data_dir, split):
+def load_split(data_dir, split, limit=0):
     prefix = "train" if split == "train" else "t10k"
-    x = load_idx(os.path.join(data_dir, f"{prefix}-images-idx3-ubyte.gz"))
-    y = load_idx(os.path.join(data_dir, f"{prefix}-labels-idx1-ubyte.gz"))
-    x = torch.from_numpy(x.reshape(len(x), -1).astype(np.float32) / 255.0)
-    return (x - 0.2860) / 0.3530, torch.from_numpy(y.astype(np.int64))
+    x = load_idx(os.path.join(data_dir, f"{prefix}-images-idx3-ubyte.gz"), limit)
+    y = load_idx(os.path.join(data_dir, f"{prefix}-labels-idx1-ubyte.gz"), limit)
+    x = torch.from_numpy(x.reshape(len(x), -1)).float().sub_(0.2860 * 255).div_(0.3530 * 255)
+    return x, torch.from_numpy(y.astype(np.int64))
 
 
 class MLP(nn.Module):
@@ -66,6 +69,8 @@ def config():
     p.add_argument("--batch-size", type=int, default=128, help="global batch size")
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--limit-train", type=int, default=0, help="use only the first N images")
+    p.add_argument("--limit-test", type=int, default=0,
+                   help="evaluate on the first N test images only")
     p.add_argument("--data-dir", default=DATA_DIR)
     p.add_argument("--use-gpu", choices=("auto", "yes", "no"), default="auto",
                    help="train on CUDA with the nccl backend (auto: when Trainyard gave this "
@@ -97,10 +102,8 @@ def main():
     world = dist.get_world_size() if distributed else 1
     torch.manual_seed(0)
 
-    x_train, y_train = load_split(cfg["data_dir"], "train")
-    x_test, y_test = load_split(cfg["data_dir"], "test")
-    if cfg["limit_train"]:
-        x_train, y_train = x_train[:cfg["limit_train"]], y_train[:cfg["limit_train"]]
+    x_train, y_train = load_split(cfg["data_dir"], "train", cfg["limit_train"])
+    x_test, y_test = load_split(cfg["data_dir"], "test", cfg["limit_test"])
     x_train, y_train = x_train.to(device), y_train.to(device)
     x_test, y_test = x_test.to(device), y_test.to(device)
 

@@ -22,6 +22,8 @@ import urllib.request
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import pgwire
+
 BUILD_DIR = os.environ.get("TY_BUILD_DIR") or os.path.join(
     os.path.dirname(__file__), "..", "..", "build")
 SOURCE_DIR = os.environ.get("TY_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
@@ -161,6 +163,7 @@ class PostgresCluster:
         self.bindir = pg_bin_dir()
         self.as_postgres = os.geteuid() == 0
         self.owned = owned
+        self.sessions = {}  # (thread, database) -> pgwire.Session
 
     @classmethod
     def shared(cls):
@@ -206,10 +209,18 @@ class PostgresCluster:
         return self
 
     def psql(self, sql, db="postgres"):
-        out = subprocess.run(["psql", "-h", self.sockdir, "-U", "trainyard", "-d", db, "-XAtq",
-                              "-v", "ON_ERROR_STOP=1", "-c", sql], check=True, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        return out.stdout.strip()
+        """What `psql -XAtq -v ON_ERROR_STOP=1 -d db -c sql` prints, over a connection this
+        thread keeps to db (pgwire.py)."""
+        key = (threading.get_ident(), db)
+        session = self.sessions.get(key)
+        if session is None:
+            session = self.sessions[key] = pgwire.Session(self.sockdir, db)
+        return session.query(sql)
+
+    def close_sessions(self, db=None):
+        """Closes the kept connections (to db only, when given)."""
+        for key in [k for k in self.sessions if db is None or k[1] == db]:
+            self.sessions.pop(key).close()
 
     def create_database(self):
         # Unique across the processes that share a cluster, pids reused included. Copied file
@@ -220,6 +231,7 @@ class PostgresCluster:
         return name
 
     def drop_database(self, name):
+        self.close_sessions(name)
         self.psql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
     def url(self, db):
@@ -227,6 +239,7 @@ class PostgresCluster:
 
     def stop(self):
         """Stops the cluster and removes its directory (nothing for a shared one)."""
+        self.close_sessions()
         if not self.owned:
             return
         self._run([os.path.join(self.bindir, "pg_ctl"), "stop", "-D", self.pgdata, "-m", "fast",

@@ -173,7 +173,7 @@ def test_torch_ddp_fashion_mnist_trains_through_cli(server, agent_factory, cli, 
     agent_factory(cpus=2)
     spec = {"name": "ddp", "entrypoint": [PY, "examples/torch_fashion_mnist/train.py"],
             "working_dir": os.path.abspath(harness.SOURCE_DIR), "backend": "torch",
-            "train_loop_config": {"epochs": 1, "limit_train": 12000},
+            "train_loop_config": {"epochs": 1, "limit_train": 6000, "limit_test": 1000},
             "scaling_config": {"num_workers": 2}}
     import json
     path = tmp_path / "job.json"

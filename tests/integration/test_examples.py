@@ -30,7 +30,7 @@ def test_torch_example_reports_loss_and_accuracy_each_epoch(server, agent_factor
     with open(os.path.join(harness.SOURCE_DIR, "examples/torch_fashion_mnist/job.json")) as f:
         spec = json.load(f)
     spec["working_dir"] = os.path.abspath(harness.SOURCE_DIR)
-    spec["train_loop_config"] = {"epochs": 2, "limit_train": 6000}
+    spec["train_loop_config"] = {"epochs": 2, "limit_train": 6000, "limit_test": 2000}
     job = server.submit(spec)
     done = server.wait_job(job["id"], {"SUCCEEDED", "FAILED"}, timeout=600)
     assert done["status"] == "SUCCEEDED", done

@@ -8,6 +8,8 @@ import os
 import re
 import subprocess
 
+import pytest
+
 import harness
 
 LIFECYCLE_MD = os.path.join(harness.SOURCE_DIR, "docs", "lifecycle.md")
@@ -22,12 +24,10 @@ def _sql(pg, server, sql):
 
 
 def _sql_error(pg, server, sql):
-    """Runs sql expecting it to fail; returns psql's error text."""
-    out = subprocess.run(["psql", "-h", pg.sockdir, "-U", "trainyard", "-d", _db(server), "-XAtq",
-                          "-v", "ON_ERROR_STOP=1", "-v", "VERBOSITY=verbose", "-c", sql],
-                         text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert out.returncode != 0, f"{sql} succeeded: {out.stdout}"
-    return out.stderr
+    """Runs sql expecting it to fail; returns the error (SQLSTATE and message)."""
+    with pytest.raises(subprocess.CalledProcessError) as e:
+        pg.psql(sql, db=_db(server))
+    return e.value.stderr
 
 
 def _doc_transitions():

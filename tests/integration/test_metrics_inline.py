@@ -5,7 +5,6 @@ import glob
 import hashlib
 import json
 import os
-import subprocess
 
 import pytest
 
@@ -55,13 +54,12 @@ def apply_migrations_before(pg, db, version):
         name = os.path.basename(path)
         if int(name.split("_")[0]) >= version:
             continue
-        subprocess.run(["psql", "-h", pg.sockdir, "-U", "trainyard", "-d", db, "-XAtq",
-                        "-v", "ON_ERROR_STOP=1", "-1", "-f", path], check=True,
-                       stdout=subprocess.DEVNULL)
         with open(path, "rb") as f:
-            sha256 = hashlib.sha256(f.read()).hexdigest()
-        pg.psql(f"INSERT INTO schema_migrations (version, name, sha256) "
-                f"VALUES ({int(name.split('_')[0])}, '{name}', '{sha256}')", db=db)
+            text = f.read()
+        # One statement string: applied in one transaction with its schema_migrations row.
+        pg.psql(text.decode() + f"\n;INSERT INTO schema_migrations (version, name, sha256) "
+                f"VALUES ({int(name.split('_')[0])}, '{name}', "
+                f"'{hashlib.sha256(text).hexdigest()}')", db=db)
 
 
 def test_migration_0022_moves_per_number_rows_into_their_reports(pg, server_factory, database):

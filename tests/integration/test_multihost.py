@@ -125,7 +125,7 @@ def test_torch_ddp_across_namespaces(cluster):
     srv, agents = cluster
     spec = {"name": "ddp-multihost", "entrypoint": [PY, "examples/torch_fashion_mnist/train.py"],
             "working_dir": os.path.abspath(harness.SOURCE_DIR),
-            "train_loop_config": {"epochs": 1, "limit_train": 6000},
+            "train_loop_config": {"epochs": 1, "limit_train": 6000, "limit_test": 1000},
             "scaling_config": {"num_workers": 2, "placement_strategy": "STRICT_SPREAD"}}
     job = srv.submit(spec)
     done = srv.wait_job(job["id"], {"SUCCEEDED", "FAILED"}, timeout=600)
