@@ -53,6 +53,28 @@ def server_factory(database):
         assert code == 0, f"server exited with {code}:\n{s.log_text()}"
 
 
+@pytest.fixture(scope="module")
+def module_server_factory(session_pg):
+    """server_factory for servers that the tests of a file share, on a database of their own:
+    a test file whose tests each make their own jobs uses it to start one server, not one per
+    test (about 0.6 CPU-seconds each, docs/decisions.md). Each test's unfinished jobs are
+    stopped after it (stop_unfinished_jobs), so that none waits for the next test's nodes."""
+    name = session_pg.create_database()
+    started = []
+
+    def make(**kw):
+        kw.setdefault("database_url", session_pg.url(name))
+        s = harness.Server(**kw)
+        started.append(s)
+        return s.start()
+
+    yield make
+    for s in started:
+        code = s.stop()
+        assert code == 0, f"server exited with {code}:\n{s.log_text()}"
+    session_pg.drop_database(name)
+
+
 @pytest.fixture
 def server(server_factory):
     return server_factory()

@@ -5,6 +5,7 @@ the tests run as root), servers on free loopback ports. Nothing is mocked.
 """
 import contextlib
 import fcntl
+import importlib.util
 import json
 import os
 import pwd
@@ -23,6 +24,20 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pgwire
+
+
+def _load_vocab():
+    """The Python package's names of common/vocab.h (tests/unit/python/test_vocab.py holds
+    them to the C ones), read from its file without importing the package."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "worker",
+                        "python", "trainyard", "train", "_vocab.py")
+    spec = importlib.util.spec_from_file_location("ty_vocab", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+VOCAB = _load_vocab()
 
 BUILD_DIR = os.environ.get("TY_BUILD_DIR") or os.path.join(
     os.path.dirname(__file__), "..", "..", "build")
@@ -432,6 +447,16 @@ class Server:
             time.sleep(0.1)
         raise AssertionError(f"job {job_id} not in {statuses} after {timeout}s: {job}\n"
                              f"{self.log_text()}")
+
+    def stop_unfinished_jobs(self, timeout=60):
+        """Stops every job not yet ended and waits until each has: what a test that shares
+        this server with the tests after it leaves behind (conftest.py, module_server_factory)."""
+        live = ",".join(s for s in VOCAB.JOB_STATUSES if s not in VOCAB.TERMINAL_JOB_STATUSES)
+        jobs = self.request("GET", f"/api/v1/jobs?status={live}&limit=1000").json["jobs"]
+        for j in jobs:
+            self.request("POST", f"/api/v1/jobs/{j['id']}/stop")
+        for j in jobs:
+            self.wait_job(j["id"], set(VOCAB.TERMINAL_JOB_STATUSES), timeout=timeout)
 
 
 class HttpProxy:

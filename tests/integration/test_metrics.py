@@ -7,6 +7,7 @@ Two ways in:
   * end to end: a real trainyard-agent runs a Python worker that calls trainyard.report().
 """
 import datetime
+import itertools
 import os
 import textwrap
 import time
@@ -19,6 +20,8 @@ from wsclient import WebSocket
 PY = "/usr/bin/python3"
 # Long enough that a fake node with no heartbeat thread is not marked LOST mid-test.
 SERVER_ARGS = ("--heartbeat-timeout-s", "120")
+
+NODE_NUMBERS = itertools.count(1)
 
 T0 = datetime.datetime(2030, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
 
@@ -98,9 +101,19 @@ class FakeAgent:
             self.ws.close()
 
 
-@pytest.fixture
-def srv(server_factory):
-    return server_factory(extra_args=SERVER_ARGS)
+@pytest.fixture(scope="module")
+def srv(module_server_factory):
+    """One server for the file's tests: each makes jobs of its own (conftest.py)."""
+    return module_server_factory(extra_args=SERVER_ARGS)
+
+
+@pytest.fixture(autouse=True)
+def _settle(request):
+    """After a test on the shared server, its unfinished jobs are stopped (after `node` has
+    closed, so that those on the fake node end at once)."""
+    yield
+    if "srv" in request.fixturenames:
+        request.getfixturevalue("srv").stop_unfinished_jobs()
 
 
 @pytest.fixture
@@ -111,7 +124,8 @@ def sql(pg, srv):
 
 @pytest.fixture
 def node(srv):
-    a = FakeAgent(srv)
+    # A node of its own per test: the shared server still holds the earlier tests' nodes.
+    a = FakeAgent(srv, node_id=f"node-{next(NODE_NUMBERS)}")
     yield a
     a.close()
 
@@ -211,7 +225,7 @@ def test_resent_report_is_acked_but_stored_once(srv, node, sql):
 def test_report_not_committed_is_not_acked_and_is_resent_after_reconnect(srv, node, sql,
                                                                         errcode):
     job = running_job(srv, node)
-    sql(f"CREATE FUNCTION ty_test_fail() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+    sql(f"CREATE OR REPLACE FUNCTION ty_test_fail() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
         f"RAISE EXCEPTION 'injected' USING ERRCODE = '{errcode}'; END $$; "
         "CREATE TRIGGER ty_test_fail BEFORE INSERT ON reports "
         "FOR EACH ROW EXECUTE FUNCTION ty_test_fail()")
@@ -223,7 +237,7 @@ def test_report_not_committed_is_not_acked_and_is_resent_after_reconnect(srv, no
     got = node.ws.expect_closed()
     assert not [m for m in got if m["type"] == "ack"], got
     assert behind > failed
-    sql("DROP TRIGGER ty_test_fail ON reports")
+    sql("DROP TRIGGER ty_test_fail ON reports; DROP FUNCTION ty_test_fail()")
     node.connect(workers=[{"job_id": str(job), "attempt": 1, "rank": r, "pid": 1000 + r,
                            "status": "RUNNING", "exit_code": None, "signal": None}
                           for r in (0, 1)])
@@ -236,7 +250,7 @@ def test_report_with_no_numbers_is_recorded_as_a_report(srv, node, sql):
     node.report(job, 0, 1, {}, step=5, checkpoint_dir="/var/lib/ty/staging/ck-1")
     assert metrics(srv, job) == []
     row = sql(f"SELECT seq, step, checkpoint_dir, node_id FROM reports WHERE job_id = {job}")
-    assert row == "1|5|/var/lib/ty/staging/ck-1|node-a"
+    assert row == f"1|5|/var/lib/ty/staging/ck-1|{node.node_id}"
 
 
 def test_non_numeric_metric_values_are_stored_and_returned(srv, node, sql):
@@ -305,9 +319,9 @@ def test_report_for_a_worker_the_node_does_not_run_is_dropped(srv, node):
     node.report(job, 7, 1, {"loss": 1.0})             # no rank 7
     node.report(job, 0, 1, {"loss": 1.0}, attempt=2)  # no attempt 2
     node.report(job + 100, 0, 1, {"loss": 1.0})       # no such job
-    other = FakeAgent(srv, node_id="node-b")
+    other = FakeAgent(srv, node_id=f"node-{next(NODE_NUMBERS)}")
     try:
-        other.report(job, 0, 1, {"loss": 1.0})         # rank 0 runs on node-a
+        other.report(job, 0, 1, {"loss": 1.0})         # rank 0 runs on `node`
     finally:
         other.close()
     assert metrics(srv, job) == []
