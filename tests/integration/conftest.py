@@ -68,11 +68,23 @@ def module_server_factory(session_pg):
         started.append(s)
         return s.start()
 
+    make.started = started
     yield make
     for s in started:
         code = s.stop()
         assert code == 0, f"server exited with {code}:\n{s.log_text()}"
     session_pg.drop_database(name)
+
+
+@pytest.fixture(autouse=True)
+def _settle_shared_servers(request):
+    """After each test of a file that shares its servers (module_server_factory): the test's
+    unfinished jobs are stopped, once its agents have gone (this fixture is torn down last)."""
+    yield
+    if "module_server_factory" in request.fixturenames:
+        for s in request.getfixturevalue("module_server_factory").started:
+            if s.proc.poll() is None:
+                s.stop_unfinished_jobs()
 
 
 @pytest.fixture

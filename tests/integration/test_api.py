@@ -2,10 +2,18 @@
 import json
 import socket
 
+import pytest
+
 import harness
 
 SPEC = {"name": "mnist", "entrypoint": ["python3", "train.py"],
         "scaling_config": {"num_workers": 2}}
+
+
+@pytest.fixture(scope="module")
+def server(module_server_factory):
+    """One server for the file's tests (conftest.py): each makes its own jobs and tokens."""
+    return module_server_factory()
 
 
 def test_health_needs_no_token(server):
@@ -129,7 +137,8 @@ def test_list_is_newest_first_with_cursor_paging(server):
         cursor = r.json["next_cursor"]
         if cursor is None:
             break
-    assert seen == sorted(ids, reverse=True)
+    # Every job once, newest first: these seven, then the earlier tests' jobs.
+    assert seen[:7] == sorted(ids, reverse=True) and seen == sorted(set(seen), reverse=True)
 
 
 def test_list_filters_by_status(server):
@@ -137,9 +146,11 @@ def test_list_filters_by_status(server):
     b = server.submit(SPEC)["id"]
     assert server.request("POST", f"/api/v1/jobs/{a}/stop").status == 202
     stopped = server.request("GET", "/api/v1/jobs?status=STOPPED").json["jobs"]
-    assert [j["id"] for j in stopped] == [a]
+    assert a in [j["id"] for j in stopped] and b not in [j["id"] for j in stopped]
+    assert {j["status"] for j in stopped} == {"STOPPED"}
     both = server.request("GET", "/api/v1/jobs?status=STOPPED,PENDING").json["jobs"]
-    assert {j["id"] for j in both} == {a, b}
+    assert {a, b} <= {j["id"] for j in both}
+    assert {j["status"] for j in both} == {"STOPPED", "PENDING"}
 
 
 def test_list_rejects_unknown_status_and_bad_limit(server):
@@ -202,13 +213,13 @@ def test_user_stops_own_jobs_only(server):
 
 
 def test_admin_stops_anyones_job(server):
-    alice = server.create_token("alice", "user")
+    alice = server.create_token("alice2", "user")
     job = server.submit(SPEC, token=alice)
     assert server.request("POST", f"/api/v1/jobs/{job['id']}/stop").status == 202
 
 
 def test_only_admin_manages_tokens(server):
-    user = server.create_token("alice", "user")
+    user = server.create_token("alice3", "user")
     assert server.request("GET", "/api/v1/tokens", token=user).status == 403
     assert server.request("POST", "/api/v1/tokens", {"name": "x", "role": "admin"},
                           token=user).status == 403
@@ -232,9 +243,9 @@ def test_token_request_validated(server):
 
 
 def test_tokens_stored_hashed(server, pg):
-    tok = server.create_token("alice", "user")
+    tok = server.create_token("alice4", "user")
     db = server.args[server.args.index("--database-url") + 1].split("dbname=")[1].split()[0]
-    stored = pg.psql("SELECT token_hash FROM api_tokens WHERE name = 'alice'", db=db)
+    stored = pg.psql("SELECT token_hash FROM api_tokens WHERE name = 'alice4'", db=db)
     assert tok not in stored and len(stored) == 64
 
 

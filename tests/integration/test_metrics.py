@@ -107,15 +107,6 @@ def srv(module_server_factory):
     return module_server_factory(extra_args=SERVER_ARGS)
 
 
-@pytest.fixture(autouse=True)
-def _settle(request):
-    """After a test on the shared server, its unfinished jobs are stopped (after `node` has
-    closed, so that those on the fake node end at once)."""
-    yield
-    if "srv" in request.fixturenames:
-        request.getfixturevalue("srv").stop_unfinished_jobs()
-
-
 @pytest.fixture
 def sql(pg, srv):
     """Runs a query on the test server's database (a separate session) and returns its text."""
