@@ -58,6 +58,12 @@ def unused_port():
         return s.getsockname()[1]
 
 
+@pytest.fixture(scope="module")
+def server(module_server_factory):
+    """One server for the file's tests (conftest.py): each makes its own jobs and tokens."""
+    return module_server_factory()
+
+
 # --- submit -------------------------------------------------------------------------------------
 
 def test_submit_prints_job_id_alone_and_job_exists(cli, server, tmp_path):
@@ -98,10 +104,11 @@ def test_submit_missing_file_exits_2_naming_the_file(cli, tmp_path):
 def test_submit_malformed_json_exits_2_with_line_and_column_and_sends_nothing(cli, server,
                                                                                tmp_path):
     path = write_spec(tmp_path, '{\n  "name": "x",\n  "entrypoint": oops\n}\n')
+    before = server.request("GET", "/api/v1/jobs").json["jobs"]
     r = cli("submit", path)
     assert r.returncode == 2
     assert re.search(re.escape(path) + r":3:\d+: invalid JSON", r.stderr), r.stderr
-    assert server.request("GET", "/api/v1/jobs").json["jobs"] == []
+    assert server.request("GET", "/api/v1/jobs").json["jobs"] == before
 
 
 def test_submit_spec_that_is_not_an_object_exits_2(cli):
@@ -137,7 +144,22 @@ def test_submit_json_output_is_the_created_job(cli, server, tmp_path):
 
 # --- list ---------------------------------------------------------------------------------------
 
-def test_list_shows_submitted_jobs_newest_first(cli, server):
+@pytest.fixture
+def own_server(server_factory):
+    """A server of the test's own: for a test that reads the whole job list."""
+    return server_factory()
+
+
+@pytest.fixture
+def own_cli(own_server):
+    def run(*args, token="admin", env=None, input=None, timeout=60):
+        return harness.run_cli(own_server, *args, token=token, env=env, input=input,
+                               timeout=timeout)
+    return run
+
+
+def test_list_shows_submitted_jobs_newest_first(own_cli, own_server):
+    cli, server = own_cli, own_server
     ids = [server.submit(dict(SPEC, name=f"job{i}"))["id"] for i in range(3)]
     r = cli("list")
     assert r.returncode == 0, r.stderr
@@ -150,7 +172,8 @@ def test_list_shows_submitted_jobs_newest_first(cli, server):
                for row in rows)
 
 
-def test_list_status_filter_shows_only_matching_jobs(cli, server):
+def test_list_status_filter_shows_only_matching_jobs(own_cli, own_server):
+    cli, server = own_cli, own_server
     stopped = server.submit(dict(SPEC, name="stopped"))["id"]
     server.submit(dict(SPEC, name="pending"))
     assert server.request("POST", f"/api/v1/jobs/{stopped}/stop").status == 202
@@ -172,7 +195,8 @@ def test_list_unknown_status_shows_server_error_and_exits_1(cli):
     assert r.stderr.startswith("error: ") and "BOGUS" in r.stderr
 
 
-def test_list_pages_with_limit_and_all_follows_the_cursor(cli, server):
+def test_list_pages_with_limit_and_all_follows_the_cursor(own_cli, own_server):
+    cli, server = own_cli, own_server
     ids = [server.submit(dict(SPEC, name=f"job{i}"))["id"] for i in range(5)]
     r = cli("list", "--limit", "2")
     assert r.returncode == 0, r.stderr
