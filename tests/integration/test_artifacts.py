@@ -11,6 +11,8 @@ import textwrap
 import time
 import urllib.request
 
+import pytest
+
 import harness
 from test_checkpoints import PY, WORKER, submit, wait_checkpoints
 
@@ -101,6 +103,12 @@ def finished_job(srv, agent_factory):
 def artifact(srv, job, idx):
     cks = wait_checkpoints(srv, job, 3)
     return next(c for c in cks if c["index"] == idx)["artifact"]
+
+
+@pytest.fixture(scope="module")
+def server(module_server_factory):
+    """One server for the file's tests (conftest.py): each makes its own jobs."""
+    return module_server_factory()
 
 
 def test_part_upload_in_chunks_is_verified_and_completes_the_checkpoint(server, agent_factory):
@@ -301,9 +309,9 @@ def wait_artifacts(srv, job, n, timeout=20):
     return cks
 
 
-def test_agent_uploads_each_checkpoint_in_the_background(server, agent_factory):
-    srv = server
-    agent = agent_factory(cpus=2)
+def test_agent_uploads_each_checkpoint_in_the_background(server_factory, agent_factory):
+    srv = server_factory()  # its own: the test reads every part in the store
+    agent = agent_factory(srv, cpus=2)
     job = submit(srv, WORKER, "artifacts-agent")
     done = srv.wait_job(job, {"SUCCEEDED", "FAILED"})
     assert done["status"] == "SUCCEEDED", done
@@ -352,11 +360,11 @@ class FlakyProxy(harness.HttpProxy):
         return not (method == "PUT" and number == 4)
 
 
-def test_agent_upload_resumes_after_lost_chunks_and_lost_replies(server, agent_factory):
-    srv = server
+def test_agent_upload_resumes_after_lost_chunks_and_lost_replies(server_factory, agent_factory):
+    srv = server_factory()  # its own: the test reads the store's one part
     proxy = FlakyProxy(srv.url)
     try:
-        agent = agent_factory(cpus=2, env={"TRAINYARD_API_URL": proxy.url})
+        agent = agent_factory(srv, cpus=2, env={"TRAINYARD_API_URL": proxy.url})
         job = submit(srv, BIG_WORKER, "artifacts-flaky")
         done = srv.wait_job(job, {"SUCCEEDED", "FAILED"})
         assert done["status"] == "SUCCEEDED", done
