@@ -15,6 +15,12 @@ def db_name(server):
     return server.args[server.args.index("--database-url") + 1].split("dbname=")[1].split()[0]
 
 
+@pytest.fixture(scope="module")
+def server(module_server_factory):
+    """One server for the file's tests (conftest.py): each makes its own jobs."""
+    return module_server_factory()
+
+
 @pytest.fixture
 def sql(pg, server):
     """Runs a statement on the test server's database (a session of its own), as another server
