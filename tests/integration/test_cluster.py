@@ -5,6 +5,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 import harness
 
 PY = "/usr/bin/python3"
@@ -18,6 +20,12 @@ def env_dump_spec(out_dir, n, **scaling):
 def read_env(path):
     with open(path) as f:
         return dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)
+
+
+@pytest.fixture(scope="module")
+def server(module_server_factory):
+    """One server for the file's tests (conftest.py): each makes its own jobs."""
+    return module_server_factory()
 
 
 def test_job_spanning_two_nodes_gets_torch_environment(server, agent_factory):

@@ -105,6 +105,12 @@ def require_cgroups(agent):
         pytest.skip("this host lets the agent create no cgroups (its log says NO CGROUPS)")
 
 
+@pytest.fixture(scope="module")
+def server(module_server_factory):
+    """One server for the file's tests (conftest.py): each makes its own jobs."""
+    return module_server_factory()
+
+
 def test_a_worker_runs_in_a_cgroup_of_its_own_which_takes_its_daemons_with_it(server,
                                                                                agent_factory):
     agent = agent_factory()

@@ -13,6 +13,8 @@ import stat
 import tarfile
 import uuid
 
+import pytest
+
 import harness
 from test_artifacts import wait_artifacts
 from test_resume import READER, run_script
@@ -101,6 +103,12 @@ def assert_refused(agent, done, logs, *needles):
     assert bad_types_under(os.path.join(agent.data_dir, "code")) == []
     run_dir = os.path.join(agent.data_dir, "code", "run", str(done["id"]))
     assert not os.path.exists(run_dir) or os.listdir(run_dir) == [], os.listdir(run_dir)
+
+
+@pytest.fixture(scope="module")
+def server(module_server_factory):
+    """One server for the file's tests (conftest.py): each makes its own jobs."""
+    return module_server_factory()
 
 
 def test_code_package_with_device_nodes_fails_its_job_and_creates_none(server, agent_factory):

@@ -8,6 +8,8 @@ import signal
 import textwrap
 import time
 
+import pytest
+
 import harness
 from test_checkpoints import PY
 from test_resume import rank0_series
@@ -45,6 +47,12 @@ def attempts(srv, job):
 def messages(srv, job):
     return [e["message"] or "" for e in
             srv.request("GET", f"/api/v1/jobs/{job}/events").json["events"]]
+
+
+@pytest.fixture(scope="module")
+def server(module_server_factory):
+    """One server for the file's tests (conftest.py): each makes its own jobs."""
+    return module_server_factory()
 
 
 def test_a_failed_worker_restarts_the_job_once(server, agent_factory):
