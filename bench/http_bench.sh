@@ -3,7 +3,8 @@
 #  1. GET /api/v1/jobs/{id} (auth on, durable embedded PostgreSQL) vs nginx serving a static file
 #     of the same size on this machine: requests/s of both and the ratio (goal >= 0.5).
 #  2. Durable submissions: POST /api/v1/jobs with 32 connections, every 201 a committed row
-#     (goal >= 2,000/s); the run counts the 201s and checks the rows in PostgreSQL.
+#     (goal >= 2,000/s); the run counts the 201s and checks the rows in PostgreSQL, and prints
+#     the server's and its PostgreSQL's CPU per submission (less load-sensitive than the rate).
 #  3. PostgreSQL's own durable single-row INSERT rate on the same embedded cluster (pgbench, 32
 #     clients, a one-column table) and the ratio of submissions to it.
 # Usage: bench/http_bench.sh [seconds per run, default 10]
@@ -60,8 +61,23 @@ ng_get=$(wrk -t2 -c32 -d"${secs}s" "http://127.0.0.1:$nginx_port/job.json" | rps
 printf "GET job     trainyard %10.0f req/s   nginx %10.0f req/s   ratio %.2f (goal >= 0.5)\n" \
   "$ty_get" "$ng_get" "$(echo "$ty_get / $ng_get" | bc -l)"
 
+# CPU seconds of the server and everything under it (its PostgreSQL's postmaster and backends):
+# user + system of each live process plus what its exited children used. Per submission it
+# depends far less on the machine's load than the rate does.
+tree_cpu() {
+  local pids
+  pids=$(ps -e -o pid=,ppid= | awk -v root="$server_pid" '
+    { parent[$1] = $2 } END {
+      n = 1; tree[root] = 1
+      while (n) { n = 0; for (p in parent) if (!(p in tree) && (parent[p] in tree)) { tree[p] = 1; n = 1 } }
+      for (p in tree) print p }')
+  for p in $pids; do cat "/proc/$p/stat" 2>/dev/null; done |
+    awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); t += $12 + $13 + $14 + $15 } END { printf "%.2f", t / hz }'
+}
 before=$(psql -h "$work/data/run" -U trainyard -d trainyard -XAtc "SELECT count(*) FROM jobs")
+cpu_before=$(tree_cpu)
 out=$(wrk -t2 -c32 -d"${secs}s" -s bench/submit.lua -H "Authorization: Bearer $TRAINYARD_TOKEN" "$url")
+cpu_after=$(tree_cpu)
 created=$(echo "$out" | sed -n 's/^created=\([0-9]*\).*/\1/p')
 post=$(echo "$out" | rps)
 after=$(psql -h "$work/data/run" -U trainyard -d trainyard -XAtc "SELECT count(*) FROM jobs")
@@ -70,6 +86,9 @@ after=$(psql -h "$work/data/run" -U trainyard -d trainyard -XAtc "SELECT count(*
 printf "POST job    %10.0f submissions/s (goal >= 2000); 201s seen: %s, rows added: %s: %s\n" \
   "$post" "$created" "$((after - before))" \
   "$( ((after - before >= created)) && echo 'every 201 committed' || echo 'LOST SUBMISSIONS')"
+printf "POST job    %10.2f ms of server + PostgreSQL CPU per submission (%s s over %s rows; load %s)\n" \
+  "$(echo "($cpu_after - $cpu_before) * 1000 / ($after - $before)" | bc -l)" \
+  "$(echo "$cpu_after - $cpu_before" | bc -l)" "$((after - before))" "$(cut -d' ' -f1-3 /proc/loadavg)"
 
 # PostgreSQL's own rate: the same cluster, durable, 32 clients each committing one-row INSERTs.
 pg() { psql -h "$work/data/run" -U trainyard -d trainyard -XAtqc "$1"; }

@@ -33,14 +33,31 @@ static json_t *bundle_json(const struct jobspec *js)
     return b;
 }
 
+/* Queues pending job `job`'s waiting message for the pass's one write (write_waiting), unless it
+ * is the message last written for it. */
+static void queue_waiting(struct control *ctl, json_t *waiting, int64_t job, const char *message)
+{
+    if (ctl__spec_message_changed(&ctl->specs, job, message))
+        json_array_append_new(waiting, json_pack("[I, s]", (json_int_t)job, message));
+}
+
+/* Writes the waiting messages a pass queued, in one statement: one commit per pass, not one per
+ * waiting job. */
+static void write_waiting(struct control *ctl, json_t *waiting)
+{
+    if (json_array_size(waiting) > 0 && store_jobs_set_waiting_messages(ctl->db, waiting) < 0)
+        TY_WARN("control", "the waiting messages of %zu jobs were not stored",
+                json_array_size(waiting));
+}
+
 static void commit_decision(struct control *ctl, const sched_decision *d,
-                            const struct ctl_node_gpus *nodes)
+                            const struct ctl_node_gpus *nodes, json_t *waiting)
 {
     if (d->job_id < 0) /* a growth probe (grow_elastic_jobs) */
         return;
     if (d->outcome != SCHED_PLACED) {
-        if (ctl->slurm == NULL && ctl__spec_message_changed(&ctl->specs, d->job_id, d->message))
-            store_job_set_waiting_message(ctl->db, d->job_id, d->message);
+        if (ctl->slurm == NULL)
+            queue_waiting(ctl, waiting, d->job_id, d->message);
         return;
     }
     const struct jobspec *js = ctl__spec_get(&ctl->specs, d->job_id);
@@ -145,7 +162,8 @@ static int subject_limits(struct control *ctl, enum store_quota_kind kind, struc
  * (--max-cpus-per-user, --max-gpus-per-user, or the owner's row of the quotas table) or its
  * project (the project's row only: projects have no default limit). */
 static void apply_resource_quota(struct control *ctl, const struct store_sched_rows *rows,
-                                 const struct jobspec **specs, enum store_quota_kind kind)
+                                 const struct jobspec **specs, enum store_quota_kind kind,
+                                 json_t *waiting)
 {
     bool project = kind == STORE_QUOTA_PROJECT;
     struct quota_use dflt = {0, 0};
@@ -200,8 +218,7 @@ static void apply_resource_quota(struct control *ctl, const struct store_sched_r
                              "waiting: %s's running workers are at their quota of CPUs or GPUs "
                              "(--max-cpus-per-user, --max-gpus-per-user, or the user's quota)",
                              subjects[i]);
-                if (ctl__spec_message_changed(&ctl->specs, rows->pending[i].id, msg))
-                    store_job_set_waiting_message(ctl->db, rows->pending[i].id, msg);
+                queue_waiting(ctl, waiting, rows->pending[i].id, msg);
             }
         }
     }
@@ -218,7 +235,7 @@ static void apply_resource_quota(struct control *ctl, const struct store_sched_r
 /* Leaves out of this pass (specs[i] = NULL) the pending jobs whose owner is at the quota of
  * running workers (--max-workers-per-user, quota.h), with a waiting message saying so. */
 static void apply_quota(struct control *ctl, const struct store_sched_rows *rows,
-                        const struct jobspec **specs)
+                        const struct jobspec **specs, json_t *waiting)
 {
     int64_t quota = ctl->srv->cfg.max_workers_per_user;
     size_t np = rows->npending, nr = rows->nworkers;
@@ -246,8 +263,7 @@ static void apply_quota(struct control *ctl, const struct store_sched_rows *rows
                 snprintf(msg, sizeof(msg),
                          "waiting: %s is at the quota of %lld running workers per user", owners[i],
                          (long long)quota);
-                if (ctl__spec_message_changed(&ctl->specs, rows->pending[i].id, msg))
-                    store_job_set_waiting_message(ctl->db, rows->pending[i].id, msg);
+                queue_waiting(ctl, waiting, rows->pending[i].id, msg);
             }
         }
     }
@@ -337,7 +353,8 @@ void ctl__schedule(struct control *ctl)
     struct jobspec *probes = calloc(rows.npending, sizeof(*probes));
     struct ctl_snapshot snap = {0};
     sched_result *result = NULL;
-    if (specs == NULL || probes == NULL)
+    json_t *waiting = json_array();
+    if (specs == NULL || probes == NULL || waiting == NULL)
         goto out;
     for (size_t i = 0; i < rows.npending; i++) {
         int64_t id = rows.pending[i].id;
@@ -354,17 +371,19 @@ void ctl__schedule(struct control *ctl)
         ctl__slurm_filter(ctl, ids, rows.npending, specs);
         free(ids);
     }
-    apply_quota(ctl, &rows, specs);
-    apply_resource_quota(ctl, &rows, specs, STORE_QUOTA_USER);
-    apply_resource_quota(ctl, &rows, specs, STORE_QUOTA_PROJECT);
+    apply_quota(ctl, &rows, specs, waiting);
+    apply_resource_quota(ctl, &rows, specs, STORE_QUOTA_USER, waiting);
+    apply_resource_quota(ctl, &rows, specs, STORE_QUOTA_PROJECT, waiting);
     if (ctl_snapshot_build(&rows, specs, log_snapshot_note, NULL, &snap) != 0)
         goto out;
     if (sched_run_pass(snap.snap, (int64_t)time(NULL), &result) != 0)
         goto out;
     for (size_t k = 0; k < sched_result_count(result); k++)
-        commit_decision(ctl, sched_result_decision(result, k), snap.nodes);
+        commit_decision(ctl, sched_result_decision(result, k), snap.nodes, waiting);
     grow_elastic_jobs(ctl, &rows, result);
 out:
+    write_waiting(ctl, waiting);
+    json_decref(waiting);
     sched_result_destroy(result);
     ctl_snapshot_free(&snap);
     free(probes);

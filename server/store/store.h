@@ -341,7 +341,10 @@ void store_job_specs_free(struct store_job_spec *specs, size_t n);
  * send the launches to the agents connected to them. */
 int store_place(struct db_conn *c, int64_t job, const char *workers_json, int nports, int *attempt,
                 const char *origin);
-int store_job_set_waiting_message(struct db_conn *c, int64_t job, const char *message);
+/* Sets the status message of each pending (or restarting) job in `messages`, a JSON array of
+ * [job id, message] pairs (a job named twice takes its last message), in one statement and one
+ * commit: a scheduling pass writes its waiting messages together. Returns rows or an error. */
+int store_jobs_set_waiting_messages(struct db_conn *c, const json_t *messages);
 /* Restarts elastic job `job` to grow it (ty_job_resize; message: why). Returns rows or an error. */
 int store_job_resize(struct db_conn *c, int64_t job, const char *message);
 

@@ -99,17 +99,27 @@ int store_place(struct db_conn *c, int64_t job, const char *workers_json, int np
     return 1;
 }
 
-int store_job_set_waiting_message(struct db_conn *c, int64_t job, const char *message)
+int store_jobs_set_waiting_messages(struct db_conn *c, const json_t *messages)
 {
-    static const struct db_stmt st = {"job_waiting_message",
-                                      "UPDATE jobs SET status_message = $2 WHERE id = $1::bigint "
-                                      "AND status IN ('PENDING', 'RESTARTING') "
-                                      "AND status_message IS DISTINCT FROM $2",
-                                      2, false};
-    char j[32];
-    STORE_NUM(j, job);
-    const char *p[] = {j, message};
-    return db_exec(c, &st, p, NULL);
+    static const struct db_stmt st = {
+        "jobs_waiting_messages",
+        "UPDATE jobs j SET status_message = m.message "
+        "FROM (SELECT DISTINCT ON (id) id, message FROM "
+        "       (SELECT (e ->> 0)::bigint AS id, e ->> 1 AS message, n "
+        "          FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS x (e, n)) r "
+        "      ORDER BY id, n DESC) m "
+        "WHERE j.id = m.id AND j.status IN ('PENDING', 'RESTARTING') "
+        "AND j.status_message IS DISTINCT FROM m.message",
+        1, false};
+    if (json_array_size(messages) == 0)
+        return 0;
+    char *text = json_dumps(messages, JSON_COMPACT);
+    if (text == NULL)
+        return DB_HARD_ERROR;
+    const char *p[] = {text};
+    int qs = db_exec(c, &st, p, NULL);
+    free(text);
+    return qs;
 }
 
 int store_job_resize(struct db_conn *c, int64_t job, const char *message)

@@ -6,8 +6,12 @@
 -- no checkpoint has it. failures and preemptions count the job's restarts (docs/fault-tolerance.md).
 -- tags and notes are the columns (PATCH changes them); goodput is ty_job_goodput, null before the
 -- first placement (a pending job's reply stays the same from one read to the next).
-CREATE OR REPLACE FUNCTION ty_job_json(j jobs) RETURNS jsonb LANGUAGE sql STABLE AS $$
-    SELECT jsonb_build_object(
+-- PL/pgSQL, not SQL: PostgreSQL (15) plans a SQL function's body again at every call that cannot
+-- inline it (this one has sub-selects), which made this the costliest part of a submission; a
+-- PL/pgSQL function keeps its plan for the connection's life (docs/decisions.md).
+CREATE OR REPLACE FUNCTION ty_job_json(j jobs) RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN jsonb_build_object(
         'id', j.id, 'name', j.name, 'owner', j.owner, 'project', j.project, 'status', j.status,
         'status_message', j.status_message, 'priority', j.priority, 'attempt', j.attempt,
         'spec', ty_spec_public(j.spec), 'created_at', ty_ts(j.created_at),
@@ -27,6 +31,6 @@ CREATE OR REPLACE FUNCTION ty_job_json(j jobs) RETURNS jsonb LANGUAGE sql STABLE
                                  ORDER BY CASE WHEN s.ord = 'min' THEN (c.metrics ->> s.attr)::float8
                                                ELSE -(c.metrics ->> s.attr)::float8 END,
                                           c.attempt DESC, c.idx DESC
-                                 LIMIT 1)))
-$$;
+                                 LIMIT 1)));
+END $$;
 COMMENT ON FUNCTION ty_job_json(jobs) IS 'The job object of the REST API (GET /api/v1/jobs/{id}); secret_env values redacted; result.best_checkpoint by checkpoint_config; failures and preemptions; the project; tags, notes and goodput.';
