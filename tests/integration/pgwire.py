@@ -6,9 +6,9 @@ connection"). Session speaks the protocol's simple query flow over the cluster's
 with trust authentication, and answers as `psql -XAtq -v ON_ERROR_STOP=1 -c SQL` prints:
 every statement's rows, columns joined by "|", rows by newlines, NULL as the empty string, each
 value in PostgreSQL's text form. An error raises subprocess.CalledProcessError, as psql's exit
-status 1 did, its stderr the error as psql's VERBOSITY=verbose prints it. After each call the session is reset as psql's exit reset it: an open transaction
-rolled back, settings, temporary tables, prepared statements, LISTENs and advisory locks
-discarded."""
+status 1 did, its stderr the error as psql's VERBOSITY=verbose prints it. After each call the
+session is reset as psql's exit reset it: an open transaction rolled back, settings, temporary
+tables, prepared statements, LISTENs and advisory locks discarded."""
 import os
 import socket
 import struct

@@ -2,13 +2,14 @@
 agent protocol itself (FakeAgent from test_metrics.py) so it controls what arrives together."""
 import pytest
 
-# srv and sql are test_metrics.py's fixtures (a server with its database reachable by psql).
-from test_metrics import FakeAgent, sql, srv  # noqa: F401
+# srv and sql are test_metrics.py's fixtures (a server that the file's tests share, its database
+# reachable by psql).
+from test_metrics import NODE_NUMBERS, FakeAgent, sql, srv  # noqa: F401
 
 
 @pytest.fixture
 def node(srv):
-    a = FakeAgent(srv, cpus=16)
+    a = FakeAgent(srv, node_id=f"node-{next(NODE_NUMBERS)}", cpus=16)
     yield a
     a.close()
 
@@ -50,7 +51,7 @@ def test_repeated_worker_starts_in_one_batch_are_acked_and_change_nothing(srv, n
 @pytest.mark.parametrize("errcode", ["40001", "P0001"])  # retryable, and a hard failure
 def test_worker_start_not_recorded_is_not_acked_nor_any_after_it(srv, node, sql, errcode):
     job = launched(srv, node, 3)
-    sql(f"CREATE FUNCTION ty_test_fail() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+    sql(f"CREATE OR REPLACE FUNCTION ty_test_fail() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
         f"IF NEW.rank = 1 AND NEW.status = 'RUNNING' THEN "
         f"RAISE EXCEPTION 'injected' USING ERRCODE = '{errcode}'; END IF; RETURN NEW; END $$; "
         "CREATE TRIGGER ty_test_fail BEFORE UPDATE ON workers "
@@ -62,7 +63,7 @@ def test_worker_start_not_recorded_is_not_acked_nor_any_after_it(srv, node, sql,
     assert [m["seq"] for m in got if m["type"] == "ack"] == [seqs[0]], got
     assert sql(f"SELECT string_agg(rank || ':' || status, ',' ORDER BY rank) "
                f"FROM workers WHERE job_id = {job}") == "0:RUNNING,1:PLACED,2:PLACED"
-    sql("DROP TRIGGER ty_test_fail ON workers")
+    sql("DROP TRIGGER ty_test_fail ON workers; DROP FUNCTION ty_test_fail()")
     node.connect(workers=[{"job_id": str(job), "attempt": 1, "rank": r, "pid": 1000 + r,
                            "status": "RUNNING", "exit_code": None, "signal": None}
                           for r in range(3)])
