@@ -13,7 +13,9 @@ trainyard-server --slurm (tests/integration/harness.py, build in ./build), then 
 
 Both are polled every --poll-ms. Prints the median and each sample (seconds). Not a test.
 --steps also prints the server's log lines that time each Trainyard round's steps ("Slurm job N
-submitted", "node ... registered", "workers placed"), to see where the time goes.
+submitted", "node ... registered", "workers placed"; the server runs with --debug
+control,hub,http,store), the job's events, the last GETs of each round with their durations,
+and the agents' and Slurm's log lines, to see where the time goes.
 
     /usr/bin/python3 bench/slurm_submit.py --rounds 5 [--steps]
 """
