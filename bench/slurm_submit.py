@@ -13,7 +13,9 @@ trainyard-server --slurm (tests/integration/harness.py, build in ./build), then 
 
 Both are polled every --poll-ms. Prints the median and each sample (seconds). Not a test.
 --steps also prints the server's log lines that time each Trainyard round's steps ("Slurm job N
-submitted", "node ... registered", "workers placed"), to see where the time goes.
+submitted", "node ... registered", "workers placed"; the server runs with --debug
+control,hub,http,store), the job's events, the last GETs of each round with their durations,
+and the agents' and Slurm's log lines, to see where the time goes.
 
     /usr/bin/python3 bench/slurm_submit.py --rounds 5 [--steps]
 """
@@ -56,6 +58,7 @@ def main():
     try:
         extra = ["--slurm", f"unix:{root}/slurmrestd.sock"]
         if args.steps:
+            extra += ["--log-level", "debug", "--debug", "control,hub,http,store"]
             # The agents through a wrapper that logs when Slurm started them, and their log.
             wrap = os.path.join(root, "agent.sh")
             with open(wrap, "w") as f:
@@ -89,9 +92,26 @@ def main():
                       f".{int(t0 * 1000) % 1000:03d}Z")
             job = srv.submit({"name": "bench", "entrypoint": ["sleep", "5"],
                               "scaling_config": {"num_workers": 2}}, token=None)["id"]
-            wait(lambda: srv.request("GET", f"/api/v1/jobs/{job}", token=None).json["status"]
-                 == "RUNNING", poll)
+            polls = []
+
+            def running():
+                a = time.time()
+                st = srv.request("GET", f"/api/v1/jobs/{job}", token=None).json["status"]
+                polls.append((a, time.time() - a, st))
+                return st == "RUNNING"
+            wait(running, poll)
+            if args.steps:
+                for a, d, st in polls[-8:]:
+                    print(f"  GET at {time.strftime('%H:%M:%S', time.gmtime(a))}"
+                          f".{int(a * 1000) % 1000:03d} took {d * 1000:.0f} ms: {st}")
             ours.append(time.time() - t0)
+            if args.steps:
+                t1 = time.time()
+                print(f"RUNNING seen at {time.strftime('%H:%M:%S', time.gmtime(t1))}"
+                      f".{int(t1 * 1000) % 1000:03d}Z")
+                for e in srv.request("GET", f"/api/v1/jobs/{job}/events", token=None).json.get(
+                        "events", []):
+                    print(f"  event {e.get('time') or e.get('at')}: {e.get('message') or e}")
             srv.request("POST", f"/api/v1/jobs/{job}/stop", token=None)
             srv.wait_job(job, {"STOPPED"}, timeout=60)
             wait(lambda: subprocess.run(["squeue", "-h", "-t", "R,PD,CG", "-o", "%i"], env=env,

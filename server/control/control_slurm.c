@@ -191,16 +191,33 @@ static int submit(struct control *ctl, const struct store_slurm_job *row, int64_
      * share of the allocation (its CPUs and memory as Slurm counts them). The data directory is
      * the cluster's and the allocation's, emptied first: Slurm job ids recur (another cluster
      * on the host, slurmctld without its state), and an agent that found a former agent's
-     * spool there would replay its workers' exits to this attempt. */
-    snprintf(script, sizeof(script),
-             "#!/bin/sh\n"
-             "exec srun --ntasks-per-node=1 --cpus-per-task=%d --kill-on-bad-exit=0 /bin/sh -c "
-             "'export TRAINYARD_NODE_ID=slurm-$SLURM_JOB_ID-$SLURMD_NODENAME "
-             "TRAINYARD_AGENT_RESOURCES=\"{\\\"slurm_$SLURM_JOB_ID\\\": %d}\" "
-             "TRAINYARD_AGENT_DATA_DIR=/tmp/trainyard-slurm/$SLURM_CLUSTER_NAME/$SLURM_JOB_ID/"
-             "$SLURMD_NODENAME TRAINYARD_AGENT_CPUS=$SLURM_CPUS_ON_NODE; "
-             "rm -rf \"$TRAINYARD_AGENT_DATA_DIR\"; exec \"$TRAINYARD_SLURM_AGENT\"'\n",
-             a.cpus_per_task * per_node, per_node);
+     * spool there would replay its workers' exits to this attempt. The first node's agent is
+     * started by the batch script itself, at once (a step takes 0.4-0.8 s to reach its tasks);
+     * the other nodes' by one srun step over all nodes, started in the background. On the first
+     * node that step's task only relays Slurm's warning (--signal=USR1 reaches the steps, never
+     * the batch script) to the agent there, and ends with it. The script lives until the step
+     * has ended too (an allocation that ended with the first node's agent would kill the other
+     * nodes' workers). */
+    snprintf(
+        script, sizeof(script),
+        "#!/bin/sh\n"
+        "a='export TRAINYARD_NODE_ID=slurm-$SLURM_JOB_ID-$SLURMD_NODENAME "
+        "TRAINYARD_AGENT_RESOURCES=\"{\\\"slurm_$SLURM_JOB_ID\\\": %d}\" "
+        "TRAINYARD_AGENT_DATA_DIR=/tmp/trainyard-slurm/$SLURM_CLUSTER_NAME/$SLURM_JOB_ID/"
+        "$SLURMD_NODENAME TRAINYARD_AGENT_CPUS=$SLURM_CPUS_ON_NODE; "
+        "rm -rf \"$TRAINYARD_AGENT_DATA_DIR\"; exec \"$TRAINYARD_SLURM_AGENT\"'\n"
+        "/bin/sh -c \"$a\" &\n"
+        "p=$!\n"
+        "export TRAINYARD_SLURM_A=\"$a\" TRAINYARD_SLURM_P=$p "
+        "TRAINYARD_SLURM_FIRST=\"$SLURMD_NODENAME\"\n"
+        "srun --ntasks-per-node=1 --cpus-per-task=%d --kill-on-bad-exit=0 /bin/sh -c "
+        "'[ \"$SLURMD_NODENAME\" = \"$TRAINYARD_SLURM_FIRST\" ] || eval \"$TRAINYARD_SLURM_A\"; "
+        "trap \"kill -USR1 $TRAINYARD_SLURM_P\" USR1; "
+        "while kill -0 $TRAINYARD_SLURM_P 2>/dev/null; do sleep 1 & wait $!; done' &\n"
+        "s=$!\n"
+        "while kill -0 $p 2>/dev/null; do wait $p; done\n"
+        "while kill -0 $s 2>/dev/null; do wait $s; done\n",
+        per_node, a.cpus_per_task * per_node);
     a.script = script;
     const char *env[CTL_SLURM_ENV_MAX];
     char e_path[1024], e_agent[PATH_MAX + 32], e_server[600], e_tok[300];

@@ -22,11 +22,13 @@ char *slurm_submit_body(const struct slurm_alloc *a)
             json_object_set_new(env, name, json_string(eq + 1));
         free(name);
     }
+    /* Never requeued by Slurm (a node lost is the server's restart, on a new allocation):
+     * "no_requeue", since slurmrestd 22.05 ignores "requeue": false (the job kept Requeue=1). */
     json_t *job = json_pack(
         "{s:s, s:i, s:i, s:i, s:i, s:s, s:o, s:b}", "name", a->name ? a->name : "trainyard",
         "nodes", a->nodes, "tasks", a->nodes * a->tasks_per_node, "tasks_per_node",
         a->tasks_per_node, "cpus_per_task", a->cpus_per_task > 0 ? a->cpus_per_task : 1,
-        "current_working_directory", a->cwd ? a->cwd : "/tmp", "environment", env, "requeue", 0);
+        "current_working_directory", a->cwd ? a->cwd : "/tmp", "environment", env, "no_requeue", 1);
     if (job == NULL)
         return NULL;
     if (a->mem_per_node_mb > 0)

@@ -62,6 +62,23 @@ def agents_of(slurm_job_id):
     return pids
 
 
+def agent_env(slurm_job_id, node):
+    """The environment of Slurm job slurm_job_id's agent on node, as a dict."""
+    mark = f"TRAINYARD_NODE_ID=slurm-{slurm_job_id}-{node}".encode()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() != "trainyard-agent":
+                    continue
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        if mark in env:
+            return dict(x.decode().split("=", 1) for x in env if b"=" in x)
+    return None
+
+
 def attempts_of(srv, job):
     r = srv.request("GET", f"/api/v1/jobs/{job}/attempts", token=None).json
     return r["attempts"] if isinstance(r, dict) else r
@@ -101,6 +118,10 @@ def test_two_worker_job_runs_in_one_allocation_over_two_nodes(server_factory, sl
     attempts = attempts["attempts"] if isinstance(attempts, dict) else attempts
     slurm_id = attempts[0]["slurm_job_id"]
     assert isinstance(slurm_id, int) and slurm_id > 0, attempts
+    # Slurm never requeues it (a lost node is the server's restart, on a new allocation).
+    show = subprocess.run(["scontrol", "show", "job", "-o", str(slurm_id)], env=env,
+                          capture_output=True, text=True, timeout=30).stdout
+    assert "Requeue=0" in show, show
     workers = srv.request("GET", f"/api/v1/jobs/{job}/workers", token=None).json
     workers = workers["workers"] if isinstance(workers, dict) else workers
     nodes = {w["node_id"] for w in workers}
@@ -255,6 +276,11 @@ def test_slurmctld_restarted_mid_job_and_the_server_gone_leave_no_agent(server_f
     job2, _ = submit_waiter(srv, "slurm-orphan")
     sid2 = running_with_checkpoint(srv, job2, env)
     assert agents_of(sid2)
+    # The first node's agent runs in the batch script itself (no step to wait for); the
+    # other node's in the srun step.
+    first, second = agent_env(sid2, "n1"), agent_env(sid2, "n2")
+    assert first is not None and "SLURM_STEP_ID" not in first, first
+    assert second is not None and second.get("SLURM_STEP_ID") == "0", second
     # Their data directory is this cluster's and this allocation's (Slurm job ids recur across
     # clusters: an earlier agent's spool under the same id must not be replayed).
     with open(env["SLURM_CONF"]) as f:

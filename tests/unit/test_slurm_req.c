@@ -47,6 +47,8 @@ static void submit_body_carries_the_allocation(void **state)
     assert_string_equal(json_string_value(json_object_get(job, "gres")), "gpu:2");
     assert_int_equal(json_integer_value(json_object_get(job, "time_limit")), 5);
     assert_string_equal(json_string_value(json_object_get(job, "signal")), "USR1@60");
+    assert_true(json_is_true(json_object_get(job, "no_requeue")));
+    assert_null(json_object_get(job, "requeue"));
     assert_string_equal(json_string_value(json_object_get(job, "partition")), "gpu");
     assert_string_equal(json_string_value(json_object_get(job, "account")), "lab");
     json_decref(root);
