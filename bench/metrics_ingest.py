@@ -116,21 +116,32 @@ def agent_main(ws_url, token, node_id, job, ranks, nmetrics, seconds, window, ou
     out.put((acked - first_report + 1, start, last_ack))
 
 
-def copy_ceiling(pg, db, jobs, copy_job, workdir):
+def psql_command(pg, db, command):
+    """Runs one psql meta-command (\\copy): harness's pg.psql sends SQL only (pgwire.py)."""
+    subprocess.run(["psql", "-h", pg.sockdir, "-U", "trainyard", "-d", db, "-XAtq",
+                    "-v", "ON_ERROR_STOP=1", "-c", command], check=True)
+
+
+def copy_ceiling(pg, db, jobs, copy_job, workdir, blocks=True):
     """Seconds for psql \\copy of the rows the server stored for `jobs` (the same reports rows,
-    numbers and all, renumbered as rank 0 of `copy_job`) back into `reports`; and their count."""
+    numbers and all, renumbered as rank 0 of `copy_job`) back into `reports`; and their count.
+    blocks False: with the report_blocks trigger (issue 26, migration 0046) disabled, as the
+    table was when issue 27 measured its ceiling."""
     path = os.path.join(workdir, "reports.copy")
     os.chmod(workdir, 0o755)
     ids = ",".join(str(j) for j in jobs)
-    pg.psql(f"\\copy (SELECT {copy_job}, attempt, 0, row_number() OVER (), step, node_id, "
-            f"reported_at, metrics FROM reports WHERE job_id IN ({ids})) TO '{path}'", db=db)
+    psql_command(pg, db, f"\\copy (SELECT {copy_job}, attempt, 0, row_number() OVER (), step, "
+                 f"node_id, reported_at, metrics FROM reports WHERE job_id IN ({ids})) TO '{path}'")
     rows = sum(1 for _ in open(path))
+    if not blocks:
+        pg.psql("ALTER TABLE reports DISABLE TRIGGER report_blocks", db=db)
     t0 = time.monotonic()
-    subprocess.run(["psql", "-h", pg.sockdir, "-U", "trainyard", "-d", db, "-XAtq",
-                    "-v", "ON_ERROR_STOP=1", "-c",
-                    f"\\copy reports (job_id, attempt, rank, seq, step, node_id, reported_at, "
-                    f"metrics) FROM '{path}'"], check=True)
-    return time.monotonic() - t0, rows
+    psql_command(pg, db, f"\\copy reports (job_id, attempt, rank, seq, step, node_id, "
+                 f"reported_at, metrics) FROM '{path}'")
+    took = time.monotonic() - t0
+    if not blocks:
+        pg.psql("ALTER TABLE reports ENABLE TRIGGER report_blocks", db=db)
+    return took, rows
 
 
 def old_table_copy(pg, db, jobs, workdir):
@@ -144,12 +155,10 @@ def old_table_copy(pg, db, jobs, workdir):
             "reported_at timestamptz NOT NULL, PRIMARY KEY (job_id, attempt, rank, seq, name)); "
             "CREATE INDEX old_metrics_name_idx ON old_metrics (job_id, name, rank, reported_at)",
             db=db)
-    pg.psql(f"\\copy (SELECT * FROM metrics WHERE job_id IN ({ids})) TO '{path}'", db=db)
+    psql_command(pg, db, f"\\copy (SELECT * FROM metrics WHERE job_id IN ({ids})) TO '{path}'")
     points = sum(1 for _ in open(path))
     t0 = time.monotonic()
-    subprocess.run(["psql", "-h", pg.sockdir, "-U", "trainyard", "-d", db, "-XAtq",
-                    "-v", "ON_ERROR_STOP=1", "-c", f"\\copy old_metrics FROM '{path}'"],
-                   check=True)
+    psql_command(pg, db, f"\\copy old_metrics FROM '{path}'")
     return time.monotonic() - t0, points
 
 
@@ -201,6 +210,11 @@ def main():
         print(f"PostgreSQL COPY of the same rows into reports: {copy_rows} rows "
               f"({copy_rows * a.metrics} points) in {copy_s:.2f} s = {copy_rate:,.0f} points/s")
         print(f"ratio server / COPY: {server_rate / copy_rate:.2f}")
+        bare_job = srv.submit({"name": "copy-bare", "entrypoint": ["true"]})["id"]
+        bare_s, bare_rows = copy_ceiling(pg, db, jobs, bare_job, workdir, blocks=False)
+        bare_rate = bare_rows * a.metrics / bare_s
+        print(f"the same COPY with report_blocks' trigger disabled (the table issue 27 measured): "
+              f"{bare_rate:,.0f} points/s; ratio server / that COPY: {server_rate / bare_rate:.2f}")
         old_s, old_points = old_table_copy(pg, db, jobs, workdir)
         print(f"(before migration 0022) PostgreSQL COPY of the same points into a per-number "
               f"table: {old_points} rows in {old_s:.2f} s = {old_points / old_s:,.0f} points/s")
