@@ -2,6 +2,8 @@
 one per test session), a fresh database and a real server per test, the CLI bound to that
 server. A test marked own_postgres (one that stops or restarts PostgreSQL) gets a cluster of its
 own."""
+import functools
+
 import pytest
 
 import harness
@@ -36,21 +38,32 @@ def database(pg):
     pg.drop_database(name)
 
 
-@pytest.fixture
-def server_factory(database):
-    """Starts servers on the test's database; each is stopped (and must exit 0) at teardown."""
+def _servers(database_url):
+    """A factory of servers on database_url (its `started` lists them), and their stop: each
+    must exit 0."""
     started = []
 
     def make(**kw):
-        kw.setdefault("database_url", database)
+        kw.setdefault("database_url", database_url)
         s = harness.Server(**kw)
         started.append(s)
         return s.start()
 
+    def stop_all():
+        for s in started:
+            code = s.stop()
+            assert code == 0, f"server exited with {code}:\n{s.log_text()}"
+
+    make.started = started
+    return make, stop_all
+
+
+@pytest.fixture
+def server_factory(database):
+    """Starts servers on the test's database; each is stopped (and must exit 0) at teardown."""
+    make, stop_all = _servers(database)
     yield make
-    for s in started:
-        code = s.stop()
-        assert code == 0, f"server exited with {code}:\n{s.log_text()}"
+    stop_all()
 
 
 @pytest.fixture(scope="module")
@@ -60,19 +73,9 @@ def module_server_factory(session_pg):
     test (about 0.6 CPU-seconds each, docs/decisions.md). Each test's unfinished jobs are
     stopped after it (stop_unfinished_jobs), so that none waits for the next test's nodes."""
     name = session_pg.create_database()
-    started = []
-
-    def make(**kw):
-        kw.setdefault("database_url", session_pg.url(name))
-        s = harness.Server(**kw)
-        started.append(s)
-        return s.start()
-
-    make.started = started
+    make, stop_all = _servers(session_pg.url(name))
     yield make
-    for s in started:
-        code = s.stop()
-        assert code == 0, f"server exited with {code}:\n{s.log_text()}"
+    stop_all()
     session_pg.drop_database(name)
 
 
@@ -94,9 +97,7 @@ def server(server_factory):
 
 @pytest.fixture
 def cli(server):
-    def run(*args, token="admin", env=None, input=None, timeout=60):
-        return harness.run_cli(server, *args, token=token, env=env, input=input, timeout=timeout)
-    return run
+    return functools.partial(harness.run_cli, server)
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ Not covered here yet, because they need parts that do not exist when this was wr
   - `workers`, `metrics`, `nodes`, `drain` against the real server (test_cluster.py and
     test_metrics.py cover those endpoints).
 """
+import functools
 import http.server
 import json
 import os
@@ -152,10 +153,7 @@ def own_server(server_factory):
 
 @pytest.fixture
 def own_cli(own_server):
-    def run(*args, token="admin", env=None, input=None, timeout=60):
-        return harness.run_cli(own_server, *args, token=token, env=env, input=input,
-                               timeout=timeout)
-    return run
+    return functools.partial(harness.run_cli, own_server)
 
 
 def test_list_shows_submitted_jobs_newest_first(own_cli, own_server):
