@@ -101,9 +101,15 @@ def cli(server):
 
 
 @pytest.fixture
-def agent_factory(request, server_factory):
+def agent_factory(request):
     """Starts agents joined to the test's server (or `srv`); each must exit 0 on SIGTERM at
     teardown."""
+    # The test's own servers are stopped after its agents: server_factory is set up first, so
+    # torn down last. A test on a shared server (module_server_factory) that starts no server
+    # of its own needs no database of its own either.
+    if "module_server_factory" not in request.fixturenames or \
+            "server_factory" in request.fixturenames:
+        request.getfixturevalue("server_factory")
     started = []
 
     def make(srv=None, **kw):

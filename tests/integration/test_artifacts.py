@@ -91,7 +91,7 @@ def upload(srv, agent, job, idx, data, start=0):
 
 def finished_job(srv, agent_factory):
     # The agent's own uploader is off: these tests upload by hand, as it would.
-    agent = agent_factory(cpus=2, env={"TRAINYARD_API_URL": "none"})
+    agent = agent_factory(srv, cpus=2, env={"TRAINYARD_API_URL": "none"})
     job = submit(srv, WORKER, "artifacts")
     done = srv.wait_job(job, {"SUCCEEDED", "FAILED"})
     assert done["status"] == "SUCCEEDED", done
@@ -164,8 +164,10 @@ def test_upload_progress_shows_at_the_first_chunk_and_every_64_mib(server, agent
     assert artifact(srv, job, 1)["uploaded_bytes"] == len(data)
 
 
-def test_upload_cut_mid_stream_resumes_after_a_server_restart(server, agent_factory):
-    srv = server
+def test_upload_cut_mid_stream_resumes_after_a_server_restart(server_factory, agent_factory):
+    # Its own server: a restarted server takes the nodes of the tests before for alive until
+    # their heartbeats time out.
+    srv = server_factory()
     agent, job, cks = finished_job(srv, agent_factory)
     data = os.urandom(5 * CHUNK + 123)
     got = upload(srv, agent, job, 2, data[:3 * CHUNK])
