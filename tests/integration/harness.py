@@ -452,7 +452,11 @@ class Server:
         """Stops every job not yet ended and waits until each has: what a test that shares
         this server with the tests after it leaves behind (conftest.py, module_server_factory)."""
         live = ",".join(s for s in VOCAB.JOB_STATUSES if s not in VOCAB.TERMINAL_JOB_STATUSES)
-        jobs = self.request("GET", f"/api/v1/jobs?status={live}&limit=1000").json["jobs"]
+        jobs, cursor = [], ""
+        while cursor is not None:
+            page = self.request("GET", f"/api/v1/jobs?status={live}&limit=100{cursor}").json
+            jobs += page["jobs"]
+            cursor = f"&cursor={page['next_cursor']}" if page["next_cursor"] else None
         for j in jobs:
             self.request("POST", f"/api/v1/jobs/{j['id']}/stop")
         for j in jobs:
