@@ -22,6 +22,8 @@
 /* How often the checkpoints retention deleted are sent to the agents connected here. */
 #define CTL_CKPT_DELETES_S 1.0
 #define CTL_PASS_INTERVAL_S 5.0 /* a pass at least this often: backfill windows move with time */
+/* After a pass that placed nothing, the next waits this many times its cost (control_thread). */
+#define CTL_IDLE_PASS_SPACING 4.0
 #define CTL_STOP_RESEND_S 15.0
 
 struct ctl_node *ctl__node_by_conn(struct control *ctl, uint64_t conn)
@@ -283,15 +285,19 @@ static void *control_thread(void *arg)
             continue;
         }
         /* A pass as soon as one is due, but never more than half of this thread's time in
-         * passes: under a flood of submissions the passes batch them up. */
+         * passes: under a flood of submissions the passes batch them up. After a pass that
+         * placed nothing, at most a fifth: its jobs wait on resources, and what it read (every
+         * pending job) grows with the queue, so a flood's passes would otherwise cost more
+         * than the submissions (docs/decisions.md, "Scheduling passes under a flood"). */
         double since = util_mono_s() - ctl->last_pass;
-        if ((ctl->dirty && since >= ctl->last_pass_cost) || since > CTL_PASS_INTERVAL_S) {
+        double wait = ctl->last_pass_cost * (ctl->last_pass_placed ? 1 : CTL_IDLE_PASS_SPACING);
+        if ((ctl->dirty && since >= wait) || since > CTL_PASS_INTERVAL_S) {
             ctl->dirty = false;
             ctl->last_pass = util_mono_s();
             /* A trial that just ended makes room for the next one in this very pass. */
             if (ctl->sweeps)
                 ctl__tune_tick(ctl);
-            ctl__schedule(ctl);
+            ctl->last_pass_placed = ctl__schedule(ctl) > 0;
             ctl->last_pass_cost = util_mono_s() - ctl->last_pass;
             srv_histogram_observe(&ctl->srv->telemetry.sched_pass, ctl->last_pass_cost);
         }

@@ -120,6 +120,7 @@ struct control {
     bool sweeps;   /* a sweep was RUNNING at the last tick (control_tune.c) */
     double last_pass;
     double last_pass_cost; /* seconds the last scheduling pass took */
+    bool last_pass_placed; /* the last scheduling pass placed a job */
     double last_tick;
     double last_ckpt_deletes; /* when ctl__send_ckpt_deletes last ran */
     double last_heard;        /* when this server's --public-url was last written (servers) */
@@ -243,8 +244,8 @@ void ctl__specs_next_pass(struct ctl_specs *t);
 void ctl__specs_free(struct ctl_specs *t);
 
 /* control_sched.c */
-/* Runs one scheduling pass and launches what it placed. */
-void ctl__schedule(struct control *ctl);
+/* Runs one scheduling pass and launches what it placed. Returns how many jobs it placed. */
+int ctl__schedule(struct control *ctl);
 /* Sends `stop` to every node with a live worker of the job's current attempt. */
 void ctl__send_stops(struct control *ctl, int64_t job);
 

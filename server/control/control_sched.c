@@ -50,19 +50,21 @@ static void write_waiting(struct control *ctl, json_t *waiting)
                 json_array_size(waiting));
 }
 
-static void commit_decision(struct control *ctl, const sched_decision *d,
-                            const struct ctl_node_gpus *nodes, json_t *waiting)
+/* Commits decision `d`: the placement and its launches, or the job's waiting message. Returns 1
+ * when it placed the job, else 0. */
+static int commit_decision(struct control *ctl, const sched_decision *d,
+                           const struct ctl_node_gpus *nodes, json_t *waiting)
 {
     if (d->job_id < 0) /* a growth probe (grow_elastic_jobs) */
-        return;
+        return 0;
     if (d->outcome != SCHED_PLACED) {
         if (ctl->slurm == NULL)
             queue_waiting(ctl, waiting, d->job_id, d->message);
-        return;
+        return 0;
     }
     const struct jobspec *js = ctl__spec_get(&ctl->specs, d->job_id);
     if (js == NULL)
-        return;
+        return 0;
     json_t *workers = json_array();
     for (int w = 0; w < d->num_workers; w++) {
         const sched_worker *sw = &d->workers[w];
@@ -87,6 +89,7 @@ static void commit_decision(struct control *ctl, const sched_decision *d,
         ctl__slurm_placed(ctl, d->job_id, attempt);
         ctl__send_launches(ctl, d->job_id, attempt, NULL);
     }
+    return qs == 1;
 }
 
 /* Fetches and parses the specs of pending jobs not seen by an earlier pass. */
@@ -336,17 +339,18 @@ static void grow_elastic_jobs(struct control *ctl, const struct store_sched_rows
     ctl->grows = kept;
 }
 
-void ctl__schedule(struct control *ctl)
+int ctl__schedule(struct control *ctl)
 {
     struct store_sched_rows rows;
+    int placed = 0;
     if (store_sched_snapshot(ctl->db, &rows) < 0) {
         store_sched_rows_free(&rows);
-        return;
+        return 0;
     }
     ctl__specs_next_pass(&ctl->specs);
     if (rows.npending == 0) {
         store_sched_rows_free(&rows);
-        return;
+        return 0;
     }
     load_new_specs(ctl, &rows);
     const struct jobspec **specs = calloc(rows.npending, sizeof(*specs));
@@ -379,7 +383,7 @@ void ctl__schedule(struct control *ctl)
     if (sched_run_pass(snap.snap, (int64_t)time(NULL), &result) != 0)
         goto out;
     for (size_t k = 0; k < sched_result_count(result); k++)
-        commit_decision(ctl, sched_result_decision(result, k), snap.nodes, waiting);
+        placed += commit_decision(ctl, sched_result_decision(result, k), snap.nodes, waiting);
     grow_elastic_jobs(ctl, &rows, result);
 out:
     write_waiting(ctl, waiting);
@@ -389,6 +393,7 @@ out:
     free(probes);
     free(specs);
     store_sched_rows_free(&rows);
+    return placed;
 }
 
 void ctl__send_stops(struct control *ctl, int64_t job)

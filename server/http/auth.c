@@ -102,7 +102,7 @@ static int lookup_in_store(struct db_conn *c, void *arg)
 static int lookup_token(struct srv *srv, struct db_conn *c, const char *hash,
                         struct srv_identity *who)
 {
-    uint64_t gen = db_generation(srv->db);
+    uint64_t gen = db_token_generation(srv->db);
     size_t len;
     char *hit = cache_get(srv->token_cache, hash, gen, &len);
     if (hit) {

@@ -1,9 +1,11 @@
 /* A small read-through cache for hot GETs (a job's JSON, a token's identity).
  *
- * Direct-mapped by a hash of the key; each entry remembers the data generation it was read at
- * and expires after `ttl_s`. A write anywhere in this process bumps the generation (db.h), which
- * invalidates every entry at once, so this server never serves its own stale data; another
- * server's writes show up within ttl_s. Thread-safe (striped locks). */
+ * Direct-mapped by a hash of the key; each entry remembers the generation it was read at and
+ * expires after `ttl_s`. The caller names the generation (db.h): the data generation, which a
+ * write anywhere in this process bumps (jobs), or the token generation, which only writes to API
+ * tokens bump (identities). A bump invalidates every entry read before it, so this server never
+ * serves its own stale data; another server's writes show up within ttl_s. Thread-safe (striped
+ * locks). */
 #ifndef SRV_CACHE_H
 #define SRV_CACHE_H
 

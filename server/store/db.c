@@ -23,6 +23,7 @@ struct db_conn {
     const struct db_stmt *prepared[DB_MAX_PREPARED];
     int nprepared;
     char sqlstate[6];
+    bool tokens_written; /* in this transaction: bump the token generation after its COMMIT */
 };
 
 struct db {
@@ -31,14 +32,15 @@ struct db {
     pthread_cond_t freed;
     int size;
     struct db_conn *conns;
-    uint64_t generation;    /* atomic */
-    int writes_fd;          /* eventfd: signalled after a committed write (db_writes_fd) */
-    bool writes_pending;    /* atomic: a write committed since the last db_writes_take */
-    uint64_t waits;         /* atomic: db_acquire calls that found every connection in use */
-    uint64_t wait_us;       /* atomic: microseconds they waited, in all */
-    uint64_t timeouts;      /* atomic: db_acquire calls that gave up waiting */
-    int acquire_timeout_ms; /* 0: wait for ever */
-    int connect_timeout_s;  /* 0: libpq's default (none) */
+    uint64_t generation;       /* atomic */
+    uint64_t token_generation; /* atomic */
+    int writes_fd;             /* eventfd: signalled after a committed write (db_writes_fd) */
+    bool writes_pending;       /* atomic: a write committed since the last db_writes_take */
+    uint64_t waits;            /* atomic: db_acquire calls that found every connection in use */
+    uint64_t wait_us;          /* atomic: microseconds they waited, in all */
+    uint64_t timeouts;         /* atomic: db_acquire calls that gave up waiting */
+    int acquire_timeout_ms;    /* 0: wait for ever */
+    int connect_timeout_s;     /* 0: libpq's default (none) */
 
     int64_t connect_error_logged; /* atomic: CLOCK_MONOTONIC second of the last logged failure */
 };
@@ -324,6 +326,16 @@ static void bump_generation(struct db *db)
     __atomic_add_fetch(&db->generation, 1, __ATOMIC_RELEASE);
 }
 
+uint64_t db_token_generation(struct db *db)
+{
+    return __atomic_load_n(&db->token_generation, __ATOMIC_ACQUIRE);
+}
+
+static void bump_token_generation(struct db *db)
+{
+    __atomic_add_fetch(&db->token_generation, 1, __ATOMIC_RELEASE);
+}
+
 /* A write committed: one eventfd signal until the reader takes it (db_writes_take). */
 static void signal_write(struct db *db)
 {
@@ -376,6 +388,13 @@ int db_exec_text(struct db_conn *c, const struct db_stmt *stmt, const char *cons
     return qs;
 }
 
+void db_tokens_changed(struct db_conn *c)
+{
+    bump_token_generation(c->db);
+    if (PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+        c->tokens_written = true;
+}
+
 int db_exec_simple(struct db_conn *c, const char *sql)
 {
     return finish_result(c, PQexec(c->pg, sql), NULL, "simple query");
@@ -393,6 +412,7 @@ int db_run_txn(struct db_conn *c, db_txn_fn fn, void *arg)
         qs = db_exec_simple(c, "BEGIN");
         if (qs < 0)
             continue;
+        c->tokens_written = false;
         qs = fn(c, arg);
         if (qs < 0) {
             if (PQstatus(c->pg) == CONNECTION_OK)
@@ -405,6 +425,8 @@ int db_run_txn(struct db_conn *c, db_txn_fn fn, void *arg)
         if (cq >= 0) {
             /* Again after the commit: a reader that raced the body must not cache old rows. */
             bump_generation(c->db);
+            if (c->tokens_written)
+                bump_token_generation(c->db);
             signal_write(c->db);
             return qs;
         }

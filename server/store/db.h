@@ -51,6 +51,10 @@ int db_ensure(struct db_conn *c);
 /* The data generation: bumped after every committed write made through this pool, so caches
  * (cache.h) can tell that what they hold may be stale. */
 uint64_t db_generation(struct db *db);
+/* The token generation: bumped after every committed write to API tokens made through this pool
+ * (db_tokens_changed, db_query.h), so the token cache (server/http/auth.c) outlives
+ * the writes to jobs that bump the data generation. */
+uint64_t db_token_generation(struct db *db);
 
 /* Committed writes, for the one thread that follows them (the stream thread, stream.c): after
  * every write committed through this pool (a non-readonly statement outside a transaction, a

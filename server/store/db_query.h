@@ -33,6 +33,9 @@ int db_exec_text(struct db_conn *c, const struct db_stmt *stmt, const char *cons
                  char **out);
 /* Runs a parameterless command (BEGIN, COMMIT, migration files). Same return convention. */
 int db_exec_simple(struct db_conn *c, const char *sql);
+/* Says that the statement just run on `c` changed API tokens: bumps the token generation (db.h)
+ * now and, inside a db_run_txn, again after its COMMIT. */
+void db_tokens_changed(struct db_conn *c);
 
 /* Named, typed column readers (db_col.c), for reading a result by column name, not position.
  * A column the statement does not return is our bug: logged (TY_BUG), and the reader fails. So is

@@ -343,7 +343,8 @@ int store_place(struct db_conn *c, int64_t job, const char *workers_json, int np
                 const char *origin);
 /* Sets the status message of each pending (or restarting) job in `messages`, a JSON array of
  * [job id, message] pairs (a job named twice takes its last message), in one statement and one
- * commit: a scheduling pass writes its waiting messages together. Returns rows or an error. */
+ * commit: a scheduling pass writes its waiting messages together (ty_jobs_set_waiting). Returns 1
+ * or an error. */
 int store_jobs_set_waiting_messages(struct db_conn *c, const json_t *messages);
 /* Restarts elastic job `job` to grow it (ty_job_resize; message: why). Returns rows or an error. */
 int store_job_resize(struct db_conn *c, int64_t job, const char *message);

@@ -101,16 +101,8 @@ int store_place(struct db_conn *c, int64_t job, const char *workers_json, int np
 
 int store_jobs_set_waiting_messages(struct db_conn *c, const json_t *messages)
 {
-    static const struct db_stmt st = {
-        "jobs_waiting_messages",
-        "UPDATE jobs j SET status_message = m.message "
-        "FROM (SELECT DISTINCT ON (id) id, message FROM "
-        "       (SELECT (e ->> 0)::bigint AS id, e ->> 1 AS message, n "
-        "          FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS x (e, n)) r "
-        "      ORDER BY id, n DESC) m "
-        "WHERE j.id = m.id AND j.status IN ('PENDING', 'RESTARTING') "
-        "AND j.status_message IS DISTINCT FROM m.message",
-        1, false};
+    static const struct db_stmt st = {"jobs_waiting_messages",
+                                      "SELECT ty_jobs_set_waiting($1::jsonb)", 1, false};
     if (json_array_size(messages) == 0)
         return 0;
     char *text = json_dumps(messages, JSON_COMPACT);

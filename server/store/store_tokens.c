@@ -41,7 +41,10 @@ int store_token_insert(struct db_conn *c, const char *name, const char *role, co
         "'created_at', ty_ts(created_at))::text",
         3, false};
     const char *params[] = {name, role, hash};
-    return db_exec_text(c, &st, params, json_out);
+    int qs = db_exec_text(c, &st, params, json_out);
+    if (qs > 0)
+        db_tokens_changed(c);
+    return qs;
 }
 
 int store_token_name_taken(struct db_conn *c, const char *name)
@@ -72,7 +75,10 @@ int store_token_revoke(struct db_conn *c, int64_t id)
     char ids[32];
     snprintf(ids, sizeof(ids), "%lld", (long long)id);
     const char *params[] = {ids};
-    return db_exec(c, &st, params, NULL);
+    int qs = db_exec(c, &st, params, NULL);
+    if (qs > 0)
+        db_tokens_changed(c);
+    return qs;
 }
 
 int store_token_count_admins(struct db_conn *c, int64_t *count)

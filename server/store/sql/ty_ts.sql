@@ -1,4 +1,5 @@
--- The job as the API shows it. One definition, used by every endpoint that returns jobs.
+-- A timestamp as the API writes it (RFC 3339, UTC, microseconds). One definition, used wherever
+-- SQL writes a time into the API's JSON.
 -- STABLE, as to_char is: PostgreSQL then inlines it into the query that calls it, where an
 -- IMMUTABLE declaration over a STABLE body made every call plan this body again.
 CREATE OR REPLACE FUNCTION ty_ts(t timestamptz) RETURNS text LANGUAGE sql STABLE AS $$
