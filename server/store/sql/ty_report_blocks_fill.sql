@@ -2,6 +2,8 @@
 -- p_series series whose reports reach past their block_next's block have their complete blocks
 -- summed up, once, in bulk: blocks block_next to the one before the block of their newest report
 -- (that last block may still be filling; it stays read from the reports), and block_next moves on.
+-- A series whose row another transaction holds (a batch storing its reports) waits for the next
+-- call: the control thread never waits for another server's batch.
 -- A report that comes later for a block already stored (a resend after a gap) is summed up by
 -- ty_report_ingest_batch's own call of ty_report_blocks_sum. Locks the series' rows first, so
 -- that a batch storing reports of the same series either committed before (and its reports are
@@ -18,7 +20,7 @@ BEGIN
       FROM (SELECT job_id, attempt, rank, block_next, seq_max FROM report_series
              WHERE seq_max >> 4 > block_next
              ORDER BY job_id, attempt, rank LIMIT p_series
-               FOR UPDATE) s;
+               FOR UPDATE SKIP LOCKED) s;
     IF todo IS NULL THEN
         RETURN 0;
     END IF;
