@@ -107,8 +107,8 @@ int store_reports_insert(struct db_conn *c, const struct store_report *reports, 
 
 int store_report_blocks_fill(struct db_conn *c, int max_series, int *moved)
 {
-    static const struct db_stmt st = {
-        "report_blocks_fill", "SELECT ty_report_blocks_fill($1::integer)", 1, false};
+    static const struct db_stmt st = {"report_blocks_fill",
+                                      "SELECT ty_report_blocks_fill($1::integer)", 1, false};
     char limit[32];
     snprintf(limit, sizeof(limit), "%d", max_series);
     const char *p[] = {limit};

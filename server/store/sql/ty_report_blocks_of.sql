@@ -10,7 +10,8 @@ RETURNS SETOF report_blocks LANGUAGE sql STABLE AS $$
     -- first and last by the window's min and max seq (seq is unique in a series): one sort for
     -- all, where array_agg(... ORDER BY seq) sorted each group six times (PostgreSQL 15)
     SELECT p_job, p_rank, name, p_attempt, block, count(*), min(seq), max(seq),
-           min(reported_at) FILTER (WHERE seq = s_first), min(reported_at) FILTER (WHERE seq = s_last),
+           min(reported_at) FILTER (WHERE seq = s_first),
+           min(reported_at) FILTER (WHERE seq = s_last),
            min(step) FILTER (WHERE seq = s_first), min(step) FILTER (WHERE seq = s_last),
            min(t) FILTER (WHERE seq = s_first), min(t) FILTER (WHERE seq = s_last),
            min(v) FILTER (WHERE v NOT IN ('NaN', 'Infinity', '-Infinity')),

@@ -64,7 +64,8 @@ BEGIN
         INSERT INTO report_series AS s (job_id, attempt, rank, seq_max)
         SELECT job_id, attempt, rank, max(seq) FROM rw GROUP BY job_id, attempt, rank
          ORDER BY job_id, attempt, rank -- one order for every writer
-        ON CONFLICT (job_id, attempt, rank) DO UPDATE SET seq_max = greatest(s.seq_max, excluded.seq_max)
+        ON CONFLICT (job_id, attempt, rank)
+           DO UPDATE SET seq_max = greatest(s.seq_max, excluded.seq_max)
         RETURNING s.job_id, s.attempt, s.rank, s.block_next
     ), late AS (
         -- reports of blocks already in report_blocks (a resend after a gap): summed up again below
