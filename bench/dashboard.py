@@ -103,7 +103,9 @@ def main():
         if args.baseline:
             # The same page read without report_blocks (migration 0046): every band is then cut
             # from the reports themselves, as before it. The blocks come back with a new job.
-            pg.psql("TRUNCATE report_blocks", db=db)
+            # report_series (migration 0047) goes too: without it no block is summed up at read
+            # time or by the leader's maintenance.
+            pg.psql("TRUNCATE report_blocks, report_series", db=db)
             print("baseline (report_blocks emptied: bands cut from every report):", flush=True)
             browser("first", big=big, runs=args.runs, points=per_rank * 8)
         runs = []
@@ -125,7 +127,7 @@ def main():
               f"{time.time() - t:.1f} s", flush=True)
         browser("compare", jobs=runs, runs=args.runs, steps=args.compare_steps)
         if args.baseline:
-            pg.psql("TRUNCATE report_blocks", db=db)
+            pg.psql("TRUNCATE report_blocks, report_series", db=db)
             print("baseline (report_blocks emptied):", flush=True)
             browser("compare", jobs=runs, runs=args.runs, steps=args.compare_steps)
         if args.no_live:

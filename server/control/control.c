@@ -270,6 +270,7 @@ static void *control_thread(void *arg)
                 ctl__check_hangs(ctl);
                 ctl__tune_tick(ctl);
                 ctl__job_stop_tick(ctl);
+                ctl__report_blocks_tick(ctl);
             }
             drive_stopping_jobs(ctl);
             if (ctl->leading)

@@ -32,6 +32,7 @@
 #include "log.h"
 #include "server.h"
 #include "store.h"
+#include "util.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -237,4 +238,22 @@ void ctl__flush_reports(struct control *ctl)
         json_decref(b->items[i].root);
     }
     b->n = 0;
+}
+
+/* Series summed up per call, and the time one tick may spend (the control thread also ingests,
+ * so the maintenance yields to it between calls). */
+#define CTL_BLOCKS_SERIES 256
+#define CTL_BLOCKS_BUDGET_S 0.1
+
+void ctl__report_blocks_tick(struct control *ctl)
+{
+    double start = util_mono_s();
+    int moved = CTL_BLOCKS_SERIES;
+    while (moved == CTL_BLOCKS_SERIES && util_mono_s() - start < CTL_BLOCKS_BUDGET_S) {
+        if (store_report_blocks_fill(ctl->db, CTL_BLOCKS_SERIES, &moved) < 0) {
+            TY_WARN("control", "cannot sum up the reports' blocks (report_blocks); retried "
+                               "at the next tick");
+            return;
+        }
+    }
 }

@@ -105,6 +105,20 @@ int store_reports_insert(struct db_conn *c, const struct store_report *reports, 
     return qs;
 }
 
+int store_report_blocks_fill(struct db_conn *c, int max_series, int *moved)
+{
+    static const struct db_stmt st = {"report_blocks_fill",
+                                      "SELECT ty_report_blocks_fill($1::integer)", 1, false};
+    char limit[32];
+    snprintf(limit, sizeof(limit), "%d", max_series);
+    const char *p[] = {limit};
+    char *v = NULL;
+    int qs = db_exec_text(c, &st, p, &v);
+    *moved = v ? (int)strtol(v, NULL, 10) : 0;
+    free(v);
+    return qs;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Series                                                                                       */
 /* ------------------------------------------------------------------------------------------ */
@@ -389,20 +403,32 @@ int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metr
         9, true};
     /* The same buckets made of report_blocks (migration 0046): 16 reports per row, so a long
      * series reads a row per 16 points; the blocks of a (name, rank) are numbered and cut as the
-     * points are above, in (attempt, block) order, so that a bucket holds whole blocks. Used for
-     * a band without a step or time range when every series has at least 2 blocks per bucket
-     * (blocks_enough); zooms and short series are cut from their points. */
+     * points are above, in (attempt, block) order, so that a bucket holds whole blocks. The
+     * blocks the leader's maintenance has not stored yet (from each series' block_next on,
+     * migration 0047) are summed up here from their reports, exactly as they will be stored, so
+     * that a read right after ingest sees every report. Used for a band without a step or time
+     * range when every series has at least 2 blocks per bucket (blocks_enough); zooms and short
+     * series are cut from their points. */
     static const struct db_stmt blocks = {
         "metrics_band_blocks",
-        "WITH n AS ("
+        "WITH blk AS ("
+        "  SELECT * FROM report_blocks"
+        "   WHERE job_id = $1::bigint"
+        "     AND ($3::int IS NULL OR rank = $3::int)"
+        "     AND ($4::int IS NULL OR attempt = $4::int)"
+        "  UNION ALL"
+        "  SELECT e.* FROM report_series s"
+        "   CROSS JOIN LATERAL ty_report_blocks_of(s.job_id, s.attempt, s.rank, s.block_next,"
+        "                                          NULL) e"
+        "   WHERE s.job_id = $1::bigint"
+        "     AND ($3::int IS NULL OR s.rank = $3::int)"
+        "     AND ($4::int IS NULL OR s.attempt = $4::int)"
+        "), n AS ("
         "  SELECT b.*, row_number() OVER (PARTITION BY rank, name"
         "                                 ORDER BY attempt, block) - 1 AS i,"
         "         count(*) OVER (PARTITION BY rank, name) AS total"
-        "    FROM report_blocks b"
-        "   WHERE job_id = $1::bigint"
-        "     AND ($2::text IS NULL OR name = ANY (string_to_array($2::text, ',')))"
-        "     AND ($3::int IS NULL OR rank = $3::int)"
-        "     AND ($4::int IS NULL OR attempt = $4::int)" BUCKET_CUT
+        "    FROM blk b"
+        "   WHERE ($2::text IS NULL OR name = ANY (string_to_array($2::text, ',')))" BUCKET_CUT
         "SELECT name, rank, max(attempt) FILTER (WHERE is_last), sum(count),"
         "       min((extract(epoch FROM start_at) * 1000000)::bigint) FILTER (WHERE is_first),"
         "       max((extract(epoch FROM end_at) * 1000000)::bigint) FILTER (WHERE is_last),"
