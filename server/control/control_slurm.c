@@ -330,8 +330,17 @@ static void mark_ready(struct control *ctl, int64_t job, int64_t slurm_id)
 static int drive_waiting(struct control *ctl, const struct store_slurm_job *row, bool ask)
 {
     char err[400], msg[512];
-    if (row->slurm_job_id > 0 && row->used)
-        return cancel(ctl, row); /* the allocation of an attempt that ended */
+    struct store_slurm_job next;
+    if (row->slurm_job_id > 0 && row->used) {
+        /* The allocation of an attempt that ended: cancelled, and the next attempt's submitted
+         * at once, not at the next look. */
+        int rc = cancel(ctl, row);
+        if (rc == SLURM_UNAVAILABLE)
+            return rc;
+        next = *row;
+        next.slurm_job_id = -1;
+        row = &next;
+    }
     if (row->slurm_job_id <= 0) {
         int64_t id = -1;
         int rc = submit(ctl, row, &id, err, sizeof(err));
