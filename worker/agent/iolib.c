@@ -32,44 +32,44 @@
 #define IOLIB_ARCHIVE "libarchive.so.13"
 
 /* X(name): every function forwarded, with its header's type. */
-#define IOLIB_CURL_FNS(X)                                                                      \
-    X(curl_easy_init)                                                                          \
-    X(curl_easy_cleanup)                                                                       \
-    X(curl_easy_reset)                                                                         \
-    X(curl_easy_perform)                                                                       \
-    X(curl_easy_setopt)                                                                        \
-    X(curl_easy_getinfo)                                                                       \
-    X(curl_easy_strerror)                                                                      \
-    X(curl_slist_append)                                                                       \
+#define IOLIB_CURL_FNS(X)                                                                          \
+    X(curl_easy_init)                                                                              \
+    X(curl_easy_cleanup)                                                                           \
+    X(curl_easy_reset)                                                                             \
+    X(curl_easy_perform)                                                                           \
+    X(curl_easy_setopt)                                                                            \
+    X(curl_easy_getinfo)                                                                           \
+    X(curl_easy_strerror)                                                                          \
+    X(curl_slist_append)                                                                           \
     X(curl_slist_free_all)
-#define IOLIB_ARCHIVE_FNS(X)                                                                   \
-    X(archive_read_new)                                                                        \
-    X(archive_read_free)                                                                       \
-    X(archive_read_support_filter_gzip)                                                        \
-    X(archive_read_support_filter_bzip2)                                                       \
-    X(archive_read_support_filter_xz)                                                          \
-    X(archive_read_support_format_tar)                                                         \
-    X(archive_read_open_fd)                                                                    \
-    X(archive_read_next_header)                                                                \
-    X(archive_read_data_block)                                                                 \
-    X(archive_write_disk_new)                                                                  \
-    X(archive_write_disk_set_options)                                                          \
-    X(archive_write_header)                                                                    \
-    X(archive_write_data_block)                                                                \
-    X(archive_write_finish_entry)                                                              \
-    X(archive_write_close)                                                                     \
-    X(archive_write_free)                                                                      \
-    X(archive_errno)                                                                           \
-    X(archive_error_string)                                                                    \
-    X(archive_entry_pathname)                                                                  \
-    X(archive_entry_filetype)                                                                  \
-    X(archive_entry_perm)                                                                      \
-    X(archive_entry_size)                                                                      \
-    X(archive_entry_symlink)                                                                   \
-    X(archive_entry_hardlink)                                                                  \
-    X(archive_entry_set_perm)                                                                  \
-    X(archive_entry_set_fflags)                                                                \
-    X(archive_entry_acl_clear)                                                                 \
+#define IOLIB_ARCHIVE_FNS(X)                                                                       \
+    X(archive_read_new)                                                                            \
+    X(archive_read_free)                                                                           \
+    X(archive_read_support_filter_gzip)                                                            \
+    X(archive_read_support_filter_bzip2)                                                           \
+    X(archive_read_support_filter_xz)                                                              \
+    X(archive_read_support_format_tar)                                                             \
+    X(archive_read_open_fd)                                                                        \
+    X(archive_read_next_header)                                                                    \
+    X(archive_read_data_block)                                                                     \
+    X(archive_write_disk_new)                                                                      \
+    X(archive_write_disk_set_options)                                                              \
+    X(archive_write_header)                                                                        \
+    X(archive_write_data_block)                                                                    \
+    X(archive_write_finish_entry)                                                                  \
+    X(archive_write_close)                                                                         \
+    X(archive_write_free)                                                                          \
+    X(archive_errno)                                                                               \
+    X(archive_error_string)                                                                        \
+    X(archive_entry_pathname)                                                                      \
+    X(archive_entry_filetype)                                                                      \
+    X(archive_entry_perm)                                                                          \
+    X(archive_entry_size)                                                                          \
+    X(archive_entry_symlink)                                                                       \
+    X(archive_entry_hardlink)                                                                      \
+    X(archive_entry_set_perm)                                                                      \
+    X(archive_entry_set_fflags)                                                                    \
+    X(archive_entry_acl_clear)                                                                     \
     X(archive_entry_xattr_clear)
 
 #define IOLIB_FIELD(name) __typeof__(&name) p_##name;
@@ -119,7 +119,7 @@ static void load_archive(void)
 {
     void *lib = open_lib(IOLIB_ARCHIVE);
     bool ok = lib != NULL;
-#define IOLIB_SYM(name)                                                                        \
+#define IOLIB_SYM(name)                                                                            \
     *(void **)&archive_api.p_##name = ok ? sym(lib, IOLIB_ARCHIVE, #name, &ok) : NULL;
     IOLIB_ARCHIVE_FNS(IOLIB_SYM)
 #undef IOLIB_SYM
@@ -233,123 +233,43 @@ int archive_write_free(struct archive *a)
     return a ? archive_api.p_archive_write_free(a) : ARCHIVE_OK;
 }
 
-int archive_read_support_filter_gzip(struct archive *a)
-{
-    return archive_api.p_archive_read_support_filter_gzip(a);
-}
-
-int archive_read_support_filter_bzip2(struct archive *a)
-{
-    return archive_api.p_archive_read_support_filter_bzip2(a);
-}
-
-int archive_read_support_filter_xz(struct archive *a)
-{
-    return archive_api.p_archive_read_support_filter_xz(a);
-}
-
-int archive_read_support_format_tar(struct archive *a)
-{
-    return archive_api.p_archive_read_support_format_tar(a);
-}
-
-int archive_read_open_fd(struct archive *a, int fd, size_t block)
-{
-    return archive_api.p_archive_read_open_fd(a, fd, block);
-}
-
-int archive_read_next_header(struct archive *a, struct archive_entry **e)
-{
-    return archive_api.p_archive_read_next_header(a, e);
-}
-
-int archive_read_data_block(struct archive *a, const void **buf, size_t *size, la_int64_t *off)
-{
-    return archive_api.p_archive_read_data_block(a, buf, size, off);
-}
-
-int archive_write_disk_set_options(struct archive *a, int flags)
-{
-    return archive_api.p_archive_write_disk_set_options(a, flags);
-}
-
-int archive_write_header(struct archive *a, struct archive_entry *e)
-{
-    return archive_api.p_archive_write_header(a, e);
-}
-
-la_ssize_t archive_write_data_block(struct archive *a, const void *buf, size_t size,
-                                    la_int64_t off)
-{
-    return archive_api.p_archive_write_data_block(a, buf, size, off);
-}
-
-int archive_write_finish_entry(struct archive *a)
-{
-    return archive_api.p_archive_write_finish_entry(a);
-}
-
-int archive_write_close(struct archive *a)
-{
-    return archive_api.p_archive_write_close(a);
-}
-
-int archive_errno(struct archive *a)
-{
-    return archive_api.p_archive_errno(a);
-}
-
-const char *archive_error_string(struct archive *a)
-{
-    return archive_api.p_archive_error_string(a);
-}
-
-const char *archive_entry_pathname(struct archive_entry *e)
-{
-    return archive_api.p_archive_entry_pathname(e);
-}
-
-__LA_MODE_T archive_entry_filetype(struct archive_entry *e)
-{
-    return archive_api.p_archive_entry_filetype(e);
-}
-
-__LA_MODE_T archive_entry_perm(struct archive_entry *e)
-{
-    return archive_api.p_archive_entry_perm(e);
-}
-
-la_int64_t archive_entry_size(struct archive_entry *e)
-{
-    return archive_api.p_archive_entry_size(e);
-}
-
-const char *archive_entry_symlink(struct archive_entry *e)
-{
-    return archive_api.p_archive_entry_symlink(e);
-}
-
-const char *archive_entry_hardlink(struct archive_entry *e)
-{
-    return archive_api.p_archive_entry_hardlink(e);
-}
-
-void archive_entry_set_perm(struct archive_entry *e, __LA_MODE_T mode)
-{
-    archive_api.p_archive_entry_set_perm(e, mode);
-}
-
-void archive_entry_set_fflags(struct archive_entry *e, unsigned long set, unsigned long clear)
-{
-    archive_api.p_archive_entry_set_fflags(e, set, clear);
-}
-
-void archive_entry_acl_clear(struct archive_entry *e)
-{
-    archive_api.p_archive_entry_acl_clear(e);
-}
-
-void archive_entry_xattr_clear(struct archive_entry *e)
-{
-    archive_api.p_archive_entry_xattr_clear(e);
-}
+/* The others take a handle: their library is loaded. */
+#define IOLIB_FWD(ret, name, params, args)                                                         \
+    ret name params                                                                                \
+    {                                                                                              \
+        return archive_api.p_##name args;                                                          \
+    }
+#define IOLIB_FWD_VOID(name, params, args)                                                         \
+    void name params                                                                               \
+    {                                                                                              \
+        archive_api.p_##name args;                                                                 \
+    }
+typedef struct archive A;
+typedef struct archive_entry E;
+IOLIB_FWD(int, archive_read_support_filter_gzip, (A * a), (a))
+IOLIB_FWD(int, archive_read_support_filter_bzip2, (A * a), (a))
+IOLIB_FWD(int, archive_read_support_filter_xz, (A * a), (a))
+IOLIB_FWD(int, archive_read_support_format_tar, (A * a), (a))
+IOLIB_FWD(int, archive_read_open_fd, (A * a, int fd, size_t block), (a, fd, block))
+IOLIB_FWD(int, archive_read_next_header, (A * a, E **e), (a, e))
+IOLIB_FWD(int, archive_read_data_block, (A * a, const void **buf, size_t *size, la_int64_t *off),
+          (a, buf, size, off))
+IOLIB_FWD(int, archive_write_disk_set_options, (A * a, int flags), (a, flags))
+IOLIB_FWD(int, archive_write_header, (A * a, E *e), (a, e))
+IOLIB_FWD(la_ssize_t, archive_write_data_block,
+          (A * a, const void *buf, size_t size, la_int64_t off), (a, buf, size, off))
+IOLIB_FWD(int, archive_write_finish_entry, (A * a), (a))
+IOLIB_FWD(int, archive_write_close, (A * a), (a))
+IOLIB_FWD(int, archive_errno, (A * a), (a))
+IOLIB_FWD(const char *, archive_error_string, (A * a), (a))
+IOLIB_FWD(const char *, archive_entry_pathname, (E * e), (e))
+IOLIB_FWD(__LA_MODE_T, archive_entry_filetype, (E * e), (e))
+IOLIB_FWD(__LA_MODE_T, archive_entry_perm, (E * e), (e))
+IOLIB_FWD(la_int64_t, archive_entry_size, (E * e), (e))
+IOLIB_FWD(const char *, archive_entry_symlink, (E * e), (e))
+IOLIB_FWD(const char *, archive_entry_hardlink, (E * e), (e))
+IOLIB_FWD_VOID(archive_entry_set_perm, (E * e, __LA_MODE_T mode), (e, mode))
+IOLIB_FWD_VOID(archive_entry_set_fflags, (E * e, unsigned long set, unsigned long clear),
+               (e, set, clear))
+IOLIB_FWD_VOID(archive_entry_acl_clear, (E * e), (e))
+IOLIB_FWD_VOID(archive_entry_xattr_clear, (E * e), (e))
