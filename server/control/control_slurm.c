@@ -206,29 +206,35 @@ static int submit(struct control *ctl, const struct store_slurm_job *row, int64_
      * recur (another cluster on the host, slurmctld without its state), and an agent that found
      * a former agent's spool there would replay its workers' exits to this attempt. A fresh name
      * instead of emptying the directory: no `rm` to start on each node before its agent. The
-     * first node's agent is started by the batch script itself, at once, in a subshell (no
-     * second shell to exec; a step takes 0.4-0.8 s to reach its tasks); the other nodes' by one
-     * srun step over all nodes, started in the background. On the first node that step's task
-     * only relays Slurm's warning (--signal=USR1 reaches the steps, never the batch script) to
-     * the agent there, and ends with it. The script lives until the step has ended too (an
-     * allocation that ended with the first node's agent would kill the other nodes' workers). */
+     * other nodes' agents are started by one srun step over all nodes, in the background, first
+     * thing: it is the slower path (a step takes 0.4-0.8 s to reach its tasks), and srun's own
+     * start no longer shares the CPU with the first agent's. The first node's agent is started
+     * by the batch script itself, next, from a subshell (no second shell to exec). On the first
+     * node the step's task only relays Slurm's warning (--signal=USR1 reaches the steps, never
+     * the batch script) to the agent there, whose pid the script leaves in first-agent.pid of
+     * the allocation's directory, and ends with it. The script lives until the step has ended
+     * too (an allocation that ended with the first node's agent would kill the other nodes'
+     * workers). */
     snprintf(
         script, sizeof(script),
         "#!/bin/sh\n"
         "a='export TRAINYARD_NODE_ID=slurm-$SLURM_JOB_ID-$SLURMD_NODENAME "
         "TRAINYARD_AGENT_RESOURCES=\"{\\\"slurm_$SLURM_JOB_ID\\\": %d}\" "
-        "TRAINYARD_AGENT_DATA_DIR=/tmp/trainyard-slurm/$SLURM_CLUSTER_NAME/$SLURM_JOB_ID-%s/"
-        "$SLURMD_NODENAME TRAINYARD_AGENT_CPUS=$SLURM_CPUS_ON_NODE; "
-        "exec \"$TRAINYARD_SLURM_AGENT\"'\n"
-        "(eval \"$a\") &\n"
-        "p=$!\n"
-        "export TRAINYARD_SLURM_A=\"$a\" TRAINYARD_SLURM_P=$p "
+        "TRAINYARD_AGENT_DATA_DIR=$TRAINYARD_SLURM_D/$SLURMD_NODENAME "
+        "TRAINYARD_AGENT_CPUS=$SLURM_CPUS_ON_NODE; exec \"$TRAINYARD_SLURM_AGENT\"'\n"
+        "export TRAINYARD_SLURM_A=\"$a\" "
+        "TRAINYARD_SLURM_D=/tmp/trainyard-slurm/$SLURM_CLUSTER_NAME/$SLURM_JOB_ID-%s "
         "TRAINYARD_SLURM_FIRST=\"$SLURMD_NODENAME\"\n"
         "srun --ntasks-per-node=1 --cpus-per-task=%d --kill-on-bad-exit=0 /bin/sh -c "
         "'[ \"$SLURMD_NODENAME\" = \"$TRAINYARD_SLURM_FIRST\" ] || eval \"$TRAINYARD_SLURM_A\"; "
-        "trap \"kill -USR1 $TRAINYARD_SLURM_P\" USR1; "
-        "while kill -0 $TRAINYARD_SLURM_P 2>/dev/null; do sleep 1 & wait $!; done' &\n"
+        "n=0; until read p <\"$TRAINYARD_SLURM_D/first-agent.pid\" || [ $n -ge 300 ]; "
+        "do n=$((n+1)); sleep 0.1; done 2>/dev/null; "
+        "trap \"kill -USR1 $p\" USR1; "
+        "while kill -0 $p 2>/dev/null; do sleep 1 & wait $!; done' &\n"
         "s=$!\n"
+        "(eval \"$a\") &\n"
+        "p=$!\n"
+        "mkdir -p \"$TRAINYARD_SLURM_D\" && echo $p >\"$TRAINYARD_SLURM_D/first-agent.pid\"\n"
         "while kill -0 $p 2>/dev/null; do wait $p; done\n"
         "while kill -0 $s 2>/dev/null; do wait $s; done\n",
         per_node, nonce, a.cpus_per_task * per_node);
