@@ -147,6 +147,7 @@ struct control {
     struct slurm_client *slurm;
     char *slurm_cluster_token;           /* the cluster token the allocations' agents join with */
     double slurm_last;                   /* when the allocations were last looked at */
+    double slurm_asked;                  /* when slurmrestd was last asked about them */
     struct ctl_slurm_ready *slurm_ready; /* as of that look */
     size_t nslurm_ready;
     int64_t *remote_forget; /* guarded by lock: jobs deleted through other servers */

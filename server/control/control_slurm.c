@@ -24,7 +24,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CTL_SLURM_EVERY_S 0.2 /* how often waiting allocations are asked about */
+/* How often slurmrestd is asked about the allocations of waiting jobs. Only for the status
+ * message and to notice one that ended unused: the job is placed when its agents register, not
+ * when this look sees the allocation RUNNING. Each ask blocks this thread (tens of ms, more on a
+ * loaded host), delaying the pass that an agent's registration asks for: at 0.2 s, one
+ * registration in three or four waited on one (docs/benchmarks.md, "Slurm"). */
+#define CTL_SLURM_EVERY_S 1.0
 #define CTL_SLURM_KICK_EVERY_S 0.02
 #define CTL_SLURM_ENV_MAX 64
 #define CTL_SLURM_SIGNAL_S 60 /* --signal=USR1@this */
@@ -181,7 +186,15 @@ static int submit(struct control *ctl, const struct store_slurm_job *row, int64_
         .account = cfg->slurm_account,
         .cwd = "/tmp",
     };
-    char name[64], exe[PATH_MAX], url[512], script[2048];
+    char name[64], exe[PATH_MAX], url[512], script[2048], nonce[17];
+    unsigned char rnd[8];
+    if (util_random_bytes(rnd, sizeof(rnd)) != 0) {
+        jobspec_clear(&js);
+        snprintf(err, errlen, "no random bytes for the agents' data directory");
+        return SLURM_UNAVAILABLE;
+    }
+    for (size_t i = 0; i < sizeof(rnd); i++)
+        snprintf(nonce + 2 * i, 3, "%02x", rnd[i]);
     /* The attempt the allocation is for: the job's next one. */
     snprintf(name, sizeof(name), "trainyard-%lld-%d", (long long)row->job, row->attempt + 1);
     a.name = name;
@@ -189,35 +202,42 @@ static int submit(struct control *ctl, const struct store_slurm_job *row, int64_
     server_ws_url(cfg, url, sizeof(url));
     /* One agent per node, each with its own node id and data directory, offering the node's
      * share of the allocation (its CPUs and memory as Slurm counts them). The data directory is
-     * the cluster's and the allocation's, emptied first: Slurm job ids recur (another cluster
-     * on the host, slurmctld without its state), and an agent that found a former agent's
-     * spool there would replay its workers' exits to this attempt. The first node's agent is
-     * started by the batch script itself, at once (a step takes 0.4-0.8 s to reach its tasks);
-     * the other nodes' by one srun step over all nodes, started in the background. On the first
-     * node that step's task only relays Slurm's warning (--signal=USR1 reaches the steps, never
-     * the batch script) to the agent there, and ends with it. The script lives until the step
-     * has ended too (an allocation that ended with the first node's agent would kill the other
-     * nodes' workers). */
+     * the cluster's, the allocation's and this submission's (a random suffix): Slurm job ids
+     * recur (another cluster on the host, slurmctld without its state), and an agent that found
+     * a former agent's spool there would replay its workers' exits to this attempt. A fresh name
+     * instead of emptying the directory: no `rm` to start on each node before its agent. The
+     * other nodes' agents are started by one srun step over all nodes, in the background, first
+     * thing: it is the slower path (a step takes 0.4-0.8 s to reach its tasks), and srun's own
+     * start no longer shares the CPU with the first agent's. The first node's agent is started
+     * by the batch script itself, next, from a subshell (no second shell to exec). On the first
+     * node the step's task only relays Slurm's warning (--signal=USR1 reaches the steps, never
+     * the batch script) to the agent there, whose pid the script leaves in first-agent.pid of
+     * the allocation's directory, and ends with it. The script lives until the step has ended
+     * too (an allocation that ended with the first node's agent would kill the other nodes'
+     * workers). */
     snprintf(
         script, sizeof(script),
         "#!/bin/sh\n"
         "a='export TRAINYARD_NODE_ID=slurm-$SLURM_JOB_ID-$SLURMD_NODENAME "
         "TRAINYARD_AGENT_RESOURCES=\"{\\\"slurm_$SLURM_JOB_ID\\\": %d}\" "
-        "TRAINYARD_AGENT_DATA_DIR=/tmp/trainyard-slurm/$SLURM_CLUSTER_NAME/$SLURM_JOB_ID/"
-        "$SLURMD_NODENAME TRAINYARD_AGENT_CPUS=$SLURM_CPUS_ON_NODE; "
-        "rm -rf \"$TRAINYARD_AGENT_DATA_DIR\"; exec \"$TRAINYARD_SLURM_AGENT\"'\n"
-        "/bin/sh -c \"$a\" &\n"
-        "p=$!\n"
-        "export TRAINYARD_SLURM_A=\"$a\" TRAINYARD_SLURM_P=$p "
+        "TRAINYARD_AGENT_DATA_DIR=$TRAINYARD_SLURM_D/$SLURMD_NODENAME "
+        "TRAINYARD_AGENT_CPUS=$SLURM_CPUS_ON_NODE; exec \"$TRAINYARD_SLURM_AGENT\"'\n"
+        "export TRAINYARD_SLURM_A=\"$a\" "
+        "TRAINYARD_SLURM_D=/tmp/trainyard-slurm/$SLURM_CLUSTER_NAME/$SLURM_JOB_ID-%s "
         "TRAINYARD_SLURM_FIRST=\"$SLURMD_NODENAME\"\n"
         "srun --ntasks-per-node=1 --cpus-per-task=%d --kill-on-bad-exit=0 /bin/sh -c "
         "'[ \"$SLURMD_NODENAME\" = \"$TRAINYARD_SLURM_FIRST\" ] || eval \"$TRAINYARD_SLURM_A\"; "
-        "trap \"kill -USR1 $TRAINYARD_SLURM_P\" USR1; "
-        "while kill -0 $TRAINYARD_SLURM_P 2>/dev/null; do sleep 1 & wait $!; done' &\n"
+        "n=0; until read p <\"$TRAINYARD_SLURM_D/first-agent.pid\" || [ $n -ge 300 ]; "
+        "do n=$((n+1)); sleep 0.1; done 2>/dev/null; "
+        "trap \"kill -USR1 $p\" USR1; "
+        "while kill -0 $p 2>/dev/null; do sleep 1 & wait $!; done' &\n"
         "s=$!\n"
+        "(eval \"$a\") &\n"
+        "p=$!\n"
+        "mkdir -p \"$TRAINYARD_SLURM_D\" && echo $p >\"$TRAINYARD_SLURM_D/first-agent.pid\"\n"
         "while kill -0 $p 2>/dev/null; do wait $p; done\n"
         "while kill -0 $s 2>/dev/null; do wait $s; done\n",
-        per_node, a.cpus_per_task * per_node);
+        per_node, nonce, a.cpus_per_task * per_node);
     a.script = script;
     const char *env[CTL_SLURM_ENV_MAX];
     char e_path[1024], e_agent[PATH_MAX + 32], e_server[600], e_tok[300];
@@ -313,11 +333,20 @@ static void mark_ready(struct control *ctl, int64_t job, int64_t slurm_id)
 
 /* A waiting job: submits its allocation, or says what Slurm says of it. Returns the enum slurm_rc
  * of its slurmrestd call (SLURM_UNAVAILABLE: the rest of the tick does without Slurm). */
-static int drive_waiting(struct control *ctl, const struct store_slurm_job *row)
+static int drive_waiting(struct control *ctl, const struct store_slurm_job *row, bool ask)
 {
     char err[400], msg[512];
-    if (row->slurm_job_id > 0 && row->used)
-        return cancel(ctl, row); /* the allocation of an attempt that ended */
+    struct store_slurm_job next;
+    if (row->slurm_job_id > 0 && row->used) {
+        /* The allocation of an attempt that ended: cancelled, and the next attempt's submitted
+         * at once, not at the next look. */
+        int rc = cancel(ctl, row);
+        if (rc == SLURM_UNAVAILABLE)
+            return rc;
+        next = *row;
+        next.slurm_job_id = -1;
+        row = &next;
+    }
     if (row->slurm_job_id <= 0) {
         int64_t id = -1;
         int rc = submit(ctl, row, &id, err, sizeof(err));
@@ -345,6 +374,10 @@ static int drive_waiting(struct control *ctl, const struct store_slurm_job *row)
             store_slurm_event(ctl->db, row->job, msg);
         }
         return rc;
+    }
+    if (!ask) {
+        mark_ready(ctl, row->job, row->slurm_job_id); /* as the last ask left it */
+        return SLURM_OK;
     }
     struct slurm_job_info info;
     int rc = slurm_client_job(ctl->slurm, row->slurm_job_id, &info, err, sizeof(err));
@@ -377,11 +410,16 @@ static int drive_waiting(struct control *ctl, const struct store_slurm_job *row)
 
 void ctl__slurm_tick(struct control *ctl, bool now)
 {
-    /* A kick's look, at most every 20 ms: a flood of kicks does not become a flood of calls. */
-    if (ctl->slurm == NULL ||
-        util_mono_s() - ctl->slurm_last < (now ? CTL_SLURM_KICK_EVERY_S : CTL_SLURM_EVERY_S))
+    /* A kick's look (a submission, a stop), at most every 20 ms: a flood of kicks does not
+     * become a flood of calls. It submits and cancels; asking about submitted allocations waits
+     * for its own period. */
+    double t = util_mono_s();
+    bool ask = t - ctl->slurm_asked >= CTL_SLURM_EVERY_S;
+    if (ctl->slurm == NULL || t - ctl->slurm_last < CTL_SLURM_KICK_EVERY_S || !(now || ask))
         return;
-    double start = ctl->slurm_last = util_mono_s();
+    double start = ctl->slurm_last = t;
+    if (ask)
+        ctl->slurm_asked = t;
     struct store_slurm_job *rows = NULL;
     size_t n = 0;
     if (store_slurm_jobs(ctl->db, &rows, &n) < 0)
@@ -396,7 +434,7 @@ void ctl__slurm_tick(struct control *ctl, bool now)
                     strcmp(r->status, "STOPPING") == 0;
         int rc = SLURM_OK;
         if (waiting)
-            rc = drive_waiting(ctl, r);
+            rc = drive_waiting(ctl, r, ask);
         else if (!live && r->slurm_job_id > 0)
             rc = cancel(ctl, r); /* finished: the agents go with the allocation */
         if (rc == SLURM_UNAVAILABLE)

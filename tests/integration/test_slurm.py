@@ -3,7 +3,9 @@ scripts/slurm-local.sh (two emulated nodes, slurmrestd on a unix socket), a real
 jobs each run in a Slurm allocation of ephemeral agents. Where Slurm cannot start (not installed,
 not root) these tests are skipped: CTest reports them Not Run. The one that needs no Slurm (a
 slurmrestd that is not there) runs everywhere."""
+import glob
 import os
+import re
 import signal
 import subprocess
 import textwrap
@@ -281,11 +283,14 @@ def test_slurmctld_restarted_mid_job_and_the_server_gone_leave_no_agent(server_f
     first, second = agent_env(sid2, "n1"), agent_env(sid2, "n2")
     assert first is not None and "SLURM_STEP_ID" not in first, first
     assert second is not None and second.get("SLURM_STEP_ID") == "0", second
-    # Their data directory is this cluster's and this allocation's (Slurm job ids recur across
-    # clusters: an earlier agent's spool under the same id must not be replayed).
+    # Their data directory is this cluster's, this allocation's and this submission's (Slurm
+    # job ids recur across clusters: an earlier agent's spool under the same id must not be
+    # replayed).
     with open(env["SLURM_CONF"]) as f:
         cluster = next(x.split("=", 1)[1].strip() for x in f if x.startswith("ClusterName="))
-    assert os.path.isdir(f"/tmp/trainyard-slurm/{cluster}/{sid2}/n1"), cluster
+    dirs = glob.glob(f"/tmp/trainyard-slurm/{cluster}/{sid2}-*/n1")
+    assert len(dirs) == 1, dirs
+    assert re.fullmatch(r"[0-9a-f]{16}", dirs[0].split("/")[-2].split("-")[1]), dirs
     assert srv.stop() == 0
     harness.wait_for(lambda: not agents_of(sid2), 30, "the orphaned agents exiting")
     harness.wait_for(lambda: slurm_state(env, sid2) in ("", "COMPLETED", "FAILED"), 30,

@@ -689,6 +689,11 @@ void agent__uploader_stop(struct agent *a);
  * an uploader (--api-url none) or memory. */
 CURL *agent__server_request(struct agent *a, const char *url_path, struct curl_slist **hs);
 
+/* iolib.c: libcurl and libarchive are loaded at their first use, not at the agent's start (the
+ * agent links neither; iolib.c defines the functions it calls). Loads libarchive now: 0, or -1
+ * (logged) when it cannot be loaded. Before a fork whose child unpacks: loading there is unsafe. */
+int agent__iolib_load_archive(void);
+
 /* fetch.c: a checkpoint to resume from, fetched to this node (docs/artifacts.md). */
 /* The directory to resume from when this node holds no copy of checkpoint `id`: its archive
  * fetched from the server and unpacked into <data>/checkpoints/fetched/<sha256> (once per node:

@@ -313,6 +313,11 @@ int agent__unpack(const struct agent_unpack *u, char *err, size_t errlen)
         return fail(err, errlen, "%s: cannot prepare its directory: %s", u->what, strerror(e));
     }
     int pfd[2];
+    if (agent__iolib_load_archive() != 0) {
+        close(dirfd);
+        close(afd);
+        return fail(err, errlen, "%s: cannot be unpacked: libarchive cannot be loaded", u->what);
+    }
     if (pipe2(pfd, O_CLOEXEC) != 0) {
         close(dirfd);
         close(afd);
