@@ -19,9 +19,9 @@
 /* Requested kernel socket buffer size for ring links. */
 #define TY__RING_SOCKBUF (4 * 1024 * 1024)
 /* Bytes per rank and chunk of the shared-memory allreduce. */
-#define TY__SHM_CHUNK (1024 * 1024)
+#define TY__SHM_CHUNK (256 * 1024)
 /* Buffers up to this many bytes take the shared-memory allreduce's one-barrier path. */
-#define TY__SHM_SMALL (32 * 1024)
+#define TY__SHM_SMALL (256 * 1024)
 
 typedef enum {
     TY__BACKEND_NATIVE,

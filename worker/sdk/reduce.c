@@ -33,40 +33,41 @@
         }                                                                                          \
     } while (0)
 
-/* The kernels of one (type, op): F(x, y) combines two elements. */
-#define TY__FOLD(T, NAME, F)                                                                       \
-    static void acc1_##NAME(T *restrict d, T *restrict o, const T *restrict a, size_t n)           \
+/* The kernels of one (type, op): F(x, y) combines two elements; ISA names the instruction set
+ * they are compiled for, ATTR says how. */
+#define TY__FOLD(T, NAME, F, ISA, ATTR)                                                            \
+    ATTR static void acc1_##NAME##ISA(T *restrict d, T *restrict o, const T *restrict a, size_t n) \
     {                                                                                              \
         TY__PASS(T, F(d[i], a[i]));                                                                \
     }                                                                                              \
-    static void acc2_##NAME(T *restrict d, T *restrict o, const T *restrict a,                     \
-                            const T *restrict b, size_t n)                                         \
+    ATTR static void acc2_##NAME##ISA(T *restrict d, T *restrict o, const T *restrict a,           \
+                                      const T *restrict b, size_t n)                               \
     {                                                                                              \
         TY__PASS(T, F(F(d[i], a[i]), b[i]));                                                       \
     }                                                                                              \
-    static void acc3_##NAME(T *restrict d, T *restrict o, const T *restrict a,                     \
-                            const T *restrict b, const T *restrict c, size_t n)                    \
+    ATTR static void acc3_##NAME##ISA(T *restrict d, T *restrict o, const T *restrict a,           \
+                                      const T *restrict b, const T *restrict c, size_t n)          \
     {                                                                                              \
         TY__PASS(T, F(F(F(d[i], a[i]), b[i]), c[i]));                                              \
     }                                                                                              \
-    static void out2_##NAME(T *restrict d, T *restrict o, const T *restrict a,                     \
-                            const T *restrict b, size_t n)                                         \
+    ATTR static void out2_##NAME##ISA(T *restrict d, T *restrict o, const T *restrict a,           \
+                                      const T *restrict b, size_t n)                               \
     {                                                                                              \
         TY__PASS(T, F(a[i], b[i]));                                                                \
     }                                                                                              \
-    static void out3_##NAME(T *restrict d, T *restrict o, const T *restrict a,                     \
-                            const T *restrict b, const T *restrict c, size_t n)                    \
+    ATTR static void out3_##NAME##ISA(T *restrict d, T *restrict o, const T *restrict a,           \
+                                      const T *restrict b, const T *restrict c, size_t n)          \
     {                                                                                              \
         TY__PASS(T, F(F(a[i], b[i]), c[i]));                                                       \
     }                                                                                              \
-    static void out4_##NAME(T *restrict d, T *restrict o, const T *restrict a,                     \
-                            const T *restrict b, const T *restrict c, const T *restrict e,         \
-                            size_t n)                                                              \
+    ATTR static void out4_##NAME##ISA(T *restrict d, T *restrict o, const T *restrict a,           \
+                                      const T *restrict b, const T *restrict c,                    \
+                                      const T *restrict e, size_t n)                               \
     {                                                                                              \
         TY__PASS(T, F(F(F(a[i], b[i]), c[i]), e[i]));                                              \
     }                                                                                              \
     /* ty__reduce_n for this (type, op); see internal.h. */                                        \
-    static void fold_##NAME(void *dv, void *ov, const void *const *sv, int ns, size_t n)           \
+    ATTR static void fold_##NAME##ISA(void *dv, void *ov, const void *const *sv, int ns, size_t n) \
     {                                                                                              \
         T *d = dv, *o = ov;                                                                        \
         const T *const *s = (const T *const *)sv;                                                  \
@@ -77,22 +78,22 @@
         else if (k == 1)                                                                           \
             memcpy(d, s[0], n * sizeof(T));                                                        \
         else if (k == 2)                                                                           \
-            out2_##NAME(d, fo, s[0], s[1], n);                                                     \
+            out2_##NAME##ISA(d, fo, s[0], s[1], n);                                                \
         else if (k == 3)                                                                           \
-            out3_##NAME(d, fo, s[0], s[1], s[2], n);                                               \
+            out3_##NAME##ISA(d, fo, s[0], s[1], s[2], n);                                          \
         else                                                                                       \
-            out4_##NAME(d, fo, s[0], s[1], s[2], s[3], n);                                         \
+            out4_##NAME##ISA(d, fo, s[0], s[1], s[2], s[3], n);                                    \
         if (k == ns && k == 1 && o)                                                                \
             memcpy(o, d, n * sizeof(T));                                                           \
         while (k < ns) {                                                                           \
             int m = ns - k < 3 ? ns - k : 3;                                                       \
             T *lo = k + m == ns ? o : NULL;                                                        \
             if (m == 1)                                                                            \
-                acc1_##NAME(d, lo, s[k], n);                                                       \
+                acc1_##NAME##ISA(d, lo, s[k], n);                                                  \
             else if (m == 2)                                                                       \
-                acc2_##NAME(d, lo, s[k], s[k + 1], n);                                             \
+                acc2_##NAME##ISA(d, lo, s[k], s[k + 1], n);                                        \
             else                                                                                   \
-                acc3_##NAME(d, lo, s[k], s[k + 1], s[k + 2], n);                                   \
+                acc3_##NAME##ISA(d, lo, s[k], s[k + 1], s[k + 2], n);                              \
             k += m;                                                                                \
         }                                                                                          \
     }
@@ -103,33 +104,58 @@
 #define TY__ADD_U32(x, y) ((int32_t)((uint32_t)(x) + (uint32_t)(y)))
 #define TY__ADD_U64(x, y) ((int64_t)((uint64_t)(x) + (uint64_t)(y)))
 
-TY__FOLD(float, sum_f32, TY__ADD)
-TY__FOLD(float, min_f32, TY__MIN)
-TY__FOLD(float, max_f32, TY__MAX)
-TY__FOLD(double, sum_f64, TY__ADD)
-TY__FOLD(double, min_f64, TY__MIN)
-TY__FOLD(double, max_f64, TY__MAX)
-TY__FOLD(int32_t, sum_i32, TY__ADD_U32)
-TY__FOLD(int32_t, min_i32, TY__MIN)
-TY__FOLD(int32_t, max_i32, TY__MAX)
-TY__FOLD(int64_t, sum_i64, TY__ADD_U64)
-TY__FOLD(int64_t, min_i64, TY__MIN)
-TY__FOLD(int64_t, max_i64, TY__MAX)
-
 typedef void reduce_fold_fn(void *d, void *o, const void *const *s, int ns, size_t n);
 
-/* [dtype][op]; TY_AVG reduces as TY_SUM. */
-static reduce_fold_fn *const reduce_folds[4][4] = {
-    [TY_FLOAT32] = {fold_sum_f32, fold_min_f32, fold_max_f32, fold_sum_f32},
-    [TY_FLOAT64] = {fold_sum_f64, fold_min_f64, fold_max_f64, fold_sum_f64},
-    [TY_INT32] = {fold_sum_i32, fold_min_i32, fold_max_i32, fold_sum_i32},
-    [TY_INT64] = {fold_sum_i64, fold_min_i64, fold_max_i64, fold_sum_i64},
-};
+/* Every kernel for one instruction set, and their table [dtype][op] (TY_AVG reduces as
+ * TY_SUM). */
+#define TY__FOLD_ALL(ISA, ATTR)                                                                    \
+    TY__FOLD(float, sum_f32, TY__ADD, ISA, ATTR)                                                   \
+    TY__FOLD(float, min_f32, TY__MIN, ISA, ATTR)                                                   \
+    TY__FOLD(float, max_f32, TY__MAX, ISA, ATTR)                                                   \
+    TY__FOLD(double, sum_f64, TY__ADD, ISA, ATTR)                                                  \
+    TY__FOLD(double, min_f64, TY__MIN, ISA, ATTR)                                                  \
+    TY__FOLD(double, max_f64, TY__MAX, ISA, ATTR)                                                  \
+    TY__FOLD(int32_t, sum_i32, TY__ADD_U32, ISA, ATTR)                                             \
+    TY__FOLD(int32_t, min_i32, TY__MIN, ISA, ATTR)                                                 \
+    TY__FOLD(int32_t, max_i32, TY__MAX, ISA, ATTR)                                                 \
+    TY__FOLD(int64_t, sum_i64, TY__ADD_U64, ISA, ATTR)                                             \
+    TY__FOLD(int64_t, min_i64, TY__MIN, ISA, ATTR)                                                 \
+    TY__FOLD(int64_t, max_i64, TY__MAX, ISA, ATTR)                                                 \
+    static reduce_fold_fn *const reduce_folds##ISA[4][4] = {                                       \
+        [TY_FLOAT32] = {fold_sum_f32##ISA, fold_min_f32##ISA, fold_max_f32##ISA,                   \
+                        fold_sum_f32##ISA},                                                        \
+        [TY_FLOAT64] = {fold_sum_f64##ISA, fold_min_f64##ISA, fold_max_f64##ISA,                   \
+                        fold_sum_f64##ISA},                                                        \
+        [TY_INT32] = {fold_sum_i32##ISA, fold_min_i32##ISA, fold_max_i32##ISA, fold_sum_i32##ISA}, \
+        [TY_INT64] = {fold_sum_i64##ISA, fold_min_i64##ISA, fold_max_i64##ISA, fold_sum_i64##ISA}, \
+    };
+
+/* The baseline of the target (SSE2 on x86-64). */
+TY__FOLD_ALL(_base, )
+
+/* On x86-64, AVX2 as well, chosen at run time: in cache the AVX2 loops ran ~3x faster than the
+ * SSE2 ones on the benchmark host (docs/bench-allreduce.md), and a chunk of the shared-memory
+ * allreduce is sized to stay in cache. No ifunc (musl has none), no -mavx2 on the file (the
+ * library must load on any x86-64). */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define TY__HAVE_AVX2 1
+TY__FOLD_ALL(_avx2, __attribute__((target("avx2"))))
+#endif
+
+static reduce_fold_fn *reduce_fold(ty_dtype dt, ty_op op)
+{
+#ifdef TY__HAVE_AVX2
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2"))
+        return reduce_folds_avx2[dt][op];
+#endif
+    return reduce_folds_base[dt][op];
+}
 
 void ty__reduce_n(void *dst, void *dst2, const void *const *src, int nsrc, size_t count,
                   ty_dtype dt, ty_op op)
 {
-    reduce_folds[dt][op](dst, dst2, src, nsrc, count);
+    reduce_fold(dt, op)(dst, dst2, src, nsrc, count);
 }
 
 void ty__reduce(void *dst, const void *src, size_t count, ty_dtype dt, ty_op op)

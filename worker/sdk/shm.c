@@ -21,17 +21,19 @@
  * arrived at barrier k: one barrier per chunk, plus one after the last chunk before its step C.
  * A rank reads a set only until its second barrier after the one that published the set's
  * data, and a rank writes that set again only after the third; three sets therefore keep a
- * fast rank from overwriting what a slower one still reads. Per byte and rank this moves the
- * buffer through memory four times ((p-1)/p copied in, read once and written once by the
- * reduction with its result stored twice, (p-1)/p copied out) instead of the 5.5 of a full
- * copy-in, per-peer reduction passes, a copy of the result and a copy-out.
+ * fast rank from overwriting what a slower one still reads. Per chunk a rank copies (p-1)/p of
+ * it in, reduces 1/p (reading p shares, storing the result twice) and copies (p-1)/p out; the
+ * earlier scheme copied all of it in, reduced in p-1 read-modify-write passes, copied the
+ * result into the segment and then out, with two barriers per chunk.
  *
- * The barrier is a shared counter. A waiting rank polls it (with a pause instruction) for up to
- * spin_ns, then sleeps on its futex and counts itself in `sleepers`; the last rank to arrive
- * makes the wake-up system call only when someone sleeps. System calls cost ~2 µs on this kind
- * of VM, more than a small allreduce, so the common case makes none. When ranks outnumber the
- * CPUs this process may run on, polling only delays the rank everyone waits for: spin_ns is then
- * short and waiting ranks sleep almost at once.
+ * The barrier is a shared counter. A waiting rank polls it (with a pause instruction), then
+ * sleeps on its futex and counts itself in `sleepers`; the last rank to arrive makes the
+ * wake-up system call only when someone sleeps. System calls cost ~2 µs on the benchmark VM,
+ * more than a small allreduce, so a barrier between running ranks makes none. A rank polls for
+ * about as long as a running peer would still need for the work before the barrier (2 µs plus
+ * 4 ns per KiB, at most 20 µs): a peer later than that is off its CPU, and polling then only
+ * keeps it off (measured on the loaded 2-core host: longer polls lost 2-4x at 64 KiB-1 MiB).
+ * When ranks outnumber the CPUs this process may run on, a rank polls 2 µs at most.
  *
  * The TCP ring stays connected beside the segment: a rank that dies closes its sockets, its ring
  * neighbours see that while they wait, raise the shared abort flag and wake everyone, so a dead
@@ -72,10 +74,11 @@
 #define SHM_SETS 3
 /* Shares are cut at multiples of this many bytes, so no two ranks write one cache line. */
 #define SHM_ALIGN 64
-/* How long a waiting rank polls the barrier before it sleeps: with a CPU per rank, and when
- * ranks outnumber the CPUs. */
-#define SHM_SPIN_NS (200 * 1000)
-#define SHM_SPIN_OVERSUBSCRIBED_NS (2 * 1000)
+/* How long a waiting rank polls the barrier before it sleeps: adapted between these bounds
+ * (shm_adapt_spin) with a CPU per rank; always the least when ranks outnumber the CPUs. */
+#define SHM_SPIN_MIN_NS (2 * 1000)
+#define SHM_SPIN_MAX_NS (20 * 1000)
+#define SHM_SPIN_PER_KIB_NS 4
 /* Longest single futex sleep: how often a waiting rank looks at its ring links. */
 #define SHM_CHECK_MS 50
 
@@ -97,9 +100,9 @@ struct ty__shm {
     size_t slot;
     size_t small; /* whole buffers up to this many bytes take the one-barrier path */
     int world, rank;
-    uint32_t barriers; /* barriers passed by this rank */
-    unsigned set;      /* slot set of the next chunk */
-    int64_t spin_ns;   /* how long a waiting rank polls before it sleeps */
+    uint32_t barriers;                                 /* barriers passed by this rank */
+    unsigned set;                                      /* slot set of the next chunk */
+    int64_t spin_min_ns, spin_max_ns, spin_per_kib_ns; /* polling before a sleep */
     const void **srcs; /* world entries: the sources of one reduction */
 };
 
@@ -197,8 +200,10 @@ static int shm_barrier_sleep(ty_ctx *c, uint32_t target)
     }
 }
 
-/* Wait until every rank has arrived at its barrier number s->barriers + 1. */
-static int shm_barrier(ty_ctx *c)
+/* Wait until every rank has arrived at its barrier number s->barriers + 1. `work`: bytes each
+ * rank moves before it arrives, which sets how long it is worth polling for a peer that is
+ * running (one that is not would take longer). */
+static int shm_barrier(ty_ctx *c, size_t work)
 {
     struct ty__shm *s = c->shm;
     struct shm_header *h = s->hdr;
@@ -217,10 +222,13 @@ static int shm_barrier(ty_ctx *c)
             return TY_EPEER;
         if ((spin & 63) == 0) {
             int64_t now = util_mono_ns();
-            if (until == 0)
-                until = now + s->spin_ns;
-            else if (now >= until)
+            if (until == 0) {
+                int64_t spin = (int64_t)(work / 1024) * s->spin_per_kib_ns;
+                spin = spin < s->spin_min_ns ? s->spin_min_ns : spin;
+                until = now + (spin < s->spin_max_ns ? spin : s->spin_max_ns);
+            } else if (now >= until) {
                 break;
+            }
         }
         shm_pause();
     }
@@ -234,7 +242,7 @@ static int shm_allreduce_small(ty_ctx *c, char *buf, size_t count, size_t esz, t
     struct ty__shm *s = c->shm;
     int p = s->world;
     memcpy(shm_slot(s, s->set, s->rank), buf, count * esz);
-    int rc = shm_barrier(c);
+    int rc = shm_barrier(c, count * esz);
     if (rc < 0)
         return rc;
     for (int j = 0; j < p; j++)
@@ -275,7 +283,7 @@ int ty__shm_allreduce(ty_ctx *c, void *buf, size_t count, ty_dtype dt, ty_op op)
             if (j != r && e > b)
                 memcpy(own + b * esz, mine + b * esz, (e - b) * esz);
         }
-        int rc = shm_barrier(c);
+        int rc = shm_barrier(c, 2 * n * esz);
         if (rc < 0)
             return rc;
         shm_share(n, esz, r, p, &b, &e);
@@ -300,7 +308,7 @@ int ty__shm_allreduce(ty_ctx *c, void *buf, size_t count, ty_dtype dt, ty_op op)
         prev_set = s->set;
         s->set = (s->set + 1) % SHM_SETS;
     }
-    int rc = shm_barrier(c);
+    int rc = shm_barrier(c, 2 * prev_n * esz / (size_t)p);
     if (rc < 0)
         return rc;
     shm_gather(s, prev, prev_n, esz, prev_set);
@@ -393,7 +401,9 @@ int ty__shm_setup(ty_ctx *c)
     int ncpu = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 0;
     if (ncpu <= 0)
         ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    s->spin_ns = c->world > ncpu ? SHM_SPIN_OVERSUBSCRIBED_NS : SHM_SPIN_NS;
+    s->spin_min_ns = SHM_SPIN_MIN_NS;
+    s->spin_max_ns = c->world > ncpu ? SHM_SPIN_MIN_NS : SHM_SPIN_MAX_NS;
+    s->spin_per_kib_ns = SHM_SPIN_PER_KIB_NS;
     s->srcs = calloc((size_t)c->world, sizeof *s->srcs);
     if (!s->srcs) {
         free(s);
