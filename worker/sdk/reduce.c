@@ -106,28 +106,28 @@
 
 typedef void reduce_fold_fn(void *d, void *o, const void *const *s, int ns, size_t n);
 
-/* Every kernel for one instruction set, and their table [dtype][op] (TY_AVG reduces as
- * TY_SUM). */
+/* The three ops of one type (ADD: its wrapping sum) and their row of the table (TY_AVG reduces
+ * as TY_SUM). */
+#define TY__FOLD_TYPE(T, SUF, ADD, ISA, ATTR)                                                      \
+    TY__FOLD(T, sum_##SUF, ADD, ISA, ATTR)                                                         \
+    TY__FOLD(T, min_##SUF, TY__MIN, ISA, ATTR)                                                     \
+    TY__FOLD(T, max_##SUF, TY__MAX, ISA, ATTR)
+#define TY__FOLD_ROW(SUF, ISA)                                                                     \
+    {                                                                                              \
+        fold_sum_##SUF##ISA, fold_min_##SUF##ISA, fold_max_##SUF##ISA, fold_sum_##SUF##ISA         \
+    }
+
+/* Every kernel for one instruction set, and their table [dtype][op]. */
 #define TY__FOLD_ALL(ISA, ATTR)                                                                    \
-    TY__FOLD(float, sum_f32, TY__ADD, ISA, ATTR)                                                   \
-    TY__FOLD(float, min_f32, TY__MIN, ISA, ATTR)                                                   \
-    TY__FOLD(float, max_f32, TY__MAX, ISA, ATTR)                                                   \
-    TY__FOLD(double, sum_f64, TY__ADD, ISA, ATTR)                                                  \
-    TY__FOLD(double, min_f64, TY__MIN, ISA, ATTR)                                                  \
-    TY__FOLD(double, max_f64, TY__MAX, ISA, ATTR)                                                  \
-    TY__FOLD(int32_t, sum_i32, TY__ADD_U32, ISA, ATTR)                                             \
-    TY__FOLD(int32_t, min_i32, TY__MIN, ISA, ATTR)                                                 \
-    TY__FOLD(int32_t, max_i32, TY__MAX, ISA, ATTR)                                                 \
-    TY__FOLD(int64_t, sum_i64, TY__ADD_U64, ISA, ATTR)                                             \
-    TY__FOLD(int64_t, min_i64, TY__MIN, ISA, ATTR)                                                 \
-    TY__FOLD(int64_t, max_i64, TY__MAX, ISA, ATTR)                                                 \
+    TY__FOLD_TYPE(float, f32, TY__ADD, ISA, ATTR)                                                  \
+    TY__FOLD_TYPE(double, f64, TY__ADD, ISA, ATTR)                                                 \
+    TY__FOLD_TYPE(int32_t, i32, TY__ADD_U32, ISA, ATTR)                                            \
+    TY__FOLD_TYPE(int64_t, i64, TY__ADD_U64, ISA, ATTR)                                            \
     static reduce_fold_fn *const reduce_folds##ISA[4][4] = {                                       \
-        [TY_FLOAT32] = {fold_sum_f32##ISA, fold_min_f32##ISA, fold_max_f32##ISA,                   \
-                        fold_sum_f32##ISA},                                                        \
-        [TY_FLOAT64] = {fold_sum_f64##ISA, fold_min_f64##ISA, fold_max_f64##ISA,                   \
-                        fold_sum_f64##ISA},                                                        \
-        [TY_INT32] = {fold_sum_i32##ISA, fold_min_i32##ISA, fold_max_i32##ISA, fold_sum_i32##ISA}, \
-        [TY_INT64] = {fold_sum_i64##ISA, fold_min_i64##ISA, fold_max_i64##ISA, fold_sum_i64##ISA}, \
+        [TY_FLOAT32] = TY__FOLD_ROW(f32, ISA),                                                     \
+        [TY_FLOAT64] = TY__FOLD_ROW(f64, ISA),                                                     \
+        [TY_INT32] = TY__FOLD_ROW(i32, ISA),                                                       \
+        [TY_INT64] = TY__FOLD_ROW(i64, ISA),                                                       \
     };
 
 /* The baseline of the target (SSE2 on x86-64). */
