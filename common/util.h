@@ -53,15 +53,22 @@ int util_uid_can_reach(unsigned uid, unsigned gid, const char *dir, char *blocke
  * it is a zombie. */
 int util_proc_start_time(int pid, unsigned long long *start);
 
-/* The monotonic clock (CLOCK_MONOTONIC: never jumps with the wall clock), in milliseconds and in
- * seconds: the one clock for timeouts, deadlines and intervals in every Trainyard program. Inline
- * (no symbol), so that the static trainyard-supervisor and libtrainyard read it without linking
- * the rest of common. */
+/* The monotonic clock (CLOCK_MONOTONIC: never jumps with the wall clock), in milliseconds, in
+ * nanoseconds (spin limits) and in seconds: the one clock for timeouts, deadlines and intervals
+ * in every Trainyard program. Inline (no symbol), so that the static trainyard-supervisor and
+ * libtrainyard read it without linking the rest of common. */
 static inline int64_t util_mono_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static inline int64_t util_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static inline double util_mono_s(void)

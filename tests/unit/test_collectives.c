@@ -148,8 +148,8 @@ static void on_tcp(void (*fn)(int), int p)
     unsetenv("TRAINYARD_TRANSPORT");
 }
 
-/* Sizes around world-size and chunk boundaries (ring: 256 KiB = 65536 f32 / 32768 f64; shared
- * memory: 1 MiB = 262144 f32 / 131072 f64). */
+/* Sizes around world-size and chunk boundaries (ring and shared memory: 256 KiB = 65536 f32 /
+ * 32768 f64; buffers up to 256 KiB take the shared-memory one-barrier path). */
 static void sweep_world(int p)
 {
     size_t sizes[] = {1,
@@ -254,6 +254,29 @@ static void coll_allreduce_64mib_tcp_world_3(void **state)
 {
     (void)state;
     on_tcp(big_world, 3);
+}
+
+/* The shared-memory paths with 4 KiB chunks (1024 f32 / 512 f64), so that a few thousand
+ * elements cross several chunk boundaries: sizes just below, at and above one chunk (the
+ * one-barrier path ends at one chunk), a last chunk of one element (whose shares are all empty
+ * but one), many chunks; calls alternate between the two paths, and worlds of 2 to 5 fold two to
+ * five sources (one pass, or two above four). */
+static void shm_chunk_edges(int p)
+{
+    setenv("TRAINYARD_SHM_CHUNK_KIB", "4", 1);
+    setenv("TRAINYARD_SHM_SMALL_KIB", "4", 1);
+    size_t sizes[] = {1, 511, 1024, 513, 1025, 2047, 7, 2049, 3 * 1024 + 17, 20000};
+    struct sweep s = {.sizes = sizes, .nsizes = sizeof sizes / sizeof sizes[0], .all_combos = true};
+    assert_int_equal(tw_run(p, rank_sweep, &s, 30, DEADLINE_MS), 0);
+    unsetenv("TRAINYARD_SHM_CHUNK_KIB");
+    unsetenv("TRAINYARD_SHM_SMALL_KIB");
+}
+
+static void coll_allreduce_shm_chunk_edges_and_both_paths(void **state)
+{
+    (void)state;
+    for (int p = 2; p <= 5; p++)
+        shm_chunk_edges(p);
 }
 
 /* Which transport the ranks ended up on: "none" before connecting, then arg. */
@@ -452,6 +475,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(coll_allreduce_tcp_world_4_all_dtypes_ops),
     cmocka_unit_test(coll_allreduce_tcp_world_5_all_dtypes_ops),
     cmocka_unit_test(coll_allreduce_64mib_tcp_world_3),
+    cmocka_unit_test(coll_allreduce_shm_chunk_edges_and_both_paths),
     cmocka_unit_test(coll_transport_shared_memory_on_one_host_tcp_when_asked),
     cmocka_unit_test(coll_transport_tcp_across_nodes),
     cmocka_unit_test(coll_transport_falls_back_to_tcp_when_a_rank_cannot_share),

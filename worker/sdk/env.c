@@ -221,11 +221,12 @@ int ty__ctx_from_env(ty_ctx *c, int *argc, char ***argv, char *err, size_t errle
     }
 
     int chunk_kib = TY__RING_CHUNK / 1024, sockbuf_kib = TY__RING_SOCKBUF / 1024;
-    int shm_kib = TY__SHM_CHUNK / 1024;
+    int shm_kib = TY__SHM_CHUNK / 1024, shm_small_kib = TY__SHM_SMALL / 1024;
     const struct env_int tuning[] = {
         {"TRAINYARD_RING_CHUNK_KIB", false, 4, 64 * 1024, &chunk_kib},
         {"TRAINYARD_RING_SOCKBUF_KIB", false, 0, 1024 * 1024, &sockbuf_kib},
         {"TRAINYARD_SHM_CHUNK_KIB", false, 4, 256 * 1024, &shm_kib},
+        {"TRAINYARD_SHM_SMALL_KIB", false, 0, 256 * 1024, &shm_small_kib},
     };
     for (size_t i = 0; i < sizeof tuning / sizeof tuning[0]; i++) {
         if ((rc = env_read_int(&tuning[i], err, errlen)) < 0)
@@ -234,6 +235,7 @@ int ty__ctx_from_env(ty_ctx *c, int *argc, char ***argv, char *err, size_t errle
     c->ring_chunk = (size_t)chunk_kib * 1024;
     c->ring_sockbuf = sockbuf_kib * 1024;
     c->shm_chunk = (size_t)shm_kib * 1024;
+    c->shm_small = (size_t)shm_small_kib * 1024;
     const char *tr = getenv("TRAINYARD_TRANSPORT");
     if (tr && *tr && strcmp(tr, "auto") != 0 && strcmp(tr, "tcp") != 0) {
         ERRF("TRAINYARD_TRANSPORT='%s' is not auto or tcp", tr);

@@ -19,7 +19,9 @@
 /* Requested kernel socket buffer size for ring links. */
 #define TY__RING_SOCKBUF (4 * 1024 * 1024)
 /* Bytes per rank and chunk of the shared-memory allreduce. */
-#define TY__SHM_CHUNK (1024 * 1024)
+#define TY__SHM_CHUNK (256 * 1024)
+/* Buffers up to this many bytes take the shared-memory allreduce's one-barrier path. */
+#define TY__SHM_SMALL (256 * 1024)
 
 typedef enum {
     TY__BACKEND_NATIVE,
@@ -59,6 +61,7 @@ struct ty_ctx {
     int ring_sockbuf;    /* TRAINYARD_RING_SOCKBUF; 0 = kernel autotuning */
     bool tcp_only;       /* TRAINYARD_TRANSPORT=tcp: never the shared-memory allreduce */
     size_t shm_chunk;    /* TRAINYARD_SHM_CHUNK_KIB, multiple of 8 */
+    size_t shm_small;    /* TRAINYARD_SHM_SMALL_KIB */
     struct ty__shm *shm; /* set when every rank shares this host's memory */
     struct ty__nccl *nccl;
     void *cuda_stream; /* ty_set_cuda_stream: the caller's cudaStream_t, NULL: the SDK's own */
@@ -119,6 +122,12 @@ int ty__rendezvous(ty_ctx *c);
 
 /* dst[i] = op(dst[i], src[i]) for i < count. TY_AVG reduces as TY_SUM. */
 void ty__reduce(void *dst, const void *src, size_t count, ty_dtype dt, ty_op op);
+/* dst[i] = op(src[0][i], src[1][i], ..., src[nsrc-1][i]) for i < count, folded left in that
+ * order (so every caller passing the same sources in the same order gets bit-identical results),
+ * and the same value stored to dst2[i] unless dst2 is NULL. nsrc >= 1. dst may be src[0] (in
+ * place); no other two buffers may overlap. TY_AVG reduces as TY_SUM. */
+void ty__reduce_n(void *dst, void *dst2, const void *const *src, int nsrc, size_t count,
+                  ty_dtype dt, ty_op op);
 /* buf[i] /= divisor (truncating for integers). */
 void ty__scale_div(void *buf, size_t count, ty_dtype dt, int divisor);
 

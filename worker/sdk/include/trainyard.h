@@ -121,7 +121,8 @@ TY_API size_t ty_dtype_size(ty_dtype dt);
  * memory; otherwise, and for the other collectives, through the TCP ring.
  * Tuning (environment): TRAINYARD_TRANSPORT (auto, default; tcp: never shared memory),
  * TRAINYARD_SHM_CHUNK_KIB (bytes per rank and chunk of the shared-memory allreduce, default
- * 1024), TRAINYARD_RING_CHUNK_KIB (ring pipelining grain, default 256) and
+ * 256), TRAINYARD_SHM_SMALL_KIB (buffers up to this size, at most one chunk, take its
+ * one-barrier path, default 256), TRAINYARD_RING_CHUNK_KIB (ring pipelining grain, default 256) and
  * TRAINYARD_RING_SOCKBUF_KIB (SO_SNDBUF/SO_RCVBUF, default 4096; 0 = kernel autotuning).
  */
 
