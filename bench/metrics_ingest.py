@@ -13,7 +13,7 @@ with PostgreSQL's COPY (psql \\copy), timed the same way: the ceiling. For compa
 points are then copied into a table shaped as the per-number `metrics` table was before 0022 (the
 old design's ceiling). PostgreSQL is durable here (fsync and synchronous_commit on).
 
-Usage: bench/metrics_ingest.py [--agents 4] [--ranks 4] [--metrics 100] [--seconds 10]
+Usage: bench/metrics_ingest.py [--agents 4] [--ranks 4] [--metrics 100] [--seconds 10] [--late 1]
 (builds nothing: run `cmake --build build` first; TY_BUILD_DIR picks another build).
 """
 import argparse
@@ -65,9 +65,20 @@ def send_raw(sock, text):
     sock.sendall(head + b"\0\0\0\0" + payload)
 
 
-def agent_main(ws_url, token, node_id, job, ranks, nmetrics, seconds, window, out):
-    """One simulated agent: reports for `ranks` ranks of `job` until `seconds` pass; puts
-    (reports acked, first send time, last ack time) on `out`."""
+def agent_main(*args):
+    """agent_run, whose failure is put on `out` (the last argument) as a string, so that the
+    bench stops with it instead of waiting for a result that never comes."""
+    try:
+        agent_run(*args)
+    except Exception as e:  # noqa: BLE001 - reported to the parent, which raises it
+        args[-1].put(f"{args[2]}: {type(e).__name__}: {e}")
+
+
+def agent_run(ws_url, token, node_id, job, ranks, nmetrics, seconds, window, delay, out):
+    """One simulated agent: registers after `delay` seconds, then reports for `ranks` ranks of
+    `job` until `seconds` pass; puts (reports acked, first send time, last ack time, seconds
+    from its registration to its job's launch, delay) on `out`."""
+    time.sleep(delay)
     ws = WebSocket(ws_url + "/agent")
     ws.send_json({"type": "register", "token": token, "workers": [],
                   "node": {"id": node_id, "hostname": node_id, "address": "127.0.0.1",
@@ -75,7 +86,9 @@ def agent_main(ws_url, token, node_id, job, ranks, nmetrics, seconds, window, ou
                            "gpu_type": None, "labels": {}, "version": "bench",
                            "port_range": [29500, 29999]}})
     ws.wait_for(lambda m: m["type"] == "registered", 30)
+    registered = time.monotonic()
     launch = ws.wait_for(lambda m: m["type"] == "launch" and str(m["job_id"]) == str(job), 60)
+    to_launch = time.monotonic() - registered
     seq = 0
     for w in launch["workers"]:
         seq += 1
@@ -113,7 +126,7 @@ def agent_main(ws_url, token, node_id, job, ranks, nmetrics, seconds, window, ou
             acked = max(acked, m["seq"])
             last_ack = time.monotonic()
     ws.close()
-    out.put((acked - first_report + 1, start, last_ack))
+    out.put((acked - first_report + 1, start, last_ack, to_launch, delay))
 
 
 def psql_command(pg, db, command):
@@ -170,6 +183,9 @@ def main():
     ap.add_argument("--metrics", type=int, default=100, help="numbers per report")
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--window", type=int, default=2048, help="unacked events per agent")
+    ap.add_argument("--late", type=float, default=1.0,
+                    help="the last agent registers this many seconds after the others, during "
+                         "their flood: how long its job waits to be placed (0: all at once)")
     a = ap.parse_args()
     workdir = tempfile.mkdtemp(prefix="ty-bench-ingest-")
     pg = DurableCluster().start()
@@ -185,11 +201,16 @@ def main():
         out = multiprocessing.Queue()
         procs = [multiprocessing.Process(target=agent_main,
                                          args=(srv.ws_url, token, f"bench-{i}", jobs[i], a.ranks,
-                                               a.metrics, a.seconds, a.window, out))
+                                               a.metrics, a.seconds, a.window,
+                                               a.late if i == a.agents - 1 else 0.0, out))
                  for i in range(a.agents)]
         for p in procs:
             p.start()
-        results = [out.get(timeout=a.seconds + 300) for _ in procs]
+        results = [out.get(timeout=a.seconds + a.late + 300) for _ in procs]
+        failed = [r for r in results if isinstance(r, str)]
+        if failed:
+            raise SystemExit("a simulated agent failed: " + "; ".join(failed))
+        results_late = max(r[3] for r in results if r[4] > 0) if a.late > 0 else 0.0
         acked_at = time.monotonic()
         # The server's batches leave report_blocks to the leader's maintenance (migration 0047):
         # how long after the last ack until every complete block of 16 is summed up.
@@ -218,6 +239,9 @@ def main():
         print(f"PostgreSQL COPY of the same rows into reports: {copy_rows} rows "
               f"({copy_rows * a.metrics} points) in {copy_s:.2f} s = {copy_rate:,.0f} points/s")
         print(f"ratio server / COPY: {server_rate / copy_rate:.2f}")
+        if a.late > 0 and a.agents > 1:
+            print(f"the last agent registered {a.late:.1f} s after the others, during their "
+                  f"flood; its job's launch came {results_late:.3f} s after its registration")
         print(f"the leader's maintenance summed up the blocks {catchup:.2f} s after the last ack: "
               f"{points / (elapsed + catchup):,.0f} points/s with it")
         bare_job = srv.submit({"name": "copy-bare", "entrypoint": ["true"]})["id"]

@@ -25,6 +25,8 @@
 /* After a pass that placed nothing, the next waits this many times its cost (control_thread). */
 #define CTL_IDLE_PASS_SPACING 4.0
 #define CTL_STOP_RESEND_S 15.0
+/* The longest one round of the control thread handles the hub's events (control_thread). */
+#define CTL_DRAIN_S 0.05
 
 struct ctl_node *ctl__node_by_conn(struct control *ctl, uint64_t conn)
 {
@@ -247,10 +249,24 @@ static void *control_thread(void *arg)
         ctl__ha_poll(ctl);
         /* The worker_started messages among these (an agent sends those of a launch together)
          * are committed in one transaction: one commit instead of one per worker; so are the
-         * reports among them. */
+         * reports among them. At most CTL_DRAIN_S of events per round: a batch of reports is
+         * acked as soon as it commits (control_report.c), so under a flood of reports the queue
+         * never empties, and an unbounded drain held up the passes and the tick's duties
+         * (timeouts, stops, hangs, the blocks' maintenance) until the flood ended. The rest
+         * waits for the next round, which starts at once. */
         struct hub_event ev;
-        while (hub_next_event(ctl->hub, &ev))
+        double drain_start = util_mono_s();
+        bool more = false;
+        while ((more = hub_next_event(ctl->hub, &ev))) {
             handle_event(ctl, &ev);
+            if (util_mono_s() - drain_start >= CTL_DRAIN_S)
+                break;
+        }
+        if (more) {
+            pthread_mutex_lock(&ctl->lock);
+            ctl->woken = true;
+            pthread_mutex_unlock(&ctl->lock);
+        }
         ctl__flush_started(ctl);
         ctl__flush_reports(ctl);
         ctl__flush_logs(ctl);
