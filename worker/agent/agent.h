@@ -453,6 +453,7 @@ struct agent {
     /* --ephemeral (main.c): a worker ran here; when the server was last lost (0: connected) */
     bool ephemeral_ran;
     int64_t ephemeral_lost_ms;
+    bool ephemeral_upload_wait; /* shutting down, it said it waits for its uploads */
     int64_t shutdown_deadline_ms;
 
     void *timers;                    /* ws.c / main.c timers (struct agent__timers) */
@@ -680,6 +681,8 @@ void agent__preempt_notice(struct agent *a, const char *reason);
  * local worker of that attempt made it, queues <data>/checkpoints/<job>/<attempt>/<k> (if it
  * exists) for upload and returns at once. */
 void agent__uploader_note_report(struct agent *a, const char *job_id, int64_t attempt, int64_t k);
+/* The checkpoint parts queued for upload or being uploaded (0 without an uploader). */
+size_t agent__uploads_pending(struct agent *a);
 /* Stops and joins the uploader (an upload in progress is abandoned; the server keeps what it
  * acknowledged, and the part's marker in <data>/uploads makes the next agent resume it). */
 void agent__uploader_stop(struct agent *a);

@@ -38,6 +38,12 @@ static void on_usr1(int sig)
     usr1_received = 1;
 }
 
+/* An ephemeral agent without a server for longer than --ephemeral seconds. */
+static bool ephemeral_orphaned(const struct agent *a, int64_t now)
+{
+    return a->ephemeral_lost_ms && now - a->ephemeral_lost_ms > a->cfg->ephemeral_s * 1000;
+}
+
 /* --ephemeral (an agent started in a Slurm allocation, bound to one attempt): SIGUSR1, Slurm's
  * warning before preemption or the time limit, asks the server to preempt this node's jobs; the
  * agent exits once the workers that ran here have all ended (the attempt is over on this node:
@@ -45,7 +51,11 @@ static void on_usr1(int sig)
  * seconds (the server is gone: nobody would stop this agent). Sets a->shutting_down. */
 static void ephemeral_tick(struct agent *a)
 {
-    if (a->cfg->ephemeral_s <= 0 || a->shutting_down)
+    if (a->cfg->ephemeral_s <= 0)
+        return;
+    int64_t now = util_mono_ms();
+    a->ephemeral_lost_ms = a->registered ? 0 : a->ephemeral_lost_ms ? a->ephemeral_lost_ms : now;
+    if (a->shutting_down)
         return;
     if (usr1_received) {
         usr1_received = 0;
@@ -57,18 +67,32 @@ static void ephemeral_tick(struct agent *a)
     size_t running = agent__workers_running(a);
     if (running > 0)
         a->ephemeral_ran = true;
-    int64_t now = util_mono_ms();
-    a->ephemeral_lost_ms = a->registered ? 0 : a->ephemeral_lost_ms ? a->ephemeral_lost_ms : now;
     const char *why = NULL;
     if (a->ephemeral_ran && running == 0)
         why = "the workers that ran here have ended";
-    else if (a->ephemeral_lost_ms && now - a->ephemeral_lost_ms > a->cfg->ephemeral_s * 1000)
+    else if (ephemeral_orphaned(a, now))
         why = "no server reachable for the --ephemeral time";
     if (why == NULL)
         return;
     TY_INFO("agent", "ephemeral: %s; stopping %zu worker(s), then exiting", why, running);
     a->shutting_down = true;
     agent__stop(a, NULL, -1, a->cfg->stop_grace_s, 0);
+}
+
+/* Whether an ephemeral agent that is shutting down still waits for its checkpoint uploads: its
+ * node id and data directory end with the allocation, so a part it leaves unsent is never sent,
+ * and the restart (on a new allocation, whose nodes hold no copy) could not resume from it. It
+ * waits while the server is reachable; Slurm's SIGKILL bounds the wait. */
+static bool ephemeral_uploading(struct agent *a)
+{
+    if (a->cfg->ephemeral_s <= 0 || ephemeral_orphaned(a, util_mono_ms()))
+        return false;
+    size_t n = agent__uploads_pending(a);
+    if (n > 0 && !a->ephemeral_upload_wait) {
+        TY_INFO("agent", "ephemeral: waiting for %zu checkpoint upload(s) before exiting", n);
+        a->ephemeral_upload_wait = true;
+    }
+    return n > 0;
 }
 
 struct poll_timer {
@@ -98,7 +122,7 @@ static void poll_tick(lws_sorted_usec_list_t *sul)
         a->shutting_down = true;
         agent__stop(a, NULL, -1, a->cfg->stop_grace_s, 0);
     }
-    if (a->shutting_down && agent__workers_running(a) == 0) {
+    if (a->shutting_down && agent__workers_running(a) == 0 && !ephemeral_uploading(a)) {
         /* Give the server up to a second to take the last worker_exited events. */
         if (a->shutdown_deadline_ms == 0)
             a->shutdown_deadline_ms = util_mono_ms() + 1000;

@@ -83,6 +83,7 @@ struct agent_uploader {
     pthread_cond_t cv;
     bool stop;
     struct upload_item *head, *tail;
+    bool busy; /* guarded by mu: the uploader thread is working on an item taken from the queue */
     struct upload_round *rounds; /* lws thread only */
     /* Guarded by mu: where to upload and fetch, and what to tell the server about it. */
     char **urls; /* --api-url, or the server's api_urls; none: not known yet (wait) */
@@ -890,6 +891,7 @@ static void *uploader_main(void *arg)
             if (u->head == NULL)
                 u->tail = NULL;
         }
+        u->busy = it != NULL;
         pthread_mutex_unlock(&u->mu);
         if (it == NULL)
             return NULL;
@@ -900,6 +902,9 @@ static void *uploader_main(void *arg)
         if (upload_one(u, it))
             unlink(marker);
         item_free(it);
+        pthread_mutex_lock(&u->mu);
+        u->busy = false;
+        pthread_mutex_unlock(&u->mu);
     }
 }
 
@@ -998,6 +1003,19 @@ void agent__uploader_note_report(struct agent *a, const char *job_id, int64_t at
         agent_checkpoint_count_save(a->data_dir, job_id, attempt, k, 0);
     queue_push(u, job_id, attempt, k, any ? any->storage_path : NULL, any ? any->uid : AGENT_NO_UID,
                any ? any->gid : AGENT_NO_UID);
+}
+
+size_t agent__uploads_pending(struct agent *a)
+{
+    struct agent_uploader *u = a->uploader;
+    if (u == NULL)
+        return 0;
+    pthread_mutex_lock(&u->mu);
+    size_t n = u->busy ? 1 : 0;
+    for (const struct upload_item *it = u->head; it; it = it->next)
+        n++;
+    pthread_mutex_unlock(&u->mu);
+    return n;
 }
 
 void agent__uploader_stop(struct agent *a)
