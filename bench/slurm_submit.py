@@ -13,11 +13,14 @@ trainyard-server --slurm (tests/integration/harness.py, build in ./build), then 
 
 Both are polled every --poll-ms. Prints the median and each sample (seconds). Not a test.
 
-Slurm starts a job it is given at its next scheduling pass, up to a second later (the main
-scheduler's timed wake-up, or backfill's bf_interval=1), for sbatch and Trainyard alike: a
-uniform 0-1 s wait in each sample that 5 rounds do not average out. So the bench also prints the
-samples less that wait, each job's own, read from slurmctld's log (submitted -> "Started" or
-"Allocate", ms): the "paired" figure is Trainyard's median less sbatch's, both without it.
+Slurm starts a job it is given at its next scheduling pass, up to a second later: slurmctld's
+passes come once a second at a fixed phase of the wall clock (measured: every start at
+hh:mm:ss.03-.05 in one run, whatever the submission time), for sbatch and Trainyard alike. So
+both sides of a round submit at the same phase of the second (chosen at random per round,
+--seed): each then waits the same for Slurm's pass, and the rounds sample that wait uniformly.
+The bench also prints the samples less that wait, each job's own, read from slurmctld's log
+(submitted -> "Started" or "Allocate", ms): the "paired" figure is Trainyard's median less
+sbatch's, both without it.
 --steps also prints the server's log lines that time each Trainyard round's steps ("Slurm job N
 submitted", "node ... registered", "workers placed"; the server runs with --debug
 control,hub,http,store), the job's events, the last GETs of each round with their durations,
@@ -27,6 +30,7 @@ and the agents' and Slurm's log lines, to see where the time goes.
 """
 import argparse
 import os
+import random
 import re
 import statistics
 import subprocess
@@ -47,6 +51,11 @@ def wait(pred, poll, timeout=120):
             return
         time.sleep(poll)
     raise RuntimeError("timed out")
+
+
+def at_phase(phi):
+    """Sleeps until the wall clock's fraction of a second is phi."""
+    time.sleep((phi - time.time() % 1) % 1)
 
 
 def slurm_waits(log_path):
@@ -74,7 +83,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--poll-ms", type=float, default=20)
     ap.add_argument("--steps", action="store_true", help="print the server's step log lines")
+    ap.add_argument("--seed", type=int, default=1, help="of the rounds' submission phases")
     args = ap.parse_args()
+    phases = random.Random(args.seed)
     poll = args.poll_ms / 1000
     root = harness.make_tmpdir("ty-bench-slurm-")
     subprocess.run([os.path.join(ROOT, "scripts", "slurm-local.sh"), "start", root, "2"],
@@ -100,6 +111,8 @@ def main():
                              extra_args=extra).start()
         plain, ours, plain_ids, our_ids = [], [], [], []
         for _ in range(args.rounds):
+            phi = phases.random()
+            at_phase(phi)
             t0 = time.time()
             out = subprocess.run(["sbatch", "--parsable", "-N2", "--ntasks-per-node=1",
                                   "-o", "/dev/null", "--wrap", "srun sleep 5"], env=env,
@@ -114,6 +127,7 @@ def main():
             wait(lambda: subprocess.run(["squeue", "-h", "-t", "R,PD,CG", "-o", "%i"], env=env,
                                         capture_output=True, text=True).stdout.strip() == "",
                  0.05)
+            at_phase(phi)
             t0 = time.time()
             if args.steps:
                 print(f"POST at {time.strftime('%H:%M:%S', time.gmtime(t0))}"

@@ -305,11 +305,14 @@ static void *control_thread(void *arg)
          * passes: under a flood of submissions the passes batch them up. After a pass that
          * placed nothing, at most a fifth: its jobs wait on resources, and what it read (every
          * pending job) grows with the queue, so a flood's passes would otherwise cost more
-         * than the submissions (docs/decisions.md, "Scheduling passes under a flood"). */
+         * than the submissions (docs/decisions.md, "Scheduling passes under a flood"); unless
+         * the cluster gained capacity since (a node registered, resources were freed), which
+         * the waiting jobs wait for (a Slurm allocation's last agent). */
         double since = util_mono_s() - ctl->last_pass;
-        double wait = ctl->last_pass_cost * (ctl->last_pass_placed ? 1 : CTL_IDLE_PASS_SPACING);
+        bool spaced = !ctl->last_pass_placed && !ctl->gained;
+        double wait = ctl->last_pass_cost * (spaced ? CTL_IDLE_PASS_SPACING : 1);
         if ((ctl->dirty && since >= wait) || since > CTL_PASS_INTERVAL_S) {
-            ctl->dirty = false;
+            ctl->dirty = ctl->gained = false;
             ctl->last_pass = util_mono_s();
             /* A trial that just ended makes room for the next one in this very pass. */
             if (ctl->sweeps)

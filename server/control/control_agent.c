@@ -108,7 +108,7 @@ static int apply_exit(struct control *ctl, const char *node, int64_t job, int at
     if (outcome == STORE_EXIT_STOP_OTHERS)
         ctl__send_stops(ctl, job);
     if (outcome == STORE_EXIT_STOP_OTHERS || outcome == STORE_EXIT_SETTLED)
-        ctl->dirty = true; /* resources were freed */
+        ctl->dirty = ctl->gained = true; /* resources were freed */
     return 0;
 }
 
@@ -387,7 +387,7 @@ static void on_register(struct control *ctl, uint64_t conn, const struct aproto_
     reconcile(ctl, conn, id, reg);
     forget_deleted(ctl, conn, id);
     send_ckpt_deletes(ctl, &id, 1);
-    ctl->dirty = true;
+    ctl->dirty = ctl->gained = true;
 }
 
 /* A heartbeat's `disk`: stored in nodes.disk when it is new since the node registered, when its

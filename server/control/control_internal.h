@@ -116,6 +116,7 @@ struct control {
     bool stopping; /* guarded by lock */
     bool woken;    /* guarded by lock: the hub queued events */
     bool dirty;    /* a scheduling pass is due */
+    bool gained;   /* ... and capacity was added since the last one (a node, freed resources) */
     bool tune_due; /* reports were committed since the trial schedulers last read them */
     bool sweeps;   /* a sweep was RUNNING at the last tick (control_tune.c) */
     double last_pass;
