@@ -36,6 +36,8 @@
 /* The agents' --ephemeral, unless the server's environment sets TRAINYARD_AGENT_EPHEMERAL: they
  * exit after this long without a server (it is gone). */
 #define CTL_SLURM_AGENT_ORPHAN "TRAINYARD_AGENT_EPHEMERAL=30"
+/* The longest an ended attempt's allocation is left to its agents before it is cancelled. */
+#define CTL_SLURM_RETIRE_S CTL_SLURM_SIGNAL_S
 /* A tick stops asking slurmrestd once it has spent this long (each call: at most 2 s). */
 #define CTL_SLURM_TICK_BUDGET_S 1.0
 
@@ -321,6 +323,18 @@ static int cancel(struct control *ctl, const struct store_slurm_job *row)
     return rc;
 }
 
+/* Whether the allocation of an attempt that is over (the job restarting or finished) is left
+ * running for now: its agents, still connected, exit by themselves once their workers have
+ * ended (a preemption's grace lets them checkpoint first) and their checkpoint parts are in the
+ * artifact store (worker/agent/main.c); a cancel would kill them mid-checkpoint or mid-upload
+ * (Slurm ends the steps), and the restart or the user would find no stored copy of the last
+ * checkpoint. At most CTL_SLURM_RETIRE_S after the attempt finished (Slurm's own warning lead);
+ * until it has, as long as its agents are connected (the server stops its workers). */
+static bool retiring(const struct store_slurm_job *row)
+{
+    return row->used && row->agents > 0 && row->ended_s < CTL_SLURM_RETIRE_S;
+}
+
 /* Job `job` may be placed on the agents of allocation slurm_id (ctl__slurm_filter). */
 static void mark_ready(struct control *ctl, int64_t job, int64_t slurm_id)
 {
@@ -338,8 +352,10 @@ static int drive_waiting(struct control *ctl, const struct store_slurm_job *row,
     char err[400], msg[512];
     struct store_slurm_job next;
     if (row->slurm_job_id > 0 && row->used) {
-        /* The allocation of an attempt that ended: cancelled, and the next attempt's submitted
-         * at once, not at the next look. */
+        /* The allocation of an attempt that ended: cancelled once its agents are done, and the
+         * next attempt's submitted at once, not at the next look. */
+        if (retiring(row))
+            return SLURM_OK;
         int rc = cancel(ctl, row);
         if (rc == SLURM_UNAVAILABLE)
             return rc;
@@ -435,7 +451,7 @@ void ctl__slurm_tick(struct control *ctl, bool now)
         int rc = SLURM_OK;
         if (waiting)
             rc = drive_waiting(ctl, r, ask);
-        else if (!live && r->slurm_job_id > 0)
+        else if (!live && r->slurm_job_id > 0 && !retiring(r))
             rc = cancel(ctl, r); /* finished: the agents go with the allocation */
         if (rc == SLURM_UNAVAILABLE)
             break;

@@ -683,6 +683,8 @@ struct store_slurm_job {
     int attempt;
     int64_t slurm_job_id; /* jobs.slurm_job_id, -1 when NULL */
     bool used;            /* an attempt already ran in that allocation */
+    double ended_s;       /* seconds since that attempt finished; -1: it has not yet */
+    int agents;           /* that allocation's agents still connected */
     char *spec_json;
 };
 /* Live jobs and finished ones still holding an allocation, by id (free with

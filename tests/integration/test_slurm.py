@@ -193,9 +193,9 @@ WAITER = textwrap.dedent("""
     d = tempfile.mkdtemp(prefix=f"ty-slurm-{rank}-")
     with open(os.path.join(d, f"rank-{rank}.txt"), "w") as f:
         f.write(str(attempt))
-    # A checkpoint that takes a while to upload (BALLAST_MB of zeros, a sparse file).
+    # The first attempt's checkpoint may take a while to upload (BALLAST_MB of zeros, sparse).
     with open(os.path.join(d, "ballast"), "wb") as f:
-        f.truncate(int(os.environ.get("BALLAST_MB", "0")) << 20)
+        f.truncate(int(os.environ.get("BALLAST_MB", "0")) << 20 if attempt == 1 else 0)
     trainyard.report({"loss": 1.0 / attempt, "step": attempt}, checkpoint=d)
     shutil.rmtree(d)
     # The first attempt waits for the test's go (a file); later ones end at once.
@@ -233,9 +233,10 @@ def running_with_checkpoint(srv, job, env):
 def test_slurms_warning_signal_preempts_and_requeues_on_a_new_allocation(server_factory, slurm):
     root, env = slurm
     srv = slurm_server(server_factory, root)
-    # A checkpoint big enough to be still uploading when the agents are told to end: they wait
-    # for it (their nodes end with the allocation; the new one holds no copy to resume from).
-    job, _ = submit_waiter(srv, "slurm-preempt", env={"BALLAST_MB": "128"})
+    # A checkpoint big enough to be still uploading when the attempt ends: the agents wait for it
+    # and the server leaves their allocation to them until then (their nodes end with it; the new
+    # one holds no copy to resume from).
+    job, _ = submit_waiter(srv, "slurm-preempt", env={"BALLAST_MB": "512"})
     first = running_with_checkpoint(srv, job, env)
     # What Slurm sends before the time limit or at a preemption (--signal=USR1@60): the agents
     # ask the server to preempt; the workers (which ignore SIGUSR1) are stopped, the job restarts.
