@@ -149,7 +149,8 @@ def copy_ceiling(pg, db, jobs, copy_job, workdir, trigger=True):
     numbers and all, renumbered as rank 0 of `copy_job`) back into `reports`; and their count.
     The table's one trigger, reports_added (migration 0050: report_names and report_series, what
     every writer pays; report_blocks is the leader's maintenance's, off every writer's path), runs
-    as for any writer; trigger False: the bare COPY, with it disabled."""
+    as for any writer; trigger False: the bare COPY, with the table's triggers disabled (all but
+    the foreign keys' checks; in builds before 0050 these were report_names and report_blocks)."""
     path = os.path.join(workdir, "reports.copy")
     os.chmod(workdir, 0o755)
     ids = ",".join(str(j) for j in jobs)
@@ -157,13 +158,13 @@ def copy_ceiling(pg, db, jobs, copy_job, workdir, trigger=True):
                  f"node_id, reported_at, metrics FROM reports WHERE job_id IN ({ids})) TO '{path}'")
     rows = sum(1 for _ in open(path))
     if not trigger:
-        pg.psql("ALTER TABLE reports DISABLE TRIGGER reports_added", db=db)
+        pg.psql("ALTER TABLE reports DISABLE TRIGGER USER", db=db)
     t0 = time.monotonic()
     psql_command(pg, db, f"\\copy reports (job_id, attempt, rank, seq, step, node_id, "
                  f"reported_at, metrics) FROM '{path}'")
     took = time.monotonic() - t0
     if not trigger:
-        pg.psql("ALTER TABLE reports ENABLE TRIGGER reports_added", db=db)
+        pg.psql("ALTER TABLE reports ENABLE TRIGGER USER", db=db)
     return took, rows
 
 
@@ -276,7 +277,7 @@ def main():
         bare_job = srv.submit({"name": "copy-bare", "entrypoint": ["true"]})["id"]
         bare_s, bare_rows = copy_ceiling(pg, db, jobs, bare_job, workdir, trigger=False)
         bare_rate = bare_rows * a.metrics / bare_s
-        print(f"the same COPY with the trigger (reports_added) disabled, the bare COPY: "
+        print(f"the same COPY with the table's triggers disabled, the bare COPY: "
               f"{bare_rate:,.0f} points/s; ratio server / that COPY: {server_rate / bare_rate:.2f}")
         old_s, old_points = old_table_copy(pg, db, jobs, workdir)
         print(f"(before migration 0022) PostgreSQL COPY of the same points into a per-number "

@@ -241,8 +241,8 @@ void ctl__flush_reports(struct control *ctl)
     b->n = 0;
 }
 
-/* Series summed up per call, and the time one tick may spend (the control thread also ingests,
- * so the maintenance yields to it between calls). While reports are being committed, the
+/* Series summed up per call (each by at most 64 blocks), and the time one tick may spend (the
+ * control thread also ingests, so the maintenance yields to it between calls). While reports are being committed, the
  * maintenance waits CTL_BLOCKS_YIELD times as long as its last run took before it runs again: at
  * most a tenth of this thread's time, the rest left to the reports (docs/decisions.md, "Issue 27:
  * report_blocks filled by the leader's maintenance"). Its work is not lost, only later: reads sum
@@ -258,8 +258,8 @@ void ctl__report_blocks_tick(struct control *ctl)
         start - ctl->last_blocks < ctl->last_blocks_cost * CTL_BLOCKS_YIELD)
         return;
     ctl->reports_flushed = false;
-    int moved = CTL_BLOCKS_SERIES;
-    while (moved == CTL_BLOCKS_SERIES && util_mono_s() - start < CTL_BLOCKS_BUDGET_S) {
+    int moved = 1;
+    while (moved > 0 && util_mono_s() - start < CTL_BLOCKS_BUDGET_S) {
         if (store_report_blocks_fill(ctl->db, CTL_BLOCKS_SERIES, &moved) < 0) {
             TY_WARN("control", "cannot sum up the reports' blocks (report_blocks); retried "
                                "at the next tick");

@@ -4,20 +4,22 @@
 -- writer keeps: ty_reports_added) whose newest report lies past their block_next's block have
 -- their complete blocks summed up from all their reports (ty_report_blocks_of), once, in bulk:
 -- blocks block_next to the one before the block of their newest report (that last block may still
--- be filling; reads sum it up from the reports), replacing what report_blocks held for them; and
+-- be filling; reads sum it up from the reports), at most 64 of them (1,024 reports) per series
+-- per call so that a call stays short, replacing what report_blocks held for them; and
 -- block_next moves past them, in the same statement. A series whose row another transaction
 -- holds (a writer storing its reports, whose trigger may lower block_next) waits for the next
 -- call: the caller never waits for a writer. Rows are locked first, so that a writer storing
 -- reports of the same series either committed before (its reports are read here) or lowers the
 -- new block_next after. Restartable: what is not committed is redone. Returns how many series
--- moved on.
+-- moved on (0: nothing left to do).
 CREATE OR REPLACE FUNCTION ty_report_blocks_fill(p_series integer) RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
     moved integer;
 BEGIN
     WITH s AS MATERIALIZED (
-        SELECT job_id, attempt, rank, block_next AS b_from, (seq_max >> 4) - 1 AS b_to
+        SELECT job_id, attempt, rank, block_next AS b_from,
+               least((seq_max >> 4) - 1, block_next + 63) AS b_to
           FROM report_series
          WHERE seq_max >> 4 > block_next
          ORDER BY job_id, attempt, rank LIMIT p_series
