@@ -83,10 +83,12 @@ def agent_main(*args):
         args[-1].put(f"{args[2]}: {type(e).__name__}: {e}")
 
 
-def agent_run(ws_url, token, node_id, job, ranks, nmetrics, seconds, window, delay, out):
+def agent_run(ws_url, token, node_id, ranks, nmetrics, seconds, window, delay, out):
     """One simulated agent: registers after `delay` seconds, then reports for `ranks` ranks of
-    `job` until `seconds` pass; puts (reports acked, first send time, last ack time, seconds
-    from its registration to its job's launch, delay) on `out`."""
+    the job it is sent (every job is alike and fills a node: the scheduler places them on the
+    nodes in the order they registered, which is not the order the agents were started in)
+    until `seconds` pass; puts (reports acked, first send time, last ack time, seconds from its
+    registration to its job's launch, delay) on `out`."""
     time.sleep(delay)
     ws = WebSocket(ws_url + "/agent")
     ws.send_json({"type": "register", "token": token, "workers": [],
@@ -96,14 +98,15 @@ def agent_run(ws_url, token, node_id, job, ranks, nmetrics, seconds, window, del
                            "port_range": [29500, 29999]}})
     ws.wait_for(lambda m: m["type"] == "registered", 30)
     registered = time.monotonic()
-    launch = ws.wait_for(lambda m: m["type"] == "launch" and str(m["job_id"]) == str(job), 60)
+    launch = ws.wait_for(lambda m: m["type"] == "launch", 60)
+    job = launch["job_id"]
     to_launch = time.monotonic() - registered
     seq = 0
     for w in launch["workers"]:
         seq += 1
         ws.send_json({"type": "worker_started", "seq": seq, "job_id": str(job),
                       "attempt": launch["attempt"], "rank": w["rank"], "pid": 1000 + w["rank"]})
-    ws.wait_for(lambda m: m["type"] == "ack" and m["seq"] >= seq, 30)
+    ws.wait_for(lambda m: m["type"] == "ack" and m["seq"] >= seq, 60)
     names = [f"layer{i:03d}.grad_norm" for i in range(nmetrics)]
     attempt = launch["attempt"]
     first_report = seq + 1
@@ -225,7 +228,7 @@ def main():
                     db=db)
         out = multiprocessing.Queue()
         procs = [multiprocessing.Process(target=agent_main,
-                                         args=(srv.ws_url, token, f"bench-{i}", jobs[i], a.ranks,
+                                         args=(srv.ws_url, token, f"bench-{i}", a.ranks,
                                                a.metrics, a.seconds, a.window,
                                                a.late if i == a.agents - 1 else 0.0, out))
                  for i in range(a.agents)]
