@@ -125,9 +125,6 @@ struct control {
     double last_ckpt_deletes; /* when ctl__send_ckpt_deletes last ran */
     double last_heard;        /* when this server's --public-url was last written (servers) */
     double last_upload_gc;    /* when gc_uploads (control.c) last ran */
-    bool reports_flushed;     /* reports were committed since the blocks' maintenance last ran */
-    double last_blocks;       /* when the blocks' maintenance last ended (control_report.c) */
-    double last_blocks_cost;  /* seconds it took then */
     double last_hang_check;   /* control_hang.c */
     char *cluster_token_hash; /* NULL: agents need no token (--auth none) */
     struct ctl_node *nodes;
@@ -204,9 +201,7 @@ void ctl__queue_report(struct control *ctl, uint64_t conn, struct aproto_node_ms
 void ctl__flush_reports(struct control *ctl);
 /* The leader's maintenance of report_blocks, every tick: the complete blocks of 16 reports that
  * any writer stored are summed up in bulk (store_report_blocks_fill), for at most ~0.1 s; the
- * rest at the next tick. While reports are being committed it takes at most a tenth of this
- * thread's time, so that it never slows their ingest much; once they stop, it catches up. Reads
- * combine the stored blocks with the reports not summed up yet. */
+ * rest at the next tick. Reads combine the stored blocks with the reports not summed up yet. */
 void ctl__report_blocks_tick(struct control *ctl);
 /* control_logs.c: agent message `log`, queued (ctl->logs); ctl__flush_logs commits the queue in
  * one transaction and acks it. The caller flushes once the hub queue is drained and before a

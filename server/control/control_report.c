@@ -233,7 +233,6 @@ void ctl__flush_reports(struct control *ctl)
     }
     send_acks(ctl, b);
     ctl->tune_due = true;
-    ctl->reports_flushed = true;
     for (size_t i = 0; i < b->n; i++) {
         json_decref(b->items[i].r.values);
         json_decref(b->items[i].root);
@@ -241,31 +240,22 @@ void ctl__flush_reports(struct control *ctl)
     b->n = 0;
 }
 
-/* Series summed up per call (each by at most 64 blocks), and the time one tick may spend (the
- * control thread also ingests, so the maintenance yields to it between calls). While reports are being committed, the
- * maintenance waits CTL_BLOCKS_YIELD times as long as its last run took before it runs again: at
- * most a tenth of this thread's time, the rest left to the reports (docs/decisions.md, "Issue 27:
- * report_blocks filled by the leader's maintenance"). Its work is not lost, only later: reads sum
- * up from the reports what is not stored yet. */
-#define CTL_BLOCKS_SERIES 256
+/* Series summed up per call (each by at most 16 blocks, so that a call stays short even after a
+ * bulk INSERT or COPY of many reports: they are summed up over several ticks), and the time one
+ * tick may spend (the control thread also ingests, so the maintenance yields to it between
+ * calls). */
+#define CTL_BLOCKS_SERIES 32
 #define CTL_BLOCKS_BUDGET_S 0.1
-#define CTL_BLOCKS_YIELD 9
 
 void ctl__report_blocks_tick(struct control *ctl)
 {
     double start = util_mono_s();
-    if (ctl->reports_flushed &&
-        start - ctl->last_blocks < ctl->last_blocks_cost * CTL_BLOCKS_YIELD)
-        return;
-    ctl->reports_flushed = false;
     int moved = 1;
     while (moved > 0 && util_mono_s() - start < CTL_BLOCKS_BUDGET_S) {
         if (store_report_blocks_fill(ctl->db, CTL_BLOCKS_SERIES, &moved) < 0) {
             TY_WARN("control", "cannot sum up the reports' blocks (report_blocks); retried "
                                "at the next tick");
-            break;
+            return;
         }
     }
-    ctl->last_blocks = util_mono_s();
-    ctl->last_blocks_cost = ctl->last_blocks - start;
 }

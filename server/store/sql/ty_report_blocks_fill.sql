@@ -4,7 +4,7 @@
 -- writer keeps: ty_reports_added) whose newest report lies past their block_next's block have
 -- their complete blocks summed up from all their reports (ty_report_blocks_of), once, in bulk:
 -- blocks block_next to the one before the block of their newest report (that last block may still
--- be filling; reads sum it up from the reports), at most 64 of them (1,024 reports) per series
+-- be filling; reads sum it up from the reports), at most 16 of them (256 reports) per series
 -- per call so that a call stays short, replacing what report_blocks held for them; and
 -- block_next moves past them, in the same statement. A series whose row another transaction
 -- holds (a writer storing its reports, whose trigger may lower block_next) waits for the next
@@ -19,7 +19,7 @@ DECLARE
 BEGIN
     WITH s AS MATERIALIZED (
         SELECT job_id, attempt, rank, block_next AS b_from,
-               least((seq_max >> 4) - 1, block_next + 63) AS b_to
+               least((seq_max >> 4) - 1, block_next + 15) AS b_to
           FROM report_series
          WHERE seq_max >> 4 > block_next
          ORDER BY job_id, attempt, rank LIMIT p_series
