@@ -14,6 +14,8 @@ points are then copied into a table shaped as the per-number `metrics` table was
 old design's ceiling). PostgreSQL is durable here (fsync and synchronous_commit on).
 
 Usage: bench/metrics_ingest.py [--agents 4] [--ranks 4] [--metrics 100] [--seconds 10] [--late 1]
+[--statements 20] (--statements N: also print the N statements PostgreSQL spent most time in
+while the server ingested, from pg_stat_statements with track = all: nested ones included)
 (builds nothing: run `cmake --build build` first; TY_BUILD_DIR picks another build).
 """
 import argparse
@@ -34,7 +36,12 @@ from wsclient import WebSocket  # noqa: E402
 
 
 class DurableCluster(harness.PostgresCluster):
-    """The harness's throw-away cluster, but durable: fsync and synchronous_commit on."""
+    """The harness's throw-away cluster, but durable: fsync and synchronous_commit on; with
+    pg_stat_statements loaded when `statements` (--statements)."""
+
+    def __init__(self, statements=False):
+        super().__init__()
+        self.statements = statements
 
     def start(self):
         os.makedirs(self.sockdir)
@@ -48,7 +55,9 @@ class DurableCluster(harness.PostgresCluster):
         self._run([os.path.join(self.bindir, "pg_ctl"), "start", "-D", self.pgdata, "-l",
                    self.log, "-w", "-o",
                    f"-k {self.sockdir} -c listen_addresses='' -c max_connections=100 "
-                   "-c shared_buffers=512MB -c max_wal_size=4GB"])
+                   "-c shared_buffers=512MB -c max_wal_size=4GB" +
+                   (" -c shared_preload_libraries=pg_stat_statements"
+                    " -c pg_stat_statements.track=all" if self.statements else "")])
         return self
 
 
@@ -74,10 +83,12 @@ def agent_main(*args):
         args[-1].put(f"{args[2]}: {type(e).__name__}: {e}")
 
 
-def agent_run(ws_url, token, node_id, job, ranks, nmetrics, seconds, window, delay, out):
+def agent_run(ws_url, token, node_id, ranks, nmetrics, seconds, window, delay, out):
     """One simulated agent: registers after `delay` seconds, then reports for `ranks` ranks of
-    `job` until `seconds` pass; puts (reports acked, first send time, last ack time, seconds
-    from its registration to its job's launch, delay) on `out`."""
+    the job it is sent (every job is alike and fills a node: the scheduler places them on the
+    nodes in the order they registered, which is not the order the agents were started in)
+    until `seconds` pass; puts (reports acked, first send time, last ack time, seconds from its
+    registration to its job's launch, delay) on `out`."""
     time.sleep(delay)
     ws = WebSocket(ws_url + "/agent")
     ws.send_json({"type": "register", "token": token, "workers": [],
@@ -87,14 +98,15 @@ def agent_run(ws_url, token, node_id, job, ranks, nmetrics, seconds, window, del
                            "port_range": [29500, 29999]}})
     ws.wait_for(lambda m: m["type"] == "registered", 30)
     registered = time.monotonic()
-    launch = ws.wait_for(lambda m: m["type"] == "launch" and str(m["job_id"]) == str(job), 60)
+    launch = ws.wait_for(lambda m: m["type"] == "launch", 60)
+    job = launch["job_id"]
     to_launch = time.monotonic() - registered
     seq = 0
     for w in launch["workers"]:
         seq += 1
         ws.send_json({"type": "worker_started", "seq": seq, "job_id": str(job),
                       "attempt": launch["attempt"], "rank": w["rank"], "pid": 1000 + w["rank"]})
-    ws.wait_for(lambda m: m["type"] == "ack" and m["seq"] >= seq, 30)
+    ws.wait_for(lambda m: m["type"] == "ack" and m["seq"] >= seq, 60)
     names = [f"layer{i:03d}.grad_norm" for i in range(nmetrics)]
     attempt = launch["attempt"]
     first_report = seq + 1
@@ -135,27 +147,37 @@ def psql_command(pg, db, command):
                     "-v", "ON_ERROR_STOP=1", "-c", command], check=True)
 
 
-def copy_ceiling(pg, db, jobs, copy_job, workdir, blocks=True):
+def copy_ceiling(pg, db, jobs, copy_job, workdir, trigger=True):
     """Seconds for psql \\copy of the rows the server stored for `jobs` (the same reports rows,
     numbers and all, renumbered as rank 0 of `copy_job`) back into `reports`; and their count.
-    The report_blocks trigger (issue 26) sums up rows that COPY writes at once (the server's
-    batches leave that to the leader's maintenance, migration 0047); blocks False: with it
-    disabled, as the table was when issue 27 measured its ceiling."""
+    The table's one trigger, reports_added (migration 0050: report_names and report_series, what
+    every writer pays; report_blocks is the leader's maintenance's, off every writer's path), runs
+    as for any writer; trigger False: the bare COPY, with the table's triggers disabled (all but
+    the foreign keys' checks; in builds before 0050 these were report_names and report_blocks)."""
     path = os.path.join(workdir, "reports.copy")
     os.chmod(workdir, 0o755)
     ids = ",".join(str(j) for j in jobs)
     psql_command(pg, db, f"\\copy (SELECT {copy_job}, attempt, 0, row_number() OVER (), step, "
                  f"node_id, reported_at, metrics FROM reports WHERE job_id IN ({ids})) TO '{path}'")
     rows = sum(1 for _ in open(path))
-    if not blocks:
-        pg.psql("ALTER TABLE reports DISABLE TRIGGER report_blocks", db=db)
+    if not trigger:
+        pg.psql("ALTER TABLE reports DISABLE TRIGGER USER", db=db)
     t0 = time.monotonic()
     psql_command(pg, db, f"\\copy reports (job_id, attempt, rank, seq, step, node_id, "
                  f"reported_at, metrics) FROM '{path}'")
     took = time.monotonic() - t0
-    if not blocks:
-        pg.psql("ALTER TABLE reports ENABLE TRIGGER report_blocks", db=db)
+    if not trigger:
+        pg.psql("ALTER TABLE reports ENABLE TRIGGER USER", db=db)
     return took, rows
+
+
+def blocks_caught_up(pg, db):
+    """Seconds until the leader's maintenance has summed up every complete block of 16."""
+    start = time.monotonic()
+    while int(pg.psql("SELECT count(*) FROM report_series WHERE seq_max >> 4 > block_next",
+                      db=db)):
+        time.sleep(0.05)
+    return time.monotonic() - start
 
 
 def old_table_copy(pg, db, jobs, workdir):
@@ -186,9 +208,12 @@ def main():
     ap.add_argument("--late", type=float, default=1.0,
                     help="the last agent registers this many seconds after the others, during "
                          "their flood: how long its job waits to be placed (0: all at once)")
+    ap.add_argument("--statements", type=int, default=0,
+                    help="print the N statements PostgreSQL spent most time in during the "
+                         "server's ingest (pg_stat_statements, nested ones included)")
     a = ap.parse_args()
     workdir = tempfile.mkdtemp(prefix="ty-bench-ingest-")
-    pg = DurableCluster().start()
+    pg = DurableCluster(statements=a.statements > 0).start()
     srv = None
     try:
         db = pg.create_database()
@@ -198,9 +223,12 @@ def main():
         jobs = [srv.submit({"name": f"ingest-{i}", "entrypoint": ["true"],
                             "scaling_config": {"num_workers": a.ranks}})["id"]
                 for i in range(a.agents)]
+        if a.statements:
+            pg.psql("CREATE EXTENSION pg_stat_statements; SELECT pg_stat_statements_reset()",
+                    db=db)
         out = multiprocessing.Queue()
         procs = [multiprocessing.Process(target=agent_main,
-                                         args=(srv.ws_url, token, f"bench-{i}", jobs[i], a.ranks,
+                                         args=(srv.ws_url, token, f"bench-{i}", a.ranks,
                                                a.metrics, a.seconds, a.window,
                                                a.late if i == a.agents - 1 else 0.0, out))
                  for i in range(a.agents)]
@@ -211,15 +239,18 @@ def main():
         if failed:
             raise SystemExit("a simulated agent failed: " + "; ".join(failed))
         results_late = max(r[3] for r in results if r[4] > 0) if a.late > 0 else 0.0
-        acked_at = time.monotonic()
-        # The server's batches leave report_blocks to the leader's maintenance (migration 0047):
-        # how long after the last ack until every complete block of 16 is summed up.
-        while int(pg.psql("SELECT count(*) FROM report_series WHERE seq_max >> 4 > block_next",
-                          db=db)):
-            time.sleep(0.05)
-        catchup = time.monotonic() - acked_at
+        # report_blocks is the leader's maintenance's (migrations 0047, 0050): how long after the
+        # last ack until every complete block of 16 is summed up.
+        catchup = blocks_caught_up(pg, db)
         for p in procs:
             p.join()
+        if a.statements:
+            print(pg.psql("SELECT calls, round(total_exec_time::numeric), "
+                          "round((total_exec_time / calls)::numeric, 3), "
+                          "left(regexp_replace(query, '\\s+', ' ', 'g'), 120) "
+                          "FROM pg_stat_statements ORDER BY total_exec_time DESC "
+                          f"LIMIT {a.statements}", db=db))
+            print("(calls | ms | ms per call | statement)")
         reports = sum(r[0] for r in results)
         elapsed = max(r[2] for r in results) - min(r[1] for r in results)
         points = reports * a.metrics
@@ -239,15 +270,17 @@ def main():
         print(f"PostgreSQL COPY of the same rows into reports: {copy_rows} rows "
               f"({copy_rows * a.metrics} points) in {copy_s:.2f} s = {copy_rate:,.0f} points/s")
         print(f"ratio server / COPY: {server_rate / copy_rate:.2f}")
+        copy_catchup = blocks_caught_up(pg, db)  # not to run during the bare COPY below
         if a.late > 0 and a.agents > 1:
             print(f"the last agent registered {a.late:.1f} s after the others, during their "
                   f"flood; its job's launch came {results_late:.3f} s after its registration")
         print(f"the leader's maintenance summed up the blocks {catchup:.2f} s after the last ack: "
-              f"{points / (elapsed + catchup):,.0f} points/s with it")
+              f"{points / (elapsed + catchup):,.0f} points/s with it (those of the COPY's rows: "
+              f"{copy_catchup:.2f} s after it)")
         bare_job = srv.submit({"name": "copy-bare", "entrypoint": ["true"]})["id"]
-        bare_s, bare_rows = copy_ceiling(pg, db, jobs, bare_job, workdir, blocks=False)
+        bare_s, bare_rows = copy_ceiling(pg, db, jobs, bare_job, workdir, trigger=False)
         bare_rate = bare_rows * a.metrics / bare_s
-        print(f"the same COPY with report_blocks' trigger disabled (the table issue 27 measured): "
+        print(f"the same COPY with the table's triggers disabled, the bare COPY: "
               f"{bare_rate:,.0f} points/s; ratio server / that COPY: {server_rate / bare_rate:.2f}")
         old_s, old_points = old_table_copy(pg, db, jobs, workdir)
         print(f"(before migration 0022) PostgreSQL COPY of the same points into a per-number "

@@ -201,8 +201,8 @@ void ctl__queue_report(struct control *ctl, uint64_t conn, struct aproto_node_ms
  * not acked. */
 void ctl__flush_reports(struct control *ctl);
 /* The leader's maintenance of report_blocks, every tick: the complete blocks of 16 reports that
- * the batches stored are summed up in bulk (store_report_blocks_fill), for at most ~0.1 s; the
- * rest at the next tick. Reads combine them with the reports not summed up yet. */
+ * any writer stored are summed up in bulk (store_report_blocks_fill), for at most ~0.1 s; the
+ * rest at the next tick. Reads combine the stored blocks with the reports not summed up yet. */
 void ctl__report_blocks_tick(struct control *ctl);
 /* control_logs.c: agent message `log`, queued (ctl->logs); ctl__flush_logs commits the queue in
  * one transaction and acks it. The caller flushes once the hub queue is drained and before a

@@ -240,16 +240,18 @@ void ctl__flush_reports(struct control *ctl)
     b->n = 0;
 }
 
-/* Series summed up per call, and the time one tick may spend (the control thread also ingests,
- * so the maintenance yields to it between calls). */
-#define CTL_BLOCKS_SERIES 256
+/* Series summed up per call (each by at most 16 blocks, so that a call stays short even after a
+ * bulk INSERT or COPY of many reports: they are summed up over several ticks), and the time one
+ * tick may spend (the control thread also ingests, so the maintenance yields to it between
+ * calls). */
+#define CTL_BLOCKS_SERIES 32
 #define CTL_BLOCKS_BUDGET_S 0.1
 
 void ctl__report_blocks_tick(struct control *ctl)
 {
     double start = util_mono_s();
-    int moved = CTL_BLOCKS_SERIES;
-    while (moved == CTL_BLOCKS_SERIES && util_mono_s() - start < CTL_BLOCKS_BUDGET_S) {
+    int moved = 1;
+    while (moved > 0 && util_mono_s() - start < CTL_BLOCKS_BUDGET_S) {
         if (store_report_blocks_fill(ctl->db, CTL_BLOCKS_SERIES, &moved) < 0) {
             TY_WARN("control", "cannot sum up the reports' blocks (report_blocks); retried "
                                "at the next tick");

@@ -409,9 +409,9 @@ struct store_report_outcome {
 int store_reports_insert(struct db_conn *c, const struct store_report *reports, size_t n,
                          struct store_report_outcome *outcome, char sqlstate[6]);
 /* The leader's maintenance of report_blocks (store/sql/ty_report_blocks_fill.sql): sums up, in one
- * transaction, the complete blocks of 16 reports of up to max_series series that the server's
- * batches stored since, and sets *moved to how many series moved on (max_series: maybe more to
- * do). Idempotent and restartable. Returns 1, or a db_qs error. */
+ * transaction, the complete blocks of 16 reports (at most 16 per series) of up to max_series
+ * series that any writer stored since, and sets *moved to how many series moved on (0: nothing
+ * left to do). Idempotent and restartable. Returns 1, or a db_qs error. */
 int store_report_blocks_fill(struct db_conn *c, int max_series, int *moved);
 struct store_metrics_query {
     const char *names; /* comma separated, or NULL for every name */

@@ -403,19 +403,21 @@ int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metr
         9, true};
     /* The same buckets made of report_blocks (migration 0046): 16 reports per row, so a long
      * series reads a row per 16 points; the blocks of a (name, rank) are numbered and cut as the
-     * points are above, in (attempt, block) order, so that a bucket holds whole blocks. The
-     * blocks the leader's maintenance has not stored yet (from each series' block_next on,
-     * migration 0047) are summed up here from their reports, exactly as they will be stored, so
-     * that a read right after ingest sees every report. Used for a band without a step or time
+     * points are above, in (attempt, block) order, so that a bucket holds whole blocks. Stored
+     * blocks are taken below each series' block_next (migration 0047); from there on (blocks the
+     * leader's maintenance has not stored yet, or must sum up again since a report came late,
+     * ty_reports_added) they are summed up here from their reports, exactly as they will be
+     * stored, so that a read right after any writer's insert sees every report. Used for a band without a step or time
      * range when every series has at least 2 blocks per bucket (blocks_enough); zooms and short
      * series are cut from their points. */
     static const struct db_stmt blocks = {
         "metrics_band_blocks",
         "WITH blk AS ("
-        "  SELECT * FROM report_blocks"
-        "   WHERE job_id = $1::bigint"
-        "     AND ($3::int IS NULL OR rank = $3::int)"
-        "     AND ($4::int IS NULL OR attempt = $4::int)"
+        "  SELECT b.* FROM report_blocks b JOIN report_series s"
+        "    ON s.job_id = b.job_id AND s.attempt = b.attempt AND s.rank = b.rank"
+        "   WHERE b.job_id = $1::bigint AND b.block < s.block_next"
+        "     AND ($3::int IS NULL OR b.rank = $3::int)"
+        "     AND ($4::int IS NULL OR b.attempt = $4::int)"
         "  UNION ALL"
         "  SELECT e.* FROM report_series s"
         "   CROSS JOIN LATERAL ty_report_blocks_of(s.job_id, s.attempt, s.rank, s.block_next,"

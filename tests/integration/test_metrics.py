@@ -516,12 +516,22 @@ def test_python_worker_reports_reach_the_metrics_api(server, agent_factory):
     assert result == {"loss": 0.2, "accuracy": 0.5, "step": 50}
 
 
+def blocks_stored(sql, job, block_next):
+    """Waits for the leader's maintenance (ty_report_blocks_fill, every control tick) to have
+    summed up every series of `job` up to `block_next`, the block of its newest report."""
+    harness.wait_for(lambda: sql(f"SELECT min(block_next) FROM report_series "
+                                 f"WHERE job_id = {job}") == str(block_next),
+                     30, "the maintenance's blocks")
+
+
 def test_band_of_a_long_series_is_read_from_blocks_and_stays_true(srv, node, sql):
     """Issue 26: reports are summed up per 16 (report_blocks, migration 0046) whatever writes them
-    and in whatever order (here two statements, the later seqs first: block 31 gets parts of
-    both); a band with 2 or more blocks per bucket is read from the blocks: buckets of whole
-    blocks that keep every point's min and max (the spikes), the first and the last; a zoom's
-    band is cut from the points, exactly."""
+    (here SQL: the leader's maintenance finds the series, ty_reports_added) and in whatever order
+    (two statements, the later seqs first: block 31 was stored with the first one's part and is
+    summed up again once the second brings the rest; reads meanwhile take it from the reports);
+    a band with 2 or more blocks per bucket is read from the blocks: buckets of whole blocks that
+    keep every point's min and max (the spikes), the first and the last; a zoom's band is cut from
+    the points, exactly."""
     job = running_job(srv, node, num_workers=1)
     n = 2000
     value = {s: 100.0 if s == 777 else (-5.0 if s == 1500 else 1 / s) for s in range(1, n + 1)}
@@ -529,10 +539,18 @@ def test_band_of_a_long_series_is_read_from_blocks_and_stays_true(srv, node, sql
               f"SELECT {job}, 1, 0, s, 10 * s, '{ts(0)}'::timestamptz + s * interval '1 ms', "
               "jsonb_build_object('loss', CASE s WHEN 777 THEN 100 WHEN 1500 THEN -5 "
               "ELSE 1.0 / s END, 'note', 'n' || s) FROM generate_series({a}, {b}) s")
+    blocks = (f"SELECT count(*), sum(count), min(seq_first), max(seq_last) FROM report_blocks "
+              f"WHERE job_id = {job} AND name = 'loss'")
     sql(insert.format(a=500, b=n))
+    blocks_stored(sql, job, n >> 4)
+    assert sql(blocks) == f"{(n >> 4) - (500 >> 4)}|{(n & ~15) - 500}|500|{(n & ~15) - 1}"
     sql(insert.format(a=1, b=499))
-    assert sql(f"SELECT count(*), sum(count), min(seq_first), max(seq_last) FROM report_blocks "
-               f"WHERE job_id = {job} AND name = 'loss'") == f"{n // 16 + 1}|{n}|1|{n}"
+    assert sum(b["count"] for b in metrics(srv, job, "?mode=band&max_points=10&name=loss")) == n
+    blocks_stored(sql, job, n >> 4)
+    # every complete block (seq 1..1999); the last one (seq 2000..) stays read from the reports
+    assert sql(blocks) == f"{n >> 4}|{(n & ~15) - 1}|1|{(n & ~15) - 1}"
+    assert sql(f"SELECT count FROM report_blocks WHERE job_id = {job} AND name = 'loss' "
+               f"AND block = {500 >> 4}") == "16"
     band = metrics(srv, job, "?mode=band&max_points=10&name=loss")
     assert len(band) == 10 and sum(b["count"] for b in band) == n
     assert all(abs(b["count"] - n // 10) <= 16 for b in band)
@@ -554,47 +572,71 @@ def test_band_of_a_long_series_is_read_from_blocks_and_stays_true(srv, node, sql
 
 
 def test_band_read_before_the_blocks_are_stored_equals_the_band_after(srv, node, sql, pg):
-    """Issue 27: the server's batches leave report_blocks to the leader's maintenance (migration
-    0047). A band read before it ran (the series' row held here, so the maintenance skips it)
-    sums the blocks up from the reports, and is the same once the maintenance stored them; a
-    report that comes after its block was stored (seq 40, held back) is summed up into it by its
-    own batch: the stored blocks are then what the reports say."""
+    """Issue 27: report_blocks is left to the leader's maintenance (migrations 0047, 0050). A band
+    read before it ran (the series' row held here, so the maintenance skips it) sums the blocks up
+    from the reports, and is the same once the maintenance stored them. A report that comes after
+    its block was stored (seq 40, held back) lowers the series' block_next to its block: a read
+    then takes the stored blocks below it only (those from there on are stale until the
+    maintenance sums them up again) and the rest from the reports; then the stored blocks are
+    what the reports say."""
     job = running_job(srv, node, num_workers=1)
     n, late = 200, 40
     value = {k: 100.0 if k == 77 else 1 / k for k in range(1, n + 1)}
     node.report(job, 0, 1, {"loss": value[1], "note": "n1"}, step=10)
-    hold = subprocess.Popen(["psql", "-h", pg.sockdir, "-U", "trainyard", "-d", db_name(srv),
-                             "-XAtq"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        hold.stdin.write(f"BEGIN; SELECT block_next FROM report_series WHERE job_id = {job} "
-                         "FOR KEY SHARE;\n")
-        hold.stdin.flush()
-        assert hold.stdout.readline().strip() == "0"
+    query = "?mode=band&max_points=4"
+
+    def held(send):
+        """Runs send() and reads a band while the series' row is held (FOR KEY SHARE: the
+        reports' trigger still updates it, the maintenance's FOR UPDATE SKIP LOCKED skips it);
+        returns the block_next read then, and the band."""
+        hold = subprocess.Popen(["psql", "-h", pg.sockdir, "-U", "trainyard", "-d",
+                                 db_name(srv), "-XAtq"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True)
+        try:
+            hold.stdin.write(f"BEGIN; SELECT block_next FROM report_series WHERE job_id = {job} "
+                             "FOR KEY SHARE;\n")
+            hold.stdin.flush()
+            block_next = hold.stdout.readline().strip()
+            send()
+            band = metrics(srv, job, query)
+            hold.stdin.write("COMMIT;\n")
+        finally:
+            hold.stdin.close()
+            hold.wait()
+        return block_next, band
+
+    def flood():
         for k in range(2, n + 1):
             if k != late:
                 seq = node.send_event(node.report_msg(job, 0, k, {"loss": value[k],
                                                                   "note": f"n{k}"}, step=10 * k))
         node.wait_ack(seq)
         assert sql(f"SELECT count(*) FROM report_blocks WHERE job_id = {job}") == "0"
-        query = "?mode=band&max_points=4"
-        before = metrics(srv, job, query)
-        hold.stdin.write("COMMIT;\n")
-    finally:
-        hold.stdin.close()
-        hold.wait()
+
+    block_next, before = held(flood)
+    assert block_next == "0"
     assert sum(b["count"] for b in before if b["name"] == "loss") == n - 1
     assert max(b["max"] for b in before if b["name"] == "loss") == 100
     # blocks 0..11 are complete (seq 1..191); block 12 (seq 192..200) stays read from the reports
+    blocks_stored(sql, job, n >> 4)
     stored = f"SELECT count(*) FROM report_blocks WHERE job_id = {job} AND name = 'loss'"
-    harness.wait_for(lambda: sql(stored) == str(n // 16), 30, "the maintenance's blocks")
+    assert sql(stored) == str(n >> 4)
     assert metrics(srv, job, query) == before
-    node.report(job, 0, late, {"loss": value[late], "note": f"n{late}"}, step=10 * late)
+
+    def late_report():
+        node.report(job, 0, late, {"loss": value[late], "note": f"n{late}"}, step=10 * late)
+        assert sql(f"SELECT block_next FROM report_series WHERE job_id = {job}") == \
+            str(late >> 4)
+
+    block_next, band = held(late_report)
+    assert block_next == str(n >> 4)
+    assert sum(b["count"] for b in band if b["name"] == "loss") == n
+    blocks_stored(sql, job, n >> 4)
     assert sql(f"SELECT count FROM report_blocks WHERE job_id = {job} AND name = 'loss' "
                f"AND block = {late >> 4}") == "16"
     assert sql(f"(SELECT * FROM report_blocks WHERE job_id = {job} EXCEPT "
-               f" SELECT * FROM ty_report_blocks_of({job}, 1, 0, 0, {n // 16 - 1})) UNION ALL "
-               f"(SELECT * FROM ty_report_blocks_of({job}, 1, 0, 0, {n // 16 - 1}) EXCEPT "
+               f" SELECT * FROM ty_report_blocks_of({job}, 1, 0, 0, {(n >> 4) - 1})) UNION ALL "
+               f"(SELECT * FROM ty_report_blocks_of({job}, 1, 0, 0, {(n >> 4) - 1}) EXCEPT "
                f" SELECT * FROM report_blocks WHERE job_id = {job})") == ""
-    band = metrics(srv, job, query)
-    assert sum(b["count"] for b in band if b["name"] == "loss") == n
+    assert metrics(srv, job, query) == band
     assert [(b["first"], b["last"]) for b in band if b["name"] == "note"][0][0] == "n1"

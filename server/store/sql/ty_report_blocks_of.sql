@@ -2,7 +2,7 @@
 -- p_from to p_to (NULL: the last), summed up from its reports: per reported name and block of 16
 -- consecutive reports (block = seq >> 4), how many reports carry the name, the first and last
 -- (seq, time, step, value as JSON text) and the least and greatest finite number. What
--- ty_report_blocks_sum stores and what a chart's read sums up from the reports not yet stored
+-- ty_report_blocks_fill stores and what a chart's read sums up from the reports not yet stored
 -- (store_metrics.c).
 CREATE OR REPLACE FUNCTION ty_report_blocks_of(p_job bigint, p_attempt integer, p_rank integer,
                                                p_from bigint, p_to bigint)

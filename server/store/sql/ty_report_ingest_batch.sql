@@ -5,9 +5,9 @@
 -- that node: one reports row holding its values, and one `report` row appended to the job's
 -- stream (ty_stream_append_batch) without them: the stream's readers take the values from the
 -- reports row (store_job_stream_read), so that they are written once; a report already stored
--- (a resend, or twice in the batch) changes nothing. report_series notes each series' newest seq;
--- report_blocks is left to the leader's maintenance (ty_report_blocks_fill), but for the blocks
--- already stored that a report joins (summed up again here). jobs.report_bytes grows by each stored report's size; once it has reached
+-- (a resend, or twice in the batch) changes nothing. report_names and report_series are kept by
+-- the reports' trigger (ty_reports_added), as for every writer; report_blocks by the leader's
+-- maintenance (ty_report_blocks_fill). jobs.report_bytes grows by each stored report's size; once it has reached
 -- max_bytes the job's later reports are refused (stored nothing, answered as not fresh), and the
 -- batch that reaches it records a job event saying so. jobs.last_metrics takes each job's newest
 -- rank 0 report (by attempt, then seq) when it is newer than the one held. Returns one row per input element:
@@ -22,10 +22,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     res jsonb;
     stream jsonb;
-    late_ranges jsonb;
 BEGIN
-    -- report_blocks is filled by the leader's maintenance, not by the trigger (ty_report_blocks_add)
-    PERFORM set_config('trainyard.report_blocks', 'deferred', true);
     WITH inp AS (
         SELECT x.*, EXISTS (SELECT 1 FROM workers w
                             WHERE w.job_id = x.job_id AND w.attempt = x.attempt
@@ -59,20 +56,6 @@ BEGIN
         RETURNING job_id, attempt, rank, seq
     ), rw AS (
         SELECT u.* FROM uniq u JOIN r USING (job_id, attempt, rank, seq)
-    ), ser AS (
-        -- the series' newest seq, for the maintenance (ty_report_blocks_fill); locked until commit
-        INSERT INTO report_series AS s (job_id, attempt, rank, seq_max)
-        SELECT job_id, attempt, rank, max(seq) FROM rw GROUP BY job_id, attempt, rank
-         ORDER BY job_id, attempt, rank -- one order for every writer
-        ON CONFLICT (job_id, attempt, rank)
-           DO UPDATE SET seq_max = greatest(s.seq_max, excluded.seq_max)
-        RETURNING s.job_id, s.attempt, s.rank, s.block_next
-    ), late AS (
-        -- reports of blocks already in report_blocks (a resend after a gap): summed up again below
-        SELECT rw.job_id, rw.attempt, rw.rank, min(rw.seq >> 4) AS b_from, max(rw.seq >> 4) AS b_to
-          FROM rw JOIN ser USING (job_id, attempt, rank)
-         WHERE rw.seq >> 4 < ser.block_next
-         GROUP BY rw.job_id, rw.attempt, rw.rank
     ), best AS (
         SELECT DISTINCT ON (job_id) * FROM rw WHERE rank = 0
         ORDER BY job_id, attempt DESC, seq DESC
@@ -125,15 +108,10 @@ BEGIN
                                                    'k', rw.seq, 'step', rw.step,
                                                    'time', rw."time",
                                                    'checkpoint', rw.checkpoint_dir IS NOT NULL)
-                    ) ORDER BY inp.i) FILTER (WHERE rw.i IS NOT NULL), '[]'::jsonb),
-           (SELECT jsonb_agg(to_jsonb(l)) FROM late l)
-    INTO res, stream, late_ranges
+                    ) ORDER BY inp.i) FILTER (WHERE rw.i IS NOT NULL), '[]'::jsonb)
+    INTO res, stream
     FROM inp
     LEFT JOIN rw ON rw.i = inp.i;
-
-    IF late_ranges IS NOT NULL THEN
-        PERFORM ty_report_blocks_sum(late_ranges);
-    END IF;
 
     IF jsonb_array_length(stream) > 0 THEN
         PERFORM ty_stream_append_batch(stream);
