@@ -1,8 +1,9 @@
 /* Submissions committed together (submit_queue.h). A thread that queues a job while fewer than
  * SUBMIT_COMMITTERS batches are being committed commits one itself: it takes up to SUBMIT_BATCH
- * queued jobs, its own among them, and commits them in one statement; when it is done it wakes
- * their threads and hands its turn to the thread of the oldest job still queued. The others
- * wait on a condition variable of their own (no thundering herd). A batch that fails as a whole
+ * queued jobs, oldest first, its own among them, and commits them in one statement; when it is
+ * done it wakes their threads and hands its turn to the thread of the oldest job still queued
+ * that has none (a job taken into a batch before its thread used the turn handed to it gives
+ * the turn up). The others wait on a condition variable of their own (no thundering herd). A batch that fails as a whole
  * for a reason a retry would not change (DB_HARD_ERROR: one job's insert failed) is retried job
  * by job, so each request gets its own outcome; after a lost connection every job of the batch
  * gets that error, as a single submission would. docs/decisions.md says why. */
@@ -31,8 +32,10 @@ struct submit_entry {
 struct submit_queue {
     pthread_mutex_t mu;
     struct submit_entry *head, **tail;
-    size_t queued;  /* entries from head on */
-    int committers; /* batches being committed, or turns handed over */
+    size_t queued; /* entries from head on */
+    /* Threads committing a batch, plus queued entries handed a turn (lead) they have not
+     * started yet: at most SUBMIT_COMMITTERS. */
+    int committers;
 };
 
 struct submit_queue *submit_queue_create(void)
@@ -97,6 +100,10 @@ int submit_queue_insert(struct submit_queue *q, struct db *db, struct store_job_
             struct batch b = {.n = 0};
             struct submit_entry *taken[SUBMIT_BATCH];
             while (q->head && b.n < SUBMIT_BATCH) {
+                if (q->head->lead) { /* handed a turn it has not started: this batch is it */
+                    q->head->lead = false;
+                    q->committers--;
+                }
                 taken[b.n] = q->head;
                 b.jobs[b.n++] = q->head->job;
                 q->head = q->head->next;
@@ -115,10 +122,13 @@ int submit_queue_insert(struct submit_queue *q, struct db *db, struct store_job_
                 if (taken[i] != &e)
                     pthread_cond_signal(&taken[i]->cv);
             }
-            if (q->head) {
-                q->head->lead = true;
-                if (q->head != &e)
-                    pthread_cond_signal(&q->head->cv);
+            struct submit_entry *next = q->head;
+            while (next && next->lead)
+                next = next->next;
+            if (next) { /* the turn passes on */
+                next->lead = true;
+                if (next != &e)
+                    pthread_cond_signal(&next->cv);
             } else {
                 q->committers--;
             }
