@@ -15,6 +15,7 @@
 #include "server.h"
 #include "static.h"
 #include "stream.h"
+#include "submit_queue.h"
 #include "util.h"
 #include "version.h"
 
@@ -120,7 +121,8 @@ int main(int argc, char **argv)
     }
     srv.job_cache = cache_create(4096, 1.0);
     srv.token_cache = cache_create(1024, 2.0);
-    if (srv.job_cache == NULL || srv.token_cache == NULL)
+    srv.submits = submit_queue_create();
+    if (srv.job_cache == NULL || srv.token_cache == NULL || srv.submits == NULL)
         goto out;
     if (db_migrate(srv.db, srv_migrations, srv_definitions) < 0 || srv_auth_bootstrap(&srv) != 0)
         goto out;
@@ -153,6 +155,7 @@ out:
     db_destroy(srv.db);
     cache_destroy(srv.job_cache);
     cache_destroy(srv.token_cache);
+    submit_queue_destroy(srv.submits);
     pg_embedded_stop(srv.pg);
     artifact_store_close(srv.artifacts);
     free(srv.web_dir);

@@ -12,6 +12,7 @@ struct control;
 struct stream;
 struct cache;
 struct artifact_store;
+struct submit_queue;
 
 struct srv {
     struct srv_config cfg;
@@ -23,6 +24,7 @@ struct srv {
     struct stream *stream;            /* /stream subscribers */
     struct cache *job_cache;          /* GET /api/v1/jobs/{id} bodies */
     struct cache *token_cache;        /* token hash -> identity */
+    struct submit_queue *submits;     /* POST /api/v1/jobs, committed together */
     struct srv_telemetry telemetry;   /* GET /metrics */
     struct artifact_store *artifacts; /* checkpoint parts (server/artifacts/) */
     char *web_dir;                    /* the dashboard's files (http/static.c); NULL: none */

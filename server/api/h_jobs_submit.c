@@ -8,6 +8,7 @@
 #include "server.h"
 #include "shared.h"
 #include "store.h"
+#include "submit_queue.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,8 +33,9 @@ struct job_submit {
 };
 
 /* Checks what the spec names from the store (the checkpoint or package to resume from, the code
- * package: each stored and the submitter's to use, srv_auth_*_use), then inserts the job; nothing
- * is inserted when one is refused. Returns a db_qs. */
+ * package: each stored and the submitter's to use, srv_auth_*_use), then, with an Idempotency-Key,
+ * inserts the job (without one, the submit queue does, after this). Returns a db_qs: 0 when one
+ * is refused. */
 static int job_submit(struct db_conn *c, void *arg)
 {
     struct job_submit *a = arg;
@@ -53,7 +55,7 @@ static int job_submit(struct db_conn *c, void *arg)
         return qs;
     if (a->key)
         return store_job_insert_once(c, a->owner, a->spec, a->key, &a->id, &a->job, &a->once);
-    return store_job_insert(c, a->owner, a->spec, &a->id, &a->job);
+    return qs;
 }
 
 /* Queues the reply for a project, checkpoint or package job_submit refused (*res) and returns true;
@@ -163,9 +165,20 @@ enum MHD_Result h_jobs_submit(struct srv_request *req)
     };
     /* Each access starts "allowed": only a check that ran can refuse. */
     a.checkpoint = a.code = a.resume = SRV_USE_ALLOWED;
-    int qs = db_with_conn(req->srv->db, job_submit, &a);
+    /* A plain submission (the common case) reads nothing first: the queue commits it with the
+     * others waiting (submit_queue.h). */
+    bool checks = a.key || a.resume_from > 0 || a.resume_package || a.code_package || a.project;
+    int qs = checks ? db_with_conn(req->srv->db, job_submit, &a) : 1;
     enum MHD_Result res;
     bool refuse = qs >= 0 && refused(req, &a, &res);
+    if (qs > 0 && !refuse && !key) {
+        struct store_job_new job = {.owner = a.owner, .spec = spec};
+        qs = submit_queue_insert(req->srv->submits, req->srv->db, &job);
+        a.id = job.id;
+        a.job = job.json;
+        if (qs > 0 && a.job == NULL)
+            qs = DB_HARD_ERROR;
+    }
     json_decref(spec);
     if (refuse)
         return res;

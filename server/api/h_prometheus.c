@@ -15,6 +15,7 @@
 #include "prom.h"
 #include "server.h"
 #include "store.h"
+#include "submit_queue.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -276,6 +277,10 @@ enum MHD_Result h_prometheus(struct srv_request *req)
     counter(&b, "trainyard_db_pool_timeouts_total",
             "Times a thread gave up waiting for a pooled connection (answered 503).",
             (double)db_pool_timeouts(srv->db));
+    prom_family(&b, "trainyard_submissions_queued", "gauge",
+                "POST /api/v1/jobs requests waiting for a batch to be committed in.");
+    prom_sample(&b, "trainyard_submissions_queued", NULL,
+                (double)submit_queue_waiting(srv->submits));
     prom_family(&b, "trainyard_scheduling_pass_duration_seconds", "histogram",
                 "Duration of each scheduling pass of the control thread.");
     prom_histogram(&b, "trainyard_scheduling_pass_duration_seconds", NULL,

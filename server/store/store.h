@@ -61,10 +61,18 @@ int store_bootstrap_lock(struct db_conn *c);
 int store_bootstrap_unlock(struct db_conn *c);
 
 /* ---- jobs (store_jobs.c) ---- */
-/* Submits a job (ty_job_submit: PENDING, and its first event) in one statement; *json_out = the
- * job object. */
-int store_job_insert(struct db_conn *c, const char *owner, const json_t *spec, int64_t *id_out,
-                     char **json_out);
+/* A job to submit (store_jobs_insert): in, owner and spec; out, id and json (the job object,
+ * malloc'd). */
+struct store_job_new {
+    const char *owner;
+    const json_t *spec;
+    int64_t id;
+    char *json;
+};
+/* Submits jobs[0..n) (ty_job_submit each: PENDING, and its first event) in one statement, so in
+ * one transaction: all or none. Returns n, or an error (then no job was inserted and no id or json
+ * set). */
+int store_jobs_insert(struct db_conn *c, struct store_job_new *const *jobs, size_t n);
 int store_job_get(struct db_conn *c, int64_t id, char **json_out);
 /* Which jobs a list shows; NULL members match every job. */
 struct store_job_filter {
@@ -85,7 +93,7 @@ enum store_once_outcome {
     STORE_ONCE_REPLAYED, /* the owner's job with that key, submitted with the same spec */
     STORE_ONCE_CONFLICT, /* the owner's job with that key has another spec; nothing inserted */
 };
-/* store_job_insert with an Idempotency-Key (ty_job_submit_once): the owner's job with `key` when
+/* A submission with an Idempotency-Key (ty_job_submit_once): the owner's job with `key` when
  * there is one, else a new job. *id_out and *json_out (malloc'd) are that job in every outcome.
  * Returns a db_qs. */
 int store_job_insert_once(struct db_conn *c, const char *owner, const json_t *spec, const char *key,

@@ -7,32 +7,53 @@
 
 #include "db_query.h"
 #include "job_status.h"
+#include "log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int store_job_insert(struct db_conn *c, const char *owner, const json_t *spec, int64_t *id_out,
-                     char **json_out)
+int store_jobs_insert(struct db_conn *c, struct store_job_new *const *jobs, size_t n)
 {
+    /* One statement for the lot: a durable commit, a round trip and the transaction's locks
+     * shared by every job in it (docs/decisions.md, "Submissions: SQL functions …"). */
     static const struct db_stmt st = {
-        "job_insert",
-        "SELECT j.id, ty_job_json(j)::text FROM ty_job_submit($1, $2, $3::int, $4::jsonb) j", 4,
-        false};
-    char *spec_text = json_dumps(spec, JSON_COMPACT);
-    if (spec_text == NULL)
+        "jobs_insert",
+        "SELECT j.id, ty_job_json(j)::text "
+        "FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS e (s, k), "
+        "     LATERAL ty_job_submit(e.s ->> 0, e.s ->> 1, (e.s ->> 2)::int, e.s -> 3) j "
+        "ORDER BY e.k",
+        1, false};
+    json_t *rows = json_array();
+    for (size_t i = 0; rows && i < n; i++) {
+        const json_t *spec = jobs[i]->spec;
+        if (json_array_append_new(
+                rows, json_pack("[s?, s, I, O]", json_string_value(json_object_get(spec, "name")),
+                                jobs[i]->owner, json_integer_value(json_object_get(spec, "priority")),
+                                (json_t *)spec)) != 0) {
+            json_decref(rows);
+            rows = NULL;
+        }
+    }
+    char *text = rows ? json_dumps(rows, JSON_COMPACT) : NULL;
+    json_decref(rows);
+    if (text == NULL)
         return DB_HARD_ERROR;
-    char prio[32];
-    STORE_NUM(prio, json_integer_value(json_object_get(spec, "priority")));
-    const char *params[] = {json_string_value(json_object_get(spec, "name")), owner, prio,
-                            spec_text};
+    const char *params[] = {text};
     PGresult *res = NULL;
     int qs = db_exec(c, &st, params, &res);
-    free(spec_text);
+    free(text);
     if (qs <= 0)
-        return qs;
-    *id_out = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-    *json_out = strdup(PQgetvalue(res, 0, 1));
+        return qs < 0 ? qs : DB_HARD_ERROR;
+    if ((size_t)qs != n) {
+        PQclear(res);
+        TY_BUG("store", "%zu jobs submitted, %d rows back", n, qs);
+        return DB_HARD_ERROR;
+    }
+    for (size_t i = 0; i < n; i++) {
+        jobs[i]->id = strtoll(PQgetvalue(res, (int)i, 0), NULL, 10);
+        jobs[i]->json = strdup(PQgetvalue(res, (int)i, 1));
+    }
     PQclear(res);
     return qs;
 }
@@ -92,6 +113,7 @@ int store_job_set_labels(struct db_conn *c, int64_t id, const char *tags, const 
     return db_exec_text(c, &st, params, json_out);
 }
 
+/* The tag filter also says tags <> '{}': jobs_tags_idx holds only tagged jobs (migration 0051). */
 int store_job_list(struct db_conn *c, const struct store_job_filter *f, int64_t before_id,
                    int limit, char **json_out, int64_t *min_id_out)
 {
@@ -105,7 +127,7 @@ int store_job_list(struct db_conn *c, const struct store_job_filter *f, int64_t 
         "        AND ($5::text IS NULL OR strpos(lower(name), lower($5::text)) > 0) "
         "        AND ($6::text IS NULL OR project = $6::text) "
         "        AND ty_project_visible(project, $7::text, $8::boolean) "
-        "        AND ($9::text IS NULL OR tags @> ARRAY[$9::text]) "
+        "        AND ($9::text IS NULL OR (tags @> ARRAY[$9::text] AND tags <> '{}')) "
         "      ORDER BY id DESC LIMIT $3::int) j",
         9, true};
     char before[32], lim[32];

@@ -1,6 +1,10 @@
 """REST API against a real server and PostgreSQL: jobs, validation, errors, auth roles, paging."""
 import json
+import re
 import socket
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -12,8 +16,10 @@ SPEC = {"name": "mnist", "entrypoint": ["python3", "train.py"],
 
 @pytest.fixture(scope="module")
 def server(module_server_factory):
-    """One server for the file's tests (conftest.py): each makes its own jobs and tokens."""
-    return module_server_factory()
+    """One server for the file's tests (conftest.py): each makes its own jobs and tokens. Enough
+    HTTP threads for the concurrent submissions below (a request waiting for its batch holds its
+    thread)."""
+    return module_server_factory(extra_args=["--http-threads", "24"])
 
 
 def test_health_needs_no_token(server):
@@ -38,6 +44,78 @@ def test_submit_returns_committed_job_with_location(server, pg):
     db = server.args[server.args.index("--database-url") + 1].split("dbname=")[1].split()[0]
     assert pg.psql(f"SELECT status FROM jobs WHERE id = {job['id']}", db=db) == "PENDING"
     assert pg.psql(f"SELECT status FROM job_events WHERE job_id = {job['id']}", db=db) == "PENDING"
+
+
+def test_concurrent_submissions_each_get_their_own_committed_job(server, pg):
+    """Submissions arriving together are committed together (server/api/submit_queue.c): each
+    request still gets the job it sent, committed, with its event and both stream rows."""
+    names = [f"together-{i}" for i in range(24)]
+    with ThreadPoolExecutor(max_workers=len(names)) as pool:
+        replies = list(pool.map(lambda n: server.request("POST", "/api/v1/jobs",
+                                                         dict(SPEC, name=n)), names))
+    assert [r.status for r in replies] == [201] * len(names)
+    assert [r.json["name"] for r in replies] == names
+    ids = [r.json["id"] for r in replies]
+    assert len(set(ids)) == len(ids)
+    assert [r.headers["Location"] for r in replies] == [f"/api/v1/jobs/{i}" for i in ids]
+    db = server.args[server.args.index("--database-url") + 1].split("dbname=")[1].split()[0]
+    id_list = ",".join(map(str, ids))
+    rows = pg.psql(
+        "SELECT j.name, j.stream_seq, "
+        "       (SELECT count(*) FROM job_events e WHERE e.job_id = j.id), "
+        "       (SELECT count(*) FROM job_stream s WHERE s.job_id = j.id AND s.seq = 1), "
+        "       (SELECT count(*) FROM cluster_stream c WHERE c.job_id = j.id) "
+        f"FROM jobs j WHERE j.id IN ({id_list})", db=db)
+    assert sorted(rows.splitlines()) == sorted(f"{n}|1|1|1|1" for n in names)
+
+
+def test_failing_submissions_fail_alone(server, pg):
+    """A job whose insert fails takes no other job of its batch down: the batch is retried job by
+    job. The failures come from a trigger of this test's, raising for three of the names. The jobs
+    table is locked while the submissions arrive: the first few become the committers
+    (submit_queue.c's SUBMIT_COMMITTERS) and wait for the lock, the others queue up behind them
+    and are committed in batches once it is released. (A request can also wait on an HTTP thread
+    busy with another, so the test releases the lock once six of them are queued.)"""
+    db = server.args[server.args.index("--database-url") + 1].split("dbname=")[1].split()[0]
+    pg.psql("CREATE FUNCTION test_poison() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN RAISE EXCEPTION 'poisoned'; END $$; "
+            "CREATE TRIGGER poison BEFORE INSERT ON jobs FOR EACH ROW "
+            "WHEN (NEW.name LIKE 'poison-%') EXECUTE FUNCTION test_poison()", db=db)
+    names = [f"poison-{i}" if i in (5, 9, 13) else f"beside-{i}" for i in range(16)]
+
+    def queued():
+        try:  # an HTTP thread waiting for a batch can hold this connection too: then ask again
+            text = server.request("GET", "/metrics", timeout=5).text
+        except OSError:
+            return 0
+        return int(float(re.search(r"^trainyard_submissions_queued (\S+)$", text, re.M)[1]))
+
+    deadline = time.time() + 60
+    with ThreadPoolExecutor(max_workers=len(names) + 1) as pool:
+        # Held until cancelled below: the sleep only keeps the lock.
+        holder = pool.submit(pg.psql, "BEGIN; LOCK TABLE jobs IN SHARE MODE; "
+                             "SELECT pg_sleep(120) AS holding_jobs; COMMIT", db=db)
+        try:
+            while int(pg.psql("SELECT count(*) FROM pg_locks WHERE relation = 'jobs'::regclass "
+                              "AND mode = 'ShareLock' AND granted", db=db)) < 1:
+                assert time.time() < deadline
+            futures = [pool.submit(server.request, "POST", "/api/v1/jobs", dict(SPEC, name=n))
+                       for n in names]
+            while queued() < 6:
+                assert time.time() < deadline
+        finally:
+            pg.psql("SELECT pg_cancel_backend(pid) FROM pg_stat_activity "
+                    "WHERE query LIKE '%AS holding_jobs%' AND pid <> pg_backend_pid()", db=db)
+            with pytest.raises(subprocess.CalledProcessError):
+                holder.result()
+        replies = [f.result() for f in futures]
+    pg.psql("DROP TRIGGER poison ON jobs; DROP FUNCTION test_poison()", db=db)
+    assert [r.status for r in replies] == [500 if n.startswith("poison") else 201 for n in names]
+    assert all(r.headers["Content-Type"] == "application/problem+json"
+               for r in replies if r.status == 500)
+    assert [r.json["name"] for r in replies if r.status == 201] == [
+        n for n in names if n.startswith("beside")]
+    assert pg.psql("SELECT count(*) FROM jobs WHERE name LIKE 'poison-%'", db=db) == "0"
 
 
 def test_submitted_spec_is_normalized_with_defaults(server):

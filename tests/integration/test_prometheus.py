@@ -51,6 +51,7 @@ def test_families_have_their_types(srv):
     assert types["trainyard_http_requests"] == "counter"
     assert types["trainyard_http_request_duration_seconds"] == "histogram"
     assert types["trainyard_db_pool_waits"] == "counter"
+    assert types["trainyard_submissions_queued"] == "gauge"
     assert types["trainyard_scheduling_pass_duration_seconds"] == "histogram"
 
 
