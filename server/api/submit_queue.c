@@ -3,10 +3,11 @@
  * queued jobs, oldest first, its own among them, and commits them in one statement; when it is
  * done it wakes their threads and hands its turn to the thread of the oldest job still queued
  * that has none (a job taken into a batch before its thread used the turn handed to it gives
- * the turn up). The others wait on a condition variable of their own (no thundering herd). A batch that fails as a whole
- * for a reason a retry would not change (DB_HARD_ERROR: one job's insert failed) is retried job
- * by job, so each request gets its own outcome; after a lost connection every job of the batch
- * gets that error, as a single submission would. docs/decisions.md says why. */
+ * the turn up). The others wait on a condition variable of their own (no thundering herd). A batch
+ * that fails as a whole for a reason a retry would not change (DB_HARD_ERROR: one job's insert
+ * failed) is retried job by job, so each request gets its own outcome; after a lost connection
+ * every job of the batch gets that error, as a single submission would. docs/decisions.md says why.
+ */
 #include "submit_queue.h"
 
 #include "db.h"

@@ -28,9 +28,10 @@ int store_jobs_insert(struct db_conn *c, struct store_job_new *const *jobs, size
     for (size_t i = 0; rows && i < n; i++) {
         const json_t *spec = jobs[i]->spec;
         if (json_array_append_new(
-                rows, json_pack("[s?, s, I, O]", json_string_value(json_object_get(spec, "name")),
-                                jobs[i]->owner, json_integer_value(json_object_get(spec, "priority")),
-                                (json_t *)spec)) != 0) {
+                rows,
+                json_pack("[s?, s, I, O]", json_string_value(json_object_get(spec, "name")),
+                          jobs[i]->owner, json_integer_value(json_object_get(spec, "priority")),
+                          (json_t *)spec)) != 0) {
             json_decref(rows);
             rows = NULL;
         }

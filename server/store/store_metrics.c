@@ -407,9 +407,9 @@ int store_metrics_series(struct db_conn *c, int64_t job, const struct store_metr
      * blocks are taken below each series' block_next (migration 0047); from there on (blocks the
      * leader's maintenance has not stored yet, or must sum up again since a report came late,
      * ty_reports_added) they are summed up here from their reports, exactly as they will be
-     * stored, so that a read right after any writer's insert sees every report. Used for a band without a step or time
-     * range when every series has at least 2 blocks per bucket (blocks_enough); zooms and short
-     * series are cut from their points. */
+     * stored, so that a read right after any writer's insert sees every report. Used for a band
+     * without a step or time range when every series has at least 2 blocks per bucket
+     * (blocks_enough); zooms and short series are cut from their points. */
     static const struct db_stmt blocks = {
         "metrics_band_blocks",
         "WITH blk AS ("
