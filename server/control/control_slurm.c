@@ -38,6 +38,9 @@
 #define CTL_SLURM_AGENT_ORPHAN "TRAINYARD_AGENT_EPHEMERAL=30"
 /* The longest an ended attempt's allocation is left to its agents before it is cancelled. */
 #define CTL_SLURM_RETIRE_S CTL_SLURM_SIGNAL_S
+/* The longest the allocation of an attempt the job has left is kept while the attempt's
+ * workers are still stopping (a worker that never ends must not hold the job's restart). */
+#define CTL_SLURM_STOPPING_MAX_S (5 * CTL_SLURM_RETIRE_S)
 /* A tick stops asking slurmrestd once it has spent this long (each call: at most 2 s). */
 #define CTL_SLURM_TICK_BUDGET_S 1.0
 
@@ -329,10 +332,15 @@ static int cancel(struct control *ctl, const struct store_slurm_job *row)
  * artifact store (worker/agent/main.c); a cancel would kill them mid-checkpoint or mid-upload
  * (Slurm ends the steps), and the restart or the user would find no stored copy of the last
  * checkpoint. At most CTL_SLURM_RETIRE_S after the attempt finished (Slurm's own warning lead);
- * until it has, as long as its agents are connected (the server stops its workers). */
+ * until it has, while its agents are connected (the server stops its workers), at most
+ * CTL_SLURM_STOPPING_MAX_S after the job left the attempt. */
 static bool retiring(const struct store_slurm_job *row)
 {
-    return row->used && row->agents > 0 && row->ended_s < CTL_SLURM_RETIRE_S;
+    if (!row->used || row->agents == 0)
+        return false;
+    if (row->ended_s >= 0)
+        return row->ended_s < CTL_SLURM_RETIRE_S;
+    return row->over_s < CTL_SLURM_STOPPING_MAX_S;
 }
 
 /* Job `job` may be placed on the agents of allocation slurm_id (ctl__slurm_filter). */
