@@ -13,8 +13,9 @@ int store_slurm_jobs(struct db_conn *c, struct store_slurm_job **out, size_t *n)
     /* Live jobs, and finished ones still holding an allocation (to cancel). `used`: an attempt
      * already ran in the job's allocation (a new attempt needs a new one); `ended_s`: how long
      * ago that attempt finished; `over_s`: how long ago the job left it (its first event of
-     * restarting, stopping or a final status, at or before the attempt's end); `agents`: the allocation's agents still connected (their node
-     * ids are slurm-<Slurm job id>-<node>, control_slurm.c). */
+     * restarting, stopping or a final status, at or before the attempt's end); `agents`: the
+     * allocation's agents still connected (their node ids are slurm-<Slurm job id>-<node>,
+     * control_slurm.c). */
     static const struct db_stmt st = {
         "slurm_jobs",
         "SELECT j.id, j.status, j.attempt, coalesce(j.slurm_job_id, -1) AS slurm_job_id, "
