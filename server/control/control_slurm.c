@@ -219,7 +219,8 @@ static int submit(struct control *ctl, const struct store_slurm_job *row, int64_
      * the batch script) to the agent there, whose pid the script leaves in first-agent.pid of
      * the allocation's directory, and ends with it. The script lives until the step has ended
      * too (an allocation that ended with the first node's agent would kill the other nodes'
-     * workers). */
+     * workers). Each agent removes its data directory when it exits with its checkpoint parts
+     * all stored (worker/agent/main.c); the script then removes the allocation's, once empty. */
     snprintf(
         script, sizeof(script),
         "#!/bin/sh\n"
@@ -241,7 +242,8 @@ static int submit(struct control *ctl, const struct store_slurm_job *row, int64_
         "p=$!\n"
         "mkdir -p \"$TRAINYARD_SLURM_D\" && echo $p >\"$TRAINYARD_SLURM_D/first-agent.pid\"\n"
         "while kill -0 $p 2>/dev/null; do wait $p; done\n"
-        "while kill -0 $s 2>/dev/null; do wait $s; done\n",
+        "while kill -0 $s 2>/dev/null; do wait $s; done\n"
+        "rm -f \"$TRAINYARD_SLURM_D/first-agent.pid\"; rmdir \"$TRAINYARD_SLURM_D\" 2>/dev/null\n",
         per_node, nonce, a.cpus_per_task * per_node);
     a.script = script;
     const char *env[CTL_SLURM_ENV_MAX];

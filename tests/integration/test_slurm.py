@@ -117,6 +117,11 @@ def agent_env(slurm_job_id, node):
     return None
 
 
+def cluster_name(env):
+    with open(env["SLURM_CONF"]) as f:
+        return next(x.split("=", 1)[1].strip() for x in f if x.startswith("ClusterName="))
+
+
 def attempts_of(srv, job):
     r = srv.request("GET", f"/api/v1/jobs/{job}/attempts", token=None).json
     return r["attempts"] if isinstance(r, dict) else r
@@ -173,9 +178,14 @@ def test_torch_ddp_job_runs_in_one_allocation_over_two_nodes(server_factory, slu
     for rank in (0, 1):
         log = srv.request("GET", f"/api/v1/jobs/{job}/logs?rank={rank}", token=None)
         assert f"rank {rank} of 2: replicas in sync after 2 steps" in log.text, log
-    # The job is over: its allocation (and the agents in it) is gone.
+    # The job is over: its allocation (and the agents in it) is gone, and so are the agents'
+    # data directories (their checkpoint copies: the store holds the checkpoint).
     harness.wait_for(lambda: slurm_state(env, slurm_id) in ("", "COMPLETED", "CANCELLED"), 30,
                      "the allocation ending")
+    harness.wait_for(lambda: not agents_of(slurm_id), 30, "the agents exiting")
+    cluster = cluster_name(env)
+    harness.wait_for(lambda: not glob.glob(f"/tmp/trainyard-slurm/{cluster}/{slurm_id}-*"), 30,
+                     "the allocation's data directories removed")
 
 
 def test_a_busy_cluster_keeps_the_job_pending_with_slurms_reason_and_stop_cancels(
@@ -384,9 +394,7 @@ def test_slurmctld_restarted_mid_job_and_the_server_gone_leave_no_agent(server_f
     # Their data directory is this cluster's, this allocation's and this submission's (Slurm
     # job ids recur across clusters: an earlier agent's spool under the same id must not be
     # replayed).
-    with open(env["SLURM_CONF"]) as f:
-        cluster = next(x.split("=", 1)[1].strip() for x in f if x.startswith("ClusterName="))
-    dirs = glob.glob(f"/tmp/trainyard-slurm/{cluster}/{sid2}-*/n1")
+    dirs = glob.glob(f"/tmp/trainyard-slurm/{cluster_name(env)}/{sid2}-*/n1")
     assert len(dirs) == 1, dirs
     assert re.fullmatch(r"[0-9a-f]{16}", dirs[0].split("/")[-2].split("-")[1]), dirs
     assert srv.stop() == 0
