@@ -79,6 +79,10 @@
 #define SHM_SPIN_MIN_NS (2 * 1000)
 #define SHM_SPIN_MAX_NS (20 * 1000)
 #define SHM_SPIN_PER_KIB_NS 4
+/* Then, with a CPU per rank, how long a rank keeps looking with sched_yield between looks before
+ * it sleeps: a peer queued on this CPU runs at once, one running elsewhere is seen without a
+ * wake-up. */
+#define SHM_YIELD_NS (200 * 1000)
 /* Longest single futex sleep: how often a waiting rank looks at its ring links. */
 #define SHM_CHECK_MS 50
 
@@ -103,6 +107,7 @@ struct ty__shm {
     uint32_t barriers;                                 /* barriers passed by this rank */
     unsigned set;                                      /* slot set of the next chunk */
     int64_t spin_min_ns, spin_max_ns, spin_per_kib_ns; /* polling before a sleep */
+    int64_t yield_ns;                                  /* then yielding before a sleep */
     const void **srcs; /* world entries: the sources of one reduction */
 };
 
@@ -215,22 +220,28 @@ static int shm_barrier(ty_ctx *c, size_t work)
         return 0;
     }
     int64_t until = 0;
+    int yielding = 0;
     for (unsigned spin = 0;; spin++) {
         if (shm_reached(h, target))
             return 0;
         if (atomic_load_explicit(&h->abort, memory_order_relaxed))
             return TY_EPEER;
-        if ((spin & 63) == 0) {
+        if (yielding || (spin & 63) == 0) {
             int64_t now = util_mono_ns();
             if (until == 0) {
                 int64_t spin = (int64_t)(work / 1024) * s->spin_per_kib_ns;
                 spin = spin < s->spin_min_ns ? s->spin_min_ns : spin;
                 until = now + (spin < s->spin_max_ns ? spin : s->spin_max_ns);
-            } else if (now >= until) {
+            } else if (now >= until + s->yield_ns) {
                 break;
+            } else if (now >= until) {
+                yielding = 1;
             }
         }
-        shm_pause();
+        if (yielding)
+            sched_yield();
+        else
+            shm_pause();
     }
     return shm_barrier_sleep(c, target);
 }
@@ -404,6 +415,7 @@ int ty__shm_setup(ty_ctx *c)
     s->spin_min_ns = SHM_SPIN_MIN_NS;
     s->spin_max_ns = c->world > ncpu ? SHM_SPIN_MIN_NS : SHM_SPIN_MAX_NS;
     s->spin_per_kib_ns = SHM_SPIN_PER_KIB_NS;
+    s->yield_ns = c->world > ncpu ? 0 : SHM_YIELD_NS;
     s->srcs = calloc((size_t)c->world, sizeof *s->srcs);
     if (!s->srcs) {
         free(s);
