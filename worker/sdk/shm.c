@@ -33,7 +33,11 @@
  * about as long as a running peer would still need for the work before the barrier (2 µs plus
  * 4 ns per KiB, at most 20 µs): a peer later than that is off its CPU, and polling then only
  * keeps it off (measured on the loaded 2-core host: longer polls lost 2-4x at 64 KiB-1 MiB).
- * When ranks outnumber the CPUs this process may run on, a rank polls 2 µs at most.
+ * When ranks outnumber the CPUs this process may run on, a rank polls 2 µs at most. Otherwise,
+ * after the poll, it keeps looking for up to 200 µs with sched_yield between looks before it
+ * sleeps: when no CPU is idle the scheduler wakes a sleeper on its waker's CPU, so a late peer is
+ * often queued behind the rank that waits for it; yielding runs it at once, without a futex
+ * wake-up, and still sees a peer running elsewhere within a system call.
  *
  * The TCP ring stays connected beside the segment: a rank that dies closes its sockets, its ring
  * neighbours see that while they wait, raise the shared abort flag and wake everyone, so a dead
