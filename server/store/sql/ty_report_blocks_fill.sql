@@ -1,5 +1,6 @@
 -- The maintenance of report_blocks (migration 0046), the one place that stores blocks: the
--- leader calls it every control tick (server/control/control_report.c), and anyone may call it
+-- leader calls it from a thread of its own, beside the control thread's report batches, call
+-- after call while series move on (server/control/control_report.c), and anyone may call it
 -- (tests, after writing reports with SQL). Up to p_series series of report_series (which every
 -- writer keeps: ty_reports_added) whose newest report lies past their block_next's block have
 -- their complete blocks summed up from all their reports (ty_report_blocks_of), once, in bulk:
