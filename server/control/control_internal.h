@@ -142,7 +142,7 @@ struct control {
     pthread_mutex_t blocks_lock;
     pthread_cond_t blocks_cond;
     bool blocks_started;
-    bool blocks_stopping; /* guarded by blocks_lock */
+    bool blocks_stopping;          /* guarded by blocks_lock */
     char instance[40];             /* this server's id in launch notifications */
     bool leading;                  /* as of the start of this loop iteration */
     double lead_since;             /* monotonic seconds */
