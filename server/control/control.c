@@ -224,13 +224,7 @@ static void *control_thread(void *arg)
     for (;;) {
         pthread_mutex_lock(&ctl->lock);
         if (!ctl->kicked && !ctl->woken && !ctl->stopping) {
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_nsec += CTL_TICK_MS * 1000000L;
-            if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000L;
-            }
+            struct timespec until = util_realtime_in_ms(CTL_TICK_MS);
             pthread_cond_timedwait(&ctl->cond, &ctl->lock, &until);
         }
         bool kicked = ctl->kicked;

@@ -39,7 +39,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* The report could not be committed: detach the node from this connection and close it, so that
  * no later ack covers the report and the agent resends it after reconnecting (see the top). */
@@ -285,13 +284,7 @@ static void *blocks_thread(void *arg)
         pthread_mutex_unlock(&ctl->blocks_lock);
         blocks_round(ctl);
         pthread_mutex_lock(&ctl->blocks_lock);
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += CTL_BLOCKS_IDLE_MS * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        struct timespec until = util_realtime_in_ms(CTL_BLOCKS_IDLE_MS);
         if (!ctl->blocks_stopping)
             pthread_cond_timedwait(&ctl->blocks_cond, &ctl->blocks_lock, &until);
     }
