@@ -220,7 +220,9 @@ static int submit(struct control *ctl, const struct store_slurm_job *row, int64_
      * the allocation's directory, and ends with it. The script lives until the step has ended
      * too (an allocation that ended with the first node's agent would kill the other nodes'
      * workers). Each agent removes its data directory when it exits with its checkpoint parts
-     * all stored (worker/agent/main.c); the script then removes the allocation's, once empty. */
+     * all stored, and the allocation's once empty (worker/agent/main.c): the relay removes the
+     * pid file once read (the script itself may not outlive its agents: the server cancels the
+     * allocation once they are gone). */
     snprintf(
         script, sizeof(script),
         "#!/bin/sh\n"
@@ -234,7 +236,7 @@ static int submit(struct control *ctl, const struct store_slurm_job *row, int64_
         "srun --ntasks-per-node=1 --cpus-per-task=%d --kill-on-bad-exit=0 /bin/sh -c "
         "'[ \"$SLURMD_NODENAME\" = \"$TRAINYARD_SLURM_FIRST\" ] || eval \"$TRAINYARD_SLURM_A\"; "
         "n=0; until read p <\"$TRAINYARD_SLURM_D/first-agent.pid\" || [ $n -ge 300 ]; "
-        "do n=$((n+1)); sleep 0.1; done 2>/dev/null; "
+        "do n=$((n+1)); sleep 0.1; done 2>/dev/null; rm -f \"$TRAINYARD_SLURM_D/first-agent.pid\"; "
         "trap \"kill -USR1 $p\" USR1; "
         "while kill -0 $p 2>/dev/null; do sleep 1 & wait $!; done' &\n"
         "s=$!\n"
@@ -242,8 +244,7 @@ static int submit(struct control *ctl, const struct store_slurm_job *row, int64_
         "p=$!\n"
         "mkdir -p \"$TRAINYARD_SLURM_D\" && echo $p >\"$TRAINYARD_SLURM_D/first-agent.pid\"\n"
         "while kill -0 $p 2>/dev/null; do wait $p; done\n"
-        "while kill -0 $s 2>/dev/null; do wait $s; done\n"
-        "rm -f \"$TRAINYARD_SLURM_D/first-agent.pid\"; rmdir \"$TRAINYARD_SLURM_D\" 2>/dev/null\n",
+        "while kill -0 $s 2>/dev/null; do wait $s; done\n",
         per_node, nonce, a.cpus_per_task * per_node);
     a.script = script;
     const char *env[CTL_SLURM_ENV_MAX];

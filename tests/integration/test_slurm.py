@@ -184,8 +184,11 @@ def test_torch_ddp_job_runs_in_one_allocation_over_two_nodes(server_factory, slu
                      "the allocation ending")
     harness.wait_for(lambda: not agents_of(slurm_id), 30, "the agents exiting")
     cluster = cluster_name(env)
-    harness.wait_for(lambda: not glob.glob(f"/tmp/trainyard-slurm/{cluster}/{slurm_id}-*"), 30,
-                     "the allocation's data directories removed")
+    left = f"/tmp/trainyard-slurm/{cluster}/{slurm_id}-*"
+    try:
+        harness.wait_for(lambda: not glob.glob(left), 30, "the allocation's data directory removed")
+    except AssertionError as e:
+        raise AssertionError(f"{e}: {glob.glob(left + '/**', recursive=True)}")
 
 
 def test_a_busy_cluster_keeps_the_job_pending_with_slurms_reason_and_stop_cancels(
