@@ -19,8 +19,8 @@ int store_jobs_insert(struct db_conn *c, struct store_job_new *const *jobs, size
      * shared by every job in it (docs/decisions.md, "Submissions: SQL functions …"). */
     static const struct db_stmt st = {
         "jobs_insert",
-        "SELECT j.id, ty_job_json(j)::text FROM ty_jobs_submit($1::jsonb) j ORDER BY j.id",
-        1, false};
+        "SELECT j.id, ty_job_json(j)::text FROM ty_jobs_submit($1::jsonb) j ORDER BY j.id", 1,
+        false};
     json_t *rows = json_array();
     for (size_t i = 0; rows && i < n; i++) {
         const json_t *spec = jobs[i]->spec;
