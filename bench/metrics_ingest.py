@@ -108,6 +108,7 @@ def agent_run(ws_url, token, node_id, ranks, nmetrics, seconds, window, delay, o
                       "attempt": launch["attempt"], "rank": w["rank"], "pid": 1000 + w["rank"]})
     ws.wait_for(lambda m: m["type"] == "ack" and m["seq"] >= seq, 60)
     names = [f"layer{i:03d}.grad_norm" for i in range(nmetrics)]
+    texts = {}  # (7k + rank) mod 1000 -> the report's values as JSON members
     attempt = launch["attempt"]
     first_report = seq + 1
     acked = seq
@@ -125,8 +126,13 @@ def agent_run(ws_url, token, node_id, ranks, nmetrics, seconds, window, delay, o
                 f".{ms % 1000:03d}Z"
             for rank in range(ranks):
                 seq += 1
-                values = ",".join(f'"{n}":{(k * 7 + i + rank) % 1000 / 997.0}'
-                                  for i, n in enumerate(names))
+                # the values depend on (7k + rank) mod 1000: each text is made once (the load
+                # generator shares the cores with the server; it is not what is measured)
+                phase = (k * 7 + rank) % 1000
+                values = texts.get(phase)
+                if values is None:
+                    values = texts[phase] = ",".join(f'"{n}":{(phase + i) % 1000 / 997.0}'
+                                                     for i, n in enumerate(names))
                 send_raw(ws.sock, f'{{"type":"report","seq":{seq},"job_id":"{job}",'
                                   f'"attempt":{attempt},"rank":{rank},"report_seq":{k},'
                                   f'"metrics":{{{values}}},"step":{k},"time":"{t}",'

@@ -78,6 +78,21 @@ static inline double util_mono_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* The wall clock (CLOCK_REALTIME) `ms` milliseconds from now: the deadline of a
+ * pthread_cond_timedwait on a condition variable with the default clock. */
+static inline struct timespec util_realtime_in_ms(long ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
 #define UTIL_FREE(p)                                                                               \
     do {                                                                                           \
         free(p);                                                                                   \

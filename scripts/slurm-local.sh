@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A throwaway single-host Slurm for tests and first runs (README.md, "Slurm").
 #   scripts/slurm-local.sh start DIR [N]   munged, slurmctld, N emulated nodes (slurmd -N n1..nN,
-#                                          default 2) and slurmrestd on unix:DIR/slurmrestd.sock
+#                                          default 2), slurmrestd on unix:DIR/slurmrestd.sock
+#                                          (local auth: the caller's uid) and a second one on
+#                                          http://127.0.0.1:PORT (JWT; PORT in DIR/slurmrestd.port)
 #   scripts/slurm-local.sh stop DIR        stops every process it started, by the pids under DIR
 #   scripts/slurm-local.sh env DIR         prints the environment Slurm's commands need
 # Everything lives under DIR: slurm.conf, its own munge key and socket, state, logs, pid files, a
@@ -51,6 +53,7 @@ do_stop() {
     done
   fi
   stop_pid slurmrestd "$dir/run/slurmrestd.pid"
+  stop_pid slurmrestd "$dir/run/slurmrestd-jwt.pid"
   for f in "$dir"/run/slurmd-*.pid; do
     [[ -e "$f" ]] && stop_pid slurmd "$f"
   done
@@ -94,11 +97,11 @@ mkdir -p "$dir"/{run,log,state,spool,munge}
 chmod 0755 "$dir/munge" # munged wants its socket reachable by all; the key stays 0400
 conf="$dir/slurm.conf"
 
-# Free TCP ports: slurmctld, then one per node.
+# Free TCP ports: slurmctld, one per node, then slurmrestd's (JWT).
 read -r -a ports < <(python3 - "$nodes" <<'EOF'
 import socket, sys
 socks = []
-for _ in range(int(sys.argv[1]) + 1):
+for _ in range(int(sys.argv[1]) + 2):
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     socks.append(s)
@@ -201,4 +204,14 @@ SLURMRESTD_SECURITY=disable_user_check setsid slurmrestd -f "$conf" \
   >"$dir/log/slurmrestd.log" 2>&1 </dev/null &
 echo $! >"$dir/run/slurmrestd.pid"
 wait_for 10 test -S "$dir/slurmrestd.sock" || fail "slurmrestd did not start"
-echo "slurm-local: $nodes node(s) up; SLURM_CONF=$conf; slurmrestd unix:$dir/slurmrestd.sock"
+# On TCP every request carries a token (X-SLURM-USER-TOKEN, X-SLURM-USER-NAME): JWT only.
+rest_port=${ports[$((nodes + 1))]}
+SLURM_JWT=daemon SLURMRESTD_SECURITY=disable_user_check setsid slurmrestd -f "$conf" -a rest_auth/jwt \
+  -s openapi/v0.0.38,openapi/v0.0.37,openapi/v0.0.36 "127.0.0.1:$rest_port" \
+  >"$dir/log/slurmrestd-jwt.log" 2>&1 </dev/null &
+echo $! >"$dir/run/slurmrestd-jwt.pid"
+rest_up() { [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$rest_port/") != 000 ]]; }
+wait_for 10 rest_up || fail "slurmrestd (JWT) did not start"
+echo "$rest_port" >"$dir/slurmrestd.port"
+echo "slurm-local: $nodes node(s) up; SLURM_CONF=$conf; slurmrestd unix:$dir/slurmrestd.sock" \
+  "and http://127.0.0.1:$rest_port (JWT)"

@@ -224,13 +224,7 @@ static void *control_thread(void *arg)
     for (;;) {
         pthread_mutex_lock(&ctl->lock);
         if (!ctl->kicked && !ctl->woken && !ctl->stopping) {
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_nsec += CTL_TICK_MS * 1000000L;
-            if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000L;
-            }
+            struct timespec until = util_realtime_in_ms(CTL_TICK_MS);
             pthread_cond_timedwait(&ctl->cond, &ctl->lock, &until);
         }
         bool kicked = ctl->kicked;
@@ -252,7 +246,7 @@ static void *control_thread(void *arg)
          * reports among them. At most CTL_DRAIN_S of events per round: a batch of reports is
          * acked as soon as it commits (control_report.c), so under a flood of reports the queue
          * never empties, and an unbounded drain held up the passes and the tick's duties
-         * (timeouts, stops, hangs, the blocks' maintenance) until the flood ended. The rest
+         * (timeouts, stops, hangs) until the flood ended. The rest
          * waits for the next round, which starts at once. */
         struct hub_event ev;
         double drain_start = util_mono_s();
@@ -286,7 +280,6 @@ static void *control_thread(void *arg)
                 ctl__check_hangs(ctl);
                 ctl__tune_tick(ctl);
                 ctl__job_stop_tick(ctl);
-                ctl__report_blocks_tick(ctl);
             }
             drive_stopping_jobs(ctl);
             if (ctl->leading)
@@ -388,7 +381,9 @@ struct control *control_start(struct srv *srv)
         .out_queue_max = (size_t)srv->cfg.ws_queue_max,
     };
     hub_set_limits(ctl->hub, &limits);
-    if (ctl__ha_start(ctl) != 0 || pthread_create(&ctl->thread, NULL, control_thread, ctl) != 0) {
+    if (ctl__ha_start(ctl) != 0 || ctl__report_blocks_start(ctl) != 0 ||
+        pthread_create(&ctl->thread, NULL, control_thread, ctl) != 0) {
+        ctl__report_blocks_stop(ctl);
         leader_stop(ctl->leader);
         hub_stop(ctl->hub);
         goto fail;
@@ -413,6 +408,7 @@ void control_stop(struct control *ctl)
     pthread_cond_signal(&ctl->cond);
     pthread_mutex_unlock(&ctl->lock);
     pthread_join(ctl->thread, NULL);
+    ctl__report_blocks_stop(ctl);
     leader_stop(ctl->leader);
     hub_stop(ctl->hub);
     db_release(ctl->srv->db, ctl->db);

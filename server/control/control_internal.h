@@ -137,6 +137,12 @@ struct control {
     struct ctl_logs logs;
     /* Several servers on one database (control_ha.c, leader.h). */
     struct leader *leader;
+    /* The maintenance of report_blocks (control_report.c): its thread and its stop. */
+    pthread_t blocks_thread;
+    pthread_mutex_t blocks_lock;
+    pthread_cond_t blocks_cond;
+    bool blocks_started;
+    bool blocks_stopping;          /* guarded by blocks_lock */
     char instance[40];             /* this server's id in launch notifications */
     bool leading;                  /* as of the start of this loop iteration */
     double lead_since;             /* monotonic seconds */
@@ -200,10 +206,14 @@ void ctl__queue_report(struct control *ctl, uint64_t conn, struct aproto_node_ms
  * dropped; one that cannot be committed closes its connection, so that the agent resends what was
  * not acked. */
 void ctl__flush_reports(struct control *ctl);
-/* The leader's maintenance of report_blocks, every tick: the complete blocks of 16 reports that
- * any writer stored are summed up in bulk (store_report_blocks_fill), for at most ~0.1 s; the
- * rest at the next tick. Reads combine the stored blocks with the reports not summed up yet. */
-void ctl__report_blocks_tick(struct control *ctl);
+/* The leader's maintenance of report_blocks, on a thread of its own (with a pooled connection
+ * while it works), so that it runs beside the control thread's batches rather than between them:
+ * the complete blocks of 16 reports that any writer stored are summed up in bulk
+ * (store_report_blocks_fill), call after call while series move on, then again after a tick.
+ * Reads combine the stored blocks with the reports not summed up yet. Start after
+ * ctl__ha_start (it asks ctl->leader); stop before leader_stop. */
+int ctl__report_blocks_start(struct control *ctl);
+void ctl__report_blocks_stop(struct control *ctl);
 /* control_logs.c: agent message `log`, queued (ctl->logs); ctl__flush_logs commits the queue in
  * one transaction and acks it. The caller flushes once the hub queue is drained and before a
  * message that changes a job's state (worker_exited, register, a closed connection). */

@@ -28,6 +28,7 @@
 #include "control_internal.h"
 
 #include "agent_proto.h"
+#include "leader.h"
 #include "retire.h"
 #include "log.h"
 #include "server.h"
@@ -241,21 +242,80 @@ void ctl__flush_reports(struct control *ctl)
 }
 
 /* Series summed up per call (each by at most 16 blocks, so that a call stays short even after a
- * bulk INSERT or COPY of many reports: they are summed up over several ticks), and the time one
- * tick may spend (the control thread also ingests, so the maintenance yields to it between
- * calls). */
+ * bulk INSERT or COPY of many reports: they are summed up over several calls, each its own
+ * transaction), and the wait when nothing moved on (nothing to do, or every series due held by a
+ * writer's transaction: FOR UPDATE SKIP LOCKED). */
 #define CTL_BLOCKS_SERIES 32
-#define CTL_BLOCKS_BUDGET_S 0.1
+#define CTL_BLOCKS_IDLE_MS 200
 
-void ctl__report_blocks_tick(struct control *ctl)
+/* One round: while this server leads, calls until no series moves on. Returns how many calls
+ * moved a series (0: idle), or -1 when the database could not be reached or refused. */
+static int blocks_round(struct control *ctl)
 {
-    double start = util_mono_s();
-    int moved = 1;
-    while (moved > 0 && util_mono_s() - start < CTL_BLOCKS_BUDGET_S) {
-        if (store_report_blocks_fill(ctl->db, CTL_BLOCKS_SERIES, &moved) < 0) {
+    if (!leader_is_leader(ctl->leader))
+        return 0;
+    struct db_conn *c = db_acquire(ctl->srv->db);
+    if (c == NULL)
+        return -1;
+    int calls = 0, moved = 1;
+    while (moved > 0) {
+        if (store_report_blocks_fill(c, CTL_BLOCKS_SERIES, &moved) < 0) {
             TY_WARN("control", "cannot sum up the reports' blocks (report_blocks); retried "
-                               "at the next tick");
-            return;
+                               "after a tick");
+            calls = -1;
+            break;
         }
+        calls += moved > 0;
+        pthread_mutex_lock(&ctl->blocks_lock);
+        bool stopping = ctl->blocks_stopping;
+        pthread_mutex_unlock(&ctl->blocks_lock);
+        if (stopping)
+            break;
     }
+    db_release(ctl->srv->db, c);
+    return calls;
+}
+
+static void *blocks_thread(void *arg)
+{
+    struct control *ctl = arg;
+    pthread_mutex_lock(&ctl->blocks_lock);
+    while (!ctl->blocks_stopping) {
+        pthread_mutex_unlock(&ctl->blocks_lock);
+        blocks_round(ctl);
+        pthread_mutex_lock(&ctl->blocks_lock);
+        struct timespec until = util_realtime_in_ms(CTL_BLOCKS_IDLE_MS);
+        if (!ctl->blocks_stopping)
+            pthread_cond_timedwait(&ctl->blocks_cond, &ctl->blocks_lock, &until);
+    }
+    pthread_mutex_unlock(&ctl->blocks_lock);
+    return NULL;
+}
+
+int ctl__report_blocks_start(struct control *ctl)
+{
+    pthread_mutex_init(&ctl->blocks_lock, NULL);
+    pthread_cond_init(&ctl->blocks_cond, NULL);
+    ctl->blocks_stopping = false;
+    ctl->blocks_started = pthread_create(&ctl->blocks_thread, NULL, blocks_thread, ctl) == 0;
+    if (!ctl->blocks_started) {
+        pthread_mutex_destroy(&ctl->blocks_lock);
+        pthread_cond_destroy(&ctl->blocks_cond);
+        return -1;
+    }
+    return 0;
+}
+
+void ctl__report_blocks_stop(struct control *ctl)
+{
+    if (!ctl->blocks_started)
+        return;
+    pthread_mutex_lock(&ctl->blocks_lock);
+    ctl->blocks_stopping = true;
+    pthread_cond_signal(&ctl->blocks_cond);
+    pthread_mutex_unlock(&ctl->blocks_lock);
+    pthread_join(ctl->blocks_thread, NULL);
+    pthread_mutex_destroy(&ctl->blocks_lock);
+    pthread_cond_destroy(&ctl->blocks_cond);
+    ctl->blocks_started = false;
 }

@@ -38,6 +38,9 @@
 #define CTL_SLURM_AGENT_ORPHAN "TRAINYARD_AGENT_EPHEMERAL=30"
 /* The longest an ended attempt's allocation is left to its agents before it is cancelled. */
 #define CTL_SLURM_RETIRE_S CTL_SLURM_SIGNAL_S
+/* The longest the allocation of an attempt the job has left is kept while the attempt's
+ * workers are still stopping (a worker that never ends must not hold the job's restart). */
+#define CTL_SLURM_STOPPING_MAX_S (5 * CTL_SLURM_RETIRE_S)
 /* A tick stops asking slurmrestd once it has spent this long (each call: at most 2 s). */
 #define CTL_SLURM_TICK_BUDGET_S 1.0
 
@@ -216,7 +219,10 @@ static int submit(struct control *ctl, const struct store_slurm_job *row, int64_
      * the batch script) to the agent there, whose pid the script leaves in first-agent.pid of
      * the allocation's directory, and ends with it. The script lives until the step has ended
      * too (an allocation that ended with the first node's agent would kill the other nodes'
-     * workers). */
+     * workers). Each agent removes its data directory when it exits with its checkpoint parts
+     * all stored, and the allocation's once empty (worker/agent/main.c): the relay removes the
+     * pid file once read (the script itself may not outlive its agents: the server cancels the
+     * allocation once they are gone). */
     snprintf(
         script, sizeof(script),
         "#!/bin/sh\n"
@@ -230,7 +236,7 @@ static int submit(struct control *ctl, const struct store_slurm_job *row, int64_
         "srun --ntasks-per-node=1 --cpus-per-task=%d --kill-on-bad-exit=0 /bin/sh -c "
         "'[ \"$SLURMD_NODENAME\" = \"$TRAINYARD_SLURM_FIRST\" ] || eval \"$TRAINYARD_SLURM_A\"; "
         "n=0; until read p <\"$TRAINYARD_SLURM_D/first-agent.pid\" || [ $n -ge 300 ]; "
-        "do n=$((n+1)); sleep 0.1; done 2>/dev/null; "
+        "do n=$((n+1)); sleep 0.1; done 2>/dev/null; rm -f \"$TRAINYARD_SLURM_D/first-agent.pid\"; "
         "trap \"kill -USR1 $p\" USR1; "
         "while kill -0 $p 2>/dev/null; do sleep 1 & wait $!; done' &\n"
         "s=$!\n"
@@ -329,10 +335,15 @@ static int cancel(struct control *ctl, const struct store_slurm_job *row)
  * artifact store (worker/agent/main.c); a cancel would kill them mid-checkpoint or mid-upload
  * (Slurm ends the steps), and the restart or the user would find no stored copy of the last
  * checkpoint. At most CTL_SLURM_RETIRE_S after the attempt finished (Slurm's own warning lead);
- * until it has, as long as its agents are connected (the server stops its workers). */
+ * until it has, while its agents are connected (the server stops its workers), at most
+ * CTL_SLURM_STOPPING_MAX_S after the job left the attempt. */
 static bool retiring(const struct store_slurm_job *row)
 {
-    return row->used && row->agents > 0 && row->ended_s < CTL_SLURM_RETIRE_S;
+    if (!row->used || row->agents == 0)
+        return false;
+    if (row->ended_s >= 0)
+        return row->ended_s < CTL_SLURM_RETIRE_S;
+    return row->over_s < CTL_SLURM_STOPPING_MAX_S;
 }
 
 /* Job `job` may be placed on the agents of allocation slurm_id (ctl__slurm_filter). */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define SLURM_TIMEOUT_MS 2000L
 #define SLURM_TOKEN_MAX 8192
@@ -20,6 +21,7 @@ struct slurm_client {
     /* The token as last read, and the file's identity then (re-read when it changes). */
     char *token;
     char user[128];
+    int64_t token_exp; /* its "exp" claim; 0: none */
     struct stat token_st;
 };
 
@@ -131,9 +133,37 @@ static int token_refresh(struct slurm_client *c, char *err, size_t errlen)
     free(c->token);
     c->token = copy;
     c->token_st = st;
-    if (slurm_jwt_user(c->token, c->user, sizeof(c->user)) != 0)
+    if (slurm_jwt_claims(c->token, c->user, sizeof(c->user), &c->token_exp) != 0)
         c->user[0] = '\0';
     return 0;
+}
+
+/* -1 with err when the token's own expiry has passed: Slurm would refuse it, and its answer
+ * would not say why (slurmctld's refusal reaches slurmrestd as "Unspecified error"). */
+static int token_expired(const struct slurm_client *c, char *err, size_t errlen)
+{
+    time_t now = time(NULL);
+    if (c->token == NULL || c->token_exp <= 0 || c->token_exp > (int64_t)now)
+        return 0;
+    time_t exp = (time_t)c->token_exp;
+    struct tm tm;
+    char when[32] = "";
+    if (gmtime_r(&exp, &tm))
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    snprintf(err, errlen, "the token of --slurm-token-file %s expired at %s", c->token_file, when);
+    return -1;
+}
+
+/* An error of slurmrestd's (HTTP 5xx) while a token is in use: slurmctld down and slurmctld
+ * refusing the token look the same in Slurm 22.05's answers, so err names both. */
+static int token_hint(const struct slurm_client *c, int rc, long http, char *err, size_t errlen)
+{
+    size_t used = strlen(err);
+    if (rc == SLURM_UNAVAILABLE && c->token && http >= 500 && used + 1 < errlen)
+        snprintf(err + used, errlen - used,
+                 " (slurmctld down, or refusing the token of --slurm-token-file for user %s)",
+                 c->user[0] ? c->user : "?");
+    return rc;
 }
 
 /* One request: method, path below /slurm/<version>/, optional JSON body. Fills *http and *out
@@ -144,7 +174,7 @@ static int request(struct slurm_client *c, const char *method, const char *versi
 {
     *out = NULL;
     *http = 0;
-    if (token_refresh(c, err, errlen) != 0)
+    if (token_refresh(c, err, errlen) != 0 || token_expired(c, err, errlen) != 0)
         return -1;
     char url[1024];
     snprintf(url, sizeof(url), "%s/slurm/%s/%s", c->base, version, path);
@@ -205,7 +235,7 @@ static int negotiate(struct slurm_client *c, char *err, size_t errlen)
         if (http != 404) {
             slurm_answer_error(http, body, err, errlen);
             free(body);
-            return SLURM_UNAVAILABLE;
+            return token_hint(c, SLURM_UNAVAILABLE, http, err, errlen);
         }
         free(body);
     }
@@ -243,7 +273,7 @@ int slurm_client_submit(struct slurm_client *c, const struct slurm_alloc *a, int
     int rc = call(c, "POST", "job/submit", req, &http, &out, err, errlen);
     free(req);
     if (rc == SLURM_OK)
-        rc = slurm_parse_submit(http, out, job_id, err, errlen);
+        rc = token_hint(c, slurm_parse_submit(http, out, job_id, err, errlen), http, err, errlen);
     free(out);
     return rc;
 }
@@ -258,7 +288,8 @@ int slurm_client_job(struct slurm_client *c, int64_t job_id, struct slurm_job_in
     char *out;
     int rc = call(c, "GET", path, NULL, &http, &out, err, errlen);
     if (rc == SLURM_OK)
-        rc = slurm_parse_job(http, out, job_id, info, err, errlen);
+        rc =
+            token_hint(c, slurm_parse_job(http, out, job_id, info, err, errlen), http, err, errlen);
     free(out);
     return rc;
 }
@@ -280,6 +311,9 @@ int slurm_client_cancel(struct slurm_client *c, int64_t job_id, char *err, size_
         } else if (slurm_parse_job(http, out, job_id, &info, why, sizeof(why)) == SLURM_REJECTED &&
                    strstr(why, "no longer knows")) {
             rc = SLURM_OK;
+        } else if (http >= 500) { /* slurmctld's fault, or the token's: the next look retries */
+            slurm_answer_error(http, out, err, errlen);
+            rc = token_hint(c, SLURM_UNAVAILABLE, http, err, errlen);
         } else {
             slurm_answer_error(http, out, err, errlen);
             rc = SLURM_REJECTED;

@@ -212,8 +212,9 @@ static int b64url_value(int c)
     return -1;
 }
 
-int slurm_jwt_user(const char *token, char *out, size_t n)
+int slurm_jwt_claims(const char *token, char *out, size_t n, int64_t *exp)
 {
+    *exp = 0;
     const char *p = token ? strchr(token, '.') : NULL;
     const char *end = p ? strchr(p + 1, '.') : NULL;
     if (p == NULL || end == NULL || n == 0)
@@ -241,6 +242,9 @@ int slurm_jwt_user(const char *token, char *out, size_t n)
     json_t *claims = json_loads(dec, 0, NULL);
     free(dec);
     const char *sun = json_string_value(json_object_get(claims, "sun"));
+    json_t *e = json_object_get(claims, "exp");
+    if (json_is_integer(e))
+        *exp = json_integer_value(e);
     int rc = -1;
     if (sun && sun[0] && strlen(sun) < n) {
         snprintf(out, n, "%s", sun);

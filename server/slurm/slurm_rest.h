@@ -62,8 +62,9 @@ int slurm_parse_job(long http, const char *body, int64_t job_id, struct slurm_jo
 /* The first error message of a slurmrestd answer, or a description of the HTTP status when it
  * has none, into err. */
 void slurm_answer_error(long http, const char *body, char *err, size_t errlen);
-/* The user name ("sun" claim) of a Slurm JWT into out; 0, or -1 when it has none. */
-int slurm_jwt_user(const char *token, char *out, size_t n);
+/* The user name ("sun" claim) of a Slurm JWT into out and its expiry ("exp", seconds since the
+ * epoch; 0 when it has none) into *exp; 0, or -1 when it has no user name. */
+int slurm_jwt_claims(const char *token, char *out, size_t n, int64_t *exp);
 /* True when a finished job's state means its nodes or Slurm ended it (not its own exit):
  * NODE_FAIL, PREEMPTED, TIMEOUT, BOOT_FAIL, DEADLINE. */
 int slurm_state_is_lost(const char *state);

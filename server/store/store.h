@@ -692,6 +692,8 @@ struct store_slurm_job {
     int64_t slurm_job_id; /* jobs.slurm_job_id, -1 when NULL */
     bool used;            /* an attempt already ran in that allocation */
     double ended_s;       /* seconds since that attempt finished; -1: it has not yet */
+    double over_s;        /* seconds since the job left that attempt (restarting, stopping,
+                           * finished); -1: it has not */
     int agents;           /* that allocation's agents still connected */
     char *spec_json;
 };

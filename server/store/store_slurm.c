@@ -12,8 +12,10 @@ int store_slurm_jobs(struct db_conn *c, struct store_slurm_job **out, size_t *n)
 {
     /* Live jobs, and finished ones still holding an allocation (to cancel). `used`: an attempt
      * already ran in the job's allocation (a new attempt needs a new one); `ended_s`: how long
-     * ago that attempt finished; `agents`: the allocation's agents still connected (their node
-     * ids are slurm-<Slurm job id>-<node>, control_slurm.c). */
+     * ago that attempt finished; `over_s`: how long ago the job left it (its first event of
+     * restarting, stopping or a final status, at or before the attempt's end); `agents`: the
+     * allocation's agents still connected (their node ids are slurm-<Slurm job id>-<node>,
+     * control_slurm.c). */
     static const struct db_stmt st = {
         "slurm_jobs",
         "SELECT j.id, j.status, j.attempt, coalesce(j.slurm_job_id, -1) AS slurm_job_id, "
@@ -22,6 +24,11 @@ int store_slurm_jobs(struct db_conn *c, struct store_slurm_job **out, size_t *n)
         "  coalesce((SELECT extract(epoch FROM now() - max(a.finished_at)) FROM attempts a "
         "            WHERE a.job_id = j.id AND a.slurm_job_id = j.slurm_job_id), -1)::float8 "
         "    AS ended_s, "
+        "  coalesce((SELECT extract(epoch FROM now() - min(e.at)) FROM attempts a "
+        "            JOIN job_events e ON e.job_id = a.job_id AND e.attempt = a.attempt "
+        "            WHERE a.job_id = j.id AND a.slurm_job_id = j.slurm_job_id "
+        "              AND e.status IN ('RESTARTING', 'STOPPING', 'SUCCEEDED', 'FAILED', "
+        "                               'STOPPED')), -1)::float8 AS over_s, "
         "  (SELECT count(*) FROM nodes n WHERE j.slurm_job_id IS NOT NULL "
         "     AND n.id LIKE 'slurm-' || j.slurm_job_id || '-%' AND n.status = 'ALIVE' "
         "     AND n.disconnected_at IS NULL)::int AS agents, j.spec::text AS spec "
@@ -44,6 +51,7 @@ int store_slurm_jobs(struct db_conn *c, struct store_slurm_job **out, size_t *n)
              db_col_int64(res, i, "slurm_job_id", &r[i].slurm_job_id) == 0 &&
              db_col_bool(res, i, "used", &r[i].used) == 0 &&
              db_col_double(res, i, "ended_s", &r[i].ended_s) == 0 &&
+             db_col_double(res, i, "over_s", &r[i].over_s) == 0 &&
              db_col_int(res, i, "agents", &r[i].agents) == 0 &&
              db_col_text(res, i, "spec", &spec) == 0;
         if (ok) {

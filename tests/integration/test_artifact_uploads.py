@@ -15,7 +15,8 @@ import urllib.request
 import pytest
 
 import harness
-from test_artifacts import BIG_WORKER, node_credential, part_url, untar, wait_artifacts
+from test_artifacts import (BIG_WORKER, agent_queue_empties, node_credential, part_url, untar,
+                            wait_artifacts)
 from test_checkpoints import PY, WORKER, submit, wait_checkpoints
 
 
@@ -106,7 +107,7 @@ def test_agent_killed_mid_upload_uploads_the_part_when_it_starts_again(server, a
     files = stored_files(srv, ck)
     assert sorted(files) == ["weights-0.bin", "weights-1.bin"]
     assert files == disk_files(merged)
-    assert os.listdir(os.path.join(agent.data_dir, "uploads")) == []
+    assert agent_queue_empties(agent) == []
 
 
 def test_a_chunk_corrupted_on_the_way_is_an_event_and_the_upload_completes(server,

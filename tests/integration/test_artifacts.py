@@ -311,6 +311,17 @@ def wait_artifacts(srv, job, n, timeout=20):
     return cks
 
 
+def agent_queue_empties(agent, timeout=10):
+    """The agent's upload queue (its part markers) once empty, or what is left at the timeout.
+    The agent drops a part's marker when it has the server's reply to the last chunk, which may
+    come just after the server shows the part complete."""
+    uploads = os.path.join(agent.data_dir, "uploads")
+    deadline = time.time() + timeout
+    while os.listdir(uploads) and time.time() < deadline:
+        time.sleep(0.1)
+    return os.listdir(uploads)
+
+
 def test_agent_uploads_each_checkpoint_in_the_background(server_factory, agent_factory):
     srv = server_factory()  # its own: the test reads every part in the store
     agent = agent_factory(srv, cpus=2)
@@ -336,7 +347,7 @@ def test_agent_uploads_each_checkpoint_in_the_background(server_factory, agent_f
             "rank-0.txt": f"rank 0 round {c['index']}".encode(),
             "rank-1.txt": f"rank 1 round {c['index']}".encode(),
             "sub/part-0.bin": b"x" * 100, "sub/part-1.bin": b"x" * 200}, found
-    assert os.listdir(os.path.join(agent.data_dir, "uploads")) == []
+    assert agent_queue_empties(agent) == []
 
 
 BIG_WORKER = textwrap.dedent("""

@@ -587,8 +587,8 @@ def test_band_read_before_the_blocks_are_stored_equals_the_band_after(srv, node,
 
     def held(send):
         """Runs send() and reads a band while the series' row is held (FOR KEY SHARE: the
-        reports' trigger still updates it, the maintenance's FOR UPDATE SKIP LOCKED skips it);
-        returns the block_next read then, and the band."""
+        reports' trigger still updates it, the maintenance's FOR UPDATE waits for it, its blocks
+        not committed); returns the block_next read then, and the band."""
         hold = subprocess.Popen(["psql", "-h", pg.sockdir, "-U", "trainyard", "-d",
                                  db_name(srv), "-XAtq"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, text=True)

@@ -1,14 +1,19 @@
 """Jobs placed through Slurm (--slurm, issue 28, README "Slurm"): a real Slurm started by
-scripts/slurm-local.sh (two emulated nodes, slurmrestd on a unix socket), a real server whose
+scripts/slurm-local.sh (two emulated nodes, slurmrestd on a unix socket and on TCP with JWT), a real server whose
 jobs each run in a Slurm allocation of ephemeral agents. Where Slurm cannot start (not installed,
 not root) these tests are skipped: CTest reports them Not Run. The one that needs no Slurm (a
 slurmrestd that is not there) runs everywhere."""
+import base64
 import glob
+import hashlib
+import hmac
+import json
 import os
 import re
 import signal
 import subprocess
 import textwrap
+import time
 
 import pytest
 
@@ -27,6 +32,37 @@ WORKER = textwrap.dedent("""
         f.write(str(rank))
     trainyard.report({"loss": 0.5 + rank, "step": 1}, checkpoint=d)
     shutil.rmtree(d)
+""")
+
+# torch DDP over gloo from the environment the agents set (env://): two steps of a tiny model;
+# each rank checks that DDP's averaged gradients left both replicas with the same weights.
+DDP = textwrap.dedent("""
+    import os, shutil, tempfile
+    import torch, torch.distributed as dist
+    import trainyard
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(0)
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    torch.manual_seed(1 + rank)
+    x, y = torch.randn(16, 4), torch.randn(16, 1)
+    for step in (1, 2):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        w = model.module.weight.detach().clone()
+        ws = [torch.zeros_like(w) for _ in range(world)]
+        dist.all_gather(ws, w)
+        assert all(torch.equal(ws[0], o) for o in ws), ws
+        d = tempfile.mkdtemp(prefix=f"ty-slurm-{rank}-")
+        if rank == 0:
+            torch.save(model.module.state_dict(), os.path.join(d, "model.pt"))
+        trainyard.report({"loss": loss.item(), "step": step}, checkpoint=d)
+        shutil.rmtree(d)
+    print(f"rank {rank} of {world}: replicas in sync after 2 steps", flush=True)
+    dist.destroy_process_group()
 """)
 
 
@@ -81,24 +117,29 @@ def agent_env(slurm_job_id, node):
     return None
 
 
+def cluster_name(env):
+    with open(env["SLURM_CONF"]) as f:
+        return next(x.split("=", 1)[1].strip() for x in f if x.startswith("ClusterName="))
+
+
 def attempts_of(srv, job):
     r = srv.request("GET", f"/api/v1/jobs/{job}/attempts", token=None).json
     return r["attempts"] if isinstance(r, dict) else r
 
 
-def slurm_server(server_factory, root, **kw):
+def slurm_server(server_factory, root, url=None, args=()):
     # The agents give up 3 s after losing the server (the allocations' default: 30 s).
     env = {"TRAINYARD_AGENT_RUN_AS": os.environ.get("TY_TEST_RUN_AS", "none"),
            "TRAINYARD_AGENT_PORT_RANGE": harness.port_range(),
            "TRAINYARD_AGENT_STOP_GRACE_S": "3", "TRAINYARD_AGENT_EPHEMERAL": "3"}
     return server_factory(auth="none", env=env,
-                          extra_args=["--slurm", f"unix:{root}/slurmrestd.sock", *kw.get("args", [])])
+                          extra_args=["--slurm", url or f"unix:{root}/slurmrestd.sock", *args])
 
 
-def submit(srv, name, workers=2, **more):
+def submit(srv, name, workers=2, script=WORKER, **more):
     work = harness.make_tmpdir("ty-slurm-job-")
     with open(os.path.join(work, "train.py"), "w") as f:
-        f.write(WORKER)
+        f.write(script)
     spec = {"name": name, "entrypoint": [PY, "train.py"], "working_dir": work,
             "scaling_config": {"num_workers": workers}, **more}
     return srv.submit(spec, token=None)["id"]
@@ -110,10 +151,10 @@ def events(srv, job):
     return [e["message"] for e in (r.json["events"] if isinstance(r.json, dict) else r.json)]
 
 
-def test_two_worker_job_runs_in_one_allocation_over_two_nodes(server_factory, slurm):
+def test_torch_ddp_job_runs_in_one_allocation_over_two_nodes(server_factory, slurm):
     root, env = slurm
     srv = slurm_server(server_factory, root)
-    job = submit(srv, "slurm-2w")
+    job = submit(srv, "slurm-ddp", script=DDP)
     done = srv.wait_job(job, {"SUCCEEDED", "FAILED", "STOPPED"}, timeout=90)
     assert done["status"] == "SUCCEEDED", done
     attempts = srv.request("GET", f"/api/v1/jobs/{job}/attempts", token=None).json
@@ -131,13 +172,23 @@ def test_two_worker_job_runs_in_one_allocation_over_two_nodes(server_factory, sl
     harness.wait_for(lambda: srv.request("GET", f"/api/v1/jobs/{job}/checkpoints",
                                          token=None).json["checkpoints"], 30, "a checkpoint")
     metrics = srv.request("GET", f"/api/v1/jobs/{job}/metrics?name=loss", token=None)
-    assert metrics.status == 200 and "0.5" in metrics.text, metrics
+    assert metrics.status == 200, metrics
+    points = {(m["rank"], m["step"]) for m in metrics.json["metrics"] if m["name"] == "loss"}
+    assert points == {(0, 1), (0, 2), (1, 1), (1, 2)}, metrics.json
     for rank in (0, 1):
         log = srv.request("GET", f"/api/v1/jobs/{job}/logs?rank={rank}", token=None)
-        assert f"rank {rank} of 2" in log.text, log
-    # The job is over: its allocation (and the agents in it) is gone.
+        assert f"rank {rank} of 2: replicas in sync after 2 steps" in log.text, log
+    # The job is over: its allocation (and the agents in it) is gone, and so are the agents'
+    # data directories (their checkpoint copies: the store holds the checkpoint).
     harness.wait_for(lambda: slurm_state(env, slurm_id) in ("", "COMPLETED", "CANCELLED"), 30,
                      "the allocation ending")
+    harness.wait_for(lambda: not agents_of(slurm_id), 30, "the agents exiting")
+    cluster = cluster_name(env)
+    left = f"/tmp/trainyard-slurm/{cluster}/{slurm_id}-*"
+    try:
+        harness.wait_for(lambda: not glob.glob(left), 30, "the allocation's data directory removed")
+    except AssertionError as e:
+        raise AssertionError(f"{e}: {glob.glob(left + '/**', recursive=True)}")
 
 
 def test_a_busy_cluster_keeps_the_job_pending_with_slurms_reason_and_stop_cancels(
@@ -183,6 +234,60 @@ def test_slurmrestd_unreachable_keeps_the_job_pending_with_the_reason(server_fac
         "the reason as the status message")
     assert srv.request("GET", f"/api/v1/jobs/{job}", token=None).json["status"] == "PENDING"
     assert any("slurmrestd unreachable" in m for m in events(srv, job)), events(srv, job)
+
+
+def write_token(path, token):
+    """Replaces the token file as a user would (a new file renamed over the old)."""
+    with open(path + ".new", "w") as f:
+        f.write(token + "\n")
+    os.replace(path + ".new", path)
+
+
+def forged_token(user):
+    """A well-formed Slurm JWT for user, valid for an hour, signed with a key Slurm does not have."""
+    def b64(b):
+        return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+    now = int(time.time())
+    head = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+    body = b64(json.dumps({"exp": now + 3600, "iat": now, "sun": user}).encode())
+    sig = b64(hmac.new(os.urandom(32), f"{head}.{body}".encode(), hashlib.sha256).digest())
+    return f"{head}.{body}.{sig}"
+
+
+def scontrol_token(env, lifespan):
+    r = subprocess.run(["scontrol", "token", f"lifespan={lifespan}"], env=env,
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0 and r.stdout.startswith("SLURM_JWT="), r
+    return r.stdout.strip()
+
+
+def test_a_refused_or_expired_token_keeps_the_job_pending_until_a_good_one(
+        server_factory, slurm):
+    """slurmrestd on TCP with JWT (--slurm http://..., --slurm-token-file): a token Slurm refuses
+    or one past its expiry leaves the job PENDING with the reason, never FAILED; a good token
+    written to the file is read at the next look and the job runs."""
+    root, env = slurm
+    with open(os.path.join(root, "slurmrestd.port")) as f:
+        url = f"http://127.0.0.1:{f.read().strip()}"
+    token = os.path.join(harness.make_tmpdir("ty-slurm-token-"), "token")
+    write_token(token, forged_token("root"))
+    srv = slurm_server(server_factory, root, url=url, args=["--slurm-token-file", token])
+    job = submit(srv, "slurm-token", workers=1)
+
+    def message():
+        j = srv.request("GET", f"/api/v1/jobs/{job}", token=None).json
+        assert j["status"] == "PENDING", j
+        return j.get("status_message") or ""
+    harness.wait_for(lambda: "refusing the token of --slurm-token-file for user root" in message(),
+                     30, "the refused token as the reason")
+    assert any("refusing the token" in m for m in events(srv, job)), events(srv, job)
+    write_token(token, scontrol_token(env, 1))
+    harness.wait_for(lambda: "--slurm-token-file " + token + " expired at" in message(), 30,
+                     "the expired token as the reason")
+    write_token(token, scontrol_token(env, 600))
+    done = srv.wait_job(job, {"SUCCEEDED", "FAILED", "STOPPED"}, timeout=60)
+    assert done["status"] == "SUCCEEDED", done
+    assert attempts_of(srv, job)[0]["slurm_job_id"] > 0
 
 
 WAITER = textwrap.dedent("""
@@ -292,9 +397,7 @@ def test_slurmctld_restarted_mid_job_and_the_server_gone_leave_no_agent(server_f
     # Their data directory is this cluster's, this allocation's and this submission's (Slurm
     # job ids recur across clusters: an earlier agent's spool under the same id must not be
     # replayed).
-    with open(env["SLURM_CONF"]) as f:
-        cluster = next(x.split("=", 1)[1].strip() for x in f if x.startswith("ClusterName="))
-    dirs = glob.glob(f"/tmp/trainyard-slurm/{cluster}/{sid2}-*/n1")
+    dirs = glob.glob(f"/tmp/trainyard-slurm/{cluster_name(env)}/{sid2}-*/n1")
     assert len(dirs) == 1, dirs
     assert re.fullmatch(r"[0-9a-f]{16}", dirs[0].split("/")[-2].split("-")[1]), dirs
     assert srv.stop() == 0

@@ -162,17 +162,23 @@ static void states_are_final_or_lost(void **state)
     assert_false(slurm_state_is_lost("COMPLETED"));
 }
 
-static void jwt_user_comes_from_the_sun_claim(void **state)
+static void jwt_claims_give_the_user_and_the_expiry(void **state)
 {
     (void)state;
     /* {"alg":"HS256","typ":"JWT"}.{"exp":1,"iat":0,"sun":"root"}.sig, as `scontrol token` makes */
     const char *tok = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9."
                       "eyJleHAiOjEsImlhdCI6MCwic3VuIjoicm9vdCJ9.c2ln";
     char user[64];
-    assert_int_equal(slurm_jwt_user(tok, user, sizeof(user)), 0);
+    int64_t exp = -1;
+    assert_int_equal(slurm_jwt_claims(tok, user, sizeof(user), &exp), 0);
     assert_string_equal(user, "root");
-    assert_int_equal(slurm_jwt_user("garbage", user, sizeof(user)), -1);
-    assert_int_equal(slurm_jwt_user("a.b.c", user, sizeof(user)), -1);
+    assert_int_equal(exp, 1);
+    /* {"sun":"ty"}: no expiry */
+    assert_int_equal(slurm_jwt_claims("e30.eyJzdW4iOiJ0eSJ9.c2ln", user, sizeof(user), &exp), 0);
+    assert_string_equal(user, "ty");
+    assert_int_equal(exp, 0);
+    assert_int_equal(slurm_jwt_claims("garbage", user, sizeof(user), &exp), -1);
+    assert_int_equal(slurm_jwt_claims("a.b.c", user, sizeof(user), &exp), -1);
 }
 
 static const struct CMUnitTest tests[] = {
@@ -180,7 +186,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(submit_answers_say_accepted_or_rejected_or_unavailable),
     cmocka_unit_test(job_answers_give_state_reason_or_gone),
     cmocka_unit_test(states_are_final_or_lost),
-    cmocka_unit_test(jwt_user_comes_from_the_sun_claim),
+    cmocka_unit_test(jwt_claims_give_the_user_and_the_expiry),
 };
 
 TY_TEST_MAIN(tests)

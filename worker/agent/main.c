@@ -79,6 +79,21 @@ static void ephemeral_tick(struct agent *a)
     agent__stop(a, NULL, -1, a->cfg->stop_grace_s, 0);
 }
 
+/* Removes an ephemeral agent's data directory, and the allocation's directory above it once it
+ * is empty (the last node's agent to leave it; on one host the nodes share it). */
+static void ephemeral_remove_data(const char *data_dir)
+{
+    agent__remove_tree(data_dir);
+    char *parent = strdup(data_dir);
+    char *slash = parent ? strrchr(parent, '/') : NULL;
+    if (slash && slash != parent) {
+        *slash = '\0';
+        rmdir(parent); /* ENOTEMPTY: another node's agent, or the first agent's pid file */
+    }
+    free(parent);
+    TY_INFO("agent", "ephemeral: data directory %s removed", data_dir);
+}
+
 /* Whether an ephemeral agent that is shutting down still waits for its checkpoint uploads: its
  * node id and data directory end with the allocation, so a part it leaves unsent is never sent,
  * and the restart (on a new allocation, whose nodes hold no copy) could not resume from it. It
@@ -381,9 +396,15 @@ out:
         agent__report_close_all(&a);
         lws_context_destroy(a.ctx);
     }
+    /* An ephemeral agent's data directory is its allocation's alone (no later agent resumes
+     * from it): once its checkpoint parts are all in the artifact store, nothing in it is of
+     * use, and on a cluster's nodes it would pile up (checkpoint copies) under /tmp. */
+    bool tidy = status == 0 && cfg.ephemeral_s > 0 && a.data_dir && agent__uploads_pending(&a) == 0;
     agent__prepare_stop(&a); /* before the uploader: it fetches through it */
     agent__uploader_stop(&a);
     agent__ws_free_timers(&a);
+    if (tidy)
+        ephemeral_remove_data(a.data_dir);
     agent_free(&a);
     agent_config_free(&cfg);
     return status;

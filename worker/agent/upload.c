@@ -375,14 +375,7 @@ static void item_free(struct upload_item *it)
 /* Sleeps ms unless stopped; true when stopped. */
 static bool wait_or_stop(struct agent_uploader *u, int64_t ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = util_realtime_in_ms((long)ms);
     pthread_mutex_lock(&u->mu);
     while (!u->stop && pthread_cond_timedwait(&u->cv, &u->mu, &ts) == 0)
         ;

@@ -33,7 +33,11 @@
  * about as long as a running peer would still need for the work before the barrier (2 µs plus
  * 4 ns per KiB, at most 20 µs): a peer later than that is off its CPU, and polling then only
  * keeps it off (measured on the loaded 2-core host: longer polls lost 2-4x at 64 KiB-1 MiB).
- * When ranks outnumber the CPUs this process may run on, a rank polls 2 µs at most.
+ * When ranks outnumber the CPUs this process may run on, a rank polls 2 µs at most. Otherwise,
+ * after the poll, it keeps looking for up to 200 µs with sched_yield between looks before it
+ * sleeps: when no CPU is idle the scheduler wakes a sleeper on its waker's CPU, so a late peer is
+ * often queued behind the rank that waits for it; yielding runs it at once, without a futex
+ * wake-up, and still sees a peer running elsewhere within a system call.
  *
  * The TCP ring stays connected beside the segment: a rank that dies closes its sockets, its ring
  * neighbours see that while they wait, raise the shared abort flag and wake everyone, so a dead
@@ -79,6 +83,10 @@
 #define SHM_SPIN_MIN_NS (2 * 1000)
 #define SHM_SPIN_MAX_NS (20 * 1000)
 #define SHM_SPIN_PER_KIB_NS 4
+/* Then, with a CPU per rank, how long a rank keeps looking with sched_yield between looks before
+ * it sleeps: a peer queued on this CPU runs at once, one running elsewhere is seen without a
+ * wake-up. */
+#define SHM_YIELD_NS (200 * 1000)
 /* Longest single futex sleep: how often a waiting rank looks at its ring links. */
 #define SHM_CHECK_MS 50
 
@@ -103,6 +111,7 @@ struct ty__shm {
     uint32_t barriers;                                 /* barriers passed by this rank */
     unsigned set;                                      /* slot set of the next chunk */
     int64_t spin_min_ns, spin_max_ns, spin_per_kib_ns; /* polling before a sleep */
+    int64_t yield_ns;                                  /* then yielding before a sleep */
     const void **srcs; /* world entries: the sources of one reduction */
 };
 
@@ -215,22 +224,28 @@ static int shm_barrier(ty_ctx *c, size_t work)
         return 0;
     }
     int64_t until = 0;
+    int yielding = 0;
     for (unsigned spin = 0;; spin++) {
         if (shm_reached(h, target))
             return 0;
         if (atomic_load_explicit(&h->abort, memory_order_relaxed))
             return TY_EPEER;
-        if ((spin & 63) == 0) {
+        if (yielding || (spin & 63) == 0) {
             int64_t now = util_mono_ns();
             if (until == 0) {
                 int64_t spin = (int64_t)(work / 1024) * s->spin_per_kib_ns;
                 spin = spin < s->spin_min_ns ? s->spin_min_ns : spin;
                 until = now + (spin < s->spin_max_ns ? spin : s->spin_max_ns);
-            } else if (now >= until) {
+            } else if (now >= until + s->yield_ns) {
                 break;
+            } else if (now >= until) {
+                yielding = 1;
             }
         }
-        shm_pause();
+        if (yielding)
+            sched_yield();
+        else
+            shm_pause();
     }
     return shm_barrier_sleep(c, target);
 }
@@ -404,6 +419,7 @@ int ty__shm_setup(ty_ctx *c)
     s->spin_min_ns = SHM_SPIN_MIN_NS;
     s->spin_max_ns = c->world > ncpu ? SHM_SPIN_MIN_NS : SHM_SPIN_MAX_NS;
     s->spin_per_kib_ns = SHM_SPIN_PER_KIB_NS;
+    s->yield_ns = c->world > ncpu ? 0 : SHM_YIELD_NS;
     s->srcs = calloc((size_t)c->world, sizeof *s->srcs);
     if (!s->srcs) {
         free(s);

@@ -1,29 +1,39 @@
 -- The maintenance of report_blocks (migration 0046), the one place that stores blocks: the
--- leader calls it every control tick (server/control/control_report.c), and anyone may call it
+-- leader calls it from a thread of its own, beside the control thread's report batches, call
+-- after call while series move on (server/control/control_report.c), and anyone may call it
 -- (tests, after writing reports with SQL). Up to p_series series of report_series (which every
 -- writer keeps: ty_reports_added) whose newest report lies past their block_next's block have
 -- their complete blocks summed up from all their reports (ty_report_blocks_of), once, in bulk:
 -- blocks block_next to the one before the block of their newest report (that last block may still
 -- be filling; reads sum it up from the reports), at most 16 of them (256 reports) per series
 -- per call so that a call stays short, replacing what report_blocks held for them; and
--- block_next moves past them, in the same statement. A series whose row another transaction
--- holds (a writer storing its reports, whose trigger may lower block_next) waits for the next
--- call: the caller never waits for a writer. Rows are locked first, so that a writer storing
--- reports of the same series either committed before (its reports are read here) or lowers the
--- new block_next after. Restartable: what is not committed is redone. Returns how many series
+-- block_next moves past them, in the same transaction. The series' rows are not locked while
+-- their blocks are summed up (a writer's trigger would wait for that: migration 0054), only
+-- after (FOR UPDATE, in key order, as writers lock them); block_next moves on only when neither
+-- it nor late_writes changed meanwhile, so a report stored after this
+-- statement's snapshot for a block it summed up (which its writer's trigger counts in
+-- late_writes) sends the series round again, and reports appended after the newest never hold it
+-- back. Restartable: what is not committed is redone; blocks stored for a series that did not
+-- move on lie at or past its block_next, where reads do not take them. Returns how many series
 -- moved on (0: nothing left to do).
 CREATE OR REPLACE FUNCTION ty_report_blocks_fill(p_series integer) RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
+    v_job bigint[];
+    v_attempt integer[];
+    v_rank integer[];
+    v_from bigint[];
+    v_to bigint[];
+    v_late bigint[];
     moved integer;
 BEGIN
+    -- the blocks, summed up without a lock on the series' rows
     WITH s AS MATERIALIZED (
         SELECT job_id, attempt, rank, block_next AS b_from,
-               least((seq_max >> 4) - 1, block_next + 15) AS b_to
+               least((seq_max >> 4) - 1, block_next + 15) AS b_to, late_writes
           FROM report_series
          WHERE seq_max >> 4 > block_next
          ORDER BY job_id, attempt, rank LIMIT p_series
-           FOR UPDATE SKIP LOCKED
     ), stored AS (
         INSERT INTO report_blocks AS b
         SELECT e.*
@@ -37,9 +47,24 @@ BEGIN
             v_first = excluded.v_first, v_last = excluded.v_last,
             v_min = excluded.v_min, v_max = excluded.v_max
     )
-    UPDATE report_series r SET block_next = s.b_to + 1
-      FROM s
-     WHERE r.job_id = s.job_id AND r.attempt = s.attempt AND r.rank = s.rank;
+    SELECT array_agg(job_id), array_agg(attempt), array_agg(rank), array_agg(b_from),
+           array_agg(b_to), array_agg(late_writes)
+      INTO v_job, v_attempt, v_rank, v_from, v_to, v_late
+      FROM s;
+    IF v_job IS NULL THEN
+        RETURN 0;
+    END IF;
+    -- then the rows, in key order (as every writer), and only those nothing changed meanwhile
+    PERFORM 1 FROM report_series r
+      JOIN unnest(v_job, v_attempt, v_rank) AS u(job_id, attempt, rank)
+        ON r.job_id = u.job_id AND r.attempt = u.attempt AND r.rank = u.rank
+     ORDER BY r.job_id, r.attempt, r.rank
+       FOR UPDATE OF r;
+    UPDATE report_series r SET block_next = u.b_to + 1
+      FROM unnest(v_job, v_attempt, v_rank, v_from, v_to, v_late)
+           AS u(job_id, attempt, rank, b_from, b_to, late_writes)
+     WHERE r.job_id = u.job_id AND r.attempt = u.attempt AND r.rank = u.rank
+       AND r.block_next = u.b_from AND r.late_writes = u.late_writes;
     GET DIAGNOSTICS moved = ROW_COUNT;
     RETURN moved;
 END $$;

@@ -8,17 +8,22 @@ CREATE OR REPLACE FUNCTION ty_report_blocks_of(p_job bigint, p_attempt integer, 
                                                p_from bigint, p_to bigint)
 RETURNS SETOF report_blocks LANGUAGE sql STABLE AS $$
     -- first and last by the window's min and max seq (seq is unique in a series): one sort for
-    -- all, where array_agg(... ORDER BY seq) sorted each group six times (PostgreSQL 15)
+    -- all, where array_agg(... ORDER BY seq) sorted each group six times (PostgreSQL 15). Each
+    -- value is read as numeric (a copy, where float8 went through numeric's text); only the
+    -- least and greatest are made float8 (the cast is monotonic), and only the first and last
+    -- written as text (an aggregate's FILTER skips its argument).
     SELECT p_job, p_rank, name, p_attempt, block, count(*), min(seq), max(seq),
            min(reported_at) FILTER (WHERE seq = s_first),
            min(reported_at) FILTER (WHERE seq = s_last),
            min(step) FILTER (WHERE seq = s_first), min(step) FILTER (WHERE seq = s_last),
-           min(t) FILTER (WHERE seq = s_first), min(t) FILTER (WHERE seq = s_last),
-           min(v) FILTER (WHERE v NOT IN ('NaN', 'Infinity', '-Infinity')),
-           max(v) FILTER (WHERE v NOT IN ('NaN', 'Infinity', '-Infinity'))
+           min(ty_metric_text(value)) FILTER (WHERE seq = s_first),
+           min(ty_metric_text(value)) FILTER (WHERE seq = s_last),
+           min(n)::double precision, max(n)::double precision
       FROM (SELECT e.*, min(seq) OVER w AS s_first, max(seq) OVER w AS s_last
               FROM (SELECT k.key AS name, r.seq >> 4 AS block, r.seq, r.step, r.reported_at,
-                           ty_metric_value(k.value) AS v, ty_metric_text(k.value) AS t
+                           k.value,
+                           CASE WHEN jsonb_typeof(k.value) = 'number' THEN k.value::numeric
+                           END AS n
                       FROM reports r CROSS JOIN LATERAL jsonb_each(r.metrics) k
                      WHERE r.job_id = p_job AND r.attempt = p_attempt AND r.rank = p_rank
                        AND r.seq >= p_from * 16
