@@ -16,8 +16,10 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-/* Batches committed at once: enough to keep both cores and the WAL flush busy. */
-#define SUBMIT_COMMITTERS 4
+/* Batches committed at once: two, so that one batch fills while the other's WAL flush runs.
+ * More split the queue into batches of one or two jobs, each paying a statement's and a commit's
+ * fixed cost (docs/decisions.md, "Submissions: SQL functions ..."). */
+#define SUBMIT_COMMITTERS 2
 /* Jobs per statement at most. */
 #define SUBMIT_BATCH 64
 

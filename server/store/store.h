@@ -69,7 +69,7 @@ struct store_job_new {
     int64_t id;
     char *json;
 };
-/* Submits jobs[0..n) (ty_job_submit each: PENDING, and its first event) in one statement, so in
+/* Submits jobs[0..n) (ty_jobs_submit: each PENDING, with its first event) in one statement, so in
  * one transaction: all or none. Returns n, or an error (then no job was inserted and no id or json
  * set). */
 int store_jobs_insert(struct db_conn *c, struct store_job_new *const *jobs, size_t n);

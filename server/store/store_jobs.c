@@ -19,11 +19,8 @@ int store_jobs_insert(struct db_conn *c, struct store_job_new *const *jobs, size
      * shared by every job in it (docs/decisions.md, "Submissions: SQL functions …"). */
     static const struct db_stmt st = {
         "jobs_insert",
-        "SELECT j.id, ty_job_json(j)::text "
-        "FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS e (s, k), "
-        "     LATERAL ty_job_submit(e.s ->> 0, e.s ->> 1, (e.s ->> 2)::int, e.s -> 3) j "
-        "ORDER BY e.k",
-        1, false};
+        "SELECT j.id, ty_job_json(j)::text FROM ty_jobs_submit($1::jsonb) j ORDER BY j.id", 1,
+        false};
     json_t *rows = json_array();
     for (size_t i = 0; rows && i < n; i++) {
         const json_t *spec = jobs[i]->spec;

@@ -4,12 +4,13 @@
 -- the hole has ended: a hole below a visible row can only belong to one of those (or to an aborted
 -- one), because it took its seq earlier. That holds only if a transaction has its id before it
 -- takes a seq, which the stream triggers guarantee (they run after a write) but a bare INSERT
--- would not: this default takes the transaction id first.
+-- would not: this default takes the transaction id first. The sequence is named as a constant (the
+-- column's own, migrations/0007_streams.sql): looking it up by column cost a catalog search per row.
 CREATE OR REPLACE FUNCTION ty_cluster_stream_next_seq() RETURNS bigint
 LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
     PERFORM pg_current_xact_id();
-    RETURN nextval(pg_get_serial_sequence('cluster_stream', 'seq'));
+    RETURN nextval('cluster_stream_seq_seq'::regclass);
 END $$;
 COMMENT ON FUNCTION ty_cluster_stream_next_seq() IS 'Default of cluster_stream.seq: assigns the transaction its id, then takes the next seq (see server/store/sql/ty_cluster_stream_next_seq.sql).';
 -- The column default is set here, beside the function it calls; only when it differs, since
