@@ -32,6 +32,7 @@ import argparse
 import os
 import random
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -200,6 +201,7 @@ def main():
             srv.stop()
         pg.stop()
         subprocess.run([os.path.join(ROOT, "scripts", "slurm-local.sh"), "stop", root])
+        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -248,24 +248,22 @@ void ctl__flush_reports(struct control *ctl)
 #define CTL_BLOCKS_SERIES 32
 #define CTL_BLOCKS_IDLE_MS 200
 
-/* One round: while this server leads, calls until no series moves on. Returns how many calls
- * moved a series (0: idle), or -1 when the database could not be reached or refused. */
-static int blocks_round(struct control *ctl)
+/* One round: while this server leads, calls until no series moves on (or the database cannot
+ * be reached or refuses: the next round, after the idle wait, tries again). */
+static void blocks_round(struct control *ctl)
 {
     if (!leader_is_leader(ctl->leader))
-        return 0;
+        return;
     struct db_conn *c = db_acquire(ctl->srv->db);
     if (c == NULL)
-        return -1;
-    int calls = 0, moved = 1;
+        return;
+    int moved = 1;
     while (moved > 0) {
         if (store_report_blocks_fill(c, CTL_BLOCKS_SERIES, &moved) < 0) {
             TY_WARN("control", "cannot sum up the reports' blocks (report_blocks); retried "
                                "after a tick");
-            calls = -1;
             break;
         }
-        calls += moved > 0;
         pthread_mutex_lock(&ctl->blocks_lock);
         bool stopping = ctl->blocks_stopping;
         pthread_mutex_unlock(&ctl->blocks_lock);
@@ -273,7 +271,6 @@ static int blocks_round(struct control *ctl)
             break;
     }
     db_release(ctl->srv->db, c);
-    return calls;
 }
 
 static void *blocks_thread(void *arg)
