@@ -78,12 +78,9 @@ static inline double util_mono_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* The wall clock (CLOCK_REALTIME) `ms` milliseconds from now: the deadline of a
- * pthread_cond_timedwait on a condition variable with the default clock. */
-static inline struct timespec util_realtime_in_ms(long ms)
+/* ts plus ms milliseconds (ms >= 0). */
+static inline struct timespec util_timespec_add_ms(struct timespec ts, long ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_sec += ms / 1000;
     ts.tv_nsec += (ms % 1000) * 1000000L;
     if (ts.tv_nsec >= 1000000000L) {
@@ -91,6 +88,15 @@ static inline struct timespec util_realtime_in_ms(long ms)
         ts.tv_nsec -= 1000000000L;
     }
     return ts;
+}
+
+/* `clock`'s time ms milliseconds from now: the deadline of a pthread_cond_timedwait on a
+ * condition variable with that clock (CLOCK_REALTIME for the default one). */
+static inline struct timespec util_clock_in_ms(clockid_t clock, long ms)
+{
+    struct timespec now;
+    clock_gettime(clock, &now);
+    return util_timespec_add_ms(now, ms);
 }
 
 #define UTIL_FREE(p)                                                                               \

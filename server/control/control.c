@@ -224,7 +224,7 @@ static void *control_thread(void *arg)
     for (;;) {
         pthread_mutex_lock(&ctl->lock);
         if (!ctl->kicked && !ctl->woken && !ctl->stopping) {
-            struct timespec until = util_realtime_in_ms(CTL_TICK_MS);
+            struct timespec until = util_clock_in_ms(CLOCK_REALTIME, CTL_TICK_MS);
             pthread_cond_timedwait(&ctl->cond, &ctl->lock, &until);
         }
         bool kicked = ctl->kicked;

@@ -281,7 +281,7 @@ static void *blocks_thread(void *arg)
         pthread_mutex_unlock(&ctl->blocks_lock);
         blocks_round(ctl);
         pthread_mutex_lock(&ctl->blocks_lock);
-        struct timespec until = util_realtime_in_ms(CTL_BLOCKS_IDLE_MS);
+        struct timespec until = util_clock_in_ms(CLOCK_REALTIME, CTL_BLOCKS_IDLE_MS);
         if (!ctl->blocks_stopping)
             pthread_cond_timedwait(&ctl->blocks_cond, &ctl->blocks_lock, &until);
     }

@@ -2,6 +2,7 @@
 #include "db_query.h"
 
 #include "log.h"
+#include "util.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -184,13 +185,7 @@ struct db_conn *db_acquire(struct db *db)
             pthread_cond_wait(&db->freed, &db->lock);
             continue;
         }
-        struct timespec deadline = t0;
-        deadline.tv_sec += db->acquire_timeout_ms / 1000;
-        deadline.tv_nsec += (long)(db->acquire_timeout_ms % 1000) * 1000000L;
-        if (deadline.tv_nsec >= 1000000000L) {
-            deadline.tv_sec++;
-            deadline.tv_nsec -= 1000000000L;
-        }
+        struct timespec deadline = util_timespec_add_ms(t0, db->acquire_timeout_ms);
         if (pthread_cond_timedwait(&db->freed, &db->lock, &deadline) == ETIMEDOUT)
             break;
     }

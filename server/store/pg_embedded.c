@@ -616,14 +616,7 @@ fail:
  * Called with pg->lock held. */
 static bool watcher_wait(struct pg_embedded *pg, int ms)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until = util_clock_in_ms(CLOCK_MONOTONIC, ms);
     while (!pg->stopping && pthread_cond_timedwait(&pg->wake, &pg->lock, &until) != ETIMEDOUT)
         ;
     return pg->stopping;

@@ -375,7 +375,7 @@ static void item_free(struct upload_item *it)
 /* Sleeps ms unless stopped; true when stopped. */
 static bool wait_or_stop(struct agent_uploader *u, int64_t ms)
 {
-    struct timespec ts = util_realtime_in_ms((long)ms);
+    struct timespec ts = util_clock_in_ms(CLOCK_REALTIME, (long)ms);
     pthread_mutex_lock(&u->mu);
     while (!u->stop && pthread_cond_timedwait(&u->cv, &u->mu, &ts) == 0)
         ;

@@ -157,13 +157,7 @@ static void *progress_thread(void *arg)
     while (!p->stop) {
         pthread_mutex_unlock(&p->lock);
         progress_tick(p);
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_nsec += (long)tick_ms * 1000000L;
-        while (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        struct timespec until = util_clock_in_ms(CLOCK_MONOTONIC, (long)tick_ms);
         pthread_mutex_lock(&p->lock);
         while (!p->stop && pthread_cond_timedwait(&p->cond, &p->lock, &until) != ETIMEDOUT)
             ;
