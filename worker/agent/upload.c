@@ -140,7 +140,7 @@ static void tls_trust(CURL *h, struct agent_uploader *u)
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
         curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, pin_ctx);
-        curl_easy_setopt(h, CURLOPT_SSL_CTX_DATA, u->pin);
+        curl_easy_setopt(h, CURLOPT_SSL_CTX_DATA, (void *)u->pin);
     }
 }
 
