@@ -223,7 +223,7 @@ static void *control_thread(void *arg)
     struct control *ctl = arg;
     for (;;) {
         pthread_mutex_lock(&ctl->lock);
-        if (!ctl->kicked && !ctl->woken && !ctl->stopping) {
+        if (!ctl->kicked && !ctl->woken && !ctl->stopping && !ctl__reports_in_flight(ctl)) {
             struct timespec until = util_clock_in_ms(CLOCK_REALTIME, CTL_TICK_MS);
             pthread_cond_timedwait(&ctl->cond, &ctl->lock, &until);
         }
@@ -238,8 +238,10 @@ static void *control_thread(void *arg)
             ctl->dirty = true;
             send_forgets(ctl);
         }
-        if (db_ensure(ctl->db) != 0)
-            continue; /* events stay queued until the database is back */
+        if (db_ensure(ctl->db) != 0) {
+            ctl__finish_reports(ctl); /* then this thread sleeps until the next tick */
+            continue;                 /* events stay queued until the database is back */
+        }
         ctl__ha_poll(ctl);
         /* The worker_started messages among these (an agent sends those of a launch together)
          * are committed in one transaction: one commit instead of one per worker; so are the
@@ -262,7 +264,7 @@ static void *control_thread(void *arg)
             pthread_mutex_unlock(&ctl->lock);
         }
         ctl__flush_started(ctl);
-        ctl__flush_reports(ctl);
+        ctl__push_reports(ctl); /* stored while the next round reads the next messages */
         ctl__flush_logs(ctl);
         /* A submission or stop (a kick) is taken to Slurm at once, not at the next tick. */
         if (kicked && ctl->leading)
@@ -315,6 +317,7 @@ static void *control_thread(void *arg)
             srv_histogram_observe(&ctl->srv->telemetry.sched_pass, ctl->last_pass_cost);
         }
     }
+    ctl__finish_reports(ctl);
     return NULL;
 }
 

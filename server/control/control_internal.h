@@ -70,6 +70,17 @@ struct ctl_reports {
     size_t n;
     struct ctl_report_item items[CTL_REPORTS_MAX];
 };
+/* A batch of reports whose statement may be running (conn not NULL: on that pooled
+ * connection) while the control thread reads the next messages (control_report.c). */
+struct ctl_flight {
+    struct ctl_reports b;
+    struct db_conn *conn;
+    size_t n; /* rows: b's reports from nodes still attached; idx: their places in b */
+    struct store_report rows[CTL_REPORTS_MAX];
+    struct store_report_outcome outs[CTL_REPORTS_MAX];
+    int64_t steps[CTL_REPORTS_MAX];
+    size_t idx[CTL_REPORTS_MAX];
+};
 
 /* log messages received but not yet committed (control_logs.c): all of them are committed in one
  * transaction once the hub queue is drained (or the batch is full), then acked. */
@@ -134,6 +145,7 @@ struct control {
     struct ctl_specs specs;
     struct ctl_started started;
     struct ctl_reports reports;
+    struct ctl_flight flight;
     struct ctl_logs logs;
     /* Several servers on one database (control_ha.c, leader.h). */
     struct leader *leader;
@@ -206,6 +218,15 @@ void ctl__queue_report(struct control *ctl, uint64_t conn, struct aproto_node_ms
  * dropped; one that cannot be committed closes its connection, so that the agent resends what was
  * not acked. */
 void ctl__flush_reports(struct control *ctl);
+/* ctl__flush_reports without waiting: the batch before (if any) is finished first, then the
+ * queued reports are sent as one statement on a pooled connection, and finished by the next
+ * push or flush, so that PostgreSQL stores them while the control thread reads the next
+ * messages. Falls back to ctl__flush_reports when no connection is free. */
+void ctl__push_reports(struct control *ctl);
+/* Waits for the pushed batch, if any, and finishes it (acks). */
+void ctl__finish_reports(struct control *ctl);
+/* True while a pushed batch is not finished: the control thread does not sleep then. */
+bool ctl__reports_in_flight(const struct control *ctl);
 /* The leader's maintenance of report_blocks, on a thread of its own (with a pooled connection
  * while it works), so that it runs beside the control thread's batches rather than between them:
  * the complete blocks of 16 reports that any writer stored are summed up in bulk

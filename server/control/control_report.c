@@ -5,9 +5,12 @@
  * CTL_REPORTS_MAX), and ctl__flush_reports() commits all of them in one transaction
  * (store_reports_insert: report rows, metrics rows, one `report` row per new report in its job's
  * stream, the jobs' results), then their checkpoint parts (on_round_complete: checkpoint_bytes,
- * and checkpoint k once round k is complete), and only then acks them. The control loop flushes
- * once the hub queue is drained and before any message that is not a report, so acks stay in the
- * order of each agent's events. What the server does with each report:
+ * and checkpoint k once round k is complete), and only then acks them. Once the hub queue is
+ * drained the control loop pushes the batch (ctl__push_reports): its statement is sent on a pooled
+ * connection and runs while the loop reads the next messages; the next push, or any flush,
+ * finishes it first (result, checkpoints, acks). A flush (before any message that is not a
+ * report) stores what is queued and waits, so acks stay in the order of each agent's events.
+ * What the server does with each report:
  *
  *   committed, or a resend of a committed one      -> ack (resends change nothing)
  *   malformed (a field missing or of a wrong type) -> logged as the agent's fault, then acked
@@ -90,7 +93,7 @@ void ctl__queue_report(struct control *ctl, uint64_t conn, struct aproto_node_ms
 {
     struct ctl_reports *b = &ctl->reports;
     if (b->n == CTL_REPORTS_MAX)
-        ctl__flush_reports(ctl);
+        ctl__push_reports(ctl);
     struct ctl_report_item *it = &b->items[b->n++];
     it->conn = conn;
     it->root = json_incref(m->root); /* r's strings point into it */
@@ -197,38 +200,40 @@ static void send_acks(struct control *ctl, struct ctl_reports *b)
             ctl__send_text(ctl, b->items[i].conn, aproto_msg_ack(b->items[i].r.seq));
 }
 
-void ctl__flush_reports(struct control *ctl)
+/* The batch's rows for the store: its reports from nodes still attached (one detached meanwhile
+ * is not acked; the agent resends after the reconnect). */
+static void batch_rows(struct control *ctl, struct ctl_flight *f)
 {
-    struct ctl_reports *b = &ctl->reports;
-    if (b->n == 0)
-        return;
-    struct store_report rows[CTL_REPORTS_MAX];
-    struct store_report_outcome outs[CTL_REPORTS_MAX];
-    int64_t steps[CTL_REPORTS_MAX];
-    size_t idx[CTL_REPORTS_MAX], n = 0;
-    for (size_t i = 0; i < b->n; i++) {
-        struct ctl_node *node = ctl__node_by_conn(ctl, b->items[i].conn);
+    f->n = 0;
+    for (size_t i = 0; i < f->b.n; i++) {
+        struct ctl_node *node = ctl__node_by_conn(ctl, f->b.items[i].conn);
         if (node == NULL)
-            continue; /* detached meanwhile: not acked, resent after the reconnect */
-        rows[n] = store_row(ctl, &b->items[i], node->id, &steps[n]);
-        idx[n++] = i;
+            continue;
+        f->rows[f->n] = store_row(ctl, &f->b.items[i], node->id, &f->steps[f->n]);
+        f->idx[f->n++] = i;
     }
-    char sqlstate[6];
-    int qs = store_reports_insert(ctl->db, rows, n, outs, sqlstate);
+}
+
+/* After the batch's statement (qs, sqlstate: store_reports_insert's): each report's
+ * checkpoints and acks, or the reports one by one when the batch failed; then the batch is
+ * emptied. */
+static void finish_batch(struct control *ctl, struct ctl_flight *f, int qs, const char *sqlstate)
+{
+    struct ctl_reports *b = &f->b;
     if (qs >= 0) {
-        TY_DEBUG("control", "recorded %zu report(s) in one transaction", n);
-        for (size_t k = 0; k < n; k++) {
-            struct ctl_report_item *it = &b->items[idx[k]];
+        TY_DEBUG("control", "recorded %zu report(s) in one transaction", f->n);
+        for (size_t k = 0; k < f->n; k++) {
+            struct ctl_report_item *it = &b->items[f->idx[k]];
             struct ctl_node *node = ctl__node_by_conn(ctl, it->conn);
-            if (!outs[k].duplicate && outs[k].known_worker)
+            if (!f->outs[k].duplicate && f->outs[k].known_worker)
                 SRV_COUNT(&ctl->srv->telemetry, reports_ingested, 1);
             SRV_COUNT(&ctl->srv->telemetry, metric_points_ingested,
-                      (uint64_t)outs[k].metrics_stored);
+                      (uint64_t)f->outs[k].metrics_stored);
             if (node != NULL)
-                after_commit(ctl, it, node, &outs[k]);
+                after_commit(ctl, it, node, &f->outs[k]);
         }
     } else {
-        TY_DEBUG("control", "recording %zu reports together failed (%s); one by one", n,
+        TY_DEBUG("control", "recording %zu reports together failed (%s); one by one", f->n,
                  sqlstate[0] ? sqlstate : "no SQLSTATE");
         one_by_one(ctl, b);
     }
@@ -239,6 +244,79 @@ void ctl__flush_reports(struct control *ctl)
         json_decref(b->items[i].root);
     }
     b->n = 0;
+}
+
+/* Waits for the batch in flight, if any, and finishes it. A batch whose statement was lost with
+ * its connection is stored again in a transaction of the control thread's (a report it did store
+ * is then a resend: nothing changes). */
+static void collect_flight(struct control *ctl)
+{
+    struct ctl_flight *f = &ctl->flight;
+    if (f->conn == NULL)
+        return;
+    char sqlstate[6];
+    int qs = store_reports_collect(f->conn, f->rows, f->n, f->outs, sqlstate);
+    db_release(ctl->srv->db, f->conn);
+    f->conn = NULL;
+    if (qs == DB_SOFT_ERROR) {
+        batch_rows(ctl, f);
+        qs = store_reports_insert(ctl->db, f->rows, f->n, f->outs, sqlstate);
+    }
+    finish_batch(ctl, f, qs, sqlstate);
+}
+
+/* Moves the queued reports into the flight's batch (which is empty) and makes their rows. */
+static void take_queue(struct control *ctl)
+{
+    struct ctl_flight *f = &ctl->flight;
+    memcpy(f->b.items, ctl->reports.items, ctl->reports.n * sizeof(ctl->reports.items[0]));
+    f->b.n = ctl->reports.n;
+    ctl->reports.n = 0;
+    batch_rows(ctl, f);
+}
+
+void ctl__flush_reports(struct control *ctl)
+{
+    collect_flight(ctl);
+    if (ctl->reports.n == 0)
+        return;
+    struct ctl_flight *f = &ctl->flight;
+    take_queue(ctl);
+    char sqlstate[6];
+    int qs = store_reports_insert(ctl->db, f->rows, f->n, f->outs, sqlstate);
+    finish_batch(ctl, f, qs, sqlstate);
+}
+
+void ctl__push_reports(struct control *ctl)
+{
+    collect_flight(ctl);
+    if (ctl->reports.n == 0)
+        return;
+    struct ctl_flight *f = &ctl->flight;
+    struct db_conn *c = db_acquire(ctl->srv->db);
+    if (c == NULL) {
+        ctl__flush_reports(ctl);
+        return;
+    }
+    take_queue(ctl);
+    if (store_reports_send(c, f->rows, f->n) == 0) {
+        f->conn = c;
+        return;
+    }
+    db_release(ctl->srv->db, c);
+    char sqlstate[6];
+    int qs = store_reports_insert(ctl->db, f->rows, f->n, f->outs, sqlstate);
+    finish_batch(ctl, f, qs, sqlstate);
+}
+
+void ctl__finish_reports(struct control *ctl)
+{
+    collect_flight(ctl);
+}
+
+bool ctl__reports_in_flight(const struct control *ctl)
+{
+    return ctl->flight.conn != NULL;
 }
 
 /* Series summed up per call (each by at most 16 blocks, so that a call stays short even after a

@@ -355,20 +355,47 @@ bool db_writes_take(struct db *db)
     return __atomic_exchange_n(&db->writes_pending, false, __ATOMIC_ACQ_REL);
 }
 
-int db_exec(struct db_conn *c, const struct db_stmt *stmt, const char *const *params,
-            PGresult **res)
+/* What db_exec and db_collect make of a statement's result r. */
+static int finish_stmt(struct db_conn *c, const struct db_stmt *stmt, PGresult *r, PGresult **res)
 {
-    int qs = ensure_prepared(c, stmt);
-    if (qs < 0)
-        return qs;
-    PGresult *r = PQexecPrepared(c->pg, stmt->name, stmt->nparams, params, NULL, NULL, 0);
-    qs = finish_result(c, r, res, stmt->name);
+    int qs = finish_result(c, r, res, stmt->name);
     if (qs > 0 && !stmt->readonly)
         bump_generation(c->db);
     /* Outside a transaction the statement has committed; inside one, db_run_txn signals. */
     if (qs >= 0 && !stmt->readonly && PQtransactionStatus(c->pg) == PQTRANS_IDLE)
         signal_write(c->db);
     return qs;
+}
+
+int db_exec(struct db_conn *c, const struct db_stmt *stmt, const char *const *params,
+            PGresult **res)
+{
+    int qs = ensure_prepared(c, stmt);
+    if (qs < 0)
+        return qs;
+    return finish_stmt(
+        c, stmt, PQexecPrepared(c->pg, stmt->name, stmt->nparams, params, NULL, NULL, 0), res);
+}
+
+int db_send(struct db_conn *c, const struct db_stmt *stmt, const char *const *params)
+{
+    int qs = ensure_prepared(c, stmt);
+    if (qs < 0)
+        return qs;
+    if (PQsendQueryPrepared(c->pg, stmt->name, stmt->nparams, params, NULL, NULL, 0) == 1)
+        return 0;
+    TY_DEBUG("db", "%s not sent: %s", stmt->name, PQerrorMessage(c->pg));
+    return classify_failure(c, NULL);
+}
+
+int db_collect(struct db_conn *c, const struct db_stmt *stmt, PGresult **res)
+{
+    PGresult *r = PQgetResult(c->pg), *extra;
+    while ((extra = PQgetResult(c->pg)) != NULL) /* one statement: none, but never left behind */
+        PQclear(extra);
+    if (r == NULL)
+        r = PQmakeEmptyPGresult(c->pg, PGRES_FATAL_ERROR);
+    return finish_stmt(c, stmt, r, res);
 }
 
 int db_exec_text(struct db_conn *c, const struct db_stmt *stmt, const char *const *params,

@@ -27,6 +27,11 @@ PGconn *db_pg(struct db_conn *c);
  * DB_HARD_ERROR and stores nothing. */
 int db_exec(struct db_conn *c, const struct db_stmt *stmt, const char *const *params,
             PGresult **res);
+/* db_exec in two halves, so that the caller works while PostgreSQL runs the statement: db_send
+ * sends it (0, or DB_SOFT_ERROR / DB_HARD_ERROR and nothing was sent) and db_collect waits for its
+ * result (db_exec's return and `res`). Nothing else may run on `c` in between. */
+int db_send(struct db_conn *c, const struct db_stmt *stmt, const char *const *params);
+int db_collect(struct db_conn *c, const struct db_stmt *stmt, PGresult **res);
 /* db_exec for a one-column query: *out receives a malloc'd copy of the first row's value (NULL
  * for SQL NULL). Same return convention; *out is untouched unless a row came back. */
 int db_exec_text(struct db_conn *c, const struct db_stmt *stmt, const char *const *params,

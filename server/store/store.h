@@ -416,6 +416,14 @@ struct store_report_outcome {
  * same reports fails the same way). outcome[0..n) is filled on success. */
 int store_reports_insert(struct db_conn *c, const struct store_report *reports, size_t n,
                          struct store_report_outcome *outcome, char sqlstate[6]);
+/* store_reports_insert in two halves, so that the caller works while PostgreSQL stores the
+ * batch: store_reports_send sends it as one statement that commits on its own (0, or a db_qs
+ * error and nothing was sent); store_reports_collect waits for it and fills outcome[0..n) as
+ * store_reports_insert does (n, or a db_qs error with sqlstate: then nothing was stored).
+ * Nothing else may run on `c` in between. */
+int store_reports_send(struct db_conn *c, const struct store_report *reports, size_t n);
+int store_reports_collect(struct db_conn *c, const struct store_report *reports, size_t n,
+                          struct store_report_outcome *outcome, char sqlstate[6]);
 /* The leader's maintenance of report_blocks (store/sql/ty_report_blocks_fill.sql): sums up, in one
  * transaction, the complete blocks of 16 reports (at most 16 per series) of up to max_series
  * series that any writer stored since, and sets *moved to how many series moved on (0: nothing

@@ -53,16 +53,14 @@ static char *batch_json(const struct store_report *r, size_t n)
 /* One statement: ty_report_ingest_batch stores every report with its values inline (one row per
  * report), its stream row and the jobs' results, and says what happened to each; a fresh report
  * stored all of its values. */
-static int report_batch_body(struct db_conn *c, void *arg)
+static const struct db_stmt report_batch_st = {"report_ingest_batch",
+                                               "SELECT i, known, fresh, round_ready "
+                                               "  FROM ty_report_ingest_batch($1::jsonb)",
+                                               1, false};
+
+/* Reads the batch's result (qs, res: db_exec's) into t->out. */
+static int read_outcomes(struct db_conn *c, struct report_txn *t, int qs, PGresult *res)
 {
-    static const struct db_stmt st = {"report_ingest_batch",
-                                      "SELECT i, known, fresh, round_ready "
-                                      "  FROM ty_report_ingest_batch($1::jsonb)",
-                                      1, false};
-    struct report_txn *t = arg;
-    const char *p[] = {t->batch_json};
-    PGresult *res = NULL;
-    int qs = db_exec(c, &st, p, &res);
     if (qs == DB_HARD_ERROR) /* read now: the ROLLBACK clears it */
         snprintf(t->sqlstate, 6, "%s", db_last_sqlstate(c));
     if (qs < 0)
@@ -87,6 +85,15 @@ static int report_batch_body(struct db_conn *c, void *arg)
     return qs;
 }
 
+static int report_batch_body(struct db_conn *c, void *arg)
+{
+    struct report_txn *t = arg;
+    const char *p[] = {t->batch_json};
+    PGresult *res = NULL;
+    int qs = db_exec(c, &report_batch_st, p, &res);
+    return read_outcomes(c, t, qs, res);
+}
+
 int store_reports_insert(struct db_conn *c, const struct store_report *reports, size_t n,
                          struct store_report_outcome *outcome, char sqlstate[6])
 {
@@ -103,6 +110,28 @@ int store_reports_insert(struct db_conn *c, const struct store_report *reports, 
     int qs = db_run_txn(c, report_batch_body, &t);
     free(text);
     return qs;
+}
+
+int store_reports_send(struct db_conn *c, const struct store_report *reports, size_t n)
+{
+    char *text = batch_json(reports, n);
+    if (text == NULL)
+        return DB_HARD_ERROR;
+    const char *p[] = {text};
+    int qs = db_send(c, &report_batch_st, p);
+    free(text);
+    return qs;
+}
+
+int store_reports_collect(struct db_conn *c, const struct store_report *reports, size_t n,
+                          struct store_report_outcome *outcome, char sqlstate[6])
+{
+    sqlstate[0] = '\0';
+    memset(outcome, 0, n * sizeof(*outcome));
+    struct report_txn t = {NULL, reports, n, outcome, sqlstate};
+    PGresult *res = NULL;
+    int qs = db_collect(c, &report_batch_st, &res);
+    return read_outcomes(c, &t, qs, res);
 }
 
 int store_report_blocks_fill(struct db_conn *c, int max_series, int *moved)

@@ -173,6 +173,31 @@ def test_ack_comes_only_after_the_report_is_committed(srv, node, sql):
         assert n == k
 
 
+def test_a_flood_then_the_exit_is_stored_and_acked_in_the_agent_order(srv, node, sql):
+    """Batches of reports are stored while the server reads the next messages (a batch's
+    statement in flight, control_report.c): still every ack comes after its report committed and
+    in the order of the agent's events, and the worker's exit, sent right after its last reports
+    without waiting for their acks, is applied after them: the job ends with every report stored
+    and its last one as its result."""
+    job = running_job(srv, node, num_workers=1)
+    n = 600
+    first = node.seq + 1
+    for k in range(1, n + 1):
+        node.send_event(node.report_msg(job, 0, k, {"loss": 1 / k, "k": k}, step=k))
+    exit_seq = node.send_event({"type": "worker_exited", "job_id": str(job), "attempt": 1,
+                                "rank": 0, "exit_code": 0, "signal": None, "error": None})
+    acks = []
+    while not acks or acks[-1] != exit_seq:
+        m = node.ws.recv_json(timeout=30)
+        if m.get("type") == "ack":
+            acks.append(m["seq"])
+    assert acks == list(range(first, exit_seq + 1))
+    assert srv.wait_job(job, {"SUCCEEDED", "FAILED"})["status"] == "SUCCEEDED"
+    assert sql(f"SELECT count(*) FROM reports WHERE job_id = {job}") == str(n)
+    assert srv.request("GET", f"/api/v1/jobs/{job}").json["result"]["metrics"] == \
+        {"loss": 1 / n, "k": n, "step": n}
+
+
 def test_result_metrics_hold_rank_zero_last_report_with_step(srv, node):
     job = running_job(srv, node)
     node.report(job, 0, 1, {"loss": 0.9, "accuracy": 0.1}, step=100)
