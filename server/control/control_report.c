@@ -293,8 +293,8 @@ void ctl__push_reports(struct control *ctl)
     if (ctl->reports.n == 0)
         return;
     struct ctl_flight *f = &ctl->flight;
-    struct db_conn *c = db_acquire(ctl->srv->db);
-    if (c == NULL) {
+    struct db_conn *c = db_try_acquire(ctl->srv->db);
+    if (c == NULL) { /* every pooled connection in use: this thread's own, and wait */
         ctl__flush_reports(ctl);
         return;
     }

@@ -164,7 +164,8 @@ static int conn_ensure(struct db *db, struct db_conn *c)
     return 0;
 }
 
-struct db_conn *db_acquire(struct db *db)
+/* db_acquire, waiting for a free connection when `wait`. */
+static struct db_conn *acquire(struct db *db, bool wait)
 {
     pthread_mutex_lock(&db->lock);
     struct db_conn *c = NULL;
@@ -177,7 +178,7 @@ struct db_conn *db_acquire(struct db *db)
         for (int i = 0; i < db->size && c == NULL; i++)
             if (!db->conns[i].in_use)
                 c = &db->conns[i];
-        if (c)
+        if (c || !wait)
             break;
         if (t0.tv_sec == 0 && t0.tv_nsec == 0)
             clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -188,6 +189,10 @@ struct db_conn *db_acquire(struct db *db)
         struct timespec deadline = util_timespec_add_ms(t0, db->acquire_timeout_ms);
         if (pthread_cond_timedwait(&db->freed, &db->lock, &deadline) == ETIMEDOUT)
             break;
+    }
+    if (c == NULL && !wait) {
+        pthread_mutex_unlock(&db->lock);
+        return NULL;
     }
     if (c == NULL) {
         pthread_mutex_unlock(&db->lock);
@@ -209,6 +214,16 @@ struct db_conn *db_acquire(struct db *db)
         return NULL;
     }
     return c;
+}
+
+struct db_conn *db_acquire(struct db *db)
+{
+    return acquire(db, true);
+}
+
+struct db_conn *db_try_acquire(struct db *db)
+{
+    return acquire(db, false);
 }
 
 void db_release(struct db *db, struct db_conn *c)

@@ -36,6 +36,8 @@ void db_destroy(struct db *db);
  * db_set_timeouts); (re)connects it if needed. Returns NULL when none came free in time or the
  * database cannot be reached. Give it back with db_release(). */
 struct db_conn *db_acquire(struct db *db);
+/* db_acquire without the wait: NULL at once when every connection is in use. */
+struct db_conn *db_try_acquire(struct db *db);
 void db_release(struct db *db, struct db_conn *c);
 
 /* Work done with a pooled connection (db_with_conn): returns a db_qs. */
