@@ -275,16 +275,22 @@ static void take_queue(struct control *ctl)
     batch_rows(ctl, f);
 }
 
+/* Stores the flight's batch in a transaction on the control thread's connection, and waits. */
+static void store_now(struct control *ctl)
+{
+    struct ctl_flight *f = &ctl->flight;
+    char sqlstate[6];
+    int qs = store_reports_insert(ctl->db, f->rows, f->n, f->outs, sqlstate);
+    finish_batch(ctl, f, qs, sqlstate);
+}
+
 void ctl__flush_reports(struct control *ctl)
 {
     collect_flight(ctl);
     if (ctl->reports.n == 0)
         return;
-    struct ctl_flight *f = &ctl->flight;
     take_queue(ctl);
-    char sqlstate[6];
-    int qs = store_reports_insert(ctl->db, f->rows, f->n, f->outs, sqlstate);
-    finish_batch(ctl, f, qs, sqlstate);
+    store_now(ctl);
 }
 
 void ctl__push_reports(struct control *ctl)
@@ -304,9 +310,7 @@ void ctl__push_reports(struct control *ctl)
         return;
     }
     db_release(ctl->srv->db, c);
-    char sqlstate[6];
-    int qs = store_reports_insert(ctl->db, f->rows, f->n, f->outs, sqlstate);
-    finish_batch(ctl, f, qs, sqlstate);
+    store_now(ctl);
 }
 
 void ctl__finish_reports(struct control *ctl)

@@ -61,7 +61,7 @@ static const struct db_stmt report_batch_st = {"report_ingest_batch",
 /* Reads the batch's result (qs, res: db_exec's) into t->out. */
 static int read_outcomes(struct db_conn *c, struct report_txn *t, int qs, PGresult *res)
 {
-    if (qs == DB_HARD_ERROR) /* read now: the ROLLBACK clears it */
+    if (qs == DB_HARD_ERROR) /* read now: a ROLLBACK (db_run_txn) clears it */
         snprintf(t->sqlstate, 6, "%s", db_last_sqlstate(c));
     if (qs < 0)
         return qs;
