@@ -277,6 +277,11 @@ struct aproto_report {
     int64_t checkpoint_bytes;   /* -1: null or absent (only read when checkpoint_dir is set) */
     json_t *values;             /* the metrics with a 1..256-byte name: any JSON value */
     size_t skipped;             /* metrics left out of `values` (bad names) */
+    /* `values` as the message wrote it (values_len bytes into the text parsed, valid while it
+     * is), so that it is stored without being written again; NULL when a metric was skipped or
+     * the member's name was written with an escape */
+    const char *values_text;
+    size_t values_len;
 };
 
 /* True when `s` is an RFC 3339 date-time: YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM), 'T', 't'

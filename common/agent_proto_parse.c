@@ -742,9 +742,13 @@ int aproto_node_msg_parse(const char *text, size_t len, struct aproto_node_msg *
         rc = parse_register(out, err, errlen);
     else if (out->type == APROTO_MSG_WORKER_STARTED || out->type == APROTO_MSG_WORKER_EXITED)
         rc = parse_worker_event(out, err, errlen);
-    else if (out->type == APROTO_MSG_REPORT)
+    else if (out->type == APROTO_MSG_REPORT) {
         rc = aproto__parse_report(out->root, &out->report, err, errlen);
-    else if (out->type == APROTO_MSG_LOG)
+        if (rc == 0 && out->report.skipped == 0 &&
+            util_json_member_text(text, len, "metrics", &out->report.values_text,
+                                  &out->report.values_len) != 0)
+            out->report.values_text = NULL;
+    } else if (out->type == APROTO_MSG_LOG)
         rc = parse_log(out, err, errlen);
     else if (out->type == APROTO_MSG_PROGRESS)
         rc = aproto__parse_progress(out->root, &out->progress, &out->n_progress, err, errlen);

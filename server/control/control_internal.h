@@ -63,7 +63,8 @@ struct ctl_started {
 struct ctl_report_item {
     uint64_t conn;
     json_t *root;           /* the message: r's strings point into it */
-    struct aproto_report r; /* r.values owned */
+    struct aproto_report r; /* r.values owned; r.values_text is values_text */
+    char *values_text;      /* a copy of the message's text of r.values (NULL: none) */
     bool acked;             /* may be acked once the batch is done */
 };
 struct ctl_reports {

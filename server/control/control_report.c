@@ -99,6 +99,10 @@ void ctl__queue_report(struct control *ctl, uint64_t conn, struct aproto_node_ms
     it->root = json_incref(m->root); /* r's strings point into it */
     it->r = m->report;
     m->report.values = NULL; /* taken over */
+    it->values_text = NULL;
+    if (it->r.values_text != NULL && (it->values_text = malloc(it->r.values_len)) != NULL)
+        memcpy(it->values_text, it->r.values_text, it->r.values_len);
+    it->r.values_text = it->values_text; /* the message's text is gone after this call */
     it->acked = false;
 }
 
@@ -117,6 +121,8 @@ static struct store_report store_row(const struct control *ctl, const struct ctl
         .node_id = node_id,
         .time = it->r.time,
         .values = it->r.values,
+        .values_text = it->r.values_text,
+        .values_len = it->r.values_len,
         .max_bytes = ctl->srv->cfg.max_job_report_bytes,
     };
 }
@@ -241,6 +247,7 @@ static void finish_batch(struct control *ctl, struct ctl_flight *f, int qs, cons
     ctl->tune_due = true;
     for (size_t i = 0; i < b->n; i++) {
         json_decref(b->items[i].r.values);
+        free(b->items[i].values_text);
         json_decref(b->items[i].root);
     }
     b->n = 0;

@@ -382,25 +382,38 @@ static int finish_stmt(struct db_conn *c, const struct db_stmt *stmt, PGresult *
     return qs;
 }
 
-int db_exec(struct db_conn *c, const struct db_stmt *stmt, const char *const *params,
-            PGresult **res)
+int db_exec_params(struct db_conn *c, const struct db_stmt *stmt, const char *const *params,
+                   const int *lengths, const int *formats, PGresult **res)
 {
     int qs = ensure_prepared(c, stmt);
     if (qs < 0)
         return qs;
     return finish_stmt(
-        c, stmt, PQexecPrepared(c->pg, stmt->name, stmt->nparams, params, NULL, NULL, 0), res);
+        c, stmt, PQexecPrepared(c->pg, stmt->name, stmt->nparams, params, lengths, formats, 0),
+        res);
 }
 
-int db_send(struct db_conn *c, const struct db_stmt *stmt, const char *const *params)
+int db_exec(struct db_conn *c, const struct db_stmt *stmt, const char *const *params,
+            PGresult **res)
+{
+    return db_exec_params(c, stmt, params, NULL, NULL, res);
+}
+
+int db_send_params(struct db_conn *c, const struct db_stmt *stmt, const char *const *params,
+                   const int *lengths, const int *formats)
 {
     int qs = ensure_prepared(c, stmt);
     if (qs < 0)
         return qs;
-    if (PQsendQueryPrepared(c->pg, stmt->name, stmt->nparams, params, NULL, NULL, 0) == 1)
+    if (PQsendQueryPrepared(c->pg, stmt->name, stmt->nparams, params, lengths, formats, 0) == 1)
         return 0;
     TY_DEBUG("db", "%s not sent: %s", stmt->name, PQerrorMessage(c->pg));
     return classify_failure(c, NULL);
+}
+
+int db_send(struct db_conn *c, const struct db_stmt *stmt, const char *const *params)
+{
+    return db_send_params(c, stmt, params, NULL, NULL);
 }
 
 int db_collect(struct db_conn *c, const struct db_stmt *stmt, PGresult **res)

@@ -31,6 +31,12 @@ int db_exec(struct db_conn *c, const struct db_stmt *stmt, const char *const *pa
  * sends it (0, or DB_SOFT_ERROR / DB_HARD_ERROR and nothing was sent) and db_collect waits for its
  * result (db_exec's return and `res`). Nothing else may run on `c` in between. */
 int db_send(struct db_conn *c, const struct db_stmt *stmt, const char *const *params);
+/* db_exec and db_send where parameter i is lengths[i] bytes in PostgreSQL's binary format when
+ * formats[i] is 1 (db_array.h), text when 0; NULL lengths and formats: all text. */
+int db_exec_params(struct db_conn *c, const struct db_stmt *stmt, const char *const *params,
+                   const int *lengths, const int *formats, PGresult **res);
+int db_send_params(struct db_conn *c, const struct db_stmt *stmt, const char *const *params,
+                   const int *lengths, const int *formats);
 int db_collect(struct db_conn *c, const struct db_stmt *stmt, PGresult **res);
 /* db_exec for a one-column query: *out receives a malloc'd copy of the first row's value (NULL
  * for SQL NULL). Same return convention; *out is untouched unless a row came back. */

@@ -399,6 +399,8 @@ struct store_report {
     const int64_t *step;
     const char *checkpoint_dir, *node_id, *time;
     const json_t *values;
+    const char *values_text; /* values as JSON text, values_len bytes (NULL: written from values) */
+    size_t values_len;
     int64_t max_bytes; /* --max-report-bytes-per-job: past it the job's reports are refused */
 };
 struct store_report_outcome {

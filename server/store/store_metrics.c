@@ -5,6 +5,7 @@
  * reported, as the value of their points and the first/last of their buckets. */
 #include "store.h"
 
+#include "db_array.h"
 #include "db_query.h"
 #include "textbuf.h"
 #include "downsample.h"
@@ -19,44 +20,105 @@
 /* Reports                                                                                      */
 /* ------------------------------------------------------------------------------------------ */
 
+/* The batch as ty_report_ingest_batch takes it (store/sql/): one array per column, sent in
+ * binary (db_array.h), so that PostgreSQL parses each report's values on its own. */
+enum {
+    B_JOB,
+    B_ATTEMPT,
+    B_RANK,
+    B_SEQ,
+    B_STEP,
+    B_CHECKPOINT_DIR,
+    B_NODE,
+    B_TIME,
+    B_METRICS,
+    B_METRICS_BYTES,
+    B_MAX_BYTES,
+    B_COLS
+};
+struct report_batch {
+    struct db_array col[B_COLS];
+    const char *values[B_COLS];
+    int lengths[B_COLS], formats[B_COLS];
+};
+
+static const unsigned batch_oids[B_COLS] = {
+    [B_JOB] = DB_OID_INT8,           [B_ATTEMPT] = DB_OID_INT4,   [B_RANK] = DB_OID_INT4,
+    [B_SEQ] = DB_OID_INT8,           [B_STEP] = DB_OID_INT8,      [B_CHECKPOINT_DIR] = DB_OID_TEXT,
+    [B_NODE] = DB_OID_TEXT,          [B_TIME] = DB_OID_TEXT,      [B_METRICS] = DB_OID_JSONB,
+    [B_METRICS_BYTES] = DB_OID_INT8, [B_MAX_BYTES] = DB_OID_INT8,
+};
+
+static void batch_free(struct report_batch *rb)
+{
+    for (int k = 0; k < B_COLS; k++)
+        free(rb->col[k].b.text);
+}
+
+/* Encodes reports r[0..n) into rb: each one's values as its message wrote them (or written from
+ * the parsed values). 0, or -1 when out of memory (rb is then freed). */
+static int batch_encode(struct report_batch *rb, const struct store_report *r, size_t n)
+{
+    struct db_array *c = rb->col;
+    for (int k = 0; k < B_COLS; k++)
+        db_array_begin(&c[k], batch_oids[k]);
+    for (size_t i = 0; i < n; i++) {
+        char *dumped = r[i].values_text ? NULL : json_dumps(r[i].values, JSON_COMPACT);
+        const char *values = r[i].values_text ? r[i].values_text : dumped;
+        size_t len = r[i].values_text ? r[i].values_len : dumped ? strlen(dumped) : 0;
+        if (values == NULL) {
+            batch_free(rb);
+            return -1;
+        }
+        db_array_int8(&c[B_JOB], r[i].job);
+        db_array_int4(&c[B_ATTEMPT], r[i].attempt);
+        db_array_int4(&c[B_RANK], r[i].rank);
+        db_array_int8(&c[B_SEQ], r[i].seq);
+        if (r[i].step)
+            db_array_int8(&c[B_STEP], *r[i].step);
+        else
+            db_array_null(&c[B_STEP]);
+        if (r[i].checkpoint_dir)
+            db_array_text(&c[B_CHECKPOINT_DIR], r[i].checkpoint_dir, strlen(r[i].checkpoint_dir));
+        else
+            db_array_null(&c[B_CHECKPOINT_DIR]);
+        db_array_text(&c[B_NODE], r[i].node_id, strlen(r[i].node_id));
+        db_array_text(&c[B_TIME], r[i].time, strlen(r[i].time));
+        db_array_jsonb(&c[B_METRICS], values, len);
+        db_array_int8(&c[B_METRICS_BYTES], (int64_t)len);
+        db_array_int8(&c[B_MAX_BYTES], r[i].max_bytes);
+        free(dumped);
+    }
+    int failed = 0;
+    for (int k = 0; k < B_COLS; k++) {
+        failed |= db_array_end(&c[k]);
+        rb->values[k] = c[k].b.text;
+        rb->lengths[k] = (int)c[k].b.len;
+        rb->formats[k] = 1;
+    }
+    if (failed)
+        batch_free(rb);
+    return failed ? -1 : 0;
+}
+
 struct report_txn {
-    const char *batch_json;
+    const struct report_batch *batch;
     const struct store_report *reports;
     size_t n;
     struct store_report_outcome *out;
     char *sqlstate;
 };
 
-/* The batch as ty_report_ingest_batch takes it (store/sql/): a JSON array of objects. NULL on
- * OOM. */
-static char *batch_json(const struct store_report *r, size_t n)
-{
-    json_t *a = json_array();
-    for (size_t i = 0; a && i < n; i++) {
-        json_t *o = json_pack("{s:I, s:I, s:i, s:i, s:I, s:o, s:o, s:s, s:s, s:O, s:I}", "i",
-                              (json_int_t)i, "job_id", (json_int_t)r[i].job, "attempt",
-                              r[i].attempt, "rank", r[i].rank, "seq", (json_int_t)r[i].seq, "step",
-                              r[i].step ? json_integer(*r[i].step) : json_null(), "checkpoint_dir",
-                              r[i].checkpoint_dir ? json_string(r[i].checkpoint_dir) : json_null(),
-                              "node_id", r[i].node_id, "time", r[i].time, "metrics",
-                              (json_t *)r[i].values, "max_bytes", (json_int_t)r[i].max_bytes);
-        if (o == NULL || json_array_append_new(a, o) != 0) {
-            json_decref(a);
-            a = NULL;
-        }
-    }
-    char *text = a ? json_dumps(a, JSON_COMPACT) : NULL;
-    json_decref(a);
-    return text;
-}
-
 /* One statement: ty_report_ingest_batch stores every report with its values inline (one row per
  * report), its stream row and the jobs' results, and says what happened to each; a fresh report
  * stored all of its values. */
-static const struct db_stmt report_batch_st = {"report_ingest_batch",
-                                               "SELECT i, known, fresh, round_ready "
-                                               "  FROM ty_report_ingest_batch($1::jsonb)",
-                                               1, false};
+static const struct db_stmt report_batch_st = {
+    "report_ingest_batch",
+    "SELECT i, known, fresh, round_ready "
+    "  FROM ty_report_ingest_batch($1::bigint[], $2::integer[], $3::integer[], $4::bigint[], "
+    "                              $5::bigint[], $6::text[], $7::text[], $8::text[], "
+    "                              $9::jsonb[], $10::bigint[], $11::bigint[])",
+    B_COLS, false};
 
 /* Reads the batch's result (qs, res: db_exec's) into t->out. */
 static int read_outcomes(struct db_conn *c, struct report_txn *t, int qs, PGresult *res)
@@ -88,9 +150,9 @@ static int read_outcomes(struct db_conn *c, struct report_txn *t, int qs, PGresu
 static int report_batch_body(struct db_conn *c, void *arg)
 {
     struct report_txn *t = arg;
-    const char *p[] = {t->batch_json};
+    const struct report_batch *rb = t->batch;
     PGresult *res = NULL;
-    int qs = db_exec(c, &report_batch_st, p, &res);
+    int qs = db_exec_params(c, &report_batch_st, rb->values, rb->lengths, rb->formats, &res);
     return read_outcomes(c, t, qs, res);
 }
 
@@ -101,25 +163,24 @@ int store_reports_insert(struct db_conn *c, const struct store_report *reports, 
     memset(outcome, 0, n * sizeof(*outcome));
     if (n == 0)
         return 0;
-    char *text = batch_json(reports, n);
-    if (text == NULL) {
+    struct report_batch rb;
+    if (batch_encode(&rb, reports, n) != 0) {
         snprintf(sqlstate, 6, "53200"); /* out of memory */
         return DB_HARD_ERROR;
     }
-    struct report_txn t = {text, reports, n, outcome, sqlstate};
+    struct report_txn t = {&rb, reports, n, outcome, sqlstate};
     int qs = db_run_txn(c, report_batch_body, &t);
-    free(text);
+    batch_free(&rb);
     return qs;
 }
 
 int store_reports_send(struct db_conn *c, const struct store_report *reports, size_t n)
 {
-    char *text = batch_json(reports, n);
-    if (text == NULL)
+    struct report_batch rb;
+    if (batch_encode(&rb, reports, n) != 0)
         return DB_HARD_ERROR;
-    const char *p[] = {text};
-    int qs = db_send(c, &report_batch_st, p);
-    free(text);
+    int qs = db_send_params(c, &report_batch_st, rb.values, rb.lengths, rb.formats);
+    batch_free(&rb);
     return qs;
 }
 

@@ -596,6 +596,44 @@ def test_band_of_a_long_series_is_read_from_blocks_and_stays_true(srv, node, sql
 
 
 
+def test_values_are_stored_as_the_worker_wrote_them(srv, node, sql):
+    """Issue 27: a report's values reach PostgreSQL as the message wrote them (not parsed and
+    written again by the server), so a number keeps its digits (1.50, 0.1 not
+    0.10000000000000001) and the API reads them back; a report with a metric left out (a name
+    too long) is written from the values kept, and is stored too."""
+    job = running_job(srv, node, num_workers=1)
+    node.seq += 1
+    node.ws.send_text('{"type":"report","seq":%d,"job_id":"%s","attempt":1,"rank":0,'
+                      '"report_seq":1,"step":1,"time":"%s","metrics":{ "a" : 1.50,"b":0.1,'
+                      '"c":"x y","d":[1, 2.0],"a":2.50}}' % (node.seq, job, ts(1000)))
+    node.wait_ack(node.seq)
+    node.report(job, 0, 2, {"a": 1.0, "n" * 300: 1.0}, step=2)
+    assert sql(f"SELECT metrics::text FROM reports WHERE job_id = {job} ORDER BY seq") == \
+        '{"a": 2.50, "b": 0.1, "c": "x y", "d": [1, 2.0]}\n{"a": 1.0}'
+    assert [(p["step"], p["value"]) for p in metrics(srv, job, "?name=a")] == [(1, 2.5), (2, 1)]
+
+
+def test_a_deleted_jobs_blocks_go_with_it(srv, node, sql):
+    """Issue 27 (migration 0057): report_blocks has no foreign key to jobs (the maintenance stores
+    ~100 rows per block and checked it on each); deleting a job deletes its blocks by a trigger,
+    as the key's ON DELETE CASCADE did, and the other jobs' blocks stay."""
+    job, other = running_job(srv, node, num_workers=1), running_job(srv, node, num_workers=1)
+    for j in (job, other):
+        sql("INSERT INTO reports (job_id, attempt, rank, seq, reported_at, metrics) "
+            f"SELECT {j}, 1, 0, s, now(), jsonb_build_object('loss', s, 'acc', -s) "
+            "FROM generate_series(1, 100) s")
+        blocks_stored(sql, j, 100 >> 4)
+    count = "SELECT count(*) FROM report_blocks WHERE job_id = {}"
+    assert sql(count.format(job)) == sql(count.format(other)) == str(2 * (100 >> 4))
+    seq = node.send_event({"type": "worker_exited", "job_id": str(job), "attempt": 1, "rank": 0,
+                           "exit_code": 0, "signal": None, "error": None})
+    node.wait_ack(seq)
+    srv.wait_job(job, {"SUCCEEDED"})
+    assert srv.request("DELETE", f"/api/v1/jobs/{job}").status == 204
+    assert sql(count.format(job)) == "0"
+    assert sql(count.format(other)) == str(2 * (100 >> 4))
+
+
 def test_band_read_before_the_blocks_are_stored_equals_the_band_after(srv, node, sql, pg):
     """Issue 27: report_blocks is left to the leader's maintenance (migrations 0047, 0050). A band
     read before it ran (the series' row held here, so the maintenance skips it) sums the blocks up

@@ -94,6 +94,42 @@ static void agent_proto_report_job_id_may_be_an_integer(void **state)
     aproto_node_msg_free(&m);
 }
 
+/* The values' text as the message wrote it (stored as is, not written again), found at the top
+ * level only, the last one of a member named twice (as jansson keeps it); none when a metric was
+ * skipped or the member's name is written with an escape. */
+static void expect_values_text(const char *text, const char *values)
+{
+    struct aproto_node_msg m;
+    char err[256] = "";
+    assert_int_equal(parse_text(text, &m, err, sizeof(err)), 0);
+    if (values == NULL) {
+        assert_null(m.report.values_text);
+    } else {
+        assert_non_null(m.report.values_text);
+        assert_int_equal(m.report.values_len, strlen(values));
+        assert_memory_equal(m.report.values_text, values, strlen(values));
+    }
+    aproto_node_msg_free(&m);
+}
+
+static void agent_proto_report_keeps_the_text_of_its_values(void **state)
+{
+    (void)state;
+#define HEAD "{\"type\":\"report\",\"seq\":1,\"job_id\":9,\"attempt\":1,\"rank\":0,"
+#define TIME ",\"time\":\"2030-01-02T03:04:05Z\""
+    expect_values_text(
+        HEAD "\"report_seq\":1,\"metrics\": {\"a\": 0.1, \"b\":[1,{\"c\":\"}]\\\"\"}]}" TIME "}",
+        "{\"a\": 0.1, \"b\":[1,{\"c\":\"}]\\\"\"}]}");
+    expect_values_text(HEAD "\"note\":{\"metrics\":1},\"metrics\":{\"x\":1},\"report_seq\":1,"
+                            "\"metrics\"\t:\n{\"y\":-2e-3}" TIME "}",
+                       "{\"y\":-2e-3}");
+    expect_values_text(HEAD "\"report_seq\":1,\"metrics\":{}" TIME "}", "{}");
+    expect_values_text(HEAD "\"report_seq\":1,\"metrics\":{\"\":1,\"a\":2}" TIME "}", NULL);
+    expect_values_text(HEAD "\"report_seq\":1,\"metric\\u0073\":{\"a\":2}" TIME "}", NULL);
+#undef HEAD
+#undef TIME
+}
+
 /* The built report with field `name` set to the JSON `value` (NULL: removed) must be refused with
  * a reason naming `field`; the seq is kept (or not, when it is the field at fault) for the ack. */
 static void expect_refused(const char *name, const char *value, const char *field)
@@ -188,6 +224,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(agent_proto_report_round_trips_keeping_every_value),
     cmocka_unit_test(agent_proto_report_with_checkpoint_round_trips),
     cmocka_unit_test(agent_proto_report_job_id_may_be_an_integer),
+    cmocka_unit_test(agent_proto_report_keeps_the_text_of_its_values),
     cmocka_unit_test(agent_proto_malformed_reports_are_refused_naming_the_field),
     cmocka_unit_test(agent_proto_overlong_checkpoint_dir_is_refused),
     cmocka_unit_test(agent_proto_rfc3339_accepts_the_forms_agents_write),

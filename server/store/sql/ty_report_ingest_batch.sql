@@ -1,21 +1,30 @@
--- Ingests a batch of reports (server/control/control_report.c). p_reports: a JSON array of
--- objects {i, job_id, attempt, rank, seq, step, checkpoint_dir, node_id, time, metrics,
--- max_bytes} (i: the caller's index; metrics: an object of any JSON values; max_bytes: the server's
--- --max-report-bytes-per-job, 0 none). For each report of a worker that runs in that attempt on
--- that node: one reports row holding its values, and one `report` row appended to the job's
--- stream (ty_stream_append_batch) without them: the stream's readers take the values from the
--- reports row (store_job_stream_read), so that they are written once; a report already stored
--- (a resend, or twice in the batch) changes nothing. report_names and report_series are kept by
--- the reports' trigger (ty_reports_added), as for every writer; report_blocks by the leader's
--- maintenance (ty_report_blocks_fill). jobs.report_bytes grows by each stored report's size; once it has reached
--- max_bytes the job's later reports are refused (stored nothing, answered as not fresh), and the
--- batch that reaches it records a job event saying so. jobs.last_metrics takes each job's newest
--- rank 0 report (by attempt, then seq) when it is newer than the one held. Returns one row per input element:
--- whether its worker is known, whether it was stored now (fresh), and whether its round (k of
--- every rank) is now complete with a checkpoint_dir among its reports, so that the caller
--- registers checkpoint k. A time PostgreSQL refuses fails the whole call (SQLSTATE class 22):
--- the caller then retries the reports one by one.
-CREATE OR REPLACE FUNCTION ty_report_ingest_batch(p_reports jsonb)
+-- Ingests a batch of reports (server/control/control_report.c). One array per column, report i
+-- (from 0) at each array's place i + 1: p_job, p_attempt, p_rank, p_seq, p_step (NULL: none),
+-- p_checkpoint_dir (NULL: none), p_node, p_time (RFC 3339 text), p_metrics (an object of any
+-- JSON values), p_metrics_bytes (the size of its values as the worker wrote them) and
+-- p_max_bytes (the server's --max-report-bytes-per-job, 0 none). The server sends them as binary
+-- arrays, so that each report's values are parsed on their own (issue 27: one JSON document
+-- holding the batch was parsed whole first, several times slower). For each report of a worker
+-- that runs in that attempt on that node: one reports row holding its values, and one `report`
+-- row appended to the job's stream (ty_stream_append_batch) without them: the stream's readers
+-- take the values from the reports row (store_job_stream_read), so that they are written once; a
+-- report already stored (a resend, or twice in the batch) changes nothing. report_names and
+-- report_series are kept by the reports' trigger (ty_reports_added), as for every writer;
+-- report_blocks by the leader's maintenance (ty_report_blocks_fill). jobs.report_bytes grows by
+-- each stored report's size (its values' bytes, its checkpoint_dir's, and 64); once it has
+-- reached max_bytes the job's later reports are refused (stored nothing, answered as not fresh),
+-- and the batch that reaches it records a job event saying so. jobs.last_metrics takes each
+-- job's newest rank 0 report (by attempt, then seq) when it is newer than the one held. Returns
+-- one row per report: whether its worker is known, whether it was stored now (fresh), and
+-- whether its round (k of every rank) is now complete with a checkpoint_dir among its reports,
+-- so that the caller registers checkpoint k. A time or a value PostgreSQL refuses fails the
+-- whole call (SQLSTATE class 22): the caller then retries the reports one by one.
+CREATE OR REPLACE FUNCTION ty_report_ingest_batch(p_job bigint[], p_attempt integer[],
+                                                   p_rank integer[], p_seq bigint[],
+                                                   p_step bigint[], p_checkpoint_dir text[],
+                                                   p_node text[], p_time text[],
+                                                   p_metrics jsonb[], p_metrics_bytes bigint[],
+                                                   p_max_bytes bigint[])
 RETURNS TABLE (i integer, known boolean, fresh boolean, round_ready boolean)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
@@ -24,16 +33,18 @@ DECLARE
     stream jsonb;
 BEGIN
     WITH inp AS (
-        SELECT x.*, EXISTS (SELECT 1 FROM workers w
-                            WHERE w.job_id = x.job_id AND w.attempt = x.attempt
-                              AND w.rank = x.rank AND w.node_id = x.node_id) AS known,
-               (octet_length(coalesce(x.metrics, '{}'::jsonb)::text)
-                + coalesce(octet_length(x.checkpoint_dir), 0) + 64)::bigint AS size
-        FROM jsonb_to_recordset(p_reports) AS x(i integer, job_id bigint, attempt integer,
-                                                rank integer, seq bigint, step bigint,
-                                                checkpoint_dir text, node_id text,
-                                                "time" timestamptz, metrics jsonb,
-                                                max_bytes bigint)
+        SELECT x.i, x.job_id, x.attempt, x.rank, x.seq, x.step, x.checkpoint_dir, x.node_id,
+               x.t::timestamptz AS "time", x.metrics, x.max_bytes,
+               EXISTS (SELECT 1 FROM workers w
+                       WHERE w.job_id = x.job_id AND w.attempt = x.attempt
+                         AND w.rank = x.rank AND w.node_id = x.node_id) AS known,
+               (coalesce(x.metrics_bytes, 0) + coalesce(octet_length(x.checkpoint_dir), 0)
+                + 64)::bigint AS size
+        FROM (SELECT u.*, (u.n - 1)::integer AS i
+                FROM unnest(p_job, p_attempt, p_rank, p_seq, p_step, p_checkpoint_dir, p_node,
+                            p_time, p_metrics, p_metrics_bytes, p_max_bytes) WITH ORDINALITY
+                     AS u(job_id, attempt, rank, seq, step, checkpoint_dir, node_id, t, metrics,
+                          metrics_bytes, max_bytes, n)) x
     ), dedup AS (
         SELECT DISTINCT ON (job_id, attempt, rank, seq) * FROM inp WHERE known
         ORDER BY job_id, attempt, rank, seq, i
