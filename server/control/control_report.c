@@ -32,6 +32,7 @@
 
 #include "agent_proto.h"
 #include "leader.h"
+#include "report_names.h"
 #include "retire.h"
 #include "log.h"
 #include "server.h"
@@ -171,7 +172,7 @@ static void one_by_one(struct control *ctl, struct ctl_reports *b)
         struct store_report row = store_row(ctl, it, node->id, &step);
         struct store_report_outcome out;
         char sqlstate[6];
-        int qs = store_reports_insert(ctl->db, &row, 1, &out, sqlstate);
+        int qs = store_reports_insert(ctl->db, &row, 1, NULL, &out, sqlstate);
         bool refused = qs == DB_HARD_ERROR &&
                        (strncmp(sqlstate, "22", 2) == 0 || strncmp(sqlstate, "23", 2) == 0);
         if (refused) {
@@ -218,6 +219,16 @@ static void batch_rows(struct control *ctl, struct ctl_flight *f)
         f->rows[f->n] = store_row(ctl, &f->b.items[i], node->id, &f->steps[f->n]);
         f->idx[f->n++] = i;
     }
+    if (ctl->known_names == NULL)
+        ctl->known_names = report_names_new();
+    f->names_sent = ctl->known_names != NULL &&
+                    report_names_list(ctl->known_names, f->rows, f->n, &f->names) == 0;
+}
+
+/* The names sent with the batch, or NULL: the reports' trigger finds them. */
+static const struct store_report_names *sent_names(const struct ctl_flight *f)
+{
+    return f->names_sent ? &f->names : NULL;
 }
 
 /* After the batch's statement (qs, sqlstate: store_reports_insert's): each report's
@@ -228,6 +239,8 @@ static void finish_batch(struct control *ctl, struct ctl_flight *f, int qs, cons
     struct ctl_reports *b = &f->b;
     if (qs >= 0) {
         TY_DEBUG("control", "recorded %zu report(s) in one transaction", f->n);
+        if (f->names_sent)
+            report_names_settle(ctl->known_names, f->rows, &f->names, f->outs);
         for (size_t k = 0; k < f->n; k++) {
             struct ctl_report_item *it = &b->items[f->idx[k]];
             struct ctl_node *node = ctl__node_by_conn(ctl, it->conn);
@@ -267,7 +280,7 @@ static void collect_flight(struct control *ctl)
     f->conn = NULL;
     if (qs == DB_SOFT_ERROR) {
         batch_rows(ctl, f);
-        qs = store_reports_insert(ctl->db, f->rows, f->n, f->outs, sqlstate);
+        qs = store_reports_insert(ctl->db, f->rows, f->n, sent_names(f), f->outs, sqlstate);
     }
     finish_batch(ctl, f, qs, sqlstate);
 }
@@ -287,7 +300,7 @@ static void store_now(struct control *ctl)
 {
     struct ctl_flight *f = &ctl->flight;
     char sqlstate[6];
-    int qs = store_reports_insert(ctl->db, f->rows, f->n, f->outs, sqlstate);
+    int qs = store_reports_insert(ctl->db, f->rows, f->n, sent_names(f), f->outs, sqlstate);
     finish_batch(ctl, f, qs, sqlstate);
 }
 
@@ -312,7 +325,7 @@ void ctl__push_reports(struct control *ctl)
         return;
     }
     take_queue(ctl);
-    if (store_reports_send(c, f->rows, f->n) == 0) {
+    if (store_reports_send(c, f->rows, f->n, sent_names(f)) == 0) {
         f->conn = c;
         return;
     }

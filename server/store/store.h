@@ -411,19 +411,32 @@ struct store_report_outcome {
     bool round_ready;   /* stored now, and its round k is complete (every rank has reported k)
                          * with a checkpoint_dir among the round's reports */
 };
+/* Names (keys of reports' values) sent with a batch for report_names (migration 0043): name[k]
+ * is a key of the batch's report at[k]. A batch sent with none (NULL) has the reports' trigger
+ * find every report's names (server/store/sql/ty_reports_added.sql); with a list, the trigger
+ * leaves them to the batch, which stores the listed names of the reports of known workers: the
+ * caller lists every name it does not know stored (server/control/report_names.h). */
+struct store_report_names {
+    size_t n, cap;
+    const char **name;
+    size_t *at;
+};
 /* Commits n reports in one transaction (store/sql/ty_report_ingest_batch.sql): each one's
  * report row holding its values, one `report` row in its job's stream, and (rank 0, newer) the
- * job's result. Resends are no-ops. Returns n, or a db_qs error and then nothing is stored; on
- * DB_HARD_ERROR sqlstate gets the SQLSTATE (class 22 or 23: the data is refused, a retry of the
- * same reports fails the same way). outcome[0..n) is filled on success. */
+ * job's result; `names` (may be NULL) as above. Resends are no-ops. Returns n, or a db_qs error
+ * and then nothing is stored; on DB_HARD_ERROR sqlstate gets the SQLSTATE (class 22 or 23: the
+ * data is refused, a retry of the same reports fails the same way). outcome[0..n) is filled on
+ * success. */
 int store_reports_insert(struct db_conn *c, const struct store_report *reports, size_t n,
+                         const struct store_report_names *names,
                          struct store_report_outcome *outcome, char sqlstate[6]);
 /* store_reports_insert in two halves, so that the caller works while PostgreSQL stores the
  * batch: store_reports_send sends it as one statement that commits on its own (0, or a db_qs
  * error and nothing was sent); store_reports_collect waits for it and fills outcome[0..n) as
  * store_reports_insert does (n, or a db_qs error with sqlstate: then nothing was stored).
  * Nothing else may run on `c` in between. */
-int store_reports_send(struct db_conn *c, const struct store_report *reports, size_t n);
+int store_reports_send(struct db_conn *c, const struct store_report *reports, size_t n,
+                       const struct store_report_names *names);
 int store_reports_collect(struct db_conn *c, const struct store_report *reports, size_t n,
                           struct store_report_outcome *outcome, char sqlstate[6]);
 /* The leader's maintenance of report_blocks (store/sql/ty_report_blocks_fill.sql): sums up, in one

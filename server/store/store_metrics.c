@@ -34,6 +34,8 @@ enum {
     B_METRICS,
     B_METRICS_BYTES,
     B_MAX_BYTES,
+    B_NAME,    /* the names listed (NULL: none sent) */
+    B_NAME_AT, /* and their reports' places in the batch */
     B_COLS
 };
 struct report_batch {
@@ -46,7 +48,8 @@ static const unsigned batch_oids[B_COLS] = {
     [B_JOB] = DB_OID_INT8,           [B_ATTEMPT] = DB_OID_INT4,   [B_RANK] = DB_OID_INT4,
     [B_SEQ] = DB_OID_INT8,           [B_STEP] = DB_OID_INT8,      [B_CHECKPOINT_DIR] = DB_OID_TEXT,
     [B_NODE] = DB_OID_TEXT,          [B_TIME] = DB_OID_TEXT,      [B_METRICS] = DB_OID_JSONB,
-    [B_METRICS_BYTES] = DB_OID_INT8, [B_MAX_BYTES] = DB_OID_INT8,
+    [B_METRICS_BYTES] = DB_OID_INT8, [B_MAX_BYTES] = DB_OID_INT8, [B_NAME] = DB_OID_TEXT,
+    [B_NAME_AT] = DB_OID_INT4,
 };
 
 static void batch_free(struct report_batch *rb)
@@ -55,9 +58,11 @@ static void batch_free(struct report_batch *rb)
         free(rb->col[k].b.text);
 }
 
-/* Encodes reports r[0..n) into rb: each one's values as its message wrote them (or written from
- * the parsed values). 0, or -1 when out of memory (rb is then freed). */
-static int batch_encode(struct report_batch *rb, const struct store_report *r, size_t n)
+/* Encodes reports r[0..n) and `names` (NULL: none) into rb: each report's values as its message
+ * wrote them (or written from the parsed values). 0, or -1 when out of memory (rb is then
+ * freed). */
+static int batch_encode(struct report_batch *rb, const struct store_report *r, size_t n,
+                        const struct store_report_names *names)
 {
     struct db_array *c = rb->col;
     for (int k = 0; k < B_COLS; k++)
@@ -89,10 +94,15 @@ static int batch_encode(struct report_batch *rb, const struct store_report *r, s
         db_array_int8(&c[B_MAX_BYTES], r[i].max_bytes);
         free(dumped);
     }
+    for (size_t k = 0; names && k < names->n; k++) {
+        db_array_text(&c[B_NAME], names->name[k], strlen(names->name[k]));
+        db_array_int4(&c[B_NAME_AT], (int32_t)names->at[k]);
+    }
     int failed = 0;
     for (int k = 0; k < B_COLS; k++) {
         failed |= db_array_end(&c[k]);
-        rb->values[k] = c[k].b.text;
+        bool none = names == NULL && (k == B_NAME || k == B_NAME_AT);
+        rb->values[k] = none ? NULL : c[k].b.text;
         rb->lengths[k] = (int)c[k].b.len;
         rb->formats[k] = 1;
     }
@@ -117,7 +127,8 @@ static const struct db_stmt report_batch_st = {
     "SELECT i, known, fresh, round_ready "
     "  FROM ty_report_ingest_batch($1::bigint[], $2::integer[], $3::integer[], $4::bigint[], "
     "                              $5::bigint[], $6::text[], $7::text[], $8::text[], "
-    "                              $9::jsonb[], $10::bigint[], $11::bigint[])",
+    "                              $9::jsonb[], $10::bigint[], $11::bigint[], $12::text[], "
+    "                              $13::integer[])",
     B_COLS, false};
 
 /* Reads the batch's result (qs, res: db_exec's) into t->out. */
@@ -157,6 +168,7 @@ static int report_batch_body(struct db_conn *c, void *arg)
 }
 
 int store_reports_insert(struct db_conn *c, const struct store_report *reports, size_t n,
+                         const struct store_report_names *names,
                          struct store_report_outcome *outcome, char sqlstate[6])
 {
     sqlstate[0] = '\0';
@@ -164,7 +176,7 @@ int store_reports_insert(struct db_conn *c, const struct store_report *reports, 
     if (n == 0)
         return 0;
     struct report_batch rb;
-    if (batch_encode(&rb, reports, n) != 0) {
+    if (batch_encode(&rb, reports, n, names) != 0) {
         snprintf(sqlstate, 6, "53200"); /* out of memory */
         return DB_HARD_ERROR;
     }
@@ -174,10 +186,11 @@ int store_reports_insert(struct db_conn *c, const struct store_report *reports, 
     return qs;
 }
 
-int store_reports_send(struct db_conn *c, const struct store_report *reports, size_t n)
+int store_reports_send(struct db_conn *c, const struct store_report *reports, size_t n,
+                       const struct store_report_names *names)
 {
     struct report_batch rb;
-    if (batch_encode(&rb, reports, n) != 0)
+    if (batch_encode(&rb, reports, n, names) != 0)
         return DB_HARD_ERROR;
     int qs = db_send_params(c, &report_batch_st, rb.values, rb.lengths, rb.formats);
     batch_free(&rb);

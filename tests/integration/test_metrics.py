@@ -613,6 +613,29 @@ def test_values_are_stored_as_the_worker_wrote_them(srv, node, sql):
     assert [(p["step"], p["value"]) for p in metrics(srv, job, "?name=a")] == [(1, 2.5), (2, 1)]
 
 
+def test_report_names_are_those_of_known_workers_reports(srv, node, sql):
+    """Issue 27: the server stores the names of a batch's reports itself (those it does not know
+    stored; the reports' trigger leaves them to it): a name first carried by a later report is
+    stored too, and a node that reports for a job it does not run adds no name to that job, even
+    where its report and a known worker's carrying the same name come in one batch."""
+    job = running_job(srv, node, num_workers=1)
+    names = f"SELECT string_agg(name, ',' ORDER BY name) FROM report_names WHERE job_id = {job}"
+    node.report(job, 0, 1, {"loss": 1.0})
+    assert sql(names) == "loss"
+    node.report(job, 0, 2, {"loss": 0.5, "acc": 0.25})
+    assert sql(names) == "acc,loss"
+    other = FakeAgent(srv, node_id=f"node-{next(NODE_NUMBERS)}")
+    try:
+        theirs = other.send_event(other.report_msg(job, 0, 3, {"shared": 1, "intruder": 1}))
+        ours = node.send_event(node.report_msg(job, 0, 3, {"shared": 2, "loss": 0.1}))
+        other.wait_ack(theirs)
+        node.wait_ack(ours)
+    finally:
+        other.close()
+    assert sql(names) == "acc,loss,shared"
+    assert [p["value"] for p in metrics(srv, job, "?name=shared")] == [2]
+
+
 def test_a_deleted_jobs_blocks_go_with_it(srv, node, sql):
     """Issue 27 (migration 0057): report_blocks has no foreign key to jobs (the maintenance stores
     ~100 rows per block and checked it on each); deleting a job deletes its blocks by a trigger,

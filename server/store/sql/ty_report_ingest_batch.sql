@@ -8,8 +8,11 @@
 -- that runs in that attempt on that node: one reports row holding its values, and one `report`
 -- row appended to the job's stream (ty_stream_append_batch) without them: the stream's readers
 -- take the values from the reports row (store_job_stream_read), so that they are written once; a
--- report already stored (a resend, or twice in the batch) changes nothing. report_names and
--- report_series are kept by the reports' trigger (ty_reports_added), as for every writer;
+-- report already stored (a resend, or twice in the batch) changes nothing. report_series is kept
+-- by the reports' trigger (ty_reports_added), as for every writer, and so is report_names unless
+-- the caller lists names: p_name[k] a key of report p_name_at[k] (from 0), every key of the
+-- batch's reports the caller does not know stored (server/control/report_names.h), which the
+-- batch stores for the reports of known workers while the trigger leaves them (issue 27);
 -- report_blocks by the leader's maintenance (ty_report_blocks_fill). jobs.report_bytes grows by
 -- each stored report's size (its values' bytes, its checkpoint_dir's, and 64); once it has
 -- reached max_bytes the job's later reports are refused (stored nothing, answered as not fresh),
@@ -24,7 +27,8 @@ CREATE OR REPLACE FUNCTION ty_report_ingest_batch(p_job bigint[], p_attempt inte
                                                    p_step bigint[], p_checkpoint_dir text[],
                                                    p_node text[], p_time text[],
                                                    p_metrics jsonb[], p_metrics_bytes bigint[],
-                                                   p_max_bytes bigint[])
+                                                   p_max_bytes bigint[],
+                                                   p_name text[], p_name_at integer[])
 RETURNS TABLE (i integer, known boolean, fresh boolean, round_ready boolean)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
@@ -32,6 +36,23 @@ DECLARE
     res jsonb;
     stream jsonb;
 BEGIN
+    IF p_name IS NOT NULL THEN
+        -- the names listed, of reports of workers the node runs (whether stored now or not: a
+        -- name no report carries matches no report where report_names is read), before the
+        -- reports as every writer's trigger does (one key order), and the trigger told so
+        WITH carrier AS (
+            SELECT a.at FROM (SELECT DISTINCT at FROM unnest(p_name_at) AS at) a
+             WHERE EXISTS (SELECT 1 FROM workers w
+                            WHERE w.job_id = p_job[a.at + 1] AND w.attempt = p_attempt[a.at + 1]
+                              AND w.rank = p_rank[a.at + 1] AND w.node_id = p_node[a.at + 1])
+        )
+        INSERT INTO report_names (job_id, name)
+        SELECT DISTINCT p_job[n.at + 1], n.name
+          FROM unnest(p_name, p_name_at) AS n(name, at) JOIN carrier USING (at)
+         ORDER BY 1, 2
+        ON CONFLICT DO NOTHING;
+        PERFORM set_config('trainyard.report_names', 'batch', true);
+    END IF;
     WITH inp AS (
         SELECT x.i, x.job_id, x.attempt, x.rank, x.seq, x.step, x.checkpoint_dir, x.node_id,
                x.t::timestamptz AS "time", x.metrics, x.max_bytes,
@@ -123,6 +144,7 @@ BEGIN
     INTO res, stream
     FROM inp
     LEFT JOIN rw ON rw.i = inp.i;
+    PERFORM set_config('trainyard.report_names', '', true);
 
     IF jsonb_array_length(stream) > 0 THEN
         PERFORM ty_stream_append_batch(stream);

@@ -1,6 +1,8 @@
 -- Statement trigger on reports, for every writer alike (the server's batches, SQL, COPY): the
 -- names of the rows just inserted join report_names (migration 0043), the names
--- store_metrics_series looks up in each report of a job; and each series (job, attempt, rank)
+-- store_metrics_series looks up in each report of a job (unless the statement is a server batch
+-- that stored the names it did not know stored itself: ty_report_ingest_batch sets
+-- trainyard.report_names to 'batch' for its insert); and each series (job, attempt, rank)
 -- they belong to is noted in report_series (migration 0047): its newest seq, its block_next
 -- lowered to the block of the lowest seq inserted, and (migration 0054) late_writes counts this
 -- statement when that block lies below the block of the series' newest report, which the
@@ -12,10 +14,13 @@
 -- up again. One key order for every writer: two writers never wait on each other in a cycle.
 CREATE OR REPLACE FUNCTION ty_reports_added() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO report_names (job_id, name)
-    SELECT DISTINCT n.job_id, k FROM new_reports n CROSS JOIN LATERAL jsonb_object_keys(n.metrics) k
-     ORDER BY 1, 2
-    ON CONFLICT DO NOTHING;
+    IF current_setting('trainyard.report_names', true) IS DISTINCT FROM 'batch' THEN
+        INSERT INTO report_names (job_id, name)
+        SELECT DISTINCT n.job_id, k
+          FROM new_reports n CROSS JOIN LATERAL jsonb_object_keys(n.metrics) k
+         ORDER BY 1, 2
+        ON CONFLICT DO NOTHING;
+    END IF;
     INSERT INTO report_series AS s (job_id, attempt, rank, seq_max, block_next)
     SELECT job_id, attempt, rank, max(seq), min(seq) >> 4 FROM new_reports
      GROUP BY job_id, attempt, rank

@@ -1,0 +1,154 @@
+/* The set of (job, name) known stored in report_names (report_names.h): open addressing over
+ * FNV-1a hashes, each entry owning a copy of its name. */
+#include "report_names.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REPORT_NAMES_MAX (1u << 20) /* entries; past it the set starts over */
+
+struct entry {
+    uint64_t hash; /* 0: empty slot */
+    int64_t job;
+    char *name;
+};
+
+struct report_names {
+    struct entry *slots;
+    size_t cap, n; /* cap: a power of two, or 0 */
+};
+
+static uint64_t hash_of(int64_t job, const char *name)
+{
+    uint64_t h = 14695981039346656037ull ^ (uint64_t)job;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    return h ? h : 1;
+}
+
+struct report_names *report_names_new(void)
+{
+    return calloc(1, sizeof(struct report_names));
+}
+
+static void clear(struct report_names *s)
+{
+    for (size_t i = 0; i < s->cap; i++)
+        free(s->slots[i].name);
+    free(s->slots);
+    s->slots = NULL;
+    s->cap = s->n = 0;
+}
+
+void report_names_free(struct report_names *s)
+{
+    if (s == NULL)
+        return;
+    clear(s);
+    free(s);
+}
+
+/* The slot of (job, name): its entry, or the empty slot where it would go. */
+static struct entry *slot_of(const struct report_names *s, uint64_t h, int64_t job,
+                             const char *name)
+{
+    for (size_t i = h & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
+        struct entry *e = &s->slots[i];
+        if (e->hash == 0 || (e->hash == h && e->job == job && strcmp(e->name, name) == 0))
+            return e;
+    }
+}
+
+static bool known(const struct report_names *s, int64_t job, const char *name)
+{
+    return s->cap > 0 && slot_of(s, hash_of(job, name), job, name)->hash != 0;
+}
+
+/* Doubles the table. -1 on OOM (the set is unchanged). */
+static int grow(struct report_names *s)
+{
+    size_t cap = s->cap ? s->cap * 2 : 1024;
+    struct entry *slots = calloc(cap, sizeof(*slots));
+    if (slots == NULL)
+        return -1;
+    struct report_names old = *s;
+    s->slots = slots;
+    s->cap = cap;
+    for (size_t i = 0; i < old.cap; i++)
+        if (old.slots[i].hash != 0)
+            *slot_of(s, old.slots[i].hash, old.slots[i].job, old.slots[i].name) = old.slots[i];
+    free(old.slots);
+    return 0;
+}
+
+/* Notes (job, name) as known; on OOM it is not (it is sent again). */
+static void add(struct report_names *s, int64_t job, const char *name)
+{
+    if (s->n >= REPORT_NAMES_MAX)
+        clear(s);
+    if ((s->n + 1) * 2 > s->cap && grow(s) != 0)
+        return;
+    uint64_t h = hash_of(job, name);
+    struct entry *e = slot_of(s, h, job, name);
+    if (e->hash != 0)
+        return;
+    char *copy = strdup(name);
+    if (copy == NULL)
+        return;
+    *e = (struct entry){h, job, copy};
+    s->n++;
+}
+
+void report_names_list_free(struct store_report_names *out)
+{
+    free(out->name);
+    free(out->at);
+    *out = (struct store_report_names){0};
+}
+
+static int push(struct store_report_names *out, const char *name, size_t at)
+{
+    if (out->n == out->cap) {
+        size_t cap = out->cap ? out->cap * 2 : 256;
+        const char **name_grown = realloc(out->name, cap * sizeof(*name_grown));
+        if (name_grown == NULL)
+            return -1;
+        out->name = name_grown;
+        size_t *at_grown = realloc(out->at, cap * sizeof(*at_grown));
+        if (at_grown == NULL)
+            return -1;
+        out->at = at_grown;
+        out->cap = cap;
+    }
+    out->name[out->n] = name;
+    out->at[out->n++] = at;
+    return 0;
+}
+
+int report_names_list(const struct report_names *s, const struct store_report *rows, size_t n,
+                      struct store_report_names *out)
+{
+    out->n = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *name;
+        json_t *value;
+        json_object_foreach((json_t *)rows[i].values, name, value)
+        {
+            if (!known(s, rows[i].job, name) && push(out, name, i) != 0) {
+                out->n = 0;
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+void report_names_settle(struct report_names *s, const struct store_report *rows,
+                         const struct store_report_names *listed,
+                         const struct store_report_outcome *outs)
+{
+    for (size_t k = 0; k < listed->n; k++)
+        if (outs[listed->at[k]].known_worker)
+            add(s, rows[listed->at[k]].job, listed->name[k]);
+}
