@@ -6,7 +6,7 @@
 -- arrays, so that each report's values are parsed on their own (issue 27: one JSON document
 -- holding the batch was parsed whole first, several times slower). For each report of a worker
 -- that runs in that attempt on that node: one reports row holding its values, and one `report`
--- row appended to the job's stream (ty_stream_append_batch) without them: the stream's readers
+-- row appended to the job's stream (in the same statement) without them: the stream's readers
 -- take the values from the reports row (store_job_stream_read), so that they are written once; a
 -- report already stored (a resend, or twice in the batch) changes nothing. report_series is kept
 -- by the reports' trigger (ty_reports_added), as for every writer, and so is report_names unless
@@ -34,7 +34,6 @@ LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
     res jsonb;
-    stream jsonb;
 BEGIN
     IF p_name IS NOT NULL THEN
         -- the names listed, of reports of workers the node runs (whether stored now or not: a
@@ -54,8 +53,9 @@ BEGIN
         PERFORM set_config('trainyard.report_names', 'batch', true);
     END IF;
     WITH inp AS (
+        -- narrow rows: a report's values are taken from p_metrics by its place where stored
         SELECT x.i, x.job_id, x.attempt, x.rank, x.seq, x.step, x.checkpoint_dir, x.node_id,
-               x.t::timestamptz AS "time", x.metrics, x.max_bytes,
+               x.t::timestamptz AS "time", x.max_bytes,
                EXISTS (SELECT 1 FROM workers w
                        WHERE w.job_id = x.job_id AND w.attempt = x.attempt
                          AND w.rank = x.rank AND w.node_id = x.node_id) AS known,
@@ -63,8 +63,8 @@ BEGIN
                 + 64)::bigint AS size
         FROM (SELECT u.*, (u.n - 1)::integer AS i
                 FROM unnest(p_job, p_attempt, p_rank, p_seq, p_step, p_checkpoint_dir, p_node,
-                            p_time, p_metrics, p_metrics_bytes, p_max_bytes) WITH ORDINALITY
-                     AS u(job_id, attempt, rank, seq, step, checkpoint_dir, node_id, t, metrics,
+                            p_time, p_metrics_bytes, p_max_bytes) WITH ORDINALITY
+                     AS u(job_id, attempt, rank, seq, step, checkpoint_dir, node_id, t,
                           metrics_bytes, max_bytes, n)) x
     ), dedup AS (
         SELECT DISTINCT ON (job_id, attempt, rank, seq) * FROM inp WHERE known
@@ -82,7 +82,7 @@ BEGIN
         INSERT INTO reports (job_id, attempt, rank, seq, step, checkpoint_dir, node_id,
                              reported_at, metrics)
         SELECT job_id, attempt, rank, seq, step, checkpoint_dir, node_id, "time",
-               coalesce(metrics, '{}'::jsonb)
+               coalesce(p_metrics[i + 1], '{}'::jsonb)
           FROM uniq
         ON CONFLICT DO NOTHING
         RETURNING job_id, attempt, rank, seq
@@ -92,12 +92,13 @@ BEGIN
         SELECT DISTINCT ON (job_id) * FROM rw WHERE rank = 0
         ORDER BY job_id, attempt DESC, seq DESC
     ), sz AS (
-        SELECT job_id, max(max_bytes) AS max_bytes, sum(size)::bigint AS bytes
+        SELECT job_id, max(max_bytes) AS max_bytes, sum(size)::bigint AS bytes, count(*) AS n
         FROM rw GROUP BY job_id
     ), upd AS (
         SELECT sz.*, b.attempt, b.seq,
-               CASE WHEN b.step IS NULL THEN b.metrics
-                    ELSE b.metrics || jsonb_build_object('step', b.step) END AS result
+               CASE WHEN b.step IS NULL THEN coalesce(p_metrics[b.i + 1], '{}'::jsonb)
+                    ELSE coalesce(p_metrics[b.i + 1], '{}'::jsonb)
+                         || jsonb_build_object('step', b.step) END AS result
         FROM sz LEFT JOIN best b USING (job_id)
     ), j AS (
         UPDATE jobs SET report_bytes = jobs.report_bytes + u.bytes,
@@ -116,10 +117,24 @@ BEGIN
                                                   OR (u.attempt, u.seq)
                                                      <= (coalesce(jobs.last_metrics_attempt, -1),
                                                          coalesce(jobs.last_metrics_seq, -1))
-                                                THEN jobs.last_metrics_seq ELSE u.seq END
+                                                THEN jobs.last_metrics_seq ELSE u.seq END,
+                        stream_seq = jobs.stream_seq + u.n
         FROM upd u
         WHERE jobs.id = u.job_id
-        RETURNING jobs.id, jobs.status, jobs.attempt, jobs.report_bytes, u.bytes, u.max_bytes
+        RETURNING jobs.id, jobs.status, jobs.attempt, jobs.report_bytes, u.bytes, u.max_bytes,
+                  jobs.stream_seq - u.n AS stream_base
+    ), streamed AS (
+        -- each stored report's row in its job's stream, in the batch's order, without its values
+        -- (the seqs reserved by the jobs' update above, as ty_stream_append_batch reserves them)
+        INSERT INTO job_stream (job_id, seq, kind, attempt, rank, stream, body)
+        SELECT rw.job_id,
+               j.stream_base + row_number() OVER (PARTITION BY rw.job_id ORDER BY rw.i),
+               'report', rw.attempt, rw.rank, 'stdout',
+               jsonb_build_object('rank', rw.rank, 'attempt', rw.attempt, 'k', rw.seq,
+                                  'step', rw.step, 'time', rw."time",
+                                  'checkpoint', rw.checkpoint_dir IS NOT NULL)
+          FROM rw JOIN j ON j.id = rw.job_id
+         ORDER BY rw.job_id, rw.i
     ), capped AS (
         INSERT INTO job_events (job_id, attempt, status, message)
         SELECT id, attempt, status,
@@ -132,23 +147,11 @@ BEGIN
     )
     SELECT jsonb_agg(jsonb_build_object('i', inp.i, 'known', inp.known,
                                         'fresh', rw.i IS NOT NULL, 'job_id', inp.job_id,
-                                        'attempt', inp.attempt, 'seq', inp.seq) ORDER BY inp.i),
-           coalesce(jsonb_agg(jsonb_build_object(
-                        'job_id', rw.job_id, 'kind', 'report', 'attempt', rw.attempt,
-                        'rank', rw.rank,
-                        'body', jsonb_build_object('rank', rw.rank, 'attempt', rw.attempt,
-                                                   'k', rw.seq, 'step', rw.step,
-                                                   'time', rw."time",
-                                                   'checkpoint', rw.checkpoint_dir IS NOT NULL)
-                    ) ORDER BY inp.i) FILTER (WHERE rw.i IS NOT NULL), '[]'::jsonb)
-    INTO res, stream
+                                        'attempt', inp.attempt, 'seq', inp.seq) ORDER BY inp.i)
+    INTO res
     FROM inp
     LEFT JOIN rw ON rw.i = inp.i;
     PERFORM set_config('trainyard.report_names', '', true);
-
-    IF jsonb_array_length(stream) > 0 THEN
-        PERFORM ty_stream_append_batch(stream);
-    END IF;
 
     RETURN QUERY
     SELECT s.i, s.known, s.fresh,
