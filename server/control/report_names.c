@@ -82,22 +82,23 @@ static int grow(struct report_names *s)
     return 0;
 }
 
-/* Notes (job, name) as known; on OOM it is not (it is sent again). */
-static void add(struct report_names *s, int64_t job, const char *name)
+/* Notes (job, name) as known. -1 on OOM (then it is not: it is sent again). */
+static int add(struct report_names *s, int64_t job, const char *name)
 {
     if (s->n >= REPORT_NAMES_MAX)
         clear(s);
     if ((s->n + 1) * 2 > s->cap && grow(s) != 0)
-        return;
+        return -1;
     uint64_t h = hash_of(job, name);
     struct entry *e = slot_of(s, h, job, name);
     if (e->hash != 0)
-        return;
+        return 0;
     char *copy = strdup(name);
     if (copy == NULL)
-        return;
+        return -1;
     *e = (struct entry){h, job, copy};
     s->n++;
+    return 0;
 }
 
 void report_names_list_free(struct store_report_names *out)
@@ -126,22 +127,51 @@ static int push(struct store_report_names *out, const char *name, size_t at)
     return 0;
 }
 
+/* The series of rows[i] (job, attempt, rank, node) among the first ones of rows[0..i): the index
+ * of its first report. A batch holds few series; the scan is cheap next to a report's names. */
+static size_t series_of(const struct store_report *rows, size_t i, const size_t *firsts,
+                        size_t n_firsts)
+{
+    for (size_t k = 0; k < n_firsts; k++) {
+        const struct store_report *a = &rows[firsts[k]], *b = &rows[i];
+        if (a->job == b->job && a->attempt == b->attempt && a->rank == b->rank &&
+            strcmp(a->node_id, b->node_id) == 0)
+            return firsts[k];
+    }
+    return SIZE_MAX;
+}
+
 int report_names_list(const struct report_names *s, const struct store_report *rows, size_t n,
                       struct store_report_names *out)
 {
+    /* Each name once per series: its reports are all of a known worker or none are (what the
+     * batch checks), so its first report that carries the name stands for them all. listed holds
+     * (the series' first report, name) pairs. */
+    struct report_names *listed = report_names_new();
+    size_t *firsts = malloc((n ? n : 1) * sizeof(*firsts)), n_firsts = 0;
+    int rc = listed && firsts ? 0 : -1;
     out->n = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        size_t first = series_of(rows, i, firsts, n_firsts);
+        if (first == SIZE_MAX)
+            first = firsts[n_firsts++] = i;
         const char *name;
         json_t *value;
         json_object_foreach((json_t *)rows[i].values, name, value)
         {
-            if (!known(s, rows[i].job, name) && push(out, name, i) != 0) {
-                out->n = 0;
-                return -1;
+            if (known(s, rows[i].job, name) || known(listed, (int64_t)first, name))
+                continue;
+            if (add(listed, (int64_t)first, name) != 0 || push(out, name, i) != 0) {
+                rc = -1;
+                break;
             }
         }
     }
-    return 0;
+    report_names_free(listed);
+    free(firsts);
+    if (rc != 0)
+        out->n = 0;
+    return rc;
 }
 
 void report_names_settle(struct report_names *s, const struct store_report *rows,
@@ -150,5 +180,5 @@ void report_names_settle(struct report_names *s, const struct store_report *rows
 {
     for (size_t k = 0; k < listed->n; k++)
         if (outs[listed->at[k]].known_worker)
-            add(s, rows[listed->at[k]].job, listed->name[k]);
+            (void)add(s, rows[listed->at[k]].job, listed->name[k]); /* OOM: sent again */
 }

@@ -18,9 +18,11 @@ struct report_names;
 struct report_names *report_names_new(void);
 void report_names_free(struct report_names *s);
 
-/* Lists in `out` (emptied first) each (report, name) of rows[0..n) whose job's name is not known,
- * the names pointing into the rows' values. 0, or -1 on OOM (out then lists nothing: the caller
- * sends no names, and the trigger finds them). */
+/* Lists in `out` (emptied first) the names of rows[0..n) their jobs' names known do not hold,
+ * each once per series (job, attempt, rank, node: all of a series' reports are of a known worker
+ * or none are) with the first of the series' reports that carries it; the names point into the
+ * rows' values. 0, or -1 on OOM (out then lists nothing: the caller sends no names, and the
+ * trigger finds them). */
 int report_names_list(const struct report_names *s, const struct store_report *rows, size_t n,
                       struct store_report_names *out);
 
