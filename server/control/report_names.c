@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REPORT_NAMES_MAX (1u << 20) /* entries; past it the set starts over */
+#define REPORT_NAMES_MAX (1u << 16) /* entries (a name is up to 256 bytes); then it starts over */
 
 struct entry {
     uint64_t hash; /* 0: empty slot */
