@@ -7,7 +7,6 @@
 #include "artifact.h"
 #include "leader.h"
 #include "log.h"
-#include "report_fold.h"
 #include "report_names.h"
 #include "server.h"
 #include "store.h"
@@ -436,8 +435,6 @@ void control_stop(struct control *ctl)
     ctl__specs_free(&ctl->specs);
     report_names_free(ctl->known_names);
     report_names_list_free(&ctl->flight.names);
-    report_fold_free(ctl->fold);
-    report_fold_blocks_free(&ctl->flight.blocks);
     ctl__slurm_stop(ctl);
     json_decref(ctl->logs.rows);
     free(ctl->cluster_token_hash);

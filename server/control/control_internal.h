@@ -81,10 +81,8 @@ struct ctl_flight {
     struct store_report_outcome outs[CTL_REPORTS_MAX];
     int64_t steps[CTL_REPORTS_MAX];
     size_t idx[CTL_REPORTS_MAX];
-    struct store_report_names names;   /* the rows' names not known stored (report_names.h) */
-    bool names_sent;                   /* with the statement: settled once it committed */
-    struct store_report_blocks blocks; /* the blocks summed up as the rows were made
-                                        * (report_fold.h), sent with them */
+    struct store_report_names names; /* the rows' names not known stored (report_names.h) */
+    bool names_sent;                 /* with the statement: settled once it committed */
 };
 
 /* log messages received but not yet committed (control_logs.c): all of them are committed in one
@@ -152,7 +150,6 @@ struct control {
     struct ctl_reports reports;
     struct ctl_flight flight;
     struct report_names *known_names; /* NULL: none yet (the reports' trigger finds them) */
-    struct report_fold *fold;         /* NULL: none yet (the maintenance sums up every block) */
     struct ctl_logs logs;
     /* Several servers on one database (control_ha.c, leader.h). */
     struct leader *leader;

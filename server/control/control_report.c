@@ -1,8 +1,5 @@
 /* Agent message `report` (docs/agent-protocol.md): a worker's trainyard.report() / ty_report(),
  * relayed by its node's agent from its on-disk spool, parsed by common/agent_proto_report.c.
- * As a batch's rows are made, the blocks of report_blocks its reports complete are summed up
- * here (report_fold.h) and sent with it, and each report not stored lets its block go to the
- * leader's maintenance (below), which sums up whatever this thread did not see whole.
  *
  * Reports are ingested in batches: ctl__queue_report() keeps each valid report (up to
  * CTL_REPORTS_MAX), and ctl__flush_reports() commits all of them in one transaction
@@ -35,7 +32,6 @@
 
 #include "agent_proto.h"
 #include "leader.h"
-#include "report_fold.h"
 #include "report_names.h"
 #include "retire.h"
 #include "log.h"
@@ -176,7 +172,7 @@ static void one_by_one(struct control *ctl, struct ctl_reports *b)
         struct store_report row = store_row(ctl, it, node->id, &step);
         struct store_report_outcome out;
         char sqlstate[6];
-        int qs = store_reports_insert(ctl->db, &row, 1, NULL, NULL, &out, sqlstate);
+        int qs = store_reports_insert(ctl->db, &row, 1, NULL, &out, sqlstate);
         bool refused = qs == DB_HARD_ERROR &&
                        (strncmp(sqlstate, "22", 2) == 0 || strncmp(sqlstate, "23", 2) == 0);
         if (refused) {
@@ -227,14 +223,6 @@ static void batch_rows(struct control *ctl, struct ctl_flight *f)
         ctl->known_names = report_names_new();
     f->names_sent = ctl->known_names != NULL &&
                     report_names_list(ctl->known_names, f->rows, f->n, &f->names) == 0;
-    if (ctl->fold == NULL)
-        ctl->fold = report_fold_new();
-    f->blocks.n = 0;
-    if (ctl->fold != NULL) {
-        report_fold_begin(ctl->fold, &f->blocks);
-        for (size_t k = 0; k < f->n; k++)
-            report_fold_add(ctl->fold, &f->rows[k], &f->blocks);
-    }
 }
 
 /* The names sent with the batch, or NULL: the reports' trigger finds them. */
@@ -258,8 +246,6 @@ static void finish_batch(struct control *ctl, struct ctl_flight *f, int qs, cons
             struct ctl_node *node = ctl__node_by_conn(ctl, it->conn);
             if (!f->outs[k].duplicate && f->outs[k].known_worker)
                 SRV_COUNT(&ctl->srv->telemetry, reports_ingested, 1);
-            else if (ctl->fold != NULL)
-                report_fold_forget(ctl->fold, &f->rows[k]);
             SRV_COUNT(&ctl->srv->telemetry, metric_points_ingested,
                       (uint64_t)f->outs[k].metrics_stored);
             if (node != NULL)
@@ -268,8 +254,6 @@ static void finish_batch(struct control *ctl, struct ctl_flight *f, int qs, cons
     } else {
         TY_DEBUG("control", "recording %zu reports together failed (%s); one by one", f->n,
                  sqlstate[0] ? sqlstate : "no SQLSTATE");
-        if (ctl->fold != NULL) /* their blocks go to the maintenance */
-            report_fold_clear(ctl->fold);
         one_by_one(ctl, b);
     }
     send_acks(ctl, b);
@@ -295,11 +279,8 @@ static void collect_flight(struct control *ctl)
     db_release(ctl->srv->db, f->conn);
     f->conn = NULL;
     if (qs == DB_SOFT_ERROR) {
-        if (ctl->fold != NULL) /* the rows are summed up again, from scratch */
-            report_fold_clear(ctl->fold);
         batch_rows(ctl, f);
-        qs = store_reports_insert(ctl->db, f->rows, f->n, sent_names(f), &f->blocks, f->outs,
-                                  sqlstate);
+        qs = store_reports_insert(ctl->db, f->rows, f->n, sent_names(f), f->outs, sqlstate);
     }
     finish_batch(ctl, f, qs, sqlstate);
 }
@@ -319,8 +300,7 @@ static void store_now(struct control *ctl)
 {
     struct ctl_flight *f = &ctl->flight;
     char sqlstate[6];
-    int qs =
-        store_reports_insert(ctl->db, f->rows, f->n, sent_names(f), &f->blocks, f->outs, sqlstate);
+    int qs = store_reports_insert(ctl->db, f->rows, f->n, sent_names(f), f->outs, sqlstate);
     finish_batch(ctl, f, qs, sqlstate);
 }
 
@@ -345,7 +325,7 @@ void ctl__push_reports(struct control *ctl)
         return;
     }
     take_queue(ctl);
-    if (store_reports_send(c, f->rows, f->n, sent_names(f), &f->blocks) == 0) {
+    if (store_reports_send(c, f->rows, f->n, sent_names(f)) == 0) {
         f->conn = c;
         return;
     }
