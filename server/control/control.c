@@ -7,6 +7,7 @@
 #include "artifact.h"
 #include "leader.h"
 #include "log.h"
+#include "report_fold.h"
 #include "report_names.h"
 #include "server.h"
 #include "store.h"
@@ -254,8 +255,10 @@ static void *control_thread(void *arg)
         struct hub_event ev;
         double drain_start = util_mono_s();
         bool more = false;
+        size_t handled = 0;
         while ((more = hub_next_event(ctl->hub, &ev))) {
             handle_event(ctl, &ev);
+            handled++;
             if (util_mono_s() - drain_start >= CTL_DRAIN_S)
                 break;
         }
@@ -265,7 +268,9 @@ static void *control_thread(void *arg)
             pthread_mutex_unlock(&ctl->lock);
         }
         ctl__flush_started(ctl);
-        ctl__push_reports(ctl); /* stored while the next round reads the next messages */
+        /* stored while the next round reads the next messages; a round with none waits for
+         * the batches in flight (this loop does not sleep while one is) */
+        ctl__push_reports(ctl, handled == 0);
         ctl__flush_logs(ctl);
         /* A submission or stop (a kick) is taken to Slurm at once, not at the next tick. */
         if (kicked && ctl->leading)
@@ -434,7 +439,11 @@ void control_stop(struct control *ctl)
     }
     ctl__specs_free(&ctl->specs);
     report_names_free(ctl->known_names);
-    report_names_list_free(&ctl->flight.names);
+    for (int l = 0; l < CTL_LANES; l++) {
+        report_names_list_free(&ctl->flights[l].names);
+        report_fold_blocks_free(&ctl->flights[l].blocks);
+    }
+    report_fold_free(ctl->fold);
     ctl__slurm_stop(ctl);
     json_decref(ctl->logs.rows);
     free(ctl->cluster_token_hash);

@@ -72,7 +72,11 @@ struct ctl_reports {
     struct ctl_report_item items[CTL_REPORTS_MAX];
 };
 /* A batch of reports whose statement may be running (conn not NULL: on that pooled
- * connection) while the control thread reads the next messages (control_report.c). */
+ * connection) while the control thread reads the next messages (control_report.c). One per
+ * lane: a connection's reports all go by lane conn % CTL_LANES, so that batches of different
+ * agents are stored by several PostgreSQL backends at once (one backend was the bound: issue
+ * 27) while each agent's reports are stored and acked in its order. */
+#define CTL_LANES 2
 struct ctl_flight {
     struct ctl_reports b;
     struct db_conn *conn;
@@ -81,8 +85,10 @@ struct ctl_flight {
     struct store_report_outcome outs[CTL_REPORTS_MAX];
     int64_t steps[CTL_REPORTS_MAX];
     size_t idx[CTL_REPORTS_MAX];
-    struct store_report_names names; /* the rows' names not known stored (report_names.h) */
-    bool names_sent;                 /* with the statement: settled once it committed */
+    struct store_report_names names;   /* the rows' names not known stored (report_names.h) */
+    bool names_sent;                   /* with the statement: settled once it committed */
+    struct store_report_blocks blocks; /* the blocks summed up as the rows were made
+                                        * (report_fold.h), sent with them */
 };
 
 /* log messages received but not yet committed (control_logs.c): all of them are committed in one
@@ -148,8 +154,9 @@ struct control {
     struct ctl_specs specs;
     struct ctl_started started;
     struct ctl_reports reports;
-    struct ctl_flight flight;
+    struct ctl_flight flights[CTL_LANES];
     struct report_names *known_names; /* NULL: none yet (the reports' trigger finds them) */
+    struct report_fold *fold;         /* NULL: none yet (the maintenance sums up every block) */
     struct ctl_logs logs;
     /* Several servers on one database (control_ha.c, leader.h). */
     struct leader *leader;
@@ -222,12 +229,14 @@ void ctl__queue_report(struct control *ctl, uint64_t conn, struct aproto_node_ms
  * dropped; one that cannot be committed closes its connection, so that the agent resends what was
  * not acked. */
 void ctl__flush_reports(struct control *ctl);
-/* ctl__flush_reports without waiting: the batch before (if any) is finished first, then the
- * queued reports are sent as one statement on a pooled connection, and finished by the next
- * push or flush, so that PostgreSQL stores them while the control thread reads the next
- * messages. Falls back to ctl__flush_reports when no connection is free. */
-void ctl__push_reports(struct control *ctl);
-/* Waits for the pushed batch, if any, and finishes it (acks). */
+/* ctl__flush_reports without waiting, per lane (struct ctl_flight): the lane's batch in flight
+ * is finished when its statement is done (or, with `wait`, in any case), then the lane's queued
+ * reports are sent as one statement on a pooled connection, so that PostgreSQL stores them
+ * while the control thread reads the next messages; a lane whose batch is still running keeps
+ * its reports queued (until the queue is full). Falls back to ctl__flush_reports when no
+ * connection is free. */
+void ctl__push_reports(struct control *ctl, bool wait);
+/* Waits for the pushed batches, if any, and finishes them (acks). */
 void ctl__finish_reports(struct control *ctl);
 /* True while a pushed batch is not finished: the control thread does not sleep then. */
 bool ctl__reports_in_flight(const struct control *ctl);

@@ -1,15 +1,21 @@
 /* Agent message `report` (docs/agent-protocol.md): a worker's trainyard.report() / ty_report(),
  * relayed by its node's agent from its on-disk spool, parsed by common/agent_proto_report.c.
+ * As a batch's rows are made, the blocks of report_blocks its reports complete are summed up
+ * here (report_fold.h) and sent with it, and each report not stored lets its block go to the
+ * leader's maintenance (below), which sums up whatever this thread did not see whole.
  *
  * Reports are ingested in batches: ctl__queue_report() keeps each valid report (up to
  * CTL_REPORTS_MAX), and ctl__flush_reports() commits all of them in one transaction
  * (store_reports_insert: report rows, metrics rows, one `report` row per new report in its job's
  * stream, the jobs' results), then their checkpoint parts (on_round_complete: checkpoint_bytes,
  * and checkpoint k once round k is complete), and only then acks them. Once the hub queue is
- * drained the control loop pushes the batch (ctl__push_reports): its statement is sent on a pooled
- * connection and runs while the loop reads the next messages; the next push, or any flush,
- * finishes it first (result, checkpoints, acks). A flush (before any message that is not a
- * report) stores what is queued and waits, so acks stay in the order of each agent's events.
+ * drained the control loop pushes the batches (ctl__push_reports), one per lane (an agent
+ * connection's reports all go by lane conn % CTL_LANES): a lane's statement is sent on a pooled
+ * connection and runs while the loop reads the next messages; a later push finishes it once it
+ * is done (result, checkpoints, acks) and sends the lane's next batch, a push after a round
+ * without messages (or with the queue full) waits for it, and any flush finishes every lane
+ * first. A flush (before any message that is not a report) stores what is queued and waits, so
+ * acks stay in the order of each agent's events.
  * What the server does with each report:
  *
  *   committed, or a resend of a committed one      -> ack (resends change nothing)
@@ -32,6 +38,7 @@
 
 #include "agent_proto.h"
 #include "leader.h"
+#include "report_fold.h"
 #include "report_names.h"
 #include "retire.h"
 #include "log.h"
@@ -94,7 +101,7 @@ void ctl__queue_report(struct control *ctl, uint64_t conn, struct aproto_node_ms
 {
     struct ctl_reports *b = &ctl->reports;
     if (b->n == CTL_REPORTS_MAX)
-        ctl__push_reports(ctl);
+        ctl__push_reports(ctl, false); /* full: every lane with reports queued is sent */
     struct ctl_report_item *it = &b->items[b->n++];
     it->conn = conn;
     it->root = json_incref(m->root); /* r's strings point into it */
@@ -172,7 +179,7 @@ static void one_by_one(struct control *ctl, struct ctl_reports *b)
         struct store_report row = store_row(ctl, it, node->id, &step);
         struct store_report_outcome out;
         char sqlstate[6];
-        int qs = store_reports_insert(ctl->db, &row, 1, NULL, &out, sqlstate);
+        int qs = store_reports_insert(ctl->db, &row, 1, NULL, NULL, &out, sqlstate);
         bool refused = qs == DB_HARD_ERROR &&
                        (strncmp(sqlstate, "22", 2) == 0 || strncmp(sqlstate, "23", 2) == 0);
         if (refused) {
@@ -223,6 +230,14 @@ static void batch_rows(struct control *ctl, struct ctl_flight *f)
         ctl->known_names = report_names_new();
     f->names_sent = ctl->known_names != NULL &&
                     report_names_list(ctl->known_names, f->rows, f->n, &f->names) == 0;
+    if (ctl->fold == NULL)
+        ctl->fold = report_fold_new();
+    f->blocks.n = 0;
+    if (ctl->fold != NULL) {
+        report_fold_begin(ctl->fold, &f->blocks);
+        for (size_t k = 0; k < f->n; k++)
+            report_fold_add(ctl->fold, &f->rows[k], &f->blocks);
+    }
 }
 
 /* The names sent with the batch, or NULL: the reports' trigger finds them. */
@@ -246,6 +261,8 @@ static void finish_batch(struct control *ctl, struct ctl_flight *f, int qs, cons
             struct ctl_node *node = ctl__node_by_conn(ctl, it->conn);
             if (!f->outs[k].duplicate && f->outs[k].known_worker)
                 SRV_COUNT(&ctl->srv->telemetry, reports_ingested, 1);
+            else if (ctl->fold != NULL)
+                report_fold_forget(ctl->fold, &f->rows[k]);
             SRV_COUNT(&ctl->srv->telemetry, metric_points_ingested,
                       (uint64_t)f->outs[k].metrics_stored);
             if (node != NULL)
@@ -254,6 +271,8 @@ static void finish_batch(struct control *ctl, struct ctl_flight *f, int qs, cons
     } else {
         TY_DEBUG("control", "recording %zu reports together failed (%s); one by one", f->n,
                  sqlstate[0] ? sqlstate : "no SQLSTATE");
+        if (ctl->fold != NULL) /* their blocks go to the maintenance */
+            report_fold_clear(ctl->fold);
         one_by_one(ctl, b);
     }
     send_acks(ctl, b);
@@ -266,12 +285,11 @@ static void finish_batch(struct control *ctl, struct ctl_flight *f, int qs, cons
     b->n = 0;
 }
 
-/* Waits for the batch in flight, if any, and finishes it. A batch whose statement was lost with
- * its connection is stored again in a transaction of the control thread's (a report it did store
- * is then a resend: nothing changes). */
-static void collect_flight(struct control *ctl)
+/* Waits for the flight's batch, if in flight, and finishes it. A batch whose statement was lost
+ * with its connection is stored again in a transaction of the control thread's (a report it did
+ * store is then a resend: nothing changes). */
+static void collect_flight(struct control *ctl, struct ctl_flight *f)
 {
-    struct ctl_flight *f = &ctl->flight;
     if (f->conn == NULL)
         return;
     char sqlstate[6];
@@ -279,68 +297,107 @@ static void collect_flight(struct control *ctl)
     db_release(ctl->srv->db, f->conn);
     f->conn = NULL;
     if (qs == DB_SOFT_ERROR) {
+        if (ctl->fold != NULL) /* the rows are summed up again, from scratch */
+            report_fold_clear(ctl->fold);
         batch_rows(ctl, f);
-        qs = store_reports_insert(ctl->db, f->rows, f->n, sent_names(f), f->outs, sqlstate);
+        qs = store_reports_insert(ctl->db, f->rows, f->n, sent_names(f), &f->blocks, f->outs,
+                                  sqlstate);
     }
     finish_batch(ctl, f, qs, sqlstate);
 }
 
-/* Moves the queued reports into the flight's batch (which is empty) and makes their rows. */
-static void take_queue(struct control *ctl)
+static void collect_all(struct control *ctl)
 {
-    struct ctl_flight *f = &ctl->flight;
-    memcpy(f->b.items, ctl->reports.items, ctl->reports.n * sizeof(ctl->reports.items[0]));
-    f->b.n = ctl->reports.n;
-    ctl->reports.n = 0;
+    for (int l = 0; l < CTL_LANES; l++)
+        collect_flight(ctl, &ctl->flights[l]);
+}
+
+static int lane_of(uint64_t conn)
+{
+    return (int)(conn % CTL_LANES);
+}
+
+static bool lane_queued(const struct control *ctl, int lane)
+{
+    for (size_t i = 0; i < ctl->reports.n; i++)
+        if (lane_of(ctl->reports.items[i].conn) == lane)
+            return true;
+    return false;
+}
+
+/* Moves the queued reports of `lane` (every one when lane < 0) into the flight's batch (which
+ * is empty), in their order, and makes their rows. */
+static void take_queue(struct control *ctl, struct ctl_flight *f, int lane)
+{
+    struct ctl_reports *q = &ctl->reports;
+    size_t kept = 0;
+    f->b.n = 0;
+    for (size_t i = 0; i < q->n; i++) {
+        if (lane < 0 || lane_of(q->items[i].conn) == lane)
+            f->b.items[f->b.n++] = q->items[i];
+        else
+            q->items[kept++] = q->items[i];
+    }
+    q->n = kept;
     batch_rows(ctl, f);
 }
 
 /* Stores the flight's batch in a transaction on the control thread's connection, and waits. */
-static void store_now(struct control *ctl)
+static void store_now(struct control *ctl, struct ctl_flight *f)
 {
-    struct ctl_flight *f = &ctl->flight;
     char sqlstate[6];
-    int qs = store_reports_insert(ctl->db, f->rows, f->n, sent_names(f), f->outs, sqlstate);
+    int qs =
+        store_reports_insert(ctl->db, f->rows, f->n, sent_names(f), &f->blocks, f->outs, sqlstate);
     finish_batch(ctl, f, qs, sqlstate);
 }
 
 void ctl__flush_reports(struct control *ctl)
 {
-    collect_flight(ctl);
+    collect_all(ctl);
     if (ctl->reports.n == 0)
         return;
-    take_queue(ctl);
-    store_now(ctl);
+    take_queue(ctl, &ctl->flights[0], -1);
+    store_now(ctl, &ctl->flights[0]);
 }
 
-void ctl__push_reports(struct control *ctl)
+void ctl__push_reports(struct control *ctl, bool wait)
 {
-    collect_flight(ctl);
-    if (ctl->reports.n == 0)
-        return;
-    struct ctl_flight *f = &ctl->flight;
-    struct db_conn *c = db_try_acquire(ctl->srv->db);
-    if (c == NULL) { /* every pooled connection in use: this thread's own, and wait */
-        ctl__flush_reports(ctl);
-        return;
+    bool full = ctl->reports.n == CTL_REPORTS_MAX;
+    for (int l = 0; l < CTL_LANES; l++) {
+        struct ctl_flight *f = &ctl->flights[l];
+        bool queued = lane_queued(ctl, l);
+        /* a lane still storing keeps its reports queued, unless there is no room left */
+        if (f->conn != NULL && !wait && !(full && queued) && !store_reports_done(f->conn))
+            continue;
+        collect_flight(ctl, f);
+        if (!queued)
+            continue;
+        struct db_conn *c = db_try_acquire(ctl->srv->db);
+        if (c == NULL) { /* every pooled connection in use: this thread's own, and wait */
+            ctl__flush_reports(ctl);
+            return;
+        }
+        take_queue(ctl, f, l);
+        if (store_reports_send(c, f->rows, f->n, sent_names(f), &f->blocks) == 0) {
+            f->conn = c;
+            continue;
+        }
+        db_release(ctl->srv->db, c);
+        store_now(ctl, f);
     }
-    take_queue(ctl);
-    if (store_reports_send(c, f->rows, f->n, sent_names(f)) == 0) {
-        f->conn = c;
-        return;
-    }
-    db_release(ctl->srv->db, c);
-    store_now(ctl);
 }
 
 void ctl__finish_reports(struct control *ctl)
 {
-    collect_flight(ctl);
+    collect_all(ctl);
 }
 
 bool ctl__reports_in_flight(const struct control *ctl)
 {
-    return ctl->flight.conn != NULL;
+    for (int l = 0; l < CTL_LANES; l++)
+        if (ctl->flights[l].conn != NULL)
+            return true;
+    return false;
 }
 
 /* Series summed up per call (each by at most 16 blocks, so that a call stays short even after a

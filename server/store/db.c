@@ -426,6 +426,11 @@ int db_collect(struct db_conn *c, const struct db_stmt *stmt, PGresult **res)
     return finish_stmt(c, stmt, r, res);
 }
 
+bool db_sent_done(struct db_conn *c)
+{
+    return PQconsumeInput(c->pg) == 0 || PQisBusy(c->pg) == 0;
+}
+
 int db_exec_text(struct db_conn *c, const struct db_stmt *stmt, const char *const *params,
                  char **out)
 {

@@ -41,6 +41,13 @@ void db_array_int4(struct db_array *a, int32_t v)
     a->n++;
 }
 
+void db_array_float8(struct db_array *a, double v)
+{
+    uint64_t bits; /* float8send: the IEEE 754 bits, as an int8 */
+    memcpy(&bits, &v, sizeof(bits));
+    db_array_int8(a, (int64_t)bits);
+}
+
 void db_array_text(struct db_array *a, const char *s, size_t n)
 {
     put32(a, (uint32_t)n);

@@ -12,7 +12,13 @@
 #include <stdint.h>
 
 /* Element types (pg_type OIDs): the parameter's declared array type must hold exactly these. */
-enum { DB_OID_INT8 = 20, DB_OID_INT4 = 23, DB_OID_TEXT = 25, DB_OID_JSONB = 3802 };
+enum {
+    DB_OID_INT8 = 20,
+    DB_OID_INT4 = 23,
+    DB_OID_TEXT = 25,
+    DB_OID_FLOAT8 = 701,
+    DB_OID_JSONB = 3802
+};
 
 struct db_array {
     struct textbuf b; /* b.text, b.len: the parameter's bytes once db_array_end succeeded */
@@ -23,6 +29,7 @@ struct db_array {
 void db_array_begin(struct db_array *a, unsigned elem_oid);
 void db_array_int8(struct db_array *a, int64_t v);
 void db_array_int4(struct db_array *a, int32_t v);
+void db_array_float8(struct db_array *a, double v);
 /* n bytes of text (no NUL among them). */
 void db_array_text(struct db_array *a, const char *s, size_t n);
 /* n bytes of JSON text, as jsonb (jsonb_recv parses it, as jsonb_in would). */

@@ -38,6 +38,9 @@ int db_exec_params(struct db_conn *c, const struct db_stmt *stmt, const char *co
 int db_send_params(struct db_conn *c, const struct db_stmt *stmt, const char *const *params,
                    const int *lengths, const int *formats);
 int db_collect(struct db_conn *c, const struct db_stmt *stmt, PGresult **res);
+/* True when the statement db_send_params sent is done: db_collect reads its result without
+ * waiting (and when the connection failed: db_collect then says so). Reads what has arrived. */
+bool db_sent_done(struct db_conn *c);
 /* db_exec for a one-column query: *out receives a malloc'd copy of the first row's value (NULL
  * for SQL NULL). Same return convention; *out is untouched unless a row came back. */
 int db_exec_text(struct db_conn *c, const struct db_stmt *stmt, const char *const *params,

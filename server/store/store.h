@@ -421,14 +421,39 @@ struct store_report_names {
     const char **name;
     size_t *at;
 };
+/* Blocks of report_blocks (migration 0046: per name, 16 consecutive reports of a series summed
+ * up) that the caller summed up itself as it sent their reports (server/control/report_fold.h),
+ * sent with a batch so that the leader's maintenance does not read every report again: block[k]
+ * a block of a series and how many reports it summed up; row[j] one of its rows (row[j].at: its
+ * block's k), one per name, every value a number; its name and times are NUL-terminated texts
+ * at those offsets in `text`. The batch stores a block only when it is what the stored reports
+ * hold (store/sql/ty_report_ingest_batch.sql). */
+struct store_block {
+    int64_t job, block;
+    int attempt, rank, reports;
+};
+struct store_block_row {
+    size_t at;
+    size_t name, start_at, end_at; /* offsets in text */
+    int64_t count, seq_first, seq_last;
+    int64_t step_first, step_last; /* -1: none */
+    double v_first, v_last, v_min, v_max;
+};
+struct store_report_blocks {
+    size_t n, cap, nrows, rows_cap, len, text_cap;
+    struct store_block *block;
+    struct store_block_row *row;
+    char *text;
+};
 /* Commits n reports in one transaction (store/sql/ty_report_ingest_batch.sql): each one's
  * report row holding its values, one `report` row in its job's stream, and (rank 0, newer) the
- * job's result; `names` (may be NULL) as above. Resends are no-ops. Returns n, or a db_qs error
- * and then nothing is stored; on DB_HARD_ERROR sqlstate gets the SQLSTATE (class 22 or 23: the
- * data is refused, a retry of the same reports fails the same way). outcome[0..n) is filled on
- * success. */
+ * job's result; `names` and `blocks` (either may be NULL) as above. Resends are no-ops. Returns n,
+ * or a db_qs error and then nothing is stored; on DB_HARD_ERROR sqlstate gets the SQLSTATE (class
+ * 22 or 23: the data is refused, a retry of the same reports fails the same way). outcome[0..n) is
+ * filled on success. */
 int store_reports_insert(struct db_conn *c, const struct store_report *reports, size_t n,
                          const struct store_report_names *names,
+                         const struct store_report_blocks *blocks,
                          struct store_report_outcome *outcome, char sqlstate[6]);
 /* store_reports_insert in two halves, so that the caller works while PostgreSQL stores the
  * batch: store_reports_send sends it as one statement that commits on its own (0, or a db_qs
@@ -436,9 +461,12 @@ int store_reports_insert(struct db_conn *c, const struct store_report *reports, 
  * store_reports_insert does (n, or a db_qs error with sqlstate: then nothing was stored).
  * Nothing else may run on `c` in between. */
 int store_reports_send(struct db_conn *c, const struct store_report *reports, size_t n,
-                       const struct store_report_names *names);
+                       const struct store_report_names *names,
+                       const struct store_report_blocks *blocks);
 int store_reports_collect(struct db_conn *c, const struct store_report *reports, size_t n,
                           struct store_report_outcome *outcome, char sqlstate[6]);
+/* True when store_reports_collect would not wait. */
+bool store_reports_done(struct db_conn *c);
 /* The leader's maintenance of report_blocks (store/sql/ty_report_blocks_fill.sql): sums up, in one
  * transaction, the complete blocks of 16 reports (at most 16 per series) of up to max_series
  * series that any writer stored since, and sets *moved to how many series moved on (0: nothing

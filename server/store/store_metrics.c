@@ -36,6 +36,24 @@ enum {
     B_MAX_BYTES,
     B_NAME,    /* the names listed (NULL: none sent) */
     B_NAME_AT, /* and their reports' places in the batch */
+    B_FB_JOB,  /* the blocks summed up by the caller (NULL: none sent), one per block */
+    B_FB_ATTEMPT,
+    B_FB_RANK,
+    B_FB_BLOCK,
+    B_FB_REPORTS,
+    B_FR_AT, /* and their rows */
+    B_FR_NAME,
+    B_FR_COUNT,
+    B_FR_SEQ_FIRST,
+    B_FR_SEQ_LAST,
+    B_FR_START,
+    B_FR_END,
+    B_FR_STEP_FIRST,
+    B_FR_STEP_LAST,
+    B_FR_V_FIRST,
+    B_FR_V_LAST,
+    B_FR_V_MIN,
+    B_FR_V_MAX,
     B_COLS
 };
 struct report_batch {
@@ -45,11 +63,22 @@ struct report_batch {
 };
 
 static const unsigned batch_oids[B_COLS] = {
-    [B_JOB] = DB_OID_INT8,           [B_ATTEMPT] = DB_OID_INT4,   [B_RANK] = DB_OID_INT4,
-    [B_SEQ] = DB_OID_INT8,           [B_STEP] = DB_OID_INT8,      [B_CHECKPOINT_DIR] = DB_OID_TEXT,
-    [B_NODE] = DB_OID_TEXT,          [B_TIME] = DB_OID_TEXT,      [B_METRICS] = DB_OID_JSONB,
-    [B_METRICS_BYTES] = DB_OID_INT8, [B_MAX_BYTES] = DB_OID_INT8, [B_NAME] = DB_OID_TEXT,
-    [B_NAME_AT] = DB_OID_INT4,
+    [B_JOB] = DB_OID_INT8,          [B_ATTEMPT] = DB_OID_INT4,
+    [B_RANK] = DB_OID_INT4,         [B_SEQ] = DB_OID_INT8,
+    [B_STEP] = DB_OID_INT8,         [B_CHECKPOINT_DIR] = DB_OID_TEXT,
+    [B_NODE] = DB_OID_TEXT,         [B_TIME] = DB_OID_TEXT,
+    [B_METRICS] = DB_OID_JSONB,     [B_METRICS_BYTES] = DB_OID_INT8,
+    [B_MAX_BYTES] = DB_OID_INT8,    [B_NAME] = DB_OID_TEXT,
+    [B_NAME_AT] = DB_OID_INT4,      [B_FB_JOB] = DB_OID_INT8,
+    [B_FB_ATTEMPT] = DB_OID_INT4,   [B_FB_RANK] = DB_OID_INT4,
+    [B_FB_BLOCK] = DB_OID_INT8,     [B_FB_REPORTS] = DB_OID_INT4,
+    [B_FR_AT] = DB_OID_INT4,        [B_FR_NAME] = DB_OID_TEXT,
+    [B_FR_COUNT] = DB_OID_INT8,     [B_FR_SEQ_FIRST] = DB_OID_INT8,
+    [B_FR_SEQ_LAST] = DB_OID_INT8,  [B_FR_START] = DB_OID_TEXT,
+    [B_FR_END] = DB_OID_TEXT,       [B_FR_STEP_FIRST] = DB_OID_INT8,
+    [B_FR_STEP_LAST] = DB_OID_INT8, [B_FR_V_FIRST] = DB_OID_FLOAT8,
+    [B_FR_V_LAST] = DB_OID_FLOAT8,  [B_FR_V_MIN] = DB_OID_FLOAT8,
+    [B_FR_V_MAX] = DB_OID_FLOAT8,
 };
 
 static void batch_free(struct report_batch *rb)
@@ -58,11 +87,55 @@ static void batch_free(struct report_batch *rb)
         free(rb->col[k].b.text);
 }
 
-/* Encodes reports r[0..n) and `names` (NULL: none) into rb: each report's values as its message
- * wrote them (or written from the parsed values). 0, or -1 when out of memory (rb is then
- * freed). */
+static void put_text(struct db_array *a, const char *s)
+{
+    db_array_text(a, s, strlen(s));
+}
+
+static void put_step(struct db_array *a, int64_t step)
+{
+    if (step >= 0)
+        db_array_int8(a, step);
+    else
+        db_array_null(a);
+}
+
+/* Encodes the blocks `fb` into rb's B_FB_* and B_FR_* columns (begun). */
+static void blocks_encode(struct report_batch *rb, const struct store_report_blocks *fb)
+{
+    struct db_array *c = rb->col;
+    for (size_t k = 0; k < fb->n; k++) {
+        const struct store_block *b = &fb->block[k];
+        db_array_int8(&c[B_FB_JOB], b->job);
+        db_array_int4(&c[B_FB_ATTEMPT], b->attempt);
+        db_array_int4(&c[B_FB_RANK], b->rank);
+        db_array_int8(&c[B_FB_BLOCK], b->block);
+        db_array_int4(&c[B_FB_REPORTS], b->reports);
+    }
+    for (size_t k = 0; k < fb->nrows; k++) {
+        const struct store_block_row *r = &fb->row[k];
+        db_array_int4(&c[B_FR_AT], (int32_t)r->at);
+        put_text(&c[B_FR_NAME], fb->text + r->name);
+        db_array_int8(&c[B_FR_COUNT], r->count);
+        db_array_int8(&c[B_FR_SEQ_FIRST], r->seq_first);
+        db_array_int8(&c[B_FR_SEQ_LAST], r->seq_last);
+        put_text(&c[B_FR_START], fb->text + r->start_at);
+        put_text(&c[B_FR_END], fb->text + r->end_at);
+        put_step(&c[B_FR_STEP_FIRST], r->step_first);
+        put_step(&c[B_FR_STEP_LAST], r->step_last);
+        db_array_float8(&c[B_FR_V_FIRST], r->v_first);
+        db_array_float8(&c[B_FR_V_LAST], r->v_last);
+        db_array_float8(&c[B_FR_V_MIN], r->v_min);
+        db_array_float8(&c[B_FR_V_MAX], r->v_max);
+    }
+}
+
+/* Encodes reports r[0..n), `names` and `fb` (NULL: none) into rb: each report's values as its
+ * message wrote them (or written from the parsed values). 0, or -1 when out of memory (rb is
+ * then freed). */
 static int batch_encode(struct report_batch *rb, const struct store_report *r, size_t n,
-                        const struct store_report_names *names)
+                        const struct store_report_names *names,
+                        const struct store_report_blocks *fb)
 {
     struct db_array *c = rb->col;
     for (int k = 0; k < B_COLS; k++)
@@ -98,10 +171,14 @@ static int batch_encode(struct report_batch *rb, const struct store_report *r, s
         db_array_text(&c[B_NAME], names->name[k], strlen(names->name[k]));
         db_array_int4(&c[B_NAME_AT], (int32_t)names->at[k]);
     }
+    bool no_blocks = fb == NULL || fb->n == 0;
+    if (!no_blocks)
+        blocks_encode(rb, fb);
     int failed = 0;
     for (int k = 0; k < B_COLS; k++) {
         failed |= db_array_end(&c[k]);
-        bool none = names == NULL && (k == B_NAME || k == B_NAME_AT);
+        bool none =
+            (names == NULL && (k == B_NAME || k == B_NAME_AT)) || (no_blocks && k >= B_FB_JOB);
         rb->values[k] = none ? NULL : c[k].b.text;
         rb->lengths[k] = (int)c[k].b.len;
         rb->formats[k] = 1;
@@ -128,7 +205,12 @@ static const struct db_stmt report_batch_st = {
     "  FROM ty_report_ingest_batch($1::bigint[], $2::integer[], $3::integer[], $4::bigint[], "
     "                              $5::bigint[], $6::text[], $7::text[], $8::text[], "
     "                              $9::jsonb[], $10::bigint[], $11::bigint[], $12::text[], "
-    "                              $13::integer[])",
+    "                              $13::integer[], $14::bigint[], $15::integer[], "
+    "                              $16::integer[], $17::bigint[], $18::integer[], "
+    "                              $19::integer[], $20::text[], $21::bigint[], $22::bigint[], "
+    "                              $23::bigint[], $24::text[], $25::text[], $26::bigint[], "
+    "                              $27::bigint[], $28::float8[], $29::float8[], $30::float8[], "
+    "                              $31::float8[])",
     B_COLS, false};
 
 /* Reads the batch's result (qs, res: db_exec's) into t->out. */
@@ -169,6 +251,7 @@ static int report_batch_body(struct db_conn *c, void *arg)
 
 int store_reports_insert(struct db_conn *c, const struct store_report *reports, size_t n,
                          const struct store_report_names *names,
+                         const struct store_report_blocks *blocks,
                          struct store_report_outcome *outcome, char sqlstate[6])
 {
     sqlstate[0] = '\0';
@@ -176,7 +259,7 @@ int store_reports_insert(struct db_conn *c, const struct store_report *reports, 
     if (n == 0)
         return 0;
     struct report_batch rb;
-    if (batch_encode(&rb, reports, n, names) != 0) {
+    if (batch_encode(&rb, reports, n, names, blocks) != 0) {
         snprintf(sqlstate, 6, "53200"); /* out of memory */
         return DB_HARD_ERROR;
     }
@@ -187,10 +270,11 @@ int store_reports_insert(struct db_conn *c, const struct store_report *reports, 
 }
 
 int store_reports_send(struct db_conn *c, const struct store_report *reports, size_t n,
-                       const struct store_report_names *names)
+                       const struct store_report_names *names,
+                       const struct store_report_blocks *blocks)
 {
     struct report_batch rb;
-    if (batch_encode(&rb, reports, n, names) != 0)
+    if (batch_encode(&rb, reports, n, names, blocks) != 0)
         return DB_HARD_ERROR;
     int qs = db_send_params(c, &report_batch_st, rb.values, rb.lengths, rb.formats);
     batch_free(&rb);
@@ -206,6 +290,11 @@ int store_reports_collect(struct db_conn *c, const struct store_report *reports,
     PGresult *res = NULL;
     int qs = db_collect(c, &report_batch_st, &res);
     return read_outcomes(c, &t, qs, res);
+}
+
+bool store_reports_done(struct db_conn *c)
+{
+    return db_sent_done(c);
 }
 
 int store_report_blocks_fill(struct db_conn *c, int max_series, int *moved)

@@ -8,6 +8,7 @@ Two ways in:
 """
 import datetime
 import itertools
+import json
 import os
 import subprocess
 import textwrap
@@ -726,3 +727,109 @@ def test_band_read_before_the_blocks_are_stored_equals_the_band_after(srv, node,
                f" SELECT * FROM report_blocks WHERE job_id = {job})") == ""
     assert metrics(srv, job, query) == band
     assert [(b["first"], b["last"]) for b in band if b["name"] == "note"][0][0] == "n1"
+
+
+BLOCK_COLUMNS = ("name, block, count, seq_first, seq_last, start_at, end_at, step_first, "
+                 "step_last, v_first, v_last, v_min, v_max")
+
+
+def maintenance_held(pg, srv):
+    """A psql session holding the lock every call of the leader's maintenance takes first
+    (advisory (12, 0), ty_report_blocks_fill): it stores no block until the session ends."""
+    hold = subprocess.Popen(["psql", "-h", pg.sockdir, "-U", "trainyard", "-d", db_name(srv),
+                             "-XAtq"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    hold.stdin.write("SELECT pg_advisory_lock(12, 0);\n")
+    hold.stdin.flush()
+    hold.stdout.readline()
+    return hold
+
+
+def test_blocks_are_summed_up_by_the_server_as_it_stores_the_reports(srv, node, sql, pg):
+    """Issue 27: the server sums up report_blocks itself as it stores a series' reports (the
+    maintenance summed every report up again from PostgreSQL: more than storing it): with the
+    maintenance held, the complete blocks of a series the server saw whole are stored with their
+    reports, and are exactly what the maintenance sums up from the stored reports (numbers of
+    every kind: integers past 2^53, -0.0, 1e300, names carried by some reports only, steps left
+    out). A block the server did not see whole or could not sum up (a report sent again out of
+    order, a value that is not a number) is left to the maintenance, which stores it once let
+    run: again exactly what the reports hold."""
+    job = running_job(srv, node, num_workers=2)
+    n = 40
+
+    def values(k):
+        v = {"loss": 1 / k, "i": 3 * k, "big": 1e300 * k, "tiny": 1e-7 / k,
+             "z": -0.0 if k % 2 else 0, "wide": 2 ** 60 + k}
+        if k % 3 == 0:
+            v["some"] = -k / 7
+        return v
+
+    hold = maintenance_held(pg, srv)
+    try:
+        for k in range(1, n + 1):
+            step = 10 * k if k % 5 else None
+            node.send_event(node.report_msg(job, 0, k, values(k), step=step))
+            rank1 = dict(values(k), note="x") if k == 20 else values(k)
+            node.send_event(node.report_msg(job, 1, k, rank1, step=step))
+            if k == 4:  # rank 1's report 3 again, after 4: its block is not summed up here
+                node.send_event(node.report_msg(job, 1, 3, values(3), step=30))
+        node.wait_ack(node.seq)
+        block_next = ("SELECT string_agg(block_next::text, ',' ORDER BY rank) FROM report_series "
+                      f"WHERE job_id = {job}")
+        assert sql(block_next) == f"{n >> 4},0"
+        assert sql(f"SELECT count(*) FROM report_blocks WHERE job_id = {job} AND rank = 1") == "0"
+    finally:
+        hold.stdin.close()
+        hold.wait()
+    blocks_stored(sql, job, n >> 4)
+    for rank in (0, 1):
+        stored = sql(f"SELECT {BLOCK_COLUMNS} FROM report_blocks WHERE job_id = {job} "
+                     f"AND rank = {rank} ORDER BY name, block")
+        summed = sql(f"SELECT {BLOCK_COLUMNS} FROM ty_report_blocks_of({job}, 1, {rank}, 0, "
+                     f"{(n >> 4) - 1}) ORDER BY name, block")
+        assert stored == summed
+        assert len(stored.splitlines()) == 7 * (n >> 4) + (1 if rank else 0)
+
+
+def test_two_nodes_of_one_job_flood_it_at_once(server_factory, pg):
+    """Issue 27: each agent connection's reports go by one of two lanes, batches that two
+    PostgreSQL backends store at once (each agent's still in its order). A job on two nodes whose
+    agents fall in both lanes, flooded by both at once: every report is stored once and acked, the
+    job's stream is numbered without a gap or a repeat, its report bytes count each report once,
+    and its blocks are what its reports hold."""
+    server = server_factory(extra_args=SERVER_ARGS)
+    sql = lambda text: pg.psql(text, db=db_name(server))  # noqa: E731
+    a, b = FakeAgent(server, "node-x", cpus=1), FakeAgent(server, "node-y", cpus=1)
+    n = 200
+    try:
+        job = server.submit({"name": "two", "entrypoint": ["true"],
+                             "scaling_config": {"num_workers": 2}})["id"]
+        launches = [(node, node.wait_launch(job)) for node in (a, b)]
+        for node, launch in launches:
+            node.start_workers(launch)
+        server.wait_job(job, {"RUNNING"})
+        size = 0
+        for k in range(1, n + 1):
+            for node, launch in launches:
+                values = {"loss": 1 / k, "acc": k / n}
+                size += len(json.dumps(values, separators=(",", ":"))) + 64
+                node.send_event(node.report_msg(job, launch["workers"][0]["rank"], k, values,
+                                                step=k))
+        a.wait_ack(a.seq, 60)
+        b.wait_ack(b.seq, 60)
+    finally:
+        a.close()
+        b.close()
+    assert sql(f"SELECT count(*) FROM reports WHERE job_id = {job}") == str(2 * n)
+    assert sql(f"SELECT count(*) FROM job_stream WHERE job_id = {job} AND kind = 'report'") == \
+        str(2 * n)
+    total = sql(f"SELECT count(*) FROM job_stream WHERE job_id = {job}")
+    assert sql(f"SELECT count(DISTINCT seq), max(seq) FROM job_stream WHERE job_id = {job}") == \
+        f"{total}|{total}"
+    assert sql(f"SELECT report_bytes FROM jobs WHERE id = {job}") == str(size)
+    blocks_stored(sql, job, n >> 4)
+    for rank in (0, 1):
+        stored = sql(f"SELECT {BLOCK_COLUMNS} FROM report_blocks WHERE job_id = {job} "
+                     f"AND rank = {rank} ORDER BY name, block")
+        assert stored and stored == sql(f"SELECT {BLOCK_COLUMNS} FROM ty_report_blocks_of("
+                                        f"{job}, 1, {rank}, 0, {(n >> 4) - 1}) "
+                                        "ORDER BY name, block")

@@ -13,7 +13,17 @@
 -- the caller lists names: p_name[k] a key of report p_name_at[k] (from 0), every key of the
 -- batch's reports the caller does not know stored (server/control/report_names.h), which the
 -- batch stores for the reports of known workers while the trigger leaves them (issue 27);
--- report_blocks by the leader's maintenance (ty_report_blocks_fill). jobs.report_bytes grows by
+-- report_blocks by the leader's maintenance (ty_report_blocks_fill), but for the blocks the
+-- caller summed up itself as it sent their reports (server/control/report_fold.h): p_fb_* one
+-- entry per block (series, block, how many reports it summed up), p_fr_* its report_blocks rows
+-- (p_fr_at: the block's place in p_fb_*, from 0; times as RFC 3339 text; the first and last
+-- values, the least and the greatest as float8: every value a number). A block is stored, and
+-- the series' block_next moves past it (when it stood at it), only when it is what the stored
+-- reports hold: every report of its in this batch stored now, as many reports stored in the
+-- block in all as the caller summed up, and a newer report of its series stored now (the block
+-- is complete: issue 27, the maintenance then has nothing to do for the series). The series'
+-- rows are locked first, so that no other writer's report lands in such a block unseen (its
+-- trigger lowers block_next after this commits: summed up again). jobs.report_bytes grows by
 -- each stored report's size (its values' bytes, its checkpoint_dir's, and 64); once it has
 -- reached max_bytes the job's later reports are refused (stored nothing, answered as not fresh),
 -- and the batch that reaches it records a job event saying so. jobs.last_metrics takes each
@@ -28,13 +38,45 @@ CREATE OR REPLACE FUNCTION ty_report_ingest_batch(p_job bigint[], p_attempt inte
                                                    p_node text[], p_time text[],
                                                    p_metrics jsonb[], p_metrics_bytes bigint[],
                                                    p_max_bytes bigint[],
-                                                   p_name text[], p_name_at integer[])
+                                                   p_name text[], p_name_at integer[],
+                                                   p_fb_job bigint[], p_fb_attempt integer[],
+                                                   p_fb_rank integer[], p_fb_block bigint[],
+                                                   p_fb_reports integer[], p_fr_at integer[],
+                                                   p_fr_name text[], p_fr_count bigint[],
+                                                   p_fr_seq_first bigint[], p_fr_seq_last bigint[],
+                                                   p_fr_start text[], p_fr_end text[],
+                                                   p_fr_step_first bigint[],
+                                                   p_fr_step_last bigint[],
+                                                   p_fr_v_first double precision[],
+                                                   p_fr_v_last double precision[],
+                                                   p_fr_v_min double precision[],
+                                                   p_fr_v_max double precision[])
 RETURNS TABLE (i integer, known boolean, fresh boolean, round_ready boolean)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
     res jsonb;
+    v_job bigint[];
+    v_attempt integer[];
+    v_rank integer[];
+    v_block bigint[];
 BEGIN
+    -- the batch's jobs, held first and in key order (as strongly as their update below): two
+    -- batches stored at once (the server's lanes: control_report.c) that share a job wait for
+    -- each other rather than lock its rows in two orders, and the bytes read below are current
+    PERFORM 1 FROM jobs WHERE id IN (SELECT DISTINCT unnest(p_job)) ORDER BY id
+       FOR NO KEY UPDATE;
+    IF p_fb_job IS NOT NULL THEN
+        -- the series of the blocks summed up, held (in key order, as every writer's trigger
+        -- holds them, and as strongly) before this statement's snapshot: no report of theirs is
+        -- stored meanwhile unseen
+        PERFORM 1 FROM report_series r
+          JOIN (SELECT DISTINCT job_id, attempt, rank
+                  FROM unnest(p_fb_job, p_fb_attempt, p_fb_rank) AS u(job_id, attempt, rank)) u
+            ON r.job_id = u.job_id AND r.attempt = u.attempt AND r.rank = u.rank
+         ORDER BY r.job_id, r.attempt, r.rank
+           FOR NO KEY UPDATE OF r;
+    END IF;
     IF p_name IS NOT NULL THEN
         -- the names listed, of reports of workers the node runs (whether stored now or not: a
         -- name no report carries matches no report where report_names is read), before the
@@ -135,6 +177,51 @@ BEGIN
                                   'checkpoint', rw.checkpoint_dir IS NOT NULL)
           FROM rw JOIN j ON j.id = rw.job_id
          ORDER BY rw.job_id, rw.i
+    ), inb AS (
+        -- per series and block: the batch's reports, and those stored now (and the series'
+        -- newest stored now), for the check of the blocks summed up by the caller
+        SELECT job_id, attempt, rank, seq >> 4 AS block, count(*) AS n FROM inp
+         GROUP BY 1, 2, 3, 4
+    ), rwb AS (
+        SELECT job_id, attempt, rank, seq >> 4 AS block, count(*) AS n,
+               max(max(seq) >> 4) OVER (PARTITION BY job_id, attempt, rank) AS newest
+          FROM rw GROUP BY 1, 2, 3, 4
+    ), fb AS (
+        -- the blocks summed up by the caller that are what the stored reports hold (see above):
+        -- every report of the block in the batch stored now, as many stored in all (`reports`
+        -- here is as before this statement) as summed up, and a newer report of the series
+        -- stored now
+        SELECT b.k, b.job_id, b.attempt, b.rank, b.block
+          FROM unnest(p_fb_job, p_fb_attempt, p_fb_rank, p_fb_block, p_fb_reports)
+               WITH ORDINALITY AS b(job_id, attempt, rank, block, reports, k)
+          JOIN (SELECT DISTINCT job_id, attempt, rank, newest FROM rwb) s
+            ON s.job_id = b.job_id AND s.attempt = b.attempt AND s.rank = b.rank
+               AND s.newest > b.block
+          LEFT JOIN inb i
+            ON i.job_id = b.job_id AND i.attempt = b.attempt AND i.rank = b.rank
+               AND i.block = b.block
+          LEFT JOIN rwb w
+            ON w.job_id = b.job_id AND w.attempt = b.attempt AND w.rank = b.rank
+               AND w.block = b.block
+         WHERE coalesce(i.n, 0) = coalesce(w.n, 0)
+           AND (SELECT count(*) FROM reports x
+                 WHERE x.job_id = b.job_id AND x.attempt = b.attempt AND x.rank = b.rank
+                   AND x.seq >= b.block * 16 AND x.seq < (b.block + 1) * 16)
+               + coalesce(w.n, 0) = b.reports
+    ), blocks AS (
+        INSERT INTO report_blocks
+        SELECT fb.job_id, fb.rank, f.name, fb.attempt, fb.block, f.count, f.seq_first, f.seq_last,
+               f.start_at::timestamptz, f.end_at::timestamptz, f.step_first, f.step_last,
+               f.v_first::text, f.v_last::text, f.v_min, f.v_max
+          FROM unnest(p_fr_at, p_fr_name, p_fr_count, p_fr_seq_first, p_fr_seq_last, p_fr_start,
+                      p_fr_end, p_fr_step_first, p_fr_step_last, p_fr_v_first, p_fr_v_last,
+                      p_fr_v_min, p_fr_v_max)
+               AS f(at, name, count, seq_first, seq_last, start_at, end_at, step_first,
+                    step_last, v_first, v_last, v_min, v_max)
+          JOIN fb ON fb.k = f.at + 1
+         ORDER BY 1, 2, 3, 4, 5 -- the maintenance's order
+        -- plain inserts: the maintenance sums up only blocks below the newest committed report's
+        -- block, and a block is sent in the batch that stores the first report past it
     ), capped AS (
         INSERT INTO job_events (job_id, attempt, status, message)
         SELECT id, attempt, status,
@@ -148,10 +235,28 @@ BEGIN
     SELECT jsonb_agg(jsonb_build_object('i', inp.i, 'known', inp.known,
                                         'fresh', rw.i IS NOT NULL, 'job_id', inp.job_id,
                                         'attempt', inp.attempt, 'seq', inp.seq) ORDER BY inp.i)
-    INTO res
+           , (SELECT array_agg(job_id) FROM fb), (SELECT array_agg(attempt) FROM fb),
+           (SELECT array_agg(rank) FROM fb), (SELECT array_agg(block) FROM fb)
+    INTO res, v_job, v_attempt, v_rank, v_block
     FROM inp
     LEFT JOIN rw ON rw.i = inp.i;
     PERFORM set_config('trainyard.report_names', '', true);
+    IF v_job IS NOT NULL THEN
+        -- each series' block_next past its blocks stored now when it stood at the first of them
+        -- (the reports' trigger lowered it for a report of an earlier block), and block_end past
+        -- them (below it the maintenance upserts)
+        WITH s AS (
+            SELECT job_id, attempt, rank, min(block) AS b_from, max(block) AS b_to, count(*) AS n
+              FROM unnest(v_job, v_attempt, v_rank, v_block) AS u(job_id, attempt, rank, block)
+             GROUP BY job_id, attempt, rank
+        )
+        UPDATE report_series r
+           SET block_next = CASE WHEN r.block_next = s.b_from AND s.n = s.b_to - s.b_from + 1
+                                 THEN s.b_to + 1 ELSE r.block_next END,
+               block_end = greatest(r.block_end, s.b_to + 1)
+          FROM s
+         WHERE r.job_id = s.job_id AND r.attempt = s.attempt AND r.rank = s.rank;
+    END IF;
 
     RETURN QUERY
     SELECT s.i, s.known, s.fresh,
