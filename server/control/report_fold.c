@@ -357,7 +357,7 @@ void report_fold_add(struct report_fold *f, const struct store_report *r,
         s->started = true;
     }
     s->last_seq = r->seq;
-    if (!s->whole)
+    if (!s->whole || s->n == BLOCK) /* (rising seqs of one block: at most BLOCK of them) */
         return;
     struct fold_report *fr = &s->reports[s->n];
     size_t tlen = r->time ? strlen(r->time) : TIME_MAX;

@@ -63,3 +63,10 @@ ty_add_unit_tests(test_slurm_req
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_slurm_req.c ${CMAKE_SOURCE_DIR}/server/slurm/slurm_req.c
   LIBS PkgConfig::JANSSON)
 target_include_directories(test_slurm_req PRIVATE ${CMAKE_SOURCE_DIR}/server/slurm)
+# The blocks of report_blocks summed up by the control thread (server/control/report_fold.c).
+ty_add_unit_tests(test_report_fold
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_report_fold.c
+          ${CMAKE_SOURCE_DIR}/server/control/report_fold.c
+  LIBS tycommon PkgConfig::JANSSON m)
+target_include_directories(test_report_fold PRIVATE ${CMAKE_SOURCE_DIR}/server
+  ${CMAKE_SOURCE_DIR}/server/control ${CMAKE_SOURCE_DIR}/server/store ${CMAKE_SOURCE_DIR})
