@@ -151,6 +151,8 @@ static bool within_report_caps(struct control *ctl, struct ctl_node *node,
         cut++;
     }
     r->skipped += cut;
+    r->values_text = NULL; /* stored from the values kept, not as the message wrote them all */
+    r->values_len = 0;
     TY_BAD_PEER("control",
                 "node %s: job %lld report %lld: %zu metrics over --max-metrics-per-report",
                 node->id, (long long)r->job, (long long)r->report_seq, cut);

@@ -202,7 +202,7 @@ print("reported")
 """
 
 
-def test_report_caps_per_worker_and_per_report(server_factory, agent_factory):
+def test_report_caps_per_worker_and_per_report(server_factory, agent_factory, pg):
     srv = server_factory(extra_args=("--max-reports-per-worker", "3",
                                      "--max-metrics-per-report", "10"))
     agent = agent_factory(srv=srv)
@@ -218,6 +218,10 @@ def test_report_caps_per_worker_and_per_report(server_factory, agent_factory):
     assert len(names) == 10, names
     steps = {p["step"] for p in points}
     assert steps == {0, 1, 2}, steps
+    # the values past the cap are not stored either (nor counted in the job's report bytes)
+    db = srv.args[srv.args.index("--database-url") + 1].split("dbname=")[1].split()[0]
+    assert pg.psql("SELECT string_agg(DISTINCT (SELECT count(*) FROM jsonb_object_keys(metrics))"
+                   f"::text, ',') FROM reports WHERE job_id = {job}", db=db) == "10"
     # GET /metrics reads at most --max-metric-rows rows: beyond, it asks to narrow the query.
     srv2 = server_factory(database_url=srv.args[srv.args.index("--database-url") + 1],
                           extra_args=("--max-metric-rows", "25"))
