@@ -53,6 +53,16 @@ int util_uid_can_reach(unsigned uid, unsigned gid, const char *dir, char *blocke
  * it is a zombie. */
 int util_proc_start_time(int pid, unsigned long long *start);
 
+/* FNV-1a of the bytes of `s` (to its NUL) continued from `h` (start from UTIL_FNV1A_BASIS): the
+ * hash of the in-memory tables (names, nodes, cache keys). Inline, as the clock below. */
+#define UTIL_FNV1A_BASIS 14695981039346656037ull
+static inline uint64_t util_fnv1a(uint64_t h, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    return h;
+}
+
 /* The monotonic clock (CLOCK_MONOTONIC: never jumps with the wall clock), in milliseconds, in
  * nanoseconds (spin limits) and in seconds: the one clock for timeouts, deadlines and intervals
  * in every Trainyard program. Inline (no symbol), so that the static trainyard-supervisor and

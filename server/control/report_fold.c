@@ -7,6 +7,8 @@
  * or else through an index of hashes. */
 #include "report_fold.h"
 
+#include "util.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,14 +49,6 @@ struct report_fold {
     struct series **slots;
     size_t cap, n; /* cap: a power of two, or 0 */
 };
-
-static uint64_t hash_text(const char *s)
-{
-    uint64_t h = 14695981039346656037ull;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        h = (h ^ *p) * 1099511628211ull;
-    return h;
-}
 
 static uint64_t hash_series(int64_t job, int attempt, int rank)
 {
@@ -173,7 +167,7 @@ static struct name *name_of(struct series *s, size_t j, const char *name)
 {
     if (j < s->nnames && strcmp(s->names[j].name, name) == 0)
         return &s->names[j];
-    uint64_t h = hash_text(name);
+    uint64_t h = util_fnv1a(UTIL_FNV1A_BASIS, name);
     size_t i = s->index_cap ? h & (s->index_cap - 1) : 0;
     for (; s->index_cap && s->index[i] != 0; i = (i + 1) & (s->index_cap - 1)) {
         struct name *e = &s->names[s->index[i] - 1];
@@ -205,38 +199,31 @@ static struct name *name_of(struct series *s, size_t j, const char *name)
     return e;
 }
 
+/* Grows *p (of *cap elements of `size` bytes; `first` when none yet) by doubling until it holds
+ * `need`. -1 on OOM (*p unchanged). */
+static int grow_to(void **p, size_t *cap, size_t need, size_t size, size_t first)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : first;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, n * size);
+    if (q == NULL)
+        return -1;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
 /* Grows out's arrays to hold one more block of `rows` rows and `text` more bytes. -1 on OOM. */
 static int reserve(struct store_report_blocks *out, size_t rows, size_t text)
 {
-    if (out->n == out->cap) {
-        size_t cap = out->cap ? out->cap * 2 : 16;
-        struct store_block *b = realloc(out->block, cap * sizeof(*b));
-        if (b == NULL)
-            return -1;
-        out->block = b;
-        out->cap = cap;
-    }
-    if (out->nrows + rows > out->rows_cap) {
-        size_t cap = out->rows_cap ? out->rows_cap : 1024;
-        while (cap < out->nrows + rows)
-            cap *= 2;
-        struct store_block_row *r = realloc(out->row, cap * sizeof(*r));
-        if (r == NULL)
-            return -1;
-        out->row = r;
-        out->rows_cap = cap;
-    }
-    if (out->len + text > out->text_cap) {
-        size_t cap = out->text_cap ? out->text_cap : 16384;
-        while (cap < out->len + text)
-            cap *= 2;
-        char *t = realloc(out->text, cap);
-        if (t == NULL)
-            return -1;
-        out->text = t;
-        out->text_cap = cap;
-    }
-    return 0;
+    if (grow_to((void **)&out->block, &out->cap, out->n + 1, sizeof(*out->block), 16) != 0 ||
+        grow_to((void **)&out->row, &out->rows_cap, out->nrows + rows, sizeof(*out->row), 1024) !=
+            0)
+        return -1;
+    return grow_to((void **)&out->text, &out->text_cap, out->len + text, 1, 16384);
 }
 
 /* Appends s (with its NUL) to out's text, which has room; returns its offset. */

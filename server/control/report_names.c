@@ -2,6 +2,8 @@
  * FNV-1a hashes, each entry owning a copy of its name. */
 #include "report_names.h"
 
+#include "util.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,9 +23,7 @@ struct report_names {
 
 static uint64_t hash_of(int64_t job, const char *name)
 {
-    uint64_t h = 14695981039346656037ull ^ (uint64_t)job;
-    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
-        h = (h ^ *p) * 1099511628211ull;
+    uint64_t h = util_fnv1a(UTIL_FNV1A_BASIS ^ (uint64_t)job, name);
     return h ? h : 1;
 }
 

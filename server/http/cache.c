@@ -27,10 +27,7 @@ struct cache {
 
 static size_t hash_key(const char *key)
 {
-    size_t h = 1469598103934665603ull; /* FNV-1a */
-    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
-        h = (h ^ *p) * 1099511628211ull;
-    return h;
+    return (size_t)util_fnv1a(UTIL_FNV1A_BASIS, key);
 }
 
 struct cache *cache_create(size_t slots, double ttl_s)

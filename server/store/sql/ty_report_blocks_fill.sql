@@ -8,8 +8,8 @@
 -- block of their newest report (that last block may still be filling; reads sum it up from the
 -- reports), at most 16 of them (256 reports) per series per call so that a call stays short,
 -- replacing what report_blocks held for them; and block_next moves past them, in the same
--- transaction. Blocks at or past the series' block_end were never stored by this function:
--- inserts (of nothing where a report batch stored the block meanwhile); only those below it
+-- transaction. Blocks at or past the series' block_end were never stored: inserts; only those
+-- below it
 -- (summed up again after a late report) are upserts (migration 0057). Each job's
 -- row is held (FOR KEY SHARE) before its blocks are stored, so that its deletion waits for this
 -- call and then deletes them (ty_job_deleted_blocks); a job deleted before is left out. The
@@ -52,8 +52,9 @@ BEGIN
                step_first, step_last, v_first, v_last, v_min, v_max
           FROM e WHERE block >= block_end
          ORDER BY 1, 2, 3, 4, 5
-        ON CONFLICT DO NOTHING -- a report batch stored it meanwhile (its reports summed up as
-                               -- they were stored: ty_report_ingest_batch): the same rows
+        ON CONFLICT DO NOTHING -- none expected: a report batch stores a block (summed up as
+                               -- its reports were stored: ty_report_ingest_batch) with the
+                               -- first report past it, before this call can take the block
     ), stored_again AS (
         INSERT INTO report_blocks AS b
         SELECT job_id, rank, name, attempt, block, count, seq_first, seq_last, start_at, end_at,
