@@ -790,6 +790,40 @@ def test_blocks_are_summed_up_by_the_server_as_it_stores_the_reports(srv, node, 
         assert len(stored.splitlines()) == 7 * (n >> 4) + (1 if rank else 0)
 
 
+def test_a_block_with_a_gap_is_summed_up_by_the_server_unless_another_writer_filled_it(
+        srv, node, sql, pg):
+    """Issue 27: a block whose seqs the server saw only in part (a gap: report 40 never sent) is
+    still the server's to store, once it checks that the stored reports hold no other report of
+    the block; one where another writer (SQL) stored the missing report meanwhile is left to the
+    maintenance. A block of every seq needs no such check. Each, once the maintenance has run,
+    is exactly what the stored reports hold."""
+    job = running_job(srv, node, num_workers=1)
+    hold = maintenance_held(pg, srv)
+    try:
+        for k in range(1, 16):  # block 0 (seqs 1..15) without 7, which SQL then stores
+            if k != 7:
+                node.send_event(node.report_msg(job, 0, k, {"loss": 1 / k}))
+        node.wait_ack(node.seq)
+        node_id = sql(f"SELECT node_id FROM workers WHERE job_id = {job}")
+        sql(f"INSERT INTO reports (job_id, attempt, rank, seq, node_id, reported_at, metrics) "
+            f"VALUES ({job}, 1, 0, 7, '{node_id}', now(), '{{\"loss\": 7}}')")
+        for k in range(16, 50):  # block 1 whole, block 2 (32..47) without 40
+            if k != 40:
+                node.send_event(node.report_msg(job, 0, k, {"loss": 1 / k}))
+        node.wait_ack(node.seq)
+        assert sql(f"SELECT string_agg(block::text || ':' || count, ',' ORDER BY block) "
+                   f"FROM report_blocks WHERE job_id = {job}") == "1:16,2:15"
+    finally:
+        hold.stdin.close()
+        hold.wait()
+    blocks_stored(sql, job, 3)
+    assert sql(f"(SELECT * FROM report_blocks WHERE job_id = {job} EXCEPT "
+               f" SELECT * FROM ty_report_blocks_of({job}, 1, 0, 0, 2)) UNION ALL "
+               f"(SELECT * FROM ty_report_blocks_of({job}, 1, 0, 0, 2) EXCEPT "
+               f" SELECT * FROM report_blocks WHERE job_id = {job})") == ""
+    assert sql(f"SELECT count FROM report_blocks WHERE job_id = {job} AND block = 0") == "15"
+
+
 def test_two_nodes_of_one_job_flood_it_at_once(server_factory, pg):
     """Issue 27: each agent connection's reports go by one of two lanes, batches that two
     PostgreSQL backends store at once (each agent's still in its order). A job on two nodes whose
