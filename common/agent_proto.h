@@ -263,9 +263,18 @@ struct aproto_worker_event {
 char *aproto_exit_words(int exit_code, int signal, const char *error, const char *reason);
 
 /* A worker's report as the server reads it (agent message `report`, docs/agent-protocol.md).
- * Strings are borrowed from the message; `values` is owned (aproto_node_msg_free drops it). */
+ * Its strings, names and values live in `owned`, one allocation (aproto_node_msg_free, or
+ * aproto_report_free once taken over): the message's text and JSON tree may go. */
 #define APROTO_MAX_METRIC_NAME 256
 #define APROTO_MAX_CHECKPOINT_PATH 4096
+/* One of a report's metrics: its name, and where its member ("name": value) ends in the
+ * report's values_text; its value as a double when it is a number (for the summed-up blocks). */
+struct aproto_metric {
+    const char *name; /* 1..256 bytes, NUL-terminated */
+    size_t end;       /* values_text[0..end) holds the members up to this one's */
+    bool is_number;
+    double number; /* is_number: the value (an integer as the nearest double) */
+};
 struct aproto_report {
     int64_t seq;                /* the agent's event seq (>= 1), to ack */
     int64_t job;                /* the server's job id (>= 1): a decimal string or an integer */
@@ -275,14 +284,21 @@ struct aproto_report {
     const char *time;           /* RFC 3339 date-time (aproto_rfc3339_valid) */
     const char *checkpoint_dir; /* NULL: none; else 1 to APROTO_MAX_CHECKPOINT_PATH bytes */
     int64_t checkpoint_bytes;   /* -1: null or absent (only read when checkpoint_dir is set) */
-    json_t *values;             /* the metrics with a 1..256-byte name: any JSON value */
-    size_t skipped;             /* metrics left out of `values` (bad names) */
-    /* `values` as the message wrote it (values_len bytes into the text parsed, valid while it
-     * is), so that it is stored without being written again; NULL when a metric was skipped or
-     * the member's name was written with an escape */
+    /* the metrics with a 1..256-byte name (any JSON value), in the message's order */
+    struct aproto_metric *metrics;
+    size_t n_metrics;
+    size_t skipped; /* metrics left out (bad names) */
+    /* the metrics as one JSON object's text, values_len bytes (not NUL-terminated): as the
+     * message wrote it when every metric was kept (stored as is, not written again) */
     const char *values_text;
     size_t values_len;
+    char *owned;
 };
+
+/* Keeps the first n of the report's metrics (n < n_metrics): the others count as skipped. */
+void aproto_report_keep(struct aproto_report *r, size_t n);
+/* Frees what the report owns (metrics, owned). */
+void aproto_report_free(struct aproto_report *r);
 
 /* True when `s` is an RFC 3339 date-time: YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM), 'T', 't'
  * or ' ' between date and time, fields within their ranges. Calendar errors (Feb 30) pass: the

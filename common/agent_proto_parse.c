@@ -703,6 +703,12 @@ int aproto_node_msg_parse(const char *text, size_t len, struct aproto_node_msg *
 {
     memset(out, 0, sizeof(*out));
     out->seq = -1;
+    if (len <= APROTO_MAX_MESSAGE && aproto__scan_report(text, len, &out->report) == 0) {
+        out->type = APROTO_MSG_REPORT;
+        out->type_name = "report";
+        out->seq = out->report.seq;
+        return 0;
+    }
     json_t *root = load_object(text, len, err, errlen);
     if (!root)
         return -1;
@@ -742,13 +748,9 @@ int aproto_node_msg_parse(const char *text, size_t len, struct aproto_node_msg *
         rc = parse_register(out, err, errlen);
     else if (out->type == APROTO_MSG_WORKER_STARTED || out->type == APROTO_MSG_WORKER_EXITED)
         rc = parse_worker_event(out, err, errlen);
-    else if (out->type == APROTO_MSG_REPORT) {
+    else if (out->type == APROTO_MSG_REPORT)
         rc = aproto__parse_report(out->root, &out->report, err, errlen);
-        if (rc == 0 && out->report.skipped == 0 &&
-            util_json_member_text(text, len, "metrics", &out->report.values_text,
-                                  &out->report.values_len) != 0)
-            out->report.values_text = NULL;
-    } else if (out->type == APROTO_MSG_LOG)
+    else if (out->type == APROTO_MSG_LOG)
         rc = parse_log(out, err, errlen);
     else if (out->type == APROTO_MSG_PROGRESS)
         rc = aproto__parse_progress(out->root, &out->progress, &out->n_progress, err, errlen);
@@ -785,7 +787,7 @@ void aproto_node_msg_free(struct aproto_node_msg *m)
     free(m->usage);
     free(m->gpu_rows);
     free(m->node_gpus);
-    json_decref(m->report.values);
+    aproto_report_free(&m->report);
     json_decref(m->node_custom);
     json_decref(m->root);
     memset(m, 0, sizeof(*m));

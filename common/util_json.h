@@ -19,11 +19,4 @@
 int util_json_int(const json_t *obj, const char *key, bool optional, int64_t min, int64_t max,
                   int64_t *out, char *err, size_t errlen);
 
-/* Finds the text of top-level member `key` of the JSON object `text` (len bytes, already known to
- * be valid JSON: a parser accepted it), as it was written: *at points into text, *n is its length.
- * Of members named twice, the last one (as jansson keeps). Returns 0, or -1 when there is no such
- * member or a member name is written with an escape (the caller then writes the parsed value). */
-int util_json_member_text(const char *text, size_t len, const char *key, const char **at,
-                          size_t *n);
-
 #endif

@@ -135,24 +135,10 @@ static bool within_report_caps(struct control *ctl, struct ctl_node *node,
         return false;
     }
     size_t cap = (size_t)ctl->srv->cfg.max_metrics_per_report;
-    if (r->values == NULL || json_object_size(r->values) <= cap)
+    if (r->n_metrics <= cap)
         return true;
-    size_t kept = 0, cut = 0;
-    const char *key;
-    json_t *value;
-    void *tmp;
-    json_object_foreach_safe(r->values, tmp, key, value)
-    {
-        if (kept < cap) {
-            kept++;
-            continue;
-        }
-        json_object_del(r->values, key);
-        cut++;
-    }
-    r->skipped += cut;
-    r->values_text = NULL; /* stored from the values kept, not as the message wrote them all */
-    r->values_len = 0;
+    size_t cut = r->n_metrics - cap;
+    aproto_report_keep(r, cap); /* the first ones, and the text of those only is stored */
     TY_BAD_PEER("control",
                 "node %s: job %lld report %lld: %zu metrics over --max-metrics-per-report",
                 node->id, (long long)r->job, (long long)r->report_seq, cut);

@@ -62,9 +62,7 @@ struct ctl_started {
 #define CTL_REPORTS_MAX 512
 struct ctl_report_item {
     uint64_t conn;
-    json_t *root;           /* the message: r's strings point into it */
-    struct aproto_report r; /* r.values owned; r.values_text is values_text */
-    char *values_text;      /* a copy of the message's text of r.values (NULL: none) */
+    struct aproto_report r; /* owned: aproto_report_free */
     bool acked;             /* may be acked once the batch is done */
 };
 struct ctl_reports {

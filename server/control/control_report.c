@@ -104,13 +104,8 @@ void ctl__queue_report(struct control *ctl, uint64_t conn, struct aproto_node_ms
         ctl__push_reports(ctl, false); /* full: every lane with reports queued is sent */
     struct ctl_report_item *it = &b->items[b->n++];
     it->conn = conn;
-    it->root = json_incref(m->root); /* r's strings point into it */
-    it->r = m->report;
-    m->report.values = NULL; /* taken over */
-    it->values_text = NULL;
-    if (it->r.values_text != NULL && (it->values_text = malloc(it->r.values_len)) != NULL)
-        memcpy(it->values_text, it->r.values_text, it->r.values_len);
-    it->r.values_text = it->values_text; /* the message's text is gone after this call */
+    it->r = m->report; /* taken over: it holds its own strings */
+    m->report = (struct aproto_report){0};
     it->acked = false;
 }
 
@@ -128,7 +123,8 @@ static struct store_report store_row(const struct control *ctl, const struct ctl
         .checkpoint_dir = it->r.checkpoint_dir,
         .node_id = node_id,
         .time = it->r.time,
-        .values = it->r.values,
+        .metrics = it->r.metrics,
+        .n_metrics = it->r.n_metrics,
         .values_text = it->r.values_text,
         .values_len = it->r.values_len,
         .max_bytes = ctl->srv->cfg.max_job_report_bytes,
@@ -277,11 +273,8 @@ static void finish_batch(struct control *ctl, struct ctl_flight *f, int qs, cons
     }
     send_acks(ctl, b);
     ctl->tune_due = true;
-    for (size_t i = 0; i < b->n; i++) {
-        json_decref(b->items[i].r.values);
-        free(b->items[i].values_text);
-        json_decref(b->items[i].root);
-    }
+    for (size_t i = 0; i < b->n; i++)
+        aproto_report_free(&b->items[i].r);
     b->n = 0;
 }
 

@@ -290,19 +290,14 @@ static void start_block(struct series *s, int64_t block)
  * number or a name cannot be kept. */
 static bool fold_values(struct series *s, const struct store_report *r, int at)
 {
-    if (!json_is_object(r->values))
-        return false;
-    const char *key;
-    json_t *value;
-    size_t j = 0;
-    json_object_foreach((json_t *)r->values, key, value)
-    {
-        if (!json_is_number(value))
+    for (size_t j = 0; j < r->n_metrics; j++) {
+        const struct aproto_metric *m = &r->metrics[j];
+        if (!m->is_number)
             return false;
-        double v = json_number_value(value);
+        double v = m->number;
         if (v == 0)
             v = 0; /* PostgreSQL's numeric has no -0 */
-        struct name *e = name_of(s, j++, key);
+        struct name *e = name_of(s, j, m->name);
         if (e == NULL)
             return false;
         if (e->count++ == 0) {

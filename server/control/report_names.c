@@ -155,10 +155,8 @@ int report_names_list(const struct report_names *s, const struct store_report *r
         size_t first = series_of(rows, i, firsts, n_firsts);
         if (first == SIZE_MAX)
             first = firsts[n_firsts++] = i;
-        const char *name;
-        json_t *value;
-        json_object_foreach((json_t *)rows[i].values, name, value)
-        {
+        for (size_t m = 0; m < rows[i].n_metrics; m++) {
+            const char *name = rows[i].metrics[m].name;
             if (known(s, rows[i].job, name) || known(listed, (int64_t)first, name))
                 continue;
             if (add(listed, (int64_t)first, name) != 0 || push(out, name, i) != 0) {

@@ -4,6 +4,7 @@
 #ifndef SRV_STORE_H
 #define SRV_STORE_H
 
+#include "agent_proto.h"
 #include "db.h"
 #include "identity.h"
 #include "job_status.h"
@@ -390,16 +391,16 @@ int store_job_usage(struct db_conn *c, int64_t job, int attempt, int max_points,
 int store_node_usage(struct db_conn *c, const char *node, int minutes, char **json_out);
 
 /* ---- metrics: reports and series (store_metrics.c) ---- */
-/* A validated report (agent message `report`); strings and values borrowed. values: an object
- * of the reported values (any JSON); step NULL when absent; checkpoint_dir NULL when none; time RFC
- * 3339. */
+/* A validated report (agent message `report`); strings and metrics borrowed. step NULL when
+ * absent; checkpoint_dir NULL when none; time RFC 3339. */
 struct store_report {
     int64_t job, seq;
     int attempt, rank;
     const int64_t *step;
     const char *checkpoint_dir, *node_id, *time;
-    const json_t *values;
-    const char *values_text; /* values as JSON text, values_len bytes (NULL: written from values) */
+    const struct aproto_metric *metrics; /* its n_metrics values' names and numbers */
+    size_t n_metrics;
+    const char *values_text; /* the values as one JSON object's text, values_len bytes */
     size_t values_len;
     int64_t max_bytes; /* --max-report-bytes-per-job: past it the job's reports are refused */
 };

@@ -131,8 +131,8 @@ static void blocks_encode(struct report_batch *rb, const struct store_report_blo
 }
 
 /* Encodes reports r[0..n), `names` and `fb` (NULL: none) into rb: each report's values as its
- * message wrote them (or written from the parsed values). 0, or -1 when out of memory (rb is
- * then freed). */
+ * message wrote them (agent_proto.h: values_text). 0, or -1 when out of memory (rb is then
+ * freed). */
 static int batch_encode(struct report_batch *rb, const struct store_report *r, size_t n,
                         const struct store_report_names *names,
                         const struct store_report_blocks *fb)
@@ -141,13 +141,6 @@ static int batch_encode(struct report_batch *rb, const struct store_report *r, s
     for (int k = 0; k < B_COLS; k++)
         db_array_begin(&c[k], batch_oids[k]);
     for (size_t i = 0; i < n; i++) {
-        char *dumped = r[i].values_text ? NULL : json_dumps(r[i].values, JSON_COMPACT);
-        const char *values = r[i].values_text ? r[i].values_text : dumped;
-        size_t len = r[i].values_text ? r[i].values_len : dumped ? strlen(dumped) : 0;
-        if (values == NULL) {
-            batch_free(rb);
-            return -1;
-        }
         db_array_int8(&c[B_JOB], r[i].job);
         db_array_int4(&c[B_ATTEMPT], r[i].attempt);
         db_array_int4(&c[B_RANK], r[i].rank);
@@ -162,10 +155,9 @@ static int batch_encode(struct report_batch *rb, const struct store_report *r, s
             db_array_null(&c[B_CHECKPOINT_DIR]);
         db_array_text(&c[B_NODE], r[i].node_id, strlen(r[i].node_id));
         db_array_text(&c[B_TIME], r[i].time, strlen(r[i].time));
-        db_array_jsonb(&c[B_METRICS], values, len);
-        db_array_int8(&c[B_METRICS_BYTES], (int64_t)len);
+        db_array_jsonb(&c[B_METRICS], r[i].values_text, r[i].values_len);
+        db_array_int8(&c[B_METRICS_BYTES], (int64_t)r[i].values_len);
         db_array_int8(&c[B_MAX_BYTES], r[i].max_bytes);
-        free(dumped);
     }
     for (size_t k = 0; names && k < names->n; k++) {
         db_array_text(&c[B_NAME], names->name[k], strlen(names->name[k]));
@@ -233,7 +225,7 @@ static int read_outcomes(struct db_conn *c, struct report_txn *t, int qs, PGresu
         o->known_worker = PQgetvalue(res, row, 1)[0] == 't';
         o->duplicate = o->known_worker && PQgetvalue(res, row, 2)[0] != 't';
         bool fresh = PQgetvalue(res, row, 2)[0] == 't';
-        o->metrics_stored = fresh ? (int)json_object_size(t->reports[i].values) : 0;
+        o->metrics_stored = fresh ? (int)t->reports[i].n_metrics : 0;
         o->round_ready = PQgetvalue(res, row, 3)[0] == 't';
     }
     PQclear(res);

@@ -29,6 +29,24 @@ static int parse_text(const char *text, struct aproto_node_msg *m, char *err, si
     return aproto_node_msg_parse(text, strlen(text), m, err, errlen);
 }
 
+/* The report's values_text, parsed (it must be one JSON object). */
+static json_t *values_of(const struct aproto_report *r)
+{
+    json_t *v = json_loadb(r->values_text, r->values_len, 0, NULL);
+    if (!json_is_object(v))
+        fail_msg("values_text is no JSON object: %.*s", (int)r->values_len, r->values_text);
+    return v;
+}
+
+/* The report's metric named `name`; NULL when it has none. */
+static const struct aproto_metric *metric(const struct aproto_report *r, const char *name)
+{
+    for (size_t i = 0; i < r->n_metrics; i++)
+        if (strcmp(r->metrics[i].name, name) == 0)
+            return &r->metrics[i];
+    return NULL;
+}
+
 static void agent_proto_report_round_trips_keeping_every_value(void **state)
 {
     (void)state;
@@ -47,14 +65,21 @@ static void agent_proto_report_round_trips_keeping_every_value(void **state)
     assert_string_equal(r->time, "2030-01-02T03:04:05.678Z");
     assert_null(r->checkpoint_dir);
     assert_int_equal(r->checkpoint_bytes, -1);
-    assert_int_equal(json_object_size(r->values), 7);
-    assert_true(json_real_value(json_object_get(r->values, "loss")) == 0.25);
-    assert_int_equal(json_integer_value(json_object_get(r->values, "epoch")), 4);
-    assert_string_equal(json_string_value(json_object_get(r->values, "note")), "warm");
-    assert_true(json_is_true(json_object_get(r->values, "flag")));
-    assert_true(json_is_null(json_object_get(r->values, "none")));
-    assert_int_equal(json_array_size(json_object_get(r->values, "list")), 1);
-    assert_true(json_is_object(json_object_get(r->values, "obj")));
+    json_t *values = values_of(r);
+    assert_int_equal(json_object_size(values), 7);
+    assert_true(json_real_value(json_object_get(values, "loss")) == 0.25);
+    assert_int_equal(json_integer_value(json_object_get(values, "epoch")), 4);
+    assert_string_equal(json_string_value(json_object_get(values, "note")), "warm");
+    assert_true(json_is_true(json_object_get(values, "flag")));
+    assert_true(json_is_null(json_object_get(values, "none")));
+    assert_int_equal(json_array_size(json_object_get(values, "list")), 1);
+    assert_true(json_is_object(json_object_get(values, "obj")));
+    json_decref(values);
+    assert_true(metric(r, "loss")->is_number && metric(r, "loss")->number == 0.25);
+    assert_true(metric(r, "epoch")->is_number && metric(r, "epoch")->number == 4);
+    assert_false(metric(r, "note")->is_number);
+    assert_false(metric(r, "list")->is_number);
+    assert_null(metric(r, ""));
     assert_int_equal(r->skipped, 1); /* "" */
     aproto_node_msg_free(&m);
     free(text);
@@ -90,25 +115,23 @@ static void agent_proto_report_job_id_may_be_an_integer(void **state)
     assert_int_equal(parse_text(text, &m, err, sizeof(err)), 0);
     assert_int_equal(m.report.job, 9);
     assert_int_equal(m.report.step, -1);
-    assert_int_equal(json_object_size(m.report.values), 0);
+    assert_int_equal(m.report.n_metrics, 0);
+    assert_int_equal(m.report.values_len, 2);
     aproto_node_msg_free(&m);
 }
 
-/* The values' text as the message wrote it (stored as is, not written again), found at the top
- * level only, the last one of a member named twice (as jansson keeps it); none when a metric was
- * skipped or the member's name is written with an escape. */
+/* The values' text: as the message wrote it (stored as is, not written again); when a metric was
+ * skipped or named twice, the members kept as written; when a field of the message is written
+ * twice or with an escape (read by jansson), as jansson writes the values. */
 static void expect_values_text(const char *text, const char *values)
 {
     struct aproto_node_msg m;
     char err[256] = "";
     assert_int_equal(parse_text(text, &m, err, sizeof(err)), 0);
-    if (values == NULL) {
-        assert_null(m.report.values_text);
-    } else {
-        assert_non_null(m.report.values_text);
-        assert_int_equal(m.report.values_len, strlen(values));
-        assert_memory_equal(m.report.values_text, values, strlen(values));
-    }
+    if (m.report.values_len != strlen(values) ||
+        memcmp(m.report.values_text, values, strlen(values)) != 0)
+        fail_msg("%s: values '%.*s', not '%s'", text, (int)m.report.values_len,
+                 m.report.values_text, values);
     aproto_node_msg_free(&m);
 }
 
@@ -122,12 +145,137 @@ static void agent_proto_report_keeps_the_text_of_its_values(void **state)
         "{\"a\": 0.1, \"b\":[1,{\"c\":\"}]\\\"\"}]}");
     expect_values_text(HEAD "\"note\":{\"metrics\":1},\"metrics\":{\"x\":1},\"report_seq\":1,"
                             "\"metrics\"\t:\n{\"y\":-2e-3}" TIME "}",
-                       "{\"y\":-2e-3}");
+                       "{\"y\":-0.002}");
     expect_values_text(HEAD "\"report_seq\":1,\"metrics\":{}" TIME "}", "{}");
-    expect_values_text(HEAD "\"report_seq\":1,\"metrics\":{\"\":1,\"a\":2}" TIME "}", NULL);
-    expect_values_text(HEAD "\"report_seq\":1,\"metric\\u0073\":{\"a\":2}" TIME "}", NULL);
+    expect_values_text(HEAD "\"report_seq\":1,\"metrics\":{\"\":1,\"a\" : 2.50}" TIME "}",
+                       "{\"a\" : 2.50}");
+    expect_values_text(HEAD "\"report_seq\":1,\"metrics\":{\"a\":0.10,\"b\":[1],\"a\":2.50}" TIME
+                            "}",
+                       "{\"a\":2.50,\"b\":[1]}");
+    expect_values_text(HEAD "\"report_seq\":1,\"metric\\u0073\":{\"a\":2.50}" TIME "}",
+                       "{\"a\":2.5}");
+    expect_values_text(HEAD "\"report_seq\":1,\"metrics\":{\"n\\u00e9\\n\":2.50}" TIME "}",
+                       "{\"n\\u00e9\\n\":2.50}");
 #undef HEAD
 #undef TIME
+}
+
+/* A report written plainly (scanned: json_scan.h) and the same one with its "type" written with
+ * an escape (read by jansson) hold the same metrics: names decoded, numbers as jansson reads them,
+ * values equal; a metric named twice keeps the last, as jansson does. */
+static void agent_proto_report_scanned_and_parsed_agree(void **state)
+{
+    (void)state;
+    static const char *const metrics[] = {
+        "{\"a\":1,\"b\":-0.0,\"c\":1e300,\"d\":1e-400,\"e\":1152921504606846976,\"f\":-7}",
+        "{\"na\\u00efve\\t\\\"q\\\"\":0.5,\"\\ud83d\\ude00\":\"smile \\ud83d\\ude00\"}",
+        "{\"x\":[1,[2,[3]],{\"y\":{\"z\":null}}],\"t\":true,\"f\":false,\"s\":\"\xc3\xa9\"}",
+        "{\"a\":1,\"a\":2}",
+        " { } ",
+    };
+    for (size_t k = 0; k < sizeof(metrics) / sizeof(metrics[0]); k++) {
+        char plain[512], escaped[512];
+        static const char form[] =
+            "{\"%s\":\"report\",\"seq\":3,\"job_id\":\"12\",\"attempt\":1,\"rank\":0,"
+            "\"report_seq\":2,\"step\":null,\"metrics\":%s,\"time\":\"2030-01-02T03:04:05Z\"}";
+        snprintf(plain, sizeof(plain), form, "type", metrics[k]);
+        snprintf(escaped, sizeof(escaped), form, "typ\\u0065", metrics[k]);
+        struct aproto_node_msg a, b;
+        char err[256] = "";
+        if (parse_text(plain, &a, err, sizeof(err)) != 0 ||
+            parse_text(escaped, &b, err, sizeof(err)) != 0)
+            fail_msg("%s: %s", metrics[k], err);
+        assert_null(a.root); /* scanned */
+        assert_non_null(b.root);
+        assert_int_equal(a.report.n_metrics, b.report.n_metrics);
+        for (size_t i = 0; i < a.report.n_metrics; i++) {
+            const struct aproto_metric *x = &a.report.metrics[i], *y = metric(&b.report, x->name);
+            if (y == NULL || x->is_number != y->is_number ||
+                (x->is_number && memcmp(&x->number, &y->number, sizeof(double)) != 0))
+                fail_msg("%s: metric '%s' differs", metrics[k], x->name);
+        }
+        json_t *va = values_of(&a.report), *vb = values_of(&b.report);
+        assert_true(json_equal(va, vb));
+        json_decref(va);
+        json_decref(vb);
+        assert_int_equal(a.report.seq, 3);
+        assert_int_equal(a.report.job, 12);
+        assert_int_equal(a.report.step, -1);
+        assert_string_equal(a.report.time, b.report.time);
+        aproto_node_msg_free(&a);
+        aproto_node_msg_free(&b);
+    }
+}
+
+/* What jansson refuses is refused whichever way it is read (the scanner leaves it to jansson):
+ * broken syntax in or after the values, bad UTF-8 or escapes, numbers out of range. */
+static void agent_proto_report_refuses_what_jansson_refuses(void **state)
+{
+    (void)state;
+    static const char *const metrics[] = {
+        "{\"a\":1 \"b\":2}",
+        "{\"a\":1,}",
+        "{\"a\":01}",
+        "{\"a\":1.}",
+        "{\"a\":-}",
+        "{\"a\":tru}",
+        "{\"a\":\"\xc3\"}",
+        "{\"a\":\"\xed\xa0\x80\"}",
+        "{\"a\":\"\\ud800\"}",
+        "{\"\\u0000\":1}",
+        "{\"a\":\"\\x\"}",
+        "{\"a\":1e400}",
+        "{\"a\":99999999999999999999}",
+        "{\"a\":[1,]}",
+        "{\"a\":\"tab\there\"}",
+        "{\"a\":{\"b\"}}",
+    };
+    for (size_t k = 0; k < sizeof(metrics) / sizeof(metrics[0]); k++) {
+        char text[512];
+        snprintf(text, sizeof(text),
+                 "{\"type\":\"report\",\"seq\":3,\"job_id\":\"12\",\"attempt\":1,\"rank\":0,"
+                 "\"report_seq\":2,\"metrics\":%s,\"time\":\"2030-01-02T03:04:05Z\"}",
+                 metrics[k]);
+        struct aproto_node_msg m;
+        char err[256] = "";
+        if (parse_text(text, &m, err, sizeof(err)) == 0) {
+            aproto_node_msg_free(&m);
+            fail_msg("accepted: %s", text);
+        }
+        if (strstr(err, "invalid JSON") == NULL)
+            fail_msg("%s: reason '%s'", text, err);
+    }
+    struct aproto_node_msg m;
+    char err[256] = "";
+    const char *trailing = "{\"type\":\"report\",\"seq\":3,\"job_id\":\"12\",\"attempt\":1,"
+                           "\"rank\":0,\"report_seq\":2,\"metrics\":{},"
+                           "\"time\":\"2030-01-02T03:04:05Z\"} x";
+    assert_int_equal(parse_text(trailing, &m, err, sizeof(err)), -1);
+}
+
+/* The server's --max-metrics-per-report keeps a report's first metrics: its values' text is
+ * then theirs only. */
+static void agent_proto_report_keeps_its_first_metrics(void **state)
+{
+    (void)state;
+    const char *text = "{\"type\":\"report\",\"seq\":3,\"job_id\":\"12\",\"attempt\":1,\"rank\":0,"
+                       "\"report_seq\":2,\"metrics\":{ \"a\" : 1 , \"b\":[2,3],\"c\":\"x\" },"
+                       "\"time\":\"2030-01-02T03:04:05Z\"}";
+    for (size_t keep = 0; keep <= 3; keep++) {
+        struct aproto_node_msg m;
+        char err[256] = "";
+        assert_int_equal(parse_text(text, &m, err, sizeof(err)), 0);
+        aproto_report_keep(&m.report, keep);
+        static const char *const want[] = {"{}", "{\"a\":1}", "{\"a\":1,\"b\":[2,3]}",
+                                           "{\"a\":1,\"b\":[2,3],\"c\":\"x\"}"};
+        json_t *got = values_of(&m.report), *w = json_loads(want[keep], 0, NULL);
+        assert_true(json_equal(got, w));
+        json_decref(got);
+        json_decref(w);
+        assert_int_equal(m.report.n_metrics, keep);
+        assert_int_equal(m.report.skipped, 3 - keep);
+        aproto_node_msg_free(&m);
+    }
 }
 
 /* The built report with field `name` set to the JSON `value` (NULL: removed) must be refused with
@@ -225,6 +373,9 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(agent_proto_report_with_checkpoint_round_trips),
     cmocka_unit_test(agent_proto_report_job_id_may_be_an_integer),
     cmocka_unit_test(agent_proto_report_keeps_the_text_of_its_values),
+    cmocka_unit_test(agent_proto_report_scanned_and_parsed_agree),
+    cmocka_unit_test(agent_proto_report_refuses_what_jansson_refuses),
+    cmocka_unit_test(agent_proto_report_keeps_its_first_metrics),
     cmocka_unit_test(agent_proto_malformed_reports_are_refused_naming_the_field),
     cmocka_unit_test(agent_proto_overlong_checkpoint_dir_is_refused),
     cmocka_unit_test(agent_proto_rfc3339_accepts_the_forms_agents_write),

@@ -16,6 +16,16 @@ static void add(struct report_fold *f, struct store_report_blocks *out, int rank
 {
     json_t *values = json_loads(json, 0, NULL);
     assert_non_null(values);
+    struct aproto_metric metrics[16];
+    size_t n = 0;
+    const char *name;
+    json_t *value;
+    json_object_foreach(values, name, value)
+    {
+        assert_true(n < 16);
+        metrics[n++] = (struct aproto_metric){
+            .name = name, .is_number = json_is_number(value), .number = json_number_value(value)};
+    }
     int64_t step = seq * 10;
     struct store_report r = {.job = 1,
                              .seq = seq,
@@ -23,7 +33,8 @@ static void add(struct report_fold *f, struct store_report_blocks *out, int rank
                              .rank = rank,
                              .step = &step,
                              .time = "2030-01-02T03:04:05.123Z",
-                             .values = values};
+                             .metrics = metrics,
+                             .n_metrics = n};
     report_fold_add(f, &r, out);
     json_decref(values);
 }
