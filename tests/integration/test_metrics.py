@@ -637,10 +637,11 @@ def test_report_names_are_those_of_known_workers_reports(srv, node, sql):
     assert [p["value"] for p in metrics(srv, job, "?name=shared")] == [2]
 
 
-def test_a_deleted_jobs_blocks_go_with_it(srv, node, sql):
-    """Issue 27 (migration 0057): report_blocks has no foreign key to jobs (the maintenance stores
-    ~100 rows per block and checked it on each); deleting a job deletes its blocks by a trigger,
-    as the key's ON DELETE CASCADE did, and the other jobs' blocks stay."""
+def test_a_deleted_jobs_blocks_and_stream_go_with_it(srv, node, sql):
+    """Issue 27 (migrations 0057, 0059): neither report_blocks nor job_stream has a foreign key to
+    jobs (the maintenance stores ~100 rows per block, a batch one stream row per report, and each
+    row checked it); deleting a job deletes its blocks and its stream by triggers, as the keys'
+    ON DELETE CASCADE did, and the other jobs' stay."""
     job, other = running_job(srv, node, num_workers=1), running_job(srv, node, num_workers=1)
     for j in (job, other):
         sql("INSERT INTO reports (job_id, attempt, rank, seq, reported_at, metrics) "
@@ -653,9 +654,16 @@ def test_a_deleted_jobs_blocks_go_with_it(srv, node, sql):
                            "exit_code": 0, "signal": None, "error": None})
     node.wait_ack(seq)
     srv.wait_job(job, {"SUCCEEDED"})
+    node.report(job, 0, 101, {"loss": 0.5})
+    node.report(other, 0, 101, {"loss": 0.5})
+    stream = "SELECT count(*) FROM job_stream WHERE job_id = {}"
+    streamed = sql(stream.format(other))
+    assert int(sql(stream.format(job))) > 0 and int(streamed) > 0
     assert srv.request("DELETE", f"/api/v1/jobs/{job}").status == 204
     assert sql(count.format(job)) == "0"
     assert sql(count.format(other)) == str(2 * (100 >> 4))
+    assert sql(stream.format(job)) == "0"
+    assert sql(stream.format(other)) == streamed
 
 
 def test_band_read_before_the_blocks_are_stored_equals_the_band_after(srv, node, sql, pg):

@@ -55,7 +55,12 @@ RETURNS TABLE (i integer, known boolean, fresh boolean, round_ready boolean)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
-    res jsonb;
+    r_i integer[];
+    r_known boolean[];
+    r_fresh boolean[];
+    r_job bigint[];
+    r_attempt integer[];
+    r_seq bigint[];
     v_job bigint[];
     v_attempt integer[];
     v_rank integer[];
@@ -238,12 +243,12 @@ BEGIN
         WHERE coalesce(max_bytes, 0) > 0 AND report_bytes >= max_bytes
           AND report_bytes - bytes < max_bytes
     )
-    SELECT jsonb_agg(jsonb_build_object('i', inp.i, 'known', inp.known,
-                                        'fresh', rw.i IS NOT NULL, 'job_id', inp.job_id,
-                                        'attempt', inp.attempt, 'seq', inp.seq) ORDER BY inp.i)
+    SELECT array_agg(inp.i ORDER BY inp.i), array_agg(inp.known ORDER BY inp.i),
+           array_agg(rw.i IS NOT NULL ORDER BY inp.i), array_agg(inp.job_id ORDER BY inp.i),
+           array_agg(inp.attempt ORDER BY inp.i), array_agg(inp.seq ORDER BY inp.i)
            , (SELECT array_agg(job_id) FROM fb), (SELECT array_agg(attempt) FROM fb),
            (SELECT array_agg(rank) FROM fb), (SELECT array_agg(block) FROM fb)
-    INTO res, v_job, v_attempt, v_rank, v_block
+    INTO r_i, r_known, r_fresh, r_job, r_attempt, r_seq, v_job, v_attempt, v_rank, v_block
     FROM inp
     LEFT JOIN rw ON rw.i = inp.i;
     PERFORM set_config('trainyard.report_names', '', true);
@@ -274,7 +279,7 @@ BEGIN
                 WHERE x.job_id = s.job_id AND x.attempt = s.attempt AND x.seq = s.seq)
                >= (SELECT a.world_size FROM attempts a
                    WHERE a.job_id = s.job_id AND a.attempt = s.attempt)
-    FROM jsonb_to_recordset(res) AS s(i integer, known boolean, fresh boolean, job_id bigint,
-                                      attempt integer, seq bigint)
+    FROM unnest(r_i, r_known, r_fresh, r_job, r_attempt, r_seq)
+         AS s(i, known, fresh, job_id, attempt, seq)
     ORDER BY s.i;
 END $$;
