@@ -181,9 +181,51 @@ size_t jscan_number(const char *text, size_t len, size_t i, bool *integer)
     return i;
 }
 
+/* Clinger's fast path: a real whose digits, read as an integer m, stay below 2^53 and whose
+ * power of ten p is exact in a double (|p| <= 22) is m * 10^p or m / 10^-p, one correctly rounded
+ * operation: exactly what strtod returns, without its arbitrary-precision arithmetic. False for
+ * any other (strtod reads it). */
+static bool fast_real(const char *s, size_t n, double *value)
+{
+    static const double exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                   1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                   1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    size_t k = 0;
+    bool negative = k < n && s[k] == '-';
+    k += negative;
+    uint64_t m = 0;
+    int p = 0;
+    for (bool fraction = false; k < n && (s[k] == '.' || (s[k] >= '0' && s[k] <= '9')); k++) {
+        if (s[k] == '.') {
+            fraction = true;
+            continue;
+        }
+        if (m >= (UINT64_C(1) << 53) / 10 + 1)
+            return false;
+        m = m * 10 + (uint64_t)(s[k] - '0');
+        p -= fraction;
+    }
+    if (k < n) { /* the exponent: [eE][+-]digits */
+        bool down = s[++k] == '-';
+        k += s[k] == '-' || s[k] == '+';
+        int e = 0;
+        for (; k < n; k++)
+            if ((e = e * 10 + (s[k] - '0')) > 1000)
+                return false;
+        p += down ? -e : e;
+    }
+    if (m > (UINT64_C(1) << 53) || p < -22 || p > 22)
+        return false;
+    double v = p >= 0 ? (double)m * exact[p] : (double)m / exact[-p];
+    *value = negative ? -v : v;
+    return true;
+}
+
 int jscan_number_value(const char *text, size_t i, size_t end, bool integer, int64_t *as_int,
                        double *value)
 {
+    if (!integer && fast_real(text + i, end - i, value))
+        return 0;
     char buf[65];
     if (end - i >= sizeof(buf))
         return -1;

@@ -7,6 +7,11 @@ foreach(t test_agent_env test_agent_proto test_agent_proto_report test_agent_pro
     LIBS agentcore tycommon PkgConfig::JANSSON)
 endforeach()
 
+# The validating JSON scanner of the report message (common/json_scan.c, in tycommon).
+ty_add_unit_tests(test_json_scan
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_json_scan.c
+  LIBS tycommon)
+
 # Heartbeats: the report protocol's `progress` frame and the agent protocol's `progress` message
 # (both in tycommon).
 ty_add_unit_tests(test_agent_proto_progress
