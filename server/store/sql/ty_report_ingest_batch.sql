@@ -8,13 +8,11 @@
 -- that runs in that attempt on that node: one reports row holding its values, and one `report`
 -- row appended to the job's stream (in the same statement) without them: the stream's readers
 -- take the values from the reports row (store_job_stream_read), so that they are written once; a
--- report already stored (a resend, or twice in the batch) changes nothing. report_series and
--- report_names are kept here, as the reports' trigger (ty_reports_added) keeps them for every
--- other writer (it does not fire for this insert: trainyard.reports_batch, issue 27): the series
--- of the reports stored now, and their names: those the caller lists, p_name[k] a key of report
--- p_name_at[k] (from 0), every key of the batch's reports the caller does not know stored
--- (server/control/report_names.h), stored for the reports of known workers; with p_name NULL,
--- every key of the reports stored now;
+-- report already stored (a resend, or twice in the batch) changes nothing. report_series is kept
+-- by the reports' trigger (ty_reports_added), as for every writer, and so is report_names unless
+-- the caller lists names: p_name[k] a key of report p_name_at[k] (from 0), every key of the
+-- batch's reports the caller does not know stored (server/control/report_names.h), which the
+-- batch stores for the reports of known workers while the trigger leaves them (issue 27);
 -- report_blocks by the leader's maintenance (ty_report_blocks_fill), but for the blocks the
 -- caller summed up itself as it sent their reports (server/control/report_fold.h): p_fb_* one
 -- entry per block (series, block, how many reports it summed up), p_fr_* its report_blocks rows
@@ -86,7 +84,8 @@ BEGIN
     END IF;
     IF p_name IS NOT NULL THEN
         -- the names listed, of reports of workers the node runs (whether stored now or not: a
-        -- name no report carries matches no report where report_names is read)
+        -- name no report carries matches no report where report_names is read), before the
+        -- reports as every writer's trigger does (one key order), and the trigger told so
         WITH carrier AS (
             SELECT a.at FROM (SELECT DISTINCT at FROM unnest(p_name_at) AS at) a
              WHERE EXISTS (SELECT 1 FROM workers w
@@ -98,8 +97,8 @@ BEGIN
           FROM unnest(p_name, p_name_at) AS n(name, at) JOIN carrier USING (at)
          ORDER BY 1, 2
         ON CONFLICT DO NOTHING;
+        PERFORM set_config('trainyard.report_names', 'batch', true);
     END IF;
-    PERFORM set_config('trainyard.reports_batch', 'on', true); -- no trigger: kept below
     WITH inp AS (
         -- narrow rows: a report's values are taken from p_metrics by its place where stored
         SELECT x.i, x.job_id, x.attempt, x.rank, x.seq, x.step, x.checkpoint_dir, x.node_id,
@@ -183,26 +182,6 @@ BEGIN
                                   'checkpoint', rw.checkpoint_dir IS NOT NULL)
           FROM rw JOIN j ON j.id = rw.job_id
          ORDER BY rw.job_id, rw.i
-    ), named AS (
-        -- no names listed: every name of the reports stored now
-        INSERT INTO report_names (job_id, name)
-        SELECT DISTINCT rw.job_id, k
-          FROM rw CROSS JOIN LATERAL jsonb_object_keys(coalesce(p_metrics[rw.i + 1], '{}')) k
-         WHERE p_name IS NULL
-         ORDER BY 1, 2
-        ON CONFLICT DO NOTHING
-    ), series AS (
-        -- the series of the reports stored now, as ty_reports_added notes a report's (one
-        -- statement here: late_writes counts it once)
-        INSERT INTO report_series AS s (job_id, attempt, rank, seq_max, block_next)
-        SELECT job_id, attempt, rank, max(seq), min(seq) >> 4 FROM rw
-         GROUP BY job_id, attempt, rank
-         ORDER BY job_id, attempt, rank
-        ON CONFLICT (job_id, attempt, rank)
-           DO UPDATE SET seq_max = greatest(s.seq_max, excluded.seq_max),
-                         block_next = least(s.block_next, excluded.block_next),
-                         late_writes = s.late_writes
-                                       + (excluded.block_next < s.seq_max >> 4)::integer
     ), inb AS (
         -- per series and block: the batch's reports, and those stored now (and the series'
         -- newest stored now), for the check of the blocks summed up by the caller
@@ -272,7 +251,7 @@ BEGIN
     INTO r_i, r_known, r_fresh, r_job, r_attempt, r_seq, v_job, v_attempt, v_rank, v_block
     FROM inp
     LEFT JOIN rw ON rw.i = inp.i;
-    PERFORM set_config('trainyard.reports_batch', '', true);
+    PERFORM set_config('trainyard.report_names', '', true);
     IF v_job IS NOT NULL THEN
         -- each series' block_next past its blocks stored now when it stood at the first of them
         -- (the reports' trigger lowered it for a report of an earlier block), and block_end past
