@@ -12,7 +12,7 @@
 -- below it
 -- (summed up again after a late report) are upserts (migration 0057). Each job's
 -- row is held (FOR KEY SHARE) before its blocks are stored, so that its deletion waits for this
--- call and then deletes them (ty_job_deleted_blocks); a job deleted before is left out. The
+-- call and then deletes them (ty_job_deleted_rows); a job deleted before is left out. The
 -- series' rows are not locked while their blocks are summed up (a writer's trigger would wait
 -- for that: migration 0054), only after (FOR UPDATE, in key order, as writers lock them);
 -- block_next moves on only when neither it nor late_writes changed meanwhile, so a report stored
