@@ -118,7 +118,7 @@ static int hold_metrics(struct aproto_report *r, const char *values, size_t len,
                         size_t tlen, const char *dir, size_t dlen)
 {
     /* the values' text, then the names decoded (each shorter than written), time and dir */
-    char *owned = malloc(2 * len + tlen + dlen + 2), *names = owned + len;
+    char *owned = malloc(2 * len + tlen + dlen + 2), *names = NULL;
     size_t cap = 16, n = 0;
     struct aproto_metric *metrics = malloc(cap * sizeof(*metrics));
     struct {
@@ -130,6 +130,7 @@ static int hold_metrics(struct aproto_report *r, const char *values, size_t len,
     bool rebuilt = false;
     if (owned == NULL || metrics == NULL || member == NULL)
         goto refuse;
+    names = owned + len;
     size_t i = jscan_space(values, len, 1);
     while (i < len && values[i] == '"') {
         size_t at = i, nlen;
