@@ -4,8 +4,5 @@
 -- 24 ms without). Every writer of job_stream holds the job's row when it appends (it reserves the
 -- seqs by updating jobs.stream_seq, or its job event's own key check holds it), so the key
 -- checked nothing they did not; a deleted job's stream rows are deleted by a trigger on jobs
--- (server/store/sql/ty_job_deleted_rows.sql), as ON DELETE CASCADE did. That trigger also takes
--- over report_blocks' from job_deleted_blocks (migration 0057), dropped here.
+-- (server/store/sql/ty_job_deleted_stream.sql), as ON DELETE CASCADE did.
 ALTER TABLE job_stream DROP CONSTRAINT IF EXISTS job_stream_job_id_fkey;
-DROP TRIGGER IF EXISTS job_deleted_blocks ON jobs;
-DROP FUNCTION IF EXISTS ty_job_deleted_blocks();
