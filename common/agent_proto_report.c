@@ -323,6 +323,8 @@ int aproto__scan_report(const char *text, size_t len, struct aproto_report *r)
                     return -1; /* written twice: jansson's reading keeps the last */
                 f[k] = (struct span){at, end};
             }
+        if (f[F_TYPE].end == end && (end - at != 8 || memcmp(text + at, "\"report\"", 8) != 0))
+            return -1; /* another message (a log chunk...): not scanned further */
         i = jscan_space(text, len, end);
         if (i >= len || text[i] != ',')
             break;
@@ -334,8 +336,7 @@ int aproto__scan_report(const char *text, size_t len, struct aproto_report *r)
         return -1;
     size_t at, n, tat, tlen, dat = 0, dlen = 0;
     char job[24];
-    if (!plain_string_at(text, f[F_TYPE], &at, &n) || n != 6 ||
-        memcmp(text + at, "report", 6) != 0 || !int_at(text, f[F_SEQ], 1, INT64_MAX, &r->seq) ||
+    if (f[F_TYPE].end == 0 || !int_at(text, f[F_SEQ], 1, INT64_MAX, &r->seq) ||
         !int_at(text, f[F_ATTEMPT], 0, INT32_MAX, &r->attempt) ||
         !int_at(text, f[F_RANK], 0, INT32_MAX, &r->rank) ||
         !int_at(text, f[F_REPORT_SEQ], 1, INT64_MAX, &r->report_seq) ||
