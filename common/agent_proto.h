@@ -287,9 +287,10 @@ struct aproto_report {
     /* the metrics with a 1..256-byte name (any JSON value), in the message's order */
     struct aproto_metric *metrics;
     size_t n_metrics;
-    size_t skipped; /* metrics left out (bad names) */
-    /* the metrics as one JSON object's text, values_len bytes (not NUL-terminated): as the
-     * message wrote it when every metric was kept (stored as is, not written again) */
+    size_t skipped; /* metrics left out (bad names, past the server's cap) */
+    /* the metrics as one JSON object's text, values_len bytes (not NUL-terminated), stored as
+     * is: the members kept, each as the message wrote it (as jansson writes them when jansson
+     * read the message) */
     const char *values_text;
     size_t values_len;
     char *owned;

@@ -31,25 +31,25 @@ static int hex4(const char *text, size_t len, size_t i)
     return v;
 }
 
-/* The length of the UTF-8 sequence that starts at s[0] (n bytes there), or 0 when it is not one
- * (overlong forms, surrogates and code points past U+10FFFF refused, as jansson does). */
-static size_t utf8_length(const unsigned char *s, size_t n)
+size_t jscan_utf8_length(const unsigned char *s, size_t n)
 {
     unsigned char c = s[0];
     size_t need;
     unsigned char lo = 0x80, hi = 0xBF; /* the second byte's range */
+    if (c == 0)
+        return 0;
     if (c < 0x80)
         return 1;
     if (c >= 0xC2 && c <= 0xDF)
         need = 2;
     else if (c >= 0xE0 && c <= 0xEF) {
         need = 3;
-        lo = c == 0xE0 ? 0xA0 : 0x80;
-        hi = c == 0xED ? 0x9F : 0xBF;
+        lo = c == 0xE0 ? 0xA0 : 0x80; /* overlong */
+        hi = c == 0xED ? 0x9F : 0xBF; /* surrogates */
     } else if (c >= 0xF0 && c <= 0xF4) {
         need = 4;
-        lo = c == 0xF0 ? 0x90 : 0x80;
-        hi = c == 0xF4 ? 0x8F : 0xBF;
+        lo = c == 0xF0 ? 0x90 : 0x80; /* overlong */
+        hi = c == 0xF4 ? 0x8F : 0xBF; /* above U+10FFFF */
     } else
         return 0;
     if (n < need || s[1] < lo || s[1] > hi)
@@ -102,7 +102,7 @@ size_t jscan_string(const char *text, size_t len, size_t i, char *out, size_t *o
         if (c < 0x20)
             return 0;
         if (c != '\\') {
-            size_t k = utf8_length((const unsigned char *)text + i, len - i);
+            size_t k = jscan_utf8_length((const unsigned char *)text + i, len - i);
             if (k == 0)
                 return 0;
             if (out)

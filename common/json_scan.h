@@ -15,6 +15,12 @@
 
 #define JSCAN_MAX_DEPTH 64
 
+/* The length of the valid UTF-8 sequence at s (n >= 1 bytes there), or 0 when the bytes there
+ * are not one: a bad lead or continuation byte, an overlong form, a surrogate, past U+10FFFF, a
+ * sequence cut short by n, or NUL (no JSON string holds it raw, nor PostgreSQL's jsonb). Also
+ * the agent's check of its workers' log lines (worker/agent/logcut.c). */
+size_t jscan_utf8_length(const unsigned char *s, size_t n);
+
 /* The first index from i on that is not JSON white space. */
 size_t jscan_space(const char *text, size_t len, size_t i);
 

@@ -2,47 +2,11 @@
  * that says why a worker failed (pure): agent_log_cut, agent_log_journal_parse and
  * agent_log_failure_line, declared in agent.h. */
 #include "agent.h"
+#include "json_scan.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Length of the valid UTF-8 sequence at p (at most n bytes available), or 0 when the bytes there
- * are not one (bad lead byte, bad continuation, overlong form, surrogate, above U+10FFFF, or a
- * sequence cut short by n). NUL counts as invalid: PostgreSQL's jsonb cannot hold it. */
-static size_t utf8_seq_len(const unsigned char *p, size_t n)
-{
-    unsigned char c = p[0];
-    if (c == 0)
-        return 0;
-    if (c < 0x80)
-        return 1;
-    size_t len;
-    unsigned char lo = 0x80, hi = 0xBF; /* range of the second byte */
-    if (c >= 0xC2 && c <= 0xDF) {
-        len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        if (c == 0xE0)
-            lo = 0xA0; /* overlong */
-        else if (c == 0xED)
-            hi = 0x9F; /* surrogates */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        if (c == 0xF0)
-            lo = 0x90; /* overlong */
-        else if (c == 0xF4)
-            hi = 0x8F; /* above U+10FFFF */
-    } else {
-        return 0;
-    }
-    if (n < len || p[1] < lo || p[1] > hi)
-        return 0;
-    for (size_t i = 2; i < len; i++)
-        if (p[i] < 0x80 || p[i] > 0xBF)
-            return 0;
-    return len;
-}
 
 /* Appends raw[0..n) to `lines` as one string, each invalid byte replaced by U+FFFD. 0 or -1. */
 static int append_line(json_t *lines, const unsigned char *raw, size_t n)
@@ -52,7 +16,7 @@ static int append_line(json_t *lines, const unsigned char *raw, size_t n)
         return -1;
     size_t o = 0;
     for (size_t i = 0; i < n;) {
-        size_t k = utf8_seq_len(raw + i, n - i);
+        size_t k = jscan_utf8_length(raw + i, n - i);
         if (k == 0) {
             memcpy(out + o, "\xEF\xBF\xBD", 3);
             o += 3;
@@ -241,7 +205,7 @@ size_t agent_log_failure_line(const char *buf, size_t len, bool whole, char *out
     const unsigned char *u = (const unsigned char *)line;
     size_t o = 0;
     for (size_t i = 0; i < n;) {
-        size_t k = utf8_seq_len(u + i, n - i);
+        size_t k = jscan_utf8_length(u + i, n - i);
         if (k == 0 || (k == 1 && (u[i] < 0x20 || u[i] == 0x7F))) {
             if (o + 1 >= outlen)
                 break;
