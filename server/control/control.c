@@ -18,9 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
-#define CTL_TICK_MS 200
 /* How often the checkpoints retention deleted are sent to the agents connected here. */
 #define CTL_CKPT_DELETES_S 1.0
 #define CTL_PASS_INTERVAL_S 5.0 /* a pass at least this often: backfill windows move with time */
@@ -29,6 +30,8 @@
 #define CTL_STOP_RESEND_S 15.0
 /* The longest one round of the control thread handles the hub's events (control_thread). */
 #define CTL_DRAIN_S 0.05
+/* Within a round, the batches of reports are looked at after every this many events. */
+#define CTL_DRAIN_PUSH_EVERY 32
 
 struct ctl_node *ctl__node_by_conn(struct control *ctl, uint64_t conn)
 {
@@ -58,13 +61,23 @@ void ctl__send_text(struct control *ctl, uint64_t conn, char *text)
     free(text);
 }
 
+void ctl__signal_locked(struct control *ctl)
+{
+    pthread_cond_signal(&ctl->cond);
+    if (ctl->polling) {
+        uint64_t one = 1;
+        if (write(ctl->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+            TY_DEBUG("control", "cannot wake the control loop: %s", strerror(errno));
+    }
+}
+
 /* Called by the hub thread when it queued an event: wakes the loop without forcing a pass. */
 static void wake(void *arg)
 {
     struct control *ctl = arg;
     pthread_mutex_lock(&ctl->lock);
     ctl->woken = true;
-    pthread_cond_signal(&ctl->cond);
+    ctl__signal_locked(ctl);
     pthread_mutex_unlock(&ctl->lock);
 }
 
@@ -79,7 +92,7 @@ void control_kick(struct control *ctl)
         return;
     pthread_mutex_lock(&ctl->lock);
     ctl->kicked = true;
-    pthread_cond_signal(&ctl->cond);
+    ctl__signal_locked(ctl);
     pthread_mutex_unlock(&ctl->lock);
 }
 
@@ -99,7 +112,7 @@ void control_forget_job(struct control *ctl, int64_t id)
     if (ctl->nforget < ctl->forget_cap)
         ctl->forget[ctl->nforget++] = id;
     ctl->kicked = true;
-    pthread_cond_signal(&ctl->cond);
+    ctl__signal_locked(ctl);
     pthread_mutex_unlock(&ctl->lock);
 }
 
@@ -176,7 +189,7 @@ static void handle_event(struct control *ctl, struct hub_event *ev)
 {
     if (ev->kind != HUB_MESSAGE) { /* events stay in order */
         ctl__flush_started(ctl);
-        ctl__flush_reports(ctl);
+        ctl__flush_reports(ctl, ev->conn);
         ctl__flush_logs(ctl);
     }
     switch (ev->kind) {
@@ -259,6 +272,10 @@ static void *control_thread(void *arg)
         while ((more = hub_next_event(ctl->hub, &ev))) {
             handle_event(ctl, &ev);
             handled++;
+            /* a batch done meanwhile is acked and its lane refilled at once, not at the end of
+             * the round: its backend would idle until then */
+            if (handled % CTL_DRAIN_PUSH_EVERY == 0)
+                ctl__push_reports(ctl, false);
             if (util_mono_s() - drain_start >= CTL_DRAIN_S)
                 break;
         }
@@ -372,7 +389,8 @@ struct control *control_start(struct srv *srv)
     ctl->srv = srv;
     pthread_mutex_init(&ctl->lock, NULL);
     pthread_cond_init(&ctl->cond, NULL);
-    if (load_cluster_token(ctl) != 0 || ctl__slurm_start(ctl) != 0)
+    ctl->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (ctl->wake_fd < 0 || load_cluster_token(ctl) != 0 || ctl__slurm_start(ctl) != 0)
         goto fail;
     ctl->db = db_acquire(srv->db);
     if (ctl->db == NULL)
@@ -402,6 +420,8 @@ fail:
     ctl__slurm_stop(ctl);
     db_release(srv->db, ctl->db);
     free(ctl->cluster_token_hash);
+    if (ctl->wake_fd >= 0)
+        close(ctl->wake_fd);
     pthread_mutex_destroy(&ctl->lock);
     pthread_cond_destroy(&ctl->cond);
     free(ctl);
@@ -414,7 +434,7 @@ void control_stop(struct control *ctl)
         return;
     pthread_mutex_lock(&ctl->lock);
     ctl->stopping = true;
-    pthread_cond_signal(&ctl->cond);
+    ctl__signal_locked(ctl);
     pthread_mutex_unlock(&ctl->lock);
     pthread_join(ctl->thread, NULL);
     ctl__report_blocks_stop(ctl);
@@ -447,6 +467,7 @@ void control_stop(struct control *ctl)
     ctl__slurm_stop(ctl);
     json_decref(ctl->logs.rows);
     free(ctl->cluster_token_hash);
+    close(ctl->wake_fd);
     pthread_mutex_destroy(&ctl->lock);
     pthread_cond_destroy(&ctl->cond);
     free(ctl->forget);

@@ -149,7 +149,7 @@ static bool within_report_caps(struct control *ctl, struct ctl_node *node,
  * cumulative: this one must not cover a report that is not committed yet). */
 static void drop_over_cap(struct control *ctl, uint64_t conn, int64_t seq)
 {
-    ctl__flush_reports(ctl);
+    ctl__flush_reports(ctl, conn);
     if (seq >= 0 && ctl__node_by_conn(ctl, conn) != NULL)
         ack_seq(ctl, conn, seq);
 }
@@ -469,7 +469,7 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
     if (m.type != APROTO_MSG_WORKER_STARTED && !unordered)
         ctl__flush_started(ctl);
     if ((m.type != APROTO_MSG_REPORT && !unordered) || !ok)
-        ctl__flush_reports(ctl);
+        ctl__flush_reports(ctl, conn);
     if (m.type == APROTO_MSG_REGISTER || m.type == APROTO_MSG_WORKER_EXITED)
         ctl__flush_logs(ctl);
     struct ctl_node *node = ctl__node_by_conn(ctl, conn);

@@ -22,7 +22,7 @@
 static void wake_locked(struct control *ctl)
 {
     ctl->woken = true;
-    pthread_cond_signal(&ctl->cond);
+    ctl__signal_locked(ctl);
 }
 
 static void on_changed(void *arg)

@@ -47,6 +47,9 @@ struct ctl_grow {
     double since;
 };
 
+/* The control loop's tick: its timed duties (control_thread), and its longest sleep. */
+#define CTL_TICK_MS 200
+
 /* worker_started messages received but not yet committed (control_agent.c): consecutive ones
  * are recorded in one transaction, then acked. */
 #define CTL_STARTED_MAX 128
@@ -58,8 +61,15 @@ struct ctl_started {
     bool has_seq[CTL_STARTED_MAX];
 };
 
-/* Reports received but not yet committed (control_report.c): committed together, then acked. */
-#define CTL_REPORTS_MAX 512
+/* Reports received but not yet committed (control_report.c): queued per lane (struct ctl_queue,
+ * struct ctl_flight below), then stored in batches (struct ctl_reports) of at most
+ * CTL_BATCH_MAX, one statement each, and acked once committed. A lane queues up to 8 batches
+ * before the loop waits for it: the hub's events come in one queue, so while the loop waits for
+ * one lane the agents of the others are not read. One queue of one batch for all lanes filled
+ * with the reports of the lane whose batch was running, and the other lane's batches held a few
+ * reports (issue 27). */
+#define CTL_BATCH_MAX 512
+#define CTL_QUEUE_MAX (8 * CTL_BATCH_MAX)
 struct ctl_report_item {
     uint64_t conn;
     struct aproto_report r; /* owned: aproto_report_free */
@@ -67,7 +77,11 @@ struct ctl_report_item {
 };
 struct ctl_reports {
     size_t n;
-    struct ctl_report_item items[CTL_REPORTS_MAX];
+    struct ctl_report_item items[CTL_BATCH_MAX];
+};
+struct ctl_queue {
+    size_t n;
+    struct ctl_report_item items[CTL_QUEUE_MAX];
 };
 /* A batch of reports whose statement may be running (conn not NULL: on that pooled
  * connection) while the control thread reads the next messages (control_report.c). One per
@@ -79,10 +93,10 @@ struct ctl_flight {
     struct ctl_reports b;
     struct db_conn *conn;
     size_t n; /* rows: b's reports from nodes still attached; idx: their places in b */
-    struct store_report rows[CTL_REPORTS_MAX];
-    struct store_report_outcome outs[CTL_REPORTS_MAX];
-    int64_t steps[CTL_REPORTS_MAX];
-    size_t idx[CTL_REPORTS_MAX];
+    struct store_report rows[CTL_BATCH_MAX];
+    struct store_report_outcome outs[CTL_BATCH_MAX];
+    int64_t steps[CTL_BATCH_MAX];
+    size_t idx[CTL_BATCH_MAX];
     struct store_report_names names;   /* the rows' names not known stored (report_names.h) */
     bool names_sent;                   /* with the statement: settled once it committed */
     struct store_report_blocks blocks; /* the blocks summed up as the rows were made
@@ -133,6 +147,8 @@ struct control {
     size_t nforget, forget_cap;
     bool stopping; /* guarded by lock */
     bool woken;    /* guarded by lock: the hub queued events */
+    bool polling;  /* guarded by lock: the loop waits in poll() for its batches or wake_fd */
+    int wake_fd;   /* eventfd, written by ctl__signal_locked while `polling` */
     bool dirty;    /* a scheduling pass is due */
     bool gained;   /* ... and capacity was added since the last one (a node, freed resources) */
     bool tune_due; /* reports were committed since the trial schedulers last read them */
@@ -151,7 +167,7 @@ struct control {
     struct ctl_grow *grows;
     struct ctl_specs specs;
     struct ctl_started started;
-    struct ctl_reports reports;
+    struct ctl_queue queued[CTL_LANES]; /* the reports of each lane, not yet sent */
     struct ctl_flight flights[CTL_LANES];
     struct report_names *known_names; /* NULL: none yet (the reports' trigger finds them) */
     struct report_fold *fold;         /* NULL: none yet (the maintenance sums up every block) */
@@ -209,6 +225,9 @@ int ctl__enrol(struct control *ctl, const struct aproto_node_msg *reg,
 /* Sends a message built by common/agent_proto.c to a connection (text taken over; NULL, out of
  * memory while building it, is logged and dropped). */
 void ctl__send_text(struct control *ctl, uint64_t conn, char *text);
+/* Wakes the control loop (ctl->lock held): its condition variable, or its poll() on the batches
+ * in flight (control_report.c). */
+void ctl__signal_locked(struct control *ctl);
 
 /* control_agent.c */
 /* Handles one agent message. A worker_started is only queued (ctl->started): the caller must
@@ -218,21 +237,23 @@ void ctl__on_agent_message(struct control *ctl, uint64_t conn, const char *text,
  * applies them one by one as before: each that fails closes its connection, so that the agent
  * resends what was not acked. */
 void ctl__flush_started(struct control *ctl);
-/* control_report.c: agent message `report`, parsed. Queues it (taking over m->report.values
- * and a reference to m->root); a full batch is committed first. The caller must call
- * ctl__flush_reports() once the hub queue is drained and before any other message or event. */
+/* control_report.c: agent message `report`, parsed. Queues it in its connection's lane (taking
+ * over m->report); with the lane's queue full, waits until the lane takes some. The caller must
+ * call ctl__flush_reports(ctl, conn) before any other message or event of that connection. */
 void ctl__queue_report(struct control *ctl, uint64_t conn, struct aproto_node_msg *m);
-/* Commits the queued reports in one transaction, registers their checkpoints, and acks them. When
- * the transaction fails, applies them one by one: a report the database refuses is acked and
- * dropped; one that cannot be committed closes its connection, so that the agent resends what was
- * not acked. */
-void ctl__flush_reports(struct control *ctl);
-/* ctl__flush_reports without waiting, per lane (struct ctl_flight): the lane's batch in flight
- * is finished when its statement is done (or, with `wait`, in any case), then the lane's queued
- * reports are sent as one statement on a pooled connection, so that PostgreSQL stores them
- * while the control thread reads the next messages; a lane whose batch is still running keeps
- * its reports queued (until the queue is full). Falls back to ctl__flush_reports when no
- * connection is free. */
+/* Waits until every report queued from connection `conn` is committed (its lane's batches, in
+ * their order; the other lanes go on meanwhile), its checkpoints registered and acked. When a
+ * batch's transaction fails, its reports are applied one by one: a report the database refuses
+ * is acked and dropped; one that cannot be committed closes its connection, so that the agent
+ * resends what was not acked. */
+void ctl__flush_reports(struct control *ctl, uint64_t conn);
+/* ctl__flush_reports without waiting, per lane (struct ctl_flight): each lane whose batch is
+ * done is finished (acks) and sends its queued reports as one statement on a pooled connection,
+ * so that PostgreSQL stores them while the control thread reads the next messages; a lane whose
+ * batch is still running keeps its reports queued. With the queue full, waits until a lane
+ * takes some; with `wait` (a round without messages), waits until a lane's batch is done or the
+ * loop is signalled (ctl__signal_locked), whichever comes first. Falls back to
+ * ctl__flush_reports when no connection is free. */
 void ctl__push_reports(struct control *ctl, bool wait);
 /* Waits for the pushed batches, if any, and finishes them (acks). */
 void ctl__finish_reports(struct control *ctl);

@@ -4,18 +4,22 @@
  * here (report_fold.h) and sent with it, and each report not stored lets its block go to the
  * leader's maintenance (below), which sums up whatever this thread did not see whole.
  *
- * Reports are ingested in batches: ctl__queue_report() keeps each valid report (up to
- * CTL_REPORTS_MAX), and ctl__flush_reports() commits all of them in one transaction
- * (store_reports_insert: report rows, metrics rows, one `report` row per new report in its job's
- * stream, the jobs' results), then their checkpoint parts (on_round_complete: checkpoint_bytes,
- * and checkpoint k once round k is complete), and only then acks them. Once the hub queue is
- * drained the control loop pushes the batches (ctl__push_reports), one per lane (an agent
- * connection's reports all go by lane conn % CTL_LANES): a lane's statement is sent on a pooled
- * connection and runs while the loop reads the next messages; a later push finishes it once it
- * is done (result, checkpoints, acks) and sends the lane's next batch, a push after a round
- * without messages (or with the queue full) waits for it, and any flush finishes every lane
- * first. A flush (before any message that is not a report) stores what is queued and waits, so
- * acks stay in the order of each agent's events.
+ * Reports are ingested in batches, per lane (an agent connection's reports all go by lane
+ * conn % CTL_LANES, so that they are stored in their order while several PostgreSQL backends
+ * store the lanes' batches at once): ctl__queue_report() keeps each valid report in its lane's
+ * queue (up to CTL_QUEUE_MAX), and a lane's batch of at most CTL_BATCH_MAX of them is committed
+ * in one transaction (store_reports_insert: report rows, metrics rows, one `report` row per new
+ * report in its job's stream, the jobs' results), then their checkpoint parts
+ * (on_round_complete: checkpoint_bytes, and checkpoint k once round k is complete), and only
+ * then are they acked. As the control loop reads the hub's events (every CTL_DRAIN_PUSH_EVERY of
+ * them) and once it has read them, it pushes the batches (ctl__push_reports): a lane's
+ * statement is sent on a pooled connection and runs while the loop reads the next messages; a
+ * later push finishes it once it is done (result, checkpoints, acks) and sends the lane's next
+ * batch. A push after a round without messages waits for whichever lane is done first (or the
+ * next event), a report for a lane whose queue is full until that lane takes some of it. Before
+ * any other message or event of a connection, ctl__flush_reports(ctl, conn) waits until that
+ * connection's queued reports are committed and acked (the other lanes go on meanwhile), so
+ * that its messages are applied in their order.
  * What the server does with each report:
  *
  *   committed, or a resend of a committed one      -> ack (resends change nothing)
@@ -46,10 +50,13 @@
 #include "store.h"
 #include "util.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The report could not be committed: detach the node from this connection and close it, so that
  * no later ack covers the report and the agent resends it after reconnecting (see the top). */
@@ -97,11 +104,19 @@ static int on_round_complete(struct control *ctl, const struct aproto_report *r,
     return 0;
 }
 
+/* The lane of an agent connection's reports: one, so that they are stored in their order. */
+static int lane_of(uint64_t conn)
+{
+    return (int)(conn % CTL_LANES);
+}
+
+static void make_room(struct control *ctl, int l);
+
 void ctl__queue_report(struct control *ctl, uint64_t conn, struct aproto_node_msg *m)
 {
-    struct ctl_reports *b = &ctl->reports;
-    if (b->n == CTL_REPORTS_MAX)
-        ctl__push_reports(ctl, false); /* full: every lane with reports queued is sent */
+    int lane = lane_of(conn);
+    struct ctl_queue *b = &ctl->queued[lane];
+    make_room(ctl, lane);
     struct ctl_report_item *it = &b->items[b->n++];
     it->conn = conn;
     it->r = m->report; /* taken over: it holds its own strings */
@@ -305,33 +320,16 @@ static void collect_all(struct control *ctl)
         collect_flight(ctl, &ctl->flights[l]);
 }
 
-static int lane_of(uint64_t conn)
+/* Moves the first CTL_BATCH_MAX queued reports of `lane` into its flight's batch (which is
+ * empty), in their order, and makes their rows. */
+static void take_queue(struct control *ctl, int lane)
 {
-    return (int)(conn % CTL_LANES);
-}
-
-static bool lane_queued(const struct control *ctl, int lane)
-{
-    for (size_t i = 0; i < ctl->reports.n; i++)
-        if (lane_of(ctl->reports.items[i].conn) == lane)
-            return true;
-    return false;
-}
-
-/* Moves the queued reports of `lane` (every one when lane < 0) into the flight's batch (which
- * is empty), in their order, and makes their rows. */
-static void take_queue(struct control *ctl, struct ctl_flight *f, int lane)
-{
-    struct ctl_reports *q = &ctl->reports;
-    size_t kept = 0;
-    f->b.n = 0;
-    for (size_t i = 0; i < q->n; i++) {
-        if (lane < 0 || lane_of(q->items[i].conn) == lane)
-            f->b.items[f->b.n++] = q->items[i];
-        else
-            q->items[kept++] = q->items[i];
-    }
-    q->n = kept;
+    struct ctl_queue *q = &ctl->queued[lane];
+    struct ctl_flight *f = &ctl->flights[lane];
+    f->b.n = q->n < CTL_BATCH_MAX ? q->n : CTL_BATCH_MAX;
+    memcpy(f->b.items, q->items, f->b.n * sizeof(q->items[0]));
+    q->n -= f->b.n;
+    memmove(q->items, q->items + f->b.n, q->n * sizeof(q->items[0]));
     batch_rows(ctl, f);
 }
 
@@ -344,39 +342,117 @@ static void store_now(struct control *ctl, struct ctl_flight *f)
     finish_batch(ctl, f, qs, sqlstate);
 }
 
-void ctl__flush_reports(struct control *ctl)
+/* Sends the next batch of lane l (idle) as one statement on a pooled connection; with none
+ * free, stores it now on this thread's. */
+static void send_lane(struct control *ctl, int l)
 {
-    collect_all(ctl);
-    if (ctl->reports.n == 0)
+    struct ctl_flight *f = &ctl->flights[l];
+    struct db_conn *c = db_try_acquire(ctl->srv->db);
+    take_queue(ctl, l);
+    if (c == NULL) {
+        store_now(ctl, f);
         return;
-    take_queue(ctl, &ctl->flights[0], -1);
-    store_now(ctl, &ctl->flights[0]);
+    }
+    if (store_reports_send(c, f->rows, f->n, sent_names(f), &f->blocks) == 0) {
+        f->conn = c;
+        return;
+    }
+    db_release(ctl->srv->db, c);
+    store_now(ctl, f);
+}
+
+/* Finishes each lane whose batch is done, and sends each idle lane's queued reports; returns
+ * how many batches it finished. */
+static int advance_lanes(struct control *ctl)
+{
+    int finished = 0;
+    for (int l = 0; l < CTL_LANES; l++) {
+        struct ctl_flight *f = &ctl->flights[l];
+        if (f->conn != NULL) {
+            if (!store_reports_done(f->conn))
+                continue;
+            collect_flight(ctl, f);
+            finished++;
+        }
+        if (ctl->queued[l].n > 0)
+            send_lane(ctl, l);
+    }
+    return finished;
+}
+
+/* Waits, at most a tick, until a batch in flight is done or, with `signals`, the loop is
+ * signalled (ctl__signal_locked: a hub event, a kick, the stop). Not in the order the lanes
+ * were sent: a lane done early is refilled while another still runs. */
+static void wait_lanes(struct control *ctl, bool signals)
+{
+    struct pollfd fds[CTL_LANES + 1];
+    nfds_t n = 0;
+    for (int l = 0; l < CTL_LANES; l++) {
+        int fd = ctl->flights[l].conn ? store_reports_socket(ctl->flights[l].conn) : -1;
+        if (fd >= 0)
+            fds[n++] = (struct pollfd){.fd = fd, .events = POLLIN};
+    }
+    if (signals) {
+        pthread_mutex_lock(&ctl->lock);
+        bool due = ctl->woken || ctl->kicked || ctl->stopping;
+        ctl->polling = !due;
+        pthread_mutex_unlock(&ctl->lock);
+        if (due)
+            return;
+        fds[n++] = (struct pollfd){.fd = ctl->wake_fd, .events = POLLIN};
+    }
+    if (poll(fds, n, CTL_TICK_MS) < 0 && errno != EINTR)
+        TY_DEBUG("control", "poll for the reports' batches: %s", strerror(errno));
+    if (signals) {
+        pthread_mutex_lock(&ctl->lock);
+        ctl->polling = false;
+        pthread_mutex_unlock(&ctl->lock);
+        uint64_t count;
+        if (read(ctl->wake_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
+            TY_DEBUG("control", "cannot read the control loop's wake-ups: %s", strerror(errno));
+    }
+}
+
+/* Waits until lane l's queue has room: its batch in flight done, and the next one sent. */
+static void make_room(struct control *ctl, int l)
+{
+    while (ctl->queued[l].n == CTL_QUEUE_MAX) {
+        if (ctl->flights[l].conn != NULL)
+            wait_lanes(ctl, false);
+        advance_lanes(ctl);
+    }
+}
+
+/* Whether a report of connection `conn` is queued or in its lane's batch in flight. */
+static bool conn_pending(const struct control *ctl, uint64_t conn)
+{
+    int l = lane_of(conn);
+    const struct ctl_queue *q = &ctl->queued[l];
+    for (size_t i = 0; i < q->n; i++)
+        if (q->items[i].conn == conn)
+            return true;
+    const struct ctl_flight *f = &ctl->flights[l];
+    for (size_t i = 0; f->conn != NULL && i < f->b.n; i++)
+        if (f->b.items[i].conn == conn)
+            return true;
+    return false;
+}
+
+void ctl__flush_reports(struct control *ctl, uint64_t conn)
+{
+    while (conn_pending(ctl, conn)) {
+        if (ctl->flights[lane_of(conn)].conn != NULL)
+            wait_lanes(ctl, false);
+        advance_lanes(ctl);
+    }
 }
 
 void ctl__push_reports(struct control *ctl, bool wait)
 {
-    bool full = ctl->reports.n == CTL_REPORTS_MAX;
-    for (int l = 0; l < CTL_LANES; l++) {
-        struct ctl_flight *f = &ctl->flights[l];
-        bool queued = lane_queued(ctl, l);
-        /* a lane still storing keeps its reports queued, unless there is no room left */
-        if (f->conn != NULL && !wait && !(full && queued) && !store_reports_done(f->conn))
-            continue;
-        collect_flight(ctl, f);
-        if (!queued)
-            continue;
-        struct db_conn *c = db_try_acquire(ctl->srv->db);
-        if (c == NULL) { /* every pooled connection in use: this thread's own, and wait */
-            ctl__flush_reports(ctl);
-            return;
-        }
-        take_queue(ctl, f, l);
-        if (store_reports_send(c, f->rows, f->n, sent_names(f), &f->blocks) == 0) {
-            f->conn = c;
-            continue;
-        }
-        db_release(ctl->srv->db, c);
-        store_now(ctl, f);
+    int finished = advance_lanes(ctl);
+    if (wait && finished == 0 && ctl__reports_in_flight(ctl)) {
+        wait_lanes(ctl, true);
+        advance_lanes(ctl);
     }
 }
 

@@ -431,6 +431,11 @@ bool db_sent_done(struct db_conn *c)
     return PQconsumeInput(c->pg) == 0 || PQisBusy(c->pg) == 0;
 }
 
+int db_socket(struct db_conn *c)
+{
+    return c->pg ? PQsocket(c->pg) : -1;
+}
+
 int db_exec_text(struct db_conn *c, const struct db_stmt *stmt, const char *const *params,
                  char **out)
 {

@@ -41,6 +41,9 @@ int db_collect(struct db_conn *c, const struct db_stmt *stmt, PGresult **res);
 /* True when the statement db_send_params sent is done: db_collect reads its result without
  * waiting (and when the connection failed: db_collect then says so). Reads what has arrived. */
 bool db_sent_done(struct db_conn *c);
+/* The connection's socket, to poll for the result of what db_send_params sent (readable: call
+ * db_sent_done); -1 when there is none. */
+int db_socket(struct db_conn *c);
 /* db_exec for a one-column query: *out receives a malloc'd copy of the first row's value (NULL
  * for SQL NULL). Same return convention; *out is untouched unless a row came back. */
 int db_exec_text(struct db_conn *c, const struct db_stmt *stmt, const char *const *params,

@@ -468,6 +468,8 @@ int store_reports_collect(struct db_conn *c, const struct store_report *reports,
                           struct store_report_outcome *outcome, char sqlstate[6]);
 /* True when store_reports_collect would not wait. */
 bool store_reports_done(struct db_conn *c);
+/* The socket to poll (readable) until store_reports_done, or -1. */
+int store_reports_socket(struct db_conn *c);
 /* The leader's maintenance of report_blocks (store/sql/ty_report_blocks_fill.sql): sums up, in one
  * transaction, the complete blocks of 16 reports (at most 16 per series) of up to max_series
  * series that any writer stored since, and sets *moved to how many series moved on (0: nothing

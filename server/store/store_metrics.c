@@ -289,6 +289,11 @@ bool store_reports_done(struct db_conn *c)
     return db_sent_done(c);
 }
 
+int store_reports_socket(struct db_conn *c)
+{
+    return db_socket(c);
+}
+
 int store_report_blocks_fill(struct db_conn *c, int max_series, int *moved)
 {
     static const struct db_stmt st = {"report_blocks_fill",

@@ -99,6 +99,29 @@ def test_a_burst_is_stored_once_and_streamed_once(srv, node, sql):
     assert int(sql(f"SELECT count(*) FROM reports WHERE job_id = {job}")) == len(reports)
 
 
+def test_a_flood_past_what_a_lane_queues_is_stored_in_order_and_acked_once(srv, node, sql):
+    """One agent sends more reports than its lane queues at once (CTL_QUEUE_MAX: 8 batches of
+    512) without reading an ack: the control loop waits for the lane's batches before it reads
+    on (control_report.c, make_room), and every report is acked once, in the order sent, stored
+    once and streamed in its rank's order."""
+    job = running_job(srv, node, num_workers=4)
+    reports = [(rank, k) for k in range(1, 1301) for rank in range(4)]
+    seqs = burst(node, job, reports)
+    acked = []
+    while len(acked) < len(seqs):
+        m = node.ws.recv_json(timeout=120)
+        if m.get("type") == "ack":
+            acked.append(m["seq"])
+    assert acked == seqs
+    assert int(sql(f"SELECT count(*) FROM reports WHERE job_id = {job}")) == len(reports)
+    assert int(sql(f"SELECT count(*) FROM metrics WHERE job_id = {job}")) == 3 * len(reports)
+    assert json.loads(sql(f"SELECT metrics FROM reports WHERE job_id = {job} AND rank = 3 "
+                          "AND seq = 1300")) == point(3, 1300)
+    rows = stream_reports(sql, job)
+    for rank in range(4):
+        assert [k for _, r, k, _ in rows if r == rank] == list(range(1, 1301))
+
+
 def test_a_bad_report_in_a_burst_does_not_block_the_others(srv, node, sql):
     job = running_job(srv, node, num_workers=2)
     good = [(rank, k) for k in range(1, 21) for rank in range(2)]
