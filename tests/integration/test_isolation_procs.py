@@ -35,9 +35,12 @@ def log_of(agent, job, rank=0):
 
 
 def wait_line(agent, job, prefix, rank=0):
-    """The first line of the rank's log starting with prefix (without it), once there."""
+    """The first whole line of the rank's log starting with prefix (without it), once there.
+
+    Workers run with PYTHONUNBUFFERED, so print() writes a line in pieces: the text after the
+    last newline may be a line half written, and is not read."""
     def find():
-        for line in log_of(agent, job, rank).splitlines():
+        for line in log_of(agent, job, rank).split("\n")[:-1]:
             if line.startswith(prefix):
                 return [line[len(prefix):]]
         return None
