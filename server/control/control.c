@@ -247,8 +247,12 @@ static void *control_thread(void *arg)
         ctl->kicked = false;
         ctl->woken = false;
         pthread_mutex_unlock(&ctl->lock);
-        if (stopping)
+        if (stopping) {
+            /* the batches in flight are committed and acked; the reports still queued are not
+             * acked, and their agents send them again to the next server */
+            ctl__finish_reports(ctl);
             break;
+        }
         if (kicked) {
             ctl->dirty = true;
             send_forgets(ctl);
@@ -459,6 +463,7 @@ void control_stop(struct control *ctl)
     }
     ctl__specs_free(&ctl->specs);
     report_names_free(ctl->known_names);
+    ctl__reports_free(ctl);
     for (int l = 0; l < CTL_LANES; l++) {
         report_names_list_free(&ctl->flights[l].names);
         report_fold_blocks_free(&ctl->flights[l].blocks);

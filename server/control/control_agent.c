@@ -24,9 +24,9 @@ static void ack_seq(struct control *ctl, uint64_t conn, int64_t seq)
     ctl__send_text(ctl, conn, aproto_msg_ack(seq));
 }
 
-/* Could not record an event of this node: acks are cumulative, so a later ack would make the
- * agent forget it. Close the connection instead; the agent reconnects and resends everything
- * unacked. */
+/* Could not record an event of this node: an agent may read acks as cumulative, so a later ack
+ * could make it forget this one. Close the connection instead; the agent reconnects and resends
+ * everything unacked. */
 static void reconnect_to_resend(struct control *ctl, struct ctl_node *node, uint64_t conn,
                                 const char *type)
 {
@@ -145,8 +145,8 @@ static bool within_report_caps(struct control *ctl, struct ctl_node *node,
     return true;
 }
 
-/* Acks a report dropped for a cap, after committing the reports queued before it (acks are
- * cumulative: this one must not cover a report that is not committed yet). */
+/* Acks a report dropped for a cap, after committing the reports queued before it (an agent
+ * may read acks as cumulative: this one must not cover a report that is not committed yet). */
 static void drop_over_cap(struct control *ctl, uint64_t conn, int64_t seq)
 {
     ctl__flush_reports(ctl, conn);

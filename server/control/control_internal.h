@@ -257,6 +257,9 @@ void ctl__flush_reports(struct control *ctl, uint64_t conn);
 void ctl__push_reports(struct control *ctl, bool wait);
 /* Waits for the pushed batches, if any, and finishes them (acks). */
 void ctl__finish_reports(struct control *ctl);
+/* Frees the reports still queued, not acked (at stop, after ctl__finish_reports): their agents
+ * send them again. */
+void ctl__reports_free(struct control *ctl);
 /* True while a pushed batch is not finished: the control thread does not sleep then. */
 bool ctl__reports_in_flight(const struct control *ctl);
 /* The leader's maintenance of report_blocks, on a thread of its own (with a pooled connection

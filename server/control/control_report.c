@@ -33,11 +33,12 @@
  * A batch the database refuses is retried report by report, so that one bad report (a date
  * PostgreSQL will not take) neither blocks nor drops the others.
  *
- * Dropping the connection is what makes "not acked" mean "will be resent": acks are cumulative
- * (an ack of seq covers every event before it), so merely staying silent would let the ack of a
- * later event drop this report from the agent's spool. After the node is detached from the
- * connection, later messages on it are refused ("send register first") and none is acked; the
- * agent reconnects, registers and resends everything not acked, in order. */
+ * Dropping the connection is what makes "not acked" mean "will be resent": an agent may read
+ * acks as cumulative (docs/agent-protocol.md: an ack of seq covering every event before it), so
+ * merely staying silent would let the ack of a later event drop this report from the agent's spool.
+ * After the node is detached from the connection, later messages on it are refused ("send register
+ * first") and none is acked; the agent reconnects, registers and resends everything not acked, in
+ * order. */
 #include "control_internal.h"
 
 #include "agent_proto.h"
@@ -459,6 +460,16 @@ void ctl__push_reports(struct control *ctl, bool wait)
 void ctl__finish_reports(struct control *ctl)
 {
     collect_all(ctl);
+}
+
+void ctl__reports_free(struct control *ctl)
+{
+    for (int l = 0; l < CTL_LANES; l++) {
+        struct ctl_queue *q = &ctl->queued[l];
+        for (size_t i = 0; i < q->n; i++)
+            aproto_report_free(&q->items[i].r);
+        q->n = 0;
+    }
 }
 
 bool ctl__reports_in_flight(const struct control *ctl)

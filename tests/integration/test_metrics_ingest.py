@@ -136,6 +136,35 @@ def test_a_bad_report_in_a_burst_does_not_block_the_others(srv, node, sql):
     assert len(stream_reports(sql, job)) == len(good)
 
 
+def test_server_stopped_mid_flood_exits_cleanly_and_the_resent_rest_is_stored_once(srv, node,
+                                                                                   sql):
+    """A server stopped (SIGTERM) while an agent's reports fill its lane's queue commits and acks
+    the batch in flight, frees the reports still queued (under AddressSanitizer, exit 0 means no
+    leak) without acking them; the agent sends them again to the next server, and each report is
+    stored once."""
+    job = running_job(srv, node, num_workers=4)
+    reports = [(rank, k) for k in range(1, 1301) for rank in range(4)]
+    seqs = burst(node, job, reports)
+    sent = dict(zip(seqs, reports))
+    acked = wait_acked(node, seqs[0])  # the first batch is committed; most are still queued
+    assert srv.stop() == 0, srv.log_text()
+    acked = max(acks_until_closed(node.ws, timeout=2), acked)
+    node.close()
+    srv.start()
+    stored = stored_points(srv, job)
+    for s in seqs:
+        if s <= acked:
+            rank, k = sent[s]
+            assert stored.get((rank, k, "loss")) == point(rank, k)["loss"], (rank, k)
+    node.connect(workers=[{"job_id": str(job), "attempt": 1, "rank": r, "pid": 1000 + r,
+                           "status": "RUNNING", "exit_code": None, "signal": None}
+                          for r in range(4)])
+    again = burst(node, job, [sent[s] for s in seqs if s > acked])
+    node.wait_ack(again[-1], timeout=120)
+    assert stored_points(srv, job) == expected_points(reports)
+    assert sorted((rank, k) for _, rank, k, _ in stream_reports(sql, job)) == sorted(reports)
+
+
 def test_server_killed_mid_burst_loses_no_acked_report_and_duplicates_none(srv, node, sql):
     job = running_job(srv, node, num_workers=2)
     reports = [(rank, k) for k in range(1, 401) for rank in range(2)]
