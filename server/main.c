@@ -41,11 +41,12 @@ static void print_routes(void)
     json_decref(routes);
 }
 
-/* The embedded PostgreSQL could not be restarted (its watcher logged why): shut down, and
- * main exits non-zero so that a supervisor acts. */
+/* The embedded PostgreSQL could not be restarted (its watcher logs why next): shut down, and
+ * main exits non-zero so that a supervisor acts. The pool's connection failures are not logged
+ * as errors any more: the watcher's line stays the last error. `arg`: the pool. */
 static void embedded_database_lost(void *arg)
 {
-    (void)arg;
+    db_quiet_connect_errors(arg);
     kill(getpid(), SIGTERM);
 }
 
@@ -104,18 +105,19 @@ int main(int argc, char **argv)
     if (srv.cfg.database_url) {
         snprintf(conninfo, sizeof(conninfo), "%s", srv.cfg.database_url);
     } else if (pg_embedded_start(srv.cfg.data_dir, srv.cfg.pg_bin_dir, srv.cfg.pg_fallback_dir,
-                                 &srv.pg, conninfo, sizeof(conninfo)) != 0 ||
-               pg_embedded_watch(srv.pg, (int)srv.cfg.pg_restart_attempts, embedded_database_lost,
-                                 NULL) != 0) {
+                                 &srv.pg, conninfo, sizeof(conninfo)) != 0) {
         goto out;
     }
     /* One connection per HTTP thread, plus a few for the server's own loops. */
     int pool = srv.cfg.db_pool_size > 0 ? (int)srv.cfg.db_pool_size : (int)srv.cfg.http_threads + 4;
     srv.db = db_create(conninfo, pool);
-    if (srv.db != NULL)
-        db_set_timeouts(srv.db, (int)srv.cfg.db_acquire_timeout_ms,
-                        (int)srv.cfg.db_connect_timeout_s);
-    if (srv.db == NULL || wait_for_database(srv.db) != 0) {
+    if (srv.db == NULL)
+        goto out;
+    db_set_timeouts(srv.db, (int)srv.cfg.db_acquire_timeout_ms, (int)srv.cfg.db_connect_timeout_s);
+    if (srv.pg != NULL && pg_embedded_watch(srv.pg, (int)srv.cfg.pg_restart_attempts,
+                                            embedded_database_lost, srv.db) != 0)
+        goto out;
+    if (wait_for_database(srv.db) != 0) {
         TY_ERROR("main", "cannot reach the database");
         goto out;
     }
@@ -152,11 +154,11 @@ out:
     srv_http_stop(&srv);
     stream_stop(srv.stream); /* before the hub, which control_stop stops */
     control_stop(srv.control);
+    pg_embedded_stop(srv.pg); /* its watcher's on_give_up uses the pool */
     db_destroy(srv.db);
     cache_destroy(srv.job_cache);
     cache_destroy(srv.token_cache);
     submit_queue_destroy(srv.submits);
-    pg_embedded_stop(srv.pg);
     artifact_store_close(srv.artifacts);
     free(srv.web_dir);
     srv_config_free(&srv.cfg);

@@ -43,10 +43,12 @@ struct db {
     int acquire_timeout_ms;    /* 0: wait for ever */
     int connect_timeout_s;     /* 0: libpq's default (none) */
 
-    int64_t connect_error_logged; /* atomic: CLOCK_MONOTONIC second of the last logged failure */
+    int64_t connect_error_logged; /* atomic: CLOCK_MONOTONIC second of the last logged failure;
+                                   * DB_CONNECT_ERRORS_QUIET: none is logged any more */
 };
 
 #define DB_CONNECT_ERROR_EVERY_S 5 /* while the database is down, one failure line this often */
+#define DB_CONNECT_ERRORS_QUIET INT64_MAX
 
 struct db *db_create(const char *conninfo, int size)
 {
@@ -84,6 +86,11 @@ void db_set_timeouts(struct db *db, int acquire_timeout_ms, int connect_timeout_
 {
     db->acquire_timeout_ms = acquire_timeout_ms;
     db->connect_timeout_s = connect_timeout_s;
+}
+
+void db_quiet_connect_errors(struct db *db)
+{
+    __atomic_store_n(&db->connect_error_logged, DB_CONNECT_ERRORS_QUIET, __ATOMIC_RELAXED);
 }
 
 const char *db_conninfo(const struct db *db)
@@ -150,7 +157,8 @@ static int conn_ensure(struct db *db, struct db_conn *c)
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
         int64_t last = __atomic_load_n(&db->connect_error_logged, __ATOMIC_RELAXED);
-        if ((last == 0 || now.tv_sec - last >= DB_CONNECT_ERROR_EVERY_S) &&
+        if (last != DB_CONNECT_ERRORS_QUIET &&
+            (last == 0 || now.tv_sec - last >= DB_CONNECT_ERROR_EVERY_S) &&
             __atomic_compare_exchange_n(&db->connect_error_logged, &last, (int64_t)now.tv_sec,
                                         false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
             TY_ERROR("db", "cannot connect to the database: %s", PQerrorMessage(c->pg));

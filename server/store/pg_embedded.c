@@ -663,12 +663,12 @@ static void *watcher_main(void *arg)
                 if (stopping)
                     return NULL;
                 __atomic_store_n(&pg->gave_up, true, __ATOMIC_RELEASE);
+                if (pg->on_give_up)
+                    pg->on_give_up(pg->give_up_arg);
                 TY_ERROR("pg",
                          "the embedded PostgreSQL in %s could not be restarted (%d attempts; last: "
                          "%s; log %s): exiting so that a supervisor can act",
                          pg->pgdata, pg->restart_attempts, why, pg->logfile);
-                if (pg->on_give_up)
-                    pg->on_give_up(pg->give_up_arg);
                 return NULL;
             }
         }

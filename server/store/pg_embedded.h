@@ -27,8 +27,10 @@ int pg_embedded_start(const char *data_dir, const char *bin_dir, const char *fal
 /* Watches the postmaster from a thread of its own. When it ends (a crash, kill -9), one line
  * says how (exit code or signal) and it is started again, which runs PostgreSQL's crash
  * recovery; the pool's connections reconnect by themselves. After `restart_attempts` failed
- * tries (0: none) one error line names the reason and the watcher calls on_give_up(arg) once,
- * from its thread, and ends. Returns 0, or -1 when the thread could not start. */
+ * tries (0: none) the watcher calls on_give_up(arg) once, from its thread, then logs one error
+ * line naming the reason, and ends (on_give_up may quiet the other threads' errors first, so that
+ * this line is the last: db_quiet_connect_errors). Returns 0, or -1 when the thread could not
+ * start. */
 int pg_embedded_watch(struct pg_embedded *pg, int restart_attempts, void (*on_give_up)(void *arg),
                       void *arg);
 

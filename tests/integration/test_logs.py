@@ -256,9 +256,11 @@ def test_agent_backlog_over_its_cap_skips_ahead_and_says_so(server_factory, agen
     server = server_factory()
     agent = agent_factory(server, cpus=2, extra_args=["--log-backlog-max-bytes", "1048576"])
     gate = str(tmp_path / "go")
-    n = 400_000  # about 12 MB, all but the first 1000 lines printed while the server is down
+    n = 400_000  # about 12 MB, the second half printed while the server is down
     job = server.submit({"name": "backlog", "entrypoint": printer(n, gate=gate)})["id"]
     want = printed(n, 0)
+    # launched first: a server killed before it sent the launch leaves no worker to print
+    server.wait_job(job, {"RUNNING"})
     server.stop(sig=signal.SIGKILL)
     open(gate, "w").close()
     spool = os.path.join(agent.data_dir, "spool")
