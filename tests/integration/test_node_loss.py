@@ -28,6 +28,12 @@ def test_node_killed_mid_allreduce_restarts_at_once_on_the_remaining_capacity(se
     srv.wait_job(job, {"RUNNING"}, timeout=60)
     first = workers(srv, job)
     assert {w["node_id"] for w in first} == {a.node_id, b.node_id}, first
+    # Killed once the ranks are connected (past their first allreduce): a rank killed before
+    # its peer reached it leaves that peer waiting to connect until the ring's own timeout, not
+    # failing mid-allreduce.
+    harness.wait_for(lambda: all((w["progress"] or {}).get("coll_seq", 0) >= 2
+                                 for w in workers(srv, job)),
+                     timeout=60, what="both ranks past their first allreduce")
 
     b.kill_node([w["pid"] for w in first if w["node_id"] == b.node_id])
 
