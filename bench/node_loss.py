@@ -60,7 +60,11 @@ def one_round(server, a, b, loop):
         ws = get(server, f"/api/v1/jobs/{job}/workers")["workers"]
         return ws if {w["node_id"] for w in ws} == {a.node_id, b.node_id} else None
     first = wait("attempt 1 running on both nodes", running_on_both)
-    time.sleep(0.5)  # a few allreduces
+    # killed mid-allreduce, once both ranks are connected: a rank killed before its peer reached
+    # it leaves the peer waiting for the ring's timeout
+    wait("both ranks past their first allreduce",
+         lambda: all((w["progress"] or {}).get("coll_seq", 0) >= 2
+                     for w in get(server, f"/api/v1/jobs/{job}/workers")["workers"]))
     killed_at = time.time()
     b.kill_node([w["pid"] for w in first if w["node_id"] == b.node_id])
     marks = {}
