@@ -3,14 +3,19 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,19 +27,81 @@ long long tw_now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Ports are taken as tests/integration/harness.py's port_range() takes them: 20 ports of a slot
+ * of 10000..(the kernel's ephemeral range) that this process holds with an flock on
+ * /tmp/ty-slots/ports-<slot> until it exits, so that no other test process (C or Python) uses
+ * them and no outgoing connection is given one. A port the kernel picked (bind to port 0, close)
+ * was sometimes taken by another test's outgoing connection before rank 0 listened on it. */
+#define TW_SLOT_DIR "/tmp/ty-slots"
+#define TW_SLOT_PORTS 20
+
+static int ephemeral_low(void)
+{
+    int lo = 32768;
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    if (f != NULL) {
+        if (fscanf(f, "%d", &lo) != 1)
+            lo = 32768;
+        fclose(f);
+    }
+    return lo;
+}
+
+/* The first port of a slot this process holds, claimed on first use; -1 when none is free. */
+static int slot_base(void)
+{
+    static int base = -1;
+    if (base >= 0)
+        return base;
+    int slots = (ephemeral_low() - 10000) / TW_SLOT_PORTS;
+    if (slots < 1)
+        return -1;
+    (void)mkdir(TW_SLOT_DIR, 01777);
+    (void)chmod(TW_SLOT_DIR, 01777);
+    for (int k = 0; k < slots; k++) {
+        int slot = (int)(((long long)getpid() * 7 + k) % slots);
+        char path[64];
+        snprintf(path, sizeof path, TW_SLOT_DIR "/ports-%d", slot);
+        int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0)
+            continue;
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) { /* held until this process exits */
+            base = 10000 + slot * TW_SLOT_PORTS;
+            return base;
+        }
+        close(fd);
+    }
+    return -1;
+}
+
+static bool bindable(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    int one = 1;
+    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    bool ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    close(fd);
+    return ok;
+}
+
 int tw_free_port(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
-        if (fd >= 0)
-            close(fd);
+    static int next;
+    int base = slot_base();
+    if (base < 0)
         return -1;
+    for (int k = 0; k < TW_SLOT_PORTS; k++) {
+        int port = base + next;
+        next = (next + 1) % TW_SLOT_PORTS;
+        if (bindable(port))
+            return port;
     }
-    close(fd);
-    return ntohs(a.sin_port);
+    return -1;
 }
 
 /* Child side: set the environment, init, run, finish, exit. Never returns. */

@@ -18,7 +18,7 @@ struct tw_world {
     pid_t pid[TW_MAX_WORLD];
 };
 
-/* A TCP port on 127.0.0.1 that was free a moment ago. */
+/* A TCP port on 127.0.0.1, free a moment ago, of a range no other test process uses. */
 int tw_free_port(void);
 /* Fork world ranks running fn (collective timeout coll_timeout_s). 0 or -1. */
 int tw_spawn(struct tw_world *w, int world, tw_rank_fn fn, void *arg, double coll_timeout_s);
