@@ -53,12 +53,6 @@ def run_without_server(*args, url="http://127.0.0.1:1", input=None, env=None):
     return harness.run_cli(fake, *args, token=None, input=input, env=env)
 
 
-def unused_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(module_server_factory):
     """One server for the file's tests (conftest.py): each makes its own jobs and tokens."""
@@ -462,7 +456,7 @@ def test_bad_output_mode_in_the_environment_names_the_variable():
 
 
 def test_unreachable_server_exits_3_naming_the_url():
-    url = f"http://127.0.0.1:{unused_port()}"
+    url = f"http://127.0.0.1:{harness.free_port()}"
     r = run_without_server("list", url=url)
     assert r.returncode == 3
     assert url in r.stderr and "connect" in r.stderr.lower()

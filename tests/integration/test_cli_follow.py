@@ -8,7 +8,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import time
 import types
@@ -53,12 +52,6 @@ def fake_factory():
     for f in made:
         f.close()
         assert not f.errors, f.errors
-
-
-def unused_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # --- the client against a scripted stream --------------------------------------------------------
@@ -196,7 +189,7 @@ def test_unavailable_database_is_retried_and_the_follow_resumes(fake_factory):
 
 def test_unreachable_stream_exits_3_after_the_reconnect_timeout():
     r = run(None, "--reconnect-timeout", "1", "events", str(JOB), "--follow",
-            env={"TRAINYARD_STREAM_URL": f"ws://127.0.0.1:{unused_port()}/stream"})
+            env={"TRAINYARD_STREAM_URL": f"ws://127.0.0.1:{harness.free_port()}/stream"})
     assert r.returncode == 3
     assert "cannot reach the stream" in r.stderr
 
@@ -208,7 +201,7 @@ def test_stream_url_that_is_not_ws_is_a_usage_error():
 
 
 def test_wait_follow_on_an_unreachable_server_exits_3():
-    fake = types.SimpleNamespace(url=f"http://127.0.0.1:{unused_port()}", admin_token=None)
+    fake = types.SimpleNamespace(url=f"http://127.0.0.1:{harness.free_port()}", admin_token=None)
     r = harness.run_cli(fake, "wait", str(JOB), "--follow", token=None)
     assert r.returncode == 3
     assert fake.url in r.stderr
