@@ -27,9 +27,9 @@ struct db *db_create(const char *conninfo, int size);
  * connection in use, and a new connection gives up after `connect_timeout_s`; 0 for either
  * means no bound. Call before the pool is shared. */
 void db_set_timeouts(struct db *db, int acquire_timeout_ms, int connect_timeout_s);
-/* The database is gone for good and the reason was logged (the embedded PostgreSQL could not be
- * restarted): the pool's connection failures go to the debug log from now on, so that the line
- * that says why the server exits stays its last error. Any thread. */
+/* The database is gone for good (the embedded PostgreSQL could not be restarted) and the caller
+ * logs why next: the pool's connection failures go to the debug log from now on, so that the
+ * line that says why the server exits stays its last error. Any thread. */
 void db_quiet_connect_errors(struct db *db);
 /* The connection string the pool was made with (for a connection of one's own, store_leader.c). */
 const char *db_conninfo(const struct db *db);
